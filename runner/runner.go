@@ -1,0 +1,230 @@
+// Package runner executes agent phases: each phase is one run in one disposable Docker
+// container, over a git worktree of the project, with the agent CLI chosen by an Agent adapter.
+//
+// The package holds the vocabulary (Phase, Input, Result), the seams (Runtime for containers,
+// Agent for CLIs) and the Executor that ties them together. Adapters live below it:
+// runner/docker (Runtime on the Docker Engine API) and runner/agent/<cli>.
+package runner
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Phase is one kind of agent step.
+type Phase string
+
+// The phases. Analysis phases mount the worktree read-only.
+const (
+	PhaseAnalysis           Phase = "analysis"
+	PhaseDevelopment        Phase = "development"
+	PhaseCIFix              Phase = "ci_fix"
+	PhaseReviewFix          Phase = "review_fix"
+	PhaseConflictResolution Phase = "conflict_resolution"
+	PhaseAnswer             Phase = "answer"
+	PhaseReview             Phase = "review"
+)
+
+// ReadOnly reports whether the phase may not change the worktree.
+func (p Phase) ReadOnly() bool {
+	switch p {
+	case PhaseAnalysis, PhaseAnswer, PhaseReview:
+		return true
+	}
+	return false
+}
+
+// Step distinguishes the two analysis runs of a mailbox.
+type Step string
+
+// Analysis steps; other phases have no step ("").
+const (
+	StepFunctional Step = "functional"
+	StepTechnical  Step = "technical"
+)
+
+// Input is what an agent gets for one run. It is written as JSON to /alfred/in/input.json in the
+// container and rendered into the prompt by adapters whose CLI takes a prompt.
+type Input struct {
+	Phase Phase `json:"phase"`
+	Step  Step  `json:"step,omitempty"`
+	// Key is the script key of the run: "analysis.functional", "analysis.technical",
+	// "development", "ci_fix", … (Phase, plus "."+Step when there is a step).
+	Key     string `json:"key"`
+	Attempt int    `json:"attempt"`
+	// Repo, Issue number, title and description of the issue.
+	Repo        string `json:"repo"`
+	Issue       int64  `json:"issue"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	Type        string `json:"type,omitempty"` // task, bug, analysis, question
+	Branch      string `json:"branch,omitempty"`
+	// Decisions are the answered questions: id → chosen option label, plus free text.
+	Decisions map[string]string `json:"decisions,omitempty"`
+	FreeText  string            `json:"free_text,omitempty"`
+	// Analysis is the functional analysis (technical step) and Plan the validated plan
+	// (development and later).
+	Analysis string `json:"analysis,omitempty"`
+	Plan     string `json:"plan,omitempty"`
+	// CILog holds the failed jobs' log excerpts for ci_fix.
+	CILog string `json:"ci_log,omitempty"`
+	// Comments are recent human comments, oldest first, for answer and review_fix.
+	Comments []string `json:"comments,omitempty"`
+	// Model is the model name from the phase binding, "" for the CLI's default.
+	Model string `json:"model,omitempty"`
+}
+
+// KeyOf returns the script key for a phase and step.
+func KeyOf(p Phase, s Step) string {
+	if s == "" {
+		return string(p)
+	}
+	return string(p) + "." + string(s)
+}
+
+// Option is one choice of a Question.
+type Option struct {
+	ID          string `json:"id"`          // "a", "b", …
+	Label       string `json:"label"`       // short text
+	Description string `json:"description"` // one line
+}
+
+// Question is a clarification question returned by the functional analysis.
+type Question struct {
+	ID      string   `json:"id"` // "q1", "q2", …
+	Title   string   `json:"title"`
+	Context string   `json:"context,omitempty"`
+	Options []Option `json:"options"` // 2 to 4
+	Default string   `json:"default"` // an Option.ID
+}
+
+// Result is the structured result every phase writes to /alfred/out/result.json. The contract
+// is specified in spec/result-contract.md; Validate enforces it.
+type Result struct {
+	// Summary is a short human-readable account of the run (all phases).
+	Summary string `json:"summary"`
+	// Functional analysis.
+	Understanding      string     `json:"understanding,omitempty"`
+	Questions          []Question `json:"questions,omitempty"`
+	ExpectedBehaviour  string     `json:"expected_behaviour,omitempty"`
+	AcceptanceCriteria []string   `json:"acceptance_criteria,omitempty"`
+	OutOfScope         []string   `json:"out_of_scope,omitempty"`
+	// Technical analysis.
+	Plan string `json:"plan,omitempty"`
+	// Development, ci_fix, review_fix, conflict_resolution: the commit message Alfred uses.
+	CommitMessage string `json:"commit_message,omitempty"`
+	// Answer phase: the answer to post.
+	Answer string `json:"answer,omitempty"`
+
+	// Filled by the adapter from the CLI's own output, not by the agent.
+	SessionID    string  `json:"session_id,omitempty"`
+	InputTokens  int64   `json:"input_tokens,omitempty"`
+	OutputTokens int64   `json:"output_tokens,omitempty"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
+}
+
+// ContainerID is a Docker container id.
+type ContainerID string
+
+// Mount is a host directory bound into a container.
+type Mount struct {
+	Source   string `json:"source"` // absolute host path
+	Target   string `json:"target"` // absolute container path
+	ReadOnly bool   `json:"read_only,omitempty"`
+}
+
+// Limits bound a container's resources.
+type Limits struct {
+	MemoryBytes int64         `json:"memory_bytes"`
+	NanoCPUs    int64         `json:"nano_cpus"` // 1e9 = one CPU
+	PIDs        int64         `json:"pids"`
+	Timeout     time.Duration `json:"timeout"` // wall clock, enforced by the Executor
+}
+
+// ContainerSpec is everything needed to create one run's container. It never holds a secret
+// in Cmd or Labels; secrets go in Env.
+type ContainerSpec struct {
+	Name       string            `json:"name"`
+	Image      string            `json:"image"`
+	Cmd        []string          `json:"cmd"`
+	Env        []string          `json:"env,omitempty"` // KEY=value
+	WorkingDir string            `json:"working_dir"`
+	User       string            `json:"user"` // uid:gid, never 0
+	Mounts     []Mount           `json:"mounts"`
+	Labels     map[string]string `json:"labels"`
+	Limits     Limits            `json:"limits"`
+	// HostNetwork runs the container in the host's network namespace (tests reach stand-in
+	// servers on 127.0.0.1 this way); otherwise the default bridge.
+	HostNetwork bool `json:"host_network,omitempty"`
+}
+
+// ExitState is how a container ended.
+type ExitState struct {
+	Code int `json:"code"`
+	// Killed is true when Alfred stopped the container (timeout or cancel): some CLIs exit 0 on
+	// SIGTERM, so the code alone cannot tell.
+	Killed    bool   `json:"killed,omitempty"`
+	OOMKilled bool   `json:"oom_killed,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Container is a container found by Runtime.List.
+type Container struct {
+	ID      ContainerID
+	Name    string
+	Labels  map[string]string
+	Running bool
+}
+
+// Runtime creates and destroys disposable containers.
+type Runtime interface {
+	// Start creates and starts the container. A container with the same name left by a crashed
+	// run is destroyed first when it carries Alfred's managed label, refused otherwise.
+	Start(ctx context.Context, spec ContainerSpec) (ContainerID, error)
+	// Wait blocks until the container exits or ctx ends.
+	Wait(ctx context.Context, id ContainerID) (ExitState, error)
+	// Logs returns the container's stdout and stderr, demultiplexed, stdout first.
+	Logs(ctx context.Context, id ContainerID) (stdout, stderr []byte, err error)
+	// Stop sends SIGTERM, waits grace, then SIGKILL.
+	Stop(ctx context.Context, id ContainerID, grace time.Duration) error
+	// Destroy stops and removes the container; nil if it is already gone.
+	Destroy(ctx context.Context, id ContainerID) error
+	// List returns the containers carrying all the given labels.
+	List(ctx context.Context, labels map[string]string) ([]Container, error)
+}
+
+// Agent is the pure adapter for one coding-agent CLI: it compiles an Input into a command line
+// and environment, and reads the CLI's output back into a Result.
+type Agent interface {
+	// Name is the adapter name used in config ("script", "claude-code").
+	Name() string
+	// Command returns the container image, command line and environment for a run. It puts no
+	// secret in the command line.
+	Command(in Input) (Invocation, error)
+	// Result reads the run's outcome from the exit state, the CLI's stdout and the output
+	// directory (where result.json is expected). A missing or invalid result is an error.
+	Result(in Input, exit ExitState, stdout []byte, outDir string) (*Result, error)
+}
+
+// Invocation is an Agent's compiled command.
+type Invocation struct {
+	Image string
+	Cmd   []string
+	Env   []string
+	// Files are extra files written to the input directory (/alfred/in) before the run,
+	// name → content.
+	Files map[string][]byte
+}
+
+// LogWriter receives a run's output as it is produced (optional).
+type LogWriter = io.Writer
+
+// Paths inside every run container.
+const (
+	WorkspaceDir = "/workspace"
+	InputDir     = "/alfred/in"
+	OutputDir    = "/alfred/out"
+	ResultFile   = "result.json"
+	HomeDir      = "/alfred/home"
+)

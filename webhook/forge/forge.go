@@ -1,0 +1,304 @@
+// Package forge is the leaf vocabulary shared by the webhook edge, the mailbox and the runner:
+// forge kinds, references to issues and merge requests, normalised inbound events and the
+// outbound Forge interface that the GitLab and Forgejo adapters implement.
+//
+// It imports nothing from this module. Forgejo calls a merge request a "pull request"; in code
+// the one term is "merge request", and the Forgejo adapter translates.
+package forge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Kind is the type of a forge server.
+type Kind string
+
+const (
+	// KindGitLab is a GitLab server (gitlab.com or self-managed).
+	KindGitLab Kind = "gitlab"
+	// KindForgejo is a Forgejo server; a Gitea server works as Forgejo.
+	KindForgejo Kind = "forgejo"
+)
+
+// Valid reports whether k is a kind Alfred supports.
+func (k Kind) Valid() bool { return k == KindGitLab || k == KindForgejo }
+
+// IssueRef names an issue or a merge request on a configured forge.
+//
+// Forge is the configured forge name (the {forge} of POST /webhooks/{forge}), Repo is the
+// project path "owner/name" (GitLab: the full path with namespaces, "group/sub/name"), Number is
+// the GitLab iid or the Forgejo index. Issues and merge requests share the number space on
+// Forgejo but not on GitLab, so MergeRequest tells them apart.
+type IssueRef struct {
+	Forge        string `json:"forge"`
+	Repo         string `json:"repo"`
+	Number       int64  `json:"number"`
+	MergeRequest bool   `json:"merge_request,omitempty"`
+}
+
+// String renders the reference as "forge:owner/name#12" (or "!12" for a merge request).
+func (r IssueRef) String() string {
+	sep := "#"
+	if r.MergeRequest {
+		sep = "!"
+	}
+	return fmt.Sprintf("%s:%s%s%d", r.Forge, r.Repo, sep, r.Number)
+}
+
+// User is a forge account as seen in an event or an API answer.
+type User struct {
+	ID    int64  `json:"id,omitempty"`
+	Login string `json:"login"`
+	// Bot is true when the forge marks the account as a bot (GitLab bot users, Forgejo/Gitea
+	// "bot" user type) or when it is one of the configured other bots.
+	Bot bool `json:"bot,omitempty"`
+}
+
+// EventType is the normalised kind of an inbound event.
+type EventType string
+
+// The event vocabulary. Every delivery Alfred acts on becomes exactly one of these.
+const (
+	// EventIssueOpened: an issue was opened (it may already carry assignees and labels).
+	EventIssueOpened EventType = "issue_opened"
+	// EventIssueEdited: title or description changed.
+	EventIssueEdited EventType = "issue_edited"
+	// EventIssueClosed: the issue was closed, by hand or by a merge (see Event.ClosedByCommit).
+	EventIssueClosed EventType = "issue_closed"
+	// EventIssueReopened: the issue was reopened.
+	EventIssueReopened EventType = "issue_reopened"
+	// EventAssignees: the assignee list changed; Event.Assignees holds the list after the change.
+	EventAssignees EventType = "assignees"
+	// EventLabels: the label list changed; Event.Labels holds the list after the change.
+	EventLabels EventType = "labels"
+	// EventComment: a comment was created.
+	EventComment EventType = "comment"
+	// EventCommentEdited: a comment was edited (for example ticks in a question block).
+	EventCommentEdited EventType = "comment_edited"
+	// EventMergeRequestOpened: a merge request was opened or reopened.
+	EventMergeRequestOpened EventType = "merge_request_opened"
+	// EventMergeRequestUpdated: new commits were pushed to a merge request.
+	EventMergeRequestUpdated EventType = "merge_request_updated"
+	// EventMergeRequestClosed: a merge request was closed without merge.
+	EventMergeRequestClosed EventType = "merge_request_closed"
+	// EventMergeRequestMerged: a merge request was merged.
+	EventMergeRequestMerged EventType = "merge_request_merged"
+	// EventReview: a review was submitted (approved, changes requested or comment).
+	EventReview EventType = "review"
+	// EventPipeline: a CI pipeline (GitLab) or commit status (Forgejo) changed.
+	EventPipeline EventType = "pipeline"
+	// EventTick is not a delivery: the mailbox worker wakes a mailbox for a deadline.
+	EventTick EventType = "tick"
+)
+
+// CIState is the normalised state of a pipeline or of a commit's combined status.
+type CIState string
+
+// CI states. GitLab "failed"/"canceled" and Forgejo "failure"/"error" are CIFailed.
+const (
+	CINone    CIState = "none"    // no pipeline or status exists for the commit
+	CIPending CIState = "pending" // created, waiting, running
+	CISuccess CIState = "success"
+	CIFailed  CIState = "failed"
+	CISkipped CIState = "skipped" // GitLab "skipped"/"manual"; not a failure, not a success
+)
+
+// MergeRequest is the part of a merge request (Forgejo: pull request) that Alfred uses.
+type MergeRequest struct {
+	Number       int64  `json:"number"`
+	Title        string `json:"title,omitempty"`
+	Body         string `json:"body,omitempty"`
+	SourceBranch string `json:"source_branch"`
+	TargetBranch string `json:"target_branch,omitempty"`
+	HeadSHA      string `json:"head_sha,omitempty"`
+	State        string `json:"state,omitempty"` // "open", "closed" or "merged"
+	Merged       bool   `json:"merged,omitempty"`
+	WebURL       string `json:"web_url,omitempty"`
+	Author       User   `json:"author"`
+}
+
+// Comment is an issue or merge-request comment (GitLab: note).
+type Comment struct {
+	ID        int64     `json:"id"`
+	Body      string    `json:"body"`
+	Author    User      `json:"author"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at,omitempty"`
+}
+
+// Pipeline describes a CI run for Event.Pipeline and Forge.CIStatus.
+type Pipeline struct {
+	ID     int64   `json:"id,omitempty"`
+	State  CIState `json:"state"`
+	SHA    string  `json:"sha,omitempty"`
+	Ref    string  `json:"ref,omitempty"`
+	WebURL string  `json:"web_url,omitempty"`
+	// MergeRequest is the merge request number the pipeline ran for, 0 when unknown.
+	MergeRequest int64 `json:"merge_request,omitempty"`
+	// FailedJobs names the failed jobs (GitLab jobs, Forgejo status contexts), with a log excerpt
+	// when the forge gives one. Filled by Forge.CIStatus, not by webhook parsing.
+	FailedJobs []FailedJob `json:"failed_jobs,omitempty"`
+}
+
+// FailedJob is one failed CI job or failed commit status.
+type FailedJob struct {
+	Name   string `json:"name"`
+	WebURL string `json:"web_url,omitempty"`
+	// Log is the tail of the job's log (GitLab job trace) or the status description (Forgejo),
+	// at most a few KiB.
+	Log string `json:"log,omitempty"`
+}
+
+// Review is a submitted merge-request review.
+type Review struct {
+	State string `json:"state"` // "approved", "changes_requested", "commented", "unapproved"
+	Body  string `json:"body,omitempty"`
+}
+
+// Event is one normalised inbound delivery. Parsers fill what the payload carries; fields that
+// a payload does not carry stay zero and their *Known flag false.
+type Event struct {
+	// Forge is the configured forge name the delivery came to; Kind its type.
+	Forge string `json:"forge"`
+	Kind  Kind   `json:"kind"`
+	// DeliveryID identifies the delivery: GitLab Idempotency-Key, else X-Gitlab-Event-UUID;
+	// Forgejo/Gitea X-Forgejo-Delivery / X-Gitea-Delivery.
+	DeliveryID string `json:"delivery_id"`
+	// BodyHash is the hex SHA-256 of the raw body; a manual re-delivery on Forgejo gets a new
+	// delivery id but the same body, so the pair deduplicates.
+	BodyHash string `json:"body_hash"`
+	// Header is the raw event name (X-Gitlab-Event or X-Forgejo-Event-Type) and Action the
+	// payload's action, kept for logs and debugging.
+	Header string `json:"header"`
+	Action string `json:"action,omitempty"`
+
+	Type EventType `json:"type"`
+	// Target is the issue or merge request the event is about.
+	Target IssueRef `json:"target"`
+	// Sender is the account that caused the event.
+	Sender User `json:"sender"`
+	// Author is the author of the issue or merge request.
+	Author User   `json:"author"`
+	Title  string `json:"title,omitempty"`
+	Body   string `json:"body,omitempty"`
+	State  string `json:"state,omitempty"` // "open" or "closed"
+
+	// Labels is the full label list after the event when LabelsKnown; PreviousLabels the list
+	// before it when the forge says (GitLab changes.labels), else nil.
+	LabelsKnown    bool     `json:"labels_known,omitempty"`
+	Labels         []string `json:"labels,omitempty"`
+	PreviousLabels []string `json:"previous_labels,omitempty"`
+	// Assignees likewise, as logins.
+	AssigneesKnown    bool     `json:"assignees_known,omitempty"`
+	Assignees         []string `json:"assignees,omitempty"`
+	PreviousAssignees []string `json:"previous_assignees,omitempty"`
+
+	Comment      *Comment      `json:"comment,omitempty"`
+	MergeRequest *MergeRequest `json:"merge_request,omitempty"`
+	Pipeline     *Pipeline     `json:"pipeline,omitempty"`
+	Review       *Review       `json:"review,omitempty"`
+	// ClosedByCommit is the merge commit that closed an issue (Forgejo commit_id), "" for a
+	// manual close.
+	ClosedByCommit string `json:"closed_by_commit,omitempty"`
+	// OccurredAt is when the forge says the event happened; ReceivedAt when Alfred got it.
+	OccurredAt time.Time `json:"occurred_at,omitempty"`
+	ReceivedAt time.Time `json:"received_at"`
+}
+
+// IgnoreError is returned by a parser for a delivery Alfred does not act on. The HTTP edge
+// answers it with 200 and the Reason, never with 4xx/5xx (GitLab disables hooks that fail).
+type IgnoreError struct {
+	Header string // raw event name
+	Reason string // human-readable, e.g. "push events are not used"
+}
+
+func (e *IgnoreError) Error() string { return "ignored " + e.Header + " event: " + e.Reason }
+
+// Ignore builds an *IgnoreError.
+func Ignore(header, format string, args ...any) error {
+	return &IgnoreError{Header: header, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Sentinel errors returned by Forge implementations, matched with errors.Is.
+var (
+	// ErrNotFound: the issue, merge request, comment or project does not exist (HTTP 404).
+	ErrNotFound = errors.New("forge: not found")
+	// ErrForbidden: the bot's token may not do this (HTTP 401/403).
+	ErrForbidden = errors.New("forge: forbidden")
+	// ErrConflict: the forge refused the change as invalid or conflicting (HTTP 409/422).
+	ErrConflict = errors.New("forge: conflict")
+)
+
+// Issue is what Forge.Issue returns.
+type Issue struct {
+	Ref       IssueRef `json:"ref"`
+	Title     string   `json:"title"`
+	Body      string   `json:"body"`
+	State     string   `json:"state"` // "open" or "closed"
+	Author    User     `json:"author"`
+	Labels    []string `json:"labels"`
+	Assignees []string `json:"assignees"`
+	WebURL    string   `json:"web_url,omitempty"`
+}
+
+// Repository is what Forge.Repository returns.
+type Repository struct {
+	Path          string `json:"path"` // owner/name
+	DefaultBranch string `json:"default_branch"`
+	// CloneURL is the HTTP(S) clone URL without credentials. Alfred authenticates git with an
+	// Authorization header passed through the environment, never in the URL.
+	CloneURL string `json:"clone_url"`
+}
+
+// NewMergeRequest is the input of Forge.CreateMergeRequest.
+type NewMergeRequest struct {
+	SourceBranch string
+	TargetBranch string
+	Title        string
+	Body         string
+}
+
+// Forge is the outbound API of one configured forge. Implementations retry rate limits
+// (HTTP 429) and 5xx with backoff, and map 404 to ErrNotFound, 401/403 to ErrForbidden and
+// 409/422 to ErrConflict. Every method is safe for concurrent use.
+type Forge interface {
+	// Kind returns the forge type.
+	Kind() Kind
+	// BotUser returns the account the token belongs to.
+	BotUser(ctx context.Context) (User, error)
+	// CanWrite reports whether login has write access (GitLab: Developer or more; Forgejo:
+	// write permission or admin) to the repository.
+	CanWrite(ctx context.Context, repo, login string) (bool, error)
+	// Repository returns the repository's default branch and clone URL.
+	Repository(ctx context.Context, repo string) (*Repository, error)
+
+	// Issue reads an issue. ErrNotFound when it was deleted.
+	Issue(ctx context.Context, ref IssueRef) (*Issue, error)
+	// SetIssueBody replaces the issue description.
+	SetIssueBody(ctx context.Context, ref IssueRef, body string) error
+	// Comments lists all comments of an issue or merge request, oldest first, following every
+	// page.
+	Comments(ctx context.Context, ref IssueRef) ([]Comment, error)
+	// Comment posts a comment and returns its id.
+	Comment(ctx context.Context, ref IssueRef, body string) (int64, error)
+	// EditComment replaces a comment's body.
+	EditComment(ctx context.Context, ref IssueRef, id int64, body string) error
+	// SetLabels adds and removes labels by name, creating missing project labels first. Adding a
+	// present label or removing an absent one is not an error.
+	SetLabels(ctx context.Context, ref IssueRef, add, remove []string) error
+	// SetAssignees adds and removes assignees by login.
+	SetAssignees(ctx context.Context, ref IssueRef, add, remove []string) error
+
+	// CreateMergeRequest opens a merge request; if one is already open for the source branch it
+	// returns that one instead.
+	CreateMergeRequest(ctx context.Context, repo string, mr NewMergeRequest) (*MergeRequest, error)
+	// MergeRequest reads a merge request by number.
+	MergeRequest(ctx context.Context, repo string, number int64) (*MergeRequest, error)
+	// CIStatus returns the state of CI on a commit: GitLab's latest pipeline for the sha,
+	// Forgejo's combined commit status. CINone when nothing ran. For CIFailed it fills
+	// FailedJobs.
+	CIStatus(ctx context.Context, repo, sha string) (*Pipeline, error)
+}
