@@ -1,0 +1,153 @@
+package mailbox
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// Labels names the scoped labels Alfred reads and writes. Zero fields take the defaults
+// (DefaultLabels). Exactly one status label is on an issue at a time.
+type Labels struct {
+	FunctionalAnalysis string
+	WaitingInfo        string
+	TechnicalAnalysis  string
+	WaitingValidation  string
+	InDevelopment      string
+	InCI               string
+	InReview           string
+	Blocked            string
+	Done               string
+	TypeTask           string
+	TypeBug            string
+	TypeAnalysis       string
+	TypeQuestion       string
+	ValidatePlan       string
+}
+
+// DefaultLabels returns the default names: status::…, type::…, ai::validate_plan.
+func DefaultLabels() Labels {
+	return Labels{
+		FunctionalAnalysis: "status::functional_analysis",
+		WaitingInfo:        "status::waiting_info",
+		TechnicalAnalysis:  "status::technical_analysis",
+		WaitingValidation:  "status::waiting_validation",
+		InDevelopment:      "status::in_development",
+		InCI:               "status::in_ci",
+		InReview:           "status::in_review",
+		Blocked:            "status::blocked",
+		Done:               "status::done",
+		TypeTask:           "type::task",
+		TypeBug:            "type::bug",
+		TypeAnalysis:       "type::analysis",
+		TypeQuestion:       "type::question",
+		ValidatePlan:       "ai::validate_plan",
+	}
+}
+
+// WithDefaults fills empty names with the defaults.
+func (l Labels) WithDefaults() Labels {
+	d := DefaultLabels()
+	return Labels{
+		FunctionalAnalysis: cmp.Or(l.FunctionalAnalysis, d.FunctionalAnalysis),
+		WaitingInfo:        cmp.Or(l.WaitingInfo, d.WaitingInfo),
+		TechnicalAnalysis:  cmp.Or(l.TechnicalAnalysis, d.TechnicalAnalysis),
+		WaitingValidation:  cmp.Or(l.WaitingValidation, d.WaitingValidation),
+		InDevelopment:      cmp.Or(l.InDevelopment, d.InDevelopment),
+		InCI:               cmp.Or(l.InCI, d.InCI),
+		InReview:           cmp.Or(l.InReview, d.InReview),
+		Blocked:            cmp.Or(l.Blocked, d.Blocked),
+		Done:               cmp.Or(l.Done, d.Done),
+		TypeTask:           cmp.Or(l.TypeTask, d.TypeTask),
+		TypeBug:            cmp.Or(l.TypeBug, d.TypeBug),
+		TypeAnalysis:       cmp.Or(l.TypeAnalysis, d.TypeAnalysis),
+		TypeQuestion:       cmp.Or(l.TypeQuestion, d.TypeQuestion),
+		ValidatePlan:       cmp.Or(l.ValidatePlan, d.ValidatePlan),
+	}
+}
+
+// Status returns the status label of a state; "" for states without one (idle, cancelled).
+func (l Labels) Status(s State) string {
+	switch s {
+	case StateWaitingType, StateWaitingInfo:
+		return l.WaitingInfo
+	case StateFunctionalAnalysis:
+		return l.FunctionalAnalysis
+	case StateTechnicalAnalysis:
+		return l.TechnicalAnalysis
+	case StateWaitingValidation:
+		return l.WaitingValidation
+	case StateInDevelopment, StateCIFix, StateAnswering:
+		return l.InDevelopment
+	case StateInCI:
+		return l.InCI
+	case StateInReview:
+		return l.InReview
+	case StateBlocked:
+		return l.Blocked
+	case StateDone:
+		return l.Done
+	}
+	return ""
+}
+
+// statuses lists every status label.
+func (l Labels) statuses() []string {
+	return []string{l.FunctionalAnalysis, l.WaitingInfo, l.TechnicalAnalysis, l.WaitingValidation,
+		l.InDevelopment, l.InCI, l.InReview, l.Blocked, l.Done}
+}
+
+// TypeLabel returns the label of an issue type ("task", "bug", "analysis", "question").
+func (l Labels) TypeLabel(typ string) string {
+	switch typ {
+	case "task":
+		return l.TypeTask
+	case "bug":
+		return l.TypeBug
+	case "analysis":
+		return l.TypeAnalysis
+	case "question":
+		return l.TypeQuestion
+	}
+	return ""
+}
+
+// TypeOf returns the issue type named by a type label, "" when the label is not one.
+func (l Labels) TypeOf(label string) string {
+	for _, t := range []string{"task", "bug", "analysis", "question"} {
+		if strings.EqualFold(label, l.TypeLabel(t)) {
+			return t
+		}
+	}
+	return ""
+}
+
+// StatusDiff returns the labels to add and remove so that the issue carries exactly the
+// status label of s and no other status label. Only the difference is written.
+func (l Labels) StatusDiff(current []string, s State) (add, remove []string) {
+	want := l.Status(s)
+	if want != "" && !slices.Contains(current, want) {
+		add = append(add, want)
+	}
+	for _, c := range current {
+		if c != want && slices.Contains(l.statuses(), c) {
+			remove = append(remove, c)
+		}
+	}
+	return add, remove
+}
+
+// diff returns what is in b and not in a (added) and in a and not in b (removed).
+func diff(a, b []string) (added, removed []string) {
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			added = append(added, x)
+		}
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			removed = append(removed, x)
+		}
+	}
+	return added, removed
+}

@@ -1,0 +1,205 @@
+// Package mailbox makes Alfred's decisions. Every issue (and every merge request that is not
+// the bot's own) has a mailbox: an inbox of normalised events, a state in the lifecycle, the
+// questions asked, the runs made and the comments posted. A worker leases one mailbox at a
+// time, folds its pending events into the state machine (machine.go), starts the next phase
+// when one is due, and writes the visible state back as scoped labels.
+//
+// The lifecycle is specified in spec/lifecycle.md; the transition table in machine.go and
+// that document are kept the same.
+package mailbox
+
+import (
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// State is a mailbox's place in the lifecycle. Each state maps to exactly one status label
+// (Labels.StatusFor), except StateIdle and StateClosed which have none of their own.
+type State string
+
+// The states; see spec/lifecycle.md for the transitions.
+const (
+	StateIdle               State = "idle"                // the bot is not assigned
+	StateWaitingType        State = "waiting_type"        // asked which type the issue is
+	StateFunctionalAnalysis State = "functional_analysis" // analysis.functional run due
+	StateWaitingInfo        State = "waiting_info"        // clarification questions open
+	StateTechnicalAnalysis  State = "technical_analysis"  // analysis.technical run due
+	StateWaitingValidation  State = "waiting_validation"  // plan posted, waiting for ai::validate_plan
+	StateInDevelopment      State = "in_development"      // development run due
+	StateAnswering          State = "answering"           // answer run due (type::question)
+	StateInCI               State = "in_ci"               // merge request open, waiting for CI
+	StateCIFix              State = "ci_fix"              // ci_fix run due
+	StateInReview           State = "in_review"           // waiting for review and merge
+	StateBlocked            State = "blocked"             // needs a human; "retry" resumes
+	StateDone               State = "done"                // merged or closed: mailbox closed
+	StateCancelled          State = "cancelled"           // unassigned or closed without merge
+)
+
+// Closed reports whether the mailbox no longer acts on events (except a new assignment).
+func (s State) Closed() bool { return s == StateDone || s == StateCancelled }
+
+// StringList is a []string stored as a JSON array in a TEXT column (portable to SQLite).
+type StringList []string
+
+// Value implements driver.Valuer.
+func (l StringList) Value() (driver.Value, error) {
+	if l == nil {
+		l = StringList{}
+	}
+	b, err := json.Marshal([]string(l))
+	return string(b), err
+}
+
+// Scan implements sql.Scanner.
+func (l *StringList) Scan(src any) error { return scanJSON(src, (*[]string)(l)) }
+
+func scanJSON(src any, dst any) error {
+	var b []byte
+	switch v := src.(type) {
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	case nil:
+		return nil
+	default:
+		return fmt.Errorf("scan JSON column: unexpected %T", src)
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	return json.Unmarshal(b, dst)
+}
+
+// Data is the part of a mailbox's memory that has no column of its own, stored as a JSON
+// document in mailboxes.data.
+type Data struct {
+	Acknowledged bool `json:"acknowledged,omitempty"`
+	// Round counts the question blocks asked (type question is round 0; analysis rounds 1+).
+	Round int `json:"round,omitempty"`
+	// AnalysisRound is the round of the functional analysis questions, 0 when none were asked.
+	AnalysisRound int `json:"analysis_round,omitempty"`
+	// Analysis is the functional analysis result; Decisions the answers (qid → option label),
+	// FreeText free-form human replies handed to the agent.
+	Analysis  *runner.Result    `json:"analysis,omitempty"`
+	Decisions map[string]string `json:"decisions,omitempty"`
+	FreeText  string            `json:"free_text,omitempty"`
+	// Plan is the technical analysis; ValidatedBy the login that validated it.
+	Plan        string `json:"plan,omitempty"`
+	ValidatedBy string `json:"validated_by,omitempty"`
+	// CIAttempts counts ci_fix runs; CIWaitUntil is when "no pipeline" is declared.
+	CIAttempts  int       `json:"ci_attempts,omitempty"`
+	CIWaitUntil time.Time `json:"ci_wait_until,omitempty"`
+	CILog       string    `json:"ci_log,omitempty"`
+	// Blocked is the reason of the last block; BlockedFrom the state to retry.
+	Blocked     string `json:"blocked,omitempty"`
+	BlockedFrom State  `json:"blocked_from,omitempty"`
+	// Failures counts failed runs in a row of the current phase.
+	Failures int `json:"failures,omitempty"`
+}
+
+// Value implements driver.Valuer.
+func (d Data) Value() (driver.Value, error) {
+	b, err := json.Marshal(d)
+	return string(b), err
+}
+
+// Scan implements sql.Scanner.
+func (d *Data) Scan(src any) error { return scanJSON(src, d) }
+
+// Mailbox is one row of mailboxes.
+type Mailbox struct {
+	ID           int64      `db:"id"`
+	Forge        string     `db:"forge"`
+	Repo         string     `db:"repo"`
+	Number       int64      `db:"number"`
+	MergeRequest bool       `db:"merge_request"`
+	State        State      `db:"state"`
+	Type         string     `db:"issue_type"` // task, bug, analysis, question; "" until known
+	Author       string     `db:"author"`
+	Title        string     `db:"title"`
+	Labels       StringList `db:"labels"`
+	Assignees    StringList `db:"assignees"`
+	Branch       string     `db:"branch"`
+	MRNumber     int64      `db:"mr_number"`
+	HeadSHA      string     `db:"head_sha"`
+	Data         Data       `db:"data"`
+	WakeAt       *time.Time `db:"wake_at"`
+	LeaseOwner   *string    `db:"lease_owner"`
+	LeaseExpires *time.Time `db:"lease_expires_at"`
+	ClosedAt     *time.Time `db:"closed_at"`
+	CreatedAt    time.Time  `db:"created_at"`
+	UpdatedAt    time.Time  `db:"updated_at"`
+}
+
+// Ref returns the mailbox's issue (or merge request) reference.
+func (m *Mailbox) Ref() forge.IssueRef {
+	return forge.IssueRef{Forge: m.Forge, Repo: m.Repo, Number: m.Number, MergeRequest: m.MergeRequest}
+}
+
+// MRRef returns the reference of the bot's merge request, valid when MRNumber != 0.
+func (m *Mailbox) MRRef() forge.IssueRef {
+	return forge.IssueRef{Forge: m.Forge, Repo: m.Repo, Number: m.MRNumber, MergeRequest: true}
+}
+
+// StoredEvent is one row of events.
+type StoredEvent struct {
+	ID         int64       `db:"id"`
+	MailboxID  int64       `db:"mailbox_id"`
+	Event      forge.Event `db:"-"`
+	Payload    string      `db:"payload"`
+	ReceivedAt time.Time   `db:"received_at"`
+}
+
+// Question is one row of questions.
+type Question struct {
+	ID          int64      `db:"id"`
+	MailboxID   int64      `db:"mailbox_id"`
+	Round       int        `db:"round"`
+	QID         string     `db:"qid"`
+	Title       string     `db:"title"`
+	Context     string     `db:"context"`
+	OptionsJSON string     `db:"options"`
+	Default     string     `db:"default_option"`
+	DeadlineAt  time.Time  `db:"deadline_at"`
+	Answer      *string    `db:"answer"`
+	AnsweredBy  *string    `db:"answered_by"`
+	AnsweredAt  *time.Time `db:"answered_at"`
+}
+
+// Options decodes the question's options.
+func (q *Question) Options() []runner.Option {
+	var o []runner.Option
+	_ = json.Unmarshal([]byte(q.OptionsJSON), &o)
+	return o
+}
+
+// Run is one row of runs.
+type Run struct {
+	ID         int64      `db:"id"`
+	MailboxID  int64      `db:"mailbox_id"`
+	Phase      string     `db:"phase"`
+	Step       string     `db:"step"`
+	Attempt    int        `db:"attempt"`
+	Status     string     `db:"status"`
+	Container  string     `db:"container"`
+	StartedAt  time.Time  `db:"started_at"`
+	FinishedAt *time.Time `db:"finished_at"`
+	ExitCode   *int       `db:"exit_code"`
+	Outcome    string     `db:"outcome"`
+	Output     string     `db:"output"`
+	Result     string     `db:"result"`
+}
+
+// Run statuses.
+const (
+	RunRunning     = "running"
+	RunSucceeded   = "succeeded"
+	RunFailed      = "failed"
+	RunInterrupted = "interrupted"
+)

@@ -1,0 +1,109 @@
+package mailbox
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/runner"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./mailbox -update to create %s", path)
+	require.Equal(t, string(want), got)
+}
+
+func sampleQuestions() []runner.Question {
+	return []runner.Question{
+		{ID: "q1", Title: "Which format?", Context: "The report is a table.", Default: "a", Options: []runner.Option{
+			{ID: "a", Label: "CSV", Description: "comma separated, opens in any spreadsheet"},
+			{ID: "b", Label: "Excel (xlsx)", Description: "one workbook with a sheet per month"},
+		}},
+		{ID: "q2", Title: "Which months?", Default: "b", Options: []runner.Option{
+			{ID: "a", Label: "Current month only", Description: "the month being viewed"},
+			{ID: "b", Label: "Every month", Description: "the whole history"},
+			{ID: "c", Label: "Défaut régional", Description: "per region"},
+		}},
+	}
+}
+
+func TestRenderQuestionsGolden(t *testing.T) {
+	t.Parallel()
+	got := RenderQuestions("I have two questions.", sampleQuestions(), time.Date(2026, 11, 30, 9, 5, 0, 0, time.FixedZone("CET", 3600)))
+	require.Contains(t, got, "2026-11-30 08:05 UTC")
+	golden(t, "questions.md", got)
+}
+
+func TestParseReply(t *testing.T) {
+	t.Parallel()
+	qs := sampleQuestions()
+	for _, tc := range []struct {
+		body     string
+		choices  map[string]string
+		defaults bool
+		free     string
+	}{
+		{body: "q2: b", choices: map[string]string{"q2": "b"}},
+		{body: "q1: 2", choices: map[string]string{"q1": "b"}},
+		{body: "Q1 = B\nq2: a", choices: map[string]string{"q1": "b", "q2": "a"}},
+		{body: "q1: excel", choices: map[string]string{"q1": "b"}},
+		{body: "q2: defaut", choices: map[string]string{"q2": "c"}},
+		{body: "**q1**: csv please", choices: map[string]string{"q1": "a"}},
+		{body: "ok", defaults: true, choices: map[string]string{}},
+		{body: "Defaults.", defaults: true, choices: map[string]string{}},
+		{body: "👍", defaults: true, choices: map[string]string{}},
+		{body: "d'accord", defaults: true, choices: map[string]string{}},
+		{body: "Please also keep the header row 🙂", defaults: true, choices: map[string]string{}, free: "Please also keep the header row 🙂"},
+		{body: "q1: b\nAnd use semicolons", choices: map[string]string{"q1": "b"}, free: "And use semicolons"},
+		{body: "q3: a", defaults: true, choices: map[string]string{}, free: "q3: a"},
+	} {
+		t.Run(tc.body, func(t *testing.T) {
+			a := ParseReply(tc.body, qs)
+			require.Equal(t, tc.choices, a.Choices)
+			require.Equal(t, tc.defaults, a.Defaults)
+			require.Equal(t, tc.free, a.FreeText)
+		})
+	}
+}
+
+func TestParseReplyTypeQuestion(t *testing.T) {
+	t.Parallel()
+	qs := []runner.Question{TypeQuestion()}
+	require.Equal(t, map[string]string{"q1": "bug"}, ParseReply("bug", qs).Choices)
+	require.Equal(t, map[string]string{"q1": "task"}, ParseReply("q1: a", qs).Choices)
+	require.Equal(t, map[string]string{"q1": "question"}, ParseReply("Question", qs).Choices)
+}
+
+func TestParseTicks(t *testing.T) {
+	t.Parallel()
+	qs := sampleQuestions()
+	body := RenderQuestions("intro", qs, time.Now())
+	require.Empty(t, ParseTicks(body, qs), "untouched block keeps defaults")
+
+	// The human ticks b of q1 and leaves the default ticked too; unticks q2's default and ticks c.
+	edited := replaceOnce(body, "- [ ] **b. Excel", "- [x] **b. Excel")
+	edited = replaceOnce(edited, "- [x] **b. Every month", "- [ ] **b. Every month")
+	edited = replaceOnce(edited, "- [ ] **c. Défaut", "- [X] **c. Défaut")
+	require.Equal(t, map[string]string{"q1": "b", "q2": "c"}, ParseTicks(edited, qs))
+}
+
+func replaceOnce(s, old, new string) string {
+	if !strings.Contains(s, old) {
+		panic("not found: " + old)
+	}
+	return strings.Replace(s, old, new, 1)
+}

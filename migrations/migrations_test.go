@@ -1,0 +1,22 @@
+package migrations_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/migrations"
+)
+
+func TestApplyIsIdempotentAndVersioned(t *testing.T) {
+	db, _ := pgtest.New(t) // applies once
+	ctx := context.Background()
+	require.NoError(t, migrations.Apply(ctx, db.DB))
+	v, err := migrations.Version(ctx, db.DB)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, v)
+	var n int
+	require.NoError(t, db.Get(&n, `SELECT count(*) FROM mailboxes`))
+}
