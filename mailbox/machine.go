@@ -276,7 +276,8 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 			}
 			return m.start(ctx, bot, mb, ev.Sender.Login, se.ID)
 		}
-		if containsFold(removed, bot.Login) && !mb.State.Closed() && mb.State != StateIdle {
+		working := !mb.State.Closed() && mb.State != StateIdle
+		if working && (containsFold(removed, bot.Login) || !containsFold(ev.Assignees, bot.Login)) {
 			return m.cancel(ctx, mb, "the bot was unassigned by @"+ev.Sender.Login)
 		}
 		return "assignees recorded", nil
@@ -497,18 +498,16 @@ func (m *Machine) labelsAdded(ctx context.Context, bot Bot, mb *Mailbox, added [
 }
 
 func (m *Machine) validate(ctx context.Context, bot Bot, mb *Mailbox, sender string, eventID int64) (string, error) {
-	if ok, err := m.canWrite(ctx, bot, mb.Repo, sender); err != nil {
-		return "", err
-	} else if !ok {
-		if err := bot.Forge.SetLabels(ctx, mb.Ref(), nil, []string{m.cfg.Labels.ValidatePlan}); err != nil {
-			return "", err
-		}
-		return m.refuse(ctx, bot, mb, eventID, sender, "validate the plan")
-	}
+	// The label is a one-shot request: it is removed whoever set it, so it can be set again.
 	if err := bot.Forge.SetLabels(ctx, mb.Ref(), nil, []string{m.cfg.Labels.ValidatePlan}); err != nil {
 		return "", fmt.Errorf("remove %s: %w", m.cfg.Labels.ValidatePlan, err)
 	}
 	mb.Labels = slices.DeleteFunc(mb.Labels, func(s string) bool { return strings.EqualFold(s, m.cfg.Labels.ValidatePlan) })
+	if ok, err := m.canWrite(ctx, bot, mb.Repo, sender); err != nil {
+		return "", err
+	} else if !ok {
+		return m.refuse(ctx, bot, mb, eventID, sender, "validate the plan")
+	}
 	if mb.State != StateWaitingValidation {
 		return "ignored: no plan is waiting for validation", nil
 	}

@@ -87,7 +87,7 @@ func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
 		return err
 	}
 	in.Attempt = run.Attempt
-	job := Job{MailboxID: mb.ID, RunID: run.ID, Attempt: run.Attempt, ForgeName: mb.Forge, Forge: bot.Forge,
+	job := runner.Job{MailboxID: mb.ID, RunID: run.ID, Attempt: run.Attempt, ForgeName: mb.Forge,
 		Repository: *repo, Branch: mb.Branch, Input: in, Push: !in.Phase.ReadOnly(),
 		CommitMessage: fmt.Sprintf("%s for #%d: %s", in.Phase, mb.Number, issue.Title)}
 
@@ -166,14 +166,14 @@ func cancels(ev forge.Event, bot Bot, mb *Mailbox) bool {
 		if ev.Target.MergeRequest || !ev.AssigneesKnown {
 			return false
 		}
-		return containsFold(mb.Assignees, bot.Login) && !containsFold(ev.Assignees, bot.Login)
+		return !containsFold(ev.Assignees, bot.Login) && !strings.EqualFold(ev.Sender.Login, bot.Login)
 	}
 	return false
 }
 
 const sectionFunctional = "functional_analysis"
 
-func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state State, out *JobOutcome, repo *forge.Repository) error {
+func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state State, out *runner.JobOutcome, repo *forge.Repository) error {
 	r := out.Result
 	switch state {
 	case StateFunctionalAnalysis:

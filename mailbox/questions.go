@@ -135,10 +135,23 @@ func findQuestion(qs []runner.Question, id string) (runner.Question, bool) {
 
 // matchOption resolves "b", "2", "B)", or the start of an option's label to an option id.
 func matchOption(q runner.Question, s string) (string, bool) {
+	// People end answers with emoji and punctuation: "b 🙂", "b!", "**b**".
+	s = strings.TrimRightFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 	s = strings.TrimSpace(strings.Trim(strings.TrimSpace(s), "*`_.)"))
 	if s == "" {
 		return "", false
 	}
+	if id, ok := matchOptionText(q, s); ok {
+		return id, true
+	}
+	// "b please", "2 — the second one": the first word decides.
+	if f := strings.Fields(s); len(f) > 1 {
+		return matchOptionText(q, strings.Trim(f[0], "*`_.):,"))
+	}
+	return "", false
+}
+
+func matchOptionText(q runner.Question, s string) (string, bool) {
 	ls := fold(s)
 	if len([]rune(ls)) == 1 {
 		r := []rune(ls)[0]

@@ -58,6 +58,8 @@ func TestParseReply(t *testing.T) {
 		free     string
 	}{
 		{body: "q2: b", choices: map[string]string{"q2": "b"}},
+		{body: "q2: b 🙂", choices: map[string]string{"q2": "b"}},
+		{body: "q1: b please!", choices: map[string]string{"q1": "b"}},
 		{body: "q1: 2", choices: map[string]string{"q1": "b"}},
 		{body: "Q1 = B\nq2: a", choices: map[string]string{"q1": "b", "q2": "a"}},
 		{body: "q1: excel", choices: map[string]string{"q1": "b"}},

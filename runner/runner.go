@@ -8,6 +8,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 )
@@ -73,6 +74,12 @@ type Input struct {
 	Comments []string `json:"comments,omitempty"`
 	// Model is the model name from the phase binding, "" for the CLI's default.
 	Model string `json:"model,omitempty"`
+	// SessionID is the CLI session to start or continue, for CLIs whose session id is chosen
+	// by the caller (a UUID for Claude Code, see agent-clis.md "Adapter notes" 1); "" for none.
+	SessionID string `json:"session_id,omitempty"`
+	// Resume is true when SessionID names an existing session to continue rather than a new
+	// one to create. Adapters resume by exact id only (agent-clis.md "Adapter notes" 2).
+	Resume bool `json:"resume,omitempty"`
 }
 
 // KeyOf returns the script key for a phase and step.
@@ -180,13 +187,18 @@ type Container struct {
 // Runtime creates and destroys disposable containers.
 type Runtime interface {
 	// Start creates and starts the container. A container with the same name left by a crashed
-	// run is destroyed first when it carries Alfred's managed label, refused otherwise.
+	// run is destroyed first when it carries Alfred's managed label (LabelManaged=true) and the
+	// same LabelRun value as spec; any other holder of the name is refused with an error
+	// wrapping ErrNameConflict. A missing image is an error wrapping ErrImageNotFound (there is
+	// no pull). A spec whose User is empty or root (uid 0) is refused.
 	Start(ctx context.Context, spec ContainerSpec) (ContainerID, error)
-	// Wait blocks until the container exits or ctx ends.
+	// Wait blocks until the container exits or ctx ends (then it returns ctx.Err()). The
+	// ExitState's Killed is true when Stop was called for the container through this Runtime.
 	Wait(ctx context.Context, id ContainerID) (ExitState, error)
 	// Logs returns the container's stdout and stderr, demultiplexed, stdout first.
 	Logs(ctx context.Context, id ContainerID) (stdout, stderr []byte, err error)
-	// Stop sends SIGTERM, waits grace, then SIGKILL.
+	// Stop sends SIGTERM, waits grace, then SIGKILL. A container that is already stopped or
+	// gone is not an error.
 	Stop(ctx context.Context, id ContainerID, grace time.Duration) error
 	// Destroy stops and removes the container; nil if it is already gone.
 	Destroy(ctx context.Context, id ContainerID) error
@@ -209,12 +221,15 @@ type Agent interface {
 
 // Invocation is an Agent's compiled command.
 type Invocation struct {
-	Image string
-	Cmd   []string
-	Env   []string
+	// Image is the container image reference; it must already exist locally (no pull).
+	Image string `json:"image"`
+	// Cmd is the container command (appended to the image's ENTRYPOINT, if any). No secrets.
+	Cmd []string `json:"cmd"`
+	// Env holds KEY=value pairs, the only place for secrets.
+	Env []string `json:"env,omitempty"`
 	// Files are extra files written to the input directory (/alfred/in) before the run,
-	// name → content.
-	Files map[string][]byte
+	// base name → content. Names are plain file names (no "/"), never "input.json".
+	Files map[string][]byte `json:"files,omitempty"`
 }
 
 // LogWriter receives a run's output as it is produced (optional).
@@ -227,4 +242,28 @@ const (
 	OutputDir    = "/alfred/out"
 	ResultFile   = "result.json"
 	HomeDir      = "/alfred/home"
+)
+
+// Labels Alfred puts on every container it creates (STYLE.md section 6).
+const (
+	LabelManaged = "alfred.managed" // "true"
+	LabelMailbox = "alfred.mailbox" // mailbox id, decimal
+	LabelRun     = "alfred.run"     // run id, decimal
+	LabelPhase   = "alfred.phase"   // Phase
+	LabelAttempt = "alfred.attempt" // attempt number, decimal from 1
+)
+
+// Errors shared by runtimes and adapters; match them with errors.Is.
+var (
+	// ErrImageNotFound: the run's image is not present on the daemon (no registry, no pull).
+	ErrImageNotFound = errors.New("container image not found")
+	// ErrNameConflict: a container with the run's name exists and is not Alfred's leftover of
+	// the same run.
+	ErrNameConflict = errors.New("container name held by another container")
+	// ErrNoResult: the agent wrote no result file (and its output held none either).
+	ErrNoResult = errors.New("agent wrote no result")
+	// ErrInvalidResult: the result does not satisfy the contract for the phase.
+	ErrInvalidResult = errors.New("invalid agent result")
+	// ErrSessionNotFound: the CLI could not resume the requested session.
+	ErrSessionNotFound = errors.New("agent session not found")
 )

@@ -302,3 +302,16 @@ type Forge interface {
 	// FailedJobs.
 	CIStatus(ctx context.Context, repo, sha string) (*Pipeline, error)
 }
+
+// Sentinel errors returned by webhook sources (the inbound edge), matched with errors.Is. The
+// HTTP receiver maps them to status codes; messages wrapping them never contain a received token
+// or signature.
+var (
+	// ErrSignature: the delivery's token or signature is missing, malformed or matches none of
+	// the configured secrets (GitLab X-Gitlab-Token, Forgejo/Gitea X-Forgejo-Signature /
+	// X-Gitea-Signature). The receiver answers 401.
+	ErrSignature = errors.New("forge: missing or invalid webhook signature")
+	// ErrBadPayload: the delivery is not a webhook Alfred can read (missing event header, body
+	// that is not JSON or does not have the shape of its event). The receiver answers 400.
+	ErrBadPayload = errors.New("forge: bad webhook payload")
+)

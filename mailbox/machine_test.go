@@ -1,0 +1,434 @@
+package mailbox_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+// scriptedExecutor stands in for runner.Service at the Executor seam: it answers each run key
+// with a scripted result and "pushes" by moving the branch head in the fake forge. The real
+// Service, with Docker and git, runs the same lifecycle in the end-to-end tests.
+type scriptedExecutor struct {
+	mu       sync.Mutex
+	fake     *forgetest.Fake
+	results  map[string]*runner.Result
+	failures map[string]string
+	jobs     []runner.Job
+	cleanups []int64
+	block    chan struct{} // when set, Execute waits on it or on ctx
+}
+
+func (e *scriptedExecutor) Execute(ctx context.Context, job runner.Job) (*runner.JobOutcome, error) {
+	e.mu.Lock()
+	e.jobs = append(e.jobs, job)
+	block := e.block
+	e.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return &runner.JobOutcome{Interrupted: true, ExitCode: 137}, nil
+		}
+	}
+	key := job.Input.Key
+	if f := e.failures[key]; f != "" {
+		return &runner.JobOutcome{Failure: f, ExitCode: 1}, nil
+	}
+	r, ok := e.results[key]
+	if !ok {
+		return &runner.JobOutcome{Failure: "agent wrote no result", ExitCode: 0}, nil
+	}
+	out := &runner.JobOutcome{Result: r, Container: fmt.Sprintf("alfred-mbx%d-r%d", job.MailboxID, job.RunID)}
+	if job.Push {
+		out.HeadSHA = fmt.Sprintf("%040d", job.RunID)
+		e.fake.SetBranch(job.Repository.Path, job.Branch, out.HeadSHA)
+	}
+	return out, nil
+}
+
+func (e *scriptedExecutor) Cleanup(_ context.Context, id int64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cleanups = append(e.cleanups, id)
+	return nil
+}
+
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+type bundle struct {
+	t       *testing.T
+	store   *mailbox.Store
+	fake    *forgetest.Fake
+	exec    *scriptedExecutor
+	machine *mailbox.Machine
+	clock   *clock
+	ref     forge.IssueRef
+	seq     int
+}
+
+const repo = "acme/shop"
+
+func setup(t *testing.T, labels ...string) *bundle {
+	t.Helper()
+	db, _ := pgtest.New(t)
+	fake := forgetest.NewFake(forge.KindGitLab)
+	fake.AddUser("alice")
+	fake.AddUser("mallory")
+	fake.AddRepo(repo, "main", "/nonexistent.git")
+	fake.SetAccess(repo, "alice", true)
+	fake.SetAccess(repo, "mallory", false)
+	n := fake.AddIssue(repo, forgetest.SeedIssue{Title: "Export the monthly report as CSV", Body: "We need a CSV export.",
+		Author: "alice", Labels: labels})
+	exec := &scriptedExecutor{fake: fake, results: map[string]*runner.Result{
+		"analysis.functional": {Summary: "understood", Understanding: "You want a CSV export of the monthly report.",
+			Questions: []runner.Question{{ID: "q1", Title: "Which separator?", Default: "a", Options: []runner.Option{
+				{ID: "a", Label: "Comma", Description: "RFC 4180"}, {ID: "b", Label: "Semicolon", Description: "Excel in Europe"}}}},
+			ExpectedBehaviour: "A button downloads the CSV.", AcceptanceCriteria: []string{"the file opens in a spreadsheet"},
+			OutOfScope: []string{"PDF"}},
+		"analysis.technical": {Summary: "planned", Plan: "1. Add an export endpoint.\n2. Add a button."},
+		"development":        {Summary: "Added the CSV export.", CommitMessage: "Add CSV export"},
+		"ci_fix":             {Summary: "Fixed the test.", CommitMessage: "Fix test"},
+		"answer":             {Summary: "answered", Answer: "Use the export button."},
+	}, failures: map[string]string{}}
+	c := &clock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	store := mailbox.NewStore(db)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, store,
+		map[string]mailbox.Bot{"gl": {Forge: fake, Login: forgetest.BotLogin}}, exec, c.Now, log)
+	return &bundle{t: t, store: store, fake: fake, exec: exec, machine: m, clock: c,
+		ref: forge.IssueRef{Forge: "gl", Repo: repo, Number: n}}
+}
+
+func (b *bundle) deliver(ev forge.Event) {
+	b.t.Helper()
+	if ev.Type == forge.EventAssignees && ev.Target.Repo == "" && ev.Sender.Login != forgetest.BotLogin {
+		// The forge changed before it sent the event.
+		cur := b.fake.IssueAssignees(b.ref)
+		require.NoError(b.t, b.fake.SetAssignees(context.Background(), b.ref, ev.Assignees, cur))
+	}
+	b.seq++
+	ev.Forge, ev.Kind = "gl", forge.KindGitLab
+	ev.DeliveryID = fmt.Sprintf("d-%d", b.seq)
+	ev.BodyHash = fmt.Sprintf("h-%d", b.seq)
+	if ev.Target.Repo == "" {
+		ev.Target = b.ref
+	}
+	ev.ReceivedAt = b.clock.Now()
+	dup, err := b.store.Deliver(context.Background(), ev)
+	require.NoError(b.t, err)
+	require.False(b.t, dup)
+}
+
+func (b *bundle) step() *mailbox.Mailbox {
+	b.t.Helper()
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(b.t, err)
+	require.NoError(b.t, b.machine.Step(context.Background(), mb))
+	mb, err = b.store.Find(context.Background(), b.ref)
+	require.NoError(b.t, err)
+	return mb
+}
+
+func (b *bundle) status() []string {
+	var out []string
+	for _, l := range b.fake.IssueLabels(b.ref) {
+		if strings.HasPrefix(l, "status::") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (b *bundle) comments() []string {
+	var out []string
+	for _, c := range b.fake.IssueComments(b.ref) {
+		out = append(out, c.Body)
+	}
+	return out
+}
+
+// requireUniqueMarkers fails when two comments carry the same Alfred key.
+func (b *bundle) requireUniqueMarkers() {
+	b.t.Helper()
+	seen := map[string]bool{}
+	for _, c := range b.comments() {
+		if k, _, ok := mailbox.ParseMarker(c); ok {
+			require.False(b.t, seen[k], "comment %s posted twice", k)
+			seen[k] = true
+		}
+	}
+}
+
+func (b *bundle) lastComment() string {
+	cs := b.comments()
+	require.NotEmpty(b.t, cs)
+	return cs[len(cs)-1]
+}
+
+func assign(by string) forge.Event {
+	return forge.Event{Type: forge.EventAssignees, Sender: forge.User{Login: by}, AssigneesKnown: true,
+		Assignees: []string{forgetest.BotLogin}}
+}
+
+func comment(by, body string) forge.Event {
+	return forge.Event{Type: forge.EventComment, Sender: forge.User{Login: by}, Comment: &forge.Comment{ID: 999, Body: body}}
+}
+
+func TestLifecycleTaskWithReply(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+
+	b.deliver(assign("alice"))
+	mb := b.step()
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+	require.Equal(t, []string{"status::waiting_info"}, b.status())
+	require.Contains(t, b.comments()[0], "Thanks @alice, I am on it")
+	q := b.lastComment()
+	require.Contains(t, q, "### q1. Which separator?")
+	require.Contains(t, q, "- [x] **a. Comma** _(default)_")
+	require.Contains(t, q, "Without an answer by 2026-11-30 10:00 UTC, I will apply the defaults.")
+	require.Contains(t, b.fake.IssueAssignees(b.ref), "alice", "the author is assigned: their turn")
+	require.Equal(t, "agent/issue-1-export-the-monthly-report-as-csv", mb.Branch, "branch frozen at the first run")
+
+	b.deliver(comment("alice", "q1: b 🙂"))
+	mb = b.step()
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+	require.Equal(t, []string{"status::waiting_validation"}, b.status())
+	body := b.fake.IssueBody(b.ref)
+	require.True(t, strings.HasPrefix(body, "We need a CSV export.\n\n"), "the human's text is kept")
+	require.Contains(t, body, "| q1. Which separator? | b. Semicolon | @alice |")
+	require.Contains(t, body, "### Acceptance criteria\n\n- the file opens in a spreadsheet")
+	require.Contains(t, b.lastComment(), "Add the `ai::validate_plan` label to let me start")
+	require.NotContains(t, b.fake.IssueAssignees(b.ref), "alice", "the turn is handed back")
+
+	// Someone without write access cannot validate.
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "mallory"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
+	mb = b.step()
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+	require.Contains(t, b.lastComment(), "@mallory, only a project member with write access can validate the plan")
+	require.NotContains(t, b.fake.IssueLabels(b.ref), "ai::validate_plan")
+
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
+	mb = b.step()
+	require.Equal(t, mailbox.StateInCI, mb.State)
+	require.Equal(t, []string{"status::in_ci"}, b.status())
+	require.NotContains(t, b.fake.IssueLabels(b.ref), "ai::validate_plan")
+	require.Contains(t, strings.Join(b.comments(), "\n"), "Plan validated by @alice. Starting the development.")
+	require.NotZero(t, mb.MRNumber)
+	mr, err := b.fake.MergeRequest(context.Background(), repo, mb.MRNumber)
+	require.NoError(t, err)
+	require.Equal(t, mb.Branch, mr.SourceBranch)
+	require.Contains(t, mr.Body, fmt.Sprintf("Closes #%d", b.ref.Number))
+	require.Contains(t, b.lastComment(), fmt.Sprintf("I opened merge request !%d", mb.MRNumber))
+
+	// CI fails once: a ci_fix run with the failed job's log, then success.
+	b.fake.SetCI(repo, mb.HeadSHA, forgetest.CIJob{Name: "test", State: forge.CIFailed, Log: "FAIL: TestExport"})
+	b.deliver(forge.Event{Type: forge.EventPipeline, Target: forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true},
+		Pipeline: &forge.Pipeline{State: forge.CIFailed, SHA: mb.HeadSHA}})
+	firstSHA := mb.HeadSHA
+	mb = b.step()
+	require.Equal(t, mailbox.StateInCI, mb.State)
+	require.NotEqual(t, firstSHA, mb.HeadSHA)
+	last := b.exec.jobs[len(b.exec.jobs)-1]
+	require.Equal(t, runner.PhaseCIFix, last.Input.Phase)
+	require.Contains(t, last.Input.CILog, "FAIL: TestExport")
+
+	b.fake.SetCI(repo, mb.HeadSHA, forgetest.CIJob{Name: "test", State: forge.CISuccess})
+	b.clock.Add(2 * time.Minute) // the poll timer
+	mb = b.step()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	require.Equal(t, []string{"status::in_review"}, b.status())
+
+	b.fake.MarkMerged(repo, mb.MRNumber)
+	b.deliver(forge.Event{Type: forge.EventMergeRequestMerged, Sender: forge.User{Login: "alice"},
+		Target: forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true},
+		MergeRequest: &forge.MergeRequest{Number: mb.MRNumber, SourceBranch: mb.Branch, Merged: true}})
+	mb = b.step()
+	require.Equal(t, mailbox.StateDone, mb.State)
+	require.NotNil(t, mb.ClosedAt)
+	require.Equal(t, []string{"status::done"}, b.status())
+	require.NotContains(t, b.fake.IssueAssignees(b.ref), forgetest.BotLogin, "the bot unassigns itself")
+	require.Contains(t, b.exec.cleanups, mb.ID)
+	b.requireUniqueMarkers()
+
+	// Every run saw the branch frozen at the first run, and read-only phases did not push.
+	for _, j := range b.exec.jobs {
+		require.Equal(t, mb.Branch, j.Branch)
+		require.Equal(t, !j.Input.Phase.ReadOnly(), j.Push)
+	}
+	runs, err := b.store.Runs(context.Background(), mb.ID)
+	require.NoError(t, err)
+	var keys []string
+	for _, r := range runs {
+		require.Equal(t, mailbox.RunSucceeded, r.Status)
+		keys = append(keys, runner.KeyOf(runner.Phase(r.Phase), runner.Step(r.Step)))
+	}
+	require.Equal(t, []string{"analysis.functional", "analysis.technical", "development", "ci_fix"}, keys)
+}
+
+func TestTypeQuestionThenDeadlineAppliesDefaults(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // no type label
+
+	b.deliver(assign("alice"))
+	mb := b.step()
+	require.Equal(t, mailbox.StateWaitingType, mb.State)
+	require.Equal(t, []string{"status::waiting_info"}, b.status())
+	require.Contains(t, b.lastComment(), "**d. question**")
+	require.Contains(t, b.lastComment(), "- [x] **c. analysis** _(default)_")
+
+	// Nothing happens before the deadline.
+	b.clock.Add(23 * time.Hour)
+	mb = b.step()
+	require.Equal(t, mailbox.StateWaitingType, mb.State)
+
+	// At the deadline the default (analysis) applies: the analysis asks its own question,
+	// whose deadline applies the default again, and the analysis is the deliverable.
+	b.clock.Add(2 * time.Hour)
+	mb = b.step()
+	require.Equal(t, "analysis", mb.Type)
+	require.Contains(t, b.fake.IssueLabels(b.ref), "type::analysis")
+	require.Contains(t, strings.Join(b.comments(), "\n"), "so I applied the defaults:\n\n- **q1. What kind of work is this issue?** → c. analysis")
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+
+	b.clock.Add(25 * time.Hour)
+	mb = b.step()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	require.Contains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | a. Comma | default |")
+	require.Contains(t, b.lastComment(), "The analysis is in the issue description")
+	b.requireUniqueMarkers()
+}
+
+func TestTypeLabelAndQuestionAnswer(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.deliver(assign("alice"))
+	b.step()
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "type::question")})
+	mb := b.step()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	require.Contains(t, b.lastComment(), "Use the export button.")
+}
+
+func TestStartNeedsWriteAccessAndIgnoresBots(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.deliver(assign("mallory"))
+	mb := b.step()
+	require.Equal(t, mailbox.StateIdle, mb.State)
+	require.Contains(t, b.lastComment(), "@mallory, only a project member with write access can assign me")
+
+	// The bot's own assignment events never start work.
+	b.deliver(assign(forgetest.BotLogin))
+	mb = b.step()
+	require.Equal(t, mailbox.StateIdle, mb.State)
+	require.Len(t, b.exec.jobs, 0)
+}
+
+func TestRunFailureBlocksAndRetryResumes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.exec.failures["analysis.functional"] = "agent wrote no result"
+	b.deliver(assign("alice"))
+	mb := b.step()
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Equal(t, []string{"status::blocked"}, b.status())
+	require.Contains(t, b.lastComment(), "the analysis.functional run (attempt 1) failed: agent wrote no result")
+
+	delete(b.exec.failures, "analysis.functional")
+	b.deliver(comment("mallory", "retry"))
+	mb = b.step()
+	require.Equal(t, mailbox.StateBlocked, mb.State, "retry needs write access")
+
+	b.deliver(comment("alice", "retry"))
+	mb = b.step()
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+	runs, err := b.store.Runs(context.Background(), mb.ID)
+	require.NoError(t, err)
+	require.Len(t, runs, 2)
+	require.Equal(t, mailbox.RunFailed, runs[0].Status)
+	require.Equal(t, 2, runs[1].Attempt)
+}
+
+func TestUnassignDuringRunStopsIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.exec.block = make(chan struct{})
+	b.deliver(assign("alice"))
+	done := make(chan *mailbox.Mailbox)
+	go func() { done <- b.step() }()
+	require.Eventually(t, func() bool {
+		b.exec.mu.Lock()
+		defer b.exec.mu.Unlock()
+		return len(b.exec.jobs) == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	b.deliver(forge.Event{Type: forge.EventAssignees, Sender: forge.User{Login: "alice"}, AssigneesKnown: true})
+	mb := <-done
+	require.Equal(t, mailbox.StateCancelled, mb.State)
+	require.Contains(t, b.exec.cleanups, mb.ID)
+	runs, err := b.store.Runs(context.Background(), mb.ID)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.RunInterrupted, runs[0].Status)
+}
+
+func TestNoPipelineWithinWait(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.exec.results["analysis.functional"] = &runner.Result{Summary: "ok", Understanding: "clear"}
+	b.deliver(assign("alice"))
+	b.step()
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
+	mb := b.step()
+	require.Equal(t, mailbox.StateInCI, mb.State)
+	b.clock.Add(5 * time.Minute)
+	mb = b.step()
+	require.Equal(t, mailbox.StateInCI, mb.State, "still within ci_wait")
+	b.clock.Add(6 * time.Minute)
+	mb = b.step()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	require.Contains(t, b.lastComment(), "No pipeline ran on this merge request. It is ready for review.")
+}
+
+func TestCommentPostedOnceAcrossCrash(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	// The first Comment call fails after the forge stored it? Simulate the window: the post
+	// succeeds but recording fails because the step errors right after — here by failing the
+	// next forge call, so the step is retried with the ack already on the forge.
+	b.deliver(assign("alice"))
+	b.fake.FailNextCall("SetAssignees", fmt.Errorf("boom: %w", forge.ErrConflict))
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.Error(t, b.machine.Step(context.Background(), mb))
+	mb = b.step()
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+	b.requireUniqueMarkers()
+}

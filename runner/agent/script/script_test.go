@@ -1,0 +1,165 @@
+package script_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/agent/script"
+)
+
+const sample = `
+analysis.functional:
+  summary: Understood.
+  understanding: The login page must accept SSO.
+  questions:
+    - id: q1
+      title: Which provider?
+      options: [{id: a, label: GitLab}, {id: b, label: Forgejo}]
+      default: a
+development:
+  summary: Implemented.
+  commit_message: "feat: sso"
+  log: [editing]
+  stderr: [careful]
+  files:
+    src/sso.go: "package src\n"
+    README.md: "# hi\n"
+ci_fix:
+  summary: first
+  commit_message: "fix: ci"
+  exit_code: 1
+  per_attempt:
+    "2": {summary: second, exit_code: 0}
+answer:
+  no_result: true
+review:
+  raw_result: "not json"
+`
+
+func TestParseAndStep(t *testing.T) {
+	t.Parallel()
+	sc, err := script.Parse([]byte(sample))
+	require.NoError(t, err)
+	st, err := sc.Step("ci_fix", 1)
+	require.NoError(t, err)
+	require.Equal(t, "first", st.Summary)
+	require.Equal(t, 1, st.ExitCode)
+	st, err = sc.Step("ci_fix", 2)
+	require.NoError(t, err)
+	require.Equal(t, "second", st.Summary)
+	require.Equal(t, 0, st.ExitCode)
+	require.Equal(t, "fix: ci", st.CommitMessage, "keys absent from the override are kept")
+	_, err = sc.Step("analysis.technical", 1)
+	require.ErrorContains(t, err, "no step")
+
+	for name, bad := range map[string]string{
+		"unknown key":   "development: {summary: x, comit_message: y}",
+		"escaping path": "development: {files: {../x: y}}",
+		"absolute path": "development: {files: {/etc/x: y}}",
+		"bad override":  "development: {per_attempt: {\"2\": {bogus: 1}}}",
+		"empty":         "{}",
+		"not a map":     "- a",
+	} {
+		_, err := script.Parse([]byte(bad))
+		require.Error(t, err, name)
+	}
+	// JSON is YAML.
+	_, err = script.Parse([]byte(`{"default": {"summary": "x"}}`))
+	require.NoError(t, err)
+}
+
+type playBundle struct {
+	in, ws, out string
+}
+
+func setupPlay(t *testing.T, in runner.Input) *playBundle {
+	t.Helper()
+	b := &playBundle{in: t.TempDir(), ws: t.TempDir(), out: t.TempDir()}
+	data, err := json.Marshal(in)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(b.in, "input.json"), data, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(b.in, script.ScriptFile), []byte(sample), 0o644))
+	return b
+}
+
+func (b *playBundle) play(t *testing.T) (int, string, string) {
+	var out, errOut bytes.Buffer
+	code := script.Play([]string{"-script", filepath.Join(b.in, script.ScriptFile), "-input", filepath.Join(b.in, "input.json"),
+		"-workspace", b.ws, "-out", b.out}, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestPlayDevelopment(t *testing.T) {
+	t.Parallel()
+	in := runner.Input{Phase: runner.PhaseDevelopment, Key: "development", Attempt: 1}
+	b := setupPlay(t, in)
+	code, out, errOut := b.play(t)
+	require.Equal(t, 0, code, errOut)
+	require.Contains(t, out, "editing\n")
+	require.Contains(t, errOut, "careful\n")
+	got, err := os.ReadFile(filepath.Join(b.ws, "src", "sso.go"))
+	require.NoError(t, err)
+	require.Equal(t, "package src\n", string(got))
+
+	a, err := script.NewFromBytes("", []byte(sample))
+	require.NoError(t, err)
+	res, err := a.Result(in, runner.ExitState{}, nil, b.out)
+	require.NoError(t, err)
+	require.Equal(t, "feat: sso", res.CommitMessage)
+}
+
+func TestPlayAttemptAndFailures(t *testing.T) {
+	t.Parallel()
+	a, err := script.NewFromBytes("img", []byte(sample))
+	require.NoError(t, err)
+
+	in := runner.Input{Phase: runner.PhaseCIFix, Key: "ci_fix", Attempt: 1}
+	code, _, _ := setupPlay(t, in).play(t)
+	require.Equal(t, 1, code)
+	in.Attempt = 2
+	code, _, _ = setupPlay(t, in).play(t)
+	require.Equal(t, 0, code)
+
+	in = runner.Input{Phase: runner.PhaseAnswer, Key: "answer", Attempt: 1}
+	b := setupPlay(t, in)
+	code, _, _ = b.play(t)
+	require.Equal(t, 0, code)
+	_, err = a.Result(in, runner.ExitState{}, nil, b.out)
+	require.ErrorIs(t, err, runner.ErrNoResult)
+	require.EqualError(t, err, "agent wrote no result")
+
+	in = runner.Input{Phase: runner.PhaseReview, Key: "review", Attempt: 1}
+	b = setupPlay(t, in)
+	code, _, _ = b.play(t)
+	require.Equal(t, 0, code)
+	_, err = a.Result(in, runner.ExitState{}, nil, b.out)
+	require.ErrorIs(t, err, runner.ErrInvalidResult)
+
+	in = runner.Input{Phase: runner.PhaseAnalysis, Step: runner.StepTechnical, Key: "analysis.technical", Attempt: 1}
+	code, _, errOut := setupPlay(t, in).play(t)
+	require.Equal(t, script.ExitUsage, code)
+	require.Contains(t, errOut, "no step")
+
+	_, err = a.Result(in, runner.ExitState{Code: 137, Killed: true}, nil, t.TempDir())
+	require.ErrorContains(t, err, "killed")
+	_, err = a.Result(in, runner.ExitState{Code: 2}, nil, t.TempDir())
+	require.ErrorContains(t, err, "code 2")
+}
+
+func TestCommand(t *testing.T) {
+	t.Parallel()
+	a, err := script.NewFromBytes("alfred/script-agent:test", []byte(sample))
+	require.NoError(t, err)
+	inv, err := a.Command(runner.Input{Phase: runner.PhaseAnswer, Key: "answer"})
+	require.NoError(t, err)
+	require.Equal(t, "alfred/script-agent:test", inv.Image)
+	require.Equal(t, []string{"-script", "/alfred/in/script.yaml"}, inv.Cmd)
+	require.Equal(t, sample, string(inv.Files[script.ScriptFile]))
+	require.Equal(t, "script", a.Name())
+}

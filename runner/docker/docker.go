@@ -1,0 +1,354 @@
+// Package docker implements runner.Runtime on the Docker Engine API (github.com/docker/docker
+// client, negotiated API version; tested against Engine 20.10, API 1.41).
+//
+// Every container is created hardened: non-root user, all capabilities dropped,
+// no-new-privileges, read-only root filesystem with tmpfs at /tmp and at runner.HomeDir, and the
+// memory, CPU and PID limits of the spec. Images are never pulled: a missing image is an error
+// wrapping runner.ErrImageNotFound.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/alfred-bot/alfred/runner"
+)
+
+// Defaults used when the corresponding Runtime field is zero.
+const (
+	// DefaultDestroyGrace is the SIGTERM→SIGKILL grace Destroy gives a running container.
+	DefaultDestroyGrace = 5 * time.Second
+	// DefaultCleanupTimeout bounds Destroy when it must run on a fresh context because the
+	// caller's is already done.
+	DefaultCleanupTimeout = 30 * time.Second
+)
+
+// tmpfsOptions are the mount options of the /tmp and HOME tmpfs: writable by any user
+// (sticky), executable (agents run build and test binaries from $TMPDIR), no setuid, no devices.
+const tmpfsOptions = "rw,exec,nosuid,nodev,mode=1777"
+
+// Runtime is a runner.Runtime backed by a Docker daemon. The zero value is not usable; build it
+// with New or NewFromEnv. It is safe for concurrent use.
+type Runtime struct {
+	cli *client.Client
+	// DestroyGrace is the grace period Destroy gives a running container before SIGKILL
+	// (DefaultDestroyGrace if zero).
+	DestroyGrace time.Duration
+	// CleanupTimeout bounds Destroy on a fresh context when the caller's ctx is done
+	// (DefaultCleanupTimeout if zero).
+	CleanupTimeout time.Duration
+
+	stopped sync.Map // ContainerID → struct{}: Stop was called, Wait reports Killed
+}
+
+var _ runner.Runtime = (*Runtime)(nil)
+
+// New returns a Runtime using cli. The caller keeps ownership of cli (Close is not called).
+func New(cli *client.Client) *Runtime {
+	return &Runtime{cli: cli}
+}
+
+// NewClient returns a Docker client configured from the environment (DOCKER_HOST,
+// DOCKER_API_VERSION, DOCKER_CERT_PATH, DOCKER_TLS_VERIFY; default unix:///var/run/docker.sock)
+// with API version negotiation.
+func NewClient() (*client.Client, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("create docker client: %w", err)
+	}
+	return cli, nil
+}
+
+// NewFromEnv returns a Runtime on a client built by NewClient, and that client (to Close).
+func NewFromEnv() (*Runtime, *client.Client, error) {
+	cli, err := NewClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	return New(cli), cli, nil
+}
+
+// Start creates and starts the container described by spec (see runner.Runtime.Start).
+//
+// Errors: an invalid spec (no name or image, root or empty user, relative mount paths); a
+// missing image (wraps runner.ErrImageNotFound); a name held by a container that is not the
+// managed leftover of the same run (wraps runner.ErrNameConflict); any daemon error. If the
+// container was created but could not be started it is removed before returning.
+func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.ContainerID, error) {
+	if err := validateSpec(spec); err != nil {
+		return "", err
+	}
+	if _, err := r.cli.ImageInspect(ctx, spec.Image); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return "", fmt.Errorf("start %s: %w: %q is not on the daemon (images are never pulled; build or load it first)", spec.Name, runner.ErrImageNotFound, spec.Image)
+		}
+		return "", fmt.Errorf("start %s: inspect image %q: %w", spec.Name, spec.Image, err)
+	}
+	cfg, hostCfg := toDocker(spec)
+
+	resp, err := r.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, spec.Name)
+	if err != nil && isConflict(err) {
+		if err := r.clearLeftover(ctx, spec); err != nil {
+			return "", err
+		}
+		resp, err = r.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, spec.Name)
+	}
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return "", fmt.Errorf("create container %s: %w: %w", spec.Name, runner.ErrImageNotFound, err)
+		}
+		return "", fmt.Errorf("create container %s: %w", spec.Name, err)
+	}
+	id := runner.ContainerID(resp.ID)
+	if err := r.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+		return "", errors.Join(fmt.Errorf("start container %s: %w", spec.Name, err), r.Destroy(ctx, id))
+	}
+	return id, nil
+}
+
+// clearLeftover removes the container holding spec.Name if it is Alfred's container of the same
+// run, and refuses otherwise.
+func (r *Runtime) clearLeftover(ctx context.Context, spec runner.ContainerSpec) error {
+	old, err := r.cli.ContainerInspect(ctx, spec.Name)
+	if err != nil {
+		return fmt.Errorf("inspect container holding name %s: %w", spec.Name, err)
+	}
+	var labels map[string]string
+	if old.Config != nil {
+		labels = old.Config.Labels
+	}
+	run := spec.Labels[runner.LabelRun]
+	if labels[runner.LabelManaged] != "true" || run == "" || labels[runner.LabelRun] != run {
+		return fmt.Errorf("create container %s: %w (id %.12s, %s=%q, %s=%q); not removing it",
+			spec.Name, runner.ErrNameConflict, old.ID, runner.LabelManaged, labels[runner.LabelManaged],
+			runner.LabelRun, labels[runner.LabelRun])
+	}
+	if err := r.Destroy(ctx, runner.ContainerID(old.ID)); err != nil {
+		return fmt.Errorf("remove leftover container %s: %w", spec.Name, err)
+	}
+	return nil
+}
+
+// Wait blocks until the container is not running and returns its exit code, whether the kernel
+// OOM-killed it, and whether Stop was called for it (Killed). It returns ctx.Err() if ctx ends
+// first, and an error if the container does not exist.
+func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitState, error) {
+	respC, errC := r.cli.ContainerWait(ctx, string(id), container.WaitConditionNotRunning)
+	var st runner.ExitState
+	select {
+	case resp := <-respC:
+		st.Code = int(resp.StatusCode)
+		if resp.Error != nil {
+			st.Error = resp.Error.Message
+		}
+	case err := <-errC:
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return st, ctxErr
+		}
+		return st, fmt.Errorf("wait for container %.12s: %w", id, err)
+	case <-ctx.Done():
+		return st, ctx.Err()
+	}
+	if _, ok := r.stopped.Load(id); ok {
+		st.Killed = true
+	}
+	info, err := r.cli.ContainerInspect(ctx, string(id))
+	if err != nil {
+		return st, fmt.Errorf("inspect container %.12s after exit: %w", id, err)
+	}
+	if info.State != nil {
+		st.OOMKilled = info.State.OOMKilled
+		if st.Error == "" {
+			st.Error = info.State.Error
+		}
+	}
+	return st, nil
+}
+
+// Logs returns everything the container wrote to stdout and stderr so far, demultiplexed
+// (stdcopy). The container must not use a TTY (Start never allocates one).
+func (r *Runtime) Logs(ctx context.Context, id runner.ContainerID) (stdout, stderr []byte, err error) {
+	rc, err := r.cli.ContainerLogs(ctx, string(id), container.LogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read logs of container %.12s: %w", id, err)
+	}
+	defer rc.Close()
+	var out, errOut strings.Builder
+	if _, err := stdcopy.StdCopy(&out, &errOut, rc); err != nil {
+		return []byte(out.String()), []byte(errOut.String()), fmt.Errorf("demultiplex logs of container %.12s: %w", id, err)
+	}
+	return []byte(out.String()), []byte(errOut.String()), nil
+}
+
+// Stop sends SIGTERM, waits up to grace (rounded up to whole seconds, the daemon's unit), then
+// SIGKILL, and returns when the container is stopped. ctx must outlive grace. A container that
+// is already stopped or gone is not an error. Later Waits report Killed.
+func (r *Runtime) Stop(ctx context.Context, id runner.ContainerID, grace time.Duration) error {
+	r.stopped.Store(id, struct{}{})
+	secs := int((grace + time.Second - 1) / time.Second)
+	err := r.cli.ContainerStop(ctx, string(id), container.StopOptions{Signal: "SIGTERM", Timeout: &secs})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("stop container %.12s: %w", id, err)
+	}
+	return nil
+}
+
+// Destroy stops (DestroyGrace) and force-removes the container with its anonymous volumes. A
+// container that does not exist is not an error, so Destroy is idempotent. If ctx is already
+// done, Destroy works on a fresh context bounded by CleanupTimeout. Failures of both steps are
+// joined.
+func (r *Runtime) Destroy(ctx context.Context, id runner.ContainerID) error {
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), orDefault(r.CleanupTimeout, DefaultCleanupTimeout))
+		defer cancel()
+	}
+	defer r.stopped.Delete(id)
+	var errs []error
+	secs := int(orDefault(r.DestroyGrace, DefaultDestroyGrace) / time.Second)
+	if err := r.cli.ContainerStop(ctx, string(id), container.StopOptions{Signal: "SIGTERM", Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("stop container %.12s: %w", id, err))
+	}
+	if err := r.cli.ContainerRemove(ctx, string(id), container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
+		errs = append(errs, fmt.Errorf("remove container %.12s: %w", id, err))
+	}
+	return errors.Join(errs...)
+}
+
+// List returns all containers (running or not) carrying every given label with the given value.
+// Names are returned without Docker's leading "/".
+func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]runner.Container, error) {
+	f := filters.NewArgs()
+	for k, v := range labels {
+		f.Add("label", k+"="+v)
+	}
+	list, err := r.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	out := make([]runner.Container, 0, len(list))
+	for _, c := range list {
+		name := ""
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		out = append(out, runner.Container{
+			ID:      runner.ContainerID(c.ID),
+			Name:    name,
+			Labels:  c.Labels,
+			Running: c.State == container.StateRunning,
+		})
+	}
+	return out, nil
+}
+
+// validateSpec refuses specs Start must not run.
+func validateSpec(spec runner.ContainerSpec) error {
+	if spec.Name == "" {
+		return errors.New("container spec: name is required")
+	}
+	if spec.Image == "" {
+		return fmt.Errorf("container spec %s: image is required", spec.Name)
+	}
+	if err := checkUser(spec.User); err != nil {
+		return fmt.Errorf("container spec %s: %w", spec.Name, err)
+	}
+	for _, m := range spec.Mounts {
+		if !strings.HasPrefix(m.Source, "/") || !strings.HasPrefix(m.Target, "/") {
+			return fmt.Errorf("container spec %s: mount %s→%s: paths must be absolute", spec.Name, m.Source, m.Target)
+		}
+	}
+	return nil
+}
+
+// checkUser accepts "uid" or "uid:gid" (numeric or names) except root in any spelling.
+func checkUser(user string) error {
+	u, _, _ := strings.Cut(user, ":")
+	if u == "" {
+		return errors.New("user is required (uid:gid, never root)")
+	}
+	if u == "root" {
+		return errors.New("refusing to run as root")
+	}
+	if n, err := strconv.ParseInt(u, 10, 64); err == nil && n == 0 {
+		return errors.New("refusing to run as uid 0")
+	}
+	return nil
+}
+
+// toDocker translates a ContainerSpec into the Docker create configuration.
+func toDocker(spec runner.ContainerSpec) (*container.Config, *container.HostConfig) {
+	cfg := &container.Config{
+		Image:      spec.Image,
+		Cmd:        spec.Cmd,
+		Env:        spec.Env,
+		WorkingDir: spec.WorkingDir,
+		User:       spec.User,
+		Labels:     spec.Labels,
+		Tty:        false,
+		OpenStdin:  false,
+	}
+	pids := spec.Limits.PIDs
+	hc := &container.HostConfig{
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: true,
+		Tmpfs: map[string]string{
+			"/tmp":         tmpfsOptions,
+			runner.HomeDir: tmpfsOptions,
+		},
+		Resources: container.Resources{
+			Memory:   spec.Limits.MemoryBytes,
+			NanoCPUs: spec.Limits.NanoCPUs,
+		},
+		// json-file can be read back by Logs; rotation bounds the disk a runaway agent can fill
+		// (Logs reads across the rotated files).
+		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "50m", "max-file": "2"}},
+	}
+	if pids > 0 {
+		hc.Resources.PidsLimit = &pids
+	}
+	if spec.Limits.MemoryBytes > 0 {
+		hc.Resources.MemorySwap = spec.Limits.MemoryBytes // no swap on top of the limit
+	}
+	if spec.HostNetwork {
+		hc.NetworkMode = "host"
+	}
+	for _, m := range spec.Mounts {
+		hc.Mounts = append(hc.Mounts, mount.Mount{
+			Type:        mount.TypeBind,
+			Source:      m.Source,
+			Target:      m.Target,
+			ReadOnly:    m.ReadOnly,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
+		})
+	}
+	return cfg, hc
+}
+
+func isConflict(err error) bool {
+	return cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "is already in use")
+}
+
+func isRemovalInProgress(err error) bool {
+	return strings.Contains(err.Error(), "is already in progress")
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}

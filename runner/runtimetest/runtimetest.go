@@ -1,0 +1,166 @@
+// Package runtimetest holds helpers for tests that need a real Docker daemon: a client that
+// skips or fails the test when no daemon is reachable, BuildImage to build a FROM-scratch image
+// from a Go main package (no registry is needed), and RunRuntimeConformance, the suite every
+// runner.Runtime implementation must pass.
+package runtimetest
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+)
+
+// ProbePackage is the import path of the probe program used by RunRuntimeConformance; build it
+// with BuildImage. Its subcommands are documented in testdata/probe/main.go.
+const ProbePackage = "github.com/alfred-bot/alfred/runner/runtimetest/testdata/probe"
+
+// ImageUser is the uid:gid set by USER in images built by BuildImage.
+const ImageUser = "65532:65532"
+
+// ImageUID and ImageGID are the numeric parts of ImageUser.
+const (
+	ImageUID = 65532
+	ImageGID = 65532
+)
+
+// Client returns a Docker client (environment config, API version negotiation) after checking
+// that the daemon answers a ping. When it does not, the test is skipped with a loud message if
+// the CI environment variable is unset, and fails if CI is set. The client is closed at the end
+// of the test.
+func Client(tb testing.TB) *client.Client {
+	tb.Helper()
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = cli.Ping(ctx)
+		cancel()
+		if err != nil {
+			_ = cli.Close()
+		}
+	}
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			tb.Skipf("!!! SKIPPING DOCKER TEST %s: no Docker daemon reachable (%v). Set CI=1 to turn this into a failure. !!!", tb.Name(), err)
+		}
+		tb.Fatalf("Docker daemon required (CI is set): %v", err)
+	}
+	tb.Cleanup(func() { _ = cli.Close() })
+	return cli
+}
+
+// BuildImage compiles the Go main package mainPkg (an import path or a ./relative directory,
+// resolved from the test's working directory) with CGO_ENABLED=0 for the daemon's
+// architecture, and builds through the Engine API (tar build context, classic builder) the
+// image
+//
+//	FROM scratch
+//	COPY <name> /<name>
+//	USER 65532:65532
+//	ENTRYPOINT ["/<name>"]
+//
+// tagged tag, where <name> is the last element of mainPkg. It returns tag. The image is removed
+// when the test ends, so give each test binary its own tag. Failures are fatal to the test.
+func BuildImage(tb testing.TB, ctx context.Context, cli *client.Client, tag string, mainPkg string) string {
+	tb.Helper()
+	ver, err := cli.ServerVersion(ctx)
+	if err != nil {
+		tb.Fatalf("docker version: %v", err)
+	}
+	name := path.Base(filepath.ToSlash(mainPkg))
+	dir := tb.TempDir()
+	bin := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, mainPkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+ver.Arch)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go build %s: %v\n%s", mainPkg, err, out)
+	}
+	binData, err := os.ReadFile(bin)
+	if err != nil {
+		tb.Fatalf("read built binary: %v", err)
+	}
+	dockerfile := fmt.Sprintf("FROM scratch\nCOPY %s /%s\nUSER %s\nENTRYPOINT [\"/%s\"]\n", name, name, ImageUser, name)
+
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range []struct {
+		name string
+		mode int64
+		data []byte
+	}{{"Dockerfile", 0o644, []byte(dockerfile)}, {name, 0o755, binData}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Unix(0, 0)}); err != nil {
+			tb.Fatalf("tar: %v", err)
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			tb.Fatalf("tar: %v", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		tb.Fatalf("tar: %v", err)
+	}
+
+	resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{
+		Tags:        []string{tag},
+		Dockerfile:  "Dockerfile",
+		Remove:      true,
+		ForceRemove: true,
+		Version:     build.BuilderV1,
+	})
+	if err != nil {
+		tb.Fatalf("docker build %s: %v", tag, err)
+	}
+	defer resp.Body.Close()
+	if err := readBuildStream(resp.Body); err != nil {
+		tb.Fatalf("docker build %s: %v", tag, err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = cli.ImageRemove(ctx, tag, image.RemoveOptions{Force: true, PruneChildren: true})
+	})
+	return tag
+}
+
+// readBuildStream drains the JSON message stream of an image build and returns its error, if
+// any, with the build output for context.
+func readBuildStream(r io.Reader) error {
+	dec := json.NewDecoder(r)
+	var log strings.Builder
+	for {
+		var msg struct {
+			Stream      string `json:"stream"`
+			Error       string `json:"error"`
+			ErrorDetail *struct {
+				Message string `json:"message"`
+			} `json:"errorDetail"`
+		}
+		if err := dec.Decode(&msg); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("read build output: %w", err)
+		}
+		log.WriteString(msg.Stream)
+		if msg.Error != "" || msg.ErrorDetail != nil {
+			m := msg.Error
+			if m == "" {
+				m = msg.ErrorDetail.Message
+			}
+			return fmt.Errorf("%s\n%s", m, log.String())
+		}
+	}
+}

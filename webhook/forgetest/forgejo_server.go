@@ -1,0 +1,638 @@
+package forgetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// ForgejoServer is an httptest stand-in for the Forgejo (Gitea-compatible) /api/v1 endpoints
+// that webhook/forgejo.Client uses, over in-memory state seeded and read with the Seeder
+// methods:
+//
+//	GET  /version, /user, /users/{login}
+//	GET  /repos/{o}/{r}, /repos/{o}/{r}/collaborators/{login}/permission
+//	GET|PATCH /repos/{o}/{r}/issues/{index}
+//	GET|POST  /repos/{o}/{r}/issues/{index}/comments, PATCH /repos/{o}/{r}/issues/comments/{id}
+//	GET|POST  /repos/{o}/{r}/labels, GET /orgs/{org}/labels
+//	POST /repos/{o}/{r}/issues/{index}/labels, DELETE /repos/{o}/{r}/issues/{index}/labels/{id}
+//	GET|POST  /repos/{o}/{r}/pulls, GET /repos/{o}/{r}/pulls/{index}
+//	GET  /repos/{o}/{r}/commits/{ref}/status
+//
+// Answers follow the JSON shapes of Forgejo's API (the structs of code.gitea.io/sdk/gitea):
+// 401 without "Authorization: token <Token>" (or Bearer), 404 {"message": …, "url": …}, 422
+// for validation errors and unknown label ids or assignees, 409 for a second open pull request
+// with the same head and base. Issues and pull requests share one index space. Lists are
+// paginated with page/limit (default 30, at most 50) with X-Total-Count and a Link header
+// (rel next/last/first/prev). Unlike Forgejo, which returns all issue comments at once, the
+// comment list is paginated too, so clients are tested on following Link. The server closes
+// when the test ends.
+type ForgejoServer struct {
+	*model
+	// URL is the instance URL to configure as the client's BaseURL (the API is under
+	// URL+"/api/v1").
+	URL string
+	// Token is the only access token the server accepts.
+	Token string
+	srv   *httptest.Server
+}
+
+var _ Seeder = (*ForgejoServer)(nil)
+
+// NewForgejoServer starts a ForgejoServer with a random Token and only the bot account
+// (BotLogin), and stops it in t.Cleanup.
+func NewForgejoServer(t testing.TB) *ForgejoServer {
+	s := &ForgejoServer{model: newModel(true), Token: randomHex(20)}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *ForgejoServer) fjError(w http.ResponseWriter, status int, msg string) {
+	fjJSON(w, status, map[string]any{"message": msg, "url": s.URL + "/api/swagger"})
+}
+
+func fjJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json;charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *ForgejoServer) serve(w http.ResponseWriter, r *http.Request) {
+	s.logRequest(r.Method + " " + r.URL.RequestURI())
+	if st := s.takeFailure(); st != 0 {
+		s.fjError(w, st, http.StatusText(st))
+		return
+	}
+	if after, ok := s.takeRateLimit(); ok {
+		w.Header().Set("Retry-After", strconv.Itoa(after))
+		s.fjError(w, http.StatusTooManyRequests, "rate limit exceeded")
+		return
+	}
+	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/api/v1/")
+	if !ok {
+		s.fjError(w, http.StatusNotFound, "not found")
+		return
+	}
+	if rest == "version" && r.Method == http.MethodGet {
+		fjJSON(w, http.StatusOK, map[string]string{"version": "11.0.0+gitea-1.22.0"})
+		return
+	}
+	auth := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(auth, "token ")
+	if !ok {
+		tok, _ = strings.CutPrefix(auth, "Bearer ")
+	}
+	if tok != s.Token {
+		s.fjError(w, http.StatusUnauthorized, "invalid username, password or token")
+		return
+	}
+	var seg []string
+	for _, p := range strings.Split(strings.Trim(rest, "/"), "/") {
+		u, err := url.PathUnescape(p)
+		if err != nil {
+			s.fjError(w, http.StatusBadRequest, "bad path")
+			return
+		}
+		seg = append(seg, u)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.route(w, r, seg)
+}
+
+func (s *ForgejoServer) route(w http.ResponseWriter, r *http.Request, seg []string) {
+	m := r.Method
+	switch {
+	case len(seg) == 1 && seg[0] == "user" && m == http.MethodGet:
+		fjJSON(w, http.StatusOK, s.fjUser(s.userLocked(BotLogin)))
+		return
+	case len(seg) == 2 && seg[0] == "users" && m == http.MethodGet:
+		u := s.userLocked(seg[1])
+		if u == nil {
+			s.fjError(w, http.StatusNotFound, fmt.Sprintf("user redirect does not exist [name: %s]", strings.ToLower(seg[1])))
+			return
+		}
+		fjJSON(w, http.StatusOK, s.fjUser(u))
+		return
+	case len(seg) == 3 && seg[0] == "orgs" && seg[2] == "labels" && m == http.MethodGet:
+		labels, ok := s.orgLabels[strings.ToLower(seg[1])]
+		if !ok {
+			s.fjError(w, http.StatusNotFound, "GetOrgByName")
+			return
+		}
+		out := []any{}
+		for _, l := range labels {
+			out = append(out, s.fjLabel(l))
+		}
+		fjPaginate(w, r, s.pageSize, out)
+		return
+	case len(seg) < 3 || seg[0] != "repos":
+		s.fjError(w, http.StatusNotFound, "not found")
+		return
+	}
+	p := s.repoLocked(seg[1] + "/" + seg[2])
+	if p == nil {
+		s.fjError(w, http.StatusNotFound, "The target couldn't be found.")
+		return
+	}
+	seg = seg[3:]
+	switch {
+	case len(seg) == 0 && m == http.MethodGet:
+		fjJSON(w, http.StatusOK, s.fjRepo(p))
+	case len(seg) == 3 && seg[0] == "collaborators" && seg[2] == "permission" && m == http.MethodGet:
+		s.fjPermission(w, p, seg[1])
+	case len(seg) == 1 && seg[0] == "labels" && m == http.MethodGet:
+		out := []any{}
+		for _, l := range p.labels {
+			out = append(out, s.fjLabel(l))
+		}
+		fjPaginate(w, r, s.pageSize, out)
+	case len(seg) == 1 && seg[0] == "labels" && m == http.MethodPost:
+		s.fjCreateLabel(w, r, p)
+	case len(seg) == 3 && seg[0] == "issues" && seg[1] == "comments" && m == http.MethodPatch:
+		s.fjEditComment(w, r, p, seg[2])
+	case len(seg) >= 2 && seg[0] == "issues":
+		s.fjIssue(w, r, p, seg[1:])
+	case len(seg) == 1 && seg[0] == "pulls" && m == http.MethodGet:
+		s.fjListPulls(w, r, p)
+	case len(seg) == 1 && seg[0] == "pulls" && m == http.MethodPost:
+		s.fjCreatePull(w, r, p)
+	case len(seg) == 2 && seg[0] == "pulls" && m == http.MethodGet:
+		n, _ := strconv.ParseInt(seg[1], 10, 64)
+		mi := p.issues[n]
+		if mi == nil || !mi.mr {
+			s.fjError(w, http.StatusNotFound, "The target couldn't be found.")
+			return
+		}
+		fjJSON(w, http.StatusOK, s.fjPull(p, mi))
+	case len(seg) == 3 && seg[0] == "commits" && seg[2] == "status" && m == http.MethodGet:
+		s.fjCombined(w, p, seg[1])
+	default:
+		s.fjError(w, http.StatusNotFound, "not found")
+	}
+}
+
+func fjTime(t time.Time) string { return t.Format(time.RFC3339) }
+
+func (s *ForgejoServer) fjUser(u *modelUser) map[string]any {
+	return map[string]any{
+		"id": u.id, "login": u.login, "login_name": "", "source_id": 0, "full_name": "", "email": u.login + "@noreply.example",
+		"avatar_url": s.URL + "/avatars/" + u.login, "html_url": s.URL + "/" + u.login, "language": "",
+		"is_admin": false, "last_login": fjTime(s.clock), "created": fjTime(s.clock), "restricted": false,
+		"active": true, "prohibit_login": false, "location": "", "website": "", "description": "",
+		"visibility": "public", "followers_count": 0, "following_count": 0, "starred_repos_count": 0,
+		"username": u.login,
+	}
+}
+
+func (s *ForgejoServer) fjRepo(p *modelRepo) map[string]any {
+	owner, name, _ := strings.Cut(p.path, "/")
+	return map[string]any{
+		"id": p.id, "owner": map[string]any{"id": 0, "login": owner, "username": owner}, "name": name,
+		"full_name": p.path, "description": "", "empty": false, "private": false, "fork": false,
+		"html_url": s.URL + "/" + p.path, "ssh_url": "ssh://git@forgejo.example/" + p.path + ".git",
+		"clone_url": p.cloneURL, "default_branch": p.defaultBranch, "has_issues": true,
+		"has_pull_requests": true, "created_at": fjTime(s.clock), "updated_at": fjTime(s.clock),
+	}
+}
+
+func (s *ForgejoServer) fjPermission(w http.ResponseWriter, p *modelRepo, login string) {
+	u := s.userLocked(login)
+	if u == nil {
+		s.fjError(w, http.StatusNotFound, fmt.Sprintf("user redirect does not exist [name: %s]", strings.ToLower(login)))
+		return
+	}
+	perm := "read" // public repository: everyone reads
+	level := p.access[strings.ToLower(u.login)]
+	switch owner, _, _ := strings.Cut(p.path, "/"); {
+	case strings.EqualFold(owner, u.login):
+		perm = "owner"
+	case level >= 40:
+		perm = "admin"
+	case level >= 30:
+		perm = "write"
+	}
+	fjJSON(w, http.StatusOK, map[string]any{"permission": perm, "role_name": perm, "user": s.fjUser(u)})
+}
+
+func (s *ForgejoServer) fjLabel(l *modelLabel) map[string]any {
+	return map[string]any{
+		"id": l.id, "name": l.name, "exclusive": strings.Contains(l.name, "/"), "is_archived": false,
+		"color": strings.TrimPrefix(l.color, "#"), "description": "", "url": fmt.Sprintf("%s/api/v1/labels/%d", s.URL, l.id),
+	}
+}
+
+var fjColor = regexp.MustCompile(`^#?[0-9a-fA-F]{6}$`)
+
+// fjCreateLabel creates a label; like Forgejo, it does not refuse a duplicate name.
+func (s *ForgejoServer) fjCreateLabel(w http.ResponseWriter, r *http.Request, p *modelRepo) {
+	var in struct {
+		Name  string `json:"name"`
+		Color string `json:"color"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		s.fjError(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
+	if strings.TrimSpace(in.Name) == "" || !fjColor.MatchString(in.Color) {
+		s.fjError(w, http.StatusUnprocessableEntity, "[Name]: Required; [Color]: invalid color")
+		return
+	}
+	l := &modelLabel{id: s.nextID(), name: in.Name, color: "#" + strings.TrimPrefix(in.Color, "#")}
+	p.labels = append(p.labels, l)
+	fjJSON(w, http.StatusCreated, s.fjLabel(l))
+}
+
+func (s *ForgejoServer) fjLabelByID(p *modelRepo, id int64) *modelLabel {
+	for _, l := range p.labels {
+		if l.id == id {
+			return l
+		}
+	}
+	owner, _, _ := strings.Cut(p.path, "/")
+	for _, l := range s.orgLabels[strings.ToLower(owner)] {
+		if l.id == id {
+			return l
+		}
+	}
+	return nil
+}
+
+func (s *ForgejoServer) fjLabelByName(p *modelRepo, name string) *modelLabel {
+	if l := s.labelLocked(p, name); l != nil {
+		return l
+	}
+	owner, _, _ := strings.Cut(p.path, "/")
+	for _, l := range s.orgLabels[strings.ToLower(owner)] {
+		if l.name == name {
+			return l
+		}
+	}
+	return nil
+}
+
+func (s *ForgejoServer) fjIssueLabels(p *modelRepo, is *modelIssue) []any {
+	out := []any{}
+	for _, n := range is.labels {
+		if l := s.fjLabelByName(p, n); l != nil {
+			out = append(out, s.fjLabel(l))
+		}
+	}
+	return out
+}
+
+func (s *ForgejoServer) fjAssignees(is *modelIssue) (first any, all any) {
+	if len(is.assignees) == 0 {
+		return nil, nil // Forgejo sends null for no assignees
+	}
+	list := []any{}
+	for _, a := range is.assignees {
+		list = append(list, s.fjUser(s.userLocked(a)))
+	}
+	return list[0], list
+}
+
+func fjState(is *modelIssue) string {
+	if is.state == "open" {
+		return "open"
+	}
+	return "closed"
+}
+
+func (s *ForgejoServer) fjIssueJSON(p *modelRepo, is *modelIssue) map[string]any {
+	owner, name, _ := strings.Cut(p.path, "/")
+	first, all := s.fjAssignees(is)
+	kind := "issues"
+	var pr any
+	if is.mr {
+		kind = "pulls"
+		var mergedAt any
+		if is.state == "merged" {
+			mergedAt = fjTime(is.updated)
+		}
+		pr = map[string]any{"merged": is.state == "merged", "merged_at": mergedAt}
+	}
+	var closed any
+	if is.state != "open" {
+		closed = fjTime(is.updated)
+	}
+	return map[string]any{
+		"id": is.id, "url": fmt.Sprintf("%s/api/v1/repos/%s/issues/%d", s.URL, p.path, is.number),
+		"html_url": fmt.Sprintf("%s/%s/%s/%d", s.URL, p.path, kind, is.number), "number": is.number,
+		"user": s.fjUser(is.author), "original_author": "", "original_author_id": 0,
+		"title": is.title, "body": is.body, "ref": "", "assets": []any{}, "labels": s.fjIssueLabels(p, is),
+		"milestone": nil, "assignee": first, "assignees": all, "state": fjState(is), "is_locked": false,
+		"comments": len(is.comments), "created_at": fjTime(is.created), "updated_at": fjTime(is.updated),
+		"closed_at": closed, "due_date": nil, "pull_request": pr,
+		"repository": map[string]any{"id": p.id, "name": name, "owner": owner, "full_name": p.path},
+	}
+}
+
+func (s *ForgejoServer) fjCommentJSON(p *modelRepo, is *modelIssue, c *modelComment) map[string]any {
+	kind, prURL, issueURL := "issues", "", fmt.Sprintf("%s/%s/issues/%d", s.URL, p.path, is.number)
+	if is.mr {
+		kind, prURL, issueURL = "pulls", fmt.Sprintf("%s/%s/pulls/%d", s.URL, p.path, is.number), ""
+	}
+	return map[string]any{
+		"id": c.id, "html_url": fmt.Sprintf("%s/%s/%s/%d#issuecomment-%d", s.URL, p.path, kind, is.number, c.id),
+		"pull_request_url": prURL, "issue_url": issueURL, "user": s.fjUser(c.author),
+		"original_author": "", "original_author_id": 0, "body": c.body, "assets": []any{},
+		"created_at": fjTime(c.created), "updated_at": fjTime(c.updated),
+	}
+}
+
+// fjIssue handles /issues/{index}… (seg starts at the index).
+func (s *ForgejoServer) fjIssue(w http.ResponseWriter, r *http.Request, p *modelRepo, seg []string) {
+	n, err := strconv.ParseInt(seg[0], 10, 64)
+	is := p.issues[n]
+	if err != nil || is == nil {
+		s.fjError(w, http.StatusNotFound, "The target couldn't be found.")
+		return
+	}
+	seg = seg[1:]
+	switch m := r.Method; {
+	case len(seg) == 0 && m == http.MethodGet:
+		fjJSON(w, http.StatusOK, s.fjIssueJSON(p, is))
+	case len(seg) == 0 && m == http.MethodPatch:
+		s.fjEditIssue(w, r, p, is)
+	case len(seg) == 1 && seg[0] == "comments" && m == http.MethodGet:
+		out := []any{}
+		for _, c := range is.comments {
+			if !c.system {
+				out = append(out, s.fjCommentJSON(p, is, c))
+			}
+		}
+		fjPaginate(w, r, s.pageSize, out)
+	case len(seg) == 1 && seg[0] == "comments" && m == http.MethodPost:
+		var in struct {
+			Body string `json:"body"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || strings.TrimSpace(in.Body) == "" {
+			s.fjError(w, http.StatusUnprocessableEntity, "[Body]: Required")
+			return
+		}
+		s.addCommentLocked(is, s.userLocked(BotLogin), in.Body, false)
+		fjJSON(w, http.StatusCreated, s.fjCommentJSON(p, is, is.comments[len(is.comments)-1]))
+	case len(seg) == 1 && seg[0] == "labels" && m == http.MethodPost:
+		var in struct {
+			Labels []int64 `json:"labels"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			s.fjError(w, http.StatusUnprocessableEntity, err.Error())
+			return
+		}
+		for _, id := range in.Labels {
+			l := s.fjLabelByID(p, id)
+			if l == nil {
+				s.fjError(w, http.StatusUnprocessableEntity, fmt.Sprintf("label does not exist [label_id: %d]", id))
+				return
+			}
+			if !slices.Contains(is.labels, l.name) {
+				is.labels = append(is.labels, l.name)
+			}
+		}
+		is.updated = s.now()
+		fjJSON(w, http.StatusOK, s.fjIssueLabels(p, is))
+	case len(seg) == 2 && seg[0] == "labels" && m == http.MethodDelete:
+		id, _ := strconv.ParseInt(seg[1], 10, 64)
+		l := s.fjLabelByID(p, id)
+		if l == nil {
+			s.fjError(w, http.StatusUnprocessableEntity, fmt.Sprintf("label does not exist [label_id: %d]", id))
+			return
+		}
+		is.labels = slices.DeleteFunc(is.labels, func(n string) bool { return n == l.name })
+		is.updated = s.now()
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		s.fjError(w, http.StatusNotFound, "not found")
+	}
+}
+
+// fjEditIssue applies PATCH /issues/{index}: title (when not empty), body, state and
+// assignees (absent or null: unchanged; []: none; an unknown login: 422).
+func (s *ForgejoServer) fjEditIssue(w http.ResponseWriter, r *http.Request, p *modelRepo, is *modelIssue) {
+	var in struct {
+		Title     string    `json:"title"`
+		Body      *string   `json:"body"`
+		Assignees *[]string `json:"assignees"`
+		State     *string   `json:"state"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		s.fjError(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
+	if in.Assignees != nil {
+		var next []string
+		for _, a := range *in.Assignees {
+			u := s.userLocked(a)
+			if u == nil {
+				s.fjError(w, http.StatusUnprocessableEntity, fmt.Sprintf("user does not exist [uid: 0, name: %s]", a))
+				return
+			}
+			if !slices.Contains(next, u.login) {
+				next = append(next, u.login)
+			}
+		}
+		is.assignees = next
+	}
+	if in.Title != "" {
+		is.title = in.Title
+	}
+	if in.Body != nil {
+		is.body = *in.Body
+	}
+	if in.State != nil && is.state != "merged" {
+		is.state = *in.State
+	}
+	is.updated = s.now()
+	fjJSON(w, http.StatusCreated, s.fjIssueJSON(p, is)) // Forgejo answers 201 here
+}
+
+func (s *ForgejoServer) fjEditComment(w http.ResponseWriter, r *http.Request, p *modelRepo, idStr string) {
+	id, _ := strconv.ParseInt(idStr, 10, 64)
+	is, c := s.findCommentLocked(p, id)
+	if c == nil || c.system {
+		s.fjError(w, http.StatusNotFound, "The target couldn't be found.")
+		return
+	}
+	var in struct {
+		Body string `json:"body"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || strings.TrimSpace(in.Body) == "" {
+		s.fjError(w, http.StatusUnprocessableEntity, "[Body]: Required")
+		return
+	}
+	c.body, c.updated = in.Body, s.now()
+	fjJSON(w, http.StatusOK, s.fjCommentJSON(p, is, c))
+}
+
+func (s *ForgejoServer) fjBranch(p *modelRepo, branch, sha string) map[string]any {
+	return map[string]any{"label": branch, "ref": branch, "sha": sha, "repo_id": p.id, "repo": s.fjRepo(p)}
+}
+
+func (s *ForgejoServer) fjPull(p *modelRepo, mi *modelIssue) map[string]any {
+	first, all := s.fjAssignees(mi)
+	merged := mi.state == "merged"
+	var mergedAt, mergedBy, mergeSHA, closed any
+	if merged {
+		mergedAt, mergedBy, mergeSHA = fjTime(mi.updated), s.fjUser(s.userLocked(BotLogin)), p.headLocked(mi.target)
+	}
+	if mi.state != "open" {
+		closed = fjTime(mi.updated)
+	}
+	return map[string]any{
+		"id": mi.id, "url": fmt.Sprintf("%s/%s/pulls/%d", s.URL, p.path, mi.number), "number": mi.number,
+		"user": s.fjUser(mi.author), "title": mi.title, "body": mi.body, "labels": s.fjIssueLabels(p, mi),
+		"milestone": nil, "assignee": first, "assignees": all, "requested_reviewers": []any{},
+		"state": fjState(mi), "draft": false, "is_locked": false, "comments": len(mi.comments),
+		"html_url":  fmt.Sprintf("%s/%s/pulls/%d", s.URL, p.path, mi.number),
+		"diff_url":  fmt.Sprintf("%s/%s/pulls/%d.diff", s.URL, p.path, mi.number),
+		"patch_url": fmt.Sprintf("%s/%s/pulls/%d.patch", s.URL, p.path, mi.number),
+		"mergeable": !merged, "merged": merged, "merged_at": mergedAt, "merge_commit_sha": mergeSHA,
+		"merged_by": mergedBy, "allow_maintainer_edit": false,
+		"base": s.fjBranch(p, mi.target, p.headLocked(mi.target)), "head": s.fjBranch(p, mi.source, mi.sha),
+		"merge_base": p.headLocked(mi.target), "due_date": nil, "created_at": fjTime(mi.created),
+		"updated_at": fjTime(mi.updated), "closed_at": closed, "pin_order": 0,
+	}
+}
+
+func (s *ForgejoServer) fjListPulls(w http.ResponseWriter, r *http.Request, p *modelRepo) {
+	state := seedOr(r.URL.Query().Get("state"), "open")
+	out := []any{}
+	mrs := p.allMRsLocked(true)
+	slices.Reverse(mrs) // newest first
+	for _, mi := range mrs {
+		if state != "all" && fjState(mi) != state {
+			continue
+		}
+		out = append(out, s.fjPull(p, mi))
+	}
+	fjPaginate(w, r, s.pageSize, out)
+}
+
+func (s *ForgejoServer) fjCreatePull(w http.ResponseWriter, r *http.Request, p *modelRepo) {
+	var in struct {
+		Head  string `json:"head"`
+		Base  string `json:"base"`
+		Title string `json:"title"`
+		Body  string `json:"body"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		s.fjError(w, http.StatusUnprocessableEntity, err.Error())
+		return
+	}
+	switch {
+	case in.Head == "" || in.Base == "" || strings.TrimSpace(in.Title) == "":
+		s.fjError(w, http.StatusUnprocessableEntity, "[Head]: Required; [Base]: Required; [Title]: Required")
+		return
+	case in.Head == in.Base:
+		s.fjError(w, http.StatusUnprocessableEntity, "Invalid PullRequest: There are no changes between the head and the base")
+		return
+	}
+	for _, mi := range p.allMRsLocked(true) {
+		if mi.state == "open" && mi.source == in.Head && mi.target == in.Base {
+			s.fjError(w, http.StatusConflict, fmt.Sprintf(
+				"pull request already exists for these targets [id: %d, issue_id: %d, head_repo_id: %d, base_repo_id: %d, head_branch: %s, base_branch: %s]",
+				mi.id, mi.id, p.id, p.id, in.Head, in.Base))
+			return
+		}
+	}
+	mi := s.newMRLocked(p, s.userLocked(BotLogin), in.Head, in.Base, in.Title, in.Body)
+	fjJSON(w, http.StatusCreated, s.fjPull(p, mi))
+}
+
+// fjStatusState maps a seeded job to a Forgejo commit status state.
+func fjStatusState(st forge.CIState) string {
+	switch st {
+	case forge.CISuccess, forge.CISkipped:
+		return "success"
+	case forge.CIFailed:
+		return "failure"
+	}
+	return "pending"
+}
+
+// fjCombined answers the combined status of the latest run for ref: the worst state by
+// Forgejo's order error < failure < warning < pending < success, or an empty object (state "",
+// no statuses) when nothing ran, as Forgejo does.
+func (s *ForgejoServer) fjCombined(w http.ResponseWriter, p *modelRepo, ref string) {
+	runs := p.runs[ref]
+	if len(runs) == 0 || len(runs[len(runs)-1].jobs) == 0 {
+		fjJSON(w, http.StatusOK, map[string]any{"state": "", "sha": "", "total_count": 0, "statuses": nil, "repository": nil, "commit_url": "", "url": ""})
+		return
+	}
+	run := runs[len(runs)-1]
+	rank := map[string]int{"error": 0, "failure": 1, "warning": 2, "pending": 3, "success": 4}
+	state := "success"
+	statuses := []any{}
+	for _, j := range run.jobs {
+		st := fjStatusState(j.State)
+		if rank[st] < rank[state] {
+			state = st
+		}
+		statuses = append(statuses, map[string]any{
+			"id": j.id, "status": st, "target_url": j.WebURL, "description": j.Log,
+			"url": fmt.Sprintf("%s/api/v1/repos/%s/statuses/%s", s.URL, p.path, ref), "context": j.Name,
+			"creator": s.fjUser(s.userLocked(BotLogin)), "created_at": fjTime(s.clock), "updated_at": fjTime(s.clock),
+		})
+	}
+	fjJSON(w, http.StatusOK, map[string]any{
+		"state": state, "sha": ref, "total_count": len(statuses), "statuses": statuses, "repository": s.fjRepo(p),
+		"commit_url": fmt.Sprintf("%s/api/v1/repos/%s/commits/%s", s.URL, p.path, ref),
+		"url":        fmt.Sprintf("%s/api/v1/repos/%s/commits/%s/status", s.URL, p.path, ref),
+	})
+}
+
+// fjPaginate writes the page of items asked for with page/limit, with X-Total-Count and a Link
+// header as Forgejo sets them.
+func fjPaginate(w http.ResponseWriter, r *http.Request, capSize int, items []any) {
+	q := r.URL.Query()
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	if limit <= 0 {
+		limit = 30
+	}
+	limit = min(limit, 50)
+	if capSize > 0 {
+		limit = min(limit, capSize)
+	}
+	page, _ := strconv.Atoi(q.Get("page"))
+	page = max(page, 1)
+	total := len(items)
+	pages := max((total+limit-1)/limit, 1)
+	lo, hi := min((page-1)*limit, total), min(page*limit, total)
+	link := func(p int, rel string) string {
+		u := *r.URL
+		u.Scheme, u.Host = "http", r.Host
+		qq := u.Query()
+		qq.Set("page", strconv.Itoa(p))
+		qq.Set("limit", strconv.Itoa(limit))
+		u.RawQuery = qq.Encode()
+		return fmt.Sprintf(`<%s>; rel="%s"`, u.String(), rel)
+	}
+	var links []string
+	if page < pages {
+		links = append(links, link(page+1, "next"), link(pages, "last"))
+	}
+	if page > 1 {
+		links = append(links, link(1, "first"), link(page-1, "prev"))
+	}
+	h := w.Header()
+	h.Set("X-Total-Count", strconv.Itoa(total))
+	h.Set("Access-Control-Expose-Headers", "X-Total-Count, Link")
+	if len(links) > 0 {
+		h.Set("Link", strings.Join(links, ","))
+	}
+	fjJSON(w, http.StatusOK, items[lo:hi])
+}
