@@ -427,7 +427,11 @@ func (m *Machine) askType(ctx context.Context, bot Bot, mb *Mailbox) error {
 func (m *Machine) ask(ctx context.Context, bot Bot, mb *Mailbox, state State, intro string, qs []runner.Question) error {
 	mb.Data.Round++
 	round := mb.Data.Round
-	deadline := m.now().Add(m.cfg.QuestionDeadline).Truncate(time.Minute)
+	deadline := m.now().Add(m.cfg.QuestionDeadline)
+	if m.cfg.QuestionDeadline >= time.Minute && !deadline.Equal(deadline.Truncate(time.Minute)) {
+		// Shown to the minute in the issue: round up, never announce a time earlier than the real one.
+		deadline = deadline.Truncate(time.Minute).Add(time.Minute)
+	}
 	rows := make([]Question, 0, len(qs))
 	for _, q := range qs {
 		opts, _ := json.Marshal(q.Options)

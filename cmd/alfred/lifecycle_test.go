@@ -1,0 +1,372 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/config"
+	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner/runtimetest"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgejo"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+// The recorded Forgejo deliveries were signed with this secret (see their README).
+const liveSecret = "acceptance-webhook-secret"
+
+const liveDir = "../../webhook/testdata/forgejo-live/"
+
+const lifecycleScript = `
+analysis.functional:
+  summary: Understood.
+  understanding: You want the report exported as a CSV file.
+  questions:
+    - id: q1
+      title: Which separator?
+      context: Spreadsheets in some locales expect semicolons.
+      options:
+        - {id: a, label: Comma, description: RFC 4180}
+        - {id: b, label: Semicolon, description: what Excel expects in Europe}
+      default: a
+  expected_behaviour: An Export button downloads report.csv.
+  acceptance_criteria: [the file opens in a spreadsheet]
+  out_of_scope: [PDF export]
+analysis.technical:
+  summary: Planned.
+  plan: |
+    1. Add export.csv with the header row.
+    2. Wire the Export button.
+development:
+  summary: Added the CSV export.
+  commit_message: "Add CSV export"
+  log: ["writing export.csv"]
+  files:
+    export.csv: "date;amount;category\n"
+`
+
+// e2e is a wired Alfred (newServer) against the Forgejo stand-in, real PostgreSQL, real Docker
+// and a real bare git repository, fed with the recorded deliveries.
+type e2e struct {
+	t       *testing.T
+	srv     *server
+	url     string
+	forgejo *forgetest.ForgejoServer
+	api     forge.Forge // acts as the humans do, through the stand-in's API
+	bare    string
+	issue   forge.IssueRef
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+func startE2E(t *testing.T, deadline time.Duration) *e2e {
+	t.Helper()
+	_, dsn := pgtest.New(t)
+	cli := runtimetest.Client(t)
+	ctx := context.Background()
+	image := runtimetest.BuildImage(t, ctx, cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+
+	dir := t.TempDir()
+	bare := seedBareRepo(t, dir)
+	fj := forgetest.NewForgejoServer(t)
+	fj.AddRepo("acceptance/sandbox", "main", bare)
+	fj.AddUser("alice")
+	fj.AddUser("bot")
+	fj.SetAccess("acceptance/sandbox", "alice", true)
+	n := fj.AddIssue("acceptance/sandbox", forgetest.SeedIssue{Title: "Export the report as CSV",
+		Body: "The monthly report should be downloadable.", Author: "alice", Assignees: []string{"bot"}})
+	require.EqualValues(t, 1, n, "the recorded deliveries are about issue #1")
+
+	scriptPath := filepath.Join(dir, "script.yaml")
+	require.NoError(t, os.WriteFile(scriptPath, []byte(lifecycleScript), 0o644))
+	cfgPath := filepath.Join(dir, "alfred.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
+listen: 127.0.0.1:0
+data_dir: %s
+forges:
+  - name: forgejo
+    kind: forgejo
+    base_url: %s
+    token: %s
+    webhook_secret: %s
+    bot_user: bot
+agents:
+  - name: script
+    adapter: script
+    image: %s
+    script: %s
+phases:
+  default: script
+lifecycle:
+  question_deadline: %s
+  ci_wait: 1h
+workers:
+  count: 2
+  lease_ttl: 5s
+  poll_interval: 100ms
+`, filepath.Join(dir, "data"), fj.URL, fj.Token, liveSecret, image, scriptPath, deadline)), 0o600))
+	cfg, err := config.Load(cfgPath, []string{"ALFRED_DATABASE_URL=" + dsn})
+	require.NoError(t, err)
+
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv, err := newServer(ctx, cfg, log, &serverOptions{ciPoll: 300 * time.Millisecond})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	e := &e2e{t: t, srv: srv, url: "http://" + ln.Addr().String(), forgejo: fj, bare: bare,
+		issue: forge.IssueRef{Forge: "forgejo", Repo: "acceptance/sandbox", Number: 1}, cancel: cancel,
+		done: make(chan error, 1)}
+	e.api, err = forgejo.NewClient(forgejo.ClientConfig{BaseURL: fj.URL, Token: fj.Token})
+	require.NoError(t, err)
+	go func() { e.done <- srv.Serve(runCtx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		<-e.done
+		_ = srv.Close()
+	})
+	return e
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func seedBareRepo(t *testing.T, dir string) string {
+	t.Helper()
+	bare := filepath.Join(dir, "sandbox.git")
+	work := filepath.Join(dir, "seed")
+	for _, args := range [][]string{
+		{"init", "--bare", "-b", "main", bare},
+		{"init", "-b", "main", work},
+		{"-C", work, "-c", "user.name=seed", "-c", "user.email=seed@example.org", "commit", "--allow-empty", "-m", "initial"},
+		{"-C", work, "push", bare, "main"},
+	} {
+		out, err := exec.Command("git", args...).CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	return bare
+}
+
+// send posts a recorded delivery. With edit nil the body and its headers go out byte for byte,
+// original signature included; otherwise the JSON is edited, re-signed and given a new
+// delivery id, as a new delivery from the same server would be.
+func (e *e2e) send(fixture string, edit func(map[string]any)) int {
+	e.t.Helper()
+	h, body, err := forgetest.LoadFixture(liveDir + fixture + ".json")
+	require.NoError(e.t, err)
+	if edit != nil {
+		var doc map[string]any
+		require.NoError(e.t, json.Unmarshal(body, &doc))
+		edit(doc)
+		body, err = json.MarshalIndent(doc, "", "  ")
+		require.NoError(e.t, err)
+		sig := forgetest.SignForgejo(liveSecret, body)
+		id := uuid.NewString()
+		for _, k := range []string{"X-Forgejo-Signature", "X-Gitea-Signature", "X-Gogs-Signature"} {
+			h.Set(k, sig)
+		}
+		for _, k := range []string{"X-Forgejo-Delivery", "X-Gitea-Delivery", "X-Gogs-Delivery", "X-GitHub-Delivery"} {
+			h.Set(k, id)
+		}
+		h.Del("X-Hub-Signature")
+		h.Del("X-Hub-Signature-256")
+	}
+	req, err := http.NewRequest(http.MethodPost, e.url+"/webhooks/forgejo", bytes.NewReader(body))
+	require.NoError(e.t, err)
+	for k, vs := range h {
+		if k == "Content-Length" || k == "Host" {
+			continue
+		}
+		req.Header[k] = vs
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	e.t.Logf("POST %s → %d %s", fixture, resp.StatusCode, bytes.TrimSpace(b))
+	return resp.StatusCode
+}
+
+func (e *e2e) waitStatus(want string) {
+	e.t.Helper()
+	require.Eventually(e.t, func() bool {
+		for _, l := range e.forgejo.IssueLabels(e.issue) {
+			if l == want {
+				return true
+			}
+		}
+		return false
+	}, 90*time.Second, 100*time.Millisecond, "status %s never came; labels %v; comments:\n%s", want,
+		e.forgejo.IssueLabels(e.issue), strings.Join(e.comments(), "\n---\n"))
+}
+
+func (e *e2e) comments() []string {
+	var out []string
+	for _, c := range e.forgejo.IssueComments(e.issue) {
+		out = append(out, c.Body)
+	}
+	return out
+}
+
+func (e *e2e) statusLabels() []string {
+	var out []string
+	for _, l := range e.forgejo.IssueLabels(e.issue) {
+		if strings.HasPrefix(l, "status::") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func (e *e2e) requireUniqueMarkers() {
+	e.t.Helper()
+	seen := map[string]bool{}
+	for _, c := range e.comments() {
+		if k, _, ok := mailbox.ParseMarker(c); ok {
+			require.False(e.t, seen[k], "comment %s posted twice", k)
+			seen[k] = true
+		}
+	}
+}
+
+func setLabels(names ...string) func(map[string]any) {
+	return func(doc map[string]any) {
+		var ls []any
+		for i, n := range names {
+			ls = append(ls, map[string]any{"id": 100 + i, "name": n, "color": "ededed", "exclusive": false})
+		}
+		doc["issue"].(map[string]any)["labels"] = ls
+	}
+}
+
+func TestLifecycleForgejoRecordedDeliveries(t *testing.T) {
+	e := startE2E(t, 24*time.Hour)
+	ctx := context.Background()
+
+	// alice assigns the bot: the recorded delivery, byte for byte with its real signature.
+	require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", nil))
+	require.Equal(t, http.StatusOK, e.send("002-issue_assign-assigned", nil), "a redelivery is a duplicate")
+	e.waitStatus("status::waiting_info")
+	require.Contains(t, e.comments()[0], "Thanks @alice, I am on it")
+	require.Contains(t, e.comments()[1], "What kind of work is this issue?")
+
+	// alice adds type::task (recorded delivery 003; the forge holds the label first).
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
+	require.Equal(t, http.StatusAccepted, e.send("003-issue_label-label_updated", nil))
+	require.Eventually(t, func() bool { return strings.Contains(strings.Join(e.comments(), "\n"), "### q1. Which separator?") },
+		90*time.Second, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
+	e.waitStatus("status::waiting_info")
+	block := e.comments()[len(e.comments())-1]
+	require.Contains(t, block, "- [x] **a. Comma** _(default)_")
+	require.Contains(t, block, "Without an answer by ")
+
+	// alice answers "q1: b" in a comment (recorded delivery 006 with her new text).
+	require.Equal(t, http.StatusAccepted, e.send("006-issue_comment-created", func(doc map[string]any) {
+		doc["comment"].(map[string]any)["body"] = "q1: b 👍"
+		doc["comment"].(map[string]any)["id"] = 4242
+	}))
+	e.waitStatus("status::waiting_validation")
+	body := e.forgejo.IssueBody(e.issue)
+	require.True(t, strings.HasPrefix(body, "The monthly report should be downloadable."))
+	require.Contains(t, body, "| q1. Which separator? | b. Semicolon | @alice |")
+	require.Contains(t, e.comments()[len(e.comments())-1], "Add the `ai::validate_plan` label to let me start")
+
+	// alice adds ai::validate_plan.
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
+	require.Equal(t, http.StatusAccepted, e.send("003-issue_label-label_updated",
+		setLabels(e.forgejo.IssueLabels(e.issue)...)))
+	e.waitStatus("status::in_ci")
+	require.Contains(t, strings.Join(e.comments(), "\n"), "Plan validated by @alice. Starting the development.")
+	mrs := e.forgejo.MergeRequests("acceptance/sandbox")
+	require.Len(t, mrs, 1)
+	mr := mrs[0]
+	require.Equal(t, "agent/issue-1-export-the-report-as-csv", mr.SourceBranch)
+	require.Contains(t, mr.Body, "Closes #1")
+	require.Contains(t, e.comments()[len(e.comments())-1], fmt.Sprintf("I opened pull request #%d", mr.Number))
+	// The scripted change is on the branch, committed by the bot identity, in the bare repo.
+	out, err := exec.Command("git", "-C", e.bare, "show", mr.SourceBranch+":export.csv").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "date;amount;category\n", string(out))
+	out, err = exec.Command("git", "-C", e.bare, "log", "-1", "--format=%s|%an", mr.SourceBranch).CombinedOutput()
+	require.NoError(t, err)
+	require.Equal(t, "Add CSV export|Alfred", strings.TrimSpace(string(out)))
+
+	// CI succeeds on the head commit: Forgejo sends no status webhook, Alfred polls.
+	head, err := exec.Command("git", "-C", e.bare, "rev-parse", mr.SourceBranch).Output()
+	require.NoError(t, err)
+	e.forgejo.SetCI("acceptance/sandbox", strings.TrimSpace(string(head)), forgetest.CIJob{Name: "ci/test", State: forge.CISuccess})
+	e.waitStatus("status::in_review")
+
+	// alice merges: recorded deliveries 022 (pull request closed, merged) and 023 (issue closed).
+	e.forgejo.MarkMerged("acceptance/sandbox", mr.Number)
+	require.Equal(t, http.StatusAccepted, e.send("022-pull_request-closed", func(doc map[string]any) {
+		doc["number"] = mr.Number
+		doc["pull_request"].(map[string]any)["number"] = mr.Number
+		doc["pull_request"].(map[string]any)["head"].(map[string]any)["ref"] = mr.SourceBranch
+	}))
+	require.Equal(t, http.StatusAccepted, e.send("023-issues-closed", nil))
+	e.waitStatus("status::done")
+	require.Equal(t, []string{"status::done"}, e.statusLabels())
+	require.Eventually(t, func() bool { return !contains(e.forgejo.IssueAssignees(e.issue), "bot") },
+		30*time.Second, 100*time.Millisecond, "the bot unassigns itself")
+	e.requireUniqueMarkers()
+	requireNoLeftovers(t, e.srv.cfg.DataDir)
+}
+
+func TestLifecycleForgejoDeadlineAppliesDefaults(t *testing.T) {
+	e := startE2E(t, 2*time.Second)
+	ctx := context.Background()
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
+	require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", setLabels("type::task")))
+	// No reply: the deadline passes and the defaults apply.
+	e.waitStatus("status::waiting_validation")
+	all := strings.Join(e.comments(), "\n")
+	require.Contains(t, all, "so I applied the defaults:\n\n- **q1. Which separator?** → a. Comma")
+	require.Contains(t, e.forgejo.IssueBody(e.issue), "| q1. Which separator? | a. Comma | default |")
+	e.requireUniqueMarkers()
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// requireNoLeftovers checks that no Alfred container runs and no worktree is left.
+func requireNoLeftovers(t *testing.T, dataDir string) {
+	t.Helper()
+	cli := runtimetest.Client(t)
+	require.Eventually(t, func() bool {
+		list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
+			Filters: filters.NewArgs(filters.Arg("label", "alfred.managed=true"))})
+		require.NoError(t, err)
+		return len(list) == 0
+	}, 30*time.Second, 200*time.Millisecond, "an Alfred container was left behind")
+	entries, _ := os.ReadDir(filepath.Join(dataDir, "worktrees"))
+	require.Empty(t, entries, "a worktree was left behind")
+}

@@ -1,0 +1,191 @@
+// Command alfred is the Alfred bot: one binary with subcommands.
+//
+//	alfred serve          [--config alfred.yaml]   run the webhook server and the workers
+//	alfred migrate        [--config alfred.yaml]   apply the database migrations
+//	alfred config check   [--config alfred.yaml]   load, validate and print the configuration
+//	alfred replay --url URL --secret-file F [--kind forgejo|gitlab] [--keep-delivery] FIXTURE.json
+//	                                               sign a captured webhook and POST it
+//	alfred version                                 print the version
+//
+// --config defaults to $ALFRED_CONFIG, else alfred.yaml. The configuration and its ALFRED_*
+// environment variables are described in package github.com/alfred-bot/alfred/config.
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/alfred-bot/alfred/config"
+)
+
+const usage = `usage: alfred <command> [flags]
+
+commands:
+  serve          run the webhook server and the workers
+  migrate        apply the database migrations
+  config check   load, validate and print the effective configuration (secrets redacted)
+  replay         sign a captured webhook fixture and POST it to a running Alfred
+  version        print the version
+
+Run "alfred <command> -h" for the flags of a command.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// errUsage reports a command line that could not be understood; its details were printed.
+var errUsage = errors.New("usage")
+
+// app is what every subcommand may use: the output streams, the environment and the secrets
+// of the configuration loaded so far (to censor error messages).
+type app struct {
+	stdout, stderr io.Writer
+	environ        []string
+	secrets        []string
+}
+
+// run executes the command line args (without the program name) and returns the exit code:
+// 0 on success, 1 on failure, 2 on a usage error.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr, environ: os.Environ()}
+	err := a.dispatch(ctx, args)
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		fmt.Fprintln(stderr, "alfred:", a.censor(err.Error()))
+		return 1
+	}
+}
+
+// dispatch runs the subcommand named by args[0].
+func (a *app) dispatch(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(a.stderr, usage)
+		return errUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return runServe(ctx, a, rest)
+	case "migrate":
+		return a.migrate(ctx, rest)
+	case "config":
+		if len(rest) == 0 || rest[0] != "check" {
+			fmt.Fprintln(a.stderr, "usage: alfred config check [--config alfred.yaml]")
+			return errUsage
+		}
+		return a.configCheck(rest[1:])
+	case "replay":
+		return a.replay(ctx, rest)
+	case "version":
+		fmt.Fprintln(a.stdout, "alfred", versionString())
+		return nil
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(a.stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(a.stderr, "alfred: unknown command %q\n\n%s", cmd, usage)
+	return errUsage
+}
+
+// flagSet returns a FlagSet for a subcommand that reports to stderr instead of exiting.
+func (a *app) flagSet(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet("alfred "+name, flag.ContinueOnError)
+	fs.SetOutput(a.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(a.stderr, "usage: alfred %s %s\n", name, synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args into fs, allowing flags after positional arguments, and returns the
+// positional ones. A parse error is errUsage (flag has printed it); -h is flag.ErrHelp.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errUsage
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// configFlag registers --config on fs.
+func (a *app) configFlag(fs *flag.FlagSet) *string {
+	def := cmp.Or(a.getenv("ALFRED_CONFIG"), config.DefaultPath)
+	return fs.String("config", def, "configuration file (env ALFRED_CONFIG)")
+}
+
+// getenv looks key up in the app's environment.
+func (a *app) getenv(key string) string {
+	for _, kv := range slices.Backward(a.environ) {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// loadConfig loads the configuration and remembers its secrets for censor.
+func (a *app) loadConfig(path string) (*config.Config, error) {
+	cfg, err := config.Load(path, a.environ)
+	if err != nil {
+		return nil, err
+	}
+	a.secrets = cfg.Secrets()
+	return cfg, nil
+}
+
+// censor hides every known secret in s. The config package never puts a secret in an error;
+// this guards what third-party errors (database driver, HTTP) might echo.
+func (a *app) censor(s string) string {
+	for _, secret := range a.secrets { // longest first, see config.Secrets
+		s = strings.ReplaceAll(s, secret, config.Redacted)
+	}
+	return s
+}
+
+// configCheck implements "alfred config check".
+func (a *app) configCheck(args []string) error {
+	fs := a.flagSet("config check", "[--config alfred.yaml]")
+	path := a.configFlag(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fs.Usage()
+		return errUsage
+	}
+	cfg, err := a.loadConfig(*path)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(a.stdout, cfg.Dump())
+	fmt.Fprintf(a.stderr, "%s: OK\n", *path)
+	return nil
+}

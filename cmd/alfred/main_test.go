@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/internal/pgtest"
+)
+
+const (
+	fixture         = "testdata/002-issue_assign-assigned.json"
+	fixtureDelivery = "ec2e3d91-c6e5-4adf-8143-ba2a4e6b5806"
+	webhookSecret   = "hook-s3cr3t"
+)
+
+// testConfig is a complete configuration whose secrets all contain "s3cr3t".
+const testConfig = `
+database_url: DATABASE_URL
+forges:
+  - name: forgejo
+    kind: forgejo
+    base_url: https://forgejo.example.org
+    token: tok-s3cr3t
+    webhook_secret_file: hook
+    bot_user: alfred
+agents:
+  - name: script
+    image: alfred/script-agent:dev
+    script: /etc/alfred/script.yaml
+`
+
+// result is what one run printed and returned.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runArgs(t *testing.T, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// writeConfig writes testConfig (with databaseURL) and its secret file; it returns the path.
+func writeConfig(t *testing.T, databaseURL string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hook"), []byte(webhookSecret+"\n"), 0o600))
+	p := filepath.Join(dir, "alfred.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(strings.Replace(testConfig, "DATABASE_URL", databaseURL, 1)), 0o600))
+	return p
+}
+
+func TestVersion(t *testing.T) {
+	r := runArgs(t, "version")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.True(t, strings.HasPrefix(r.stdout, "alfred "), r.stdout)
+	require.Contains(t, r.stdout, runtime.Version())
+
+	old := version
+	version = "v1.2.3"
+	t.Cleanup(func() { version = old })
+	r = runArgs(t, "version")
+	require.Equal(t, "alfred v1.2.3 "+runtime.Version()+"\n", r.stdout)
+}
+
+func TestUsage(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		args []string
+		code int
+		want string
+	}{
+		"no command":      {nil, 2, "usage: alfred <command>"},
+		"unknown command": {[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
+		"help":            {[]string{"help"}, 0, "commands:"},
+		"config alone":    {[]string{"config"}, 2, "usage: alfred config check"},
+		"bad flag":        {[]string{"config", "check", "--nope"}, 2, "flag provided but not defined"},
+		"replay no url":   {[]string{"replay", fixture}, 2, "usage: alfred replay"},
+		"flag help":       {[]string{"migrate", "-h"}, 0, "-config"},
+		"serve stub":      {[]string{"serve"}, 1, "not yet wired"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := runArgs(t, tc.args...)
+			require.Equal(t, tc.code, r.code, r.stderr)
+			require.Contains(t, r.stdout+r.stderr, tc.want)
+		})
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	t.Parallel()
+
+	t.Run("valid", func(t *testing.T) {
+		t.Parallel()
+		p := writeConfig(t, "postgres://alfred:pw-s3cr3t@db/alfred")
+		r := runArgs(t, "config", "check", "--config", p)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stdout, "listen: :8080")
+		require.Contains(t, r.stdout, `token: "[redacted]"`)
+		require.Contains(t, r.stdout, "lease_ttl: 1m0s")
+		require.Contains(t, r.stderr, "OK")
+		require.NotContains(t, r.stdout+r.stderr, "s3cr3t")
+	})
+
+	t.Run("invalid", func(t *testing.T) {
+		t.Parallel()
+		p := writeConfig(t, "postgres://alfred:pw-s3cr3t@db/alfred")
+		raw, err := os.ReadFile(p)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(p, bytes.Replace(raw, []byte("https://forgejo.example.org"), []byte("forgejo.example.org"), 1), 0o600))
+		r := runArgs(t, "config", "check", "--config", p)
+		require.Equal(t, 1, r.code)
+		require.Contains(t, r.stderr, "forges[0].base_url: must be an absolute")
+		require.Empty(t, r.stdout)
+		require.NotContains(t, r.stderr, "s3cr3t")
+	})
+
+	t.Run("missing file", func(t *testing.T) {
+		t.Parallel()
+		r := runArgs(t, "config", "check", "--config", filepath.Join(t.TempDir(), "none.yaml"))
+		require.Equal(t, 1, r.code)
+		require.Contains(t, r.stderr, "not found and the environment is incomplete")
+	})
+}
+
+func TestCensor(t *testing.T) {
+	t.Parallel()
+	a := &app{secrets: []string{"pw-s3cr3t-long", "pw-s3cr3t"}}
+	require.Equal(t, "dial [redacted] and [redacted]", a.censor("dial pw-s3cr3t-long and pw-s3cr3t"))
+}
+
+// received is one request the fake Alfred got.
+type received struct {
+	header http.Header
+	body   []byte
+}
+
+// fakeAlfred is an httptest server that checks the signature of kind like Alfred would.
+func fakeAlfred(t *testing.T, kind string) (*httptest.Server, func() received) {
+	t.Helper()
+	var (
+		mu  sync.Mutex
+		got received
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil || r.Method != http.MethodPost {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		got = received{r.Header.Clone(), body}
+		mu.Unlock()
+		switch kind {
+		case "forgejo":
+			mac := hmac.New(sha256.New, []byte(webhookSecret))
+			mac.Write(body)
+			want := hex.EncodeToString(mac.Sum(nil))
+			for _, h := range []string{"X-Forgejo-Signature", "X-Gitea-Signature"} {
+				if !hmac.Equal([]byte(r.Header.Get(h)), []byte(want)) {
+					http.Error(w, "bad signature in "+h, http.StatusUnauthorized)
+					return
+				}
+			}
+		case "gitlab":
+			if r.Header.Get("X-Gitlab-Token") != webhookSecret {
+				http.Error(w, "bad token", http.StatusUnauthorized)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = io.WriteString(w, `{"status":"queued"}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() received { mu.Lock(); defer mu.Unlock(); return got }
+}
+
+func secretFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}
+
+func TestReplayForgejo(t *testing.T) {
+	t.Parallel()
+	want, err := os.ReadFile(fixture)
+	require.NoError(t, err)
+
+	t.Run("fresh delivery", func(t *testing.T) {
+		t.Parallel()
+		srv, got := fakeAlfred(t, "forgejo")
+		r := runArgs(t, "replay", "--url", srv.URL+"/webhooks/forgejo", "--secret-file", secretFile(t, webhookSecret+"\n"), fixture)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stdout, "202 Accepted")
+		require.Contains(t, r.stdout, `{"status":"queued"}`)
+
+		g := got()
+		require.Equal(t, want, g.body, "body sent byte for byte")
+		require.Equal(t, "issues", g.header.Get("X-Forgejo-Event"))
+		require.Equal(t, "issue_assign", g.header.Get("X-Forgejo-Event-Type"))
+		require.Equal(t, "issue_assign", g.header.Get("X-Gitea-Event-Type"))
+		require.Equal(t, "application/json", g.header.Get("Content-Type"))
+		id := g.header.Get("X-Forgejo-Delivery")
+		require.NotEqual(t, fixtureDelivery, id)
+		_, err := uuid.Parse(id)
+		require.NoError(t, err)
+		for _, h := range []string{"X-Gitea-Delivery", "X-Gogs-Delivery", "X-GitHub-Delivery"} {
+			require.Equal(t, id, g.header.Get(h), h)
+		}
+		for _, h := range []string{"X-Hub-Signature", "X-Hub-Signature-256", "X-Gogs-Signature"} {
+			require.Empty(t, g.header.Get(h), "stale %s dropped", h)
+		}
+	})
+
+	t.Run("keep delivery, flags after the fixture", func(t *testing.T) {
+		t.Parallel()
+		srv, got := fakeAlfred(t, "forgejo")
+		r := runArgs(t, "replay", fixture, "--keep-delivery", "--kind", "forgejo",
+			"--url", srv.URL, "--secret-file", secretFile(t, webhookSecret), "-H", "X-Extra: yes")
+		require.Equal(t, 0, r.code, r.stderr)
+		g := got()
+		require.Equal(t, fixtureDelivery, g.header.Get("X-Forgejo-Delivery"))
+		require.Equal(t, "yes", g.header.Get("X-Extra"))
+	})
+
+	t.Run("wrong secret", func(t *testing.T) {
+		t.Parallel()
+		srv, _ := fakeAlfred(t, "forgejo")
+		r := runArgs(t, "replay", "--url", srv.URL, "--secret-file", secretFile(t, "wrong-s3cr3t"), fixture)
+		require.Equal(t, 1, r.code)
+		require.Contains(t, r.stdout, "401 Unauthorized")
+		require.Contains(t, r.stderr, "server answered 401")
+		require.NotContains(t, r.stdout+r.stderr, "s3cr3t")
+	})
+}
+
+func TestReplayGitLab(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	body := []byte(`{"object_kind":"issue","event_type":"issue"}` + "\n")
+	p := filepath.Join(dir, "issue.json")
+	require.NoError(t, os.WriteFile(p, body, 0o600))
+	require.NoError(t, os.WriteFile(p+".headers", []byte(
+		"Content-Type: application/json\nX-Gitlab-Event: Issue Hook\nX-Gitlab-Token: old-token\nX-Gitlab-Event-UUID: 1111\n"), 0o600))
+
+	srv, got := fakeAlfred(t, "gitlab")
+	r := runArgs(t, "replay", "--url", srv.URL+"/webhooks/gitlab", "--secret-file", secretFile(t, webhookSecret), p)
+	require.Equal(t, 0, r.code, r.stderr)
+	g := got()
+	require.Equal(t, body, g.body)
+	require.Equal(t, "Issue Hook", g.header.Get("X-Gitlab-Event"))
+	require.Equal(t, webhookSecret, g.header.Get("X-Gitlab-Token"))
+	require.NotEqual(t, "1111", g.header.Get("X-Gitlab-Event-UUID"))
+	require.Equal(t, g.header.Get("X-Gitlab-Event-UUID"), g.header.Get("Idempotency-Key"))
+	require.Empty(t, g.header.Get("X-Forgejo-Signature"))
+}
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+	base := pgtest.URL(t)
+
+	// An empty schema of our own, so migrate does the whole work.
+	admin, err := sql.Open("postgres", base)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close() })
+	schema := "t_migrate_" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
+	_, err = admin.Exec("CREATE SCHEMA " + schema)
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = admin.Exec("DROP SCHEMA " + schema + " CASCADE") })
+	u, err := url.Parse(base)
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+
+	p := writeConfig(t, u.String())
+	for range 2 { // idempotent
+		r := runArgs(t, "migrate", "--config", p)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stdout, "migrations applied")
+	}
+	var n int
+	require.NoError(t, admin.QueryRow(
+		`SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'alfred_schema_version'`,
+		schema).Scan(&n))
+	require.Equal(t, 1, n)
+}

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/alfred-bot/alfred/config"
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// Headers that replay never copies from a fixture: transport headers that net/http sets
+// itself, and the old signatures, which replay recomputes.
+var replayDropped = []string{
+	"Host", "Content-Length", "Accept-Encoding", "Connection", "Transfer-Encoding",
+	"X-Forgejo-Signature", "X-Gitea-Signature", "X-Gogs-Signature", "X-Hub-Signature",
+	"X-Hub-Signature-256", "X-Gitlab-Token",
+}
+
+// Delivery id headers: replay gives them a fresh id unless --keep-delivery. The ones of the
+// forge's kind are always set; the legacy ones only when the fixture has them.
+var (
+	forgejoDelivery = []string{"X-Forgejo-Delivery", "X-Gitea-Delivery"}
+	gitlabDelivery  = []string{"X-Gitlab-Event-UUID", "Idempotency-Key"}
+	legacyDelivery  = []string{"X-Gogs-Delivery", "X-GitHub-Delivery"}
+)
+
+// headerList is a repeatable -H 'Name: value' flag.
+type headerList []string
+
+// String implements flag.Value.
+func (h *headerList) String() string { return strings.Join(*h, ", ") }
+
+// Set implements flag.Value.
+func (h *headerList) Set(v string) error {
+	if _, _, ok := strings.Cut(v, ":"); !ok {
+		return fmt.Errorf("want 'Name: value', got %q", v)
+	}
+	*h = append(*h, v)
+	return nil
+}
+
+// replay implements "alfred replay": re-sign a captured delivery and POST it.
+func (a *app) replay(ctx context.Context, args []string) error {
+	fs := a.flagSet("replay", "--url URL --secret-file FILE [flags] FIXTURE.json")
+	target := fs.String("url", "", "webhook URL, e.g. http://127.0.0.1:8080/webhooks/forgejo (required)")
+	secretFile := fs.String("secret-file", "", "file holding the forge's webhook secret (required)")
+	kindFlag := fs.String("kind", "", "forgejo or gitlab; default: gitlab if the fixture has X-Gitlab-Event, else forgejo")
+	keep := fs.Bool("keep-delivery", false, "keep the fixture's delivery id instead of a fresh one")
+	timeout := fs.Duration("timeout", 30*time.Second, "request timeout")
+	var extra headerList
+	fs.Var(&extra, "H", "extra header 'Name: value', overriding the fixture's (repeatable)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || *target == "" || *secretFile == "" {
+		fs.Usage()
+		return errUsage
+	}
+
+	body, err := os.ReadFile(pos[0])
+	if err != nil {
+		return fmt.Errorf("read fixture: %w", err)
+	}
+	header, err := fixtureHeaders(pos[0])
+	if err != nil {
+		return err
+	}
+	for _, h := range extra {
+		k, v, _ := strings.Cut(h, ":")
+		header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	secret, err := config.ReadSecretFile(*secretFile)
+	if err != nil {
+		return err
+	}
+	a.secrets = append(a.secrets, secret.Reveal())
+
+	kind := forge.Kind(*kindFlag)
+	if kind == "" {
+		kind = forge.KindForgejo
+		if header.Get("X-Gitlab-Event") != "" {
+			kind = forge.KindGitLab
+		}
+	}
+	if !kind.Valid() {
+		return fmt.Errorf("--kind %q: want forgejo or gitlab", kind)
+	}
+	if err := sign(header, kind, body, secret, !*keep); err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, *target, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("build request: %w", err)
+	}
+	req.Header = header
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("post fixture: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	respBody, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("read response: %w", err)
+	}
+	fmt.Fprintf(a.stdout, "%s %s\n", resp.Proto, resp.Status)
+	if len(respBody) > 0 {
+		fmt.Fprintf(a.stdout, "%s\n", bytes.TrimRight(respBody, "\n"))
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("server answered %s", resp.Status)
+	}
+	return nil
+}
+
+// sign sets the authentication headers of kind for body and, if fresh, new delivery ids.
+func sign(h http.Header, kind forge.Kind, body []byte, secret config.Secret, fresh bool) error {
+	deliveries := forgejoDelivery
+	switch kind {
+	case forge.KindForgejo:
+		mac := hmac.New(sha256.New, []byte(secret.Reveal()))
+		mac.Write(body)
+		sig := hex.EncodeToString(mac.Sum(nil))
+		h.Set("X-Forgejo-Signature", sig)
+		h.Set("X-Gitea-Signature", sig)
+	case forge.KindGitLab:
+		h.Set("X-Gitlab-Token", secret.Reveal())
+		deliveries = gitlabDelivery
+	default:
+		return fmt.Errorf("cannot sign for forge kind %q", kind)
+	}
+	if !fresh {
+		return nil
+	}
+	id := uuid.NewString()
+	for _, name := range deliveries {
+		h.Set(name, id)
+	}
+	for _, name := range legacyDelivery {
+		if h.Get(name) != "" {
+			h.Set(name, id)
+		}
+	}
+	return nil
+}
+
+// fixtureHeaders reads the headers saved beside fixture: x.headers or x.json.headers, either
+// a raw HTTP request head ("POST /path HTTP/1.1" then headers) or "Name: value" lines. A
+// fixture without such a file gets only Content-Type: application/json.
+func fixtureHeaders(fixture string) (http.Header, error) {
+	h := http.Header{}
+	candidates := []string{fixture + ".headers"}
+	if base, ok := strings.CutSuffix(fixture, ".json"); ok {
+		candidates = append(candidates, base+".headers")
+	}
+	for _, name := range candidates {
+		raw, err := os.ReadFile(name)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read fixture headers: %w", err)
+		}
+		for i, line := range strings.Split(string(raw), "\n") {
+			line = strings.TrimRight(line, "\r")
+			if strings.TrimSpace(line) == "" || (i == 0 && strings.Contains(line, " HTTP/")) {
+				continue
+			}
+			k, v, ok := strings.Cut(line, ":")
+			if !ok {
+				return nil, fmt.Errorf("%s:%d: want 'Name: value'", name, i+1)
+			}
+			h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+		break
+	}
+	for _, k := range replayDropped {
+		h.Del(k)
+	}
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", "application/json")
+	}
+	return h, nil
+}

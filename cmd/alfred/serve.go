@@ -1,0 +1,353 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq" // PostgreSQL driver
+
+	"github.com/alfred-bot/alfred/config"
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/migrations"
+	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/agent/claudecode"
+	"github.com/alfred-bot/alfred/runner/agent/script"
+	"github.com/alfred-bot/alfred/runner/docker"
+	gitrepo "github.com/alfred-bot/alfred/runner/git"
+	"github.com/alfred-bot/alfred/webhook"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgejo"
+	"github.com/alfred-bot/alfred/webhook/gitlab"
+)
+
+// runServe implements "alfred serve": it applies the migrations, removes what a crashed
+// process left behind, then serves webhooks and runs the mailbox workers until SIGINT/SIGTERM.
+func runServe(ctx context.Context, a *app, args []string) error {
+	fs := a.flagSet("serve", "[--config alfred.yaml]")
+	path := a.configFlag(fs)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fs.Usage()
+		return errUsage
+	}
+	cfg, err := a.loadConfig(*path)
+	if err != nil {
+		return err
+	}
+	log := slog.New(newRedactingHandler(slog.NewTextHandler(a.stderr, nil), cfg.Secrets()))
+	srv, err := newServer(ctx, cfg, log, nil)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	log.Info("alfred serving", "version", versionString(), "listen", ln.Addr().String(), "forges", len(cfg.Forges))
+	return srv.Serve(ctx, ln)
+}
+
+// server is a wired Alfred: HTTP edge, workers, runner. Tests build one with newServer and
+// point it at stand-in forges.
+type server struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	db      *sqlx.DB
+	store   *mailbox.Store
+	workers *mailbox.Workers
+	service *runner.Service
+	handler http.Handler
+}
+
+// serverOptions lets tests replace parts that need the outside world.
+type serverOptions struct {
+	// forges replaces the forge API clients by name (stand-ins, fakes).
+	forges map[string]forge.Forge
+	// now is the machine's clock.
+	now func() time.Time
+	// ciPoll overrides how often CI is polled.
+	ciPoll time.Duration
+}
+
+// newServer connects to the database, applies the migrations and wires every component.
+func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger, opts *serverOptions) (*server, error) {
+	if opts == nil {
+		opts = &serverOptions{}
+	}
+	db, err := sqlx.Open("postgres", cfg.DatabaseURL.Reveal())
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("connect to database (is PostgreSQL running? `make deps` starts it): %w", err)
+	}
+	if err := migrations.Apply(ctx, db.DB); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if err := ensureDir(cfg.DataDir); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("create data_dir: %w", err)
+	}
+	s := &server{cfg: cfg, log: log, db: db, store: mailbox.NewStore(db)}
+	if err := s.wire(ctx, opts); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *server) wire(ctx context.Context, opts *serverOptions) error {
+	cfg := s.cfg
+	redact := redactor(cfg.Secrets())
+
+	sources := map[string]webhook.Source{}
+	bots := map[string]mailbox.Bot{}
+	gits := map[string]*gitrepo.Manager{}
+	for _, f := range cfg.Forges {
+		var (
+			src    webhook.Source
+			client forge.Forge
+			err    error
+		)
+		switch f.Kind {
+		case forge.KindGitLab:
+			src, err = gitlab.NewSource(gitlab.SourceConfig{Tokens: []string{f.WebhookSecret.Reveal()}})
+			if err == nil {
+				client, err = gitlab.NewClient(gitlab.ClientConfig{BaseURL: f.BaseURL, Token: f.Token.Reveal()})
+			}
+		case forge.KindForgejo:
+			src, err = forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{f.WebhookSecret.Reveal()}})
+			if err == nil {
+				client, err = forgejo.NewClient(forgejo.ClientConfig{BaseURL: f.BaseURL, Token: f.Token.Reveal()})
+			}
+		default:
+			err = fmt.Errorf("unknown kind %q", f.Kind)
+		}
+		if err != nil {
+			return fmt.Errorf("forge %s: %w", f.Name, err)
+		}
+		if c, ok := opts.forges[f.Name]; ok {
+			client = c
+		}
+		sources[f.Name] = src
+		bots[f.Name] = mailbox.Bot{Forge: client, Login: f.BotUser, OtherBots: f.OtherBots}
+		gitUser := f.GitUser
+		if gitUser == "" {
+			gitUser = f.BotUser
+			if f.Kind == forge.KindGitLab {
+				gitUser = "oauth2" // GitLab takes any user name with a token
+			}
+		}
+		g, err := gitrepo.New(gitrepo.Config{DataDir: cfg.DataDir, Username: gitUser, Token: f.Token.Reveal(),
+			AuthorName: cfg.Lifecycle.GitName, AuthorEmail: cfg.Lifecycle.GitEmail,
+			UID: cfg.Runner.UID, GID: cfg.Runner.GID})
+		if err != nil {
+			return fmt.Errorf("forge %s: git: %w", f.Name, err)
+		}
+		gits[f.Name] = g
+	}
+
+	agents := map[string]runner.Agent{}
+	for _, ag := range cfg.Agents {
+		var (
+			a   runner.Agent
+			err error
+		)
+		switch ag.Adapter {
+		case config.AdapterScript:
+			a, err = script.New(script.Config{Image: ag.Image, ScriptFile: ag.Script})
+		case config.AdapterClaudeCode:
+			a, err = claudecode.New(claudecode.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal()})
+		default:
+			err = fmt.Errorf("unknown adapter %q", ag.Adapter)
+		}
+		if err != nil {
+			return fmt.Errorf("agent %s: %w", ag.Name, err)
+		}
+		agents[ag.Name] = a
+	}
+	bindings := map[runner.Phase]string{}
+	for _, p := range []runner.Phase{runner.PhaseAnalysis, runner.PhaseDevelopment, runner.PhaseCIFix,
+		runner.PhaseReviewFix, runner.PhaseConflictResolution, runner.PhaseAnswer, runner.PhaseReview} {
+		if name := cfg.Phases.Agent(string(p)); name != "" {
+			bindings[p] = name
+		}
+	}
+
+	cli, err := docker.NewClient()
+	if err != nil {
+		return err
+	}
+	if _, err := cli.Ping(ctx); err != nil {
+		return fmt.Errorf("reach the Docker engine (is dockerd running? `make deps` starts it): %w", err)
+	}
+	exec, err := runner.NewExecutor(runner.Config{
+		Runtime: docker.New(cli), Agents: agents, Bindings: bindings,
+		DataDir: cfg.DataDir, UID: cfg.Runner.UID, GID: cfg.Runner.GID,
+		Limits: runner.Limits{MemoryBytes: cfg.Runner.MemoryBytes, NanoCPUs: int64(cfg.Runner.CPUs * 1e9),
+			PIDs: cfg.Runner.PIDs},
+		Timeout: cfg.Runner.Timeout, HostNetwork: cfg.Runner.HostNetwork, Redact: redact,
+		MaxOutputBytes: int(cfg.Runner.MaxOutputBytes),
+	})
+	if err != nil {
+		return err
+	}
+	s.service = runner.NewService(exec, gits, s.log)
+
+	l := cfg.Labels
+	machine := mailbox.NewMachine(mailbox.Config{
+		Labels: mailbox.Labels{FunctionalAnalysis: l.FunctionalAnalysis, WaitingInfo: l.WaitingInfo,
+			TechnicalAnalysis: l.TechnicalAnalysis, WaitingValidation: l.WaitingValidation,
+			InDevelopment: l.InDevelopment, InCI: l.InCI, InReview: l.InReview, Blocked: l.Blocked, Done: l.Done,
+			TypeTask: l.TypeTask, TypeBug: l.TypeBug, TypeAnalysis: l.TypeAnalysis, TypeQuestion: l.TypeQuestion,
+			ValidatePlan: l.ValidatePlan},
+		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
+		CIPoll: opts.ciPoll, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
+	}, s.store, bots, s.service, opts.now, s.log)
+	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
+		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
+
+	s.handler, err = webhook.NewReceiver(webhook.ReceiverConfig{
+		Sources: sources, Inbox: mailbox.Inbox{Store: s.store, Workers: s.workers},
+		Ready: s.store.Ping, MaxBodyBytes: cfg.MaxBodyBytes, Logger: s.log,
+	})
+	return err
+}
+
+// Serve removes what a crashed process left behind, then serves HTTP on ln and runs the
+// workers until ctx ends; it then stops accepting deliveries and waits for the steps in
+// progress (a running container is stopped by the cancelled context and its run is redone by
+// the next process).
+func (s *server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := s.reap(ctx); err != nil {
+		s.log.Warn("start-up cleanup incomplete", "err", err)
+	}
+	httpSrv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- httpSrv.Serve(ln) }()
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.workers.Run(ctx)
+	}()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	err = errors.Join(err, httpSrv.Shutdown(shutdownCtx))
+	wg.Wait()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// reap removes the containers and worktrees of mailboxes nobody holds a live lease on: what a
+// process killed during a run left behind. Runs of mailboxes leased by a live process are kept.
+func (s *server) reap(ctx context.Context) error {
+	leased, err := s.store.LeasedMailboxes(ctx)
+	if err != nil {
+		return err
+	}
+	return s.service.Reap(ctx, func(id int64) bool { return leased[id] })
+}
+
+// Close releases the database.
+func (s *server) Close() error { return s.db.Close() }
+
+// redactor returns a function that replaces every secret in a text with [redacted].
+func redactor(secrets []string) func(string) string {
+	secrets = secretsWorthRedacting(secrets)
+	return func(s string) string {
+		for _, sec := range secrets {
+			s = strings.ReplaceAll(s, sec, config.Redacted)
+		}
+		return s
+	}
+}
+
+func secretsWorthRedacting(secrets []string) []string {
+	var out []string
+	for _, s := range secrets {
+		if len(s) >= 4 { // a one-letter "secret" would censor every word
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// redactingHandler censors secrets in every log record's message and attributes.
+type redactingHandler struct {
+	slog.Handler
+	redact func(string) string
+}
+
+func newRedactingHandler(h slog.Handler, secrets []string) slog.Handler {
+	return &redactingHandler{Handler: h, redact: redactor(secrets)}
+}
+
+func (h *redactingHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, h.redact(r.Message), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h *redactingHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.redact(v.String()))
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			return slog.String(a.Key, h.redact(err.Error()))
+		}
+		return slog.String(a.Key, h.redact(fmt.Sprint(v.Any())))
+	case slog.KindGroup:
+		attrs := v.Group()
+		out := make([]any, 0, len(attrs))
+		for _, g := range attrs {
+			out = append(out, h.attr(g))
+		}
+		return slog.Group(a.Key, out...)
+	}
+	return a
+}
+
+func (h *redactingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	red := make([]slog.Attr, 0, len(attrs))
+	for _, a := range attrs {
+		red = append(red, h.attr(a))
+	}
+	return &redactingHandler{Handler: h.Handler.WithAttrs(red), redact: h.redact}
+}
+
+func (h *redactingHandler) WithGroup(name string) slog.Handler {
+	return &redactingHandler{Handler: h.Handler.WithGroup(name), redact: h.redact}
+}
+
+// ensureDir creates the data directory if needed.
+func ensureDir(dir string) error { return os.MkdirAll(filepath.Clean(dir), 0o750) }

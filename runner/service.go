@@ -1,0 +1,158 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	gitrepo "github.com/alfred-bot/alfred/runner/git"
+)
+
+// Service runs a mailbox's Job end to end: a git worktree of the mailbox's branch, the agent's
+// container (Executor), then — for read-write phases — a commit with the bot identity and a
+// push. It implements mailbox.Executor.
+type Service struct {
+	exec *Executor
+	git  map[string]*gitrepo.Manager
+	log  *slog.Logger
+}
+
+// NewService wires a Service. git maps a configured forge name to the git manager holding
+// that forge's credentials; all managers may share one data directory.
+func NewService(exec *Executor, git map[string]*gitrepo.Manager, log *slog.Logger) *Service {
+	return &Service{exec: exec, git: git, log: cmp.Or(log, slog.Default())}
+}
+
+// Execute runs job. The error is for infrastructure failures (git or Docker unavailable, the
+// push refused); a run that fails is reported in JobOutcome.Failure. The worktree and the
+// container are removed before it returns.
+func (s *Service) Execute(ctx context.Context, job Job) (*JobOutcome, error) {
+	mgr, ok := s.git[job.ForgeName]
+	if !ok {
+		return nil, fmt.Errorf("no git credentials for forge %q", job.ForgeName)
+	}
+	p := gitrepo.Project{Forge: job.ForgeName, Path: job.Repository.Path, CloneURL: job.Repository.CloneURL,
+		DefaultBranch: job.Repository.DefaultBranch}
+	name := ContainerName(job.MailboxID, job.RunID, job.Input.Phase, job.Attempt)
+	wt, err := mgr.AddWorktree(ctx, p, name, gitrepo.Checkout{Branch: job.Branch})
+	if err != nil {
+		if ctx.Err() != nil {
+			return &JobOutcome{Interrupted: true, Container: name}, nil
+		}
+		return nil, fmt.Errorf("prepare worktree: %w", err)
+	}
+	defer func() {
+		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := mgr.RemoveWorktree(rmCtx, wt); err != nil {
+			s.log.Warn("worktree not removed; the next sweep removes it", "worktree", wt.Path, "err", err)
+		}
+	}()
+
+	out, err := s.exec.Run(ctx, RunRequest{MailboxID: job.MailboxID, RunID: job.RunID, Attempt: job.Attempt,
+		Input: job.Input, Worktree: wt.Path})
+	if out != nil && out.Status == StatusCanceled || (err != nil && ctx.Err() != nil) {
+		return &JobOutcome{Interrupted: true, Container: name}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", name, err)
+	}
+	res := &JobOutcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out)}
+	if out.Status != StatusSucceeded {
+		res.Failure = describeFailure(out)
+		return res, nil
+	}
+	res.Result = out.Result
+	if !job.Push {
+		return res, nil
+	}
+	msg := cmp.Or(strings.TrimSpace(out.Result.CommitMessage), job.CommitMessage)
+	sha, err := mgr.Commit(ctx, wt, msg)
+	if err != nil {
+		return nil, fmt.Errorf("commit the agent's changes: %w", err)
+	}
+	if sha == "" {
+		return res, nil // nothing changed; the machine decides what that means
+	}
+	if err := mgr.Push(ctx, wt); err != nil {
+		return nil, fmt.Errorf("push %s: %w", job.Branch, err)
+	}
+	res.HeadSHA = sha
+	return res, nil
+}
+
+func joinOutput(out *RunOutcome) string {
+	var b strings.Builder
+	b.WriteString(out.Stdout)
+	if out.Stderr != "" {
+		b.WriteString("\n--- stderr ---\n")
+		b.WriteString(out.Stderr)
+	}
+	return b.String()
+}
+
+// describeFailure words a failed run for the issue comment.
+func describeFailure(out *RunOutcome) string {
+	switch {
+	case out.Status == StatusTimedOut || errors.Is(out.Err, ErrTimeout):
+		return fmt.Sprintf("it ran out of time after %s and was stopped", out.Duration.Round(time.Second))
+	case errors.Is(out.Err, ErrNoResult):
+		if out.Exit.Code != 0 {
+			return fmt.Sprintf("the agent exited with code %d and wrote no result", out.Exit.Code)
+		}
+		return "the agent wrote no result"
+	case errors.Is(out.Err, ErrInvalidResult):
+		return "the agent's result is invalid: " + out.Err.Error()
+	case out.Exit.OOMKilled:
+		return "the container ran out of memory"
+	case out.Exit.Code != 0:
+		return fmt.Sprintf("the agent exited with code %d", out.Exit.Code)
+	case out.Err != nil:
+		return out.Err.Error()
+	}
+	return "the run did not succeed"
+}
+
+// Cleanup destroys the mailbox's containers and removes its worktrees (names
+// alfred-mbx<id>-…).
+func (s *Service) Cleanup(ctx context.Context, mailboxID int64) error {
+	id := strconv.FormatInt(mailboxID, 10)
+	_, err := s.exec.Reap(ctx, func(labels map[string]string) bool { return labels[LabelMailbox] != id })
+	prefix := fmt.Sprintf("alfred-mbx%d-", mailboxID)
+	var errs []error
+	errs = append(errs, err)
+	for _, mgr := range s.git {
+		if _, err := mgr.Sweep(ctx, func(name string) bool { return !strings.HasPrefix(name, prefix) }); err != nil {
+			errs = append(errs, err)
+		}
+		break // managers share the worktree directory
+	}
+	return errors.Join(errs...)
+}
+
+// Reap removes every Alfred container and worktree whose mailbox keep rejects; used at start-up
+// to remove what a crashed process left behind. keep gets the mailbox id.
+func (s *Service) Reap(ctx context.Context, keep func(mailboxID int64) bool) error {
+	_, err := s.exec.Reap(ctx, func(labels map[string]string) bool {
+		id, perr := strconv.ParseInt(labels[LabelMailbox], 10, 64)
+		return perr == nil && keep(id)
+	})
+	errs := []error{err}
+	for _, mgr := range s.git {
+		_, err := mgr.Sweep(ctx, func(name string) bool {
+			var id int64
+			if _, perr := fmt.Sscanf(name, "alfred-mbx%d-", &id); perr != nil {
+				return true // not ours
+			}
+			return keep(id)
+		})
+		errs = append(errs, err)
+		break
+	}
+	return errors.Join(errs...)
+}
