@@ -96,7 +96,6 @@ func TestUsage(t *testing.T) {
 		"bad flag":        {[]string{"config", "check", "--nope"}, 2, "flag provided but not defined"},
 		"replay no url":   {[]string{"replay", fixture}, 2, "usage: alfred replay"},
 		"flag help":       {[]string{"migrate", "-h"}, 0, "-config"},
-		"serve stub":      {[]string{"serve"}, 1, "not yet wired"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

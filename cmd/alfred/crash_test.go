@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/runner/runtimetest"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgejo"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+const crashScript = `
+analysis.functional:
+  summary: Understood.
+  understanding: You want the report exported as a CSV file.
+analysis.technical:
+  summary: Planned.
+  plan: Add export.csv.
+development:
+  summary: Added the CSV export.
+  commit_message: "Add CSV export"
+  files:
+    export.csv: "date,amount\n"
+  sleep_seconds: 600
+  per_attempt:
+    "2": {sleep_seconds: 0}
+`
+
+// TestKillDuringDevelopmentRun kills `alfred serve` with SIGKILL while the development
+// container runs, starts it again, and checks that the lifecycle finishes with no duplicate
+// comment, no lost event and no container left behind.
+func TestKillDuringDevelopmentRun(t *testing.T) {
+	_, dsn := pgtest.New(t)
+	cli := runtimetest.Client(t)
+	ctx := context.Background()
+	image := runtimetest.BuildImage(t, ctx, cli, "alfred-crash-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "alfred")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	bare := seedBareRepo(t, dir)
+	fj := forgetest.NewForgejoServer(t)
+	fj.AddRepo("acceptance/sandbox", "main", bare)
+	fj.AddUser("alice")
+	fj.AddUser("bot")
+	fj.SetAccess("acceptance/sandbox", "alice", true)
+	fj.AddIssue("acceptance/sandbox", forgetest.SeedIssue{Title: "Export the report as CSV", Body: "Please.",
+		Author: "alice", Assignees: []string{"bot"}, Labels: []string{"type::task"}})
+	api, err := forgejo.NewClient(forgejo.ClientConfig{BaseURL: fj.URL, Token: fj.Token})
+	require.NoError(t, err)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	scriptPath := filepath.Join(dir, "script.yaml")
+	require.NoError(t, os.WriteFile(scriptPath, []byte(crashScript), 0o644))
+	cfgPath := filepath.Join(dir, "alfred.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
+listen: %s
+data_dir: %s
+forges:
+  - {name: forgejo, kind: forgejo, base_url: %s, token: %s, webhook_secret: %s, bot_user: bot}
+agents:
+  - {name: script, adapter: script, image: %s, script: %s}
+phases: {default: script}
+lifecycle: {ci_wait: 2s}
+workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
+`, addr, filepath.Join(dir, "data"), fj.URL, fj.Token, liveSecret, image, scriptPath)), 0o600))
+
+	start := func() *exec.Cmd {
+		cmd := exec.Command(bin, "serve", "--config", cfgPath)
+		cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+dsn)
+		logf, err := os.OpenFile(filepath.Join(dir, "serve.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		require.NoError(t, err)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		require.NoError(t, cmd.Start())
+		require.Eventually(t, func() bool {
+			resp, err := http.Get("http://" + addr + "/healthz")
+			if err == nil {
+				_ = resp.Body.Close()
+			}
+			return err == nil && resp.StatusCode == 200
+		}, 60*time.Second, 100*time.Millisecond)
+		return cmd
+	}
+	proc := start()
+	t.Cleanup(func() {
+		_ = proc.Process.Kill()
+		_, _ = proc.Process.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
+			t.Logf("serve.log:\n%s", b)
+		}
+	})
+
+	e := &e2e{t: t, url: "http://" + addr, forgejo: fj, api: api, bare: bare,
+		issue: forge.IssueRef{Forge: "forgejo", Repo: "acceptance/sandbox", Number: 1}}
+	require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", setLabels("type::task")))
+	e.waitStatus("status::waiting_validation")
+	require.NoError(t, api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
+	require.Equal(t, http.StatusAccepted, e.send("003-issue_label-label_updated", setLabels(fj.IssueLabels(e.issue)...)))
+
+	devFilter := filters.NewArgs(filters.Arg("label", "alfred.managed=true"), filters.Arg("label", "alfred.phase=development"))
+	require.Eventually(t, func() bool {
+		list, err := cli.ContainerList(ctx, container.ListOptions{Filters: devFilter})
+		require.NoError(t, err)
+		return len(list) == 1
+	}, 60*time.Second, 100*time.Millisecond, "the development container never ran")
+
+	// SIGKILL: no cleanup of any kind runs; the container outlives the process.
+	require.NoError(t, proc.Process.Signal(syscall.SIGKILL))
+	_, _ = proc.Process.Wait()
+	list, err := cli.ContainerList(ctx, container.ListOptions{Filters: devFilter})
+	require.NoError(t, err)
+	require.Len(t, list, 1, "the killed process left its container running")
+
+	proc = start()
+	e.waitStatus("status::in_ci")
+	// No pipeline appears within ci_wait (2s): ready for review.
+	e.waitStatus("status::in_review")
+	mrs := fj.MergeRequests("acceptance/sandbox")
+	require.Len(t, mrs, 1, "one merge request")
+	fj.MarkMerged("acceptance/sandbox", mrs[0].Number)
+	require.Equal(t, http.StatusAccepted, e.send("022-pull_request-closed", func(doc map[string]any) {
+		doc["number"] = mrs[0].Number
+		doc["pull_request"].(map[string]any)["number"] = mrs[0].Number
+		doc["pull_request"].(map[string]any)["head"].(map[string]any)["ref"] = mrs[0].SourceBranch
+	}))
+	e.waitStatus("status::done")
+	e.requireUniqueMarkers()
+	requireNoLeftovers(t, filepath.Join(dir, "data"))
+
+	// The interrupted run is on record, the rerun succeeded, and every event was processed.
+	db := sqlx.MustConnect("postgres", dsn)
+	defer db.Close()
+	var runs []struct {
+		Phase   string `db:"phase"`
+		Attempt int    `db:"attempt"`
+		Status  string `db:"status"`
+	}
+	require.NoError(t, db.Select(&runs, `SELECT phase, attempt, status FROM runs WHERE phase = 'development' ORDER BY id`))
+	require.Len(t, runs, 2)
+	require.Equal(t, "interrupted", runs[0].Status)
+	require.Equal(t, "succeeded", runs[1].Status)
+	var pending int
+	require.NoError(t, db.Get(&pending, `SELECT count(*) FROM events WHERE processed_at IS NULL`))
+	require.Zero(t, pending, "an event was lost")
+}
