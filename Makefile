@@ -11,7 +11,9 @@ TEST_TAGS ?=
 ALFRED_TEST_DATABASE_URL ?= postgres://alfred:alfred@127.0.0.1:5432/alfred_test?sslmode=disable
 export ALFRED_TEST_DATABASE_URL
 
-.PHONY: all build deps test bench run image clean
+SCRIPT_AGENT_IMAGE ?= alfred/script-agent:dev
+
+.PHONY: all build deps test bench run image script-agent-image clean
 
 all: build
 
@@ -24,8 +26,8 @@ build:
 deps:
 	bash scripts/dev-deps.sh
 
-## test: vet and run every test against the real PostgreSQL and Docker
-test:
+## test: install/start PostgreSQL and Docker if needed, then vet and run every test against them
+test: deps
 	$(GO) vet -tags '$(TEST_TAGS)' ./...
 	$(GO) test -tags '$(TEST_TAGS)' -count=1 -p 2 -timeout 40m ./...
 
@@ -33,10 +35,17 @@ test:
 bench:
 	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench . -benchmem -count=1 ./...
 
-## run: build, apply the migrations and serve with $(CONFIG)
-run: build
-	./bin/alfred migrate --config $(CONFIG)
+## run: bring up PostgreSQL and Docker, build, build the script agent image, serve with $(CONFIG)
+run: deps build script-agent-image
+	@test -f $(CONFIG) || { echo "$(CONFIG) is missing: copy deploy/alfred.example.yaml (or deploy/demo/alfred.yaml) to $(CONFIG) and set your forge's base_url, token and webhook_secret"; exit 1; }
 	./bin/alfred serve --config $(CONFIG)
+
+## script-agent-image: build $(SCRIPT_AGENT_IMAGE) offline (static binary in a FROM scratch image)
+script-agent-image:
+	rm -rf bin/script-agent-image && mkdir -p bin/script-agent-image
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o bin/script-agent-image/alfred-script-agent ./cmd/alfred-script-agent
+	printf 'FROM scratch\nCOPY alfred-script-agent /alfred-script-agent\nUSER 65532:65532\nENTRYPOINT ["/alfred-script-agent"]\n' > bin/script-agent-image/Dockerfile
+	docker build -q -t $(SCRIPT_AGENT_IMAGE) bin/script-agent-image
 
 ## image: build the container image alfred:$(VERSION) (needs a Docker engine)
 image:
