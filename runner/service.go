@@ -111,11 +111,25 @@ func describeFailure(out *RunOutcome) string {
 	case out.Exit.OOMKilled:
 		return "the container ran out of memory"
 	case out.Exit.Code != 0:
-		return fmt.Sprintf("the agent exited with code %d", out.Exit.Code)
+		msg := fmt.Sprintf("the agent exited with code %d", out.Exit.Code)
+		if last := lastLine(out.Stderr); last != "" {
+			msg += ": " + last
+		}
+		return msg
 	case out.Err != nil:
 		return out.Err.Error()
 	}
 	return "the run did not succeed"
+}
+
+// lastLine returns the last non-blank line of s, at most 300 bytes.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	l := strings.TrimSpace(lines[len(lines)-1])
+	if len(l) > 300 {
+		l = l[:300] + "…"
+	}
+	return l
 }
 
 // Cleanup destroys the mailbox's containers and removes its worktrees (names

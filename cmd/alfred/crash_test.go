@@ -113,7 +113,7 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 		}
 	})
 
-	e := &e2e{t: t, url: "http://" + addr, forgejo: fj, api: api, bare: bare,
+	e := &e2e{t: t, url: "http://" + addr, forgejo: fj, api: api, bare: bare, kind: forge.KindForgejo,
 		issue: forge.IssueRef{Forge: "forgejo", Repo: "acceptance/sandbox", Number: 1}}
 	require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", setLabels("type::task")))
 	e.waitStatus("status::waiting_validation")

@@ -28,6 +28,7 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
+	"github.com/alfred-bot/alfred/webhook/gitlab"
 )
 
 // The recorded Forgejo deliveries were signed with this secret (see their README).
@@ -61,6 +62,11 @@ development:
   log: ["writing export.csv"]
   files:
     export.csv: "date;amount;category\n"
+ci_fix:
+  summary: Fixed the test.
+  commit_message: "Fix the export test"
+  files:
+    export_test.txt: "fixed\n"
 `
 
 // e2e is a wired Alfred (newServer) against the Forgejo stand-in, real PostgreSQL, real Docker
@@ -69,8 +75,9 @@ type e2e struct {
 	t       *testing.T
 	srv     *server
 	url     string
-	forgejo *forgetest.ForgejoServer
-	api     forge.Forge // acts as the humans do, through the stand-in's API
+	forgejo forgetest.Seeder // the stand-in forge (Forgejo or GitLab)
+	api     forge.Forge      // acts as the humans do, through the stand-in's API
+	kind    forge.Kind
 	bare    string
 	issue   forge.IssueRef
 	cancel  context.CancelFunc
@@ -78,6 +85,12 @@ type e2e struct {
 }
 
 func startE2E(t *testing.T, deadline time.Duration) *e2e {
+	return startE2EOn(t, forge.KindForgejo, "acceptance/sandbox", deadline)
+}
+
+// startE2EOn wires Alfred to a stand-in of kind holding repo with issue #1 by alice, the
+// bot assigned.
+func startE2EOn(t *testing.T, kind forge.Kind, repo string, deadline time.Duration) *e2e {
 	t.Helper()
 	_, dsn := pgtest.New(t)
 	cli := runtimetest.Client(t)
@@ -86,14 +99,30 @@ func startE2E(t *testing.T, deadline time.Duration) *e2e {
 
 	dir := t.TempDir()
 	bare := seedBareRepo(t, dir)
-	fj := forgetest.NewForgejoServer(t)
-	fj.AddRepo("acceptance/sandbox", "main", bare)
-	fj.AddUser("alice")
-	fj.AddUser("bot")
-	fj.SetAccess("acceptance/sandbox", "alice", true)
-	n := fj.AddIssue("acceptance/sandbox", forgetest.SeedIssue{Title: "Export the report as CSV",
+	var (
+		seeder     forgetest.Seeder
+		url, token string
+		api        forge.Forge
+		err        error
+	)
+	switch kind {
+	case forge.KindGitLab:
+		gl := forgetest.NewGitLabServer(t)
+		seeder, url, token = gl, gl.URL, gl.Token
+		api, err = gitlab.NewClient(gitlab.ClientConfig{BaseURL: url, Token: token})
+	default:
+		fj := forgetest.NewForgejoServer(t)
+		seeder, url, token = fj, fj.URL, fj.Token
+		api, err = forgejo.NewClient(forgejo.ClientConfig{BaseURL: url, Token: token})
+	}
+	require.NoError(t, err)
+	seeder.AddRepo(repo, "main", bare)
+	seeder.AddUser("alice")
+	seeder.AddUser("bot")
+	seeder.SetAccess(repo, "alice", true)
+	n := seeder.AddIssue(repo, forgetest.SeedIssue{Title: "Export the report as CSV",
 		Body: "The monthly report should be downloadable.", Author: "alice", Assignees: []string{"bot"}})
-	require.EqualValues(t, 1, n, "the recorded deliveries are about issue #1")
+	require.EqualValues(t, 1, n)
 
 	scriptPath := filepath.Join(dir, "script.yaml")
 	require.NoError(t, os.WriteFile(scriptPath, []byte(lifecycleScript), 0o644))
@@ -102,8 +131,8 @@ func startE2E(t *testing.T, deadline time.Duration) *e2e {
 listen: 127.0.0.1:0
 data_dir: %s
 forges:
-  - name: forgejo
-    kind: forgejo
+  - name: %s
+    kind: %s
     base_url: %s
     token: %s
     webhook_secret: %s
@@ -122,7 +151,7 @@ workers:
   count: 2
   lease_ttl: 5s
   poll_interval: 100ms
-`, filepath.Join(dir, "data"), fj.URL, fj.Token, liveSecret, image, scriptPath, deadline)), 0o600))
+`, filepath.Join(dir, "data"), kind, kind, url, token, liveSecret, image, scriptPath, deadline)), 0o600))
 	cfg, err := config.Load(cfgPath, []string{"ALFRED_DATABASE_URL=" + dsn})
 	require.NoError(t, err)
 
@@ -132,11 +161,9 @@ workers:
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(ctx)
-	e := &e2e{t: t, srv: srv, url: "http://" + ln.Addr().String(), forgejo: fj, bare: bare,
-		issue: forge.IssueRef{Forge: "forgejo", Repo: "acceptance/sandbox", Number: 1}, cancel: cancel,
+	e := &e2e{t: t, srv: srv, url: "http://" + ln.Addr().String(), forgejo: seeder, api: api, kind: kind,
+		bare: bare, issue: forge.IssueRef{Forge: string(kind), Repo: repo, Number: 1}, cancel: cancel,
 		done: make(chan error, 1)}
-	e.api, err = forgejo.NewClient(forgejo.ClientConfig{BaseURL: fj.URL, Token: fj.Token})
-	require.NoError(t, err)
 	go func() { e.done <- srv.Serve(runCtx, ln) }()
 	t.Cleanup(func() {
 		cancel()
@@ -193,7 +220,13 @@ func (e *e2e) send(fixture string, edit func(map[string]any)) int {
 		h.Del("X-Hub-Signature")
 		h.Del("X-Hub-Signature-256")
 	}
-	req, err := http.NewRequest(http.MethodPost, e.url+"/webhooks/forgejo", bytes.NewReader(body))
+	return e.post(fixture, h, body)
+}
+
+// post sends a delivery with its headers and returns the status code.
+func (e *e2e) post(name string, h http.Header, body []byte) int {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.url+"/webhooks/"+string(e.kind), bytes.NewReader(body))
 	require.NoError(e.t, err)
 	for k, vs := range h {
 		if k == "Content-Length" || k == "Host" {
@@ -205,7 +238,7 @@ func (e *e2e) send(fixture string, edit func(map[string]any)) int {
 	require.NoError(e.t, err)
 	b, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	e.t.Logf("POST %s → %d %s", fixture, resp.StatusCode, bytes.TrimSpace(b))
+	e.t.Logf("POST %s → %d %s", name, resp.StatusCode, bytes.TrimSpace(b))
 	return resp.StatusCode
 }
 
