@@ -267,7 +267,7 @@ func TestLifecycleTaskWithReply(t *testing.T) {
 
 	b.fake.MarkMerged(repo, mb.MRNumber)
 	b.deliver(forge.Event{Type: forge.EventMergeRequestMerged, Sender: forge.User{Login: "alice"},
-		Target: forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true},
+		Target:       forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true},
 		MergeRequest: &forge.MergeRequest{Number: mb.MRNumber, SourceBranch: mb.Branch, Merged: true}})
 	mb = b.step()
 	require.Equal(t, mailbox.StateDone, mb.State)
