@@ -129,6 +129,9 @@ type Lifecycle struct {
 	QuestionDeadline time.Duration `yaml:"question_deadline" env:"QUESTION_DEADLINE"`
 	// CIWait is how long to wait for a pipeline to appear.
 	CIWait time.Duration `yaml:"ci_wait" env:"CI_WAIT"`
+	// CIPoll is how often the CI state of the merge request's head commit is read while in CI.
+	// Forgejo sends no webhook for commit statuses, so this is how Forgejo CI is seen.
+	CIPoll time.Duration `yaml:"ci_poll" env:"CI_POLL"`
 	// CIFixAttempts is how many ci_fix phases run before giving up; 0 disables them.
 	CIFixAttempts int `yaml:"ci_fix_attempts" env:"CI_FIX_ATTEMPTS"`
 	// BranchPrefix prefixes the branches Alfred creates.
@@ -268,6 +271,7 @@ func (c *Config) setDefaults() {
 	lc := &c.Lifecycle
 	lc.QuestionDeadline = cmp.Or(lc.QuestionDeadline, 24*time.Hour)
 	lc.CIWait = cmp.Or(lc.CIWait, 30*time.Minute)
+	lc.CIPoll = cmp.Or(lc.CIPoll, 30*time.Second)
 	lc.BranchPrefix = cmp.Or(lc.BranchPrefix, "agent/")
 	lc.GitName = cmp.Or(lc.GitName, "Alfred")
 	lc.GitEmail = cmp.Or(lc.GitEmail, "alfred@localhost")

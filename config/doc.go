@@ -31,7 +31,7 @@
 //	ALFRED_DATA_DIR                      data_dir
 //	ALFRED_MAX_BODY_BYTES                max_body_bytes
 //	ALFRED_LABELS_<KEY>                  labels.<key>, e.g. ALFRED_LABELS_IN_REVIEW
-//	ALFRED_LIFECYCLE_<KEY>               lifecycle.<key>: QUESTION_DEADLINE, CI_WAIT,
+//	ALFRED_LIFECYCLE_<KEY>               lifecycle.<key>: QUESTION_DEADLINE, CI_WAIT, CI_POLL,
 //	                                     CI_FIX_ATTEMPTS, BRANCH_PREFIX, GIT_NAME, GIT_EMAIL
 //	ALFRED_WORKERS_<KEY>                 workers.<key>: COUNT, LEASE_TTL, POLL_INTERVAL
 //	ALFRED_RUNNER_<KEY>                  runner.<key>: UID, GID, MEMORY_BYTES, CPUS, PIDS,

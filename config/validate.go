@@ -122,6 +122,7 @@ func (c *Config) Validate() error {
 
 	v.positive("lifecycle.question_deadline", c.Lifecycle.QuestionDeadline)
 	v.positive("lifecycle.ci_wait", c.Lifecycle.CIWait)
+	v.positive("lifecycle.ci_poll", c.Lifecycle.CIPoll)
 	v.atLeast("lifecycle.ci_fix_attempts", int64(c.Lifecycle.CIFixAttempts), 0)
 	v.required("lifecycle.branch_prefix", c.Lifecycle.BranchPrefix)
 	v.required("lifecycle.git_name", c.Lifecycle.GitName)

@@ -432,3 +432,55 @@ func TestCommentPostedOnceAcrossCrash(t *testing.T) {
 	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
 	b.requireUniqueMarkers()
 }
+
+func TestIssueGoneClosesMailboxQuietly(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.deliver(assign("alice"))
+	mb := b.step()
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+	before := len(b.comments())
+
+	// The issue is deleted: every call about it answers 404.
+	b.fake.SetErrorHook(func(method string, ref forge.IssueRef) error {
+		if ref.Number == b.ref.Number && !ref.MergeRequest {
+			return fmt.Errorf("GET issue: %w", forge.ErrNotFound)
+		}
+		return nil
+	})
+	b.deliver(comment("alice", "q1: a"))
+	mb = b.step()
+	require.Equal(t, mailbox.StateCancelled, mb.State)
+	require.NotNil(t, mb.ClosedAt)
+	require.Contains(t, b.exec.cleanups, mb.ID)
+	b.fake.SetErrorHook(nil)
+	require.Len(t, b.comments(), before, "no comment on a gone issue")
+	pending, err := b.store.PendingEvents(context.Background(), mb.ID)
+	require.NoError(t, err)
+	require.Empty(t, pending)
+}
+
+func TestMergeRequestClosedWithoutMergeCancels(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.exec.results["analysis.functional"] = &runner.Result{Summary: "ok", Understanding: "clear"}
+	b.deliver(assign("alice"))
+	b.step()
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
+	mb := b.step()
+	require.Equal(t, mailbox.StateInCI, mb.State)
+
+	// Events on someone else's merge request are not the issue's.
+	b.deliver(forge.Event{Type: forge.EventMergeRequestClosed, Sender: forge.User{Login: "alice"},
+		Target: forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber + 50, MergeRequest: true}})
+	require.Equal(t, mailbox.StateInCI, b.step().State)
+
+	b.deliver(forge.Event{Type: forge.EventMergeRequestClosed, Sender: forge.User{Login: "alice"},
+		Target:       forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true},
+		MergeRequest: &forge.MergeRequest{Number: mb.MRNumber, SourceBranch: mb.Branch}})
+	mb = b.step()
+	require.Equal(t, mailbox.StateCancelled, mb.State)
+	require.Contains(t, b.exec.cleanups, mb.ID)
+	require.Equal(t, []string{"status::in_ci"}, b.status(), "a cancel leaves the labels as they are")
+}

@@ -83,7 +83,7 @@ forges:
 agents:
   - {name: script, adapter: script, image: %s, script: %s}
 phases: {default: script}
-lifecycle: {ci_wait: 2s}
+lifecycle: {ci_wait: 2s, ci_poll: 300ms}
 workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 `, addr, filepath.Join(dir, "data"), fj.URL, fj.Token, liveSecret, image, scriptPath)), 0o600))
 

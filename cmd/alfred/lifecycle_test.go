@@ -147,6 +147,7 @@ phases:
 lifecycle:
   question_deadline: %s
   ci_wait: 1h
+  ci_poll: 300ms
 workers:
   count: 2
   lease_ttl: 5s
@@ -156,7 +157,7 @@ workers:
 	require.NoError(t, err)
 
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	srv, err := newServer(ctx, cfg, log, &serverOptions{ciPoll: 300 * time.Millisecond})
+	srv, err := newServer(ctx, cfg, log)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

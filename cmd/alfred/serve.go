@@ -48,7 +48,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return err
 	}
 	log := slog.New(newRedactingHandler(slog.NewTextHandler(a.stderr, nil), cfg.Secrets()))
-	srv, err := newServer(ctx, cfg, log, nil)
+	srv, err := newServer(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
@@ -73,21 +73,8 @@ type server struct {
 	handler http.Handler
 }
 
-// serverOptions lets tests replace parts that need the outside world.
-type serverOptions struct {
-	// forges replaces the forge API clients by name (stand-ins, fakes).
-	forges map[string]forge.Forge
-	// now is the machine's clock.
-	now func() time.Time
-	// ciPoll overrides how often CI is polled.
-	ciPoll time.Duration
-}
-
 // newServer connects to the database, applies the migrations and wires every component.
-func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger, opts *serverOptions) (*server, error) {
-	if opts == nil {
-		opts = &serverOptions{}
-	}
+func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*server, error) {
 	db, err := sqlx.Open("postgres", cfg.DatabaseURL.Reveal())
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
@@ -105,14 +92,14 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger, opts *
 		return nil, fmt.Errorf("create data_dir: %w", err)
 	}
 	s := &server{cfg: cfg, log: log, db: db, store: mailbox.NewStore(db)}
-	if err := s.wire(ctx, opts); err != nil {
+	if err := s.wire(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *server) wire(ctx context.Context, opts *serverOptions) error {
+func (s *server) wire(ctx context.Context) error {
 	cfg := s.cfg
 	redact := redactor(cfg.Secrets())
 
@@ -141,9 +128,6 @@ func (s *server) wire(ctx context.Context, opts *serverOptions) error {
 		}
 		if err != nil {
 			return fmt.Errorf("forge %s: %w", f.Name, err)
-		}
-		if c, ok := opts.forges[f.Name]; ok {
-			client = c
 		}
 		sources[f.Name] = src
 		bots[f.Name] = mailbox.Bot{Forge: client, Login: f.BotUser, OtherBots: f.OtherBots}
@@ -218,8 +202,8 @@ func (s *server) wire(ctx context.Context, opts *serverOptions) error {
 			TypeTask: l.TypeTask, TypeBug: l.TypeBug, TypeAnalysis: l.TypeAnalysis, TypeQuestion: l.TypeQuestion,
 			ValidatePlan: l.ValidatePlan},
 		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
-		CIPoll: opts.ciPoll, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
-	}, s.store, bots, s.service, opts.now, s.log)
+		CIPoll: cfg.Lifecycle.CIPoll, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
+	}, s.store, bots, s.service, nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
 		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
 
