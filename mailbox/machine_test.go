@@ -484,3 +484,19 @@ func TestMergeRequestClosedWithoutMergeCancels(t *testing.T) {
 	require.Contains(t, b.exec.cleanups, mb.ID)
 	require.Equal(t, []string{"status::in_ci"}, b.status(), "a cancel leaves the labels as they are")
 }
+
+func TestTicksInTheQuestionBlockAnswer(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.deliver(assign("alice"))
+	b.step()
+	block := b.lastComment()
+	edited := strings.Replace(block, "- [ ] **b. Semicolon**", "- [x] **b. Semicolon**", 1)
+	require.NotEqual(t, block, edited)
+	// The forge reports the edit of Alfred's comment as an edit by alice.
+	b.deliver(forge.Event{Type: forge.EventCommentEdited, Sender: forge.User{Login: "alice"},
+		Comment: &forge.Comment{ID: 1, Body: edited}})
+	mb := b.step()
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+	require.Contains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | b. Semicolon | @alice |")
+}
