@@ -74,8 +74,13 @@ type Input struct {
 	Comments []string `json:"comments,omitempty"`
 	// Model is the model name from the phase binding, "" for the CLI's default.
 	Model string `json:"model,omitempty"`
-	// SessionID is the CLI session to start or continue, for CLIs whose session id is chosen
-	// by the caller (a UUID for Claude Code, see agent-clis.md "Adapter notes" 1); "" for none.
+	// SessionName is the mailbox's session name (its branch name, frozen at the first run);
+	// adapters whose CLI takes a human-readable name pass it (Claude Code -n). "" when
+	// sessions are off.
+	SessionName string `json:"session_name,omitempty"`
+	// SessionID is the CLI session to continue (Resume) or, for CLIs whose new-session id is
+	// chosen by the caller (Capabilities.CallerChosenID: a UUID for Claude Code, see
+	// agent-clis.md "Adapter notes" 1), the id of the new session; "" for none.
 	SessionID string `json:"session_id,omitempty"`
 	// Resume is true when SessionID names an existing session to continue rather than a new
 	// one to create. Adapters resume by exact id only (agent-clis.md "Adapter notes" 2).
