@@ -51,6 +51,34 @@ type Config struct {
 	Agents []Agent `yaml:"agents" env:"-"`
 	// Phases maps a phase name to an agent name; see Phases.
 	Phases Phases `yaml:"phases" env:"-"`
+	// Sessions controls the one-agent-session-per-issue behaviour.
+	Sessions Sessions `yaml:"sessions" envPrefix:"SESSIONS_"`
+}
+
+// Sessions controls whether a mailbox's runs continue one agent session (issue 3).
+type Sessions struct {
+	// AgentSessionResume turns resumable sessions on (default true). Off means no session name,
+	// no session mount and no lookup: every run starts fresh.
+	AgentSessionResume *bool `yaml:"agent_session_resume" env:"AGENT_SESSION_RESUME"`
+	// Overrides set AgentSessionResume per organization ("acme") or per project
+	// ("acme/shop", GitLab: the full path). The most specific entry wins.
+	Overrides map[string]bool `yaml:"overrides" env:"-"`
+}
+
+// ResumeEnabled reports whether sessions resume for repo ("owner/name" or a GitLab path
+// "group/sub/name"): the project's override, else the closest group's, else the default.
+func (s Sessions) ResumeEnabled(repo string) bool {
+	for p := repo; p != ""; {
+		if v, ok := s.Overrides[p]; ok {
+			return v
+		}
+		i := strings.LastIndex(p, "/")
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return s.AgentSessionResume == nil || *s.AgentSessionResume
 }
 
 // Forge is one configured forge server.

@@ -545,3 +545,15 @@ func TestExampleConfig(t *testing.T) {
 	require.NotContains(t, c.Dump(), marker)
 	require.Len(t, c.Secrets(), 6)
 }
+
+func TestSessionsResumeEnabled(t *testing.T) {
+	t.Parallel()
+	off := false
+	s := Sessions{}
+	require.True(t, s.ResumeEnabled("acme/shop"), "default on")
+	s = Sessions{AgentSessionResume: &off, Overrides: map[string]bool{"acme": true, "acme/legacy": false, "big/sub": true}}
+	require.True(t, s.ResumeEnabled("acme/shop"), "organization override")
+	require.False(t, s.ResumeEnabled("acme/legacy"), "project override wins over organization")
+	require.True(t, s.ResumeEnabled("big/sub/deep/repo"), "closest group")
+	require.False(t, s.ResumeEnabled("other/repo"), "default off")
+}

@@ -19,4 +19,8 @@ type Executor interface {
 	// Cleanup removes every container and worktree left for a mailbox (after a crash, or when
 	// the mailbox closes). It returns nil when there is nothing to remove.
 	Cleanup(ctx context.Context, mailboxID int64) error
+	// RemoveSessions deletes the mailbox's agent session state. Called when the mailbox closes
+	// (done, cancelled, issue gone) — never on blocked or a reclaimed lease, where the session
+	// must survive.
+	RemoveSessions(mailboxID int64) error
 }

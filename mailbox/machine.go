@@ -36,6 +36,9 @@ type Config struct {
 	CIFixAttempts int
 	// BranchPrefix starts every branch name (default "agent/").
 	BranchPrefix string
+	// SessionResume reports whether runs of a repository continue one agent session per
+	// mailbox (config sessions.agent_session_resume and its overrides); nil means on.
+	SessionResume func(repo string) bool
 }
 
 func (c Config) withDefaults() Config {
@@ -145,7 +148,7 @@ func (m *Machine) orClose(ctx context.Context, bot Bot, mb *Mailbox, err error) 
 		return err
 	}
 	m.log.Info("the issue is gone; closing its mailbox", "mailbox_id", mb.ID)
-	if err := m.exec.Cleanup(ctx, mb.ID); err != nil {
+	if err := m.closeMailbox(ctx, mb); err != nil {
 		return err
 	}
 	now := m.now()
@@ -779,9 +782,18 @@ func (m *Machine) mrRef(bot Bot, n int64) string {
 	return fmt.Sprintf("merge request !%d", n)
 }
 
+// closeMailbox removes what the mailbox holds on this host: containers, worktrees and the
+// agent session state.
+func (m *Machine) closeMailbox(ctx context.Context, mb *Mailbox) error {
+	if err := m.exec.Cleanup(ctx, mb.ID); err != nil {
+		return err
+	}
+	return m.exec.RemoveSessions(mb.ID)
+}
+
 // done closes the lifecycle: status::done, the bot unassigns itself, everything is cleaned.
 func (m *Machine) done(ctx context.Context, bot Bot, mb *Mailbox, why string) (string, error) {
-	if err := m.exec.Cleanup(ctx, mb.ID); err != nil {
+	if err := m.closeMailbox(ctx, mb); err != nil {
 		return "", err
 	}
 	if err := m.setState(ctx, bot, mb, StateDone); err != nil {
@@ -800,7 +812,7 @@ func (m *Machine) done(ctx context.Context, bot Bot, mb *Mailbox, why string) (s
 
 // cancel stops whatever runs for the mailbox and closes it, leaving the labels as they are.
 func (m *Machine) cancel(ctx context.Context, mb *Mailbox, why string) (string, error) {
-	if err := m.exec.Cleanup(ctx, mb.ID); err != nil {
+	if err := m.closeMailbox(ctx, mb); err != nil {
 		return "", err
 	}
 	now := m.now()

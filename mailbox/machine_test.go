@@ -29,6 +29,8 @@ type scriptedExecutor struct {
 	failures map[string]string
 	jobs     []runner.Job
 	cleanups []int64
+	// removedSessions lists the mailboxes whose session state was removed.
+	removedSessions []int64
 	block    chan struct{} // when set, Execute waits on it or on ctx
 }
 
@@ -58,6 +60,13 @@ func (e *scriptedExecutor) Execute(ctx context.Context, job runner.Job) (*runner
 		e.fake.SetBranch(job.Repository.Path, job.Branch, out.HeadSHA)
 	}
 	return out, nil
+}
+
+func (e *scriptedExecutor) RemoveSessions(id int64) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.removedSessions = append(e.removedSessions, id)
+	return nil
 }
 
 func (e *scriptedExecutor) Cleanup(_ context.Context, id int64) error {
@@ -499,4 +508,41 @@ func TestTicksInTheQuestionBlockAnswer(t *testing.T) {
 	mb := b.step()
 	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
 	require.Contains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | b. Semicolon | @alice |")
+}
+
+// The session is named after the branch at the first (analysis) run; a later title edit
+// changes neither. Session state is kept while blocked and removed when the mailbox closes.
+func TestSessionNameAndLifetime(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.exec.failures["analysis.technical"] = "boom"
+	b.deliver(assign("alice"))
+	mb := b.step()
+	first := b.exec.jobs[0]
+	require.Equal(t, runner.PhaseAnalysis, first.Input.Phase)
+	require.Equal(t, "agent/issue-1-export-the-monthly-report-as-csv", first.SessionName)
+
+	b.deliver(forge.Event{Type: forge.EventIssueEdited, Sender: forge.User{Login: "alice"}, Title: "Export every report as XLSX"})
+	b.deliver(comment("alice", "ok"))
+	mb = b.step()
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Equal(t, "Export every report as XLSX", mb.Title)
+	require.Equal(t, first.SessionName, b.exec.jobs[1].SessionName, "name stable after a title edit")
+	require.Empty(t, b.exec.removedSessions, "kept while blocked")
+
+	b.deliver(forge.Event{Type: forge.EventIssueClosed, Sender: forge.User{Login: "alice"}})
+	mb = b.step()
+	require.Equal(t, mailbox.StateDone, mb.State)
+	require.Equal(t, []int64{mb.ID}, b.exec.removedSessions, "removed when the mailbox closes")
+}
+
+func TestSessionSettingOff(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.machine = mailbox.NewMachine(mailbox.Config{SessionResume: func(repo string) bool { return repo != "acme/shop" }},
+		b.store, map[string]mailbox.Bot{"gl": {Forge: b.fake, Login: forgetest.BotLogin}}, b.exec, b.clock.Now, nil)
+	b.deliver(assign("alice"))
+	b.step()
+	require.NotEmpty(t, b.exec.jobs)
+	require.Empty(t, b.exec.jobs[0].SessionName, "setting off: no session name")
 }

@@ -90,6 +90,9 @@ func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
 	job := runner.Job{MailboxID: mb.ID, RunID: run.ID, Attempt: run.Attempt, ForgeName: mb.Forge,
 		Repository: *repo, Branch: mb.Branch, Input: in, Push: !in.Phase.ReadOnly(),
 		CommitMessage: fmt.Sprintf("%s for #%d: %s", in.Phase, mb.Number, issue.Title)}
+	if !mb.MergeRequest && (m.cfg.SessionResume == nil || m.cfg.SessionResume(mb.Repo)) {
+		job.SessionName = mb.Branch // the session is named after the branch, frozen with it
+	}
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()

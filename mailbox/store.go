@@ -378,3 +378,16 @@ func (s *Store) RecordComment(ctx context.Context, c PostedComment) error {
 	}
 	return nil
 }
+
+// OpenMailboxes returns the ids of mailboxes that are not closed.
+func (s *Store) OpenMailboxes(ctx context.Context) (map[int64]bool, error) {
+	var ids []int64
+	if err := s.db.SelectContext(ctx, &ids, `SELECT id FROM mailboxes WHERE closed_at IS NULL`); err != nil {
+		return nil, fmt.Errorf("list open mailboxes: %w", err)
+	}
+	out := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}

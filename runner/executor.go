@@ -113,6 +113,15 @@ type RunRequest struct {
 	// Worktree is the host path of the run's git worktree, mounted at /workspace (read-only
 	// when Input.Phase.ReadOnly()).
 	Worktree string
+	// SessionDir is the host directory of the mailbox's session state for the phase's adapter,
+	// mounted read-write at its Capabilities().SessionStatePath in every phase; "" for none
+	// (sessions off, or an adapter without resumable sessions).
+	SessionDir string
+	// Timeout overrides the configured wall-clock limit when > 0 (a fresh re-invocation after a
+	// refused resume gets what is left of the run's limit).
+	Timeout time.Duration
+	// NameSuffix is appended to the container name, for a second invocation within one run.
+	NameSuffix string
 }
 
 // OutcomeStatus summarises how a run ended.
@@ -215,7 +224,11 @@ func (e *Executor) Run(ctx context.Context, req RunRequest) (*RunOutcome, error)
 		out.CleanupErr = errors.Join(errs...)
 	}()
 
-	waitCtx, cancelWait := context.WithTimeout(ctx, e.cfg.Timeout)
+	timeout := e.cfg.Timeout
+	if req.Timeout > 0 {
+		timeout = req.Timeout
+	}
+	waitCtx, cancelWait := context.WithTimeout(ctx, timeout)
 	exit, waitErr := e.cfg.Runtime.Wait(waitCtx, id)
 	cancelWait()
 	out.Duration = time.Since(out.Started)
@@ -228,7 +241,7 @@ func (e *Executor) Run(ctx context.Context, req RunRequest) (*RunOutcome, error)
 			out.Status, out.Err = StatusCanceled, ctx.Err()
 			runErr = fmt.Errorf("run %s canceled: %w", name, ctx.Err())
 		} else {
-			out.Status, out.Err = StatusTimedOut, fmt.Errorf("%w after %s", ErrTimeout, e.cfg.Timeout)
+			out.Status, out.Err = StatusTimedOut, fmt.Errorf("%w after %s", ErrTimeout, timeout)
 		}
 		exit = e.stop(ctx, id)
 		out.Duration = time.Since(out.Started)
@@ -302,8 +315,30 @@ func (e *Executor) prepare(req RunRequest) (Input, Agent, string, error) {
 	if !ok {
 		return in, nil, "", fmt.Errorf("run: unknown adapter %q", agentName)
 	}
-	return in, agent, ContainerName(req.MailboxID, req.RunID, in.Phase, req.Attempt), nil
+	return in, agent, ContainerName(req.MailboxID, req.RunID, in.Phase, req.Attempt) + req.NameSuffix, nil
 }
+
+// Agent returns the adapter bound to phase and its name.
+func (e *Executor) Agent(p Phase) (string, Agent, bool) {
+	name, ok := e.cfg.Bindings[p]
+	if !ok {
+		return "", nil, false
+	}
+	a, ok := e.cfg.Agents[name]
+	return name, a, ok
+}
+
+// Timeout returns the configured wall-clock limit of a run.
+func (e *Executor) Timeout() time.Duration { return e.cfg.Timeout }
+
+// Runtime returns the container runtime.
+func (e *Executor) Runtime() Runtime { return e.cfg.Runtime }
+
+// UID returns the container user.
+func (e *Executor) UID() int { return e.cfg.UID }
+
+// GID returns the container user's group.
+func (e *Executor) GID() int { return e.cfg.GID }
 
 // makeRunDirs (re)creates runDir/in (input.json and the invocation's files, readable by all)
 // and runDir/out (writable by the container user).
@@ -355,6 +390,17 @@ func (e *Executor) makeRunDirs(runDir string, in Input, inv Invocation) (inDir, 
 // spec builds the ContainerSpec of a run.
 func (e *Executor) spec(req RunRequest, in Input, name string, inv Invocation, inDir, outDir string) ContainerSpec {
 	env := append([]string{"HOME=" + HomeDir}, inv.Env...)
+	mounts := []Mount{
+		{Source: filepath.Clean(req.Worktree), Target: WorkspaceDir, ReadOnly: in.Phase.ReadOnly()},
+		{Source: inDir, Target: InputDir, ReadOnly: true},
+		{Source: outDir, Target: OutputDir},
+	}
+	if sa, ok := e.cfg.Agents[e.cfg.Bindings[in.Phase]].(SessionAgent); ok && req.SessionDir != "" {
+		if p := sa.Capabilities().SessionStatePath; p != "" {
+			// Read-write in every phase, read-only ones included: the session is the agent's memory.
+			mounts = append(mounts, Mount{Source: filepath.Clean(req.SessionDir), Target: p})
+		}
+	}
 	return ContainerSpec{
 		Name:       name,
 		Image:      inv.Image,
@@ -362,11 +408,7 @@ func (e *Executor) spec(req RunRequest, in Input, name string, inv Invocation, i
 		Env:        env,
 		WorkingDir: WorkspaceDir,
 		User:       fmt.Sprintf("%d:%d", e.cfg.UID, e.cfg.GID),
-		Mounts: []Mount{
-			{Source: filepath.Clean(req.Worktree), Target: WorkspaceDir, ReadOnly: in.Phase.ReadOnly()},
-			{Source: inDir, Target: InputDir, ReadOnly: true},
-			{Source: outDir, Target: OutputDir},
-		},
+		Mounts:     mounts,
 		Labels: map[string]string{
 			LabelManaged: "true",
 			LabelMailbox: strconv.FormatInt(req.MailboxID, 10),

@@ -18,6 +18,10 @@ type Job struct {
 	Push bool
 	// CommitMessage is used when the agent's result gives none.
 	CommitMessage string
+	// SessionName is the mailbox's session name (its branch, frozen at the first run) when the
+	// run should continue the mailbox's agent session; "" runs without sessions (setting off,
+	// or a merge-request mailbox).
+	SessionName string
 }
 
 // JobOutcome is how a Job ended.
@@ -35,4 +39,6 @@ type JobOutcome struct {
 	Container string
 	// HeadSHA is the commit pushed (Push only); "" when the agent changed nothing.
 	HeadSHA string
+	// Session is the session record of the run, nil when the run used no session.
+	Session *SessionRecord
 }

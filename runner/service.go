@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	gitrepo "github.com/alfred-bot/alfred/runner/git"
@@ -17,15 +18,21 @@ import (
 // container (Executor), then — for read-write phases — a commit with the bot identity and a
 // push. It implements mailbox.Executor.
 type Service struct {
-	exec *Executor
-	git  map[string]*gitrepo.Manager
-	log  *slog.Logger
+	exec     *Executor
+	git      map[string]*gitrepo.Manager
+	log      *slog.Logger
+	sessions SessionConfig
+
+	mu       sync.Mutex
+	verified map[string]bool // adapter + image → resume verified
 }
 
 // NewService wires a Service. git maps a configured forge name to the git manager holding
-// that forge's credentials; all managers may share one data directory.
-func NewService(exec *Executor, git map[string]*gitrepo.Manager, log *slog.Logger) *Service {
-	return &Service{exec: exec, git: git, log: cmp.Or(log, slog.Default())}
+// that forge's credentials; all managers may share one data directory. sessions enables one
+// agent session per mailbox (zero value: off).
+func NewService(exec *Executor, git map[string]*gitrepo.Manager, sessions SessionConfig, log *slog.Logger) *Service {
+	return &Service{exec: exec, git: git, log: cmp.Or(log, slog.Default()), sessions: sessions,
+		verified: map[string]bool{}}
 }
 
 // Execute runs job. The error is for infrastructure failures (git or Docker unavailable, the
@@ -54,15 +61,28 @@ func (s *Service) Execute(ctx context.Context, job Job) (*JobOutcome, error) {
 		}
 	}()
 
-	out, err := s.exec.Run(ctx, RunRequest{MailboxID: job.MailboxID, RunID: job.RunID, Attempt: job.Attempt,
-		Input: job.Input, Worktree: wt.Path})
+	req := RunRequest{MailboxID: job.MailboxID, RunID: job.RunID, Attempt: job.Attempt,
+		Input: job.Input, Worktree: wt.Path}
+	plan, err := s.plan(ctx, job)
+	if err != nil {
+		return nil, fmt.Errorf("plan the session: %w", err)
+	}
+	var (
+		out     *RunOutcome
+		session *SessionRecord
+	)
+	if plan != nil {
+		out, session, err = s.runWithSession(ctx, job, req, plan)
+	} else {
+		out, err = s.exec.Run(ctx, req)
+	}
 	if out != nil && out.Status == StatusCanceled || (err != nil && ctx.Err() != nil) {
 		return &JobOutcome{Interrupted: true, Container: name}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
-	res := &JobOutcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out)}
+	res := &JobOutcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Session: session}
 	if out.Status != StatusSucceeded {
 		res.Failure = describeFailure(out)
 		return res, nil

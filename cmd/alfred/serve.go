@@ -192,7 +192,7 @@ func (s *server) wire(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.service = runner.NewService(exec, gits, s.log)
+	s.service = runner.NewService(exec, gits, runner.SessionConfig{Store: s.store, Dir: filepath.Join(cfg.DataDir, "sessions"), UID: cfg.Runner.UID, GID: cfg.Runner.GID}, s.log)
 
 	l := cfg.Labels
 	machine := mailbox.NewMachine(mailbox.Config{
@@ -202,7 +202,7 @@ func (s *server) wire(ctx context.Context) error {
 			TypeTask: l.TypeTask, TypeBug: l.TypeBug, TypeAnalysis: l.TypeAnalysis, TypeQuestion: l.TypeQuestion,
 			ValidatePlan: l.ValidatePlan},
 		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
-		CIPoll: cfg.Lifecycle.CIPoll, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
+		CIPoll: cfg.Lifecycle.CIPoll, SessionResume: cfg.Sessions.ResumeEnabled, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
 	}, s.store, bots, s.service, nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
 		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
@@ -254,7 +254,17 @@ func (s *server) reap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.service.Reap(ctx, func(id int64) bool { return leased[id] })
+	open, err := s.store.OpenMailboxes(ctx)
+	if err != nil {
+		return err
+	}
+	// Session state lives as long as its mailbox is open; what is left of closed or deleted
+	// mailboxes is an orphan.
+	removed, err := s.service.SweepSessions(func(id int64) bool { return open[id] })
+	if len(removed) > 0 {
+		s.log.Info("removed orphaned agent session state", "mailboxes", removed)
+	}
+	return errors.Join(err, s.service.Reap(ctx, func(id int64) bool { return leased[id] }))
 }
 
 // Close releases the database.

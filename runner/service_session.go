@@ -1,0 +1,294 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// SessionConfig enables one agent session per mailbox in a Service.
+type SessionConfig struct {
+	// Store keeps llm_sessions and agent_installations.
+	Store SessionStore
+	// Dir holds the session state, one directory per (mailbox, adapter):
+	// Dir/<mailbox>/<adapter>/, outside every worktree.
+	Dir string
+	// UID and GID own the state directories (the container user) when Alfred runs as root.
+	UID, GID int
+}
+
+// sessionPlan is how one run uses the mailbox's session.
+type sessionPlan struct {
+	adapter  string
+	caps     Capabilities
+	dir      string
+	in       Input
+	resumed  bool
+	fallback string
+	prev     *SessionRecord
+}
+
+// stateMarker is written beside (not inside) a session directory after each completed run; the
+// container cannot write it. A directory without it is half-written or foreign: not resumed.
+func stateMarker(dir string) string { return dir + ".ok" }
+
+// SessionDir returns the state directory of a mailbox's adapter.
+func (c SessionConfig) SessionDir(mailboxID int64, adapter string) string {
+	return filepath.Join(c.Dir, strconv.FormatInt(mailboxID, 10), adapter)
+}
+
+// plan decides between resuming and a fresh session. It returns nil when the run uses no
+// session: no session name (setting off, merge-request mailbox), no session store, or an
+// adapter without resumable sessions — exactly the behaviour without sessions.
+func (s *Service) plan(ctx context.Context, job Job) (*sessionPlan, error) {
+	if job.SessionName == "" || s.sessions.Store == nil {
+		return nil, nil
+	}
+	name, agent, ok := s.exec.Agent(job.Input.Phase)
+	if !ok {
+		return nil, nil
+	}
+	sa, ok := agent.(SessionAgent)
+	if !ok || !sa.Capabilities().ResumableSessions || sa.Capabilities().SessionStatePath == "" {
+		return nil, nil
+	}
+	p := &sessionPlan{adapter: name, caps: sa.Capabilities(), dir: s.sessions.SessionDir(job.MailboxID, name), in: job.Input}
+	p.in.SessionName = job.SessionName
+	verified, err := s.resumeVerified(ctx, name, sa, job.Input)
+	if err != nil {
+		return nil, err
+	}
+	prev, err := s.sessions.Store.LatestSession(ctx, job.MailboxID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case prev == nil:
+		p.fallback = FallbackNoPriorSession
+	case prev.Adapter != name:
+		p.fallback = FallbackAdapterChanged
+	case !verified:
+		p.fallback = FallbackUnsupportedVersion
+	case !stateComplete(p.dir, prev.NativeID):
+		p.fallback = FallbackStateMissing
+	default:
+		p.in.SessionID, p.in.Resume, p.resumed, p.prev = prev.NativeID, true, true, prev
+	}
+	if !p.resumed {
+		p.fresh(p.fallback)
+	}
+	if err := os.MkdirAll(p.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create session dir: %w", err)
+	}
+	if os.Geteuid() == 0 && s.sessions.UID > 0 {
+		if err := os.Chown(p.dir, s.sessions.UID, s.sessions.GID); err != nil {
+			return nil, fmt.Errorf("chown session dir: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// fresh switches the plan to a new session, with the reason it does not resume.
+func (p *sessionPlan) fresh(reason string) {
+	p.resumed, p.fallback, p.prev = false, reason, nil
+	p.in.Resume, p.in.SessionID = false, ""
+	if p.caps.CallerChosenID {
+		p.in.SessionID = uuid.NewString()
+	}
+}
+
+// stateComplete reports whether the session directory holds a completed session: it exists,
+// is not empty, and its marker (written by Alfred after the last completed run) names id.
+func stateComplete(dir, id string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return false
+	}
+	b, err := os.ReadFile(stateMarker(dir))
+	return err == nil && strings.TrimSpace(string(b)) == id
+}
+
+// record writes the run's session row and, after a success, the state marker.
+func (s *Service) record(ctx context.Context, job Job, p *sessionPlan, out *RunOutcome) *SessionRecord {
+	rec := &SessionRecord{MailboxID: job.MailboxID, Adapter: p.adapter, Model: job.Input.Model,
+		Name: job.SessionName, NativeID: p.in.SessionID, Resumed: p.resumed, FallbackReason: p.fallback}
+	if job.RunID != 0 {
+		id := job.RunID
+		rec.RunID = &id
+	}
+	if out != nil {
+		rec.DurationMS = out.Duration.Milliseconds()
+		rec.Succeeded = out.Status == StatusSucceeded
+		if r := out.Result; r != nil {
+			if r.SessionID != "" {
+				rec.NativeID = r.SessionID // as the CLI's stream reported it
+			}
+			rec.ReportedIn, rec.ReportedOut, rec.ReportedCost = r.InputTokens, r.OutputTokens, r.CostUSD
+			rec.TokensIn, rec.TokensOut, rec.CostUSD = r.InputTokens, r.OutputTokens, r.CostUSD
+			if p.caps.CumulativeUsage && p.resumed && p.prev != nil {
+				// The CLI sums over the whole session after a resume: keep this run's share.
+				rec.TokensIn = max(0, r.InputTokens-p.prev.ReportedIn)
+				rec.TokensOut = max(0, r.OutputTokens-p.prev.ReportedOut)
+				rec.CostUSD = max(0, r.CostUSD-p.prev.ReportedCost)
+			}
+		}
+	}
+	if err := s.sessions.Store.RecordSession(context.WithoutCancel(ctx), rec); err != nil {
+		s.log.Warn("session not recorded", "mailbox_id", job.MailboxID, "err", err)
+	}
+	if rec.Succeeded && rec.NativeID != "" {
+		if err := os.WriteFile(stateMarker(p.dir), []byte(rec.NativeID+"\n"), 0o600); err != nil {
+			s.log.Warn("session marker not written", "dir", p.dir, "err", err)
+		}
+	}
+	return rec
+}
+
+// runWithSession runs req under plan p. When the CLI refuses the resume in a way the adapter
+// recognises (ErrSessionNotFound), it re-invokes the CLI once, fresh, within the same run and
+// what is left of its time limit: not a retry — no status, counter or label changes.
+func (s *Service) runWithSession(ctx context.Context, job Job, req RunRequest, p *sessionPlan) (*RunOutcome, *SessionRecord, error) {
+	req.Input, req.SessionDir = p.in, p.dir
+	out, err := s.exec.Run(ctx, req)
+	if err != nil || !p.resumed || out.Status != StatusFailed || !errors.Is(out.Err, ErrSessionNotFound) {
+		if err != nil && out == nil {
+			return out, nil, err
+		}
+		return out, s.record(ctx, job, p, out), err
+	}
+	s.log.Info("the agent refused to resume its session; starting a fresh one in the same run",
+		"mailbox_id", job.MailboxID, "adapter", p.adapter, "session", p.in.SessionID)
+	used := out.Duration
+	p.fresh(FallbackRefused)
+	req.Input, req.NameSuffix = p.in, "-fresh"
+	req.Timeout = s.exec.Timeout() - used
+	if req.Timeout <= time.Second {
+		return out, s.record(ctx, job, p, out), nil
+	}
+	out, err = s.exec.Run(ctx, req)
+	if err != nil && out == nil {
+		return out, nil, err
+	}
+	return out, s.record(ctx, job, p, out), err
+}
+
+// resumeVerified returns whether the adapter's CLI version in the run's image is verified to
+// resume, detecting and recording it (agent_installations) the first time.
+func (s *Service) resumeVerified(ctx context.Context, adapter string, sa SessionAgent, in Input) (bool, error) {
+	inv, err := sa.Command(in)
+	if err != nil {
+		return false, fmt.Errorf("compile %s command: %w", adapter, err)
+	}
+	key := adapter + "\x00" + inv.Image
+	s.mu.Lock()
+	v, ok := s.verified[key]
+	s.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	inst, err := s.sessions.Store.Installation(ctx, adapter, inv.Image)
+	if err != nil {
+		return false, err
+	}
+	if inst == nil {
+		version, derr := s.detect(ctx, sa, inv.Image)
+		if derr != nil {
+			s.log.Warn("CLI version detection failed; not resuming sessions", "adapter", adapter, "image", inv.Image, "err", derr)
+			return false, nil
+		}
+		inst = &Installation{Adapter: adapter, Image: inv.Image, Version: version, ResumeVerified: sa.ResumeVerified(version)}
+		if err := s.sessions.Store.RecordInstallation(ctx, *inst); err != nil {
+			return false, err
+		}
+		s.log.Info("agent CLI detected", "adapter", adapter, "image", inv.Image, "version", version,
+			"resume_verified", inst.ResumeVerified)
+	}
+	s.mu.Lock()
+	s.verified[key] = inst.ResumeVerified
+	s.mu.Unlock()
+	return inst.ResumeVerified, nil
+}
+
+// detect runs the CLI's version command in image, in a disposable container.
+func (s *Service) detect(ctx context.Context, sa SessionAgent, image string) (string, error) {
+	cmd := sa.Capabilities().VersionCommand
+	if len(cmd) == 0 {
+		return "", errors.New("the adapter declares no version command")
+	}
+	rt := s.exec.Runtime()
+	spec := ContainerSpec{Name: "alfred-detect-" + strings.ToLower(uuid.NewString()[:12]), Image: image, Cmd: cmd,
+		Env: []string{"HOME=" + HomeDir}, WorkingDir: "/", User: fmt.Sprintf("%d:%d", s.exec.UID(), s.exec.GID()),
+		Labels: map[string]string{LabelManaged: "true", LabelPhase: "detect"},
+		Limits: Limits{MemoryBytes: 512 << 20, NanoCPUs: 1e9, PIDs: 128}}
+	id, err := rt.Start(ctx, spec)
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_ = rt.Destroy(cctx, id)
+	}()
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	exit, err := rt.Wait(wctx, id)
+	if err != nil {
+		return "", err
+	}
+	stdout, stderr, err := rt.Logs(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if exit.Code != 0 {
+		return "", fmt.Errorf("%s exited %d: %s", strings.Join(cmd, " "), exit.Code, strings.TrimSpace(string(stderr)))
+	}
+	return sa.ParseVersion(string(stdout))
+}
+
+// RemoveSessions deletes the session state of a mailbox (done, cancelled, issue gone).
+func (s *Service) RemoveSessions(mailboxID int64) error {
+	if s.sessions.Dir == "" {
+		return nil
+	}
+	dir := filepath.Join(s.sessions.Dir, strconv.FormatInt(mailboxID, 10))
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove session state: %w", err)
+	}
+	return nil
+}
+
+// SweepSessions removes the session state of every mailbox open does not accept (the orphan
+// sweep, at start-up) and returns the mailbox ids removed.
+func (s *Service) SweepSessions(open func(mailboxID int64) bool) ([]int64, error) {
+	if s.sessions.Dir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(s.sessions.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list session state: %w", err)
+	}
+	var removed []int64
+	var errs []error
+	for _, e := range entries {
+		id, perr := strconv.ParseInt(e.Name(), 10, 64)
+		if perr != nil || !e.IsDir() || open(id) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(s.sessions.Dir, e.Name())); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		removed = append(removed, id)
+	}
+	return removed, errors.Join(errs...)
+}
