@@ -31,7 +31,7 @@ type scriptedExecutor struct {
 	cleanups []int64
 	// removedSessions lists the mailboxes whose session state was removed.
 	removedSessions []int64
-	block    chan struct{} // when set, Execute waits on it or on ctx
+	block           chan struct{} // when set, Execute waits on it or on ctx
 }
 
 func (e *scriptedExecutor) Execute(ctx context.Context, job runner.Job) (*runner.JobOutcome, error) {

@@ -367,6 +367,22 @@ func TestLifecycleForgejoRecordedDeliveries(t *testing.T) {
 		30*time.Second, 100*time.Millisecond, "the bot unassigns itself")
 	e.requireUniqueMarkers()
 	requireNoLeftovers(t, e.srv.cfg.DataDir)
+
+	// The session status endpoint: the script agent keeps no session.
+	resp, err := http.Get(e.url + "/mailboxes/1/session")
+	require.NoError(t, err)
+	var st mailbox.SessionStatus
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, mr.SourceBranch, st.Branch)
+	require.Equal(t, mailbox.StateDone, st.State)
+	require.False(t, st.IsResumable)
+	require.Equal(t, mailbox.ReasonMissingResumeToken, st.ResumeReason)
+	resp, err = http.Get(e.url + "/mailboxes/999/session")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
 func TestLifecycleForgejoDeadlineAppliesDefaults(t *testing.T) {

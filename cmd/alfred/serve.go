@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // PostgreSQL driver
 
@@ -207,11 +208,19 @@ func (s *server) wire(ctx context.Context) error {
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
 		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
 
-	s.handler, err = webhook.NewReceiver(webhook.ReceiverConfig{
+	receiver, err := webhook.NewReceiver(webhook.ReceiverConfig{
 		Sources: sources, Inbox: mailbox.Inbox{Store: s.store, Workers: s.workers},
 		Ready: s.store.Ping, MaxBodyBytes: cfg.MaxBodyBytes, Logger: s.log,
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	r := chi.NewRouter()
+	r.Method(http.MethodGet, "/mailboxes/{id}/session",
+		mailbox.StatusHandler(s.store, func(r *http.Request) string { return chi.URLParam(r, "id") }))
+	r.Mount("/", receiver)
+	s.handler = r
+	return nil
 }
 
 // Serve removes what a crashed process left behind, then serves HTTP on ln and runs the
