@@ -138,7 +138,7 @@ func (m *Machine) Step(ctx context.Context, mb *Mailbox) error {
 			return ctx.Err()
 		}
 	}
-	m.setWake(mb)
+	m.setWake(ctx, mb)
 	return m.store.Save(ctx, nil, mb)
 }
 
@@ -855,7 +855,7 @@ func (m *Machine) setState(ctx context.Context, bot Bot, mb *Mailbox, s State) e
 }
 
 // setWake sets the next timer of the mailbox.
-func (m *Machine) setWake(mb *Mailbox) {
+func (m *Machine) setWake(ctx context.Context, mb *Mailbox) {
 	mb.WakeAt = nil
 	if phaseOf(mb.State) != "" {
 		// A run is due (an infrastructure error stopped it): come back after the backoff.
@@ -865,7 +865,7 @@ func (m *Machine) setWake(mb *Mailbox) {
 	}
 	switch mb.State {
 	case StateWaitingType, StateWaitingInfo:
-		if qs, err := m.store.Questions(context.Background(), mb.ID, mb.Data.Round); err == nil && len(qs) > 0 {
+		if qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round); err == nil && len(qs) > 0 {
 			t := qs[0].DeadlineAt
 			mb.WakeAt = &t
 		}

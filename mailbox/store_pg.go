@@ -79,18 +79,3 @@ func (s *Store) ExpiredLeases(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
-
-// LeasedMailboxes returns the ids of mailboxes whose lease is live (held and unexpired).
-func (s *Store) LeasedMailboxes(ctx context.Context) (map[int64]bool, error) {
-	var ids []int64
-	err := s.db.SelectContext(ctx, &ids, `SELECT id FROM mailboxes
-		WHERE lease_owner IS NOT NULL AND lease_expires_at > now()`)
-	if err != nil {
-		return nil, fmt.Errorf("list leased mailboxes: %w", err)
-	}
-	out := make(map[int64]bool, len(ids))
-	for _, id := range ids {
-		out[id] = true
-	}
-	return out, nil
-}

@@ -63,7 +63,7 @@ type Project struct {
 
 // Checkout says what a worktree holds.
 type Checkout struct {
-	// Branch is the run's branch, e.g. BranchName(12, "Fix login"). When it exists on the
+	// Branch is the run's branch, e.g. "agent/issue-12-fix-login" (mailbox.BranchName). When it exists on the
 	// remote, the worktree checks it out as the remote has it; otherwise it is created from
 	// Base. Empty Branch gives a detached worktree at Base (read-only phases).
 	Branch string
@@ -119,21 +119,7 @@ func New(cfg Config) (*Manager, error) {
 var (
 	forgeRe   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]*$`)
 	runNameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
-	slugRe    = regexp.MustCompile(`[^a-z0-9]+`)
 )
-
-// BranchName returns the run branch of an issue: "agent/issue-<n>-<slug>", where slug is the
-// lower-cased title with runs of other characters turned into "-", cut to 40 bytes.
-func BranchName(issue int64, title string) string {
-	slug := strings.Trim(slugRe.ReplaceAllString(strings.ToLower(title), "-"), "-")
-	if len(slug) > 40 {
-		slug = strings.TrimRight(slug[:40], "-")
-	}
-	if slug == "" {
-		return fmt.Sprintf("agent/issue-%d", issue)
-	}
-	return fmt.Sprintf("agent/issue-%d-%s", issue, slug)
-}
 
 // MirrorDir returns the bare mirror's path: <DataDir>/mirrors/<forge>/<url.PathEscape(path)>.git.
 func (m *Manager) MirrorDir(p Project) (string, error) {

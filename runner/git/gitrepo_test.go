@@ -75,12 +75,6 @@ func TestMirrorDir(t *testing.T) {
 	require.Error(t, err)
 }
 
-func TestBranchName(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, "agent/issue-12-fix-the-login-page", BranchName(12, "Fix the *login* page!"))
-	require.Equal(t, "agent/issue-3", BranchName(3, "???"))
-	require.LessOrEqual(t, len(BranchName(1, strings.Repeat("abc ", 40))), len("agent/issue-1-")+40)
-}
 
 func TestNewBranchCommitPushReuse(t *testing.T) {
 	t.Parallel()
@@ -90,7 +84,7 @@ func TestNewBranchCommitPushReuse(t *testing.T) {
 	}
 	b := setup(t, cfg)
 	ctx := t.Context()
-	branch := BranchName(7, "Add feature")
+	branch := "agent/issue-7-add-feature"
 
 	wt, err := b.mgr.AddWorktree(ctx, b.proj, "alfred-mbx1-r1-development-a1", Checkout{Branch: branch})
 	require.NoError(t, err)
