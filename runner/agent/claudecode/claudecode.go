@@ -4,25 +4,23 @@
 // 2.1.332) and its "Adapter notes"; each use below cites the subsection.
 //
 // The run is headless: `claude -p <prompt> --output-format stream-json --verbose
-// --permission-mode bypassPermissions [--model M] [--max-turns N] [--session-id|--resume ID]`
-// (§1 Invocation). The prompt is not secret and travels as the -p argument; the API key travels
-// only in the environment (ANTHROPIC_API_KEY, §1 Auth and version). The container user is not
-// root, so bypassPermissions needs no IS_SANDBOX (§1 Invocation, root trap). The agent writes its
-// result to /alfred/out/result.json; the stream on stdout gives the session id, usage and cost.
+// --permission-mode bypassPermissions [--model M] [--max-turns N] [--session-id ID [-n NAME] |
+// --resume ID]` (§1 Invocation, §1 Sessions). The prompt is not secret and travels as the -p
+// argument, never on stdin (the container's stdin is closed, agent-clis.md "General rules"); the
+// API key travels only in the environment (ANTHROPIC_API_KEY, §1 Auth and version). The
+// container user is not root, so bypassPermissions needs no IS_SANDBOX (§1 Invocation, root
+// trap). The agent writes its result to /alfred/out/result.json; the stream on stdout gives the
+// session id, usage and cost.
 package claudecode
 
 import (
-	"bytes"
-	_ "embed"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
-	"text/template"
 
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/agent/internal/clikit"
 )
 
 // Name is the adapter name used in config.
@@ -31,7 +29,21 @@ const Name = "claude-code"
 // MaxPromptBytes bounds the -p argument. Linux refuses a single argv string over 128 KiB
 // (MAX_ARG_STRLEN); above this size the prompt leaves the long fields (description, CI log,
 // comments) in /alfred/in/input.json and tells the agent to read them there.
-const MaxPromptBytes = 96 << 10
+const MaxPromptBytes = clikit.MaxPromptBytes
+
+// SessionStatePath is where the mailbox's session directory is mounted: the transcripts of the
+// project dir of cwd /workspace, ~/.claude/projects/-workspace with HOME=/alfred/home (§1
+// Sessions: persisting only this dir is enough; never the credentials or settings beside it).
+const SessionStatePath = runner.HomeDir + "/.claude/projects/-workspace"
+
+// SIGTERMExitCode is the CLI's exit code when stopped with SIGTERM (§1 Failure detection).
+const SIGTERMExitCode = 143
+
+// VerifiedVersions is the conservative set of versions on which resume by exact id is verified:
+// the 2.1 line from the tested 2.1.332 on (§1 Sessions [obs 2.1.332]; earlier 2.1 builds had
+// cwd/worktree resume fixes, CHANGELOG 2.1.94, 2.1.136, 2.1.224). Config.VerifiedVersions adds
+// exact versions an operator has checked.
+var VerifiedVersions = clikit.Versions{MinPatch: map[string]int{"2.1": 332}}
 
 // Config configures the adapter.
 type Config struct {
@@ -49,14 +61,17 @@ type Config struct {
 	APIKey string `json:"-" yaml:"-"`
 	// BaseURL, when set, is passed as ANTHROPIC_BASE_URL (§1 Auth and version) — e.g. a proxy.
 	BaseURL string `json:"base_url,omitempty" yaml:"base_url"`
+	// VerifiedVersions lists further CLI versions (exact, "2.1.400") on which resume by id was
+	// checked by the operator; see VerifiedVersions.
+	VerifiedVersions []string `json:"verified_versions,omitempty" yaml:"verified_versions"`
 }
 
-// Agent is the Claude Code adapter; it implements runner.Agent.
+// Agent is the Claude Code adapter; it implements runner.SessionAgent.
 type Agent struct {
 	cfg Config
 }
 
-var _ runner.Agent = (*Agent)(nil)
+var _ runner.SessionAgent = (*Agent)(nil)
 
 // New returns the adapter. Errors: no image, or no API key.
 func New(cfg Config) (*Agent, error) {
@@ -75,9 +90,35 @@ func New(cfg Config) (*Agent, error) {
 // Name returns "claude-code".
 func (a *Agent) Name() string { return Name }
 
+// Capabilities declares resumable sessions with caller-chosen UUIDs (§1 Sessions), stored under
+// SessionStatePath, and cumulative usage after a resume (§1 Output "Cost after resume"; Result
+// reports tokens from modelUsage so that tokens and cost are both session totals).
+func (a *Agent) Capabilities() runner.Capabilities {
+	return runner.Capabilities{
+		ResumableSessions: true,
+		SessionStatePath:  SessionStatePath,
+		CallerChosenID:    true,
+		CumulativeUsage:   true,
+		VersionCommand:    []string{a.cfg.Binary, "--version"},
+	}
+}
+
+// ParseVersion extracts "2.1.332" from `claude --version` output "2.1.332 (Claude Code)"
+// (§1 Auth and version).
+func (a *Agent) ParseVersion(output string) (string, error) { return clikit.ParseVersion(Name, output) }
+
+// ResumeVerified reports whether version is in VerifiedVersions or Config.VerifiedVersions.
+func (a *Agent) ResumeVerified(version string) bool {
+	vs := VerifiedVersions
+	vs.Exact = append(append([]string(nil), vs.Exact...), a.cfg.VerifiedVersions...)
+	return vs.Verified(version)
+}
+
 // Command compiles the headless invocation (see the package doc). A SessionID in the input
-// adds --session-id (new session) or, with Resume, --resume (§1 Sessions: --session-id a second
-// time fails with "already in use"). The session id must be a UUID. No secret is in Cmd.
+// adds --session-id (new session, plus -n SessionName when set: §1 Sessions, -n works with -p)
+// or, with Resume, --resume (§1 Sessions: --session-id a second time fails with "already in
+// use"). It never emits -c/--continue, which silently starts a new session when nothing matches
+// (Adapter notes 2). The session id must be a UUID. No secret is in Cmd.
 func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
 	prompt, err := Prompt(in)
 	if err != nil {
@@ -86,24 +127,23 @@ func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
 	cmd := []string{a.cfg.Binary, "-p", prompt,
 		"--output-format", "stream-json", "--verbose", // stream-json needs --verbose (§1 Invocation)
 		"--permission-mode", "bypassPermissions"}
-	model := in.Model
-	if model == "" {
-		model = a.cfg.Model
-	}
-	if model != "" {
+	if model := clikit.Model(in, a.cfg.Model); model != "" {
 		cmd = append(cmd, "--model", model)
 	}
 	if a.cfg.MaxTurns > 0 {
 		cmd = append(cmd, "--max-turns", strconv.Itoa(a.cfg.MaxTurns))
 	}
 	if in.SessionID != "" {
-		if !uuidRe(in.SessionID) {
+		if !clikit.IsUUID(in.SessionID) {
 			return runner.Invocation{}, fmt.Errorf("claude-code: session id %q is not a UUID", in.SessionID)
 		}
 		if in.Resume {
 			cmd = append(cmd, "--resume", in.SessionID)
 		} else {
 			cmd = append(cmd, "--session-id", in.SessionID)
+			if in.SessionName != "" {
+				cmd = append(cmd, "-n", in.SessionName)
+			}
 		}
 	}
 	env := []string{"ANTHROPIC_API_KEY=" + a.cfg.APIKey}
@@ -113,25 +153,40 @@ func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
 	return runner.Invocation{Image: a.cfg.Image, Cmd: cmd, Env: env}, nil
 }
 
-// Result reads the run's outcome. Order of checks:
+// Result is ResultStderr without stderr: Claude Code also reports a resume miss in the stream
+// (§1 Failure detection), so nothing is lost.
+func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, outDir string) (*runner.Result, error) {
+	return a.ResultStderr(in, exit, stdout, nil, outDir)
+}
+
+// ResultStderr reads the run's outcome. Order of checks:
 //
-//  1. a resume that found no session (stream result.errors contain "No conversation found with
-//     session ID", §1 Failure detection) → *SessionNotFoundError (errors.Is
+//  1. a resume that found no session (stream result.errors or stderr contain "No conversation
+//     found with session ID", §1 Failure detection) → *SessionNotFoundError (errors.Is
 //     runner.ErrSessionNotFound);
 //  2. killed by Alfred → error;
 //  3. no final result event, exit ≠ 0 or result.is_error → error with subtype and errors
 //     (§1 Failure detection: "exit≠0 or result.is_error means failure");
-//  4. a resumed run whose stream reports another session id → error (Adapter notes 2);
+//  4. a run with a chosen or resumed id whose stream reports another session id → error
+//     (*clikit.MismatchError, Adapter notes 2);
 //  5. /alfred/out/result.json (validated); if it is missing but the final result text is a
 //     JSON object satisfying the contract, that is accepted; otherwise runner.ErrNoResult.
 //
-// The Result gets SessionID, token counts (input includes cache reads and writes) and
-// total_cost_usd from the stream; after a resume that cost is cumulative for the session
-// (§1 Output, Adapter notes 6), so callers subtract the previous total.
-func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, outDir string) (*runner.Result, error) {
+// The Result gets SessionID, token counts and total_cost_usd from the stream. Tokens are the sum
+// over modelUsage (input includes cache reads and writes) when the stream has per-model counts,
+// else result.usage. After a resume total_cost_usd and modelUsage are cumulative for the session
+// (§1 Output, Adapter notes 6); result.usage is not, which is why modelUsage is preferred: then
+// all three are session totals, as Capabilities().CumulativeUsage says, and callers take the
+// difference with runner.UsageDelta.
+func (a *Agent) ResultStderr(in runner.Input, exit runner.ExitState, stdout, stderr []byte, outDir string) (*runner.Result, error) {
 	s := ParseStream(stdout)
 	if s.ResumeFailed() {
-		return nil, &SessionNotFoundError{SessionID: in.SessionID}
+		return nil, &SessionNotFoundError{Agent: Name, SessionID: in.SessionID, Signal: resumeMissText}
+	}
+	if in.Resume {
+		if l := clikit.StderrLine(stderr, resumeMissText); l != "" {
+			return nil, &SessionNotFoundError{Agent: Name, SessionID: in.SessionID, Signal: l}
+		}
 	}
 	if exit.Killed {
 		return nil, fmt.Errorf("claude-code: killed (exit code %d)", exit.Code)
@@ -143,147 +198,27 @@ func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, ou
 		return nil, fmt.Errorf("claude-code: run failed (exit code %d, subtype %s, is_error %t): %s",
 			exit.Code, s.Final.Subtype, s.Final.IsError, strings.Join(s.Final.Errors, "; "))
 	}
-	if in.SessionID != "" && s.SessionID != "" && s.SessionID != in.SessionID {
-		return nil, fmt.Errorf("claude-code: asked for session %s, the CLI ran session %s", in.SessionID, s.SessionID)
+	if in.SessionID != "" && s.SessionID != in.SessionID {
+		return nil, &clikit.MismatchError{Agent: Name, Requested: in.SessionID, Got: s.SessionID}
 	}
-	r, err := runner.ReadResultFile(in, outDir)
-	if errors.Is(err, runner.ErrNoResult) {
-		if obj, ok := jsonObject(s.Final.Result); ok {
-			r, err = runner.DecodeResult(in, obj)
-		}
-	}
+	r, err := clikit.ReadResult(in, outDir, s.Final.Result)
 	if err != nil {
 		return nil, err
 	}
 	r.SessionID = s.SessionID
-	r.InputTokens = s.Final.Usage.InputTokens + s.Final.Usage.CacheCreationInputTokens + s.Final.Usage.CacheReadInputTokens
-	r.OutputTokens = s.Final.Usage.OutputTokens
+	r.InputTokens, r.OutputTokens = s.Final.Tokens()
 	r.CostUSD = s.Final.TotalCostUSD
 	return r, nil
 }
 
 // SessionNotFoundError is returned by Result when `--resume <id>` found no session
 // (§1 Failure detection). It matches runner.ErrSessionNotFound with errors.Is.
-type SessionNotFoundError struct {
-	SessionID string
-}
+type SessionNotFoundError = clikit.SessionNotFoundError
 
-// Error describes the missing session.
-func (e *SessionNotFoundError) Error() string {
-	return fmt.Sprintf("claude-code: no conversation found with session ID %s", e.SessionID)
-}
-
-// Is reports whether target is runner.ErrSessionNotFound.
-func (e *SessionNotFoundError) Is(target error) bool { return target == runner.ErrSessionNotFound }
-
-// jsonObject extracts a JSON object from the final text: the whole text, or the body of a
-// ```json fence.
-func jsonObject(text string) ([]byte, bool) {
-	t := strings.TrimSpace(text)
-	if strings.HasPrefix(t, "```") {
-		t = strings.TrimPrefix(t, "```json")
-		t = strings.TrimPrefix(t, "```")
-		t = strings.TrimSuffix(strings.TrimSpace(t), "```")
-		t = strings.TrimSpace(t)
-	}
-	if !strings.HasPrefix(t, "{") || !json.Valid([]byte(t)) {
-		return nil, false
-	}
-	return []byte(t), true
-}
-
-func uuidRe(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i, c := range s {
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !strings.ContainsRune("0123456789abcdefABCDEF", c) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-//go:embed prompt.tmpl
-var promptText string
-
-var promptTmpl = template.Must(template.New("prompt").Parse(promptText))
-
-// tasks are the per-phase instructions; contracts the result fields per phase.
-var tasks = map[string]string{
-	"analysis.functional": "Analyse the issue functionally: restate what is asked, the expected behaviour and the acceptance criteria, and list what is out of scope. Read the code as needed but change nothing. Where the request is ambiguous, ask clarification questions, each with 2 to 4 options and a default; ask none if it is clear.",
-	"analysis.technical":  "Write a technical plan for the analysed and decided request: the files and functions to change, the approach, the tests to add, and the risks. Change nothing.",
-	"development":         "Implement the validated plan in /workspace, with tests. Keep the change focused. Run the project's tests if you can.",
-	"ci_fix":              "The CI pipeline failed on the branch. Find the cause in the log excerpts and the code, and fix it in /workspace.",
-	"review_fix":          "Address the review comments above by changing the code in /workspace.",
-	"conflict_resolution": "The branch conflicts with its base. Resolve the conflicts in /workspace, keeping the intent of both sides.",
-	"answer":              "Answer the question asked in the latest comment, based on the code. Change nothing.",
-	"review":              "Review the change on this branch against the plan: correctness, tests, style. Change nothing.",
-}
-
-var contracts = map[string]string{
-	"analysis.functional": `{"summary": "...", "understanding": "what is asked, in your words", "expected_behaviour": "...", "acceptance_criteria": ["..."], "out_of_scope": ["..."],
- "questions": [{"id": "q1", "title": "...", "context": "...", "options": [{"id": "a", "label": "...", "description": "..."}, {"id": "b", "label": "...", "description": "..."}], "default": "a"}]}
-("understanding" is required; "questions" may be empty; each question has 2 to 4 options and a default naming one of them.)`,
-	"analysis.technical":  `{"summary": "...", "plan": "the technical plan, in Markdown"} ("plan" is required.)`,
-	"development":         `{"summary": "...", "commit_message": "a conventional commit message"} ("commit_message" is required.)`,
-	"ci_fix":              `{"summary": "...", "commit_message": "..."}`,
-	"review_fix":          `{"summary": "...", "commit_message": "..."}`,
-	"conflict_resolution": `{"summary": "...", "commit_message": "..."}`,
-	"answer":              `{"summary": "...", "answer": "the answer to post, in Markdown"} ("answer" is required.)`,
-	"review":              `{"summary": "the review, in Markdown"}`,
-}
-
-// Prompt renders the prompt of a run from prompt.tmpl: the issue, decisions, analysis, plan,
-// CI log and comments as present, the phase's task, and the result contract. Over
+// Prompt renders the prompt of a run (shared by every adapter): the issue, decisions, analysis,
+// plan, CI log and comments as present, the phase's task, and the result contract. Over
 // MaxPromptBytes it renders a brief variant pointing to /alfred/in/input.json.
-func Prompt(in runner.Input) (string, error) {
-	key := in.Key
-	if key == "" {
-		key = runner.KeyOf(in.Phase, in.Step)
-	}
-	task, ok := tasks[key]
-	if !ok {
-		return "", fmt.Errorf("claude-code: no instructions for run key %q", key)
-	}
-	data := struct {
-		In       runner.Input
-		Key      string
-		Task     string
-		Contract string
-		ReadOnly bool
-		Brief    bool
-	}{in, key, task, contracts[key], in.Phase.ReadOnly(), false}
-	var buf bytes.Buffer
-	if err := promptTmpl.Execute(&buf, data); err != nil {
-		return "", fmt.Errorf("claude-code: render prompt: %w", err)
-	}
-	if buf.Len() > MaxPromptBytes {
-		data.Brief = true
-		buf.Reset()
-		if err := promptTmpl.Execute(&buf, data); err != nil {
-			return "", fmt.Errorf("claude-code: render prompt: %w", err)
-		}
-		if buf.Len() > MaxPromptBytes {
-			return "", fmt.Errorf("claude-code: prompt is %d bytes even without long fields (max %d)", buf.Len(), MaxPromptBytes)
-		}
-	}
-	return buf.String(), nil
-}
+func Prompt(in runner.Input) (string, error) { return clikit.Prompt(Name, in) }
 
 // Keys lists the run keys the adapter has instructions for, sorted.
-func Keys() []string {
-	keys := make([]string, 0, len(tasks))
-	for k := range tasks {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func Keys() []string { return clikit.Keys() }

@@ -1,10 +1,10 @@
 package claudecode
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/alfred-bot/alfred/runner/agent/internal/clikit"
 )
 
 // resumeMissText is how Claude Code reports an unknown --resume id, in stderr and in the
@@ -30,18 +30,21 @@ type Stream struct {
 // error_max_turns, error_during_execution, error_max_budget_usd,
 // error_max_structured_output_retries.
 type ResultEvent struct {
-	Subtype        string   `json:"subtype"`
-	IsError        bool     `json:"is_error"`
-	NumTurns       int      `json:"num_turns"`
-	Result         string   `json:"result"`
-	SessionID      string   `json:"session_id"`
-	TotalCostUSD   float64  `json:"total_cost_usd"` // cumulative for the session after a resume
-	Usage          Usage    `json:"usage"`
-	Errors         []string `json:"errors,omitempty"`
-	TerminalReason string   `json:"terminal_reason,omitempty"`
+	Subtype      string  `json:"subtype"`
+	IsError      bool    `json:"is_error"`
+	NumTurns     int     `json:"num_turns"`
+	Result       string  `json:"result"`
+	SessionID    string  `json:"session_id"`
+	TotalCostUSD float64 `json:"total_cost_usd"` // USD, cumulative for the session after a resume
+	Usage        Usage   `json:"usage"`
+	// ModelUsage is per model (model id → counters), cumulative for the session after a resume
+	// (§1 Output "Cost after resume").
+	ModelUsage     map[string]ModelUsage `json:"modelUsage,omitempty"`
+	Errors         []string              `json:"errors,omitempty"`
+	TerminalReason string                `json:"terminal_reason,omitempty"`
 }
 
-// Usage is result.usage: token counts of this run.
+// Usage is result.usage: token counts of this run only (§1 Output).
 type Usage struct {
 	InputTokens              int64 `json:"input_tokens"`
 	OutputTokens             int64 `json:"output_tokens"`
@@ -49,32 +52,44 @@ type Usage struct {
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens,omitempty"`
 }
 
+// ModelUsage is one entry of result.modelUsage (the reference shows costUSD; the token fields
+// are named as in the Claude Agent SDK's ModelUsage type).
+type ModelUsage struct {
+	InputTokens              int64   `json:"inputTokens,omitempty"`
+	OutputTokens             int64   `json:"outputTokens,omitempty"`
+	CacheReadInputTokens     int64   `json:"cacheReadInputTokens,omitempty"`
+	CacheCreationInputTokens int64   `json:"cacheCreationInputTokens,omitempty"`
+	CostUSD                  float64 `json:"costUSD,omitempty"`
+}
+
+// Tokens returns input tokens (including cache reads and writes) and output tokens: summed over
+// ModelUsage (session totals after a resume) when it has token counts, else from Usage.
+func (e *ResultEvent) Tokens() (in, out int64) {
+	for _, m := range e.ModelUsage {
+		in += m.InputTokens + m.CacheReadInputTokens + m.CacheCreationInputTokens
+		out += m.OutputTokens
+	}
+	if in != 0 || out != 0 {
+		return in, out
+	}
+	u := e.Usage
+	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, u.OutputTokens
+}
+
 // ParseStream reads stream-json output. Lines that are not JSON objects (noise, truncated
 // tails) are counted and skipped; it never fails.
 func ParseStream(stdout []byte) *Stream {
 	s := &Stream{}
-	sc := bufio.NewScanner(bytes.NewReader(stdout))
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		var head struct {
-			Type      string `json:"type"`
-			Subtype   string `json:"subtype"`
-			SessionID string `json:"session_id"`
-			Model     string `json:"model"`
-			Version   string `json:"claude_code_version"`
-		}
-		if line[0] != '{' || json.Unmarshal(line, &head) != nil {
-			s.Skipped++
-			continue
-		}
-		s.Events++
-		switch head.Type {
+	s.Events, s.Skipped = clikit.Lines(stdout, func(typ string, line []byte) {
+		switch typ {
 		case "system":
-			if head.Subtype == "init" {
+			var head struct {
+				Subtype   string `json:"subtype"`
+				SessionID string `json:"session_id"`
+				Model     string `json:"model"`
+				Version   string `json:"claude_code_version"`
+			}
+			if json.Unmarshal(line, &head) == nil && head.Subtype == "init" {
 				s.SessionID, s.Model, s.Version = head.SessionID, head.Model, head.Version
 			}
 		case "result":
@@ -86,7 +101,7 @@ func ParseStream(stdout []byte) *Stream {
 				}
 			}
 		}
-	}
+	})
 	return s
 }
 

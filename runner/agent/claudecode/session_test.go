@@ -1,0 +1,147 @@
+package claudecode_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/agent/claudecode"
+)
+
+const sid = "0c6f0d2e-5b7a-4f7e-8d3c-2a1b9e8f7d6c"
+
+func TestCapabilities(t *testing.T) {
+	t.Parallel()
+	a := newAgent(t)
+	require.Equal(t, runner.Capabilities{
+		ResumableSessions: true,
+		SessionStatePath:  "/alfred/home/.claude/projects/-workspace",
+		CallerChosenID:    true,
+		CumulativeUsage:   true,
+		VersionCommand:    []string{"claude", "--version"},
+	}, a.Capabilities())
+
+	v, err := a.ParseVersion("2.1.332 (Claude Code)\n")
+	require.NoError(t, err)
+	require.Equal(t, "2.1.332", v)
+	_, err = a.ParseVersion("command not found")
+	require.Error(t, err)
+
+	for v, want := range map[string]bool{
+		"2.1.332": true, "2.1.400": true, // tested line, from the tested patch on
+		"2.1.331": false, "2.1.197": false, "2.2.0": false, "3.0.0": false, "1.0.128": false,
+		"2.1.332-beta": false, "": false,
+	} {
+		require.Equal(t, want, a.ResumeVerified(v), v)
+	}
+	b, err := claudecode.New(claudecode.Config{Image: "i", APIKey: "k", VerifiedVersions: []string{"2.2.1"}})
+	require.NoError(t, err)
+	require.True(t, b.ResumeVerified("2.2.1"))
+	require.False(t, b.ResumeVerified("2.2.2"))
+}
+
+func TestCommandSessionFlags(t *testing.T) {
+	t.Parallel()
+	a := newAgent(t)
+	fresh := runner.Input{Phase: runner.PhaseAnswer, Key: "answer", SessionID: sid, SessionName: "agent/issue-12-sso"}
+	inv, err := a.Command(fresh)
+	require.NoError(t, err)
+	require.Equal(t, []string{"--session-id", sid, "-n", "agent/issue-12-sso"}, inv.Cmd[len(inv.Cmd)-4:])
+
+	resume := fresh
+	resume.Resume = true
+	inv, err = a.Command(resume)
+	require.NoError(t, err)
+	require.Equal(t, []string{"--resume", sid}, inv.Cmd[len(inv.Cmd)-2:])
+	require.NotContains(t, inv.Cmd, "-n", "the name is set once, at creation")
+}
+
+// TestTrapLatestResumeNeverUsed: -c/--continue silently starts a new session in an empty dir
+// (agent-clis.md §1 Sessions), so it is never emitted.
+func TestTrapLatestResumeNeverUsed(t *testing.T) {
+	t.Parallel()
+	a := newAgent(t)
+	for _, in := range []runner.Input{
+		{Phase: runner.PhaseAnswer, Key: "answer"},
+		{Phase: runner.PhaseAnswer, Key: "answer", SessionID: sid},
+		{Phase: runner.PhaseAnswer, Key: "answer", SessionID: sid, Resume: true},
+	} {
+		inv, err := a.Command(in)
+		require.NoError(t, err)
+		for _, bad := range []string{"-c", "--continue", "latest"} {
+			require.NotContains(t, inv.Cmd, bad)
+		}
+	}
+}
+
+// TestTrapStreamSessionMismatch: a run asked for one session and the stream reports another.
+func TestTrapStreamSessionMismatch(t *testing.T) {
+	t.Parallel()
+	a := newAgent(t)
+	out := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(out, runner.ResultFile), []byte(`{"summary":"s","answer":"a"}`), 0o644))
+	for _, resume := range []bool{false, true} {
+		in := runner.Input{Phase: runner.PhaseAnswer, Key: "answer", SessionID: sid, Resume: resume}
+		_, err := a.Result(in, runner.ExitState{}, readStream(t, "stream_success"), out) // session 4444…
+		require.ErrorContains(t, err, "asked for session "+sid)
+		require.NotErrorIs(t, err, runner.ErrSessionNotFound)
+	}
+}
+
+// TestTrapStdinClosed: the container's stdin is closed (no OpenStdin), so the prompt must be an
+// argument, never "-" or absent.
+func TestTrapStdinClosed(t *testing.T) {
+	t.Parallel()
+	inv, err := newAgent(t).Command(runner.Input{Phase: runner.PhaseAnswer, Key: "answer", Title: "Why?"})
+	require.NoError(t, err)
+	i := slices.Index(inv.Cmd, "-p")
+	require.GreaterOrEqual(t, i, 0)
+	require.Contains(t, inv.Cmd[i+1], "Why?")
+	require.NotContains(t, inv.Cmd, "-")
+}
+
+// TestTrapCumulativeUsage: after --resume, total_cost_usd and modelUsage are session totals
+// while result.usage is this run only (§1 Output). The adapter reports session totals
+// consistently; runner.UsageDelta recovers this run's share. The resumed stream is synthesized
+// from the reference's numbers (120 tokens and 0.000495 USD per call, 2× after one resume).
+func TestTrapCumulativeUsage(t *testing.T) {
+	t.Parallel()
+	a := newAgent(t)
+	out := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(out, runner.ResultFile), []byte(`{"summary":"s","answer":"a"}`), 0o644))
+	in := runner.Input{Phase: runner.PhaseAnswer, Key: "answer", SessionID: sid, Resume: true}
+	r2, err := a.Result(in, runner.ExitState{}, readStream(t, "stream_resumed"), out)
+	require.NoError(t, err)
+	require.EqualValues(t, 240, r2.InputTokens)
+	require.EqualValues(t, 18, r2.OutputTokens)
+	require.InDelta(t, 0.00099, r2.CostUSD, 1e-12)
+
+	r1 := runner.Result{SessionID: sid, InputTokens: 120, OutputTokens: 9, CostUSD: 0.000495}
+	din, dout, dcost := runner.UsageDelta(r1, *r2, a.Capabilities().CumulativeUsage)
+	require.EqualValues(t, 120, din)
+	require.EqualValues(t, 9, dout)
+	require.InDelta(t, 0.000495, dcost, 1e-12)
+}
+
+// TestTrapExitCodeOnSIGTERM: Claude Code exits 143 on SIGTERM (§1 Failure detection); a run
+// Alfred stopped is a failure whatever the stream says.
+func TestTrapExitCodeOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 143, claudecode.SIGTERMExitCode)
+	_, err := newAgent(t).Result(runner.Input{Phase: runner.PhaseAnswer, Key: "answer"},
+		runner.ExitState{Code: 0, Killed: true}, readStream(t, "stream_success"), t.TempDir())
+	require.ErrorContains(t, err, "killed")
+}
+
+func TestResumeMissFromStderr(t *testing.T) {
+	t.Parallel()
+	in := runner.Input{Phase: runner.PhaseAnswer, Key: "answer", SessionID: sid, Resume: true}
+	// Text or json output formats put the miss only on stderr (§1 Failure detection).
+	_, err := newAgent(t).ResultStderr(in, runner.ExitState{Code: 1}, nil,
+		[]byte("No conversation found with session ID: "+sid+"\n"), t.TempDir())
+	require.ErrorIs(t, err, runner.ErrSessionNotFound)
+}
