@@ -97,6 +97,11 @@ func (l Labels) statuses() []string {
 		l.InDevelopment, l.InCI, l.InReview, l.Blocked, l.Done}
 }
 
+// All lists every label Alfred reads or writes: statuses, types and the validation label.
+func (l Labels) All() []string {
+	return append(l.statuses(), l.TypeTask, l.TypeBug, l.TypeAnalysis, l.TypeQuestion, l.ValidatePlan)
+}
+
 // TypeLabel returns the label of an issue type ("task", "bug", "analysis", "question").
 func (l Labels) TypeLabel(typ string) string {
 	switch typ {

@@ -69,8 +69,9 @@ type Machine struct {
 	now   func() time.Time
 	log   *slog.Logger
 
-	mu    sync.Mutex
-	perms map[string]permEntry
+	mu     sync.Mutex
+	perms  map[string]permEntry
+	labels map[string]bool // forge + repo whose labels exist
 }
 
 type permEntry struct {
@@ -88,7 +89,7 @@ func NewMachine(cfg Config, store *Store, bots map[string]Bot, exec Executor, no
 		log = slog.Default()
 	}
 	return &Machine{cfg: cfg.withDefaults(), store: store, bots: bots, exec: exec, now: now, log: log,
-		perms: map[string]permEntry{}}
+		perms: map[string]permEntry{}, labels: map[string]bool{}}
 }
 
 // Step brings a leased mailbox up to date: it cleans up after a run whose worker died, applies
@@ -102,15 +103,11 @@ func (m *Machine) Step(ctx context.Context, mb *Mailbox) error {
 	if !ok {
 		return m.drain(ctx, mb, "no forge named "+mb.Forge+" is configured")
 	}
-	interrupted, err := m.store.InterruptRuns(ctx, mb.ID)
-	if err != nil {
+	// Runs left running by a stopped worker: reattach to a live container and collect its
+	// outcome (applied by runPhase), or interrupt the run when nothing is left to collect.
+	if _, err := m.recoverRuns(ctx, &bot, mb, true); err != nil {
+		log.Warn("recovery of unfinished runs failed", "err", err)
 		return err
-	}
-	if len(interrupted) > 0 {
-		log.Warn("runs interrupted by a stopped worker; cleaning up and running again", "runs", len(interrupted))
-		if err := m.exec.Cleanup(ctx, mb.ID); err != nil {
-			return fmt.Errorf("clean up interrupted runs: %w", err)
-		}
 	}
 	for range 20 {
 		progressed, err := m.applyEvents(ctx, bot, mb)
@@ -137,6 +134,10 @@ func (m *Machine) Step(ctx context.Context, mb *Mailbox) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+	}
+	// A recovered run the state no longer calls for is not applied later.
+	if err := m.store.DiscardUnapplied(ctx, mb.ID); err != nil {
+		return err
 	}
 	m.setWake(ctx, mb)
 	return m.store.Save(ctx, nil, mb)
@@ -374,6 +375,27 @@ func (m *Machine) canWrite(ctx context.Context, bot Bot, repo, login string) (bo
 	return allowed, nil
 }
 
+// ensureLabels creates the labels maintainers add by hand (type::…, ai::validate_plan) and
+// the status labels in the repository, once per repository and process: a forge refuses to add
+// a label that does not exist. A failure is logged, not fatal: Alfred creates the labels it
+// adds itself anyway.
+func (m *Machine) ensureLabels(ctx context.Context, bot Bot, mb *Mailbox) {
+	key := mb.Forge + "\x00" + mb.Repo
+	m.mu.Lock()
+	done := m.labels[key]
+	m.mu.Unlock()
+	if done {
+		return
+	}
+	if err := bot.Forge.EnsureLabels(ctx, mb.Repo, m.cfg.Labels.All()); err != nil {
+		m.log.Warn("could not create the labels in the repository", "repo", mb.Repo, "err", err)
+		return
+	}
+	m.mu.Lock()
+	m.labels[key] = true
+	m.mu.Unlock()
+}
+
 // refuse posts, once per event, that login may not do what they tried.
 func (m *Machine) refuse(ctx context.Context, bot Bot, mb *Mailbox, eventID int64, login, what string) (string, error) {
 	body := fmt.Sprintf("@%s, only a project member with write access can %s, so I am leaving this as it is.", login, what)
@@ -397,6 +419,7 @@ func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string
 	if err != nil {
 		return "", fmt.Errorf("read issue: %w", err)
 	}
+	m.ensureLabels(ctx, bot, mb)
 	mb.Title, mb.Author, mb.Labels, mb.Assignees = issue.Title, issue.Author.Login, issue.Labels, issue.Assignees
 	gen := mb.Data.Round + 1 // a restarted lifecycle asks its questions in new rounds
 	mb.Data = Data{Round: gen}
@@ -639,9 +662,12 @@ func (m *Machine) answerRound(ctx context.Context, mb *Mailbox, choices map[stri
 	return nil
 }
 
-// handBack unassigns the author Alfred assigned to answer.
+// handBack unassigns the author Alfred assigned to answer. It does not trust mb.Assignees: a
+// late delivery (Gitea sends "opened" after "assigned" for an issue opened with assignees)
+// can overwrite it with a list from before the author was assigned. SetAssignees reads the
+// issue and changes nothing when the author is not assigned.
 func (m *Machine) handBack(ctx context.Context, bot Bot, mb *Mailbox) error {
-	if mb.Author == "" || !containsFold(mb.Assignees, mb.Author) || strings.EqualFold(mb.Author, bot.Login) {
+	if mb.Author == "" || strings.EqualFold(mb.Author, bot.Login) {
 		return nil
 	}
 	if err := bot.Forge.SetAssignees(ctx, mb.Ref(), nil, []string{mb.Author}); err != nil {
@@ -823,9 +849,11 @@ func (m *Machine) cancel(ctx context.Context, mb *Mailbox, why string) (string, 
 // block parks the mailbox until a human says "retry".
 func (m *Machine) block(ctx context.Context, bot Bot, mb *Mailbox, from State, reason string) error {
 	mb.Data.Blocked, mb.Data.BlockedFrom = reason, from
-	n := mb.Data.Failures + mb.Data.CIAttempts
+	// Each block is a new comment: Failures and CIAttempts restart after a retry, so they
+	// cannot tell a second block from the first.
+	mb.Data.Blocks++
 	body := fmt.Sprintf("I am blocked: %s\n\nComment `retry` when you want me to try again.", reason)
-	if err := m.post(ctx, bot, mb, fmt.Sprintf("blocked-%d-%s-%d", mb.Data.Round, from, n), "blocked", body); err != nil {
+	if err := m.post(ctx, bot, mb, fmt.Sprintf("blocked-%d-%s-b%d", mb.Data.Round, from, mb.Data.Blocks), "blocked", body); err != nil {
 		return err
 	}
 	return m.setState(ctx, bot, mb, StateBlocked)

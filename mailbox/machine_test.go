@@ -546,3 +546,14 @@ func TestSessionSettingOff(t *testing.T) {
 	require.NotEmpty(t, b.exec.jobs)
 	require.Empty(t, b.exec.jobs[0].SessionName, "setting off: no session name")
 }
+
+func TestStartCreatesTheLabelsMaintainersAdd(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	require.NotContains(t, b.fake.RepoLabels(repo), "ai::validate_plan")
+	b.deliver(assign("alice"))
+	b.step()
+	for _, l := range []string{"ai::validate_plan", "type::bug", "type::question", "status::done"} {
+		require.Contains(t, b.fake.RepoLabels(repo), l)
+	}
+}

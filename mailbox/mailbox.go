@@ -101,6 +101,8 @@ type Data struct {
 	BlockedFrom State  `json:"blocked_from,omitempty"`
 	// Failures counts failed runs in a row of the current phase.
 	Failures int `json:"failures,omitempty"`
+	// Blocks counts the blocks of this lifecycle; it keys each block comment.
+	Blocks int `json:"blocks,omitempty"`
 }
 
 // Value implements driver.Valuer.
@@ -194,6 +196,15 @@ type Run struct {
 	Outcome    string     `db:"outcome"`
 	Output     string     `db:"output"`
 	Result     string     `db:"result"`
+	// HeadSHA is the commit a recovered read-write run pushed.
+	HeadSHA string `db:"head_sha"`
+	// Applied is false for a run finished by recovery whose outcome the machine has not acted
+	// on yet (see Machine.applyRecovered); true otherwise.
+	Applied bool `db:"applied"`
+	// Resumable and NotResumableReason are the session hook of an interrupted run: whether
+	// the next run can continue its agent session, or why not.
+	Resumable          bool   `db:"resumable"`
+	NotResumableReason string `db:"not_resumable_reason"`
 }
 
 // Run statuses.

@@ -82,6 +82,11 @@ func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
 		return err
 	}
 
+	// A run finished by recovery after a restart and not yet acted on is applied instead of
+	// starting a new one.
+	if applied, err := m.applyRecovered(ctx, bot, mb, state, in, repo); applied || err != nil {
+		return err
+	}
 	run := &Run{MailboxID: mb.ID, Phase: string(in.Phase), Step: string(in.Step)}
 	if err := m.store.StartRun(ctx, run); err != nil {
 		return err

@@ -320,8 +320,7 @@ func (s *Store) FinishRun(ctx context.Context, r *Run) error {
 // Runs lists a mailbox's runs, oldest first.
 func (s *Store) Runs(ctx context.Context, mailboxID int64) ([]Run, error) {
 	var rs []Run
-	err := s.db.SelectContext(ctx, &rs, `SELECT id, mailbox_id, phase, step, attempt, status, container,
-		started_at, finished_at, exit_code, outcome, output, result FROM runs
+	err := s.db.SelectContext(ctx, &rs, `SELECT `+runColumns+` FROM runs
 		WHERE mailbox_id = $1 ORDER BY id`, mailboxID)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)

@@ -79,3 +79,21 @@ func (s *Store) ExpiredLeases(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
+
+// Claim takes the lease of mailbox id for owner for ttl when it is free or expired, and returns
+// the mailbox; nil when a live lease holds it. Used by the start-up recovery, which must own a
+// mailbox before it touches its runs.
+func (s *Store) Claim(ctx context.Context, id int64, owner string, ttl time.Duration) (*Mailbox, error) {
+	var got int64
+	err := s.db.GetContext(ctx, &got, `UPDATE mailboxes
+		SET lease_owner = $2, lease_expires_at = now() + make_interval(secs => $3)
+		WHERE id = $1 AND (lease_expires_at IS NULL OR lease_expires_at < now())
+		RETURNING id`, id, owner, ttl.Seconds())
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim mailbox %d: %w", id, err)
+	}
+	return s.Get(ctx, id)
+}

@@ -54,6 +54,18 @@ type Config struct {
 	// MaxOutputBytes caps each of RunOutcome.Stdout and Stderr, keeping the tail
 	// (DefaultMaxOutputBytes if zero).
 	MaxOutputBytes int
+	// ExecutorLog records every run container in the executors table (starting before the
+	// create, ready after the start, a heartbeat while it runs, stopped or error at the end),
+	// so a restarted Alfred can find it again. nil records nothing (and Recover then treats
+	// every unfinished run as interrupted).
+	ExecutorLog ExecutorLog
+	// Instance identifies this installation on a shared Docker daemon (LabelInstance); every
+	// container gets it and Reap and RemoveOrphans only look at containers carrying it. ""
+	// means no instance label (all managed containers are Alfred's).
+	Instance string
+	// Heartbeat is how often a running container's executor row is renewed
+	// (DefaultHeartbeat if zero).
+	Heartbeat time.Duration
 }
 
 // Executor runs one agent phase per call in a disposable container. It is safe for concurrent
@@ -95,6 +107,9 @@ func NewExecutor(cfg Config) (*Executor, error) {
 	}
 	if cfg.MaxOutputBytes <= 0 {
 		cfg.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
 	}
 	if cfg.Redact == nil {
 		cfg.Redact = func(s string) string { return s }
@@ -158,6 +173,9 @@ type RunOutcome struct {
 	// CleanupErr is a failure to destroy the container or remove the run directories; the
 	// run's own outcome stands (Reap catches leftover containers).
 	CleanupErr error `json:"-"`
+	// RecordErr is a failure to record the container's ready or final state in the
+	// ExecutorLog; the run's own outcome stands (recovery finds the container by name).
+	RecordErr error `json:"-"`
 	// Started is when the container was started; Duration runs from there to exit.
 	Started  time.Time     `json:"started"`
 	Duration time.Duration `json:"duration"`
@@ -204,24 +222,42 @@ func (e *Executor) Run(ctx context.Context, req RunRequest) (*RunOutcome, error)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("run %s: %w", name, err), removeDirs())
 	}
+	if err := e.makeConfigRoot(req, in, name); err != nil {
+		return nil, errors.Join(fmt.Errorf("run %s: %w", name, err), removeDirs())
+	}
 	spec := e.spec(req, in, name, inv, inDir, outDir)
 
 	out := &RunOutcome{Name: name, Agent: agent.Name()}
-	id, err := e.cfg.Runtime.Start(ctx, spec)
+	// The executor row is written before the create, so a container never exists unrecorded.
+	life, err := e.beginExecutor(ctx, ExecutorRecord{RunID: req.RunID, MailboxID: req.MailboxID,
+		ContainerName: name, Adapter: agent.Name(), WorkspacePath: req.Worktree, Branch: in.Branch})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("run %s: %w", name, err), removeDirs())
 	}
+	h, err := e.cfg.Runtime.Start(ctx, spec)
+	if err != nil {
+		cctx, cancel := e.cleanupCtx(ctx)
+		defer cancel()
+		return nil, errors.Join(fmt.Errorf("run %s: %w", name, err), life.end(cctx, ExecutorError, err.Error()), removeDirs())
+	}
+	id := h.ID
 	out.ID = id
 	out.Started = time.Now()
+	out.RecordErr = life.ready(ctx, id)
+	stopBeat := life.heartbeat(ctx)
 	defer func() {
+		stopBeat()
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout+e.cfg.StopGrace)
 		defer cancel()
 		var errs []error
-		if err := e.cfg.Runtime.Destroy(cctx, id); err != nil {
-			errs = append(errs, fmt.Errorf("destroy container: %w", err))
+		teardownErr := Teardown(cctx, e.cfg.Runtime, h) // removes only what this run created
+		if teardownErr != nil {
+			errs = append(errs, fmt.Errorf("destroy container: %w", teardownErr))
 		}
 		errs = append(errs, removeDirs())
 		out.CleanupErr = errors.Join(errs...)
+		status, msg := endStatus(out, teardownErr)
+		out.RecordErr = errors.Join(out.RecordErr, life.end(cctx, status, msg))
 	}()
 
 	timeout := e.cfg.Timeout
@@ -260,7 +296,7 @@ func (e *Executor) Run(ctx context.Context, req RunRequest) (*RunOutcome, error)
 	if logErr != nil {
 		return out, fmt.Errorf("run %s: %w", name, logErr)
 	}
-	res, err := agent.Result(in, exit, stdout, outDir)
+	res, err := agentResult(agent, in, exit, stdout, stderr, outDir)
 	if err != nil {
 		out.Status, out.Err = StatusFailed, err
 		return out, nil
@@ -395,11 +431,15 @@ func (e *Executor) spec(req RunRequest, in Input, name string, inv Invocation, i
 		{Source: inDir, Target: InputDir, ReadOnly: true},
 		{Source: outDir, Target: OutputDir},
 	}
-	if sa, ok := e.cfg.Agents[e.cfg.Bindings[in.Phase]].(SessionAgent); ok && req.SessionDir != "" {
-		if p := sa.Capabilities().SessionStatePath; p != "" {
-			// Read-write in every phase, read-only ones included: the session is the agent's memory.
-			mounts = append(mounts, Mount{Source: filepath.Clean(req.SessionDir), Target: p})
+	if root, _, state, ok := e.sessionMount(req, in, name); ok {
+		// Docker would create the parents of the session mount inside the HOME tmpfs owned by
+		// root, leaving the CLI's own configuration directory unwritable: a fresh, writable
+		// per-run directory is mounted there first (sessionMount's host side is made in Run).
+		if root != "" {
+			mounts = append(mounts, Mount{Source: filepath.Join(e.RunDir(name), "home"), Target: root})
 		}
+		// Read-write in every phase, read-only ones included: the session is the agent's memory.
+		mounts = append(mounts, Mount{Source: filepath.Clean(req.SessionDir), Target: state})
 	}
 	return ContainerSpec{
 		Name:       name,
@@ -409,23 +449,71 @@ func (e *Executor) spec(req RunRequest, in Input, name string, inv Invocation, i
 		WorkingDir: WorkspaceDir,
 		User:       fmt.Sprintf("%d:%d", e.cfg.UID, e.cfg.GID),
 		Mounts:     mounts,
-		Labels: map[string]string{
-			LabelManaged: "true",
+		Labels: e.ManagedLabels(map[string]string{
 			LabelMailbox: strconv.FormatInt(req.MailboxID, 10),
 			LabelRun:     strconv.FormatInt(req.RunID, 10),
 			LabelPhase:   string(in.Phase),
 			LabelAttempt: strconv.Itoa(req.Attempt),
-		},
+		}),
 		Limits:      e.cfg.Limits,
 		HostNetwork: e.cfg.HostNetwork,
 	}
+}
+
+// sessionMount returns where the session state of the run is mounted: the CLI's configuration
+// root (e.g. /alfred/home/.claude, "" when the state path is directly under HOME), the path of
+// the state below that root, and the state path itself. ok is false when the run has no
+// session mount.
+func (e *Executor) sessionMount(req RunRequest, in Input, name string) (root, rel, state string, ok bool) {
+	sa, isSession := e.cfg.Agents[e.cfg.Bindings[in.Phase]].(SessionAgent)
+	if !isSession || req.SessionDir == "" || sa.Capabilities().SessionStatePath == "" {
+		return "", "", "", false
+	}
+	state = sa.Capabilities().SessionStatePath
+	root, rel, _ = ConfigRoot(state)
+	return root, rel, state, true
+}
+
+// makeConfigRoot creates the per-run configuration root of a session mount, with the
+// directories down to the session mount point, owned by the container user.
+func (e *Executor) makeConfigRoot(req RunRequest, in Input, name string) error {
+	root, rel, _, ok := e.sessionMount(req, in, name)
+	if !ok || root == "" {
+		return nil
+	}
+	home := filepath.Join(e.RunDir(name), "home")
+	if err := os.MkdirAll(filepath.Join(home, rel), 0o755); err != nil {
+		return fmt.Errorf("create the configuration root: %w", err)
+	}
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	return filepath.WalkDir(home, func(p string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chown(p, e.cfg.UID, e.cfg.GID)
+	})
+}
+
+// ManagedLabels returns extra plus the labels that mark a container as this installation's
+// (LabelManaged, and LabelInstance when Config.Instance is set).
+func (e *Executor) ManagedLabels(extra map[string]string) map[string]string {
+	l := map[string]string{LabelManaged: "true"}
+	if e.cfg.Instance != "" {
+		l[LabelInstance] = e.cfg.Instance
+	}
+	for k, v := range extra {
+		l[k] = v
+	}
+	return l
 }
 
 // Reap destroys every Alfred-managed container (LabelManaged=true) for which keep returns false
 // (keep nil: all of them); use it at startup and on a timer, with keep joining the labels
 // against live leases. It returns the names destroyed; failures are joined.
 func (e *Executor) Reap(ctx context.Context, keep func(labels map[string]string) bool) ([]string, error) {
-	list, err := e.cfg.Runtime.List(ctx, map[string]string{LabelManaged: "true"})
+	list, err := e.cfg.Runtime.List(ctx, e.ManagedLabels(nil))
 	if err != nil {
 		return nil, fmt.Errorf("reap: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,14 +32,19 @@ type fakeRuntime struct {
 	stdout    string
 }
 
-func (f *fakeRuntime) Start(_ context.Context, spec runner.ContainerSpec) (runner.ContainerID, error) {
+func (f *fakeRuntime) Start(_ context.Context, spec runner.ContainerSpec) (runner.Handle, error) {
 	f.mu.Lock()
 	f.specs = append(f.specs, spec)
 	f.mu.Unlock()
 	if f.onStart != nil {
 		f.onStart(spec)
 	}
-	return runner.ContainerID("id-" + spec.Name), nil
+	return runner.Handle{ID: runner.ContainerID("id-" + spec.Name), Name: spec.Name, Origin: runner.OriginCreated,
+		Labels: spec.Labels, Running: true}, nil
+}
+
+func (f *fakeRuntime) Adopt(_ context.Context, ref string) (runner.Handle, error) {
+	return runner.Handle{}, fmt.Errorf("adopt %s: %w", ref, runner.ErrContainerNotFound)
 }
 
 func (f *fakeRuntime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitState, error) {

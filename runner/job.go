@@ -41,4 +41,17 @@ type JobOutcome struct {
 	HeadSHA string
 	// Session is the session record of the run, nil when the run used no session.
 	Session *SessionRecord
+
+	// Recovered is true when the outcome was collected by Service.Recover from a container
+	// left running (or exited) by a process that stopped, rather than by Execute.
+	Recovered bool
+	// InterruptReason says, for an Interrupted outcome found by recovery, why the run could
+	// not be collected (its container vanished, its worker stopped before the container
+	// started, …); "" for a plain interruption.
+	InterruptReason string
+	// Resumable is the hook for the session work: true when the interrupted run's agent
+	// session can be continued by the next run (the adapter resumes sessions and the mailbox
+	// uses them); otherwise NotResumableReason says why not.
+	Resumable          bool
+	NotResumableReason string
 }

@@ -189,14 +189,62 @@ type Container struct {
 	Running bool
 }
 
+// Origin says how a Handle came to be held: created by this process, or found again.
+type Origin string
+
+// The origins of a Handle.
+const (
+	// OriginCreated: Runtime.Start created the container for this caller.
+	OriginCreated Origin = "created"
+	// OriginAdopted: Runtime.Adopt found a container that already existed (a run left by a
+	// process that stopped). Nothing removes it implicitly; the recovery path that adopted it
+	// decides, and calls Destroy explicitly.
+	OriginAdopted Origin = "adopted"
+)
+
+// Handle is a container held by a caller, with how it came to be held.
+type Handle struct {
+	ID   ContainerID
+	Name string
+	// Origin is OriginCreated for a Handle returned by Start, OriginAdopted for one returned
+	// by Adopt.
+	Origin Origin
+	// Labels are the container's labels (Adopt) or the spec's (Start).
+	Labels map[string]string
+	// Running and StartedAt describe the container when Adopt found it; Start returns a
+	// running container and its start time.
+	Running   bool
+	StartedAt time.Time
+}
+
+// Created reports whether the caller created the container (and so may remove it on teardown).
+func (h Handle) Created() bool { return h.ID != "" && h.Origin == OriginCreated }
+
+// Teardown removes the container of h when h was created by the caller, and does nothing for
+// an adopted one: teardown never removes what the caller did not create. The recovery path
+// removes an adopted container with an explicit Runtime.Destroy once it has decided to.
+func Teardown(ctx context.Context, rt Runtime, h Handle) error {
+	if !h.Created() {
+		return nil
+	}
+	return rt.Destroy(ctx, h.ID)
+}
+
 // Runtime creates and destroys disposable containers.
 type Runtime interface {
-	// Start creates and starts the container. A container with the same name left by a crashed
-	// run is destroyed first when it carries Alfred's managed label (LabelManaged=true) and the
-	// same LabelRun value as spec; any other holder of the name is refused with an error
-	// wrapping ErrNameConflict. A missing image is an error wrapping ErrImageNotFound (there is
-	// no pull). A spec whose User is empty or root (uid 0) is refused.
-	Start(ctx context.Context, spec ContainerSpec) (ContainerID, error)
+	// Start creates and starts the container. Creating is never resuming: a name already held
+	// by any container, running or stopped, Alfred's or not, is refused with an error wrapping
+	// ErrNameConflict and the holder is left untouched (it may be another process's live run).
+	// A missing image is an error wrapping ErrImageNotFound (there is no pull). A spec whose
+	// User is empty or root (uid 0) is refused. If the container was created but could not be
+	// started, the container this call created (by id) is removed. The Handle's Origin is
+	// OriginCreated.
+	Start(ctx context.Context, spec ContainerSpec) (Handle, error)
+	// Adopt finds an existing container by name or id: the one explicit path to take over a
+	// container this caller did not create (start-up recovery). The container must carry
+	// LabelManaged=true (else ErrNotManaged); a missing one is ErrContainerNotFound. The
+	// Handle's Origin is OriginAdopted, with Running and StartedAt filled.
+	Adopt(ctx context.Context, ref string) (Handle, error)
 	// Wait blocks until the container exits or ctx ends (then it returns ctx.Err()). The
 	// ExitState's Killed is true when Stop was called for the container through this Runtime.
 	Wait(ctx context.Context, id ContainerID) (ExitState, error)
@@ -256,15 +304,22 @@ const (
 	LabelRun     = "alfred.run"     // run id, decimal
 	LabelPhase   = "alfred.phase"   // Phase
 	LabelAttempt = "alfred.attempt" // attempt number, decimal from 1
+	// LabelInstance names the Alfred installation (Config.Instance): start-up cleanup and
+	// orphan sweeps touch only their own installation's containers on a shared Docker daemon.
+	LabelInstance = "alfred.instance"
 )
 
 // Errors shared by runtimes and adapters; match them with errors.Is.
 var (
 	// ErrImageNotFound: the run's image is not present on the daemon (no registry, no pull).
 	ErrImageNotFound = errors.New("container image not found")
-	// ErrNameConflict: a container with the run's name exists and is not Alfred's leftover of
-	// the same run.
+	// ErrNameConflict: a container with the run's name already exists (running or stopped).
+	// Start never removes it; only the recovery path adopts (Runtime.Adopt) or removes it.
 	ErrNameConflict = errors.New("container name held by another container")
+	// ErrContainerNotFound: Adopt found no container by that name or id.
+	ErrContainerNotFound = errors.New("container not found")
+	// ErrNotManaged: Adopt found a container that does not carry LabelManaged=true.
+	ErrNotManaged = errors.New("container is not managed by Alfred")
 	// ErrNoResult: the agent wrote no result file (and its output held none either).
 	ErrNoResult = errors.New("agent wrote no result")
 	// ErrInvalidResult: the result does not satisfy the contract for the phase.

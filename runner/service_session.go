@@ -225,12 +225,13 @@ func (s *Service) detect(ctx context.Context, sa SessionAgent, image string) (st
 	rt := s.exec.Runtime()
 	spec := ContainerSpec{Name: "alfred-detect-" + strings.ToLower(uuid.NewString()[:12]), Image: image, Cmd: cmd,
 		Env: []string{"HOME=" + HomeDir}, WorkingDir: "/", User: fmt.Sprintf("%d:%d", s.exec.UID(), s.exec.GID()),
-		Labels: map[string]string{LabelManaged: "true", LabelPhase: "detect"},
+		Labels: s.exec.ManagedLabels(map[string]string{LabelPhase: "detect"}),
 		Limits: Limits{MemoryBytes: 512 << 20, NanoCPUs: 1e9, PIDs: 128}}
-	id, err := rt.Start(ctx, spec)
+	h, err := rt.Start(ctx, spec)
 	if err != nil {
 		return "", err
 	}
+	id := h.ID
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer cancel()

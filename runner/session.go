@@ -1,6 +1,10 @@
 package runner
 
-import "context"
+import (
+	"context"
+	"path/filepath"
+	"strings"
+)
 
 // Capabilities is what an adapter declares about its CLI's sessions (issue: one agent session
 // per issue). Adapters whose CLI cannot resume declare ResumableSessions false, and Alfred then
@@ -38,6 +42,36 @@ type SessionAgent interface {
 	// unverified version lowers ResumableSessions to false (fallback reason
 	// unsupported_version).
 	ResumeVerified(version string) bool
+}
+
+// StderrResulter is implemented by adapters whose CLI reports some failures only on stderr
+// (Codex, opencode, Copilot and Gemini say "cannot resume" there, agent-clis.md "Resume-miss
+// signal"). The Executor then calls ResultStderr instead of Agent.Result.
+type StderrResulter interface {
+	ResultStderr(in Input, exit ExitState, stdout, stderr []byte, outDir string) (*Result, error)
+}
+
+// agentResult asks the adapter for the run's result, with stderr when it takes it.
+func agentResult(a Agent, in Input, exit ExitState, stdout, stderr []byte, outDir string) (*Result, error) {
+	if sr, ok := a.(StderrResulter); ok {
+		return sr.ResultStderr(in, exit, stdout, stderr, outDir)
+	}
+	return a.Result(in, exit, stdout, outDir)
+}
+
+// ConfigRoot splits a session state path under HomeDir into the CLI's top configuration
+// directory (e.g. /alfred/home/.claude) and the path below it (projects/-workspace). ok is
+// false when the path is not at least two levels below HomeDir.
+func ConfigRoot(statePath string) (root, rel string, ok bool) {
+	r, err := filepath.Rel(HomeDir, statePath)
+	if err != nil || r == "." || strings.HasPrefix(r, "..") {
+		return "", "", false
+	}
+	first, rest, found := strings.Cut(r, "/")
+	if !found {
+		return "", "", false
+	}
+	return filepath.Join(HomeDir, first), rest, true
 }
 
 // Fallback reasons: why a run that could have resumed started a fresh session instead.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
@@ -26,6 +27,9 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
+// crashScript is the script of the crash tests; %s is the development run's first-attempt
+// sleep (the container the test kills Alfred under). A second attempt, when there is one, does
+// not sleep.
 const crashScript = `
 analysis.functional:
   summary: Understood.
@@ -38,15 +42,111 @@ development:
   commit_message: "Add CSV export"
   files:
     export.csv: "date,amount\n"
-  sleep_seconds: 600
+  sleep_seconds: %s
   per_attempt:
     "2": {sleep_seconds: 0}
 `
 
-// TestKillDuringDevelopmentRun kills `alfred serve` with SIGKILL while the development
-// container runs, starts it again, and checks that the lifecycle finishes with no duplicate
-// comment, no lost event and no container left behind.
+// crashCase is one way a development container fares while ` + "`alfred serve`" + ` is down.
+type crashCase struct {
+	// sleep is the first development attempt's sleep_seconds.
+	sleep string
+	// whileDown runs after the SIGKILL, before the restart, with the container's id and the
+	// database.
+	whileDown func(t *testing.T, ctx context.Context, cli *client.Client, id string, db *sqlx.DB)
+	// log, when set, checks the restarted process's log.
+	log func(t *testing.T, log string)
+	// devRuns checks the development runs once the lifecycle is done.
+	devRuns func(t *testing.T, runs []crashRun)
+}
+
+type crashRun struct {
+	Attempt int    `db:"attempt"`
+	Status  string `db:"status"`
+	Outcome string `db:"outcome"`
+	Applied bool   `db:"applied"`
+}
+
+// TestKillDuringDevelopmentRun kills ` + "`alfred serve`" + ` with SIGKILL while the development
+// container runs and starts it again while the container still runs: the restarted process
+// reattaches to the container (it is not destroyed nor run again), collects its result through
+// the adapter, pushes it, and the lifecycle finishes with no duplicate comment, no lost event and
+// no container left behind.
 func TestKillDuringDevelopmentRun(t *testing.T) {
+	runCrashCase(t, crashCase{
+		sleep: "15",
+		whileDown: func(t *testing.T, ctx context.Context, cli *client.Client, id string, _ *sqlx.DB) {
+			info, err := cli.ContainerInspect(ctx, id)
+			require.NoError(t, err)
+			require.True(t, info.State.Running, "the container must still run when Alfred restarts")
+		},
+		devRuns: func(t *testing.T, runs []crashRun) {
+			require.Len(t, runs, 1, "the development run was reattached, not run again")
+			require.Equal(t, "succeeded", runs[0].Status)
+			require.Equal(t, "ok (collected after a restart)", runs[0].Outcome)
+			require.True(t, runs[0].Applied)
+		},
+	})
+}
+
+// TestKillDuringDevelopmentRunContainerFinishes: the container finishes while Alfred is down.
+// On start the run's result is collected (not run again: one development run, succeeded), the
+// agent's changes are pushed and the lifecycle completes.
+func TestKillDuringDevelopmentRunContainerFinishes(t *testing.T) {
+	runCrashCase(t, crashCase{
+		sleep: "4",
+		whileDown: func(t *testing.T, ctx context.Context, cli *client.Client, id string, db *sqlx.DB) {
+			require.Eventually(t, func() bool {
+				info, err := cli.ContainerInspect(ctx, id)
+				require.NoError(t, err)
+				return !info.State.Running
+			}, time.Minute, 100*time.Millisecond, "the container never finished")
+			info, err := cli.ContainerInspect(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, 0, info.State.ExitCode, "the development container failed (or was stopped by another process)")
+			// The killed process's lease has expired, so the start-up recovery (not a worker's
+			// step) claims the mailbox and collects the run.
+			require.Eventually(t, func() bool {
+				var held int
+				require.NoError(t, db.Get(&held, `SELECT count(*) FROM mailboxes WHERE lease_expires_at > now()`))
+				return held == 0
+			}, time.Minute, 100*time.Millisecond)
+		},
+		log: func(t *testing.T, log string) {
+			require.Contains(t, log, "run recovered after a restart")
+			require.NotContains(t, log, "held by a live lease at start-up")
+		},
+		devRuns: func(t *testing.T, runs []crashRun) {
+			require.Len(t, runs, 1, "the finished run was collected, not run again")
+			require.Equal(t, "succeeded", runs[0].Status)
+			require.Equal(t, "ok (collected after a restart)", runs[0].Outcome)
+			require.True(t, runs[0].Applied)
+		},
+	})
+}
+
+// TestKillDuringDevelopmentRunContainerRemoved: the container is removed while Alfred is down.
+// On start the run is interrupted with the reason, and the mailbox continues by its normal
+// rules: the development runs again (attempt 2) and the lifecycle completes.
+func TestKillDuringDevelopmentRunContainerRemoved(t *testing.T) {
+	runCrashCase(t, crashCase{
+		sleep: "600",
+		whileDown: func(t *testing.T, ctx context.Context, cli *client.Client, id string, _ *sqlx.DB) {
+			require.NoError(t, cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}))
+		},
+		devRuns: func(t *testing.T, runs []crashRun) {
+			require.Len(t, runs, 2)
+			require.Equal(t, "interrupted", runs[0].Status)
+			require.Contains(t, runs[0].Outcome, "was removed while Alfred was not running")
+			require.Equal(t, "succeeded", runs[1].Status)
+			require.Equal(t, 2, runs[1].Attempt)
+		},
+	})
+}
+
+// runCrashCase drives one crash scenario: assign, plan, validate; SIGKILL during the first
+// development container; c.whileDown; restart; then the lifecycle must reach done.
+func runCrashCase(t *testing.T, c crashCase) {
 	_, dsn := pgtest.New(t)
 	cli := runtimetest.Client(t)
 	ctx := context.Background()
@@ -73,7 +173,7 @@ func TestKillDuringDevelopmentRun(t *testing.T) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	scriptPath := filepath.Join(dir, "script.yaml")
-	require.NoError(t, os.WriteFile(scriptPath, []byte(crashScript), 0o644))
+	require.NoError(t, os.WriteFile(scriptPath, []byte(fmt.Sprintf(crashScript, c.sleep)), 0o644))
 	cfgPath := filepath.Join(dir, "alfred.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
 listen: %s
@@ -133,6 +233,9 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	list, err := cli.ContainerList(ctx, container.ListOptions{Filters: devFilter})
 	require.NoError(t, err)
 	require.Len(t, list, 1, "the killed process left its container running")
+	db := sqlx.MustConnect("postgres", dsn)
+	defer db.Close()
+	c.whileDown(t, ctx, cli, list[0].ID, db)
 
 	proc = start()
 	e.waitStatus("status::in_ci")
@@ -150,18 +253,19 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	e.requireUniqueMarkers()
 	requireNoLeftovers(t, filepath.Join(dir, "data"))
 
-	// The interrupted run is on record, the rerun succeeded, and every event was processed.
-	db := sqlx.MustConnect("postgres", dsn)
-	defer db.Close()
-	var runs []struct {
-		Phase   string `db:"phase"`
-		Attempt int    `db:"attempt"`
-		Status  string `db:"status"`
+	// The development runs are as the case says, no executor is left live, and every event
+	// was processed.
+	if c.log != nil {
+		b, err := os.ReadFile(filepath.Join(dir, "serve.log"))
+		require.NoError(t, err)
+		c.log(t, string(b))
 	}
-	require.NoError(t, db.Select(&runs, `SELECT phase, attempt, status FROM runs WHERE phase = 'development' ORDER BY id`))
-	require.Len(t, runs, 2)
-	require.Equal(t, "interrupted", runs[0].Status)
-	require.Equal(t, "succeeded", runs[1].Status)
+	var runs []crashRun
+	require.NoError(t, db.Select(&runs, `SELECT attempt, status, outcome, applied FROM runs WHERE phase = 'development' ORDER BY id`))
+	c.devRuns(t, runs)
+	var live int
+	require.NoError(t, db.Get(&live, `SELECT count(*) FROM executors WHERE status IN ('starting', 'ready')`))
+	require.Zero(t, live, "an executor is still live")
 	var pending int
 	require.NoError(t, db.Get(&pending, `SELECT count(*) FROM events WHERE processed_at IS NULL`))
 	require.Zero(t, pending, "an event was lost")

@@ -162,12 +162,7 @@ func (a *app) loadConfig(path string) (*config.Config, error) {
 
 // censor hides every known secret in s. The config package never puts a secret in an error;
 // this guards what third-party errors (database driver, HTTP) might echo.
-func (a *app) censor(s string) string {
-	for _, secret := range a.secrets { // longest first, see config.Secrets
-		s = strings.ReplaceAll(s, secret, config.Redacted)
-	}
-	return s
-}
+func (a *app) censor(s string) string { return redactor(a.secrets)(s) }
 
 // configCheck implements "alfred config check".
 func (a *app) configCheck(args []string) error {

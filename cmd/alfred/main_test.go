@@ -146,6 +146,10 @@ func TestCensor(t *testing.T) {
 	t.Parallel()
 	a := &app{secrets: []string{"pw-s3cr3t-long", "pw-s3cr3t"}}
 	require.Equal(t, "dial [redacted] and [redacted]", a.censor("dial pw-s3cr3t-long and pw-s3cr3t"))
+	// A short secret (a database password "alfred") would censor ordinary words: it is not
+	// censored in free text.
+	a = &app{secrets: []string{"alfred"}}
+	require.Equal(t, "alfred serving", a.censor("alfred serving"))
 }
 
 // received is one request the fake Alfred got.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -189,6 +191,8 @@ func (s *server) wire(ctx context.Context) error {
 			PIDs: cfg.Runner.PIDs},
 		Timeout: cfg.Runner.Timeout, HostNetwork: cfg.Runner.HostNetwork, Redact: redact,
 		MaxOutputBytes: int(cfg.Runner.MaxOutputBytes),
+		ExecutorLog:    s.store, // every run container is recorded, so a restart finds it again
+		Instance:       instanceID(cfg.DataDir),
 	})
 	if err != nil {
 		return err
@@ -228,6 +232,12 @@ func (s *server) wire(ctx context.Context) error {
 // progress (a running container is stopped by the cancelled context and its run is redone by
 // the next process).
 func (s *server) Serve(ctx context.Context, ln net.Listener) error {
+	// Recovery first, before the workers run and before the reap: it finds the containers of
+	// runs a killed process left (collects the exited ones, fails the vanished ones; the first
+	// Step reattaches to those still running) and the reap must keep what recovery keeps.
+	if err := s.workers.Recover(ctx); err != nil {
+		s.log.Warn("start-up recovery incomplete; the mailboxes' next steps try again", "err", err)
+	}
 	if err := s.reap(ctx); err != nil {
 		s.log.Warn("start-up cleanup incomplete", "err", err)
 	}
@@ -256,8 +266,9 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// reap removes the containers and worktrees of mailboxes nobody holds a live lease on: what a
-// process killed during a run left behind. Runs of mailboxes leased by a live process are kept.
+// reap removes the containers and worktrees of mailboxes nobody holds a live lease on and that
+// have no live executor: what a process killed during a run left behind and recovery did not
+// keep. Runs of mailboxes leased by a live process, or with a live executor, are kept.
 func (s *server) reap(ctx context.Context) error {
 	leased, err := s.store.LeasedMailboxes(ctx)
 	if err != nil {
@@ -273,7 +284,29 @@ func (s *server) reap(ctx context.Context) error {
 	if len(removed) > 0 {
 		s.log.Info("removed orphaned agent session state", "mailboxes", removed)
 	}
-	return errors.Join(err, s.service.Reap(ctx, func(id int64) bool { return leased[id] }))
+	// Containers no live executor row accounts for are orphans; the containers and worktrees
+	// of a mailbox with a live executor belong to its recovery (the next Step reattaches).
+	orphans, oerr := s.service.RemoveOrphans(ctx)
+	if len(orphans) > 0 {
+		s.log.Info("removed containers no executor accounts for", "containers", orphans)
+	}
+	live, lerr := s.store.LiveExecutorMailboxes(ctx)
+	if lerr != nil {
+		return errors.Join(err, oerr, lerr)
+	}
+	return errors.Join(err, oerr, s.service.Reap(ctx, func(id int64) bool { return leased[id] || live[id] }))
+}
+
+// instanceID names this installation on a shared Docker daemon: the first 12 hex digits of the
+// SHA-256 of the absolute data directory. Replicas sharing a data directory (and a database)
+// are one installation; another installation's containers are never reaped.
+func instanceID(dataDir string) string {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return hex.EncodeToString(sum[:6])
 }
 
 // Close releases the database.
@@ -290,10 +323,15 @@ func redactor(secrets []string) func(string) string {
 	}
 }
 
+// minRedactLen is the shortest secret censored in free text: a shorter one (a database
+// password "alfred", say) would censor ordinary words in logs, comments and run output. Forge
+// tokens and webhook secrets are far longer.
+const minRedactLen = 8
+
 func secretsWorthRedacting(secrets []string) []string {
 	var out []string
 	for _, s := range secrets {
-		if len(s) >= 4 { // a one-letter "secret" would censor every word
+		if len(s) >= minRedactLen {
 			out = append(out, s)
 		}
 	}

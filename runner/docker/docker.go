@@ -80,65 +80,61 @@ func NewFromEnv() (*Runtime, *client.Client, error) {
 	return New(cli), cli, nil
 }
 
-// Start creates and starts the container described by spec (see runner.Runtime.Start).
+// Start creates and starts the container described by spec (see runner.Runtime.Start). It
+// never removes or reuses a container it did not create.
 //
 // Errors: an invalid spec (no name or image, root or empty user, relative mount paths); a
-// missing image (wraps runner.ErrImageNotFound); a name held by a container that is not the
-// managed leftover of the same run (wraps runner.ErrNameConflict); any daemon error. If the
-// container was created but could not be started it is removed before returning.
-func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.ContainerID, error) {
+// missing image (wraps runner.ErrImageNotFound); a name already held by any container, running
+// or stopped, managed or not (wraps runner.ErrNameConflict; the holder is left alone); any
+// daemon error. If the container was created but could not be started, that container (by the
+// id the create returned) is removed before returning.
+func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.Handle, error) {
 	if err := validateSpec(spec); err != nil {
-		return "", err
+		return runner.Handle{}, err
 	}
 	if _, err := r.cli.ImageInspect(ctx, spec.Image); err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return "", fmt.Errorf("start %s: %w: %q is not on the daemon (images are never pulled; build or load it first)", spec.Name, runner.ErrImageNotFound, spec.Image)
+			return runner.Handle{}, fmt.Errorf("start %s: %w: %q is not on the daemon (images are never pulled; build or load it first)", spec.Name, runner.ErrImageNotFound, spec.Image)
 		}
-		return "", fmt.Errorf("start %s: inspect image %q: %w", spec.Name, spec.Image, err)
+		return runner.Handle{}, fmt.Errorf("start %s: inspect image %q: %w", spec.Name, spec.Image, err)
 	}
 	cfg, hostCfg := toDocker(spec)
 
 	resp, err := r.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, spec.Name)
-	if err != nil && isConflict(err) {
-		if err := r.clearLeftover(ctx, spec); err != nil {
-			return "", err
-		}
-		resp, err = r.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, spec.Name)
-	}
 	if err != nil {
-		if cerrdefs.IsNotFound(err) {
-			return "", fmt.Errorf("create container %s: %w: %w", spec.Name, runner.ErrImageNotFound, err)
+		if isConflict(err) {
+			return runner.Handle{}, r.conflict(ctx, spec.Name)
 		}
-		return "", fmt.Errorf("create container %s: %w", spec.Name, err)
+		if cerrdefs.IsNotFound(err) {
+			return runner.Handle{}, fmt.Errorf("create container %s: %w: %w", spec.Name, runner.ErrImageNotFound, err)
+		}
+		return runner.Handle{}, fmt.Errorf("create container %s: %w", spec.Name, err)
 	}
 	id := runner.ContainerID(resp.ID)
 	if err := r.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
-		return "", errors.Join(fmt.Errorf("start container %s: %w", spec.Name, err), r.Destroy(ctx, id))
+		return runner.Handle{}, errors.Join(fmt.Errorf("start container %s: %w", spec.Name, err), r.Destroy(ctx, id))
 	}
-	return id, nil
+	return runner.Handle{ID: id, Name: spec.Name, Origin: runner.OriginCreated, Labels: spec.Labels,
+		Running: true, StartedAt: time.Now()}, nil
 }
 
-// clearLeftover removes the container holding spec.Name if it is Alfred's container of the same
-// run, and refuses otherwise.
-func (r *Runtime) clearLeftover(ctx context.Context, spec runner.ContainerSpec) error {
-	old, err := r.cli.ContainerInspect(ctx, spec.Name)
+// conflict describes the container holding name, without touching it.
+func (r *Runtime) conflict(ctx context.Context, name string) error {
+	old, err := r.cli.ContainerInspect(ctx, name)
 	if err != nil {
-		return fmt.Errorf("inspect container holding name %s: %w", spec.Name, err)
+		return fmt.Errorf("create container %s: %w (holder not inspectable: %v)", name, runner.ErrNameConflict, err)
 	}
 	var labels map[string]string
 	if old.Config != nil {
 		labels = old.Config.Labels
 	}
-	run := spec.Labels[runner.LabelRun]
-	if labels[runner.LabelManaged] != "true" || run == "" || labels[runner.LabelRun] != run {
-		return fmt.Errorf("create container %s: %w (id %.12s, %s=%q, %s=%q); not removing it",
-			spec.Name, runner.ErrNameConflict, old.ID, runner.LabelManaged, labels[runner.LabelManaged],
-			runner.LabelRun, labels[runner.LabelRun])
+	state := "unknown"
+	if old.State != nil {
+		state = string(old.State.Status)
 	}
-	if err := r.Destroy(ctx, runner.ContainerID(old.ID)); err != nil {
-		return fmt.Errorf("remove leftover container %s: %w", spec.Name, err)
-	}
-	return nil
+	return fmt.Errorf("create container %s: %w (id %.12s, %s, %s=%q, %s=%q); not touching it",
+		name, runner.ErrNameConflict, old.ID, state, runner.LabelManaged, labels[runner.LabelManaged],
+		runner.LabelRun, labels[runner.LabelRun])
 }
 
 // Wait blocks until the container is not running and returns its exit code, whether the kernel

@@ -75,7 +75,6 @@ func TestMirrorDir(t *testing.T) {
 	require.Error(t, err)
 }
 
-
 func TestNewBranchCommitPushReuse(t *testing.T) {
 	t.Parallel()
 	cfg := Config{}

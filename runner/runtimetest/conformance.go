@@ -27,8 +27,11 @@ const labelSuite = "alfred.test.suite"
 // Covered: exit codes; stdout and stderr kept apart; a read-only workspace mount is enforced
 // and a read-write one is writable; the root filesystem is read-only with writable /tmp and
 // HOME; the user is not root and root specs are refused; all capabilities dropped and
-// no-new-privileges set; Destroy is idempotent; List filters by labels; name collisions with a
-// foreign container (or another run's) are refused and a leftover of the same run is replaced;
+// no-new-privileges set; Destroy is idempotent; List filters by labels; a name already held
+// (foreign, another run's, or the same run's, running or stopped) is refused with
+// ErrNameConflict and the holder left alone; Adopt finds a managed container by name or id,
+// reports it adopted, refuses a missing (ErrContainerNotFound) or foreign (ErrNotManaged) one,
+// and Teardown leaves an adopted container alone;
 // Stop ends the container (SIGTERM, then SIGKILL after the grace) and Wait reports Killed; Wait
 // honours its ctx; a missing image is runner.ErrImageNotFound.
 func RunRuntimeConformance(t *testing.T, rt runner.Runtime, image string) {
@@ -66,8 +69,11 @@ func RunRuntimeConformance(t *testing.T, rt runner.Runtime, image string) {
 	}
 	start := func(t *testing.T, s runner.ContainerSpec) runner.ContainerID {
 		t.Helper()
-		id, err := rt.Start(t.Context(), s)
+		h, err := rt.Start(t.Context(), s)
 		require.NoError(t, err)
+		require.Equal(t, runner.OriginCreated, h.Origin)
+		require.True(t, h.Created())
+		id := h.ID
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -141,9 +147,9 @@ func RunRuntimeConformance(t *testing.T, rt runner.Runtime, image string) {
 		for _, u := range []string{"", "0", "0:0", "root", "root:root", "0:65532"} {
 			s := spec(t, "uid")
 			s.User = u
-			id, err := rt.Start(t.Context(), s)
+			h, err := rt.Start(t.Context(), s)
 			require.Error(t, err, "user %q", u)
-			require.Empty(t, id)
+			require.Empty(t, h.ID)
 			list, err := rt.List(t.Context(), map[string]string{runner.LabelRun: s.Labels[runner.LabelRun]})
 			require.NoError(t, err)
 			require.Empty(t, list, "a container was created for user %q", u)
@@ -160,8 +166,9 @@ func RunRuntimeConformance(t *testing.T, rt runner.Runtime, image string) {
 	t.Run("DestroyIdempotent", func(t *testing.T) {
 		t.Parallel()
 		s := spec(t, "sleep", "60")
-		id, err := rt.Start(t.Context(), s)
+		h, err := rt.Start(t.Context(), s)
 		require.NoError(t, err)
+		id := h.ID
 		require.NoError(t, rt.Destroy(t.Context(), id))
 		require.NoError(t, rt.Destroy(t.Context(), id))
 		require.NoError(t, rt.Destroy(t.Context(), "0123456789abcdef-does-not-exist"))
@@ -171,8 +178,9 @@ func RunRuntimeConformance(t *testing.T, rt runner.Runtime, image string) {
 
 		// A cancelled ctx still destroys (fresh bounded ctx inside).
 		s = spec(t, "sleep", "60")
-		id, err = rt.Start(t.Context(), s)
+		h, err = rt.Start(t.Context(), s)
 		require.NoError(t, err)
+		id = h.ID
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		require.NoError(t, rt.Destroy(ctx, id))
@@ -229,20 +237,46 @@ func RunRuntimeConformance(t *testing.T, rt runner.Runtime, image string) {
 		_, err = rt.Start(t.Context(), mine)
 		require.ErrorIs(t, err, runner.ErrNameConflict)
 
-		// The leftover of the same run is replaced.
+		// Creating is not resuming: a managed container of the same run, running or stopped,
+		// is refused and left alone; only Adopt takes it over, and reports it adopted.
 		left := spec(t, "sleep", "60")
 		oldID := start(t, left)
 		again := left
 		again.Cmd = []string{"exit", "4"}
-		newID := start(t, again)
-		require.NotEqual(t, oldID, newID)
-		st, err := rt.Wait(t.Context(), newID)
+		_, err = rt.Start(t.Context(), again)
+		require.ErrorIs(t, err, runner.ErrNameConflict)
+		adopted, err := rt.Adopt(t.Context(), left.Name)
 		require.NoError(t, err)
-		require.Equal(t, 4, st.Code)
-		list, err = rt.List(t.Context(), map[string]string{runner.LabelRun: left.Labels[runner.LabelRun]})
+		require.Equal(t, oldID, adopted.ID)
+		require.Equal(t, runner.OriginAdopted, adopted.Origin)
+		require.False(t, adopted.Created())
+		require.True(t, adopted.Running, "the holder still runs")
+		require.Equal(t, left.Labels[runner.LabelRun], adopted.Labels[runner.LabelRun])
+		byID, err := rt.Adopt(t.Context(), string(oldID))
 		require.NoError(t, err)
-		require.Len(t, list, 1)
-		require.Equal(t, newID, list[0].ID)
+		require.Equal(t, left.Name, byID.Name)
+		// Teardown of an adopted handle removes nothing.
+		require.NoError(t, runner.Teardown(t.Context(), rt, adopted))
+		exited := spec(t, "exit", "0")
+		exitedID := start(t, exited)
+		_, err = rt.Wait(t.Context(), exitedID)
+		require.NoError(t, err)
+		_, err = rt.Start(t.Context(), exited)
+		require.ErrorIs(t, err, runner.ErrNameConflict, "a stopped holder is refused too")
+		stopped, err := rt.Adopt(t.Context(), exited.Name)
+		require.NoError(t, err)
+		require.False(t, stopped.Running)
+		for _, s := range []runner.ContainerSpec{left, exited} {
+			list, err = rt.List(t.Context(), map[string]string{runner.LabelRun: s.Labels[runner.LabelRun]})
+			require.NoError(t, err)
+			require.Len(t, list, 1, "the holder of %s was removed", s.Name)
+		}
+
+		// Adopt refuses what is missing or not Alfred's.
+		_, err = rt.Adopt(t.Context(), "alfred-conf-"+suite+"-absent")
+		require.ErrorIs(t, err, runner.ErrContainerNotFound)
+		_, err = rt.Adopt(t.Context(), foreign.Name)
+		require.ErrorIs(t, err, runner.ErrNotManaged)
 	})
 
 	t.Run("StopKills", func(t *testing.T) {

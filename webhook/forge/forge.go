@@ -289,6 +289,10 @@ type Forge interface {
 	// SetLabels adds and removes labels by name, creating missing project labels first. Adding a
 	// present label or removing an absent one is not an error.
 	SetLabels(ctx context.Context, ref IssueRef, add, remove []string) error
+	// EnsureLabels creates the repository labels among names that do not exist yet (GitLab: project
+	// labels; Forgejo: repository labels, an organisation label of the same name counts as existing).
+	// Existing labels are left as they are. Scoped names like "status::done" are created as given.
+	EnsureLabels(ctx context.Context, repo string, names []string) error
 	// SetAssignees adds and removes assignees by login.
 	SetAssignees(ctx context.Context, ref IssueRef, add, remove []string) error
 

@@ -29,7 +29,8 @@ const (
 	DefaultRetryWaitMin = 250 * time.Millisecond
 	// DefaultRetryWaitMax caps every single wait, including a longer Retry-After.
 	DefaultRetryWaitMax = 30 * time.Second
-	// LabelColor is the color (hex RGB, as Forgejo stores it) of labels that SetLabels creates.
+	// LabelColor is the color (hex RGB, as Forgejo stores it) of labels that SetLabels and
+	// EnsureLabels create.
 	LabelColor = "#6699cc"
 	// clientPageSize is the limit asked for on list endpoints; Forgejo caps it at
 	// [api] MAX_RESPONSE_ITEMS (default 50).
@@ -386,10 +387,8 @@ func (c *Client) EditComment(ctx context.Context, ref forge.IssueRef, id int64, 
 
 // SetLabels reads the issue's labels, removes each present label of remove
 // (DELETE …/issues/{index}/labels/{id}) and adds the absent ones of add
-// (POST …/issues/{index}/labels with ids). Names resolve against the repository's labels and,
-// for an organisation's repository, the organisation's labels (all pages); a name found in
-// neither is created in the repository with LabelColor. A name in both add and remove is
-// added.
+// (POST …/issues/{index}/labels with ids). Names resolve as in EnsureLabels, which creates the
+// missing ones first. A name in both add and remove is added.
 func (c *Client) SetLabels(ctx context.Context, ref forge.IssueRef, add, remove []string) error {
 	add = clientUniq(add)
 	remove = slices.DeleteFunc(clientUniq(remove), func(s string) bool { return slices.Contains(add, s) })
@@ -428,7 +427,7 @@ func (c *Client) SetLabels(ctx context.Context, ref forge.IssueRef, add, remove 
 	if len(missing) == 0 {
 		return nil
 	}
-	ids, err := c.labelIDs(ctx, owner, name, missing)
+	ids, err := c.ensureLabelIDs(ctx, owner, name, missing)
 	if err != nil {
 		return err
 	}
@@ -438,8 +437,28 @@ func (c *Client) SetLabels(ctx context.Context, ref forge.IssueRef, add, remove 
 	return nil
 }
 
-// labelIDs resolves names to label ids, creating the ones that do not exist.
-func (c *Client) labelIDs(ctx context.Context, owner, name string, names []string) ([]int64, error) {
+// EnsureLabels creates, with LabelColor, the names that exist neither as labels of the
+// repository (GET /repos/{o}/{r}/labels, every page) nor, for an organisation's repository, as
+// labels of the organisation (GET /orgs/{org}/labels, every page): one
+// POST /repos/{o}/{r}/labels each. Existing labels are not modified; empty and repeated names
+// are skipped, and no names makes no request. Forgejo does not refuse a duplicate name, so two
+// concurrent calls may both create a label.
+func (c *Client) EnsureLabels(ctx context.Context, repo string, names []string) error {
+	names = clientUniq(names)
+	if len(names) == 0 {
+		return nil
+	}
+	owner, name, err := clientSplit(repo)
+	if err != nil {
+		return err
+	}
+	_, err = c.ensureLabelIDs(ctx, owner, name, names)
+	return err
+}
+
+// ensureLabelIDs resolves names to label ids, repository labels first, then organisation
+// labels, creating the ones found in neither as repository labels with LabelColor.
+func (c *Client) ensureLabelIDs(ctx context.Context, owner, name string, names []string) ([]int64, error) {
 	api := c.api(ctx)
 	known := map[string]int64{}
 	for page := 1; ; {

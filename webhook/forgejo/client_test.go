@@ -188,3 +188,20 @@ func TestNewClientValidates(t *testing.T) {
 		require.Error(t, err)
 	}
 }
+
+func TestClientEnsureLabelsCountsOrganisationLabels(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.s.AddOrgLabel("org", "type::task")
+	b.s.SetPageSize(1)
+	require.NoError(t, b.c.EnsureLabels(t.Context(), "org/proj", []string{"type::task", "ai::validate_plan"}))
+	require.Equal(t, []string{"ai::validate_plan"}, b.s.RepoLabels("org/proj"), "no repository duplicate of an organisation label")
+	require.Equal(t, forgejo.LabelColor, b.s.LabelColor("org/proj", "ai::validate_plan"))
+
+	// A user-owned repository: GET /orgs/{owner}/labels answers 404, which is not an error.
+	b.s.AddRepo("alice/own", "main", "https://forgejo.example/alice/own.git")
+	require.NoError(t, b.c.EnsureLabels(t.Context(), "alice/own", []string{"type::task"}))
+	require.Equal(t, []string{"type::task"}, b.s.RepoLabels("alice/own"))
+
+	require.ErrorIs(t, b.c.EnsureLabels(t.Context(), "not-a-path", []string{"x"}), forge.ErrNotFound)
+}

@@ -26,8 +26,10 @@ type Seeder interface {
 	// SetAccess gives login write access (GitLab Developer, Forgejo write) or, with write
 	// false, read access only (GitLab Reporter, Forgejo read).
 	SetAccess(repo, login string, write bool)
-	// AddLabel creates a repository label.
+	// AddLabel creates a repository label with DefaultLabelColor.
 	AddLabel(repo, name string)
+	// AddLabelWithColor creates a repository label with color ("#rrggbb").
+	AddLabelWithColor(repo, name, color string)
 	// AddIssue creates an issue and returns its number.
 	AddIssue(repo string, issue SeedIssue) int64
 	// AddComment posts a comment by login and returns its id.
@@ -51,6 +53,9 @@ type Seeder interface {
 	IssueComments(ref forge.IssueRef) []forge.Comment
 	// RepoLabels lists the repository's label names, sorted.
 	RepoLabels(repo string) []string
+	// LabelColor returns the color ("#rrggbb") of the repository label name, "" when there is
+	// none.
+	LabelColor(repo, name string) string
 	// MergeRequests lists the repository's merge requests by number.
 	MergeRequests(repo string) []forge.MergeRequest
 }
@@ -235,6 +240,58 @@ func RunConformance(t *testing.T, newForge func(t *testing.T) (forge.Forge, Seed
 		is, err := b.f.Issue(b.ctx, b.ref)
 		require.NoError(t, err)
 		require.Equal(t, []string{"triage"}, is.Labels)
+	})
+
+	t.Run("EnsureLabelsCreatesMissing", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for _, l := range []string{"a", "b", "c"} {
+			b.s.AddLabel(ConformanceRepo, l)
+		}
+		b.s.SetPageSize(2) // label lookups must read every page
+		require.NoError(t, b.f.EnsureLabels(b.ctx, ConformanceRepo,
+			[]string{"ai::validate_plan", "type::task", "", "ai::validate_plan", "c"}))
+		require.Equal(t, []string{"a", "ai::validate_plan", "b", "bug", "c", "type::task"}, b.s.RepoLabels(ConformanceRepo),
+			"missing labels are created once, with their scoped names as given")
+		require.Equal(t, DefaultLabelColor, b.s.LabelColor(ConformanceRepo, "ai::validate_plan"))
+		require.Equal(t, DefaultLabelColor, b.s.LabelColor(ConformanceRepo, "type::task"))
+		require.Equal(t, []string{"bug"}, b.s.IssueLabels(b.ref), "no issue is labelled")
+
+		// SetLabels uses an ensured label instead of creating another.
+		require.NoError(t, b.f.SetLabels(b.ctx, b.ref, []string{"type::task"}, nil))
+		require.Equal(t, []string{"bug", "type::task"}, b.s.IssueLabels(b.ref))
+		require.Equal(t, []string{"a", "ai::validate_plan", "b", "bug", "c", "type::task"}, b.s.RepoLabels(ConformanceRepo))
+
+		require.ErrorIs(t, b.f.EnsureLabels(b.ctx, "acme/nope", []string{"x"}), forge.ErrNotFound)
+	})
+
+	t.Run("EnsureLabelsIdempotent", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.s.SetPageSize(1)
+		names := []string{"status::done", "ai::validate_plan", "bug"}
+		want := []string{"ai::validate_plan", "bug", "status::done"}
+		for range 3 {
+			require.NoError(t, b.f.EnsureLabels(b.ctx, ConformanceRepo, names))
+			require.Equal(t, want, b.s.RepoLabels(ConformanceRepo), "a second call creates nothing")
+		}
+		require.NoError(t, b.f.EnsureLabels(b.ctx, ConformanceRepo, nil))
+		require.NoError(t, b.f.EnsureLabels(b.ctx, ConformanceRepo, []string{}))
+		require.Equal(t, want, b.s.RepoLabels(ConformanceRepo))
+	})
+
+	t.Run("EnsureLabelsLeavesExisting", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.s.AddLabelWithColor(ConformanceRepo, "type::task", "#aa3300")
+		b.s.AddLabelWithColor(ConformanceRepo, "ai::validate_plan", "#00aa33")
+		b.s.SetPageSize(2)
+		require.NoError(t, b.f.EnsureLabels(b.ctx, ConformanceRepo, []string{"type::task", "ai::validate_plan", "status::done"}))
+		require.Equal(t, []string{"ai::validate_plan", "bug", "status::done", "type::task"}, b.s.RepoLabels(ConformanceRepo))
+		require.Equal(t, "#aa3300", b.s.LabelColor(ConformanceRepo, "type::task"), "an existing label keeps its color")
+		require.Equal(t, "#00aa33", b.s.LabelColor(ConformanceRepo, "ai::validate_plan"))
+		require.Equal(t, DefaultLabelColor, b.s.LabelColor(ConformanceRepo, "bug"))
+		require.Equal(t, DefaultLabelColor, b.s.LabelColor(ConformanceRepo, "status::done"))
 	})
 
 	t.Run("Assignees", func(t *testing.T) {

@@ -16,7 +16,8 @@ import (
 // BotLogin is the login of the account whose token the Fake and the stand-in servers accept.
 const BotLogin = "alfred-bot"
 
-// DefaultLabelColor is the color the Fake gives labels that SetLabels creates.
+// DefaultLabelColor is the color the Fake gives labels that SetLabels and EnsureLabels create,
+// and the color of labels that Seeder.AddLabel and Seeder.AddIssue create.
 const DefaultLabelColor = "#6699cc"
 
 // SeedIssue describes an issue for Seeder.AddIssue. Author defaults to BotLogin; labels that
@@ -169,11 +170,13 @@ func (m *model) labelLocked(r *modelRepo, name string) *modelLabel {
 	return nil
 }
 
-func (m *model) ensureLabelLocked(r *modelRepo, name string) *modelLabel {
+// ensureLabelLocked returns the repository label name, creating it with color when absent (an
+// existing label keeps its color).
+func (m *model) ensureLabelLocked(r *modelRepo, name, color string) *modelLabel {
 	if l := m.labelLocked(r, name); l != nil {
 		return l
 	}
-	l := &modelLabel{id: m.nextID(), name: name, color: DefaultLabelColor}
+	l := &modelLabel{id: m.nextID(), name: name, color: color}
 	r.labels = append(r.labels, l)
 	return l
 }
@@ -399,15 +402,20 @@ func (m *model) mustIssueLocked(ref forge.IssueRef) *modelIssue {
 	return is
 }
 
-// AddLabel creates a repository label if absent.
-func (m *model) AddLabel(repo, name string) {
+// AddLabel creates a repository label with DefaultLabelColor if absent.
+func (m *model) AddLabel(repo, name string) { m.AddLabelWithColor(repo, name, DefaultLabelColor) }
+
+// AddLabelWithColor creates a repository label with color ("#rrggbb") if absent; an existing
+// label keeps its color.
+func (m *model) AddLabelWithColor(repo, name, color string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.ensureLabelLocked(m.mustRepoLocked(repo), name)
+	m.ensureLabelLocked(m.mustRepoLocked(repo), name, color)
 }
 
-// AddOrgLabel creates an organisation-level label for owner (Forgejo /orgs/{org}/labels).
-// The Fake and GitLabServer keep it but do not use it.
+// AddOrgLabel creates an organisation-level label for owner: on ForgejoServer an organisation
+// label (/orgs/{org}/labels), on GitLabServer a label of the group whose full path is owner,
+// which the projects below it inherit. The Fake keeps it but does not use it.
 func (m *model) AddOrgLabel(owner, name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -436,7 +444,7 @@ func (m *model) AddIssue(repo string, si SeedIssue) int64 {
 		is.state = "closed"
 	}
 	for _, l := range si.Labels {
-		m.ensureLabelLocked(r, l)
+		m.ensureLabelLocked(r, l, DefaultLabelColor)
 		if !slices.Contains(is.labels, l) {
 			is.labels = append(is.labels, l)
 		}
@@ -646,6 +654,17 @@ func (m *model) RepoLabels(repo string) []string {
 	return seedNonNil(out)
 }
 
+// LabelColor returns the color ("#rrggbb", as created) of the repository label name, "" when
+// the repository has no such label.
+func (m *model) LabelColor(repo, name string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l := m.labelLocked(m.mustRepoLocked(repo), name); l != nil {
+		return l.color
+	}
+	return ""
+}
+
 // MergeRequests returns the repository's merge requests by number.
 func (m *model) MergeRequests(repo string) []forge.MergeRequest {
 	m.mu.Lock()
@@ -691,10 +710,11 @@ type FakeCall struct {
 
 // Fake is a recording, in-memory forge.Forge with the semantics the real clients have:
 // ErrNotFound for missing repositories, issues, merge requests, comments and (for
-// SetAssignees) users; SetLabels creates missing labels with DefaultLabelColor; adding a
-// present label or removing an absent one is a no-op; CreateMergeRequest returns the open
-// merge request of the source branch. Issues and merge requests have separate number spaces.
-// Seed it and read it back with the Seeder methods. Safe for concurrent use.
+// SetAssignees) users; SetLabels and EnsureLabels create missing repository labels with
+// DefaultLabelColor and leave existing ones as they are; adding a present label or removing
+// an absent one is a no-op; CreateMergeRequest returns the open merge request of the source
+// branch. Issues and merge requests have separate number spaces. Seed it and read it back with
+// the Seeder methods. Safe for concurrent use.
 type Fake struct {
 	*model
 	kind forge.Kind
@@ -925,18 +945,49 @@ func (f *Fake) SetLabels(ctx context.Context, ref forge.IssueRef, add, remove []
 	if err != nil {
 		return err
 	}
-	r := f.repoLocked(ref.Repo)
+	add = f.ensureLabelsLocked(f.repoLocked(ref.Repo), add)
 	is.labels = slices.DeleteFunc(is.labels, func(l string) bool { return slices.Contains(remove, l) && !slices.Contains(add, l) })
 	for _, l := range add {
-		if l == "" {
-			continue
-		}
-		f.ensureLabelLocked(r, l)
 		if !slices.Contains(is.labels, l) {
 			is.labels = append(is.labels, l)
 		}
 	}
 	return nil
+}
+
+// EnsureLabels creates the repository labels among names that are missing, with
+// DefaultLabelColor; existing labels keep their color. Organisation labels (AddOrgLabel) are
+// not consulted. Empty names are skipped; with no names left it does nothing, even for an
+// unknown repository (as the real clients make no request then).
+func (f *Fake) EnsureLabels(ctx context.Context, repo string, names []string) error {
+	if err := f.enter(ctx, "EnsureLabels", repo, forge.IssueRef{}, names...); err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(names, func(n string) bool { return n != "" }) {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.repoLocked(repo)
+	if r == nil {
+		return fakeNotFound("repository %s", repo)
+	}
+	f.ensureLabelsLocked(r, names)
+	return nil
+}
+
+// ensureLabelsLocked creates the missing labels of names in r and returns names without the
+// empty ones.
+func (f *Fake) ensureLabelsLocked(r *modelRepo, names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if n == "" {
+			continue
+		}
+		f.ensureLabelLocked(r, n, DefaultLabelColor)
+		out = append(out, n)
+	}
+	return out
 }
 
 // SetAssignees adds and removes assignees; an unknown added login is ErrNotFound.

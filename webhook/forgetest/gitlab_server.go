@@ -32,11 +32,16 @@ import (
 // and status codes (docs.gitlab.com/api): 401 without the right PRIVATE-TOKEN (or
 // "Authorization: Bearer"), 404 {"message":"404 … Not Found"}, 400 for a missing required
 // field, 409 for an existing label or a second open merge request of a branch, 422 for a
-// merge request from a branch into itself. Lists are paginated with page/per_page (default 20,
-// at most 100) and answer X-Page, X-Per-Page, X-Total, X-Total-Pages, X-Next-Page,
-// X-Prev-Page and a Link header (rel first/prev/next/last), as GitLab does for offset
-// pagination; client-go follows Link rel="next", else X-Next-Page. Issues and merge requests
-// have separate iid spaces. The server closes when the test ends.
+// merge request from a branch into itself. Labels added with AddOrgLabel are group labels of
+// the group with that full path: GET …/labels lists those of the project's ancestor groups
+// after the project's own (is_project_label false) unless include_ancestor_groups=false,
+// POST …/labels answers 409 "Label already exists" for a name the project or an ancestor group
+// has, and labels/add_labels use a group label rather than creating a project label. Lists
+// are paginated with page/per_page (default 20, at most 100) and answer X-Page, X-Per-Page,
+// X-Total, X-Total-Pages, X-Next-Page, X-Prev-Page and a Link header (rel
+// first/prev/next/last), as GitLab does for offset pagination; client-go follows Link
+// rel="next", else X-Next-Page. Issues and merge requests have separate iid spaces. The server
+// closes when the test ends.
 type GitLabServer struct {
 	*model
 	// URL is the instance URL to configure as the client's BaseURL (the API is under
@@ -149,7 +154,12 @@ func (s *GitLabServer) route(w http.ResponseWriter, r *http.Request, seg []strin
 	case len(seg) == 1 && seg[0] == "labels" && get:
 		out := []any{}
 		for _, l := range p.labels {
-			out = append(out, glLabel(l))
+			out = append(out, glLabel(l, true))
+		}
+		if r.URL.Query().Get("include_ancestor_groups") != "false" { // GitLab's default is true
+			for _, l := range s.glGroupLabels(p) {
+				out = append(out, glLabel(l, false))
+			}
 		}
 		glPaginate(w, r, s.pageSize, out)
 	case len(seg) == 1 && seg[0] == "labels" && post:
@@ -234,11 +244,41 @@ func (s *GitLabServer) glMember(w http.ResponseWriter, p *modelRepo, uid string)
 	glMessage(w, http.StatusNotFound, "404 Not found")
 }
 
-func glLabel(l *modelLabel) map[string]any {
+func glLabel(l *modelLabel, projectLabel bool) map[string]any {
 	return map[string]any{
 		"id": l.id, "name": l.name, "color": l.color, "text_color": "#FFFFFF", "description": nil,
 		"description_html": "", "open_issues_count": 0, "closed_issues_count": 0,
-		"open_merge_requests_count": 0, "subscribed": false, "priority": nil, "is_project_label": true,
+		"open_merge_requests_count": 0, "subscribed": false, "priority": nil, "is_project_label": projectLabel,
+	}
+}
+
+// glGroupLabels returns the labels of p's ancestor groups (AddOrgLabel), nearest group first.
+func (s *GitLabServer) glGroupLabels(p *modelRepo) []*modelLabel {
+	var out []*modelLabel
+	for ns, _, ok := cutLast(p.path); ok; ns, _, ok = cutLast(ns) {
+		out = append(out, s.orgLabels[strings.ToLower(ns)]...)
+	}
+	return out
+}
+
+// glAvailableLabel returns the label name of p or of one of its ancestor groups, or nil.
+func (s *GitLabServer) glAvailableLabel(p *modelRepo, name string) *modelLabel {
+	if l := s.labelLocked(p, name); l != nil {
+		return l
+	}
+	for _, l := range s.glGroupLabels(p) {
+		if l.name == name {
+			return l
+		}
+	}
+	return nil
+}
+
+// glEnsureLabel makes name available to p, creating a project label with DefaultLabelColor
+// when neither p nor an ancestor group has it, as GitLab does for labels it is asked to add.
+func (s *GitLabServer) glEnsureLabel(p *modelRepo, name string) {
+	if s.glAvailableLabel(p, name) == nil {
+		s.ensureLabelLocked(p, name, DefaultLabelColor)
 	}
 }
 
@@ -329,13 +369,13 @@ func (s *GitLabServer) glCreateLabel(w http.ResponseWriter, r *http.Request, p *
 	case color == "":
 		glJSON(w, http.StatusBadRequest, map[string]any{"error": "color is missing"})
 		return
-	case s.labelLocked(p, name) != nil:
+	case s.glAvailableLabel(p, name) != nil:
 		glMessage(w, http.StatusConflict, "Label already exists")
 		return
 	}
 	l := &modelLabel{id: s.nextID(), name: name, color: color}
 	p.labels = append(p.labels, l)
-	glJSON(w, http.StatusCreated, glLabel(l))
+	glJSON(w, http.StatusCreated, glLabel(l, true))
 }
 
 func glState(is *modelIssue) string {
@@ -504,7 +544,7 @@ func (s *GitLabServer) glUpdate(w http.ResponseWriter, r *http.Request, p *model
 	if v, ok := glList(raw, "labels"); ok {
 		is.labels = nil
 		for _, l := range v {
-			s.ensureLabelLocked(p, l)
+			s.glEnsureLabel(p, l)
 			if !slices.Contains(is.labels, l) {
 				is.labels = append(is.labels, l)
 			}
@@ -515,7 +555,7 @@ func (s *GitLabServer) glUpdate(w http.ResponseWriter, r *http.Request, p *model
 	}
 	if v, ok := glList(raw, "add_labels"); ok {
 		for _, l := range v {
-			s.ensureLabelLocked(p, l)
+			s.glEnsureLabel(p, l)
 			if !slices.Contains(is.labels, l) {
 				is.labels = append(is.labels, l)
 			}

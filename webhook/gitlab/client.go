@@ -29,7 +29,7 @@ const (
 	DefaultRetryWaitMin = 250 * time.Millisecond
 	// DefaultRetryWaitMax caps every single wait, including a longer Retry-After.
 	DefaultRetryWaitMax = 30 * time.Second
-	// LabelColor is the color given to project labels that SetLabels creates.
+	// LabelColor is the color given to project labels that SetLabels and EnsureLabels create.
 	LabelColor = "#6699cc"
 	// LogTailBytes is how much of the end of a failed job's trace CIStatus keeps (4 KiB).
 	LogTailBytes = 4 << 10
@@ -422,20 +422,17 @@ func (c *Client) EditComment(ctx context.Context, ref forge.IssueRef, id int64, 
 }
 
 // SetLabels adds and removes labels by name in one update (add_labels / remove_labels). Before
-// that it creates the missing project labels with LabelColor: GitLab would create them too,
-// but doing it here makes the outcome explicit. Group labels visible to the project count as
-// present. A name in both add and remove is added. Note that on GitLab Premium adding a
-// scoped label ("a::b") removes the other labels of its scope.
+// that it creates the missing project labels with EnsureLabels: GitLab would create them too,
+// but doing it here makes the outcome explicit. A name in both add and remove is added. Note
+// that on GitLab Premium adding a scoped label ("a::b") removes the other labels of its scope.
 func (c *Client) SetLabels(ctx context.Context, ref forge.IssueRef, add, remove []string) error {
 	add = clientUniq(add)
 	remove = slices.DeleteFunc(clientUniq(remove), func(s string) bool { return slices.Contains(add, s) })
 	if len(add) == 0 && len(remove) == 0 {
 		return nil
 	}
-	if len(add) > 0 {
-		if err := c.ensureLabels(ctx, ref.Repo, add); err != nil {
-			return err
-		}
+	if err := c.EnsureLabels(ctx, ref.Repo, add); err != nil {
+		return err
 	}
 	var a, r *gl.LabelOptions
 	if len(add) > 0 {
@@ -447,8 +444,17 @@ func (c *Client) SetLabels(ctx context.Context, ref forge.IssueRef, add, remove 
 	return c.update(ctx, ref, "set labels of", nil, a, r, nil)
 }
 
-// ensureLabels creates the names that neither the project nor its ancestor groups have.
-func (c *Client) ensureLabels(ctx context.Context, repo string, names []string) error {
+// EnsureLabels creates, with LabelColor, the names that neither the project nor its ancestor
+// groups have: it lists the labels available to the project (GET /projects/:id/labels with
+// include_ancestor_groups, every page), then creates each missing one as a project label
+// (POST /projects/:id/labels). A 409 "Label already exists" (created meanwhile) counts as
+// success. Existing labels are not modified; empty and repeated names are skipped, and no
+// names makes no request.
+func (c *Client) EnsureLabels(ctx context.Context, repo string, names []string) error {
+	names = clientUniq(names)
+	if len(names) == 0 {
+		return nil
+	}
 	have := map[string]bool{}
 	var page gl.RequestOptionFunc
 	for {

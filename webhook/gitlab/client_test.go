@@ -213,3 +213,66 @@ func TestClientCreateMRConflictReturnsExisting(t *testing.T) {
 	require.Contains(t, strings.Join(b.s.Requests(), "\n"), "POST /api/v4/projects/grp%2Fsub%2Fproj/merge_requests", "the 409 path was taken")
 	require.Len(t, b.s.MergeRequests("grp/sub/proj"), 1)
 }
+
+func TestClientEnsureLabelsCountsGroupLabels(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.s.AddOrgLabel("grp", "type::task")
+	b.s.AddOrgLabel("grp/sub", "ai::validate_plan")
+	b.s.AddOrgLabel("other", "status::done") // not an ancestor of grp/sub/proj
+	b.s.AddLabel("grp/sub/proj", "bug")
+	b.s.SetPageSize(1)
+	require.NoError(t, b.c.EnsureLabels(t.Context(), "grp/sub/proj", []string{"type::task", "ai::validate_plan", "bug", "status::done"}))
+	require.Equal(t, []string{"bug", "status::done"}, b.s.RepoLabels("grp/sub/proj"), "labels of ancestor groups count as existing")
+
+	var lists, creates int
+	for _, r := range b.s.Requests() {
+		switch {
+		case strings.HasPrefix(r, "GET /api/v4/projects/grp%2Fsub%2Fproj/labels?"):
+			lists++
+			require.Contains(t, r, "include_ancestor_groups=true")
+		case strings.HasPrefix(r, "POST /api/v4/projects/grp%2Fsub%2Fproj/labels"):
+			creates++
+		}
+	}
+	require.Equal(t, 3, lists, "every page of bug, type::task, ai::validate_plan is read")
+	require.Equal(t, 1, creates, "only the missing label is created")
+
+	require.NoError(t, b.c.SetLabels(t.Context(), b.ref, []string{"type::task"}, nil))
+	require.Equal(t, []string{"type::task"}, b.s.IssueLabels(b.ref))
+	require.Equal(t, []string{"bug", "status::done"}, b.s.RepoLabels("grp/sub/proj"), "a group label is not copied into the project")
+}
+
+// hideFirstLabelList answers the first GET …/labels with an empty list, as if the labels were
+// created between the client's lookup and its create.
+type hideFirstLabelList struct{ hidden bool }
+
+func (h *hideFirstLabelList) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !h.hidden && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/labels") {
+		h.hidden = true
+		rec := httptest.NewRecorder()
+		rec.Header().Set("Content-Type", "application/json")
+		_, _ = rec.WriteString("[]")
+		return rec.Result(), nil
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestClientEnsureLabelsConflictIsSuccess(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.s.AddLabelWithColor("grp/sub/proj", "type::task", "#aa3300")
+	b.s.AddOrgLabel("grp", "ai::validate_plan")
+	c, err := gitlab.NewClient(gitlab.ClientConfig{BaseURL: b.s.URL, Token: b.s.Token, HTTPClient: &http.Client{Transport: &hideFirstLabelList{}}})
+	require.NoError(t, err)
+	require.NoError(t, c.EnsureLabels(t.Context(), "grp/sub/proj", []string{"type::task", "ai::validate_plan", "status::done"}))
+	require.Equal(t, []string{"status::done", "type::task"}, b.s.RepoLabels("grp/sub/proj"))
+	require.Equal(t, "#aa3300", b.s.LabelColor("grp/sub/proj", "type::task"))
+	var creates int
+	for _, r := range b.s.Requests() {
+		if strings.HasPrefix(r, "POST /api/v4/projects/grp%2Fsub%2Fproj/labels") {
+			creates++
+		}
+	}
+	require.Equal(t, 3, creates, "the 409 path was taken for the two existing labels")
+}

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -135,17 +134,7 @@ type Spec struct {
 // path ("/alfred/home/.codex" for "/alfred/home/.codex/sessions"), and the path of the state
 // dir relative to it ("sessions"); ok is false when the state path is a direct child of HOME
 // (nothing to create) or not below HOME.
-func ConfigRoot(statePath string) (root, rel string, ok bool) {
-	r, err := filepath.Rel(runner.HomeDir, statePath)
-	if err != nil || r == "." || strings.HasPrefix(r, "..") {
-		return "", "", false
-	}
-	first, rest, found := strings.Cut(r, "/")
-	if !found {
-		return "", "", false
-	}
-	return filepath.Join(runner.HomeDir, first), rest, true
-}
+func ConfigRoot(statePath string) (root, rel string, ok bool) { return runner.ConfigRoot(statePath) }
 
 // Outcome is what a Run left: the invocation, the exit state, both output streams and the host
 // output directory (result.json and any usage file).
@@ -160,9 +149,7 @@ type Outcome struct {
 // StderrResulter is implemented by the adapters of this repository: Result with the CLI's
 // stderr, where four of the five CLIs report a refused resume (agent-clis.md, "Adapter
 // notes" 3).
-type StderrResulter interface {
-	ResultStderr(in runner.Input, exit runner.ExitState, stdout, stderr []byte, outDir string) (*runner.Result, error)
-}
+type StderrResulter = runner.StderrResulter
 
 // Result is the adapter's reading of the outcome, with stderr when the adapter takes it.
 func (o *Outcome) Result(a runner.Agent, in runner.Input) (*runner.Result, error) {

@@ -1,0 +1,225 @@
+package mailbox
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// RunRecoverer is implemented by Executors that can find a run again after the process running
+// it stopped (runner.Service). Without it the machine interrupts every unfinished run and runs
+// the phase again.
+type RunRecoverer interface {
+	// Recover finishes the run of job whose worker stopped: an Interrupted outcome (with a
+	// reason and the session hook) when nothing can be collected, the collected outcome
+	// (Recovered set) when its container exited or, with wait, once it exits; (nil, nil) when
+	// the container still runs and wait is false. See runner.Service.Recover.
+	Recover(ctx context.Context, job runner.Job, wait bool) (*runner.JobOutcome, error)
+}
+
+// RecoverRuns is the start-up half of recovery for a mailbox the caller leased: every run
+// still in status running is looked up without waiting (runner.Service.Recover with wait
+// false) — a vanished container or a run with no live executor is marked interrupted with the
+// reason, an exited container's outcome is collected and recorded as a finished, unapplied run
+// that the next Step applies. It reports whether a container still runs; the next Step
+// reattaches to it.
+func (m *Machine) RecoverRuns(ctx context.Context, mb *Mailbox) (running bool, err error) {
+	return m.recoverRuns(ctx, nil, mb, false)
+}
+
+// recoverRuns accounts for the mailbox's runs still in status running, whose worker stopped.
+// With wait (a Step: the caller holds the lease and a worker slot), a container that still
+// runs is reattached and waited for, and an event that cancels the work stops it, as for a
+// run. Interrupted runs get the old treatment: the mailbox's containers and worktrees are
+// cleaned up, and the state's phase runs again.
+func (m *Machine) recoverRuns(ctx context.Context, bot *Bot, mb *Mailbox, wait bool) (running bool, err error) {
+	rec, ok := m.exec.(RunRecoverer)
+	if !ok {
+		interrupted, err := m.store.InterruptRuns(ctx, mb.ID)
+		if err != nil || len(interrupted) == 0 {
+			return false, err
+		}
+		m.log.Warn("runs interrupted by a stopped worker; cleaning up and running again", "mailbox_id", mb.ID, "runs", len(interrupted))
+		if err := m.exec.Cleanup(ctx, mb.ID); err != nil {
+			return false, fmt.Errorf("clean up interrupted runs: %w", err)
+		}
+		return false, nil
+	}
+	runs, err := m.store.RunningRuns(ctx, mb.ID)
+	if err != nil || len(runs) == 0 {
+		return false, err
+	}
+	cleanup := false
+	for _, r := range runs {
+		job := m.recoveryJob(mb, r)
+		runCtx, stop := context.WithCancel(ctx)
+		if wait && bot != nil {
+			go m.watchCancel(runCtx, stop, *bot, mb)
+		}
+		out, err := rec.Recover(runCtx, job, wait)
+		stop()
+		if err != nil {
+			return false, fmt.Errorf("recover run %d: %w", r.ID, err)
+		}
+		if out == nil {
+			running = true
+			m.log.Info("run still running after a restart; the next step reattaches to it", "mailbox_id", mb.ID, "run_id", r.ID)
+			continue
+		}
+		recoveredRow(&r, out)
+		if _, err := m.store.FinishRecoveredRun(context.WithoutCancel(ctx), &r); err != nil {
+			return false, err
+		}
+		m.log.Warn("run recovered after a restart", "mailbox_id", mb.ID, "run_id", r.ID, "phase", r.Phase,
+			"status", r.Status, "outcome", r.Outcome, "resumable", r.Resumable, "not_resumable_reason", r.NotResumableReason)
+		cleanup = cleanup || out.Interrupted
+	}
+	if cleanup && !running {
+		if err := m.exec.Cleanup(ctx, mb.ID); err != nil {
+			return false, fmt.Errorf("clean up interrupted runs: %w", err)
+		}
+	}
+	return running, nil
+}
+
+// recoveryJob rebuilds the Job of a recorded run, as runPhase asked for it.
+func (m *Machine) recoveryJob(mb *Mailbox, r Run) runner.Job {
+	in := runner.Input{Phase: runner.Phase(r.Phase), Step: runner.Step(r.Step), Attempt: r.Attempt,
+		Repo: mb.Repo, Issue: mb.Number, Title: mb.Title, Branch: mb.Branch}
+	in.Key = runner.KeyOf(in.Phase, in.Step)
+	job := runner.Job{MailboxID: mb.ID, RunID: r.ID, Attempt: r.Attempt, ForgeName: mb.Forge,
+		Repository: forge.Repository{Path: mb.Repo}, Branch: mb.Branch, Input: in, Push: !in.Phase.ReadOnly(),
+		CommitMessage: fmt.Sprintf("%s for #%d: %s", in.Phase, mb.Number, mb.Title)}
+	if !mb.MergeRequest && (m.cfg.SessionResume == nil || m.cfg.SessionResume(mb.Repo)) {
+		job.SessionName = mb.Branch
+	}
+	return job
+}
+
+// recoveredRow fills the run row from a recovered outcome. A collected outcome (succeeded or
+// failed) is left unapplied for the machine; an interrupted one has nothing to apply.
+func recoveredRow(r *Run, out *runner.JobOutcome) {
+	r.Container = cmp.Or(out.Container, r.Container)
+	r.Output, r.HeadSHA = out.Output, out.HeadSHA
+	switch {
+	case out.Interrupted:
+		r.Status, r.Applied = RunInterrupted, true
+		r.Outcome = "interrupted: " + cmp.Or(out.InterruptReason, "the worker running it stopped")
+		r.Resumable, r.NotResumableReason = out.Resumable, out.NotResumableReason
+		return
+	case out.Failure != "":
+		r.Status, r.Outcome = RunFailed, out.Failure
+	default:
+		r.Status, r.Outcome = RunSucceeded, "ok (collected after a restart)"
+		if out.Result != nil {
+			b, _ := json.Marshal(out.Result)
+			r.Result = string(b)
+		}
+	}
+	code := out.ExitCode
+	r.ExitCode, r.Applied = &code, false
+}
+
+// applyRecovered acts on the latest run of the state's phase when recovery finished it and the
+// machine has not acted on it yet, instead of starting a new run: a failure blocks as a failed
+// run does, a success is applied as runPhase applies one. It reports whether there was such a
+// run. The run is marked applied in the transaction that saves the mailbox.
+func (m *Machine) applyRecovered(ctx context.Context, bot Bot, mb *Mailbox, state State, in runner.Input, repo *forge.Repository) (bool, error) {
+	prev, err := m.store.UnappliedRun(ctx, mb.ID, string(in.Phase), string(in.Step))
+	if err != nil || prev == nil {
+		return false, err
+	}
+	m.log.Info("applying a run recovered after a restart", "mailbox_id", mb.ID, "run_id", prev.ID,
+		"phase", in.Phase, "status", prev.Status)
+	out := &runner.JobOutcome{Container: prev.Container, Output: prev.Output, HeadSHA: prev.HeadSHA, Recovered: true}
+	if prev.ExitCode != nil {
+		out.ExitCode = *prev.ExitCode
+	}
+	if prev.Result != "" {
+		out.Result = &runner.Result{}
+		if err := json.Unmarshal([]byte(prev.Result), out.Result); err != nil {
+			return true, fmt.Errorf("decode the result of recovered run %d: %w", prev.ID, err)
+		}
+	}
+	switch {
+	case prev.Status == RunSucceeded && out.Result != nil:
+		mb.Data.Failures = 0
+		err = m.applyResult(ctx, bot, mb, state, out, repo)
+	case prev.Status == RunFailed:
+		mb.Data.Failures++
+		err = m.block(ctx, bot, mb, state, fmt.Sprintf("the %s run (attempt %d) failed: %s", in.Key, prev.Attempt, prev.Outcome))
+	}
+	if err != nil {
+		return true, err
+	}
+	return true, m.store.WithTx(ctx, func(q Querier) error {
+		if err := m.store.Save(ctx, q, mb); err != nil {
+			return err
+		}
+		return m.store.MarkApplied(ctx, q, prev.ID)
+	})
+}
+
+// Recover is the start-up recovery, run before the workers start: for every mailbox with a
+// live executor or a run still running, it claims the mailbox's lease (one held by a live
+// lease is left to the Step of whoever gets it next, which recovers the same way), calls
+// Machine.RecoverRuns, makes the mailbox due at once so it continues by its normal rules, and
+// releases the lease. A container that still runs is left to the first Step, which reattaches
+// to it. Failures are logged per mailbox and the first is returned.
+func (w *Workers) Recover(ctx context.Context) error {
+	ids, err := w.store.UnfinishedMailboxes(ctx)
+	if err != nil {
+		return err
+	}
+	var first error
+	for _, id := range ids {
+		if err := w.recoverOne(ctx, id); err != nil {
+			w.log.Error("start-up recovery failed; the mailbox's next step tries again", "mailbox_id", id, "err", err)
+			first = cmp.Or(first, err)
+		}
+	}
+	return first
+}
+
+func (w *Workers) recoverOne(ctx context.Context, id int64) error {
+	mb, err := w.store.Claim(ctx, id, w.cfg.Owner, w.cfg.LeaseTTL)
+	if err != nil {
+		return err
+	}
+	if mb == nil {
+		w.log.Info("mailbox held by a live lease at start-up; its next step recovers its runs", "mailbox_id", id)
+		return nil
+	}
+	holdCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		t := time.NewTicker(w.cfg.LeaseTTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-holdCtx.Done():
+				return
+			case <-t.C:
+				_ = w.store.Extend(holdCtx, id, w.cfg.Owner, w.cfg.LeaseTTL)
+			}
+		}
+	}()
+	_, rerr := w.machine.RecoverRuns(holdCtx, mb)
+	cancel()
+	relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer relCancel()
+	if rerr == nil && !mb.State.Closed() && mb.State != StateIdle {
+		now := time.Now()
+		mb.WakeAt = &now // due at once: the mailbox continues by its normal rules
+		rerr = w.store.Save(relCtx, nil, mb)
+	}
+	if err := w.store.Release(relCtx, id, w.cfg.Owner, 0); err != nil {
+		return cmp.Or(rerr, err)
+	}
+	return rerr
+}

@@ -1,0 +1,350 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	gitrepo "github.com/alfred-bot/alfred/runner/git"
+)
+
+// Reattached is what Executor.Reattach found for one executor row.
+type Reattached struct {
+	// Gone is true when the run cannot be collected: its container vanished (or its name is
+	// held by a container that is not the run's), or its run directory was lost. Reason says
+	// which; the executor row is then in status error.
+	Gone   bool
+	Reason string
+	// StillRunning is true when the container runs and the caller asked not to wait; nothing
+	// was changed.
+	StillRunning bool
+	// Outcome is the collected run (exit, redacted output, the adapter's Result), as
+	// Executor.Run would have returned it, when neither Gone nor StillRunning.
+	Outcome *RunOutcome
+}
+
+// Reattach finds again the container of an executor row left live (starting or ready) by a
+// process that stopped, and finishes the run the way Run would have: it adopts the container
+// (Runtime.Adopt, by id, or by name when the id was never recorded), waits for it when it still
+// runs and wait is set (within what is left of the run's timeout, renewing the row's
+// heartbeat), reads its logs and the adapter's Result from the run's output directory, then
+// explicitly destroys the adopted container, removes the run directory and ends the row
+// (stopped, or error when the container is gone).
+//
+// When ctx ends while waiting, the container is stopped and the outcome is StatusCanceled, as
+// for a run. The error is for a runtime or log failure (Docker unreachable): the row is left
+// live and recovery can be tried again.
+func (e *Executor) Reattach(ctx context.Context, rec ExecutorRecord, wait bool) (*Reattached, error) {
+	life := e.adoptExecutor(rec)
+	runDir := e.RunDir(rec.ContainerName)
+	gone := func(reason string) (*Reattached, error) {
+		cctx, cancel := e.cleanupCtx(ctx)
+		defer cancel()
+		err := errors.Join(life.end(cctx, ExecutorError, reason), os.RemoveAll(runDir))
+		return &Reattached{Gone: true, Reason: reason}, err
+	}
+	ref := rec.ContainerID
+	if ref == "" {
+		ref = rec.ContainerName
+	}
+	h, err := e.cfg.Runtime.Adopt(ctx, ref)
+	switch {
+	case errors.Is(err, ErrContainerNotFound):
+		return gone(fmt.Sprintf("its container %s was removed while Alfred was not running", rec.ContainerName))
+	case errors.Is(err, ErrNotManaged):
+		return gone(fmt.Sprintf("the name %s is held by a container that is not Alfred's (left alone)", rec.ContainerName))
+	case err != nil:
+		return nil, fmt.Errorf("reattach %s: %w", rec.ContainerName, err)
+	}
+	if h.Labels[LabelRun] != strconv.FormatInt(rec.RunID, 10) {
+		return gone(fmt.Sprintf("the name %s is held by a container of another run (%s=%q, left alone)",
+			rec.ContainerName, LabelRun, h.Labels[LabelRun]))
+	}
+	if h.Running && !wait {
+		return &Reattached{StillRunning: true}, nil
+	}
+
+	// From here the recovery has decided: the adopted container is removed once collected.
+	teardown := func(out *RunOutcome) {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout+e.cfg.StopGrace)
+		defer cancel()
+		destroyErr := e.cfg.Runtime.Destroy(cctx, h.ID)
+		var errs []error
+		if destroyErr != nil {
+			errs = append(errs, fmt.Errorf("destroy adopted container: %w", destroyErr))
+		}
+		if err := os.RemoveAll(runDir); err != nil {
+			errs = append(errs, fmt.Errorf("remove run dir: %w", err))
+		}
+		out.CleanupErr = errors.Join(errs...)
+		status, msg := endStatus(out, destroyErr)
+		out.RecordErr = errors.Join(out.RecordErr, life.end(cctx, status, "recovered after a restart: "+msg))
+	}
+	in, agent, inErr := e.recoveredInput(rec, runDir)
+	if inErr != nil {
+		cctx, cancel := e.cleanupCtx(ctx)
+		defer cancel()
+		err := e.cfg.Runtime.Destroy(cctx, h.ID)
+		r, endErr := gone(inErr.Error())
+		return r, errors.Join(err, endErr)
+	}
+
+	out := &RunOutcome{Name: h.Name, ID: h.ID, Agent: agent.Name(), Started: h.StartedAt}
+	if out.Started.IsZero() {
+		out.Started = rec.CreatedAt
+	}
+	if rec.Status == ExecutorStarting || rec.ContainerID == "" {
+		out.RecordErr = life.ready(ctx, h.ID)
+	}
+	defer teardown(out)
+
+	var exit ExitState
+	var waitErr error
+	var waitCtx context.Context
+	if h.Running {
+		stopBeat := life.heartbeat(ctx)
+		left := e.cfg.Timeout - time.Since(out.Started)
+		var cancelWait context.CancelFunc
+		waitCtx, cancelWait = context.WithTimeout(ctx, max(left, time.Millisecond))
+		exit, waitErr = e.cfg.Runtime.Wait(waitCtx, h.ID)
+		cancelWait()
+		stopBeat()
+	} else {
+		// Exited while Alfred was down: Wait returns its exit state at once.
+		waitCtx = ctx
+		exit, waitErr = e.cfg.Runtime.Wait(ctx, h.ID)
+	}
+	out.Duration = time.Since(out.Started)
+	if waitErr != nil {
+		if waitCtx.Err() == nil {
+			return nil, fmt.Errorf("reattach %s: %w", h.Name, waitErr)
+		}
+		if ctx.Err() != nil {
+			out.Status, out.Err = StatusCanceled, ctx.Err()
+		} else {
+			out.Status, out.Err = StatusTimedOut, fmt.Errorf("%w after %s", ErrTimeout, e.cfg.Timeout)
+		}
+		exit = e.stop(ctx, h.ID)
+	}
+	out.Exit = exit
+
+	lctx, cancelLogs := e.cleanupCtx(ctx)
+	stdout, stderr, logErr := e.cfg.Runtime.Logs(lctx, h.ID)
+	cancelLogs()
+	out.Stdout, out.StdoutTruncated = tail(e.cfg.Redact(string(stdout)), e.cfg.MaxOutputBytes)
+	out.Stderr, out.StderrTruncated = tail(e.cfg.Redact(string(stderr)), e.cfg.MaxOutputBytes)
+	if out.Status != "" {
+		return &Reattached{Outcome: out}, nil
+	}
+	if logErr != nil {
+		out.Status, out.Err = StatusFailed, fmt.Errorf("read the logs of the recovered container: %w", logErr)
+		return &Reattached{Outcome: out}, nil
+	}
+	res, err := agentResult(agent, in, exit, stdout, stderr, filepath.Join(runDir, "out"))
+	if err != nil {
+		out.Status, out.Err = StatusFailed, err
+		return &Reattached{Outcome: out}, nil
+	}
+	out.Status, out.Result = StatusSucceeded, res
+	return &Reattached{Outcome: out}, nil
+}
+
+// recoveredInput reads the run's input.json back from its run directory and resolves the
+// adapter that ran it (the recorded one, else the phase's binding).
+func (e *Executor) recoveredInput(rec ExecutorRecord, runDir string) (Input, Agent, error) {
+	var in Input
+	b, err := os.ReadFile(filepath.Join(runDir, "in", "input.json"))
+	if err != nil {
+		return in, nil, fmt.Errorf("the run directory of %s was lost while Alfred was not running", rec.ContainerName)
+	}
+	if err := json.Unmarshal(b, &in); err != nil {
+		return in, nil, fmt.Errorf("the input of %s is unreadable: %v", rec.ContainerName, err)
+	}
+	agent, ok := e.cfg.Agents[rec.Adapter]
+	if !ok {
+		if _, agent, ok = e.Agent(in.Phase); !ok {
+			return in, nil, fmt.Errorf("no adapter %q (nor one bound to %s) to read the result of %s", rec.Adapter, in.Phase, rec.ContainerName)
+		}
+	}
+	return in, agent, nil
+}
+
+// RemoveOrphans destroys every Alfred-managed container (LabelManaged=true) that no live
+// executor row accounts for: containers whose run was never recorded or has ended. Containers
+// are listed before the rows are read, and a row is always written before its container is
+// created, so a container another process is starting is never taken for an orphan. Without
+// an ExecutorLog it does nothing. It returns the names destroyed.
+func (e *Executor) RemoveOrphans(ctx context.Context) ([]string, error) {
+	if e.cfg.ExecutorLog == nil {
+		return nil, nil
+	}
+	list, err := e.cfg.Runtime.List(ctx, e.ManagedLabels(nil))
+	if err != nil {
+		return nil, fmt.Errorf("remove orphans: %w", err)
+	}
+	live, err := e.cfg.ExecutorLog.LiveExecutors(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("remove orphans: %w", err)
+	}
+	known := map[string]bool{}
+	for _, r := range live {
+		known[r.ContainerName] = true
+		if r.ContainerID != "" {
+			known[r.ContainerID] = true
+		}
+	}
+	var names []string
+	var errs []error
+	for _, c := range list {
+		if known[c.Name] || known[string(c.ID)] {
+			continue
+		}
+		if err := e.cfg.Runtime.Destroy(ctx, c.ID); err != nil {
+			errs = append(errs, fmt.Errorf("remove orphan %s: %w", c.Name, err))
+			continue
+		}
+		names = append(names, c.Name)
+	}
+	return names, errors.Join(errs...)
+}
+
+// Recover finishes a run whose worker stopped (the process was killed) while the run was in
+// progress; job is the run as the mailbox would have asked for it. It finds the run's live
+// executor row and, through Executor.Reattach:
+//
+//   - no live row (the worker stopped before the container was created, or after it was
+//     removed), or the container is gone: an Interrupted outcome with InterruptReason — the
+//     mailbox runs the phase again by its normal rules;
+//   - the container exited while Alfred was down, or still runs (wait set: waited for within
+//     the run's timeout): its result is collected through the adapter, and for read-write
+//     phases the worktree the agent changed is committed and pushed as Execute would have;
+//     the outcome has Recovered set;
+//   - the container still runs and wait is false: (nil, nil), nothing changed.
+//
+// Interrupted outcomes carry the session hook: Resumable, or NotResumableReason. The error is
+// for infrastructure failures (Docker, git); the run stays as it is and recovery can be
+// retried.
+func (s *Service) Recover(ctx context.Context, job Job, wait bool) (*JobOutcome, error) {
+	name := ContainerName(job.MailboxID, job.RunID, job.Input.Phase, job.Attempt)
+	interrupted := func(reason string) *JobOutcome {
+		out := &JobOutcome{Interrupted: true, Recovered: true, Container: name, InterruptReason: reason}
+		out.Resumable, out.NotResumableReason = s.resumable(job)
+		return out
+	}
+	xlog := s.exec.cfg.ExecutorLog
+	if xlog == nil {
+		return interrupted("the worker running it stopped"), nil
+	}
+	recs, err := xlog.RunExecutors(ctx, job.RunID)
+	if err != nil {
+		return nil, err
+	}
+	var live []ExecutorRecord
+	for _, r := range recs {
+		if r.Status.Live() {
+			live = append(live, r)
+		}
+	}
+	if len(live) == 0 {
+		return interrupted("the worker running it stopped while no container of the run was running"), nil
+	}
+	// One container per run is live at a time; an older live row is superseded by the newest.
+	for _, r := range live[:len(live)-1] {
+		if _, err := s.exec.Reattach(ctx, r, false); err != nil {
+			return nil, err
+		}
+	}
+	rec := live[len(live)-1]
+	r, err := s.exec.Reattach(ctx, rec, wait)
+	if err != nil {
+		return nil, err
+	}
+	if r.StillRunning {
+		return nil, nil
+	}
+
+	mgr := s.git[job.ForgeName]
+	var wt *gitrepo.Worktree
+	if mgr != nil {
+		wt, err = mgr.Reopen(ctx, name)
+		if err != nil && !errors.Is(err, gitrepo.ErrWorktreeNotFound) {
+			return nil, err
+		}
+		if wt != nil {
+			defer func() {
+				rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+				defer cancel()
+				if err := mgr.RemoveWorktree(rmCtx, wt); err != nil {
+					s.log.Warn("worktree not removed; the next sweep removes it", "worktree", wt.Path, "err", err)
+				}
+			}()
+		}
+	}
+	if r.Gone {
+		return interrupted(r.Reason), nil
+	}
+	out := r.Outcome
+	if out.CleanupErr != nil || out.RecordErr != nil {
+		s.log.Warn("recovered run not fully cleaned up", "container", out.Name, "cleanup_err", out.CleanupErr, "record_err", out.RecordErr)
+	}
+	if out.Status == StatusCanceled {
+		return interrupted("stopped while waiting for its recovered container: " + out.Err.Error()), nil
+	}
+	res := &JobOutcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Recovered: true}
+	if out.Status != StatusSucceeded {
+		res.Failure = describeFailure(out)
+		return res, nil
+	}
+	res.Result = out.Result
+	if !job.Push {
+		return res, nil
+	}
+	if wt == nil {
+		return interrupted(fmt.Sprintf("its worktree %s was removed while Alfred was not running, so the agent's changes are lost", name)), nil
+	}
+	msg := strings.TrimSpace(out.Result.CommitMessage)
+	if msg == "" {
+		msg = job.CommitMessage
+	}
+	sha, err := mgr.Commit(ctx, wt, msg)
+	if err != nil {
+		return nil, fmt.Errorf("commit the recovered run's changes: %w", err)
+	}
+	if sha == "" {
+		return res, nil
+	}
+	if err := mgr.Push(ctx, wt); err != nil {
+		return nil, fmt.Errorf("push %s: %w", wt.Branch, err)
+	}
+	res.HeadSHA = sha
+	return res, nil
+}
+
+// resumable is the session hook of an interrupted run: whether the next run can continue the
+// agent session, or why not.
+func (s *Service) resumable(job Job) (bool, string) {
+	name, agent, ok := s.exec.Agent(job.Input.Phase)
+	switch {
+	case !ok:
+		return false, fmt.Sprintf("no adapter is bound to the %s phase", job.Input.Phase)
+	case job.SessionName == "":
+		return false, "agent sessions are off for this mailbox"
+	}
+	sa, ok := agent.(SessionAgent)
+	if !ok || !sa.Capabilities().ResumableSessions {
+		return false, fmt.Sprintf("the %s adapter cannot resume sessions", name)
+	}
+	return true, ""
+}
+
+// RemoveOrphans destroys the managed containers no live executor row accounts for (see
+// Executor.RemoveOrphans) and returns their names.
+func (s *Service) RemoveOrphans(ctx context.Context) ([]string, error) {
+	return s.exec.RemoveOrphans(ctx)
+}
