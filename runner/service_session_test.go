@@ -1,0 +1,195 @@
+package runner_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/agent/agenttest"
+	"github.com/alfred-bot/alfred/runner/agent/claudecode"
+	"github.com/alfred-bot/alfred/runner/docker"
+	gitrepo "github.com/alfred-bot/alfred/runner/git"
+	"github.com/alfred-bot/alfred/runner/runtimetest"
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// sessionBundle is a Service with sessions over the stand-in claude CLI in real containers,
+// real git and a real PostgreSQL store.
+type sessionBundle struct {
+	t        *testing.T
+	store    *mailbox.Store
+	repo     forge.Repository
+	image    string
+	dataDir  string
+	git      map[string]*gitrepo.Manager
+	rt       runner.Runtime
+	sessions runner.SessionConfig
+}
+
+func newSessionBundle(t *testing.T) *sessionBundle {
+	t.Helper()
+	db, _ := pgtest.New(t)
+	cli := runtimetest.Client(t)
+	ctx := context.Background()
+	image := agenttest.BuildImage(t, ctx, cli)
+
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "repo.git")
+	seed := filepath.Join(dir, "seed")
+	for _, args := range [][]string{{"init", "--bare", "-b", "main", bare}, {"init", "-b", "main", seed},
+		{"-C", seed, "-c", "user.name=s", "-c", "user.email=s@example.org", "commit", "--allow-empty", "-m", "init"},
+		{"-C", seed, "push", bare, "main"}} {
+		out, err := exec.Command("git", args...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	data := filepath.Join(dir, "data")
+	mgr, err := gitrepo.New(gitrepo.Config{DataDir: data, AuthorName: "Alfred", AuthorEmail: "a@example.org",
+		UID: 65532, GID: 65532})
+	require.NoError(t, err)
+	store := mailbox.NewStore(db)
+	return &sessionBundle{t: t, store: store, image: image, dataDir: data, git: map[string]*gitrepo.Manager{"gl": mgr},
+		repo: forge.Repository{Path: "acme/shop", DefaultBranch: "main", CloneURL: bare}, rt: docker.New(cli),
+		sessions: runner.SessionConfig{Store: store, Dir: filepath.Join(data, "sessions"), UID: 65532, GID: 65532}}
+}
+
+// service binds every phase to the claude-code adapters named in bindings (phase → name).
+func (b *sessionBundle) service(bindings map[runner.Phase]string) *runner.Service {
+	b.t.Helper()
+	agents := map[string]runner.Agent{}
+	for _, name := range []string{"claude-code", "claude-other"} {
+		a, err := claudecode.New(claudecode.Config{Image: b.image, APIKey: "sk-test-key-123456"})
+		require.NoError(b.t, err)
+		agents[name] = a
+	}
+	all := map[runner.Phase]string{}
+	for _, p := range []runner.Phase{runner.PhaseAnalysis, runner.PhaseDevelopment, runner.PhaseCIFix} {
+		all[p] = "claude-code"
+	}
+	for p, n := range bindings {
+		all[p] = n
+	}
+	exec, err := runner.NewExecutor(runner.Config{Runtime: b.rt, Agents: agents, Bindings: all, DataDir: b.dataDir,
+		UID: 65532, GID: 65532})
+	require.NoError(b.t, err)
+	return runner.NewService(exec, b.git, b.sessions, nil)
+}
+
+// mailbox creates an issue mailbox and returns its id.
+func (b *sessionBundle) mailbox(n int64) int64 {
+	b.t.Helper()
+	ref := forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: n}
+	_, err := b.store.Deliver(context.Background(), forge.Event{Forge: "gl", DeliveryID: "d" + ref.String(),
+		BodyHash: "h" + ref.String(), Type: forge.EventComment, Target: ref, Comment: &forge.Comment{Body: "x"}})
+	require.NoError(b.t, err)
+	mb, err := b.store.Find(context.Background(), ref)
+	require.NoError(b.t, err)
+	return mb.ID
+}
+
+func (b *sessionBundle) run(s *runner.Service, mailboxID int64, p runner.Phase, step runner.Step, title, session string) *runner.JobOutcome {
+	b.t.Helper()
+	r := &mailbox.Run{MailboxID: mailboxID, Phase: string(p), Step: string(step)}
+	require.NoError(b.t, b.store.StartRun(context.Background(), r))
+	out, err := s.Execute(context.Background(), runner.Job{MailboxID: mailboxID, RunID: r.ID, Attempt: r.Attempt,
+		ForgeName: "gl", Repository: b.repo, Branch: session, SessionName: session, Push: !p.ReadOnly(),
+		Input: runner.Input{Phase: p, Step: step, Repo: "acme/shop", Issue: 1, Title: title}})
+	require.NoError(b.t, err)
+	require.Empty(b.t, out.Failure, "output:\n%s", out.Output)
+	return out
+}
+
+func TestSessionResumedAcrossPhasesAndEveryFallback(t *testing.T) {
+	b := newSessionBundle(t)
+	svc := b.service(nil)
+	const name = "agent/issue-1-export"
+	a := b.mailbox(1)
+
+	// First (analysis) run of the mailbox: a fresh session, named after the branch.
+	out := b.run(svc, a, runner.PhaseAnalysis, runner.StepFunctional, "MARK-ALPHA export", name)
+	first := out.Session
+	require.NotNil(t, first)
+	require.False(t, first.Resumed)
+	require.Equal(t, runner.FallbackNoPriorSession, first.FallbackReason)
+	require.Equal(t, name, first.Name)
+	require.NotEmpty(t, first.NativeID)
+
+	// Development resumes it: the CLI saw run 1's history.
+	out = b.run(svc, a, runner.PhaseDevelopment, "", "MARK-BETA build", name)
+	require.True(t, out.Session.Resumed)
+	require.Empty(t, out.Session.FallbackReason)
+	require.Equal(t, first.NativeID, out.Session.NativeID)
+	require.Contains(t, out.Result.Summary, "MARK-ALPHA")
+	require.NotEmpty(t, out.HeadSHA)
+
+	// Half-written state (no completion marker): fresh, state_missing.
+	dir := b.sessions.SessionDir(a, "claude-code")
+	require.NoError(t, os.Remove(dir+".ok"))
+	out = b.run(svc, a, runner.PhaseCIFix, "", "MARK-GAMMA fix", name)
+	require.False(t, out.Session.Resumed)
+	require.Equal(t, runner.FallbackStateMissing, out.Session.FallbackReason)
+	require.NotEqual(t, first.NativeID, out.Session.NativeID)
+	require.NotContains(t, out.Result.Summary, "MARK-ALPHA")
+	third := out.Session.NativeID
+
+	// The CLI refuses the resume (its session file is gone, the marker still names it): the
+	// same run re-invokes it fresh, and the run succeeds.
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(d.Name(), third) {
+			return os.Remove(p)
+		}
+		return err
+	}))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "keep"), []byte("x"), 0o644))
+	out = b.run(svc, a, runner.PhaseCIFix, "", "MARK-DELTA fix", name)
+	require.False(t, out.Session.Resumed)
+	require.Equal(t, runner.FallbackRefused, out.Session.FallbackReason)
+	require.True(t, out.Session.Succeeded)
+	require.True(t, strings.HasSuffix(out.Container, "-fresh"), out.Container)
+
+	// Another adapter for the phase: adapter_changed.
+	other := b.service(map[runner.Phase]string{runner.PhaseAnalysis: "claude-other"})
+	out = b.run(other, a, runner.PhaseAnalysis, runner.StepTechnical, "MARK-EPS plan", name)
+	require.Equal(t, runner.FallbackAdapterChanged, out.Session.FallbackReason)
+
+	// Isolation: another mailbox starts its own session and never sees this one's history.
+	m2 := b.mailbox(2)
+	out = b.run(svc, m2, runner.PhaseAnalysis, runner.StepFunctional, "MARK-ZETA other", "agent/issue-2-other")
+	require.Equal(t, runner.FallbackNoPriorSession, out.Session.FallbackReason)
+	require.NotContains(t, out.Result.Summary, "MARK-ALPHA")
+	require.NotEqual(t, dir, b.sessions.SessionDir(m2, "claude-code"))
+
+	// Sessions off (no session name): no session row, no mount, as before.
+	out = b.run(svc, m2, runner.PhaseAnalysis, runner.StepTechnical, "MARK-ETA plan", "")
+	require.Nil(t, out.Session)
+	rows, err := b.store.Sessions(context.Background(), m2)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+
+	// The version detected in the image was recorded.
+	inst, err := b.store.Installation(context.Background(), "claude-code", b.image)
+	require.NoError(t, err)
+	require.NotNil(t, inst)
+	require.Equal(t, "2.1.332", inst.Version)
+	require.True(t, inst.ResumeVerified)
+}
+
+func TestSessionUnsupportedVersionRunsFresh(t *testing.T) {
+	b := newSessionBundle(t)
+	a := b.mailbox(1)
+	svc := b.service(nil)
+	b.run(svc, a, runner.PhaseAnalysis, runner.StepFunctional, "MARK-ALPHA", "agent/issue-1-x")
+	// An operator's image with a CLI version not verified to resume.
+	require.NoError(t, b.store.RecordInstallation(context.Background(), runner.Installation{Adapter: "claude-code",
+		Image: b.image, Version: "9.9.9", ResumeVerified: false}))
+	out := b.run(b.service(nil), a, runner.PhaseAnalysis, runner.StepTechnical, "MARK-BETA", "agent/issue-1-x")
+	require.False(t, out.Session.Resumed)
+	require.Equal(t, runner.FallbackUnsupportedVersion, out.Session.FallbackReason)
+}
