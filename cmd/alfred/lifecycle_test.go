@@ -92,11 +92,26 @@ func startE2E(t *testing.T, deadline time.Duration) *e2e {
 // bot assigned.
 func startE2EOn(t *testing.T, kind forge.Kind, repo string, deadline time.Duration) *e2e {
 	t.Helper()
-	_, dsn := pgtest.New(t)
 	cli := runtimetest.Client(t)
-	ctx := context.Background()
-	image := runtimetest.BuildImage(t, ctx, cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	image := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
+	require.NoError(t, os.WriteFile(scriptPath, []byte(lifecycleScript), 0o644))
+	return startE2EWith(t, kind, repo, deadline, fmt.Sprintf(`
+agents:
+  - name: script
+    adapter: script
+    image: %s
+    script: %s
+phases:
+  default: script
+`, image, scriptPath))
+}
 
+// startE2EWith is startE2EOn with the given agents and phases configuration.
+func startE2EWith(t *testing.T, kind forge.Kind, repo string, deadline time.Duration, agents string) *e2e {
+	t.Helper()
+	_, dsn := pgtest.New(t)
+	ctx := context.Background()
 	dir := t.TempDir()
 	bare := seedBareRepo(t, dir)
 	var (
@@ -124,8 +139,6 @@ func startE2EOn(t *testing.T, kind forge.Kind, repo string, deadline time.Durati
 		Body: "The monthly report should be downloadable.", Author: "alice", Assignees: []string{"bot"}})
 	require.EqualValues(t, 1, n)
 
-	scriptPath := filepath.Join(dir, "script.yaml")
-	require.NoError(t, os.WriteFile(scriptPath, []byte(lifecycleScript), 0o644))
 	cfgPath := filepath.Join(dir, "alfred.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
 listen: 127.0.0.1:0
@@ -137,13 +150,7 @@ forges:
     token: %s
     webhook_secret: %s
     bot_user: bot
-agents:
-  - name: script
-    adapter: script
-    image: %s
-    script: %s
-phases:
-  default: script
+%s
 lifecycle:
   question_deadline: %s
   ci_wait: 1h
@@ -152,7 +159,7 @@ workers:
   count: 2
   lease_ttl: 5s
   poll_interval: 100ms
-`, filepath.Join(dir, "data"), kind, kind, url, token, liveSecret, image, scriptPath, deadline)), 0o600))
+`, filepath.Join(dir, "data"), kind, kind, url, token, liveSecret, agents, deadline)), 0o600))
 	cfg, err := config.Load(cfgPath, []string{"ALFRED_DATABASE_URL=" + dsn})
 	require.NoError(t, err)
 

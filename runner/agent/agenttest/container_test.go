@@ -102,7 +102,7 @@ func TestContainerSessions(t *testing.T) {
 			require.Equal(t, r1.SessionID, r2.SessionID)
 			require.Contains(t, r2.Summary, "MARK-ALPHA,MARK-BETA", "run 1's history was sent back")
 			require.NotEmpty(t, r2.CommitMessage)
-			_, err = os.Stat(filepath.Join(worktree, "standin-"+o2.Invocation.Cmd[0]+".txt"))
+			_, err = os.Stat(filepath.Join(worktree, "standin-"+o2.Invocation.Cmd[0]+"-development-a1.txt"))
 			require.NoError(t, err, "the read-write phase changed the worktree")
 			din, dout, _ := runner.UsageDelta(*r1, *r2, caps.CumulativeUsage)
 			require.EqualValues(t, 120, din, "this run's input tokens (cumulative=%t)", caps.CumulativeUsage)

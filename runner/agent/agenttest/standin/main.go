@@ -221,7 +221,8 @@ func writeResult(cli, text string) error {
 	}
 	if !in.Phase.ReadOnly() {
 		r.CommitMessage = "chore: " + cli + " stand-in change"
-		f := filepath.Join(runner.WorkspaceDir, "standin-"+cli+".txt")
+		// One file per run key and attempt, so that every read-write run changes the tree.
+		f := filepath.Join(runner.WorkspaceDir, fmt.Sprintf("standin-%s-%s-a%d.txt", cli, in.Key, in.Attempt))
 		if err := os.WriteFile(f, []byte(text+"\n"), 0o644); err != nil {
 			return fmt.Errorf("write workspace: %w", err)
 		}
