@@ -27,6 +27,9 @@ type Reattached struct {
 	// Outcome is the collected run (exit, redacted output, the adapter's Result), as
 	// Executor.Run would have returned it, when neither Gone nor StillRunning.
 	Outcome *RunOutcome
+	// Input is the run's input as it was given to the agent (session id and resume included),
+	// read back from the run directory, when Outcome is set.
+	Input Input
 }
 
 // Reattach finds again the container of an executor row left live (starting or ready) by a
@@ -140,19 +143,19 @@ func (e *Executor) Reattach(ctx context.Context, rec ExecutorRecord, wait bool) 
 	out.Stdout, out.StdoutTruncated = tail(e.cfg.Redact(string(stdout)), e.cfg.MaxOutputBytes)
 	out.Stderr, out.StderrTruncated = tail(e.cfg.Redact(string(stderr)), e.cfg.MaxOutputBytes)
 	if out.Status != "" {
-		return &Reattached{Outcome: out}, nil
+		return &Reattached{Outcome: out, Input: in}, nil
 	}
 	if logErr != nil {
 		out.Status, out.Err = StatusFailed, fmt.Errorf("read the logs of the recovered container: %w", logErr)
-		return &Reattached{Outcome: out}, nil
+		return &Reattached{Outcome: out, Input: in}, nil
 	}
 	res, err := agentResult(agent, in, exit, stdout, stderr, filepath.Join(runDir, "out"))
 	if err != nil {
 		out.Status, out.Err = StatusFailed, err
-		return &Reattached{Outcome: out}, nil
+		return &Reattached{Outcome: out, Input: in}, nil
 	}
 	out.Status, out.Result = StatusSucceeded, res
-	return &Reattached{Outcome: out}, nil
+	return &Reattached{Outcome: out, Input: in}, nil
 }
 
 // recoveredInput reads the run's input.json back from its run directory and resolves the
@@ -297,6 +300,9 @@ func (s *Service) Recover(ctx context.Context, job Job, wait bool) (*JobOutcome,
 		return interrupted("stopped while waiting for its recovered container: " + out.Err.Error()), nil
 	}
 	res := &JobOutcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Recovered: true}
+	if p := s.recoveredPlan(ctx, job, r.Input); p != nil {
+		res.Session = s.record(ctx, job, p, out) // the session chain goes on across the restart
+	}
 	if out.Status != StatusSucceeded {
 		res.Failure = describeFailure(out)
 		return res, nil

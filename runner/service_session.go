@@ -131,13 +131,15 @@ func (s *Service) record(ctx context.Context, job Job, p *sessionPlan, out *RunO
 				rec.NativeID = r.SessionID // as the CLI's stream reported it
 			}
 			rec.ReportedIn, rec.ReportedOut, rec.ReportedCost = r.InputTokens, r.OutputTokens, r.CostUSD
-			rec.TokensIn, rec.TokensOut, rec.CostUSD = r.InputTokens, r.OutputTokens, r.CostUSD
-			if p.caps.CumulativeUsage && p.resumed && p.prev != nil {
-				// The CLI sums over the whole session after a resume: keep this run's share.
-				rec.TokensIn = max(0, r.InputTokens-p.prev.ReportedIn)
-				rec.TokensOut = max(0, r.OutputTokens-p.prev.ReportedOut)
-				rec.CostUSD = max(0, r.CostUSD-p.prev.ReportedCost)
+			var prev Result // the session's usage before this run, as the CLI reported it
+			if p.resumed && p.prev != nil {
+				prev = Result{SessionID: p.prev.NativeID, InputTokens: p.prev.ReportedIn,
+					OutputTokens: p.prev.ReportedOut, CostUSD: p.prev.ReportedCost}
 			}
+			cur := *r
+			cur.SessionID = rec.NativeID
+			// On CLIs that sum over the whole session after a resume, keep this run's share.
+			rec.TokensIn, rec.TokensOut, rec.CostUSD = UsageDelta(prev, cur, p.caps.CumulativeUsage && p.resumed && p.prev != nil)
 		}
 	}
 	if err := s.sessions.Store.RecordSession(context.WithoutCancel(ctx), rec); err != nil {
@@ -292,4 +294,28 @@ func (s *Service) SweepSessions(open func(mailboxID int64) bool) ([]int64, error
 		removed = append(removed, id)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// recoveredPlan rebuilds the session plan of a run collected after a restart from the input it
+// was given, so that its session is recorded like any run's. nil when the run used no session.
+func (s *Service) recoveredPlan(ctx context.Context, job Job, in Input) *sessionPlan {
+	if job.SessionName == "" || s.sessions.Store == nil || in.SessionName == "" {
+		return nil
+	}
+	name, agent, ok := s.exec.Agent(in.Phase)
+	sa, isSession := agent.(SessionAgent)
+	if !ok || !isSession || !sa.Capabilities().ResumableSessions {
+		return nil
+	}
+	p := &sessionPlan{adapter: name, caps: sa.Capabilities(), dir: s.sessions.SessionDir(job.MailboxID, name),
+		in: in, resumed: in.Resume}
+	if p.resumed {
+		// The latest completed session is the one this run resumed: its reported usage is the
+		// base of this run's share.
+		prev, err := s.sessions.Store.LatestSession(ctx, job.MailboxID)
+		if err == nil && prev != nil && prev.NativeID == in.SessionID {
+			p.prev = prev
+		}
+	}
+	return p
 }

@@ -128,6 +128,10 @@ func TestSessionResumedAcrossPhasesAndEveryFallback(t *testing.T) {
 	require.Equal(t, first.NativeID, out.Session.NativeID)
 	require.Contains(t, out.Result.Summary, "MARK-ALPHA")
 	require.NotEmpty(t, out.HeadSHA)
+	// Claude Code reports usage summed over the session after a resume: the row keeps the
+	// run's share beside what was reported.
+	require.Equal(t, first.ReportedIn, out.Session.TokensIn)
+	require.Equal(t, 2*first.ReportedIn, out.Session.ReportedIn)
 
 	// Half-written state (no completion marker): fresh, state_missing.
 	dir := b.sessions.SessionDir(a, "claude-code")
