@@ -164,23 +164,34 @@ func (a *app) loadConfig(path string) (*config.Config, error) {
 // this guards what third-party errors (database driver, HTTP) might echo.
 func (a *app) censor(s string) string { return redactor(a.secrets)(s) }
 
-// configCheck implements "alfred config check".
-func (a *app) configCheck(args []string) error {
-	fs := a.flagSet("config check", "[--config alfred.yaml]")
+// configOnly parses the flags of a command that takes only --config, and loads the
+// configuration. It returns the configuration and its path.
+func (a *app) configOnly(name string, args []string) (*config.Config, string, error) {
+	fs := a.flagSet(name, "[--config alfred.yaml]")
 	path := a.configFlag(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	if len(pos) > 0 {
 		fs.Usage()
-		return errUsage
+		return nil, "", errUsage
 	}
 	cfg, err := a.loadConfig(*path)
+	return cfg, *path, err
+}
+
+// configCheck implements "alfred config check".
+func (a *app) configCheck(args []string) error {
+	cfg, path, err := a.configOnly("config check", args)
 	if err != nil {
 		return err
 	}
-	fmt.Fprint(a.stdout, cfg.Dump())
-	fmt.Fprintf(a.stderr, "%s: OK\n", *path)
+	dump := cfg.Dump()
+	fmt.Fprint(a.stdout, dump)
+	if !strings.HasSuffix(dump, "\n") {
+		fmt.Fprintln(a.stdout)
+	}
+	fmt.Fprintf(a.stderr, "%s: OK\n", path)
 	return nil
 }

@@ -13,17 +13,7 @@ import (
 
 // migrate implements "alfred migrate": apply every pending migration.
 func (a *app) migrate(ctx context.Context, args []string) (err error) {
-	fs := a.flagSet("migrate", "[--config alfred.yaml]")
-	path := a.configFlag(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		fs.Usage()
-		return errUsage
-	}
-	cfg, err := a.loadConfig(*path)
+	cfg, _, err := a.configOnly("migrate", args)
 	if err != nil {
 		return err
 	}

@@ -36,17 +36,7 @@ import (
 // runServe implements "alfred serve": it applies the migrations, removes what a crashed
 // process left behind, then serves webhooks and runs the mailbox workers until SIGINT/SIGTERM.
 func runServe(ctx context.Context, a *app, args []string) error {
-	fs := a.flagSet("serve", "[--config alfred.yaml]")
-	path := a.configFlag(fs)
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		fs.Usage()
-		return errUsage
-	}
-	cfg, err := a.loadConfig(*path)
+	cfg, _, err := a.configOnly("serve", args)
 	if err != nil {
 		return err
 	}
