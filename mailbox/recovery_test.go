@@ -210,6 +210,7 @@ func TestVanishedContainerInterruptsAndReruns(t *testing.T) {
 	require.Equal(t, []bool{true}, rx.asked, "a Step reattaches (waits)")
 	require.Equal(t, 1, developmentJobs(b.exec), "run again")
 	require.Contains(t, b.exec.cleanups, mb.ID)
+	require.Empty(t, b.exec.removedSessions, "a reclaimed lease keeps the agent session")
 	runs, err := b.store.Runs(context.Background(), mb.ID)
 	require.NoError(t, err)
 	var dev []mailbox.Run

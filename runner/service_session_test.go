@@ -197,3 +197,28 @@ func TestSessionUnsupportedVersionRunsFresh(t *testing.T) {
 	require.False(t, out.Session.Resumed)
 	require.Equal(t, runner.FallbackUnsupportedVersion, out.Session.FallbackReason)
 }
+
+func TestSessionStateRemovedAndOrphansSwept(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := runner.SessionConfig{Dir: dir}
+	for _, id := range []int64{1, 2, 3} {
+		require.NoError(t, os.MkdirAll(cfg.SessionDir(id, "claude-code"), 0o700))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "not-a-mailbox"), []byte("x"), 0o600))
+	exec, err := runner.NewExecutor(runner.Config{Runtime: unusedRuntime{}, DataDir: t.TempDir(), UID: 1000, GID: 1000})
+	require.NoError(t, err)
+	svc := runner.NewService(exec, nil, cfg, nil)
+
+	require.NoError(t, svc.RemoveSessions(1)) // the mailbox closed
+	require.NoDirExists(t, filepath.Join(dir, "1"))
+
+	removed, err := svc.SweepSessions(func(id int64) bool { return id == 2 }) // 3 is not open
+	require.NoError(t, err)
+	require.Equal(t, []int64{3}, removed)
+	require.DirExists(t, cfg.SessionDir(2, "claude-code"))
+	require.FileExists(t, filepath.Join(dir, "not-a-mailbox"), "only mailbox directories are swept")
+}
+
+// unusedRuntime is a Runtime that is never called (the test exercises no container).
+type unusedRuntime struct{ runner.Runtime }
