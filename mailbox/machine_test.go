@@ -462,6 +462,7 @@ func TestIssueGoneClosesMailboxQuietly(t *testing.T) {
 	require.Equal(t, mailbox.StateCancelled, mb.State)
 	require.NotNil(t, mb.ClosedAt)
 	require.Contains(t, b.exec.cleanups, mb.ID)
+	require.Contains(t, b.exec.removedSessions, mb.ID, "the session state goes with the issue")
 	b.fake.SetErrorHook(nil)
 	require.Len(t, b.comments(), before, "no comment on a gone issue")
 	pending, err := b.store.PendingEvents(context.Background(), mb.ID)
@@ -491,6 +492,7 @@ func TestMergeRequestClosedWithoutMergeCancels(t *testing.T) {
 	mb = b.step()
 	require.Equal(t, mailbox.StateCancelled, mb.State)
 	require.Contains(t, b.exec.cleanups, mb.ID)
+	require.Contains(t, b.exec.removedSessions, mb.ID)
 	require.Equal(t, []string{"status::in_ci"}, b.status(), "a cancel leaves the labels as they are")
 }
 
