@@ -474,6 +474,7 @@ func (m *Machine) ask(ctx context.Context, bot Bot, mb *Mailbox, state State, in
 	if len(stored) > 0 {
 		deadline = stored[0].DeadlineAt // a retried round keeps its first deadline
 	}
+	mb.Data.QuestionIntro = intro
 	body := RenderQuestions(intro, qs, deadline)
 	if err := m.post(ctx, bot, mb, fmt.Sprintf("questions-%d", round), "questions", body); err != nil {
 		return err
@@ -512,6 +513,9 @@ func (m *Machine) labelsAdded(ctx context.Context, bot Bot, mb *Mailbox, added [
 			}
 			mb.Type = m.cfg.Labels.TypeOf(l)
 			if err := m.answerRound(ctx, mb, map[string]string{"q1": mb.Type}, sender); err != nil {
+				return "", err
+			}
+			if err := m.markAnswered(ctx, bot, mb, "@"+sender); err != nil {
 				return "", err
 			}
 			if err := m.handBack(ctx, bot, mb); err != nil {
@@ -679,6 +683,9 @@ func (m *Machine) handBack(ctx context.Context, bot Bot, mb *Mailbox) error {
 
 // afterAnswers continues once a question round is answered (by a reply, ticks or defaults).
 func (m *Machine) afterAnswers(ctx context.Context, bot Bot, mb *Mailbox, by string) error {
+	if err := m.markAnswered(ctx, bot, mb, by); err != nil {
+		return err
+	}
 	if err := m.handBack(ctx, bot, mb); err != nil {
 		return err
 	}
@@ -692,6 +699,25 @@ func (m *Machine) afterAnswers(ctx context.Context, bot Bot, mb *Mailbox, by str
 		return m.afterType(ctx, bot, mb)
 	}
 	return m.finishFunctional(ctx, bot, mb)
+}
+
+// markAnswered edits the round's question block in place: the chosen options ticked and who
+// answered instead of the deadline, so the block tells what was decided.
+func (m *Machine) markAnswered(ctx context.Context, bot Bot, mb *Mailbox, by string) error {
+	qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round)
+	if err != nil || len(qs) == 0 {
+		return err
+	}
+	chosen := map[string]string{}
+	for _, q := range qs {
+		chosen[q.QID] = deref(q.Answer)
+	}
+	notice := "Answered by " + by + "."
+	if by == "default" {
+		notice = fmt.Sprintf("No answer by %s: the defaults apply.", qs[0].DeadlineAt.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	body := RenderAnswered(mb.Data.QuestionIntro, toRunnerQuestions(qs), chosen, notice)
+	return m.post(ctx, bot, mb, fmt.Sprintf("questions-%d", mb.Data.Round), "questions", body)
 }
 
 // timers fires what is due: question deadlines and CI checks.

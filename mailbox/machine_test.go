@@ -226,6 +226,11 @@ func TestLifecycleTaskWithReply(t *testing.T) {
 	b.deliver(comment("alice", "q1: b 🙂"))
 	mb = b.step()
 	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+	answered := b.comments()[1] // the question block, edited in place
+	require.Contains(t, answered, "- [x] **b. Semicolon** — Excel in Europe")
+	require.Contains(t, answered, "- [ ] **a. Comma** _(default)_")
+	require.Contains(t, answered, "**Answered by @alice.**")
+	require.NotContains(t, answered, "Without an answer by")
 	require.Equal(t, []string{"status::waiting_validation"}, b.status())
 	body := b.fake.IssueBody(b.ref)
 	require.True(t, strings.HasPrefix(body, "We need a CSV export.\n\n"), "the human's text is kept")

@@ -82,6 +82,9 @@ type Data struct {
 	Acknowledged bool `json:"acknowledged,omitempty"`
 	// Round counts the question blocks asked (type question is round 0; analysis rounds 1+).
 	Round int `json:"round,omitempty"`
+	// QuestionIntro is the introduction of the current round's question block, kept to render
+	// the block again once answered.
+	QuestionIntro string `json:"question_intro,omitempty"`
 	// AnalysisRound is the round of the functional analysis questions, 0 when none were asked.
 	AnalysisRound int `json:"analysis_round,omitempty"`
 	// Analysis is the functional analysis result; Decisions the answers (qid → option label),

@@ -31,21 +31,44 @@ func TypeQuestion() runner.Question {
 // RenderQuestions renders a question block: each question with its context and its options as
 // checkboxes, the default marked and pre-ticked, how to answer, and the deadline in UTC.
 func RenderQuestions(intro string, qs []runner.Question, deadline time.Time) string {
+	howTo := "Tick one box per question, or reply with `q1: b` (option letter, number or the start of its text). " +
+		"Reply `ok` to take the defaults; anything else you write is handed to me as extra context."
+	notice := fmt.Sprintf("**Without an answer by %s, I will apply the defaults.**", deadline.UTC().Format("2006-01-02 15:04 UTC"))
+	return renderBlock(intro, howTo, notice, qs, nil)
+}
+
+// RenderAnswered renders a question block once answered: the chosen option of each question
+// ticked (chosen maps a question id to an option id), and notice (who answered, or that the
+// defaults applied) instead of the deadline.
+func RenderAnswered(intro string, qs []runner.Question, chosen map[string]string, notice string) string {
+	return renderBlock(intro, "", "**"+notice+"**", qs, chosen)
+}
+
+func renderBlock(intro, howTo, notice string, qs []runner.Question, chosen map[string]string) string {
 	var b strings.Builder
 	b.WriteString(intro)
-	b.WriteString("\n\nTick one box per question, or reply with `q1: b` (option letter, number or the start of its text). " +
-		"Reply `ok` to take the defaults; anything else you write is handed to me as extra context.\n\n")
-	fmt.Fprintf(&b, "**Without an answer by %s, I will apply the defaults.**\n", deadline.UTC().Format("2006-01-02 15:04 UTC"))
+	b.WriteString("\n\n")
+	if howTo != "" {
+		b.WriteString(howTo + "\n\n")
+	}
+	b.WriteString(notice + "\n")
 	for _, q := range qs {
 		fmt.Fprintf(&b, "\n### %s. %s\n", q.ID, q.Title)
 		if c := strings.TrimSpace(q.Context); c != "" {
 			b.WriteString("\n" + c + "\n")
 		}
 		b.WriteString("\n")
+		ticked := q.Default
+		if c, ok := chosen[q.ID]; ok {
+			ticked = c
+		}
 		for i, o := range q.Options {
 			box, def := "[ ]", ""
+			if o.ID == ticked {
+				box = "[x]"
+			}
 			if o.ID == q.Default {
-				box, def = "[x]", " _(default)_"
+				def = " _(default)_"
 			}
 			fmt.Fprintf(&b, "- %s **%s. %s**%s", box, optionLetter(i), o.Label, def)
 			if d := strings.TrimSpace(o.Description); d != "" {

@@ -48,6 +48,13 @@ func TestRenderQuestionsGolden(t *testing.T) {
 	golden(t, "questions.md", got)
 }
 
+func TestRenderAnsweredGolden(t *testing.T) {
+	t.Parallel()
+	got := RenderAnswered("I have two questions.", sampleQuestions(), map[string]string{"q1": "b", "q2": "b"},
+		"Answered by @alice.")
+	golden(t, "questions_answered.md", got)
+}
+
 func TestParseReply(t *testing.T) {
 	t.Parallel()
 	qs := sampleQuestions()
