@@ -204,25 +204,37 @@ type Runner struct {
 type Agent struct {
 	// Name identifies the agent in Phases. Same syntax as a forge name.
 	Name string `yaml:"name"`
-	// Adapter is the runner/agent adapter: "script" or "claude-code". Defaults to Name, so
-	// `name: script` alone selects the script adapter.
+	// Adapter is the runner/agent adapter: "script", "claude-code", "codex", "opencode",
+	// "copilot" or "gemini". Defaults to Name, so `name: script` alone selects the script
+	// adapter.
 	Adapter string `yaml:"adapter"`
 	// Image is the container image the agent runs in.
 	Image string `yaml:"image"`
 	// Script is the scenario file of the script adapter.
 	Script string `yaml:"script,omitempty"`
-	// APIKey is the model provider's key (claude-code: ANTHROPIC_API_KEY).
+	// APIKey is the model provider's key, passed only in the container's environment
+	// (claude-code: ANTHROPIC_API_KEY; codex: CODEX_API_KEY; opencode: the variable named by
+	// APIKeyEnv; copilot: COPILOT_GITHUB_TOKEN; gemini: GEMINI_API_KEY — agent-clis.md).
 	APIKey Secret `yaml:"api_key,omitempty"`
 	// APIKeyFile is the file APIKey was read from, if any.
 	APIKeyFile string `yaml:"api_key_file,omitempty"`
 	// Model overrides the adapter's default model.
 	Model string `yaml:"model,omitempty"`
+	// BaseURL points the CLI at another model endpoint (a proxy): claude-code, codex, gemini.
+	BaseURL string `yaml:"base_url,omitempty"`
+	// APIKeyEnv names the environment variable opencode reads the key from
+	// (e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY).
+	APIKeyEnv string `yaml:"api_key_env,omitempty"`
 }
 
 // Adapter names known to the runner.
 const (
 	AdapterScript     = "script"
 	AdapterClaudeCode = "claude-code"
+	AdapterCodex      = "codex"
+	AdapterOpencode   = "opencode"
+	AdapterCopilot    = "copilot"
+	AdapterGemini     = "gemini"
 )
 
 // Phases maps a phase name (runner.Phase: analysis, development, ci_fix, review_fix,
@@ -367,6 +379,9 @@ func Load(path string, environ []string) (*Config, error) {
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	c.setDefaults()
+	if err := c.resolvePaths(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
 	if err := c.Validate(); err != nil {
 		if missing {
 			return nil, fmt.Errorf("config file %s not found and the environment is incomplete: %w", path, err)
@@ -420,6 +435,28 @@ func (c *Config) checkSecretPairs() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// resolvePaths makes data_dir and the agents' script files absolute: a relative path is
+// relative to dir, the configuration file's directory (as for the *_file secrets). The data
+// directory is mounted into containers, which need absolute host paths.
+func (c *Config) resolvePaths(dir string) error {
+	abs := func(p string) (string, error) {
+		if p == "" || filepath.IsAbs(p) {
+			return p, nil
+		}
+		return filepath.Abs(filepath.Join(dir, p))
+	}
+	var err error
+	if c.DataDir, err = abs(c.DataDir); err != nil {
+		return fmt.Errorf("data_dir: %w", err)
+	}
+	for i := range c.Agents {
+		if c.Agents[i].Script, err = abs(c.Agents[i].Script); err != nil {
+			return fmt.Errorf("agents[%d].script: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // readSecretFiles reads every <key>_file whose secret is still empty (the environment reads its

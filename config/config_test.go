@@ -413,7 +413,7 @@ func TestValidate(t *testing.T) {
 		"zero timeout":      {func(c *Config) { c.Runner.Timeout = 0 }, "runner.timeout: must be a positive duration"},
 		"zero cpus":         {func(c *Config) { c.Runner.CPUs = 0 }, "runner.cpus: must be positive"},
 		"no agents":         {func(c *Config) { c.Agents = nil }, "agents: at least one agent is required"},
-		"bad adapter":       {func(c *Config) { c.Agents[1].Adapter = "codex" }, `agents[1].adapter: "codex" is not script or claude-code`},
+		"bad adapter":       {func(c *Config) { c.Agents[1].Adapter = "aider" }, `agents[1].adapter: "aider" is not one of script, claude-code, codex, opencode, copilot, gemini`},
 		"script no script":  {func(c *Config) { c.Agents[0].Script = "" }, "agents[0].script: required"},
 		"no image":          {func(c *Config) { c.Agents[1].Image = "" }, "agents[1].image: required"},
 		"undeclared agent":  {func(c *Config) { c.Phases["review"] = "codex" }, `phases.review: agent "codex" is not declared`},
@@ -535,7 +535,7 @@ func TestExampleConfig(t *testing.T) {
 	raw, err := os.ReadFile("../deploy/alfred.example.yaml")
 	require.NoError(t, err)
 	dir := t.TempDir()
-	for _, name := range []string{"database_url", "forgejo_token", "forgejo_webhook_secret", "gitlab_token", "gitlab_webhook_secret", "anthropic_api_key"} {
+	for _, name := range []string{"database_url", "forgejo_token", "forgejo_webhook_secret", "gitlab_token", "gitlab_webhook_secret", "anthropic_api_key", "openai_api_key"} {
 		writeFile(t, dir, name, name+"-"+marker+"\n")
 	}
 	yml := strings.ReplaceAll(string(raw), "/run/secrets/", dir+"/")
@@ -543,7 +543,7 @@ func TestExampleConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c.Forges, 2)
 	require.NotContains(t, c.Dump(), marker)
-	require.Len(t, c.Secrets(), 6)
+	require.Len(t, c.Secrets(), 7)
 }
 
 func TestSessionsResumeEnabled(t *testing.T) {

@@ -155,9 +155,10 @@ func (c *Config) Validate() error {
 		switch a.Adapter {
 		case AdapterScript:
 			v.required(key+".script", a.Script)
-		case AdapterClaudeCode:
+		case AdapterClaudeCode, AdapterCodex, AdapterOpencode, AdapterCopilot, AdapterGemini:
 		default:
-			v.add(key+".adapter", "%q is not %s or %s", a.Adapter, AdapterScript, AdapterClaudeCode)
+			v.add(key+".adapter", "%q is not one of %s, %s, %s, %s, %s, %s", a.Adapter, AdapterScript,
+				AdapterClaudeCode, AdapterCodex, AdapterOpencode, AdapterCopilot, AdapterGemini)
 		}
 		v.required(key+".image", a.Image)
 	}

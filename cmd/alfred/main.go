@@ -187,6 +187,9 @@ func (a *app) configCheck(args []string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := buildAgents(cfg); err != nil {
+		return err
+	}
 	dump := cfg.Dump()
 	fmt.Fprint(a.stdout, dump)
 	if !strings.HasSuffix(dump, "\n") {

@@ -24,6 +24,10 @@ import (
 	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/claudecode"
+	"github.com/alfred-bot/alfred/runner/agent/codex"
+	"github.com/alfred-bot/alfred/runner/agent/copilot"
+	"github.com/alfred-bot/alfred/runner/agent/gemini"
+	"github.com/alfred-bot/alfred/runner/agent/opencode"
 	"github.com/alfred-bot/alfred/runner/agent/script"
 	"github.com/alfred-bot/alfred/runner/docker"
 	gitrepo "github.com/alfred-bot/alfred/runner/git"
@@ -140,24 +144,9 @@ func (s *server) wire(ctx context.Context) error {
 		gits[f.Name] = g
 	}
 
-	agents := map[string]runner.Agent{}
-	for _, ag := range cfg.Agents {
-		var (
-			a   runner.Agent
-			err error
-		)
-		switch ag.Adapter {
-		case config.AdapterScript:
-			a, err = script.New(script.Config{Image: ag.Image, ScriptFile: ag.Script})
-		case config.AdapterClaudeCode:
-			a, err = claudecode.New(claudecode.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal()})
-		default:
-			err = fmt.Errorf("unknown adapter %q", ag.Adapter)
-		}
-		if err != nil {
-			return fmt.Errorf("agent %s: %w", ag.Name, err)
-		}
-		agents[ag.Name] = a
+	agents, err := buildAgents(cfg)
+	if err != nil {
+		return err
 	}
 	bindings := map[runner.Phase]string{}
 	for _, p := range []runner.Phase{runner.PhaseAnalysis, runner.PhaseDevelopment, runner.PhaseCIFix,
@@ -215,6 +204,41 @@ func (s *server) wire(ctx context.Context) error {
 	r.Mount("/", receiver)
 	s.handler = r
 	return nil
+}
+
+// buildAgents builds the configured agent adapters by name. An adapter that cannot be built
+// (an unreadable or invalid script, a missing API key) is an error naming the agent.
+func buildAgents(cfg *config.Config) (map[string]runner.Agent, error) {
+	agents := map[string]runner.Agent{}
+	for _, ag := range cfg.Agents {
+		var (
+			a   runner.Agent
+			err error
+		)
+		switch ag.Adapter {
+		case config.AdapterScript:
+			a, err = script.New(script.Config{Image: ag.Image, ScriptFile: ag.Script})
+		case config.AdapterClaudeCode:
+			a, err = claudecode.New(claudecode.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
+				BaseURL: ag.BaseURL})
+		case config.AdapterCodex:
+			a, err = codex.New(codex.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(), BaseURL: ag.BaseURL})
+		case config.AdapterOpencode:
+			a, err = opencode.New(opencode.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
+				APIKeyEnv: ag.APIKeyEnv})
+		case config.AdapterCopilot:
+			a, err = copilot.New(copilot.Config{Image: ag.Image, Model: ag.Model, Token: ag.APIKey.Reveal()})
+		case config.AdapterGemini:
+			a, err = gemini.New(gemini.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(), BaseURL: ag.BaseURL})
+		default:
+			err = fmt.Errorf("unknown adapter %q", ag.Adapter)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
+		}
+		agents[ag.Name] = a
+	}
+	return agents, nil
 }
 
 // Serve removes what a crashed process left behind, then serves HTTP on ln and runs the
