@@ -43,7 +43,7 @@ forges:
 agents:
   - name: script
     image: alfred/script-agent:dev
-    script: /etc/alfred/script.yaml
+    script: script.yaml
 `
 
 // result is what one run printed and returned.
@@ -64,6 +64,7 @@ func writeConfig(t *testing.T, databaseURL string) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "hook"), []byte(webhookSecret+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte("default: {summary: ok}\n"), 0o600))
 	p := filepath.Join(dir, "alfred.yaml")
 	require.NoError(t, os.WriteFile(p, []byte(strings.Replace(testConfig, "DATABASE_URL", databaseURL, 1)), 0o600))
 	return p
