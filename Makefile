@@ -13,7 +13,7 @@ export ALFRED_TEST_DATABASE_URL
 
 SCRIPT_AGENT_IMAGE ?= alfred/script-agent:dev
 
-.PHONY: all build deps test bench run image script-agent-image clean
+.PHONY: all build deps test bench run image script-agent-image realcli-test clean
 
 all: build
 
@@ -50,6 +50,17 @@ script-agent-image:
 ## image: build the container image alfred:$(VERSION) (needs a Docker engine)
 image:
 	docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t alfred:$(VERSION) .
+
+## realcli-test: install the real agent CLIs from npm into $(REALCLI_DIR) and run the adapters against them (host, mock model; -update via REALCLI_ARGS)
+# Claude Code 2.1.197 is the last release whose engines allow Node < 22 (agent-clis.md §1 Install note).
+# The list holds every CLI that runner/agent/realcli tests.
+REALCLI_DIR  ?= .cache/realcli
+REALCLI_NPM  ?= @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0 @google/gemini-cli@0.61.0 opencode-ai@1.18.33
+REALCLI_ARGS ?=
+realcli-test:
+	mkdir -p $(REALCLI_DIR)
+	npm install --prefix $(REALCLI_DIR) --no-audit --no-fund --save-exact --include=optional $(REALCLI_NPM)
+	ALFRED_REALCLI_DIR=$(abspath $(REALCLI_DIR)) $(GO) test -tags realcli -count=1 ./runner/agent/realcli/ -v $(REALCLI_ARGS)
 
 clean:
 	rm -rf bin/

@@ -129,8 +129,10 @@ func (a *Agent) ResumeVerified(version string) bool {
 // Command compiles the headless invocation (see the package doc). With Resume it adds
 // `--session <id>` (an id starting with "ses_"); otherwise a SessionName becomes --title (a
 // readable title only: opencode cannot resume by title, §3 Sessions). A SessionID without
-// Resume is ignored: opencode assigns ids. OPENCODE_DB is always set, so even a first run
-// writes its session where it will persist. No secret is in Cmd.
+// Resume is ignored: opencode assigns ids. OPENCODE_DB is set whenever the run has a session
+// (SessionName or Resume, i.e. the Executor mounts SessionStatePath), so even a first run
+// writes its session where it will persist; without a session it is left unset, since opencode
+// cannot open a database in a directory that does not exist. No secret is in Cmd.
 func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
 	prompt, err := clikit.Prompt(Name, in)
 	if err != nil {
@@ -149,11 +151,14 @@ func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
 		cmd = append(cmd, "--title", in.SessionName)
 	}
 	cmd = append(cmd, prompt)
-	env := []string{
-		"OPENCODE_DB=" + DBPath,
-		"OPENCODE_DISABLE_AUTOUPDATE=true",
-		a.cfg.APIKeyEnv + "=" + a.cfg.APIKey,
+	var env []string
+	if in.SessionName != "" || in.Resume {
+		// The Executor mounts SessionStatePath only for runs with a session; opencode does not
+		// create OPENCODE_DB's directory (exit 1 "unable to open database file" [obs 1.18.33,
+		// runner/agent/realcli]), so a run without a session keeps the default database.
+		env = append(env, "OPENCODE_DB="+DBPath)
 	}
+	env = append(env, "OPENCODE_DISABLE_AUTOUPDATE=true", a.cfg.APIKeyEnv+"="+a.cfg.APIKey)
 	if a.cfg.ConfigContent != "" {
 		env = append(env, "OPENCODE_CONFIG_CONTENT="+a.cfg.ConfigContent)
 	}

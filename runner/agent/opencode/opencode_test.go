@@ -55,6 +55,10 @@ func TestCommandGolden(t *testing.T) {
 	inv, err := newAgent(t, opencode.Config{APIKeyEnv: "OPENAI_API_KEY"}).Command(answer)
 	require.NoError(t, err)
 	require.Contains(t, inv.Env, "OPENAI_API_KEY="+testKey)
+	// No session (SessionName ""): no session mount, so no OPENCODE_DB in a missing directory.
+	for _, e := range inv.Env {
+		require.NotContains(t, e, "OPENCODE_DB=", "run without a session")
+	}
 }
 
 func TestCommandRejects(t *testing.T) {

@@ -1,0 +1,177 @@
+//go:build realcli
+
+package realcli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/agent/agenttest/mockmodel"
+	"github.com/alfred-bot/alfred/runner/agent/internal/clitest"
+)
+
+// runTimeout bounds one CLI run: none of the CLIs has a wall-clock limit of its own
+// (agent-clis.md "General rules").
+const runTimeout = 3 * time.Minute
+
+// cliBin returns the npm-installed binary name under $ALFRED_REALCLI_DIR (an npm --prefix
+// dir), skipping the test loudly when the variable is unset.
+func cliBin(t *testing.T, name string) string {
+	t.Helper()
+	dir := os.Getenv("ALFRED_REALCLI_DIR")
+	if dir == "" {
+		fmt.Fprintf(os.Stderr, "realcli: SKIPPING %s: ALFRED_REALCLI_DIR is unset (make realcli-test installs the CLIs and sets it)\n", t.Name())
+		t.Skip("ALFRED_REALCLI_DIR is unset: run `make realcli-test`, or install the CLIs with npm install --prefix DIR and set ALFRED_REALCLI_DIR=DIR")
+	}
+	bin, err := filepath.Abs(filepath.Join(dir, "node_modules", ".bin", name))
+	require.NoError(t, err)
+	_, err = os.Stat(bin)
+	require.NoError(t, err, "%s not installed under ALFRED_REALCLI_DIR", name)
+	return bin
+}
+
+// npmVersion reads the installed version of an npm package under $ALFRED_REALCLI_DIR.
+func npmVersion(t *testing.T, pkg string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(os.Getenv("ALFRED_REALCLI_DIR"), "node_modules", pkg, "package.json"))
+	require.NoError(t, err)
+	var p struct{ Version string }
+	require.NoError(t, json.Unmarshal(b, &p))
+	return pkg + "@" + p.Version
+}
+
+// host is where the CLIs run: a temp HOME, a temp git worktree as cwd, and the mock model.
+type host struct {
+	home, work string
+	mock       *mockmodel.Server
+}
+
+func newHost(t *testing.T) *host {
+	t.Helper()
+	h := &host{home: t.TempDir(), work: t.TempDir(), mock: mockmodel.New(t)}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"-c", "user.name=Alfred", "-c", "user.email=alfred@example.invalid", "commit", "-q", "--allow-empty", "-m", "init"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = h.work
+		cmd.Env = append(os.Environ(), "HOME="+h.home)
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(h.work, "README.md"), []byte("# app\n"), 0o644))
+	return h
+}
+
+// run executes inv with bin in place of Cmd[0]: cwd the worktree, stdin /dev/null, env only
+// PATH (the codex launcher is a node script), HOME, inv.Env and extra.
+func (h *host) run(t *testing.T, bin string, inv runner.Invocation, extra ...string) (stdout, stderr []byte, exit runner.ExitState) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, inv.Cmd[1:]...)
+	cmd.Dir = h.work
+	cmd.Env = append(append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + h.home}, inv.Env...), extra...)
+	cmd.Stdin = nil // /dev/null
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		exit = runner.ExitState{Code: -1, Killed: true}
+	case errors.As(err, &ee):
+		exit.Code = ee.ExitCode()
+	default:
+		require.NoError(t, err)
+	}
+	t.Logf("%s %s: exit %d in %s; %d stdout bytes; stderr:\n%s", filepath.Base(bin), strings.Join(redactPrompt(inv.Cmd[1:]), " "),
+		exit.Code, time.Since(start).Round(time.Millisecond), out.Len(), errb.String())
+	require.False(t, exit.Killed, "the CLI ran over %s", runTimeout)
+	return out.Bytes(), errb.Bytes(), exit
+}
+
+// version runs the adapter's version command with bin.
+func (h *host) version(t *testing.T, bin string, cmd []string, parse func(string) (string, error)) string {
+	t.Helper()
+	stdout, stderr, exit := h.run(t, bin, runner.Invocation{Cmd: cmd})
+	require.Equal(t, 0, exit.Code, string(stderr))
+	v, err := parse(string(stdout))
+	require.NoError(t, err)
+	return v
+}
+
+// logRequests shows what the CLI asked of the mock.
+func (h *host) logRequests(t *testing.T) {
+	t.Helper()
+	for _, r := range h.mock.Requests() {
+		t.Logf("mock: %s %s → %d (%d bytes; marks %v)", r.Method, r.Path, r.Status, len(r.Body), mockmodel.Marks(r.Body))
+	}
+	h.mock.Reset()
+}
+
+// sanitize replaces the run's temp paths and the mock's port with stable placeholders.
+func (h *host) sanitize(b []byte) []byte {
+	s := string(b)
+	for old, repl := range map[string]string{h.work: "/workspace", h.home: "/alfred/home",
+		slug(h.work): slug("/workspace"), h.mock.URL: "http://127.0.0.1:MOCK"} {
+		s = strings.ReplaceAll(s, old, repl)
+	}
+	return []byte(s)
+}
+
+var nonAlnum = regexp.MustCompile(`[^A-Za-z0-9]`)
+
+// slug is Claude Code's project dir name for a cwd (agent-clis.md §1 Sessions).
+func slug(dir string) string { return nonAlnum.ReplaceAllString(dir, "-") }
+
+// record writes the run under -update: dir/real_<version>_<run>.jsonl (sanitized stdout) and
+// .meta.json (m.Version must be set).
+// It returns the sanitized stdout and the Meta that the checks then read, exactly as the
+// untagged tests read the recorded files.
+func (h *host) record(t *testing.T, dir, run string, m Meta, inv runner.Invocation, stdout, stderr []byte, exit runner.ExitState) ([]byte, Meta) {
+	t.Helper()
+	stdout = h.sanitize(stdout)
+	m.Cmd = append([]string(nil), inv.Cmd...)
+	m.Env = make([]string, len(inv.Env))
+	for i, e := range inv.Env {
+		m.Env[i] = string(h.sanitize([]byte(e)))
+	}
+	for i, a := range m.Cmd {
+		m.Cmd[i] = string(h.sanitize([]byte(a)))
+	}
+	m.ExitCode = exit.Code
+	m.Stderr = string(h.sanitize(stderr))
+	if *clitest.Update {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, recordName(m.Version, run)+".jsonl"), stdout, 0o644))
+		b, err := json.MarshalIndent(m, "", "  ")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, recordName(m.Version, run)+".meta.json"), append(b, '\n'), 0o644))
+	}
+	return stdout, m
+}
+
+func redactPrompt(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if len(a) > 80 {
+			a = a[:40] + "…(" + fmt.Sprint(len(a)) + " bytes)"
+		}
+		out[i] = strings.ReplaceAll(a, "\n", " ")
+	}
+	return out
+}
