@@ -54,7 +54,8 @@ func (s *Store) SessionStatus(ctx context.Context, mailboxID int64) (*SessionSta
 	}
 	if sess != nil {
 		st.SessionName, st.NativeID, st.Adapter = sess.Name, sess.NativeID, sess.Adapter
-		st.IsResumable = sess.Succeeded && sess.NativeID != ""
+		// A closed mailbox's session state is removed: nothing is resumable any more.
+		st.IsResumable = sess.Succeeded && sess.NativeID != "" && mb.ClosedAt == nil
 	}
 	var ex struct {
 		Status    string    `db:"status"`

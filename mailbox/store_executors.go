@@ -22,11 +22,13 @@ workspace_path, branch, supports_session_resume, native_session_id, last_seen_at
 // runner.ErrNameConflict. It implements runner.ExecutorLog.
 func (s *Store) InsertExecutor(ctx context.Context, r *runner.ExecutorRecord) error {
 	err := s.db.GetContext(ctx, r, `INSERT INTO executors
-		(run_id, mailbox_id, container_name, status, adapter, workspace_path, branch)
-		VALUES ($1, $2, $3, 'starting', $4, $5, $6)
+		(run_id, mailbox_id, container_name, status, adapter, workspace_path, branch,
+		 supports_session_resume, native_session_id)
+		VALUES ($1, $2, $3, 'starting', $4, $5, $6, $7, $8)
 		ON CONFLICT (container_name) DO NOTHING
 		RETURNING `+executorColumns,
-		r.RunID, r.MailboxID, r.ContainerName, r.Adapter, r.WorkspacePath, r.Branch)
+		r.RunID, r.MailboxID, r.ContainerName, r.Adapter, r.WorkspacePath, r.Branch,
+		r.SupportsSessionResume, r.NativeSessionID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("insert executor %s: %w (an executor row already has that name)", r.ContainerName, runner.ErrNameConflict)
 	}

@@ -51,6 +51,14 @@ func (s *Store) RecordSession(ctx context.Context, r *runner.SessionRecord) erro
 	if err != nil {
 		return fmt.Errorf("record session: %w", err)
 	}
+	if r.RunID != nil {
+		// The run's latest container now knows its session.
+		_, err = s.db.ExecContext(ctx, `UPDATE executors SET session_id = $1, native_session_id = $2
+			WHERE id = (SELECT max(id) FROM executors WHERE run_id = $3)`, r.ID, r.NativeID, *r.RunID)
+		if err != nil {
+			return fmt.Errorf("link the session to its executor: %w", err)
+		}
+	}
 	return nil
 }
 

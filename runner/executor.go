@@ -230,7 +230,10 @@ func (e *Executor) Run(ctx context.Context, req RunRequest) (*RunOutcome, error)
 	out := &RunOutcome{Name: name, Agent: agent.Name()}
 	// The executor row is written before the create, so a container never exists unrecorded.
 	life, err := e.beginExecutor(ctx, ExecutorRecord{RunID: req.RunID, MailboxID: req.MailboxID,
-		ContainerName: name, Adapter: agent.Name(), WorkspacePath: req.Worktree, Branch: in.Branch})
+		ContainerName: name, Adapter: agent.Name(), WorkspacePath: req.Worktree, Branch: in.Branch,
+		// A session mount means an adapter that resumes, with sessions on; the id is known
+		// before the run for a resume or a caller-chosen new session (else set when recorded).
+		SupportsSessionResume: req.SessionDir != "", NativeSessionID: in.SessionID})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("run %s: %w", name, err), removeDirs())
 	}

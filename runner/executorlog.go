@@ -43,8 +43,9 @@ type ExecutorRecord struct {
 	// WorkspacePath is the host path of the run's worktree; Branch the branch it holds.
 	WorkspacePath string `db:"workspace_path"`
 	Branch        string `db:"branch"`
-	// SupportsSessionResume and NativeSessionID describe the agent session of the run, for
-	// the session work (left at their zero values by the Executor).
+	// SupportsSessionResume and NativeSessionID describe the agent session of the run: set by
+	// the Executor when the run has a session mount (the id when known before the run), and
+	// completed when the run's llm_sessions row is recorded.
 	SupportsSessionResume bool      `db:"supports_session_resume"`
 	NativeSessionID       string    `db:"native_session_id"`
 	LastSeenAt            time.Time `db:"last_seen_at"`

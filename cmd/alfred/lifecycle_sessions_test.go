@@ -77,4 +77,19 @@ phases:
 		}
 	}
 	require.Equal(t, []string{"analysis.functional", "analysis.technical", "development", "ci_fix"}, got)
+
+	// Each run's container record knows its session.
+	var execs []struct {
+		Supports bool   `db:"supports_session_resume"`
+		Native   string `db:"native_session_id"`
+		Session  *int64 `db:"session_id"`
+	}
+	require.NoError(t, e.srv.store.DB().SelectContext(ctx, &execs, `SELECT supports_session_resume,
+		native_session_id, session_id FROM executors WHERE mailbox_id = $1 ORDER BY id`, mb.ID))
+	require.Len(t, execs, 4)
+	for _, x := range execs {
+		require.True(t, x.Supports)
+		require.Equal(t, rows[0].NativeID, x.Native)
+		require.NotNil(t, x.Session)
+	}
 }
