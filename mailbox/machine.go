@@ -36,6 +36,12 @@ type Config struct {
 	CIFixAttempts int
 	// BranchPrefix starts every branch name (default "agent/").
 	BranchPrefix string
+	// FailureStreak is how many failed steps in a row (forge, database, Docker or git
+	// unavailable) make Alfred say so in the issue (default 3); the comment is posted once per
+	// streak.
+	FailureStreak int
+	// Redact censors secrets in error texts posted to the issue (identity when nil).
+	Redact func(string) string
 	// SessionResume reports whether runs of a repository continue one agent session per
 	// mailbox (config sessions.agent_session_resume and its overrides); nil means on.
 	SessionResume func(repo string) bool
@@ -48,6 +54,10 @@ func (c Config) withDefaults() Config {
 	c.CIPoll = cmp.Or(c.CIPoll, 30*time.Second)
 	c.CIFixAttempts = cmp.Or(c.CIFixAttempts, 3)
 	c.BranchPrefix = cmp.Or(c.BranchPrefix, "agent/")
+	c.FailureStreak = cmp.Or(c.FailureStreak, 3)
+	if c.Redact == nil {
+		c.Redact = func(s string) string { return s }
+	}
 	return c
 }
 
@@ -140,7 +150,40 @@ func (m *Machine) Step(ctx context.Context, mb *Mailbox) error {
 		return err
 	}
 	m.setWake(ctx, mb)
+	mb.Data.StepFailures = 0
 	return m.store.Save(ctx, nil, mb)
+}
+
+// ReportFailure counts a failed step of the mailbox; at the FailureStreak-th failure in a row
+// it says in the issue that Alfred cannot go on for now, once per streak. Failures to report
+// are logged only.
+func (m *Machine) ReportFailure(ctx context.Context, mailboxID int64, stepErr error) {
+	mb, err := m.store.Get(ctx, mailboxID)
+	if err != nil {
+		return
+	}
+	bot, ok := m.bots[mb.Forge]
+	if !ok || mb.State == StateIdle || mb.State.Closed() {
+		return
+	}
+	mb.Data.StepFailures++
+	if err := m.store.SaveData(ctx, mb); err != nil {
+		m.log.Warn("could not count a failed step", "mailbox_id", mb.ID, "err", err)
+		return
+	}
+	if mb.Data.StepFailures != m.cfg.FailureStreak {
+		return
+	}
+	mb.Data.StuckReports++
+	if err := m.store.SaveData(ctx, mb); err != nil {
+		m.log.Warn("could not count a failure report", "mailbox_id", mb.ID, "err", err)
+		return
+	}
+	body := fmt.Sprintf("I cannot go on for now: %s\n\nI will keep retrying; nothing is needed from you unless this stays.",
+		m.cfg.Redact(stepErr.Error()))
+	if err := m.post(ctx, bot, mb, fmt.Sprintf("stuck-%d", mb.Data.StuckReports), "stuck", body); err != nil {
+		m.log.Warn("could not report a failed step in the issue", "mailbox_id", mb.ID, "err", err)
+	}
 }
 
 // orClose turns a 404 on the issue into a clean close of the mailbox.

@@ -564,3 +564,36 @@ func TestStartCreatesTheLabelsMaintainersAdd(t *testing.T) {
 		require.Contains(t, b.fake.RepoLabels(repo), l)
 	}
 }
+
+// Failed steps (the agent infrastructure down) are retried silently at first; the third in a
+// row says so in the issue, once, with secrets censored.
+func TestRepeatedStepFailuresAreReportedOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.machine = mailbox.NewMachine(mailbox.Config{Redact: func(s string) string {
+		return strings.ReplaceAll(s, "tok-s3cr3t", "[redacted]")
+	}}, b.store, map[string]mailbox.Bot{"gl": {Forge: b.fake, Login: forgetest.BotLogin}}, b.exec, b.clock.Now, nil)
+	b.deliver(assign("alice"))
+	mb := b.step() // questions asked
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+	before := len(b.comments())
+	boom := fmt.Errorf("dial docker with tok-s3cr3t: connection refused")
+	for range 2 {
+		b.machine.ReportFailure(context.Background(), mb.ID, boom)
+	}
+	require.Len(t, b.comments(), before, "two failures: silent")
+	b.machine.ReportFailure(context.Background(), mb.ID, boom)
+	require.Len(t, b.comments(), before+1)
+	require.Contains(t, b.lastComment(), "I cannot go on for now: dial docker with [redacted]: connection refused")
+	b.machine.ReportFailure(context.Background(), mb.ID, boom)
+	require.Len(t, b.comments(), before+1, "once per streak")
+
+	// A successful step ends the streak; the next streak is reported again, in a new comment.
+	b.deliver(comment("alice", "ok"))
+	b.step()
+	n := len(b.comments())
+	for range 3 {
+		b.machine.ReportFailure(context.Background(), mb.ID, boom)
+	}
+	require.Len(t, b.comments(), n+1)
+}

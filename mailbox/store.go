@@ -216,6 +216,14 @@ func (s *Store) Save(ctx context.Context, q Querier, m *Mailbox) error {
 	return nil
 }
 
+// SaveData writes only the mailbox's data document (used outside a step, without the lease).
+func (s *Store) SaveData(ctx context.Context, m *Mailbox) error {
+	if _, err := s.db.ExecContext(ctx, `UPDATE mailboxes SET data = $2 WHERE id = $1`, m.ID, m.Data); err != nil {
+		return fmt.Errorf("save mailbox data %d: %w", m.ID, err)
+	}
+	return nil
+}
+
 // PendingEvents returns the unprocessed events of a mailbox in arrival order.
 func (s *Store) PendingEvents(ctx context.Context, mailboxID int64) ([]StoredEvent, error) {
 	var rows []StoredEvent

@@ -132,6 +132,11 @@ func (w *Workers) Once(ctx context.Context) (bool, error) {
 	default:
 	}
 	backoff := time.Duration(0)
+	if stepErr != nil && ctx.Err() == nil {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		w.machine.ReportFailure(rctx, mb.ID, stepErr)
+		rcancel()
+	}
 	if stepErr != nil {
 		backoff = w.cfg.Backoff
 		if errors.Is(stepErr, forge.ErrForbidden) {

@@ -55,7 +55,9 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	log.Info("alfred serving", "version", versionString(), "listen", ln.Addr().String(), "forges", len(cfg.Forges))
-	return srv.Serve(ctx, ln)
+	err = srv.Serve(ctx, ln)
+	log.Info("alfred stopped", "err", err)
+	return err
 }
 
 // server is a wired Alfred: HTTP edge, workers, runner. Tests build one with newServer and
@@ -186,7 +188,7 @@ func (s *server) wire(ctx context.Context) error {
 			TypeTask: l.TypeTask, TypeBug: l.TypeBug, TypeAnalysis: l.TypeAnalysis, TypeQuestion: l.TypeQuestion,
 			ValidatePlan: l.ValidatePlan},
 		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
-		CIPoll: cfg.Lifecycle.CIPoll, SessionResume: cfg.Sessions.ResumeEnabled, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
+		CIPoll: cfg.Lifecycle.CIPoll, SessionResume: cfg.Sessions.ResumeEnabled, Redact: redact, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
 	}, s.store, bots, s.service, nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
 		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
