@@ -104,14 +104,15 @@ func New(cfg Config) (*Agent, error) {
 func (a *Agent) Name() string { return Name }
 
 // Capabilities declares resumable sessions with caller-chosen UUIDs (§4 Sessions) stored under
-// SessionStatePath. CumulativeUsage is false: whether the usage file covers the run or the
-// session after a resume was not observed (§4 Output); the adapter reports it as per run.
+// SessionStatePath. CumulativeUsage is true: after a resume the --usage-output-file holds the
+// whole session's totals (observed with the real CLI 1.0.102, runner/agent/copilot/testdata:
+// 240/18 tokens after a 120/9 run), so Alfred records the difference per run.
 func (a *Agent) Capabilities() runner.Capabilities {
 	return runner.Capabilities{
 		ResumableSessions: true,
 		SessionStatePath:  SessionStatePath,
 		CallerChosenID:    true,
-		CumulativeUsage:   false,
+		CumulativeUsage:   true,
 		VersionCommand:    []string{a.cfg.Binary, "--version"},
 	}
 }

@@ -86,6 +86,7 @@ func TestCapabilities(t *testing.T) {
 		ResumableSessions: true,
 		SessionStatePath:  "/alfred/home/.copilot/session-state",
 		CallerChosenID:    true,
+		CumulativeUsage:   true,
 		VersionCommand:    []string{"copilot", "--version"},
 	}, a.Capabilities())
 	v, err := a.ParseVersion("GitHub Copilot CLI 1.0.102.\nRun 'copilot update' to check for updates.\n")
@@ -186,11 +187,13 @@ func TestTrapStdinClosed(t *testing.T) {
 	require.Contains(t, inv.Cmd[i+1], "Which API?")
 }
 
-// TestTrapCumulativeUsage: Copilot's usage is treated as per run (not observed either way).
+// TestTrapCumulativeUsage: after a resume Copilot's usage file holds the session's totals
+// (real CLI 1.0.102), so the run's share is the difference.
 func TestTrapCumulativeUsage(t *testing.T) {
 	t.Parallel()
-	require.False(t, newAgent(t).Capabilities().CumulativeUsage)
-	in, out, _ := runner.UsageDelta(runner.Result{SessionID: sid, InputTokens: 120}, runner.Result{SessionID: sid, InputTokens: 120, OutputTokens: 9}, false)
+	require.True(t, newAgent(t).Capabilities().CumulativeUsage)
+	in, out, _ := runner.UsageDelta(runner.Result{SessionID: sid, InputTokens: 120, OutputTokens: 9},
+		runner.Result{SessionID: sid, InputTokens: 240, OutputTokens: 18}, true)
 	require.EqualValues(t, 120, in)
 	require.EqualValues(t, 9, out)
 }
