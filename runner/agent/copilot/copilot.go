@@ -167,6 +167,11 @@ func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
 		if a.cfg.ProviderAPIKey != "" {
 			env = append(env, "COPILOT_PROVIDER_API_KEY="+a.cfg.ProviderAPIKey)
 		}
+		if a.cfg.Token == "" {
+			// Provider-only: no GitHub call is needed, and without this the CLI still looks up
+			// api.github.com (seen with the real CLI 1.0.102, runner/agent/copilot/testdata).
+			env = append(env, "COPILOT_OFFLINE=true")
+		}
 	}
 	return runner.Invocation{Image: a.cfg.Image, Cmd: cmd, Env: env}, nil
 }

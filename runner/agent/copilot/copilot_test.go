@@ -59,6 +59,7 @@ func TestCommandGolden(t *testing.T) {
 	inv, err := byok.Command(answer)
 	require.NoError(t, err)
 	require.Contains(t, inv.Env, "COPILOT_PROVIDER_API_KEY=sk-byok-secret")
+	require.Contains(t, inv.Env, "COPILOT_OFFLINE=true", "provider only: no GitHub look-up")
 	require.NotContains(t, inv.Cmd, "--session-id", "no session without an id")
 }
 
