@@ -229,7 +229,11 @@ func buildAgents(cfg *config.Config) (map[string]runner.Agent, error) {
 			a, err = opencode.New(opencode.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
 				APIKeyEnv: ag.APIKeyEnv})
 		case config.AdapterCopilot:
-			a, err = copilot.New(copilot.Config{Image: ag.Image, Model: ag.Model, Token: ag.APIKey.Reveal()})
+			c := copilot.Config{Image: ag.Image, Model: ag.Model, Token: ag.APIKey.Reveal()}
+			if ag.BaseURL != "" { // bring your own key: the key is the provider's, not GitHub's
+				c.Token, c.ProviderBaseURL, c.ProviderAPIKey = "", ag.BaseURL, ag.APIKey.Reveal()
+			}
+			a, err = copilot.New(c)
 		case config.AdapterGemini:
 			a, err = gemini.New(gemini.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(), BaseURL: ag.BaseURL})
 		default:
