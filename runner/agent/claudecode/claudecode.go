@@ -109,9 +109,7 @@ func (a *Agent) ParseVersion(output string) (string, error) { return clikit.Pars
 
 // ResumeVerified reports whether version is in VerifiedVersions or Config.VerifiedVersions.
 func (a *Agent) ResumeVerified(version string) bool {
-	vs := VerifiedVersions
-	vs.Exact = append(append([]string(nil), vs.Exact...), a.cfg.VerifiedVersions...)
-	return vs.Verified(version)
+	return VerifiedVersions.VerifiedWith(version, a.cfg.VerifiedVersions)
 }
 
 // Command compiles the headless invocation (see the package doc). A SessionID in the input

@@ -153,6 +153,16 @@ type Versions struct {
 	Exact []string
 }
 
+// VerifiedWith reports whether v is in the set or among extra (an operator's exact versions).
+func (vs Versions) VerifiedWith(v string, extra []string) bool {
+	for _, e := range extra {
+		if e == v {
+			return true
+		}
+	}
+	return vs.Verified(v)
+}
+
 // Verified reports whether v is in the set.
 func (vs Versions) Verified(v string) bool {
 	for _, e := range vs.Exact {
