@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -18,6 +15,7 @@ import (
 	retryablehttp "github.com/hashicorp/go-retryablehttp"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )
 
 // Defaults for ClientConfig.
@@ -108,8 +106,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		RetryWaitMin: waitMin,
 		RetryWaitMax: waitMax,
 		RetryMax:     retries,
-		CheckRetry:   clientCheckRetry,
-		Backoff:      clientBackoff,
+		CheckRetry:   forgehttp.CheckRetry,
+		Backoff:      forgehttp.Backoff,
 		ErrorHandler: retryablehttp.PassthroughErrorHandler, // hand the last 429/5xx to the SDK
 	}
 	c := &Client{
@@ -118,7 +116,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		http:    &http.Client{Transport: &retryablehttp.RoundTripper{Client: rc}, Jar: inner.Jar, CheckRedirect: inner.CheckRedirect},
 	}
 	if _, err := c.newAPI(context.Background()); err != nil {
-		return nil, fmt.Errorf("forgejo: new client: %s", clientRedact(err.Error(), cfg.Token))
+		return nil, fmt.Errorf("forgejo: new client: %s", forgehttp.Redact(err.Error(), cfg.Token))
 	}
 	return c, nil
 }
@@ -128,54 +126,6 @@ func clientDuration(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
-}
-
-// clientCheckRetry retries HTTP 429 and 5xx except 501 for every method, as the Forge
-// contract asks (a POST that failed with 5xx may rarely have been applied). A transport error
-// is retried only when the connection was never made (dial or DNS failure), since the request
-// may otherwise have been applied. It stops when the ctx is done.
-func clientCheckRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	if ctx.Err() != nil {
-		return false, ctx.Err()
-	}
-	if err != nil {
-		return clientNeverSent(err), nil
-	}
-	if resp.StatusCode == http.StatusTooManyRequests {
-		return true, nil
-	}
-	return resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented, nil
-}
-
-// clientNeverSent reports whether err happened before the request reached the server.
-func clientNeverSent(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var dns *net.DNSError
-	return errors.As(err, &dns) && !dns.IsNotFound
-}
-
-// clientBackoff waits per Retry-After after a 429 or 503, else doubles from min with up to
-// 25% jitter; never more than max.
-func clientBackoff(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
-	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		if v := strings.TrimSpace(resp.Header.Get("Retry-After")); v != "" {
-			if s, err := strconv.ParseInt(v, 10, 64); err == nil {
-				return min(max(time.Duration(s)*time.Second, 0), maxWait)
-			}
-			if t, err := http.ParseTime(v); err == nil {
-				return min(max(time.Until(t), 0), maxWait)
-			}
-		}
-	}
-	d := float64(minWait) * math.Pow(2, float64(attempt))
-	d += d * 0.25 * rand.Float64()
-	if d > float64(maxWait) {
-		return maxWait
-	}
-	return time.Duration(d)
 }
 
 // api returns an SDK client bound to ctx. The SDK keeps one context per client, so each call
@@ -699,7 +649,7 @@ func clientStatus(resp *gitea.Response) int {
 // by status, and with the token removed from the message.
 func (c *Client) wrap(op string, resp *gitea.Response, err error) error {
 	status := clientStatus(resp)
-	e := &clientError{op: op, status: status, cause: err, msg: clientRedact(err.Error(), c.token)}
+	e := &clientError{op: op, status: status, cause: err, msg: forgehttp.Redact(err.Error(), c.token)}
 	switch status {
 	case http.StatusNotFound:
 		e.sentinel = forge.ErrNotFound
@@ -737,11 +687,4 @@ func (e *clientError) Unwrap() []error {
 		return []error{e.cause}
 	}
 	return []error{e.sentinel, e.cause}
-}
-
-func clientRedact(s, token string) string {
-	if token == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, token, "[redacted]")
 }

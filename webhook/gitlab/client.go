@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"regexp"
 	"slices"
@@ -18,6 +15,7 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )
 
 // Defaults for ClientConfig.
@@ -103,8 +101,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		gl.WithBaseURL(cfg.BaseURL),
 		gl.WithCustomRetryMax(retries),
 		gl.WithCustomRetryWaitMinMax(waitMin, waitMax),
-		gl.WithCustomBackoff(clientBackoff),
-		gl.WithCustomRetry(clientCheckRetry),
+		gl.WithCustomBackoff(forgehttp.Backoff),
+		gl.WithCustomRetry(forgehttp.CheckRetry),
 		gl.WithUserAgent("alfred"),
 	}
 	if cfg.HTTPClient != nil {
@@ -112,72 +110,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	api, err := gl.NewClient(cfg.Token, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("gitlab: new client: %s", clientRedact(err.Error(), cfg.Token))
+		return nil, fmt.Errorf("gitlab: new client: %s", forgehttp.Redact(err.Error(), cfg.Token))
 	}
 	return &Client{api: api, token: cfg.Token}, nil
-}
-
-// clientCheckRetry retries HTTP 429 and 5xx except 501, for every method: GitLab answers 429
-// before acting, and the Forge contract asks for 5xx retries (a POST that failed with 5xx may
-// rarely have been applied). A transport error is retried only when the connection was never
-// made (dial or DNS failure), since the request may otherwise have been applied. It stops
-// when the ctx is done.
-func clientCheckRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	if ctx.Err() != nil {
-		return false, ctx.Err()
-	}
-	if err != nil {
-		return clientNeverSent(err), nil
-	}
-	if resp.StatusCode == http.StatusTooManyRequests {
-		return true, nil
-	}
-	return resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented, nil
-}
-
-// clientNeverSent reports whether err happened before the request reached the server.
-func clientNeverSent(err error) bool {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return true
-	}
-	var dns *net.DNSError
-	return errors.As(err, &dns) && !dns.IsNotFound
-}
-
-// clientBackoff waits per Retry-After or RateLimit-Reset after a 429, else doubles from min
-// with up to 25% jitter; never more than max.
-func clientBackoff(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
-	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		if d, ok := clientRetryAfter(resp.Header, time.Now()); ok {
-			return min(max(d, 0), maxWait)
-		}
-	}
-	d := float64(minWait) * math.Pow(2, float64(attempt))
-	d += d * 0.25 * rand.Float64()
-	if d > float64(maxWait) {
-		return maxWait
-	}
-	return time.Duration(d)
-}
-
-// clientRetryAfter reads Retry-After (delay seconds or HTTP date, RFC 9110 §10.2.3) and then
-// RateLimit-Reset (Unix seconds, GitLab "rate limits" documentation).
-func clientRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if s, err := strconv.ParseInt(v, 10, 64); err == nil {
-			return time.Duration(s) * time.Second, true
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			return t.Sub(now), true
-		}
-	}
-	if v := strings.TrimSpace(h.Get("RateLimit-Reset")); v != "" {
-		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 {
-			return time.Unix(s, 0).Sub(now), true
-		}
-	}
-	return 0, false
 }
 
 // Kind returns forge.KindGitLab.
@@ -745,7 +680,7 @@ func clientStatus(resp *gl.Response, err error) int {
 // sentinel by status, and with the token removed from the message.
 func (c *Client) wrap(op string, resp *gl.Response, err error) error {
 	status := clientStatus(resp, err)
-	e := &clientError{op: op, status: status, cause: err, msg: clientRedact(err.Error(), c.token)}
+	e := &clientError{op: op, status: status, cause: err, msg: forgehttp.Redact(err.Error(), c.token)}
 	switch status {
 	case http.StatusNotFound:
 		e.sentinel = forge.ErrNotFound
@@ -779,11 +714,4 @@ func (e *clientError) Unwrap() []error {
 		return []error{e.cause}
 	}
 	return []error{e.sentinel, e.cause}
-}
-
-func clientRedact(s, token string) string {
-	if token == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, token, "[redacted]")
 }
