@@ -465,7 +465,9 @@ func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string
 	m.ensureLabels(ctx, bot, mb)
 	mb.Title, mb.Author, mb.Labels, mb.Assignees = issue.Title, issue.Author.Login, issue.Labels, issue.Assignees
 	gen := mb.Data.Round + 1 // a restarted lifecycle asks its questions in new rounds
-	mb.Data = Data{Round: gen}
+	// A new lifecycle: fresh data, but the counters in comment keys go on, so that a restarted
+	// lifecycle posts new comments instead of editing the previous lifecycle's.
+	mb.Data = Data{Round: gen, Blocks: mb.Data.Blocks, StuckReports: mb.Data.StuckReports}
 	mb.ClosedAt, mb.MRNumber, mb.HeadSHA = nil, 0, ""
 	ack := fmt.Sprintf("Thanks @%s, I am on it. You can follow where I am in the `status::` label of this issue.",
 		cmp.Or(mb.Author, sender))
