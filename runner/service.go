@@ -158,15 +158,7 @@ func (s *Service) Cleanup(ctx context.Context, mailboxID int64) error {
 	id := strconv.FormatInt(mailboxID, 10)
 	_, err := s.exec.Reap(ctx, func(labels map[string]string) bool { return labels[LabelMailbox] != id })
 	prefix := fmt.Sprintf("alfred-mbx%d-", mailboxID)
-	var errs []error
-	errs = append(errs, err)
-	for _, mgr := range s.git {
-		if _, err := mgr.Sweep(ctx, func(name string) bool { return !strings.HasPrefix(name, prefix) }); err != nil {
-			errs = append(errs, err)
-		}
-		break // managers share the worktree directory
-	}
-	return errors.Join(errs...)
+	return errors.Join(err, s.sweep(ctx, func(name string) bool { return !strings.HasPrefix(name, prefix) }))
 }
 
 // Reap removes every Alfred container and worktree whose mailbox keep rejects; used at start-up
@@ -176,17 +168,21 @@ func (s *Service) Reap(ctx context.Context, keep func(mailboxID int64) bool) err
 		id, perr := strconv.ParseInt(labels[LabelMailbox], 10, 64)
 		return perr == nil && keep(id)
 	})
-	errs := []error{err}
+	return errors.Join(err, s.sweep(ctx, func(name string) bool {
+		var id int64
+		if _, perr := fmt.Sscanf(name, "alfred-mbx%d-", &id); perr != nil {
+			return true // not ours
+		}
+		return keep(id)
+	}))
+}
+
+// sweep removes the worktrees keep rejects. Every forge's git manager shares the one worktree
+// directory under the data directory, so one sweep covers them all.
+func (s *Service) sweep(ctx context.Context, keep func(name string) bool) error {
 	for _, mgr := range s.git {
-		_, err := mgr.Sweep(ctx, func(name string) bool {
-			var id int64
-			if _, perr := fmt.Sscanf(name, "alfred-mbx%d-", &id); perr != nil {
-				return true // not ours
-			}
-			return keep(id)
-		})
-		errs = append(errs, err)
-		break
+		_, err := mgr.Sweep(ctx, keep)
+		return err
 	}
-	return errors.Join(errs...)
+	return nil
 }
