@@ -16,7 +16,7 @@ import (
 
 	"github.com/gosimple/slug"
 
-	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -491,11 +491,11 @@ func (m *Machine) askType(ctx context.Context, bot Bot, mb *Mailbox) error {
 	q := TypeQuestion()
 	q.Context = fmt.Sprintf("I could not find a type label on the issue. You can also add `%s`, `%s`, `%s` or `%s` yourself.",
 		m.cfg.Labels.TypeTask, m.cfg.Labels.TypeBug, m.cfg.Labels.TypeAnalysis, m.cfg.Labels.TypeQuestion)
-	return m.ask(ctx, bot, mb, StateWaitingType, "Before I start, tell me what kind of work this is.", []runner.Question{q})
+	return m.ask(ctx, bot, mb, StateWaitingType, "Before I start, tell me what kind of work this is.", []phase.Question{q})
 }
 
 // ask stores and posts a question block as a new round and hands the turn to the author.
-func (m *Machine) ask(ctx context.Context, bot Bot, mb *Mailbox, state State, intro string, qs []runner.Question) error {
+func (m *Machine) ask(ctx context.Context, bot Bot, mb *Mailbox, state State, intro string, qs []phase.Question) error {
 	mb.Data.Round++
 	round := mb.Data.Round
 	deadline := m.now().Add(m.cfg.QuestionDeadline)
@@ -667,10 +667,10 @@ func isRetry(body, login string) bool {
 	return b == "retry" || b == "/retry" || b == "retry please" || b == "please retry"
 }
 
-func toRunnerQuestions(qs []Question) []runner.Question {
-	out := make([]runner.Question, 0, len(qs))
+func toRunnerQuestions(qs []Question) []phase.Question {
+	out := make([]phase.Question, 0, len(qs))
 	for _, q := range qs {
-		out = append(out, runner.Question{ID: q.QID, Title: q.Title, Context: q.Context, Options: q.Options(), Default: q.Default})
+		out = append(out, phase.Question{ID: q.QID, Title: q.Title, Context: q.Context, Options: q.Options(), Default: q.Default})
 	}
 	return out
 }

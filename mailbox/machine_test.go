@@ -14,7 +14,7 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
-	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
@@ -25,16 +25,16 @@ import (
 type scriptedExecutor struct {
 	mu       sync.Mutex
 	fake     *forgetest.Fake
-	results  map[string]*runner.Result
+	results  map[string]*phase.Result
 	failures map[string]string
-	jobs     []runner.Job
+	jobs     []phase.Job
 	cleanups []int64
 	// removedSessions lists the mailboxes whose session state was removed.
 	removedSessions []int64
 	block           chan struct{} // when set, Execute waits on it or on ctx
 }
 
-func (e *scriptedExecutor) Execute(ctx context.Context, job runner.Job) (*runner.JobOutcome, error) {
+func (e *scriptedExecutor) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, error) {
 	e.mu.Lock()
 	e.jobs = append(e.jobs, job)
 	block := e.block
@@ -43,18 +43,18 @@ func (e *scriptedExecutor) Execute(ctx context.Context, job runner.Job) (*runner
 		select {
 		case <-block:
 		case <-ctx.Done():
-			return &runner.JobOutcome{Interrupted: true, ExitCode: 137}, nil
+			return &phase.Outcome{Interrupted: true, ExitCode: 137}, nil
 		}
 	}
 	key := job.Input.Key
 	if f := e.failures[key]; f != "" {
-		return &runner.JobOutcome{Failure: f, ExitCode: 1}, nil
+		return &phase.Outcome{Failure: f, ExitCode: 1}, nil
 	}
 	r, ok := e.results[key]
 	if !ok {
-		return &runner.JobOutcome{Failure: "agent wrote no result", ExitCode: 0}, nil
+		return &phase.Outcome{Failure: "agent wrote no result", ExitCode: 0}, nil
 	}
-	out := &runner.JobOutcome{Result: r, Container: fmt.Sprintf("alfred-mbx%d-r%d", job.MailboxID, job.RunID)}
+	out := &phase.Outcome{Result: r, Container: fmt.Sprintf("alfred-mbx%d-r%d", job.MailboxID, job.RunID)}
 	if job.Push {
 		out.HeadSHA = fmt.Sprintf("%040d", job.RunID)
 		e.fake.SetBranch(job.Repository.Path, job.Branch, out.HeadSHA)
@@ -112,9 +112,9 @@ func setup(t *testing.T, labels ...string) *bundle {
 	fake.SetAccess(repo, "mallory", false)
 	n := fake.AddIssue(repo, forgetest.SeedIssue{Title: "Export the monthly report as CSV", Body: "We need a CSV export.",
 		Author: "alice", Labels: labels})
-	exec := &scriptedExecutor{fake: fake, results: map[string]*runner.Result{
+	exec := &scriptedExecutor{fake: fake, results: map[string]*phase.Result{
 		"analysis.functional": {Summary: "understood", Understanding: "You want a CSV export of the monthly report.",
-			Questions: []runner.Question{{ID: "q1", Title: "Which separator?", Default: "a", Options: []runner.Option{
+			Questions: []phase.Question{{ID: "q1", Title: "Which separator?", Default: "a", Options: []phase.Option{
 				{ID: "a", Label: "Comma", Description: "RFC 4180"}, {ID: "b", Label: "Semicolon", Description: "Excel in Europe"}}}},
 			ExpectedBehaviour: "A button downloads the CSV.", AcceptanceCriteria: []string{"the file opens in a spreadsheet"},
 			OutOfScope: []string{"PDF"}},
@@ -270,7 +270,7 @@ func TestLifecycleTaskWithReply(t *testing.T) {
 	require.Equal(t, mailbox.StateInCI, mb.State)
 	require.NotEqual(t, firstSHA, mb.HeadSHA)
 	last := b.exec.jobs[len(b.exec.jobs)-1]
-	require.Equal(t, runner.PhaseCIFix, last.Input.Phase)
+	require.Equal(t, phase.CIFix, last.Input.Phase)
 	require.Contains(t, last.Input.CILog, "FAIL: TestExport")
 
 	b.fake.SetCI(repo, mb.HeadSHA, forgetest.CIJob{Name: "test", State: forge.CISuccess})
@@ -301,7 +301,7 @@ func TestLifecycleTaskWithReply(t *testing.T) {
 	var keys []string
 	for _, r := range runs {
 		require.Equal(t, mailbox.RunSucceeded, r.Status)
-		keys = append(keys, runner.KeyOf(runner.Phase(r.Phase), runner.Step(r.Step)))
+		keys = append(keys, phase.KeyOf(phase.Phase(r.Phase), phase.Step(r.Step)))
 	}
 	require.Equal(t, []string{"analysis.functional", "analysis.technical", "development", "ci_fix"}, keys)
 }
@@ -415,7 +415,7 @@ func TestUnassignDuringRunStopsIt(t *testing.T) {
 func TestNoPipelineWithinWait(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "type::task")
-	b.exec.results["analysis.functional"] = &runner.Result{Summary: "ok", Understanding: "clear"}
+	b.exec.results["analysis.functional"] = &phase.Result{Summary: "ok", Understanding: "clear"}
 	b.deliver(assign("alice"))
 	b.step()
 	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
@@ -478,7 +478,7 @@ func TestIssueGoneClosesMailboxQuietly(t *testing.T) {
 func TestMergeRequestClosedWithoutMergeCancels(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "type::task")
-	b.exec.results["analysis.functional"] = &runner.Result{Summary: "ok", Understanding: "clear"}
+	b.exec.results["analysis.functional"] = &phase.Result{Summary: "ok", Understanding: "clear"}
 	b.deliver(assign("alice"))
 	b.step()
 	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
@@ -526,7 +526,7 @@ func TestSessionNameAndLifetime(t *testing.T) {
 	b.deliver(assign("alice"))
 	mb := b.step()
 	first := b.exec.jobs[0]
-	require.Equal(t, runner.PhaseAnalysis, first.Input.Phase)
+	require.Equal(t, phase.Analysis, first.Input.Phase)
 	require.Equal(t, "agent/issue-1-export-the-monthly-report-as-csv", first.SessionName)
 
 	b.deliver(forge.Event{Type: forge.EventIssueEdited, Sender: forge.User{Login: "alice"}, Title: "Export every report as XLSX"})

@@ -14,7 +14,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -89,7 +89,7 @@ type Data struct {
 	AnalysisRound int `json:"analysis_round,omitempty"`
 	// Analysis is the functional analysis result; Decisions the answers (qid → option label),
 	// FreeText free-form human replies handed to the agent.
-	Analysis  *runner.Result    `json:"analysis,omitempty"`
+	Analysis  *phase.Result     `json:"analysis,omitempty"`
 	Decisions map[string]string `json:"decisions,omitempty"`
 	FreeText  string            `json:"free_text,omitempty"`
 	// Plan is the technical analysis; ValidatedBy the login that validated it.
@@ -183,8 +183,8 @@ type Question struct {
 }
 
 // Options decodes the question's options.
-func (q *Question) Options() []runner.Option {
-	var o []runner.Option
+func (q *Question) Options() []phase.Option {
+	var o []phase.Option
 	_ = json.Unmarshal([]byte(q.OptionsJSON), &o)
 	return o
 }

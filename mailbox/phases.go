@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -15,15 +15,15 @@ import (
 func phaseOf(s State) string {
 	switch s {
 	case StateFunctionalAnalysis:
-		return runner.KeyOf(runner.PhaseAnalysis, runner.StepFunctional)
+		return phase.KeyOf(phase.Analysis, phase.StepFunctional)
 	case StateTechnicalAnalysis:
-		return runner.KeyOf(runner.PhaseAnalysis, runner.StepTechnical)
+		return phase.KeyOf(phase.Analysis, phase.StepTechnical)
 	case StateInDevelopment:
-		return string(runner.PhaseDevelopment)
+		return string(phase.Development)
 	case StateCIFix:
-		return string(runner.PhaseCIFix)
+		return string(phase.CIFix)
 	case StateAnswering:
-		return string(runner.PhaseAnswer)
+		return string(phase.Answer)
 	}
 	return ""
 }
@@ -35,21 +35,21 @@ const cancelPollInterval = 2 * time.Second
 // runPhase runs the phase the state calls for and applies its result.
 func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
 	state := mb.State
-	in := runner.Input{Repo: mb.Repo, Issue: mb.Number, Type: mb.Type, Decisions: mb.Data.Decisions,
+	in := phase.Input{Repo: mb.Repo, Issue: mb.Number, Type: mb.Type, Decisions: mb.Data.Decisions,
 		FreeText: mb.Data.FreeText, Plan: mb.Data.Plan, Attempt: 1}
 	switch state {
 	case StateFunctionalAnalysis:
-		in.Phase, in.Step = runner.PhaseAnalysis, runner.StepFunctional
+		in.Phase, in.Step = phase.Analysis, phase.StepFunctional
 	case StateTechnicalAnalysis:
-		in.Phase, in.Step = runner.PhaseAnalysis, runner.StepTechnical
+		in.Phase, in.Step = phase.Analysis, phase.StepTechnical
 	case StateInDevelopment:
-		in.Phase = runner.PhaseDevelopment
+		in.Phase = phase.Development
 	case StateCIFix:
-		in.Phase, in.CILog = runner.PhaseCIFix, mb.Data.CILog
+		in.Phase, in.CILog = phase.CIFix, mb.Data.CILog
 	case StateAnswering:
-		in.Phase = runner.PhaseAnswer
+		in.Phase = phase.Answer
 	}
-	in.Key = runner.KeyOf(in.Phase, in.Step)
+	in.Key = phase.KeyOf(in.Phase, in.Step)
 
 	issue, err := bot.Forge.Issue(ctx, mb.Ref())
 	if err != nil {
@@ -92,7 +92,7 @@ func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
 		return err
 	}
 	in.Attempt = run.Attempt
-	job := runner.Job{MailboxID: mb.ID, RunID: run.ID, Attempt: run.Attempt, ForgeName: mb.Forge,
+	job := phase.Job{MailboxID: mb.ID, RunID: run.ID, Attempt: run.Attempt, ForgeName: mb.Forge,
 		Repository: *repo, Branch: mb.Branch, Input: in, Push: !in.Phase.ReadOnly(),
 		CommitMessage: fmt.Sprintf("%s for #%d: %s", in.Phase, mb.Number, issue.Title)}
 	if !mb.MergeRequest && (m.cfg.SessionResume == nil || m.cfg.SessionResume(mb.Repo)) {
@@ -181,7 +181,7 @@ func cancels(ev forge.Event, bot Bot, mb *Mailbox) bool {
 
 const sectionFunctional = "functional_analysis"
 
-func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state State, out *runner.JobOutcome, repo *forge.Repository) error {
+func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state State, out *phase.Outcome, repo *forge.Repository) error {
 	r := out.Result
 	switch state {
 	case StateFunctionalAnalysis:
@@ -280,9 +280,9 @@ func (m *Machine) finishFunctional(ctx context.Context, bot Bot, mb *Mailbox) er
 
 // RenderAnalysis renders the "Functional analysis" section of the description:
 // understanding, a table of decisions, expected behaviour, acceptance criteria, out of scope.
-func RenderAnalysis(r *runner.Result, qs []Question, freeText string) string {
+func RenderAnalysis(r *phase.Result, qs []Question, freeText string) string {
 	if r == nil {
-		r = &runner.Result{}
+		r = &phase.Result{}
 	}
 	var b strings.Builder
 	b.WriteString("## Functional analysis\n\n")

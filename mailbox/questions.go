@@ -8,17 +8,17 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // TypeQuestion is the question asked when an issue has no type:: label (round 0). Its option
 // ids are the type names, and the default is "analysis".
-func TypeQuestion() runner.Question {
-	return runner.Question{
+func TypeQuestion() phase.Question {
+	return phase.Question{
 		ID:      "q1",
 		Title:   "What kind of work is this issue?",
 		Context: "I could not find a type label on the issue. You can also add one of the type labels yourself.",
-		Options: []runner.Option{
+		Options: []phase.Option{
 			{ID: "task", Label: "task", Description: "a change to build: I analyse, plan, then develop it"},
 			{ID: "bug", Label: "bug", Description: "something broken to fix: I analyse, plan, then fix it"},
 			{ID: "analysis", Label: "analysis", Description: "a study: the analysis in the description is the deliverable"},
@@ -30,7 +30,7 @@ func TypeQuestion() runner.Question {
 
 // RenderQuestions renders a question block: each question with its context and its options as
 // checkboxes, the default marked and pre-ticked, how to answer, and the deadline in UTC.
-func RenderQuestions(intro string, qs []runner.Question, deadline time.Time) string {
+func RenderQuestions(intro string, qs []phase.Question, deadline time.Time) string {
 	howTo := "Tick one box per question, or reply with `q1: b` (option letter, number or the start of its text). " +
 		"Reply `ok` to take the defaults; anything else you write is handed to me as extra context."
 	notice := fmt.Sprintf("**Without an answer by %s, I will apply the defaults.**", deadline.UTC().Format("2006-01-02 15:04 UTC"))
@@ -40,11 +40,11 @@ func RenderQuestions(intro string, qs []runner.Question, deadline time.Time) str
 // RenderAnswered renders a question block once answered: the chosen option of each question
 // ticked (chosen maps a question id to an option id), and notice (who answered, or that the
 // defaults applied) instead of the deadline.
-func RenderAnswered(intro string, qs []runner.Question, chosen map[string]string, notice string) string {
+func RenderAnswered(intro string, qs []phase.Question, chosen map[string]string, notice string) string {
 	return renderBlock(intro, "", "**"+notice+"**", qs, chosen)
 }
 
-func renderBlock(intro, howTo, notice string, qs []runner.Question, chosen map[string]string) string {
+func renderBlock(intro, howTo, notice string, qs []phase.Question, chosen map[string]string) string {
 	var b strings.Builder
 	b.WriteString(intro)
 	b.WriteString("\n\n")
@@ -109,7 +109,7 @@ var answerLineRE = regexp.MustCompile(`(?i)^\s*[-*]?\s*\**(q\d+)\**\s*[:=)\-–�
 // prefix); a whole reply of "ok"/"defaults"/👍 (and translations) accepts the defaults. Lines
 // that answer nothing are kept as FreeText. A reply that answers one question leaves the others
 // at their defaults.
-func ParseReply(body string, qs []runner.Question) Answers {
+func ParseReply(body string, qs []phase.Question) Answers {
 	a := Answers{Choices: map[string]string{}}
 	norm := strings.ToLower(strings.TrimSpace(strings.Trim(strings.TrimSpace(body), ".!")))
 	if acceptWords[norm] || acceptWords[strings.TrimSpace(body)] {
@@ -147,17 +147,17 @@ func ParseReply(body string, qs []runner.Question) Answers {
 	return a
 }
 
-func findQuestion(qs []runner.Question, id string) (runner.Question, bool) {
+func findQuestion(qs []phase.Question, id string) (phase.Question, bool) {
 	for _, q := range qs {
 		if strings.EqualFold(q.ID, id) {
 			return q, true
 		}
 	}
-	return runner.Question{}, false
+	return phase.Question{}, false
 }
 
 // matchOption resolves "b", "2", "B)", or the start of an option's label to an option id.
-func matchOption(q runner.Question, s string) (string, bool) {
+func matchOption(q phase.Question, s string) (string, bool) {
 	// People end answers with emoji and punctuation: "b 🙂", "b!", "**b**".
 	s = strings.TrimRightFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 	s = strings.TrimSpace(strings.Trim(strings.TrimSpace(s), "*`_.)"))
@@ -174,7 +174,7 @@ func matchOption(q runner.Question, s string) (string, bool) {
 	return "", false
 }
 
-func matchOptionText(q runner.Question, s string) (string, bool) {
+func matchOptionText(q phase.Question, s string) (string, bool) {
 	ls := fold(s)
 	if len([]rune(ls)) == 1 {
 		r := []rune(ls)[0]
@@ -231,7 +231,7 @@ var headingRE = regexp.MustCompile(`^###\s+(q\d+)\.`)
 // ParseTicks reads the checkboxes of an edited question block. For each question with exactly
 // one ticked box, or with two where one is the pre-ticked default, it returns the chosen option.
 // Questions left as rendered are not returned (they keep their default).
-func ParseTicks(body string, qs []runner.Question) map[string]string {
+func ParseTicks(body string, qs []phase.Question) map[string]string {
 	ticked := map[string][]string{}
 	current := ""
 	for _, line := range strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n") {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -27,13 +27,13 @@ func golden(t *testing.T, name, got string) {
 	require.Equal(t, string(want), got)
 }
 
-func sampleQuestions() []runner.Question {
-	return []runner.Question{
-		{ID: "q1", Title: "Which format?", Context: "The report is a table.", Default: "a", Options: []runner.Option{
+func sampleQuestions() []phase.Question {
+	return []phase.Question{
+		{ID: "q1", Title: "Which format?", Context: "The report is a table.", Default: "a", Options: []phase.Option{
 			{ID: "a", Label: "CSV", Description: "comma separated, opens in any spreadsheet"},
 			{ID: "b", Label: "Excel (xlsx)", Description: "one workbook with a sheet per month"},
 		}},
-		{ID: "q2", Title: "Which months?", Default: "b", Options: []runner.Option{
+		{ID: "q2", Title: "Which months?", Default: "b", Options: []phase.Option{
 			{ID: "a", Label: "Current month only", Description: "the month being viewed"},
 			{ID: "b", Label: "Every month", Description: "the whole history"},
 			{ID: "c", Label: "Défaut régional", Description: "per region"},
@@ -91,7 +91,7 @@ func TestParseReply(t *testing.T) {
 
 func TestParseReplyTypeQuestion(t *testing.T) {
 	t.Parallel()
-	qs := []runner.Question{TypeQuestion()}
+	qs := []phase.Question{TypeQuestion()}
 	require.Equal(t, map[string]string{"q1": "bug"}, ParseReply("bug", qs).Choices)
 	require.Equal(t, map[string]string{"q1": "task"}, ParseReply("q1: a", qs).Choices)
 	require.Equal(t, map[string]string{"q1": "question"}, ParseReply("Question", qs).Choices)

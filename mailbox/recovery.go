@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -19,7 +19,7 @@ type RunRecoverer interface {
 	// reason and the session hook) when nothing can be collected, the collected outcome
 	// (Recovered set) when its container exited or, with wait, once it exits; (nil, nil) when
 	// the container still runs and wait is false. See runner.Service.Recover.
-	Recover(ctx context.Context, job runner.Job, wait bool) (*runner.JobOutcome, error)
+	Recover(ctx context.Context, job phase.Job, wait bool) (*phase.Outcome, error)
 }
 
 // RecoverRuns is the start-up half of recovery for a mailbox the caller leased: every run
@@ -88,11 +88,11 @@ func (m *Machine) recoverRuns(ctx context.Context, bot *Bot, mb *Mailbox, wait b
 }
 
 // recoveryJob rebuilds the Job of a recorded run, as runPhase asked for it.
-func (m *Machine) recoveryJob(mb *Mailbox, r Run) runner.Job {
-	in := runner.Input{Phase: runner.Phase(r.Phase), Step: runner.Step(r.Step), Attempt: r.Attempt,
+func (m *Machine) recoveryJob(mb *Mailbox, r Run) phase.Job {
+	in := phase.Input{Phase: phase.Phase(r.Phase), Step: phase.Step(r.Step), Attempt: r.Attempt,
 		Repo: mb.Repo, Issue: mb.Number, Title: mb.Title, Branch: mb.Branch}
-	in.Key = runner.KeyOf(in.Phase, in.Step)
-	job := runner.Job{MailboxID: mb.ID, RunID: r.ID, Attempt: r.Attempt, ForgeName: mb.Forge,
+	in.Key = phase.KeyOf(in.Phase, in.Step)
+	job := phase.Job{MailboxID: mb.ID, RunID: r.ID, Attempt: r.Attempt, ForgeName: mb.Forge,
 		Repository: forge.Repository{Path: mb.Repo}, Branch: mb.Branch, Input: in, Push: !in.Phase.ReadOnly(),
 		CommitMessage: fmt.Sprintf("%s for #%d: %s", in.Phase, mb.Number, mb.Title)}
 	if !mb.MergeRequest && (m.cfg.SessionResume == nil || m.cfg.SessionResume(mb.Repo)) {
@@ -103,7 +103,7 @@ func (m *Machine) recoveryJob(mb *Mailbox, r Run) runner.Job {
 
 // recoveredRow fills the run row from a recovered outcome. A collected outcome (succeeded or
 // failed) is left unapplied for the machine; an interrupted one has nothing to apply.
-func recoveredRow(r *Run, out *runner.JobOutcome) {
+func recoveredRow(r *Run, out *phase.Outcome) {
 	r.Container = cmp.Or(out.Container, r.Container)
 	r.Output, r.HeadSHA = out.Output, out.HeadSHA
 	switch {
@@ -129,19 +129,19 @@ func recoveredRow(r *Run, out *runner.JobOutcome) {
 // machine has not acted on it yet, instead of starting a new run: a failure blocks as a failed
 // run does, a success is applied as runPhase applies one. It reports whether there was such a
 // run. The run is marked applied in the transaction that saves the mailbox.
-func (m *Machine) applyRecovered(ctx context.Context, bot Bot, mb *Mailbox, state State, in runner.Input, repo *forge.Repository) (bool, error) {
+func (m *Machine) applyRecovered(ctx context.Context, bot Bot, mb *Mailbox, state State, in phase.Input, repo *forge.Repository) (bool, error) {
 	prev, err := m.store.UnappliedRun(ctx, mb.ID, string(in.Phase), string(in.Step))
 	if err != nil || prev == nil {
 		return false, err
 	}
 	m.log.Info("applying a run recovered after a restart", "mailbox_id", mb.ID, "run_id", prev.ID,
 		"phase", in.Phase, "status", prev.Status)
-	out := &runner.JobOutcome{Container: prev.Container, Output: prev.Output, HeadSHA: prev.HeadSHA, Recovered: true}
+	out := &phase.Outcome{Container: prev.Container, Output: prev.Output, HeadSHA: prev.HeadSHA, Recovered: true}
 	if prev.ExitCode != nil {
 		out.ExitCode = *prev.ExitCode
 	}
 	if prev.Result != "" {
-		out.Result = &runner.Result{}
+		out.Result = &phase.Result{}
 		if err := json.Unmarshal([]byte(prev.Result), out.Result); err != nil {
 			return true, fmt.Errorf("decode the result of recovered run %d: %w", prev.ID, err)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
@@ -92,11 +93,11 @@ func TestStoreExecutorLifecycle(t *testing.T) {
 type recoveringExecutor struct {
 	*scriptedExecutor
 	mu      sync.Mutex
-	recover func(job runner.Job, wait bool) *runner.JobOutcome
+	recover func(job phase.Job, wait bool) *phase.Outcome
 	asked   []bool // the wait argument of every Recover call
 }
 
-func (e *recoveringExecutor) Recover(_ context.Context, job runner.Job, wait bool) (*runner.JobOutcome, error) {
+func (e *recoveringExecutor) Recover(_ context.Context, job phase.Job, wait bool) (*phase.Outcome, error) {
 	e.mu.Lock()
 	e.asked = append(e.asked, wait)
 	e.mu.Unlock()
@@ -109,7 +110,7 @@ func (e *recoveringExecutor) Recover(_ context.Context, job runner.Job, wait boo
 func crashedInDevelopment(t *testing.T) (*bundle, *mailbox.Machine, *recoveringExecutor, mailbox.Run) {
 	t.Helper()
 	b := setup(t, "type::task")
-	b.exec.results["analysis.functional"] = &runner.Result{Summary: "ok", Understanding: "clear"}
+	b.exec.results["analysis.functional"] = &phase.Result{Summary: "ok", Understanding: "clear"}
 	b.deliver(assign("alice"))
 	mb := b.step()
 	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
@@ -117,7 +118,7 @@ func crashedInDevelopment(t *testing.T) (*bundle, *mailbox.Machine, *recoveringE
 	mb.State = mailbox.StateInDevelopment
 	mb.Branch = mailbox.BranchName("agent/", mb.Number, mb.Title)
 	require.NoError(t, b.store.Save(ctx, nil, mb))
-	run := &mailbox.Run{MailboxID: mb.ID, Phase: string(runner.PhaseDevelopment)}
+	run := &mailbox.Run{MailboxID: mb.ID, Phase: string(phase.Development)}
 	require.NoError(t, b.store.StartRun(ctx, run))
 
 	rx := &recoveringExecutor{scriptedExecutor: b.exec}
@@ -142,7 +143,7 @@ func developmentJobs(e *scriptedExecutor) int {
 	defer e.mu.Unlock()
 	n := 0
 	for _, j := range e.jobs {
-		if j.Input.Phase == runner.PhaseDevelopment {
+		if j.Input.Phase == phase.Development {
 			n++
 		}
 	}
@@ -155,13 +156,13 @@ func TestRecoveredRunIsAppliedNotRerun(t *testing.T) {
 	t.Parallel()
 	b, m, rx, run := crashedInDevelopment(t)
 	sha := fmt.Sprintf("%040d", 7)
-	rx.recover = func(job runner.Job, wait bool) *runner.JobOutcome {
+	rx.recover = func(job phase.Job, wait bool) *phase.Outcome {
 		require.Equal(t, run.ID, job.RunID)
-		require.Equal(t, runner.PhaseDevelopment, job.Input.Phase)
+		require.Equal(t, phase.Development, job.Input.Phase)
 		require.True(t, job.Push)
 		b.fake.SetBranch(repo, job.Branch, sha)
-		return &runner.JobOutcome{Recovered: true, Container: "c", Output: "out", HeadSHA: sha,
-			Result: &runner.Result{Summary: "Added the CSV export.", CommitMessage: "Add CSV export"}}
+		return &phase.Outcome{Recovered: true, Container: "c", Output: "out", HeadSHA: sha,
+			Result: &phase.Result{Summary: "Added the CSV export.", CommitMessage: "Add CSV export"}}
 	}
 	ctx := context.Background()
 	mb, err := b.store.Find(ctx, b.ref)
@@ -201,8 +202,8 @@ func TestRecoveredRunIsAppliedNotRerun(t *testing.T) {
 func TestVanishedContainerInterruptsAndReruns(t *testing.T) {
 	t.Parallel()
 	b, m, rx, run := crashedInDevelopment(t)
-	rx.recover = func(job runner.Job, wait bool) *runner.JobOutcome {
-		return &runner.JobOutcome{Interrupted: true, Recovered: true, InterruptReason: "its container x was removed while Alfred was not running",
+	rx.recover = func(job phase.Job, wait bool) *phase.Outcome {
+		return &phase.Outcome{Interrupted: true, Recovered: true, InterruptReason: "its container x was removed while Alfred was not running",
 			NotResumableReason: "the script adapter cannot resume sessions"}
 	}
 	mb := b.stepWith(m)
@@ -234,11 +235,11 @@ func TestVanishedContainerInterruptsAndReruns(t *testing.T) {
 func TestStillRunningIsLeftToTheStepThenCollected(t *testing.T) {
 	t.Parallel()
 	b, m, rx, _ := crashedInDevelopment(t)
-	rx.recover = func(job runner.Job, wait bool) *runner.JobOutcome {
+	rx.recover = func(job phase.Job, wait bool) *phase.Outcome {
 		if !wait {
 			return nil // still running
 		}
-		return &runner.JobOutcome{Recovered: true, ExitCode: 3, Failure: "the agent exited with code 3"}
+		return &phase.Outcome{Recovered: true, ExitCode: 3, Failure: "the agent exited with code 3"}
 	}
 	ctx := context.Background()
 	mb, err := b.store.Find(ctx, b.ref)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 var _ runner.SessionStore = (*Store)(nil)
@@ -16,8 +17,8 @@ fallback_reason, tokens_in, tokens_out, cost_usd, reported_in, reported_out, rep
 duration_ms, succeeded`
 
 // LatestSession returns the mailbox's most recent successful session record, nil when none.
-func (s *Store) LatestSession(ctx context.Context, mailboxID int64) (*runner.SessionRecord, error) {
-	var r runner.SessionRecord
+func (s *Store) LatestSession(ctx context.Context, mailboxID int64) (*phase.SessionRecord, error) {
+	var r phase.SessionRecord
 	err := s.db.GetContext(ctx, &r, `SELECT `+sessionColumns+` FROM llm_sessions
 		WHERE mailbox_id = $1 AND succeeded AND native_id <> '' ORDER BY id DESC LIMIT 1`, mailboxID)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -30,8 +31,8 @@ func (s *Store) LatestSession(ctx context.Context, mailboxID int64) (*runner.Ses
 }
 
 // Sessions lists a mailbox's session records, oldest first.
-func (s *Store) Sessions(ctx context.Context, mailboxID int64) ([]runner.SessionRecord, error) {
-	var rs []runner.SessionRecord
+func (s *Store) Sessions(ctx context.Context, mailboxID int64) ([]phase.SessionRecord, error) {
+	var rs []phase.SessionRecord
 	err := s.db.SelectContext(ctx, &rs, `SELECT `+sessionColumns+` FROM llm_sessions
 		WHERE mailbox_id = $1 ORDER BY id`, mailboxID)
 	if err != nil {
@@ -41,7 +42,7 @@ func (s *Store) Sessions(ctx context.Context, mailboxID int64) ([]runner.Session
 }
 
 // RecordSession inserts r and sets r.ID.
-func (s *Store) RecordSession(ctx context.Context, r *runner.SessionRecord) error {
+func (s *Store) RecordSession(ctx context.Context, r *phase.SessionRecord) error {
 	err := s.db.GetContext(ctx, &r.ID, `INSERT INTO llm_sessions (mailbox_id, run_id, adapter, model,
 		session_name, native_id, resumed, fallback_reason, tokens_in, tokens_out, cost_usd, reported_in,
 		reported_out, reported_cost, duration_ms, succeeded)

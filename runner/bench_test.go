@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 const benchScript = `
@@ -30,7 +31,7 @@ func BenchmarkRunOverhead(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		out, err := ex.Run(ctx, runner.RunRequest{MailboxID: 98, RunID: runSeq.Add(1), Attempt: 1,
-			Input: runner.Input{Phase: runner.PhaseAnswer}, Worktree: wt})
+			Input: phase.Input{Phase: phase.Answer}, Worktree: wt})
 		require.NoError(b, err)
 		require.Equal(b, runner.StatusSucceeded, out.Status, "%v", out.Err)
 		n++

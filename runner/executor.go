@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Defaults used by the Executor when the corresponding Config field is zero.
@@ -32,7 +34,7 @@ type Config struct {
 	// Agents are the adapters by name (Agent.Name()).
 	Agents map[string]Agent
 	// Bindings names the adapter of each phase. A phase without a binding cannot run.
-	Bindings map[Phase]string
+	Bindings map[phase.Phase]string
 	// DataDir holds the per-run input and output directories, DataDir/runs/<name>/{in,out},
 	// removed when the run ends.
 	DataDir string
@@ -124,7 +126,7 @@ type RunRequest struct {
 	// Attempt counts from 1; it overrides Input.Attempt.
 	Attempt int
 	// Input is given to the agent; Input.Key is derived from Phase and Step when empty.
-	Input Input
+	Input phase.Input
 	// Worktree is the host path of the run's git worktree, mounted at /workspace (read-only
 	// when Input.Phase.ReadOnly()).
 	Worktree string
@@ -166,7 +168,7 @@ type RunOutcome struct {
 	StdoutTruncated bool   `json:"stdout_truncated,omitempty"`
 	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
 	// Result is the agent's validated result (StatusSucceeded only).
-	Result *Result `json:"result,omitempty"`
+	Result *phase.Result `json:"result,omitempty"`
 	// Err is why the run did not succeed: ErrTimeout, the agent's Result error (which may wrap
 	// ErrNoResult, ErrInvalidResult, ErrSessionNotFound), or the ctx error when canceled.
 	Err error `json:"-"`
@@ -183,7 +185,7 @@ type RunOutcome struct {
 
 // ContainerName returns the container (and run directory) name of a run:
 // alfred-mbx<mailbox>-r<run>-<phase>-a<attempt>.
-func ContainerName(mailboxID, runID int64, p Phase, attempt int) string {
+func ContainerName(mailboxID, runID int64, p phase.Phase, attempt int) string {
 	return fmt.Sprintf("alfred-mbx%d-r%d-%s-a%d", mailboxID, runID, p, attempt)
 }
 
@@ -331,7 +333,7 @@ func (e *Executor) cleanupCtx(ctx context.Context) (context.Context, context.Can
 }
 
 // prepare validates req and resolves the adapter and the container name.
-func (e *Executor) prepare(req RunRequest) (Input, Agent, string, error) {
+func (e *Executor) prepare(req RunRequest) (phase.Input, Agent, string, error) {
 	in := req.Input
 	if req.Attempt < 1 {
 		return in, nil, "", fmt.Errorf("run: attempt must be ≥ 1, got %d", req.Attempt)
@@ -344,7 +346,7 @@ func (e *Executor) prepare(req RunRequest) (Input, Agent, string, error) {
 	}
 	in.Attempt = req.Attempt
 	if in.Key == "" {
-		in.Key = KeyOf(in.Phase, in.Step)
+		in.Key = phase.KeyOf(in.Phase, in.Step)
 	}
 	agentName, ok := e.cfg.Bindings[in.Phase]
 	if !ok {
@@ -358,7 +360,7 @@ func (e *Executor) prepare(req RunRequest) (Input, Agent, string, error) {
 }
 
 // Agent returns the adapter bound to phase and its name.
-func (e *Executor) Agent(p Phase) (string, Agent, bool) {
+func (e *Executor) Agent(p phase.Phase) (string, Agent, bool) {
 	name, ok := e.cfg.Bindings[p]
 	if !ok {
 		return "", nil, false
@@ -381,7 +383,7 @@ func (e *Executor) GID() int { return e.cfg.GID }
 
 // makeRunDirs (re)creates runDir/in (input.json and the invocation's files, readable by all)
 // and runDir/out (writable by the container user).
-func (e *Executor) makeRunDirs(runDir string, in Input, inv Invocation) (inDir, outDir string, err error) {
+func (e *Executor) makeRunDirs(runDir string, in phase.Input, inv Invocation) (inDir, outDir string, err error) {
 	if err := os.RemoveAll(runDir); err != nil { // a crashed run's leftovers
 		return "", "", fmt.Errorf("clear run dir: %w", err)
 	}
@@ -427,7 +429,7 @@ func (e *Executor) makeRunDirs(runDir string, in Input, inv Invocation) (inDir, 
 }
 
 // spec builds the ContainerSpec of a run.
-func (e *Executor) spec(req RunRequest, in Input, name string, inv Invocation, inDir, outDir string) ContainerSpec {
+func (e *Executor) spec(req RunRequest, in phase.Input, name string, inv Invocation, inDir, outDir string) ContainerSpec {
 	env := append([]string{"HOME=" + HomeDir}, inv.Env...)
 	mounts := []Mount{
 		{Source: filepath.Clean(req.Worktree), Target: WorkspaceDir, ReadOnly: in.Phase.ReadOnly()},
@@ -467,7 +469,7 @@ func (e *Executor) spec(req RunRequest, in Input, name string, inv Invocation, i
 // root (e.g. /alfred/home/.claude, "" when the state path is directly under HOME), the path of
 // the state below that root, and the state path itself. ok is false when the run has no
 // session mount.
-func (e *Executor) sessionMount(req RunRequest, in Input, name string) (root, rel, state string, ok bool) {
+func (e *Executor) sessionMount(req RunRequest, in phase.Input, name string) (root, rel, state string, ok bool) {
 	sa, isSession := e.cfg.Agents[e.cfg.Bindings[in.Phase]].(SessionAgent)
 	if !isSession || req.SessionDir == "" || sa.Capabilities().SessionStatePath == "" {
 		return "", "", "", false
@@ -479,7 +481,7 @@ func (e *Executor) sessionMount(req RunRequest, in Input, name string) (root, re
 
 // makeConfigRoot creates the per-run configuration root of a session mount, with the
 // directories down to the session mount point, owned by the container user.
-func (e *Executor) makeConfigRoot(req RunRequest, in Input, name string) error {
+func (e *Executor) makeConfigRoot(req RunRequest, in phase.Input, name string) error {
 	root, rel, _, ok := e.sessionMount(req, in, name)
 	if !ok || root == "" {
 		return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/script"
 	"github.com/alfred-bot/alfred/runner/docker"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 )
 
@@ -70,8 +71,8 @@ func setupDocker(tb testing.TB, ctx context.Context, scriptText string) *dockerB
 
 func (b *dockerBundle) executor(tb testing.TB, timeout time.Duration) *runner.Executor {
 	tb.Helper()
-	bind := map[runner.Phase]string{}
-	for _, p := range []runner.Phase{runner.PhaseAnalysis, runner.PhaseDevelopment, runner.PhaseCIFix, runner.PhaseAnswer, runner.PhaseReview} {
+	bind := map[phase.Phase]string{}
+	for _, p := range []phase.Phase{phase.Analysis, phase.Development, phase.CIFix, phase.Answer, phase.Review} {
 		bind[p] = script.Name
 	}
 	ex, err := runner.NewExecutor(runner.Config{
@@ -114,7 +115,7 @@ func TestExecutorDocker(t *testing.T) {
 	ex := b.executor(t, time.Minute)
 
 	// run executes one phase and checks that nothing is left behind.
-	run := func(t *testing.T, ex *runner.Executor, in runner.Input) (*runner.RunOutcome, string) {
+	run := func(t *testing.T, ex *runner.Executor, in phase.Input) (*runner.RunOutcome, string) {
 		t.Helper()
 		wt := worktree(t)
 		runID := runSeq.Add(1)
@@ -130,7 +131,7 @@ func TestExecutorDocker(t *testing.T) {
 
 	t.Run("AnalysisCannotWriteWorkspace", func(t *testing.T) {
 		t.Parallel()
-		out, wt := run(t, ex, runner.Input{Phase: runner.PhaseAnalysis, Step: runner.StepFunctional})
+		out, wt := run(t, ex, phase.Input{Phase: phase.Analysis, Step: phase.StepFunctional})
 		require.Equal(t, runner.StatusFailed, out.Status)
 		require.Equal(t, script.ExitWriteFiles, out.Exit.Code)
 		require.Contains(t, out.Stderr, "read-only file system")
@@ -139,7 +140,7 @@ func TestExecutorDocker(t *testing.T) {
 
 	t.Run("AnalysisResult", func(t *testing.T) {
 		t.Parallel()
-		out, _ := run(t, ex, runner.Input{Phase: runner.PhaseAnalysis, Step: runner.StepTechnical, Repo: "g/r", Issue: 3})
+		out, _ := run(t, ex, phase.Input{Phase: phase.Analysis, Step: phase.StepTechnical, Repo: "g/r", Issue: 3})
 		require.NoError(t, out.Err)
 		require.Equal(t, runner.StatusSucceeded, out.Status)
 		require.Equal(t, "1. do it", out.Result.Plan)
@@ -149,7 +150,7 @@ func TestExecutorDocker(t *testing.T) {
 
 	t.Run("DevelopmentWritesFiles", func(t *testing.T) {
 		t.Parallel()
-		out, wt := run(t, ex, runner.Input{Phase: runner.PhaseDevelopment})
+		out, wt := run(t, ex, phase.Input{Phase: phase.Development})
 		require.NoError(t, out.Err)
 		require.Equal(t, runner.StatusSucceeded, out.Status)
 		require.Equal(t, "feat: hello", out.Result.CommitMessage)
@@ -163,7 +164,7 @@ func TestExecutorDocker(t *testing.T) {
 		t.Parallel()
 		short := b.executor(t, 2*time.Second)
 		began := time.Now()
-		out, wt := run(t, short, runner.Input{Phase: runner.PhaseCIFix})
+		out, wt := run(t, short, phase.Input{Phase: phase.CIFix})
 		require.Equal(t, runner.StatusTimedOut, out.Status)
 		require.ErrorIs(t, out.Err, runner.ErrTimeout)
 		require.True(t, out.Exit.Killed)
@@ -173,10 +174,10 @@ func TestExecutorDocker(t *testing.T) {
 
 	t.Run("MissingResult", func(t *testing.T) {
 		t.Parallel()
-		out, _ := run(t, ex, runner.Input{Phase: runner.PhaseAnswer})
+		out, _ := run(t, ex, phase.Input{Phase: phase.Answer})
 		require.Equal(t, runner.StatusFailed, out.Status)
 		require.Equal(t, 0, out.Exit.Code)
-		require.ErrorIs(t, out.Err, runner.ErrNoResult)
+		require.ErrorIs(t, out.Err, phase.ErrNoResult)
 	})
 
 	t.Run("MissingImage", func(t *testing.T) {
@@ -184,10 +185,10 @@ func TestExecutorDocker(t *testing.T) {
 		agent, err := script.NewFromBytes("alfred-test/absent:nope", []byte(dockerScript))
 		require.NoError(t, err)
 		ex2, err := runner.NewExecutor(runner.Config{Runtime: b.rt, Agents: map[string]runner.Agent{"script": agent},
-			Bindings: map[runner.Phase]string{runner.PhaseReview: "script"}, DataDir: t.TempDir(), UID: 65532, GID: 65532})
+			Bindings: map[phase.Phase]string{phase.Review: "script"}, DataDir: t.TempDir(), UID: 65532, GID: 65532})
 		require.NoError(t, err)
 		_, err = ex2.Run(ctx, runner.RunRequest{MailboxID: 99, RunID: runSeq.Add(1), Attempt: 1,
-			Input: runner.Input{Phase: runner.PhaseReview}, Worktree: worktree(t)})
+			Input: phase.Input{Phase: phase.Review}, Worktree: worktree(t)})
 		require.ErrorIs(t, err, runner.ErrImageNotFound)
 	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/script"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -113,7 +114,7 @@ func setupFake(t *testing.T, mutate func(*runner.Config)) *execBundle {
 	cfg := runner.Config{
 		Runtime:  b.rt,
 		Agents:   map[string]runner.Agent{"script": agent},
-		Bindings: map[runner.Phase]string{runner.PhaseDevelopment: "script", runner.PhaseAnswer: "script"},
+		Bindings: map[phase.Phase]string{phase.Development: "script", phase.Answer: "script"},
 		DataDir:  b.data,
 		UID:      65532, GID: 65532,
 		Limits:  runner.Limits{MemoryBytes: 2 << 30, NanoCPUs: 2e9, PIDs: 512},
@@ -150,7 +151,7 @@ func TestExecutorSpecGolden(t *testing.T) {
 	b.rt.stdout = "token sekrit here\n"
 	out, err := b.exec.Run(t.Context(), runner.RunRequest{
 		MailboxID: 12, RunID: 34, Attempt: 2, Worktree: b.worktree,
-		Input: runner.Input{Phase: runner.PhaseDevelopment, Repo: "group/repo", Issue: 7, Title: "Add x"},
+		Input: phase.Input{Phase: phase.Development, Repo: "group/repo", Issue: 7, Title: "Add x"},
 	})
 	require.NoError(t, err)
 	require.NoError(t, out.Err)
@@ -179,7 +180,7 @@ func TestExecutorTimeoutFake(t *testing.T) {
 	b := setupFake(t, func(c *runner.Config) { c.Timeout = 50 * time.Millisecond })
 	b.rt.hang = true
 	out, err := b.exec.Run(t.Context(), runner.RunRequest{MailboxID: 1, RunID: 2, Attempt: 1, Worktree: b.worktree,
-		Input: runner.Input{Phase: runner.PhaseAnswer}})
+		Input: phase.Input{Phase: phase.Answer}})
 	require.NoError(t, err)
 	require.Equal(t, runner.StatusTimedOut, out.Status)
 	require.ErrorIs(t, out.Err, runner.ErrTimeout)
@@ -192,7 +193,7 @@ func TestExecutorTimeoutFake(t *testing.T) {
 	b2 := setupFake(t, nil)
 	b2.rt.hang = true
 	out, err = b2.exec.Run(ctx, runner.RunRequest{MailboxID: 1, RunID: 3, Attempt: 1, Worktree: b2.worktree,
-		Input: runner.Input{Phase: runner.PhaseAnswer}})
+		Input: phase.Input{Phase: phase.Answer}})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, runner.StatusCanceled, out.Status)
 	require.True(t, out.Exit.Killed)
@@ -203,9 +204,9 @@ func TestExecutorRequestErrors(t *testing.T) {
 	t.Parallel()
 	b := setupFake(t, nil)
 	for name, req := range map[string]runner.RunRequest{
-		"no attempt":        {Worktree: b.worktree, Input: runner.Input{Phase: runner.PhaseAnswer}},
-		"relative worktree": {Attempt: 1, Worktree: "wt", Input: runner.Input{Phase: runner.PhaseAnswer}},
-		"unbound phase":     {Attempt: 1, Worktree: b.worktree, Input: runner.Input{Phase: runner.PhaseReview}},
+		"no attempt":        {Worktree: b.worktree, Input: phase.Input{Phase: phase.Answer}},
+		"relative worktree": {Attempt: 1, Worktree: "wt", Input: phase.Input{Phase: phase.Answer}},
+		"unbound phase":     {Attempt: 1, Worktree: b.worktree, Input: phase.Input{Phase: phase.Review}},
 	} {
 		out, err := b.exec.Run(t.Context(), req)
 		require.Error(t, err, name)
@@ -231,7 +232,7 @@ func TestTailKeepsEnd(t *testing.T) {
 	b.rt.onStart = playOnHost(t)
 	b.rt.stdout = strings.Repeat("a", 100) + "0123456789"
 	out, err := b.exec.Run(t.Context(), runner.RunRequest{MailboxID: 1, RunID: 9, Attempt: 1, Worktree: b.worktree,
-		Input: runner.Input{Phase: runner.PhaseAnswer}})
+		Input: phase.Input{Phase: phase.Answer}})
 	require.NoError(t, err)
 	require.True(t, out.StdoutTruncated)
 	require.True(t, strings.HasSuffix(out.Stdout, "\n0123456789"), out.Stdout)

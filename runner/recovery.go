@@ -12,6 +12,7 @@ import (
 	"time"
 
 	gitrepo "github.com/alfred-bot/alfred/runner/git"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Reattached is what Executor.Reattach found for one executor row.
@@ -29,7 +30,7 @@ type Reattached struct {
 	Outcome *RunOutcome
 	// Input is the run's input as it was given to the agent (session id and resume included),
 	// read back from the run directory, when Outcome is set.
-	Input Input
+	Input phase.Input
 }
 
 // Reattach finds again the container of an executor row left live (starting or ready) by a
@@ -160,8 +161,8 @@ func (e *Executor) Reattach(ctx context.Context, rec ExecutorRecord, wait bool) 
 
 // recoveredInput reads the run's input.json back from its run directory and resolves the
 // adapter that ran it (the recorded one, else the phase's binding).
-func (e *Executor) recoveredInput(rec ExecutorRecord, runDir string) (Input, Agent, error) {
-	var in Input
+func (e *Executor) recoveredInput(rec ExecutorRecord, runDir string) (phase.Input, Agent, error) {
+	var in phase.Input
 	b, err := os.ReadFile(filepath.Join(runDir, "in", "input.json"))
 	if err != nil {
 		return in, nil, fmt.Errorf("the run directory of %s was lost while Alfred was not running", rec.ContainerName)
@@ -233,10 +234,10 @@ func (e *Executor) RemoveOrphans(ctx context.Context) ([]string, error) {
 // Interrupted outcomes carry the session hook: Resumable, or NotResumableReason. The error is
 // for infrastructure failures (Docker, git); the run stays as it is and recovery can be
 // retried.
-func (s *Service) Recover(ctx context.Context, job Job, wait bool) (*JobOutcome, error) {
+func (s *Service) Recover(ctx context.Context, job phase.Job, wait bool) (*phase.Outcome, error) {
 	name := ContainerName(job.MailboxID, job.RunID, job.Input.Phase, job.Attempt)
-	interrupted := func(reason string) *JobOutcome {
-		out := &JobOutcome{Interrupted: true, Recovered: true, Container: name, InterruptReason: reason}
+	interrupted := func(reason string) *phase.Outcome {
+		out := &phase.Outcome{Interrupted: true, Recovered: true, Container: name, InterruptReason: reason}
 		out.Resumable, out.NotResumableReason = s.resumable(job)
 		return out
 	}
@@ -299,7 +300,7 @@ func (s *Service) Recover(ctx context.Context, job Job, wait bool) (*JobOutcome,
 	if out.Status == StatusCanceled {
 		return interrupted("stopped while waiting for its recovered container: " + out.Err.Error()), nil
 	}
-	res := &JobOutcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Recovered: true}
+	res := &phase.Outcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Recovered: true}
 	if p := s.recoveredPlan(ctx, job, r.Input); p != nil {
 		res.Session = s.record(ctx, job, p, out) // the session chain goes on across the restart
 	}
@@ -334,7 +335,7 @@ func (s *Service) Recover(ctx context.Context, job Job, wait bool) (*JobOutcome,
 
 // resumable is the session hook of an interrupted run: whether the next run can continue the
 // agent session, or why not.
-func (s *Service) resumable(job Job) (bool, string) {
+func (s *Service) resumable(job phase.Job) (bool, string) {
 	name, agent, ok := s.exec.Agent(job.Input.Phase)
 	switch {
 	case !ok:

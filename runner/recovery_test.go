@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 )
 
@@ -107,7 +108,7 @@ func TestExecutorRecordsItsContainer(t *testing.T) {
 	b := setupFake(t, func(c *runner.Config) { c.ExecutorLog = xl })
 	b.rt.onStart = playOnHost(t)
 	out, err := b.exec.Run(t.Context(), runner.RunRequest{MailboxID: 4, RunID: 9, Attempt: 1, Worktree: b.worktree,
-		Input: runner.Input{Phase: runner.PhaseAnswer, Branch: "agent/issue-4"}})
+		Input: phase.Input{Phase: phase.Answer, Branch: "agent/issue-4"}})
 	require.NoError(t, err)
 	require.NoError(t, out.RecordErr)
 	require.Len(t, xl.rows, 1)
@@ -125,7 +126,7 @@ func TestExecutorRecordsItsContainer(t *testing.T) {
 
 	// The same name again: refused before any container is created.
 	_, err = b.exec.Run(t.Context(), runner.RunRequest{MailboxID: 4, RunID: 9, Attempt: 1, Worktree: b.worktree,
-		Input: runner.Input{Phase: runner.PhaseAnswer}})
+		Input: phase.Input{Phase: phase.Answer}})
 	require.ErrorIs(t, err, runner.ErrNameConflict)
 	require.Len(t, b.rt.specs, 1)
 }
@@ -143,7 +144,7 @@ func TestExecutorStartFailureEndsTheRowAndDestroysNothing(t *testing.T) {
 	rt := &failingStart{}
 	b := setupFake(t, func(c *runner.Config) { c.ExecutorLog, c.Runtime = xl, rt })
 	_, err := b.exec.Run(t.Context(), runner.RunRequest{MailboxID: 1, RunID: 2, Attempt: 1, Worktree: b.worktree,
-		Input: runner.Input{Phase: runner.PhaseAnswer}})
+		Input: phase.Input{Phase: phase.Answer}})
 	require.ErrorIs(t, err, runner.ErrNameConflict)
 	require.Equal(t, runner.ExecutorError, xl.get(0).Status)
 	require.Empty(t, rt.destroyed, "a failed create removes nothing")
@@ -178,7 +179,7 @@ development:
 func crashed(t *testing.T, b *dockerBundle, ex *runner.Executor, xl *memLog, attempt int, ready bool) (runner.ExecutorRecord, runner.Handle, string) {
 	t.Helper()
 	runID := runSeq.Add(1)
-	in := runner.Input{Phase: runner.PhaseDevelopment, Key: "development", Attempt: attempt}
+	in := phase.Input{Phase: phase.Development, Key: "development", Attempt: attempt}
 	name := runner.ContainerName(98, runID, in.Phase, attempt)
 	wt := worktree(t)
 	inv, err := b.agent.Command(in)
@@ -222,7 +223,7 @@ func TestReattachDocker(t *testing.T) {
 	b := setupDocker(t, ctx, reattachScript)
 	xl := &memLog{}
 	ex, err := runner.NewExecutor(runner.Config{Runtime: b.rt, Agents: map[string]runner.Agent{b.agent.Name(): b.agent},
-		Bindings: map[runner.Phase]string{runner.PhaseDevelopment: b.agent.Name()}, DataDir: t.TempDir(),
+		Bindings: map[phase.Phase]string{phase.Development: b.agent.Name()}, DataDir: t.TempDir(),
 		UID: runtimetest.ImageUID, GID: runtimetest.ImageGID, Timeout: time.Minute, StopGrace: time.Second,
 		ExecutorLog: xl, Heartbeat: 100 * time.Millisecond})
 	require.NoError(t, err)
@@ -289,7 +290,7 @@ func TestReattachDocker(t *testing.T) {
 
 	t.Run("TimeoutStillApplies", func(t *testing.T) {
 		short, err := runner.NewExecutor(runner.Config{Runtime: b.rt, Agents: map[string]runner.Agent{b.agent.Name(): b.agent},
-			Bindings: map[runner.Phase]string{runner.PhaseDevelopment: b.agent.Name()}, DataDir: t.TempDir(),
+			Bindings: map[phase.Phase]string{phase.Development: b.agent.Name()}, DataDir: t.TempDir(),
 			UID: runtimetest.ImageUID, GID: runtimetest.ImageGID, Timeout: 3 * time.Second, StopGrace: time.Second,
 			ExecutorLog: xl})
 		require.NoError(t, err)

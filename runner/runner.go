@@ -11,130 +11,9 @@ import (
 	"errors"
 	"io"
 	"time"
+
+	"github.com/alfred-bot/alfred/runner/phase"
 )
-
-// Phase is one kind of agent step.
-type Phase string
-
-// The phases. Analysis phases mount the worktree read-only.
-const (
-	PhaseAnalysis           Phase = "analysis"
-	PhaseDevelopment        Phase = "development"
-	PhaseCIFix              Phase = "ci_fix"
-	PhaseReviewFix          Phase = "review_fix"
-	PhaseConflictResolution Phase = "conflict_resolution"
-	PhaseAnswer             Phase = "answer"
-	PhaseReview             Phase = "review"
-)
-
-// ReadOnly reports whether the phase may not change the worktree.
-func (p Phase) ReadOnly() bool {
-	switch p {
-	case PhaseAnalysis, PhaseAnswer, PhaseReview:
-		return true
-	}
-	return false
-}
-
-// Step distinguishes the two analysis runs of a mailbox.
-type Step string
-
-// Analysis steps; other phases have no step ("").
-const (
-	StepFunctional Step = "functional"
-	StepTechnical  Step = "technical"
-)
-
-// Input is what an agent gets for one run. It is written as JSON to /alfred/in/input.json in the
-// container and rendered into the prompt by adapters whose CLI takes a prompt.
-type Input struct {
-	Phase Phase `json:"phase"`
-	Step  Step  `json:"step,omitempty"`
-	// Key is the script key of the run: "analysis.functional", "analysis.technical",
-	// "development", "ci_fix", … (Phase, plus "."+Step when there is a step).
-	Key     string `json:"key"`
-	Attempt int    `json:"attempt"`
-	// Repo, Issue number, title and description of the issue.
-	Repo        string `json:"repo"`
-	Issue       int64  `json:"issue"`
-	Title       string `json:"title"`
-	Description string `json:"description"`
-	Type        string `json:"type,omitempty"` // task, bug, analysis, question
-	Branch      string `json:"branch,omitempty"`
-	// Decisions are the answered questions: id → chosen option label, plus free text.
-	Decisions map[string]string `json:"decisions,omitempty"`
-	FreeText  string            `json:"free_text,omitempty"`
-	// Analysis is the functional analysis (technical step) and Plan the validated plan
-	// (development and later).
-	Analysis string `json:"analysis,omitempty"`
-	Plan     string `json:"plan,omitempty"`
-	// CILog holds the failed jobs' log excerpts for ci_fix.
-	CILog string `json:"ci_log,omitempty"`
-	// Comments are recent human comments, oldest first, for answer and review_fix.
-	Comments []string `json:"comments,omitempty"`
-	// Model is the model name from the phase binding, "" for the CLI's default.
-	Model string `json:"model,omitempty"`
-	// SessionName is the mailbox's session name (its branch name, frozen at the first run);
-	// adapters whose CLI takes a human-readable name pass it (Claude Code -n). "" when
-	// sessions are off.
-	SessionName string `json:"session_name,omitempty"`
-	// SessionID is the CLI session to continue (Resume) or, for CLIs whose new-session id is
-	// chosen by the caller (Capabilities.CallerChosenID: a UUID for Claude Code, see
-	// agent-clis.md "Adapter notes" 1), the id of the new session; "" for none.
-	SessionID string `json:"session_id,omitempty"`
-	// Resume is true when SessionID names an existing session to continue rather than a new
-	// one to create. Adapters resume by exact id only (agent-clis.md "Adapter notes" 2).
-	Resume bool `json:"resume,omitempty"`
-}
-
-// KeyOf returns the script key for a phase and step.
-func KeyOf(p Phase, s Step) string {
-	if s == "" {
-		return string(p)
-	}
-	return string(p) + "." + string(s)
-}
-
-// Option is one choice of a Question.
-type Option struct {
-	ID          string `json:"id"`          // "a", "b", …
-	Label       string `json:"label"`       // short text
-	Description string `json:"description"` // one line
-}
-
-// Question is a clarification question returned by the functional analysis.
-type Question struct {
-	ID      string   `json:"id"` // "q1", "q2", …
-	Title   string   `json:"title"`
-	Context string   `json:"context,omitempty"`
-	Options []Option `json:"options"` // 2 to 4
-	Default string   `json:"default"` // an Option.ID
-}
-
-// Result is the structured result every phase writes to /alfred/out/result.json. The contract
-// is specified in spec/result-contract.md; Validate enforces it.
-type Result struct {
-	// Summary is a short human-readable account of the run (all phases).
-	Summary string `json:"summary"`
-	// Functional analysis.
-	Understanding      string     `json:"understanding,omitempty"`
-	Questions          []Question `json:"questions,omitempty"`
-	ExpectedBehaviour  string     `json:"expected_behaviour,omitempty"`
-	AcceptanceCriteria []string   `json:"acceptance_criteria,omitempty"`
-	OutOfScope         []string   `json:"out_of_scope,omitempty"`
-	// Technical analysis.
-	Plan string `json:"plan,omitempty"`
-	// Development, ci_fix, review_fix, conflict_resolution: the commit message Alfred uses.
-	CommitMessage string `json:"commit_message,omitempty"`
-	// Answer phase: the answer to post.
-	Answer string `json:"answer,omitempty"`
-
-	// Filled by the adapter from the CLI's own output, not by the agent.
-	SessionID    string  `json:"session_id,omitempty"`
-	InputTokens  int64   `json:"input_tokens,omitempty"`
-	OutputTokens int64   `json:"output_tokens,omitempty"`
-	CostUSD      float64 `json:"cost_usd,omitempty"`
-}
 
 // ContainerID is a Docker container id.
 type ContainerID string
@@ -266,10 +145,10 @@ type Agent interface {
 	Name() string
 	// Command returns the container image, command line and environment for a run. It puts no
 	// secret in the command line.
-	Command(in Input) (Invocation, error)
+	Command(in phase.Input) (Invocation, error)
 	// Result reads the run's outcome from the exit state, the CLI's stdout and the output
 	// directory (where result.json is expected). A missing or invalid result is an error.
-	Result(in Input, exit ExitState, stdout []byte, outDir string) (*Result, error)
+	Result(in phase.Input, exit ExitState, stdout []byte, outDir string) (*phase.Result, error)
 }
 
 // Invocation is an Agent's compiled command.
@@ -293,7 +172,6 @@ const (
 	WorkspaceDir = "/workspace"
 	InputDir     = "/alfred/in"
 	OutputDir    = "/alfred/out"
-	ResultFile   = "result.json"
 	HomeDir      = "/alfred/home"
 )
 
@@ -320,10 +198,6 @@ var (
 	ErrContainerNotFound = errors.New("container not found")
 	// ErrNotManaged: Adopt found a container that does not carry LabelManaged=true.
 	ErrNotManaged = errors.New("container is not managed by Alfred")
-	// ErrNoResult: the agent wrote no result file (and its output held none either).
-	ErrNoResult = errors.New("agent wrote no result")
-	// ErrInvalidResult: the result does not satisfy the contract for the phase.
-	ErrInvalidResult = errors.New("invalid agent result")
 	// ErrSessionNotFound: the CLI could not resume the requested session.
 	ErrSessionNotFound = errors.New("agent session not found")
 )

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	gitrepo "github.com/alfred-bot/alfred/runner/git"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Service runs a mailbox's Job end to end: a git worktree of the mailbox's branch, the agent's
@@ -36,9 +37,9 @@ func NewService(exec *Executor, git map[string]*gitrepo.Manager, sessions Sessio
 }
 
 // Execute runs job. The error is for infrastructure failures (git or Docker unavailable, the
-// push refused); a run that fails is reported in JobOutcome.Failure. The worktree and the
+// push refused); a run that fails is reported in phase.Outcome.Failure. The worktree and the
 // container are removed before it returns.
-func (s *Service) Execute(ctx context.Context, job Job) (*JobOutcome, error) {
+func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, error) {
 	mgr, ok := s.git[job.ForgeName]
 	if !ok {
 		return nil, fmt.Errorf("no git credentials for forge %q", job.ForgeName)
@@ -49,7 +50,7 @@ func (s *Service) Execute(ctx context.Context, job Job) (*JobOutcome, error) {
 	wt, err := mgr.AddWorktree(ctx, p, name, gitrepo.Checkout{Branch: job.Branch})
 	if err != nil {
 		if ctx.Err() != nil {
-			return &JobOutcome{Interrupted: true, Container: name}, nil
+			return &phase.Outcome{Interrupted: true, Container: name}, nil
 		}
 		return nil, fmt.Errorf("prepare worktree: %w", err)
 	}
@@ -69,7 +70,7 @@ func (s *Service) Execute(ctx context.Context, job Job) (*JobOutcome, error) {
 	}
 	var (
 		out     *RunOutcome
-		session *SessionRecord
+		session *phase.SessionRecord
 	)
 	if plan != nil {
 		out, session, err = s.runWithSession(ctx, job, req, plan)
@@ -77,12 +78,12 @@ func (s *Service) Execute(ctx context.Context, job Job) (*JobOutcome, error) {
 		out, err = s.exec.Run(ctx, req)
 	}
 	if out != nil && out.Status == StatusCanceled || (err != nil && ctx.Err() != nil) {
-		return &JobOutcome{Interrupted: true, Container: name}, nil
+		return &phase.Outcome{Interrupted: true, Container: name}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
-	res := &JobOutcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Session: session}
+	res := &phase.Outcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Session: session}
 	if out.Status != StatusSucceeded {
 		res.Failure = describeFailure(out)
 		return res, nil
@@ -121,12 +122,12 @@ func describeFailure(out *RunOutcome) string {
 	switch {
 	case out.Status == StatusTimedOut || errors.Is(out.Err, ErrTimeout):
 		return fmt.Sprintf("it ran out of time after %s and was stopped", out.Duration.Round(time.Second))
-	case errors.Is(out.Err, ErrNoResult):
+	case errors.Is(out.Err, phase.ErrNoResult):
 		if out.Exit.Code != 0 {
 			return fmt.Sprintf("the agent exited with code %d and wrote no result", out.Exit.Code)
 		}
 		return "the agent wrote no result"
-	case errors.Is(out.Err, ErrInvalidResult):
+	case errors.Is(out.Err, phase.ErrInvalidResult):
 		return "the agent's result is invalid: " + out.Err.Error()
 	case out.Exit.OOMKilled:
 		return "the container ran out of memory"

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // SessionConfig enables one agent session per mailbox in a Service.
@@ -29,10 +31,10 @@ type sessionPlan struct {
 	adapter  string
 	caps     Capabilities
 	dir      string
-	in       Input
+	in       phase.Input
 	resumed  bool
 	fallback string
-	prev     *SessionRecord
+	prev     *phase.SessionRecord
 }
 
 // stateMarker is written beside (not inside) a session directory after each completed run; the
@@ -47,7 +49,7 @@ func (c SessionConfig) SessionDir(mailboxID int64, adapter string) string {
 // plan decides between resuming and a fresh session. It returns nil when the run uses no
 // session: no session name (setting off, merge-request mailbox), no session store, or an
 // adapter without resumable sessions — exactly the behaviour without sessions.
-func (s *Service) plan(ctx context.Context, job Job) (*sessionPlan, error) {
+func (s *Service) plan(ctx context.Context, job phase.Job) (*sessionPlan, error) {
 	if job.SessionName == "" || s.sessions.Store == nil {
 		return nil, nil
 	}
@@ -116,8 +118,8 @@ func stateComplete(dir, id string) bool {
 }
 
 // record writes the run's session row and, after a success, the state marker.
-func (s *Service) record(ctx context.Context, job Job, p *sessionPlan, out *RunOutcome) *SessionRecord {
-	rec := &SessionRecord{MailboxID: job.MailboxID, Adapter: p.adapter, Model: job.Input.Model,
+func (s *Service) record(ctx context.Context, job phase.Job, p *sessionPlan, out *RunOutcome) *phase.SessionRecord {
+	rec := &phase.SessionRecord{MailboxID: job.MailboxID, Adapter: p.adapter, Model: job.Input.Model,
 		Name: job.SessionName, NativeID: p.in.SessionID, Resumed: p.resumed, FallbackReason: p.fallback}
 	if job.RunID != 0 {
 		id := job.RunID
@@ -131,9 +133,9 @@ func (s *Service) record(ctx context.Context, job Job, p *sessionPlan, out *RunO
 				rec.NativeID = r.SessionID // as the CLI's stream reported it
 			}
 			rec.ReportedIn, rec.ReportedOut, rec.ReportedCost = r.InputTokens, r.OutputTokens, r.CostUSD
-			var prev Result // the session's usage before this run, as the CLI reported it
+			var prev phase.Result // the session's usage before this run, as the CLI reported it
 			if p.resumed && p.prev != nil {
-				prev = Result{SessionID: p.prev.NativeID, InputTokens: p.prev.ReportedIn,
+				prev = phase.Result{SessionID: p.prev.NativeID, InputTokens: p.prev.ReportedIn,
 					OutputTokens: p.prev.ReportedOut, CostUSD: p.prev.ReportedCost}
 			}
 			cur := *r
@@ -156,7 +158,7 @@ func (s *Service) record(ctx context.Context, job Job, p *sessionPlan, out *RunO
 // runWithSession runs req under plan p. When the CLI refuses the resume in a way the adapter
 // recognises (ErrSessionNotFound), it re-invokes the CLI once, fresh, within the same run and
 // what is left of its time limit: not a retry — no status, counter or label changes.
-func (s *Service) runWithSession(ctx context.Context, job Job, req RunRequest, p *sessionPlan) (*RunOutcome, *SessionRecord, error) {
+func (s *Service) runWithSession(ctx context.Context, job phase.Job, req RunRequest, p *sessionPlan) (*RunOutcome, *phase.SessionRecord, error) {
 	req.Input, req.SessionDir = p.in, p.dir
 	out, err := s.exec.Run(ctx, req)
 	if err != nil || !p.resumed || out.Status != StatusFailed || !errors.Is(out.Err, ErrSessionNotFound) {
@@ -183,7 +185,7 @@ func (s *Service) runWithSession(ctx context.Context, job Job, req RunRequest, p
 
 // resumeVerified returns whether the adapter's CLI version in the run's image is verified to
 // resume, detecting and recording it (agent_installations) the first time.
-func (s *Service) resumeVerified(ctx context.Context, adapter string, sa SessionAgent, in Input) (bool, error) {
+func (s *Service) resumeVerified(ctx context.Context, adapter string, sa SessionAgent, in phase.Input) (bool, error) {
 	inv, err := sa.Command(in)
 	if err != nil {
 		return false, fmt.Errorf("compile %s command: %w", adapter, err)
@@ -298,7 +300,7 @@ func (s *Service) SweepSessions(open func(mailboxID int64) bool) ([]int64, error
 
 // recoveredPlan rebuilds the session plan of a run collected after a restart from the input it
 // was given, so that its session is recorded like any run's. nil when the run used no session.
-func (s *Service) recoveredPlan(ctx context.Context, job Job, in Input) *sessionPlan {
+func (s *Service) recoveredPlan(ctx context.Context, job phase.Job, in phase.Input) *sessionPlan {
 	if job.SessionName == "" || s.sessions.Store == nil || in.SessionName == "" {
 		return nil
 	}

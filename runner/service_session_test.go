@@ -17,6 +17,7 @@ import (
 	"github.com/alfred-bot/alfred/runner/agent/claudecode"
 	"github.com/alfred-bot/alfred/runner/docker"
 	gitrepo "github.com/alfred-bot/alfred/runner/git"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
@@ -61,7 +62,7 @@ func newSessionBundle(t *testing.T) *sessionBundle {
 }
 
 // service binds every phase to the claude-code adapters named in bindings (phase → name).
-func (b *sessionBundle) service(bindings map[runner.Phase]string) *runner.Service {
+func (b *sessionBundle) service(bindings map[phase.Phase]string) *runner.Service {
 	b.t.Helper()
 	agents := map[string]runner.Agent{}
 	for _, name := range []string{"claude-code", "claude-other"} {
@@ -69,8 +70,8 @@ func (b *sessionBundle) service(bindings map[runner.Phase]string) *runner.Servic
 		require.NoError(b.t, err)
 		agents[name] = a
 	}
-	all := map[runner.Phase]string{}
-	for _, p := range []runner.Phase{runner.PhaseAnalysis, runner.PhaseDevelopment, runner.PhaseCIFix} {
+	all := map[phase.Phase]string{}
+	for _, p := range []phase.Phase{phase.Analysis, phase.Development, phase.CIFix} {
 		all[p] = "claude-code"
 	}
 	for p, n := range bindings {
@@ -94,13 +95,13 @@ func (b *sessionBundle) mailbox(n int64) int64 {
 	return mb.ID
 }
 
-func (b *sessionBundle) run(s *runner.Service, mailboxID int64, p runner.Phase, step runner.Step, title, session string) *runner.JobOutcome {
+func (b *sessionBundle) run(s *runner.Service, mailboxID int64, p phase.Phase, step phase.Step, title, session string) *phase.Outcome {
 	b.t.Helper()
 	r := &mailbox.Run{MailboxID: mailboxID, Phase: string(p), Step: string(step)}
 	require.NoError(b.t, b.store.StartRun(context.Background(), r))
-	out, err := s.Execute(context.Background(), runner.Job{MailboxID: mailboxID, RunID: r.ID, Attempt: r.Attempt,
+	out, err := s.Execute(context.Background(), phase.Job{MailboxID: mailboxID, RunID: r.ID, Attempt: r.Attempt,
 		ForgeName: "gl", Repository: b.repo, Branch: session, SessionName: session, Push: !p.ReadOnly(),
-		Input: runner.Input{Phase: p, Step: step, Repo: "acme/shop", Issue: 1, Title: title}})
+		Input: phase.Input{Phase: p, Step: step, Repo: "acme/shop", Issue: 1, Title: title}})
 	require.NoError(b.t, err)
 	require.Empty(b.t, out.Failure, "output:\n%s", out.Output)
 	return out
@@ -113,7 +114,7 @@ func TestSessionResumedAcrossPhasesAndEveryFallback(t *testing.T) {
 	a := b.mailbox(1)
 
 	// First (analysis) run of the mailbox: a fresh session, named after the branch.
-	out := b.run(svc, a, runner.PhaseAnalysis, runner.StepFunctional, "MARK-ALPHA export", name)
+	out := b.run(svc, a, phase.Analysis, phase.StepFunctional, "MARK-ALPHA export", name)
 	first := out.Session
 	require.NotNil(t, first)
 	require.False(t, first.Resumed)
@@ -122,7 +123,7 @@ func TestSessionResumedAcrossPhasesAndEveryFallback(t *testing.T) {
 	require.NotEmpty(t, first.NativeID)
 
 	// Development resumes it: the CLI saw run 1's history.
-	out = b.run(svc, a, runner.PhaseDevelopment, "", "MARK-BETA build", name)
+	out = b.run(svc, a, phase.Development, "", "MARK-BETA build", name)
 	require.True(t, out.Session.Resumed)
 	require.Empty(t, out.Session.FallbackReason)
 	require.Equal(t, first.NativeID, out.Session.NativeID)
@@ -136,7 +137,7 @@ func TestSessionResumedAcrossPhasesAndEveryFallback(t *testing.T) {
 	// Half-written state (no completion marker): fresh, state_missing.
 	dir := b.sessions.SessionDir(a, "claude-code")
 	require.NoError(t, os.Remove(dir+".ok"))
-	out = b.run(svc, a, runner.PhaseCIFix, "", "MARK-GAMMA fix", name)
+	out = b.run(svc, a, phase.CIFix, "", "MARK-GAMMA fix", name)
 	require.False(t, out.Session.Resumed)
 	require.Equal(t, runner.FallbackStateMissing, out.Session.FallbackReason)
 	require.NotEqual(t, first.NativeID, out.Session.NativeID)
@@ -152,26 +153,26 @@ func TestSessionResumedAcrossPhasesAndEveryFallback(t *testing.T) {
 		return err
 	}))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "keep"), []byte("x"), 0o644))
-	out = b.run(svc, a, runner.PhaseCIFix, "", "MARK-DELTA fix", name)
+	out = b.run(svc, a, phase.CIFix, "", "MARK-DELTA fix", name)
 	require.False(t, out.Session.Resumed)
 	require.Equal(t, runner.FallbackRefused, out.Session.FallbackReason)
 	require.True(t, out.Session.Succeeded)
 	require.True(t, strings.HasSuffix(out.Container, "-fresh"), out.Container)
 
 	// Another adapter for the phase: adapter_changed.
-	other := b.service(map[runner.Phase]string{runner.PhaseAnalysis: "claude-other"})
-	out = b.run(other, a, runner.PhaseAnalysis, runner.StepTechnical, "MARK-EPS plan", name)
+	other := b.service(map[phase.Phase]string{phase.Analysis: "claude-other"})
+	out = b.run(other, a, phase.Analysis, phase.StepTechnical, "MARK-EPS plan", name)
 	require.Equal(t, runner.FallbackAdapterChanged, out.Session.FallbackReason)
 
 	// Isolation: another mailbox starts its own session and never sees this one's history.
 	m2 := b.mailbox(2)
-	out = b.run(svc, m2, runner.PhaseAnalysis, runner.StepFunctional, "MARK-ZETA other", "agent/issue-2-other")
+	out = b.run(svc, m2, phase.Analysis, phase.StepFunctional, "MARK-ZETA other", "agent/issue-2-other")
 	require.Equal(t, runner.FallbackNoPriorSession, out.Session.FallbackReason)
 	require.NotContains(t, out.Result.Summary, "MARK-ALPHA")
 	require.NotEqual(t, dir, b.sessions.SessionDir(m2, "claude-code"))
 
 	// Sessions off (no session name): no session row, no mount, as before.
-	out = b.run(svc, m2, runner.PhaseAnalysis, runner.StepTechnical, "MARK-ETA plan", "")
+	out = b.run(svc, m2, phase.Analysis, phase.StepTechnical, "MARK-ETA plan", "")
 	require.Nil(t, out.Session)
 	rows, err := b.store.Sessions(context.Background(), m2)
 	require.NoError(t, err)
@@ -189,11 +190,11 @@ func TestSessionUnsupportedVersionRunsFresh(t *testing.T) {
 	b := newSessionBundle(t)
 	a := b.mailbox(1)
 	svc := b.service(nil)
-	b.run(svc, a, runner.PhaseAnalysis, runner.StepFunctional, "MARK-ALPHA", "agent/issue-1-x")
+	b.run(svc, a, phase.Analysis, phase.StepFunctional, "MARK-ALPHA", "agent/issue-1-x")
 	// An operator's image with a CLI version not verified to resume.
 	require.NoError(t, b.store.RecordInstallation(context.Background(), runner.Installation{Adapter: "claude-code",
 		Image: b.image, Version: "9.9.9", ResumeVerified: false}))
-	out := b.run(b.service(nil), a, runner.PhaseAnalysis, runner.StepTechnical, "MARK-BETA", "agent/issue-1-x")
+	out := b.run(b.service(nil), a, phase.Analysis, phase.StepTechnical, "MARK-BETA", "agent/issue-1-x")
 	require.False(t, out.Session.Resumed)
 	require.Equal(t, runner.FallbackUnsupportedVersion, out.Session.FallbackReason)
 }

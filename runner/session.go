@@ -4,6 +4,8 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Capabilities is what an adapter declares about its CLI's sessions (issue: one agent session
@@ -48,11 +50,11 @@ type SessionAgent interface {
 // (Codex, opencode, Copilot and Gemini say "cannot resume" there, agent-clis.md "Resume-miss
 // signal"). The Executor then calls ResultStderr instead of Agent.Result.
 type StderrResulter interface {
-	ResultStderr(in Input, exit ExitState, stdout, stderr []byte, outDir string) (*Result, error)
+	ResultStderr(in phase.Input, exit ExitState, stdout, stderr []byte, outDir string) (*phase.Result, error)
 }
 
 // agentResult asks the adapter for the run's result, with stderr when it takes it.
-func agentResult(a Agent, in Input, exit ExitState, stdout, stderr []byte, outDir string) (*Result, error) {
+func agentResult(a Agent, in phase.Input, exit ExitState, stdout, stderr []byte, outDir string) (*phase.Result, error) {
 	if sr, ok := a.(StderrResulter); ok {
 		return sr.ResultStderr(in, exit, stdout, stderr, outDir)
 	}
@@ -83,38 +85,13 @@ const (
 	FallbackRefused            = "refused"             // the CLI refused the resume; re-invoked fresh in the same run
 )
 
-// SessionRecord is one row of llm_sessions: the session a run used.
-type SessionRecord struct {
-	ID        int64  `db:"id"`
-	MailboxID int64  `db:"mailbox_id"`
-	RunID     *int64 `db:"run_id"`
-	Adapter   string `db:"adapter"`
-	Model     string `db:"model"`
-	// Name is the mailbox's session name (its branch); NativeID the CLI's own session id,
-	// taken from the CLI's output stream — never from a file the container can write.
-	Name           string `db:"session_name"`
-	NativeID       string `db:"native_id"`
-	Resumed        bool   `db:"resumed"`
-	FallbackReason string `db:"fallback_reason"`
-	// TokensIn, TokensOut and CostUSD are this run's share; Reported* what the CLI reported
-	// (cumulative over the session on some CLIs, see Capabilities.CumulativeUsage).
-	TokensIn     int64   `db:"tokens_in"`
-	TokensOut    int64   `db:"tokens_out"`
-	CostUSD      float64 `db:"cost_usd"`
-	ReportedIn   int64   `db:"reported_in"`
-	ReportedOut  int64   `db:"reported_out"`
-	ReportedCost float64 `db:"reported_cost"`
-	DurationMS   int64   `db:"duration_ms"`
-	Succeeded    bool    `db:"succeeded"`
-}
-
 // SessionStore keeps llm_sessions and agent_installations; mailbox.Store implements it.
 type SessionStore interface {
 	// LatestSession returns the mailbox's most recent successful session record of any
 	// adapter, nil when there is none.
-	LatestSession(ctx context.Context, mailboxID int64) (*SessionRecord, error)
+	LatestSession(ctx context.Context, mailboxID int64) (*phase.SessionRecord, error)
 	// RecordSession inserts r and sets r.ID.
-	RecordSession(ctx context.Context, r *SessionRecord) error
+	RecordSession(ctx context.Context, r *phase.SessionRecord) error
 	// Installation returns the recorded CLI version of adapter in image, nil when unknown.
 	Installation(ctx context.Context, adapter, image string) (*Installation, error)
 	// RecordInstallation stores (or replaces) a detected version.

@@ -1,5 +1,7 @@
 package runner
 
+import "github.com/alfred-bot/alfred/runner/phase"
+
 // UsageDelta returns the tokens and cost that one run added, from its Result cur and the
 // previous run's Result prev in the same session.
 //
@@ -12,7 +14,7 @@ package runner
 // when prev and cur name different sessions (a fresh session after a refused resume starts its
 // counters again) or when any difference would be negative (counters restarted; never report a
 // negative usage). Tokens are counts; cost is in US dollars.
-func UsageDelta(prev, cur Result, cumulative bool) (in, out int64, cost float64) {
+func UsageDelta(prev, cur phase.Result, cumulative bool) (in, out int64, cost float64) {
 	if !cumulative || prev.SessionID != cur.SessionID {
 		return cur.InputTokens, cur.OutputTokens, cur.CostUSD
 	}

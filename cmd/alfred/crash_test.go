@@ -220,7 +220,10 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	require.NoError(t, api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
 	require.Equal(t, http.StatusAccepted, e.send("003-issue_label-label_updated", setLabels(fj.IssueLabels(e.issue)...)))
 
-	devFilter := filters.NewArgs(filters.Arg("label", "alfred.managed=true"), filters.Arg("label", "alfred.phase=development"))
+	// This test's own containers: the instance label is derived from this test's data
+	// directory, so a development container of another test (or package) never matches.
+	devFilter := filters.NewArgs(filters.Arg("label", "alfred.managed=true"), filters.Arg("label", "alfred.phase=development"),
+		filters.Arg("label", "alfred.instance="+instanceID(filepath.Join(dir, "data"))))
 	require.Eventually(t, func() bool {
 		list, err := cli.ContainerList(ctx, container.ListOptions{Filters: devFilter})
 		require.NoError(t, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/agenttest"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -61,7 +62,7 @@ phases:
 	require.Len(t, rows, 4, "one session row per run")
 	keys := map[int64]string{}
 	for _, r := range runs {
-		keys[r.ID] = runner.KeyOf(runner.Phase(r.Phase), runner.Step(r.Step))
+		keys[r.ID] = phase.KeyOf(phase.Phase(r.Phase), phase.Step(r.Step))
 	}
 	var got []string
 	for i, r := range rows {

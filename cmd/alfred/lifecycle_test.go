@@ -414,13 +414,15 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// requireNoLeftovers checks that no Alfred container runs and no worktree is left.
+// requireNoLeftovers checks that no container of this test's Alfred (its instance label,
+// derived from dataDir) is left and no worktree is left; other tests' containers do not count.
 func requireNoLeftovers(t *testing.T, dataDir string) {
 	t.Helper()
 	cli := runtimetest.Client(t)
 	require.Eventually(t, func() bool {
 		list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
-			Filters: filters.NewArgs(filters.Arg("label", "alfred.managed=true"))})
+			Filters: filters.NewArgs(filters.Arg("label", "alfred.managed=true"),
+				filters.Arg("label", "alfred.instance="+instanceID(dataDir)))})
 		require.NoError(t, err)
 		return len(list) == 0
 	}, 30*time.Second, 200*time.Millisecond, "an Alfred container was left behind")

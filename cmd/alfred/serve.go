@@ -31,6 +31,7 @@ import (
 	"github.com/alfred-bot/alfred/runner/agent/script"
 	"github.com/alfred-bot/alfred/runner/docker"
 	gitrepo "github.com/alfred-bot/alfred/runner/git"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -150,9 +151,9 @@ func (s *server) wire(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	bindings := map[runner.Phase]string{}
-	for _, p := range []runner.Phase{runner.PhaseAnalysis, runner.PhaseDevelopment, runner.PhaseCIFix,
-		runner.PhaseReviewFix, runner.PhaseConflictResolution, runner.PhaseAnswer, runner.PhaseReview} {
+	bindings := map[phase.Phase]string{}
+	for _, p := range []phase.Phase{phase.Analysis, phase.Development, phase.CIFix,
+		phase.ReviewFix, phase.ConflictResolution, phase.Answer, phase.Review} {
 		if name := cfg.Phases.Agent(string(p)); name != "" {
 			bindings[p] = name
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 )
 
@@ -115,7 +116,7 @@ func BuildImage(tb testing.TB, ctx context.Context, cli *client.Client) string {
 // Spec is one adapter run for Run.
 type Spec struct {
 	Agent runner.SessionAgent
-	Input runner.Input
+	Input phase.Input
 	// Worktree is the host directory mounted at /workspace (read-only for read-only phases).
 	Worktree string
 	// SessionDir is the host directory mounted at the adapter's SessionStatePath; "" for none.
@@ -152,7 +153,7 @@ type Outcome struct {
 type StderrResulter = runner.StderrResulter
 
 // Result is the adapter's reading of the outcome, with stderr when the adapter takes it.
-func (o *Outcome) Result(a runner.Agent, in runner.Input) (*runner.Result, error) {
+func (o *Outcome) Result(a runner.Agent, in phase.Input) (*phase.Result, error) {
 	if sr, ok := a.(StderrResulter); ok {
 		return sr.ResultStderr(in, o.Exit, o.Stdout, o.Stderr, o.OutDir)
 	}

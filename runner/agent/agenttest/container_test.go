@@ -19,6 +19,7 @@ import (
 	"github.com/alfred-bot/alfred/runner/agent/gemini"
 	"github.com/alfred-bot/alfred/runner/agent/opencode"
 	"github.com/alfred-bot/alfred/runner/docker"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 )
 
@@ -67,14 +68,14 @@ func TestContainerSessions(t *testing.T) {
 			worktree, sessions := agenttest.HostDir(t), agenttest.HostDir(t)
 
 			// Version detection through the image.
-			out := agenttest.Run(t, ctx, rt, agenttest.Spec{Agent: versionAgent{a}, Input: runner.Input{Phase: runner.PhaseReview}, Worktree: worktree})
+			out := agenttest.Run(t, ctx, rt, agenttest.Spec{Agent: versionAgent{a}, Input: phase.Input{Phase: phase.Review}, Worktree: worktree})
 			require.Zero(t, out.Exit.Code, string(out.Stderr))
 			v, err := a.ParseVersion(string(out.Stdout))
 			require.NoError(t, err)
 			require.True(t, a.ResumeVerified(v), "stand-in reports the reference's tested version %s", v)
 
 			// Run 1: fresh session.
-			in1 := runner.Input{Phase: runner.PhaseAnalysis, Step: runner.StepFunctional, Key: "analysis.functional", Attempt: 1,
+			in1 := phase.Input{Phase: phase.Analysis, Step: phase.StepFunctional, Key: "analysis.functional", Attempt: 1,
 				Repo: "group/app", Issue: 7, Title: "Remember MARK-ALPHA", Description: "First run.", SessionName: "agent/issue-7-remember"}
 			if caps.CallerChosenID {
 				in1.SessionID = uuid.NewString()
@@ -94,7 +95,7 @@ func TestContainerSessions(t *testing.T) {
 			require.NotEmpty(t, entries, "the session landed in the mounted state dir")
 
 			// Run 2: resume by exact id; development phase (read-write worktree).
-			in2 := runner.Input{Phase: runner.PhaseDevelopment, Key: "development", Attempt: 1, Repo: "group/app", Issue: 7,
+			in2 := phase.Input{Phase: phase.Development, Key: "development", Attempt: 1, Repo: "group/app", Issue: 7,
 				Title: "Now MARK-BETA", Plan: "1. do it", SessionName: in1.SessionName, SessionID: r1.SessionID, Resume: true}
 			o2 := agenttest.Run(t, ctx, rt, agenttest.Spec{Agent: a, Input: in2, Worktree: worktree, SessionDir: sessions})
 			r2, err := o2.Result(a, in2)
@@ -153,8 +154,8 @@ func firstLine(s, sub string) string {
 // versionAgent runs Capabilities().VersionCommand as the command of the wrapped adapter.
 type versionAgent struct{ runner.SessionAgent }
 
-func (v versionAgent) Command(in runner.Input) (runner.Invocation, error) {
-	inv, err := v.SessionAgent.Command(runner.Input{Phase: runner.PhaseReview, Key: "review"})
+func (v versionAgent) Command(in phase.Input) (runner.Invocation, error) {
+	inv, err := v.SessionAgent.Command(phase.Input{Phase: phase.Review, Key: "review"})
 	inv.Cmd = v.Capabilities().VersionCommand
 	return inv, err
 }
@@ -175,7 +176,7 @@ func TestTrapSessionMountParentsRootOwned(t *testing.T) {
 		t.Run(a.Name(), func(t *testing.T) {
 			t.Parallel()
 			caps := a.Capabilities()
-			in := runner.Input{Phase: runner.PhaseAnswer, Key: "answer", Attempt: 1, Title: "MARK-ONE", SessionName: "n"}
+			in := phase.Input{Phase: phase.Answer, Key: "answer", Attempt: 1, Title: "MARK-ONE", SessionName: "n"}
 			if caps.CallerChosenID {
 				in.SessionID = uuid.NewString()
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/agenttest"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Cross-adapter traps on the compiled command lines (no Docker needed); each adapter package
@@ -16,14 +17,14 @@ import (
 
 var secrets = []string{"sk-ant-standin-key", "sk-codex-standin-key", "sk-opencode-standin-key", "github_pat_standin_token_0123456789", "AIza-standin-key"}
 
-func inputs(a runner.SessionAgent) []runner.Input {
-	base := runner.Input{Phase: runner.PhaseAnswer, Key: "answer", Attempt: 1, Title: "Which API?", SessionName: "agent/issue-1-x"}
+func inputs(a runner.SessionAgent) []phase.Input {
+	base := phase.Input{Phase: phase.Answer, Key: "answer", Attempt: 1, Title: "Which API?", SessionName: "agent/issue-1-x"}
 	fresh, resume := base, base
 	if a.Capabilities().CallerChosenID {
 		fresh.SessionID = uuid.NewString()
 	}
 	resume.SessionID, resume.Resume = unknownID(a), true
-	return []runner.Input{base, fresh, resume}
+	return []phase.Input{base, fresh, resume}
 }
 
 // TestTrapLatestResumeNeverUsed: every "latest"-style resume falls back to a new session

@@ -21,6 +21,7 @@ import (
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clikit"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Name is the adapter name used in config.
@@ -117,7 +118,7 @@ func (a *Agent) ResumeVerified(version string) bool {
 // or, with Resume, --resume (§1 Sessions: --session-id a second time fails with "already in
 // use"). It never emits -c/--continue, which silently starts a new session when nothing matches
 // (Adapter notes 2). The session id must be a UUID. No secret is in Cmd.
-func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
+func (a *Agent) Command(in phase.Input) (runner.Invocation, error) {
 	prompt, err := Prompt(in)
 	if err != nil {
 		return runner.Invocation{}, err
@@ -153,7 +154,7 @@ func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
 
 // Result is ResultStderr without stderr: Claude Code also reports a resume miss in the stream
 // (§1 Failure detection), so nothing is lost.
-func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, outDir string) (*runner.Result, error) {
+func (a *Agent) Result(in phase.Input, exit runner.ExitState, stdout []byte, outDir string) (*phase.Result, error) {
 	return a.ResultStderr(in, exit, stdout, nil, outDir)
 }
 
@@ -176,7 +177,7 @@ func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, ou
 // (§1 Output, Adapter notes 6); result.usage is not, which is why modelUsage is preferred: then
 // all three are session totals, as Capabilities().CumulativeUsage says, and callers take the
 // difference with runner.UsageDelta.
-func (a *Agent) ResultStderr(in runner.Input, exit runner.ExitState, stdout, stderr []byte, outDir string) (*runner.Result, error) {
+func (a *Agent) ResultStderr(in phase.Input, exit runner.ExitState, stdout, stderr []byte, outDir string) (*phase.Result, error) {
 	s := ParseStream(stdout)
 	if s.ResumeFailed() {
 		return nil, &SessionNotFoundError{Agent: Name, SessionID: in.SessionID, Signal: resumeMissText}
@@ -216,7 +217,7 @@ type SessionNotFoundError = clikit.SessionNotFoundError
 // Prompt renders the prompt of a run (shared by every adapter): the issue, decisions, analysis,
 // plan, CI log and comments as present, the phase's task, and the result contract. Over
 // MaxPromptBytes it renders a brief variant pointing to /alfred/in/input.json.
-func Prompt(in runner.Input) (string, error) { return clikit.Prompt(Name, in) }
+func Prompt(in phase.Input) (string, error) { return clikit.Prompt(Name, in) }
 
 // Keys lists the run keys the adapter has instructions for, sorted.
 func Keys() []string { return clikit.Keys() }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/claudecode"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -42,15 +43,15 @@ func newAgent(t *testing.T) *claudecode.Agent {
 func TestCommandGolden(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t)
-	for name, in := range map[string]runner.Input{
-		"functional": {Phase: runner.PhaseAnalysis, Step: runner.StepFunctional, Key: "analysis.functional", Attempt: 1,
+	for name, in := range map[string]phase.Input{
+		"functional": {Phase: phase.Analysis, Step: phase.StepFunctional, Key: "analysis.functional", Attempt: 1,
 			Repo: "group/app", Issue: 12, Title: "Login with SSO", Description: "Users want to log in with the company SSO.",
 			SessionID: "0c6f0d2e-5b7a-4f7e-8d3c-2a1b9e8f7d6c"},
-		"development": {Phase: runner.PhaseDevelopment, Key: "development", Attempt: 1, Repo: "group/app", Issue: 12,
+		"development": {Phase: phase.Development, Key: "development", Attempt: 1, Repo: "group/app", Issue: 12,
 			Title: "Login with SSO", Description: "Users want SSO.", Decisions: map[string]string{"q1": "GitLab"},
 			Analysis: "SSO via OIDC.", Plan: "1. Add OIDC client.", Model: "opus", Branch: "agent/issue-12-login-with-sso",
 			SessionID: "0c6f0d2e-5b7a-4f7e-8d3c-2a1b9e8f7d6c", Resume: true},
-		"ci_fix": {Phase: runner.PhaseCIFix, Key: "ci_fix", Attempt: 2, Repo: "group/app", Issue: 12, Title: "Login with SSO",
+		"ci_fix": {Phase: phase.CIFix, Key: "ci_fix", Attempt: 2, Repo: "group/app", Issue: 12, Title: "Login with SSO",
 			CILog: "--- FAIL: TestLogin (0.01s)\n    login_test.go:12: got 500"},
 	} {
 		inv, err := a.Command(in)
@@ -66,9 +67,9 @@ func TestCommandGolden(t *testing.T) {
 func TestCommandRejects(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t)
-	_, err := a.Command(runner.Input{Phase: runner.PhaseAnswer, Key: "answer", SessionID: "not-a-uuid"})
+	_, err := a.Command(phase.Input{Phase: phase.Answer, Key: "answer", SessionID: "not-a-uuid"})
 	require.Error(t, err)
-	_, err = a.Command(runner.Input{Phase: "bogus", Key: "bogus"})
+	_, err = a.Command(phase.Input{Phase: "bogus", Key: "bogus"})
 	require.Error(t, err)
 	_, err = claudecode.New(claudecode.Config{Image: "x"})
 	require.Error(t, err)
@@ -76,7 +77,7 @@ func TestCommandRejects(t *testing.T) {
 
 func TestLongPromptPointsToInputFile(t *testing.T) {
 	t.Parallel()
-	in := runner.Input{Phase: runner.PhaseCIFix, Key: "ci_fix", Attempt: 1, Title: "t",
+	in := phase.Input{Phase: phase.CIFix, Key: "ci_fix", Attempt: 1, Title: "t",
 		CILog: strings.Repeat("log line\n", 20000)}
 	p, err := claudecode.Prompt(in)
 	require.NoError(t, err)
@@ -103,11 +104,11 @@ func readStream(t *testing.T, name string) []byte {
 func TestResult(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t)
-	answer := runner.Input{Phase: runner.PhaseAnswer, Key: "answer", Attempt: 1}
+	answer := phase.Input{Phase: phase.Answer, Key: "answer", Attempt: 1}
 
 	// result.json written by the agent wins; stream fills session and usage.
 	out := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(out, runner.ResultFile), []byte(`{"summary":"s","answer":"from file"}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(out, phase.ResultFile), []byte(`{"summary":"s","answer":"from file"}`), 0o644))
 	r, err := a.Result(answer, runner.ExitState{}, readStream(t, "stream_success"), out)
 	require.NoError(t, err)
 	require.Equal(t, "from file", r.Answer)
@@ -124,7 +125,7 @@ func TestResult(t *testing.T) {
 
 	// No file and plain text: no result.
 	_, err = a.Result(answer, runner.ExitState{}, readStream(t, "stream_success"), t.TempDir())
-	require.ErrorIs(t, err, runner.ErrNoResult)
+	require.ErrorIs(t, err, phase.ErrNoResult)
 
 	// Resume miss is typed.
 	resume := answer

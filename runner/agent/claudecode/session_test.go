@@ -10,6 +10,7 @@ import (
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/claudecode"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 const sid = "0c6f0d2e-5b7a-4f7e-8d3c-2a1b9e8f7d6c"
@@ -47,7 +48,7 @@ func TestCapabilities(t *testing.T) {
 func TestCommandSessionFlags(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t)
-	fresh := runner.Input{Phase: runner.PhaseAnswer, Key: "answer", SessionID: sid, SessionName: "agent/issue-12-sso"}
+	fresh := phase.Input{Phase: phase.Answer, Key: "answer", SessionID: sid, SessionName: "agent/issue-12-sso"}
 	inv, err := a.Command(fresh)
 	require.NoError(t, err)
 	require.Equal(t, []string{"--session-id", sid, "-n", "agent/issue-12-sso"}, inv.Cmd[len(inv.Cmd)-4:])
@@ -65,10 +66,10 @@ func TestCommandSessionFlags(t *testing.T) {
 func TestTrapLatestResumeNeverUsed(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t)
-	for _, in := range []runner.Input{
-		{Phase: runner.PhaseAnswer, Key: "answer"},
-		{Phase: runner.PhaseAnswer, Key: "answer", SessionID: sid},
-		{Phase: runner.PhaseAnswer, Key: "answer", SessionID: sid, Resume: true},
+	for _, in := range []phase.Input{
+		{Phase: phase.Answer, Key: "answer"},
+		{Phase: phase.Answer, Key: "answer", SessionID: sid},
+		{Phase: phase.Answer, Key: "answer", SessionID: sid, Resume: true},
 	} {
 		inv, err := a.Command(in)
 		require.NoError(t, err)
@@ -83,9 +84,9 @@ func TestTrapStreamSessionMismatch(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t)
 	out := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(out, runner.ResultFile), []byte(`{"summary":"s","answer":"a"}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(out, phase.ResultFile), []byte(`{"summary":"s","answer":"a"}`), 0o644))
 	for _, resume := range []bool{false, true} {
-		in := runner.Input{Phase: runner.PhaseAnswer, Key: "answer", SessionID: sid, Resume: resume}
+		in := phase.Input{Phase: phase.Answer, Key: "answer", SessionID: sid, Resume: resume}
 		_, err := a.Result(in, runner.ExitState{}, readStream(t, "stream_success"), out) // session 4444…
 		require.ErrorContains(t, err, "asked for session "+sid)
 		require.NotErrorIs(t, err, runner.ErrSessionNotFound)
@@ -96,7 +97,7 @@ func TestTrapStreamSessionMismatch(t *testing.T) {
 // argument, never "-" or absent.
 func TestTrapStdinClosed(t *testing.T) {
 	t.Parallel()
-	inv, err := newAgent(t).Command(runner.Input{Phase: runner.PhaseAnswer, Key: "answer", Title: "Why?"})
+	inv, err := newAgent(t).Command(phase.Input{Phase: phase.Answer, Key: "answer", Title: "Why?"})
 	require.NoError(t, err)
 	i := slices.Index(inv.Cmd, "-p")
 	require.GreaterOrEqual(t, i, 0)
@@ -112,15 +113,15 @@ func TestTrapCumulativeUsage(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t)
 	out := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(out, runner.ResultFile), []byte(`{"summary":"s","answer":"a"}`), 0o644))
-	in := runner.Input{Phase: runner.PhaseAnswer, Key: "answer", SessionID: sid, Resume: true}
+	require.NoError(t, os.WriteFile(filepath.Join(out, phase.ResultFile), []byte(`{"summary":"s","answer":"a"}`), 0o644))
+	in := phase.Input{Phase: phase.Answer, Key: "answer", SessionID: sid, Resume: true}
 	r2, err := a.Result(in, runner.ExitState{}, readStream(t, "stream_resumed"), out)
 	require.NoError(t, err)
 	require.EqualValues(t, 240, r2.InputTokens)
 	require.EqualValues(t, 18, r2.OutputTokens)
 	require.InDelta(t, 0.00099, r2.CostUSD, 1e-12)
 
-	r1 := runner.Result{SessionID: sid, InputTokens: 120, OutputTokens: 9, CostUSD: 0.000495}
+	r1 := phase.Result{SessionID: sid, InputTokens: 120, OutputTokens: 9, CostUSD: 0.000495}
 	din, dout, dcost := runner.UsageDelta(r1, *r2, a.Capabilities().CumulativeUsage)
 	require.EqualValues(t, 120, din)
 	require.EqualValues(t, 9, dout)
@@ -132,14 +133,14 @@ func TestTrapCumulativeUsage(t *testing.T) {
 func TestTrapExitCodeOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, 143, claudecode.SIGTERMExitCode)
-	_, err := newAgent(t).Result(runner.Input{Phase: runner.PhaseAnswer, Key: "answer"},
+	_, err := newAgent(t).Result(phase.Input{Phase: phase.Answer, Key: "answer"},
 		runner.ExitState{Code: 0, Killed: true}, readStream(t, "stream_success"), t.TempDir())
 	require.ErrorContains(t, err, "killed")
 }
 
 func TestResumeMissFromStderr(t *testing.T) {
 	t.Parallel()
-	in := runner.Input{Phase: runner.PhaseAnswer, Key: "answer", SessionID: sid, Resume: true}
+	in := phase.Input{Phase: phase.Answer, Key: "answer", SessionID: sid, Resume: true}
 	// Text or json output formats put the miss only on stderr (§1 Failure detection).
 	_, err := newAgent(t).ResultStderr(in, runner.ExitState{Code: 1}, nil,
 		[]byte("No conversation found with session ID: "+sid+"\n"), t.TempDir())

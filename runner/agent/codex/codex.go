@@ -21,6 +21,7 @@ import (
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clikit"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Name is the adapter name used in config.
@@ -114,7 +115,7 @@ func (a *Agent) ResumeVerified(version string) bool {
 // follows the exec flags (§2 Sessions); the id must be a UUID, because an unknown thread name
 // would silently start a new thread (Adapter notes 2). A SessionID without Resume is ignored:
 // Codex cannot create a session with a chosen id. No secret is in Cmd.
-func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
+func (a *Agent) Command(in phase.Input) (runner.Invocation, error) {
 	prompt, err := clikit.Prompt(Name, in)
 	if err != nil {
 		return runner.Invocation{}, err
@@ -141,7 +142,7 @@ func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
 // Result is ResultStderr without stderr. A resume refusal is then inferred from its shape:
 // Resume, exit code ResumeMissExitCode and no thread.started event on stdout (§2 Failure
 // detection: nothing on stdout).
-func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, outDir string) (*runner.Result, error) {
+func (a *Agent) Result(in phase.Input, exit runner.ExitState, stdout []byte, outDir string) (*phase.Result, error) {
 	return a.ResultStderr(in, exit, stdout, nil, outDir)
 }
 
@@ -161,7 +162,7 @@ func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, ou
 // The Result gets SessionID = thread_id and the last turn.completed usage: input_tokens
 // (cached input is a part of it) and output_tokens. These are thread totals after a resume
 // (§2 Output [obs]); Codex reports no cost (CostUSD stays 0).
-func (a *Agent) ResultStderr(in runner.Input, exit runner.ExitState, stdout, stderr []byte, outDir string) (*runner.Result, error) {
+func (a *Agent) ResultStderr(in phase.Input, exit runner.ExitState, stdout, stderr []byte, outDir string) (*phase.Result, error) {
 	s := ParseStream(stdout)
 	if in.Resume {
 		if l := clikit.StderrLine(stderr, resumeMissText); l != "" {

@@ -9,6 +9,7 @@ import (
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/codex"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clitest"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Recorded streams: testdata/stream_fresh.jsonl is agent-clis.md §2 Output verbatim;
@@ -20,7 +21,7 @@ const (
 	thread  = "01a22686-6c02-7b90-a757-73a44775167c"
 )
 
-var answer = runner.Input{Phase: runner.PhaseAnswer, Key: "answer", Attempt: 1, Repo: "group/app", Issue: 12, Title: "Which API?"}
+var answer = phase.Input{Phase: phase.Answer, Key: "answer", Attempt: 1, Repo: "group/app", Issue: 12, Title: "Which API?"}
 
 func newAgent(t *testing.T, cfg codex.Config) *codex.Agent {
 	t.Helper()
@@ -33,7 +34,7 @@ func newAgent(t *testing.T, cfg codex.Config) *codex.Agent {
 	return a
 }
 
-func resumed(in runner.Input) runner.Input {
+func resumed(in phase.Input) phase.Input {
 	in.SessionID, in.Resume = thread, true
 	return in
 }
@@ -41,9 +42,9 @@ func resumed(in runner.Input) runner.Input {
 func TestCommandGolden(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t, codex.Config{Model: "gpt-5.1-codex"})
-	dev := runner.Input{Phase: runner.PhaseDevelopment, Key: "development", Attempt: 1, Repo: "group/app", Issue: 12,
+	dev := phase.Input{Phase: phase.Development, Key: "development", Attempt: 1, Repo: "group/app", Issue: 12,
 		Title: "Login with SSO", Plan: "1. Add OIDC client.", Model: "gpt-5.1", SessionName: "agent/issue-12-login-with-sso"}
-	for name, in := range map[string]runner.Input{"fresh": answer, "resume": resumed(dev)} {
+	for name, in := range map[string]phase.Input{"fresh": answer, "resume": resumed(dev)} {
 		inv, err := a.Command(in)
 		require.NoError(t, err, name)
 		clitest.Golden(t, "command_"+name+".golden.json", inv)
@@ -64,7 +65,7 @@ func TestCommandRejects(t *testing.T) {
 	bad.SessionID, bad.Resume = "my-thread-name", true // a name could silently start a new thread
 	_, err := a.Command(bad)
 	require.ErrorContains(t, err, "UUID")
-	_, err = a.Command(runner.Input{Phase: "bogus", Key: "bogus"})
+	_, err = a.Command(phase.Input{Phase: "bogus", Key: "bogus"})
 	require.Error(t, err)
 	_, err = codex.New(codex.Config{Image: "x"})
 	require.Error(t, err)
@@ -114,9 +115,9 @@ func TestResult(t *testing.T) {
 	require.EqualValues(t, 1000, r.InputTokens)
 
 	_, err = a.Result(answer, runner.ExitState{}, clitest.Read(t, "stream_fresh.jsonl"), clitest.OutDir(t, ""))
-	require.ErrorIs(t, err, runner.ErrNoResult)
+	require.ErrorIs(t, err, phase.ErrNoResult)
 	_, err = a.Result(answer, runner.ExitState{}, clitest.Read(t, "stream_fresh.jsonl"), clitest.OutDir(t, `{"summary":""}`))
-	require.ErrorIs(t, err, runner.ErrInvalidResult)
+	require.ErrorIs(t, err, phase.ErrInvalidResult)
 
 	_, err = a.Result(answer, runner.ExitState{Code: 1}, clitest.Read(t, "stream_failed.jsonl"), out)
 	require.ErrorContains(t, err, "401 Unauthorized")
@@ -149,7 +150,7 @@ func TestResumeMiss(t *testing.T) {
 func TestTrapLatestResumeNeverUsed(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t, codex.Config{})
-	for _, in := range []runner.Input{answer, resumed(answer)} {
+	for _, in := range []phase.Input{answer, resumed(answer)} {
 		inv, err := a.Command(in)
 		require.NoError(t, err)
 		for _, bad := range []string{"--last", "--all", "latest"} {
@@ -171,7 +172,7 @@ func TestTrapStreamSessionMismatch(t *testing.T) {
 // used, since the container's stdin is closed and Codex would wait or append it.
 func TestTrapStdinClosed(t *testing.T) {
 	t.Parallel()
-	for _, in := range []runner.Input{answer, resumed(answer)} {
+	for _, in := range []phase.Input{answer, resumed(answer)} {
 		inv, err := newAgent(t, codex.Config{}).Command(in)
 		require.NoError(t, err)
 		require.Contains(t, inv.Cmd[len(inv.Cmd)-1], "Which API?")

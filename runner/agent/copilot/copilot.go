@@ -31,6 +31,7 @@ import (
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clikit"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Name is the adapter name used in config.
@@ -129,7 +130,7 @@ func (a *Agent) ResumeVerified(version string) bool {
 // Command compiles the headless invocation (see the package doc). The session id must be a
 // UUID: a non-UUID that matches nothing cannot create a session (§4 Sessions). No secret is in
 // Cmd.
-func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
+func (a *Agent) Command(in phase.Input) (runner.Invocation, error) {
 	prompt, err := clikit.Prompt(Name, in)
 	if err != nil {
 		return runner.Invocation{}, err
@@ -177,7 +178,7 @@ func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
 // Result is ResultStderr without stderr. A resume refusal is then inferred from its shape:
 // Resume, exit code ResumeMissExitCode and no event at all on stdout (§4 Failure detection:
 // "no JSON").
-func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, outDir string) (*runner.Result, error) {
+func (a *Agent) Result(in phase.Input, exit runner.ExitState, stdout []byte, outDir string) (*phase.Result, error) {
 	return a.ResultStderr(in, exit, stdout, nil, outDir)
 }
 
@@ -195,7 +196,7 @@ func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, ou
 // The Result gets SessionID from the result event, and tokens from the usage file
 // (outDir/UsageFile: input and output tokens summed over modelMetrics, cache counts left out);
 // Copilot bills in premium requests, not dollars, so CostUSD stays 0.
-func (a *Agent) ResultStderr(in runner.Input, exit runner.ExitState, stdout, stderr []byte, outDir string) (*runner.Result, error) {
+func (a *Agent) ResultStderr(in phase.Input, exit runner.ExitState, stdout, stderr []byte, outDir string) (*phase.Result, error) {
 	s := ParseStream(stdout)
 	if in.Resume {
 		if l := clikit.StderrLine(stderr, resumeMissText); l != "" {

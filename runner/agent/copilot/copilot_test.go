@@ -11,6 +11,7 @@ import (
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/copilot"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clitest"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Recorded streams: testdata/stream_fresh.jsonl follows agent-clis.md §4 Output (BYOK mock);
@@ -22,7 +23,7 @@ const (
 	sid       = "55555555-2222-4333-8444-555555555555"
 )
 
-var answer = runner.Input{Phase: runner.PhaseAnswer, Key: "answer", Attempt: 1, Repo: "group/app", Issue: 12, Title: "Which API?"}
+var answer = phase.Input{Phase: phase.Answer, Key: "answer", Attempt: 1, Repo: "group/app", Issue: 12, Title: "Which API?"}
 
 func newAgent(t *testing.T) *copilot.Agent {
 	t.Helper()
@@ -31,7 +32,7 @@ func newAgent(t *testing.T) *copilot.Agent {
 	return a
 }
 
-func withSession(in runner.Input, resume bool) runner.Input {
+func withSession(in phase.Input, resume bool) phase.Input {
 	in.SessionID, in.Resume, in.SessionName = sid, resume, "agent/issue-12-which-api"
 	return in
 }
@@ -45,7 +46,7 @@ func outDir(t *testing.T, result string) string {
 func TestCommandGolden(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t)
-	for name, in := range map[string]runner.Input{"fresh": withSession(answer, false), "resume": withSession(answer, true)} {
+	for name, in := range map[string]phase.Input{"fresh": withSession(answer, false), "resume": withSession(answer, true)} {
 		inv, err := a.Command(in)
 		require.NoError(t, err, name)
 		for _, arg := range inv.Cmd {
@@ -118,7 +119,7 @@ func TestResult(t *testing.T) {
 	_, err = a.Result(answer, runner.ExitState{Code: 1}, clitest.Read(t, "stream_session_error.jsonl"), out)
 	require.ErrorContains(t, err, "Provider returned 401")
 	_, err = a.Result(answer, runner.ExitState{}, clitest.Read(t, "stream_fresh.jsonl"), clitest.OutDir(t, ""))
-	require.ErrorIs(t, err, runner.ErrNoResult)
+	require.ErrorIs(t, err, phase.ErrNoResult)
 }
 
 func TestResumeMiss(t *testing.T) {
@@ -160,7 +161,7 @@ func TestTrapLatestResumeNeverUsed(t *testing.T) {
 	require.Contains(t, inv.Cmd, "--resume="+sid)
 	require.NotContains(t, inv.Cmd, "--session-id")
 	require.NotContains(t, inv.Cmd, "-n", "--name with an existing session is an error since 1.0.71")
-	for _, in := range []runner.Input{answer, withSession(answer, false), withSession(answer, true)} {
+	for _, in := range []phase.Input{answer, withSession(answer, false), withSession(answer, true)} {
 		inv, err := a.Command(in)
 		require.NoError(t, err)
 		require.NotContains(t, inv.Cmd, "--continue")
@@ -193,8 +194,8 @@ func TestTrapStdinClosed(t *testing.T) {
 func TestTrapCumulativeUsage(t *testing.T) {
 	t.Parallel()
 	require.True(t, newAgent(t).Capabilities().CumulativeUsage)
-	in, out, _ := runner.UsageDelta(runner.Result{SessionID: sid, InputTokens: 120, OutputTokens: 9},
-		runner.Result{SessionID: sid, InputTokens: 240, OutputTokens: 18}, true)
+	in, out, _ := runner.UsageDelta(phase.Result{SessionID: sid, InputTokens: 120, OutputTokens: 9},
+		phase.Result{SessionID: sid, InputTokens: 240, OutputTokens: 18}, true)
 	require.EqualValues(t, 120, in)
 	require.EqualValues(t, 9, out)
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clikit"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Name is the adapter name used in config.
@@ -120,7 +121,7 @@ func (a *Agent) ResumeVerified(version string) bool {
 // Command compiles the headless invocation (see the package doc). The session id must be a
 // UUID. Gemini has no session name (titles are derived), so SessionName is unused. No secret is
 // in Cmd.
-func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
+func (a *Agent) Command(in phase.Input) (runner.Invocation, error) {
 	prompt, err := clikit.Prompt(Name, in)
 	if err != nil {
 		return runner.Invocation{}, err
@@ -148,7 +149,7 @@ func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
 
 // Result is ResultStderr without stderr. A resume refusal is then inferred from its shape:
 // Resume, exit code 42 and no init event on stdout (§5 Failure detection).
-func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, outDir string) (*runner.Result, error) {
+func (a *Agent) Result(in phase.Input, exit runner.ExitState, stdout []byte, outDir string) (*phase.Result, error) {
 	return a.ResultStderr(in, exit, stdout, nil, outDir)
 }
 
@@ -165,7 +166,7 @@ func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, ou
 //
 // The Result gets SessionID and result.stats input_tokens and output_tokens; Gemini reports no
 // cost (CostUSD stays 0).
-func (a *Agent) ResultStderr(in runner.Input, exit runner.ExitState, stdout, stderr []byte, outDir string) (*runner.Result, error) {
+func (a *Agent) ResultStderr(in phase.Input, exit runner.ExitState, stdout, stderr []byte, outDir string) (*phase.Result, error) {
 	s := ParseStream(stdout)
 	if in.Resume && exit.Code == ResumeMissExitCode && !exit.Killed {
 		if l := clikit.StderrLine(stderr, resumeMissText); l != "" {

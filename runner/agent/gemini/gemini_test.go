@@ -9,6 +9,7 @@ import (
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/gemini"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clitest"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Recorded streams: testdata/stream_fresh.jsonl is agent-clis.md §5 Output (mock model); the
@@ -19,7 +20,7 @@ const (
 	sid     = "66666666-2222-4333-8444-555555555555"
 )
 
-var answer = runner.Input{Phase: runner.PhaseAnswer, Key: "answer", Attempt: 1, Repo: "group/app", Issue: 12, Title: "Which API?"}
+var answer = phase.Input{Phase: phase.Answer, Key: "answer", Attempt: 1, Repo: "group/app", Issue: 12, Title: "Which API?"}
 
 func newAgent(t *testing.T) *gemini.Agent {
 	t.Helper()
@@ -28,7 +29,7 @@ func newAgent(t *testing.T) *gemini.Agent {
 	return a
 }
 
-func withSession(in runner.Input, resume bool) runner.Input {
+func withSession(in phase.Input, resume bool) phase.Input {
 	in.SessionID, in.Resume, in.SessionName = sid, resume, "agent/issue-12-which-api"
 	return in
 }
@@ -36,7 +37,7 @@ func withSession(in runner.Input, resume bool) runner.Input {
 func TestCommandGolden(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t)
-	for name, in := range map[string]runner.Input{"fresh": withSession(answer, false), "resume": withSession(answer, true)} {
+	for name, in := range map[string]phase.Input{"fresh": withSession(answer, false), "resume": withSession(answer, true)} {
 		inv, err := a.Command(in)
 		require.NoError(t, err, name)
 		for _, arg := range inv.Cmd {
@@ -104,7 +105,7 @@ func TestResult(t *testing.T) {
 	_, err = a.ResultStderr(answer, runner.ExitState{Code: 55}, nil, []byte("Gemini CLI is not running in a trusted directory.\n"), out)
 	require.ErrorContains(t, err, "untrusted workspace")
 	_, err = a.Result(answer, runner.ExitState{}, clitest.Read(t, "stream_fresh.jsonl"), clitest.OutDir(t, ""))
-	require.ErrorIs(t, err, runner.ErrNoResult)
+	require.ErrorIs(t, err, phase.ErrNoResult)
 }
 
 func TestResumeMiss(t *testing.T) {
@@ -126,7 +127,7 @@ func TestResumeMiss(t *testing.T) {
 // without sessions (§5 Sessions); only exact UUIDs are passed.
 func TestTrapLatestResumeNeverUsed(t *testing.T) {
 	t.Parallel()
-	for _, in := range []runner.Input{answer, withSession(answer, false), withSession(answer, true)} {
+	for _, in := range []phase.Input{answer, withSession(answer, false), withSession(answer, true)} {
 		inv, err := newAgent(t).Command(in)
 		require.NoError(t, err)
 		require.NotContains(t, inv.Cmd, "latest")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clikit"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Name is the adapter name used in config.
@@ -131,7 +132,7 @@ func (a *Agent) ResumeVerified(version string) bool {
 // (SessionName or Resume, i.e. the Executor mounts SessionStatePath), so even a first run
 // writes its session where it will persist; without a session it is left unset, since opencode
 // cannot open a database in a directory that does not exist. No secret is in Cmd.
-func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
+func (a *Agent) Command(in phase.Input) (runner.Invocation, error) {
 	prompt, err := clikit.Prompt(Name, in)
 	if err != nil {
 		return runner.Invocation{}, err
@@ -165,7 +166,7 @@ func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
 
 // Result is ResultStderr without stderr. A resume refusal is then inferred from its shape:
 // Resume, exit code ResumeMissExitCode and no event at all on stdout (§3 Failure detection).
-func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, outDir string) (*runner.Result, error) {
+func (a *Agent) Result(in phase.Input, exit runner.ExitState, stdout []byte, outDir string) (*phase.Result, error) {
 	return a.ResultStderr(in, exit, stdout, nil, outDir)
 }
 
@@ -182,7 +183,7 @@ func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, ou
 //
 // The Result gets SessionID and the sums over this run's step_finish events: input tokens
 // (input plus cache reads and writes), output tokens (output plus reasoning) and cost (USD).
-func (a *Agent) ResultStderr(in runner.Input, exit runner.ExitState, stdout, stderr []byte, outDir string) (*runner.Result, error) {
+func (a *Agent) ResultStderr(in phase.Input, exit runner.ExitState, stdout, stderr []byte, outDir string) (*phase.Result, error) {
 	s := ParseStream(stdout)
 	if in.Resume {
 		if l := clikit.StderrLine(stderr, resumeMissText); l != "" {

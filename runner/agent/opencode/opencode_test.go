@@ -9,6 +9,7 @@ import (
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clitest"
 	"github.com/alfred-bot/alfred/runner/agent/opencode"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Recorded streams: testdata/stream_fresh.jsonl follows agent-clis.md §3 Output (a tool step,
@@ -19,7 +20,7 @@ const (
 	session = "ses_dd978d013ffevEdzscdyV75hDc"
 )
 
-var answer = runner.Input{Phase: runner.PhaseAnswer, Key: "answer", Attempt: 1, Repo: "group/app", Issue: 12, Title: "Which API?"}
+var answer = phase.Input{Phase: phase.Answer, Key: "answer", Attempt: 1, Repo: "group/app", Issue: 12, Title: "Which API?"}
 
 func newAgent(t *testing.T, cfg opencode.Config) *opencode.Agent {
 	t.Helper()
@@ -32,7 +33,7 @@ func newAgent(t *testing.T, cfg opencode.Config) *opencode.Agent {
 	return a
 }
 
-func resumed(in runner.Input) runner.Input {
+func resumed(in phase.Input) phase.Input {
 	in.SessionID, in.Resume = session, true
 	return in
 }
@@ -42,7 +43,7 @@ func TestCommandGolden(t *testing.T) {
 	a := newAgent(t, opencode.Config{Model: "anthropic/claude-sonnet-4-5", ConfigContent: `{"agent":{"build":{"steps":50}}}`})
 	fresh := answer
 	fresh.SessionName = "agent/issue-12-which-api"
-	for name, in := range map[string]runner.Input{"fresh": fresh, "resume": resumed(fresh)} {
+	for name, in := range map[string]phase.Input{"fresh": fresh, "resume": resumed(fresh)} {
 		inv, err := a.Command(in)
 		require.NoError(t, err, name)
 		for _, arg := range inv.Cmd {
@@ -115,7 +116,7 @@ func TestResult(t *testing.T) {
 	require.InDelta(t, 0.003, r.CostUSD, 1e-12)
 
 	_, err = a.Result(answer, runner.ExitState{}, clitest.Read(t, "stream_fresh.jsonl"), clitest.OutDir(t, ""))
-	require.ErrorIs(t, err, runner.ErrNoResult)
+	require.ErrorIs(t, err, phase.ErrNoResult)
 	_, err = a.Result(answer, runner.ExitState{Code: 1}, clitest.Read(t, "stream_error.jsonl"), out)
 	require.ErrorContains(t, err, "401 invalid x-api-key")
 	_, err = a.Result(answer, runner.ExitState{}, nil, out)
@@ -139,7 +140,7 @@ func TestResumeMiss(t *testing.T) {
 // (§3 Sessions), so only --session <id> is used.
 func TestTrapLatestResumeNeverUsed(t *testing.T) {
 	t.Parallel()
-	for _, in := range []runner.Input{answer, resumed(answer)} {
+	for _, in := range []phase.Input{answer, resumed(answer)} {
 		inv, err := newAgent(t, opencode.Config{}).Command(in)
 		require.NoError(t, err)
 		require.NotContains(t, inv.Cmd, "--continue")
@@ -174,7 +175,7 @@ func TestTrapCumulativeUsage(t *testing.T) {
 	require.False(t, a.Capabilities().CumulativeUsage)
 	r2, err := a.Result(resumed(answer), runner.ExitState{}, clitest.Read(t, "stream_resumed.jsonl"), clitest.OutDir(t, `{"summary":"s","answer":"a"}`))
 	require.NoError(t, err)
-	in, out, _ := runner.UsageDelta(runner.Result{SessionID: session, InputTokens: 220, OutputTokens: 19}, *r2, false)
+	in, out, _ := runner.UsageDelta(phase.Result{SessionID: session, InputTokens: 220, OutputTokens: 19}, *r2, false)
 	require.EqualValues(t, 120, in)
 	require.EqualValues(t, 9, out)
 }

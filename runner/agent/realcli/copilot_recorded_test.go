@@ -12,6 +12,7 @@ import (
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/agenttest/mockmodel"
 	"github.com/alfred-bot/alfred/runner/agent/copilot"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Copilot CLI: the caller chooses the session UUID (--session-id on the first run, then
@@ -83,9 +84,9 @@ func checkCopilot(t *testing.T, run string, stdout []byte, m Meta, usage []byte)
 		// The agent did not write result.json (the mock only talks): everything before it
 		// passed, including the session id check.
 		_, err := a.ResultStderr(m.Input, exit, stdout, []byte(m.Stderr), empty)
-		require.ErrorIs(t, err, runner.ErrNoResult)
+		require.ErrorIs(t, err, phase.ErrNoResult)
 		_, err = a.Result(m.Input, exit, stdout, empty)
-		require.ErrorIs(t, err, runner.ErrNoResult)
+		require.ErrorIs(t, err, phase.ErrNoResult)
 		// With the result file an agent would write and the usage file the CLI wrote: session
 		// id and tokens reach the Result.
 		dir := t.TempDir()
@@ -100,7 +101,7 @@ func checkCopilot(t *testing.T, run string, stdout []byte, m Meta, usage []byte)
 		if run == runResumed {
 			// The usage file holds the session's totals after a resume: the run's own usage is
 			// the difference with the fresh run's (CumulativeUsage).
-			prev := runner.Result{SessionID: copilotSessionID, InputTokens: mockmodel.InputTokens, OutputTokens: mockmodel.OutputTokens}
+			prev := phase.Result{SessionID: copilotSessionID, InputTokens: mockmodel.InputTokens, OutputTokens: mockmodel.OutputTokens}
 			require.True(t, a.Capabilities().CumulativeUsage)
 			din, dout, _ := runner.UsageDelta(prev, *r, true)
 			require.EqualValues(t, mockmodel.InputTokens, din, "the resumed run's own input tokens")

@@ -11,6 +11,7 @@ import (
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/agenttest/mockmodel"
 	"github.com/alfred-bot/alfred/runner/agent/gemini"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Gemini CLI: the caller chooses the session UUID (--session-id, then --resume).
@@ -55,9 +56,9 @@ func checkGemini(t *testing.T, run string, stdout []byte, m Meta) *gemini.Stream
 		// The agent did not write result.json (the mock only talks): everything before it
 		// passed, including the session id check.
 		_, err := a.ResultStderr(m.Input, exit, stdout, []byte(m.Stderr), empty)
-		require.ErrorIs(t, err, runner.ErrNoResult)
+		require.ErrorIs(t, err, phase.ErrNoResult)
 		_, err = a.Result(m.Input, exit, stdout, empty)
-		require.ErrorIs(t, err, runner.ErrNoResult)
+		require.ErrorIs(t, err, phase.ErrNoResult)
 		// With the result file an agent would write: session id and usage reach the Result.
 		out := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(out, "result.json"), []byte(`{"summary":"s","answer":"a"}`), 0o644))

@@ -12,6 +12,7 @@ import (
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/agenttest/mockmodel"
 	"github.com/alfred-bot/alfred/runner/agent/opencode"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // opencode assigns its session ids (ses_…), so only the unknown one is fixed.
@@ -64,9 +65,9 @@ func checkOpencode(t *testing.T, run string, stdout []byte, m Meta, session stri
 		require.EqualValues(t, mockmodel.InputTokens, s.InputTokens)
 		require.EqualValues(t, mockmodel.OutputTokens, s.OutputTokens)
 		_, err := a.ResultStderr(m.Input, exit, stdout, []byte(m.Stderr), empty)
-		require.ErrorIs(t, err, runner.ErrNoResult)
+		require.ErrorIs(t, err, phase.ErrNoResult)
 		_, err = a.Result(m.Input, exit, stdout, empty)
-		require.ErrorIs(t, err, runner.ErrNoResult)
+		require.ErrorIs(t, err, phase.ErrNoResult)
 		out := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(out, "result.json"), []byte(`{"summary":"s","answer":"a"}`), 0o644))
 		r, err := a.ResultStderr(m.Input, exit, stdout, []byte(m.Stderr), out)

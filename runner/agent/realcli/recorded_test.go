@@ -15,6 +15,7 @@ import (
 	"github.com/alfred-bot/alfred/runner/agent/claudecode"
 	"github.com/alfred-bot/alfred/runner/agent/codex"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clitest"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Where the recorded real streams live, and the runs recorded for each CLI version:
@@ -44,9 +45,9 @@ type Meta struct {
 	Version string `json:"version"`
 	// Input is what the adapter's Command was given; Cmd and Env what it produced (Cmd[0] is
 	// the adapter's binary name; the test ran the npm-installed binary in its place).
-	Input runner.Input `json:"input"`
-	Cmd   []string     `json:"cmd"`
-	Env   []string     `json:"env"`
+	Input phase.Input `json:"input"`
+	Cmd   []string    `json:"cmd"`
+	Env   []string    `json:"env"`
 	// ExitCode and Stderr of the run. Paths are sanitized in Stderr and in the stream: the
 	// worktree is /workspace, HOME /alfred/home, the mock's URL http://127.0.0.1:MOCK.
 	ExitCode int    `json:"exit_code"`
@@ -54,8 +55,8 @@ type Meta struct {
 }
 
 // input is the run's Input: an answer run whose title carries the run's mark.
-func input(mark string) runner.Input {
-	return runner.Input{Phase: runner.PhaseAnswer, Key: "answer", Attempt: 1, Repo: "group/app", Issue: 12,
+func input(mark string) phase.Input {
+	return phase.Input{Phase: phase.Answer, Key: "answer", Attempt: 1, Repo: "group/app", Issue: 12,
 		Title: "Remember " + mark, Description: "Reply with the marks you see."}
 }
 
@@ -161,9 +162,9 @@ func checkClaude(t *testing.T, run string, stdout []byte, m Meta, prev *claudeco
 		// The agent did not write result.json (the mock only talks): everything before it
 		// passed, including the session id check of a resumed run.
 		_, err := a.ResultStderr(m.Input, exit, stdout, []byte(m.Stderr), empty)
-		require.ErrorIs(t, err, runner.ErrNoResult)
+		require.ErrorIs(t, err, phase.ErrNoResult)
 		_, err = a.Result(m.Input, exit, stdout, empty)
-		require.ErrorIs(t, err, runner.ErrNoResult)
+		require.ErrorIs(t, err, phase.ErrNoResult)
 	case runResumeMiss:
 		require.NotEqual(t, 0, m.ExitCode)
 		require.True(t, s.ResumeFailed(), "result.errors names the missing session")
@@ -207,9 +208,9 @@ func checkCodex(t *testing.T, run string, stdout []byte, m Meta, prev *codex.Str
 			}
 		}
 		_, err := a.ResultStderr(m.Input, exit, stdout, []byte(m.Stderr), empty)
-		require.ErrorIs(t, err, runner.ErrNoResult)
+		require.ErrorIs(t, err, phase.ErrNoResult)
 		_, err = a.Result(m.Input, exit, stdout, empty)
-		require.ErrorIs(t, err, runner.ErrNoResult)
+		require.ErrorIs(t, err, phase.ErrNoResult)
 	case runResumeMiss:
 		require.NotEqual(t, 0, m.ExitCode)
 		require.Empty(t, s.ThreadID)

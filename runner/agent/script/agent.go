@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Name is the adapter name used in config.
@@ -58,7 +59,7 @@ func (a *Agent) Name() string { return Name }
 
 // Command returns the image and the entrypoint's arguments; the script travels as the input
 // file ScriptFile (mounted read-only at /alfred/in). No environment is needed.
-func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
+func (a *Agent) Command(in phase.Input) (runner.Invocation, error) {
 	return runner.Invocation{
 		Image: a.image,
 		Cmd:   []string{"-script", runner.InputDir + "/" + ScriptFile},
@@ -69,7 +70,7 @@ func (a *Agent) Command(in runner.Input) (runner.Invocation, error) {
 // Result reads <outDir>/result.json and validates it with runner.ValidateResult. Errors: the
 // run was killed; the agent exited non-zero; no result file (wraps runner.ErrNoResult);
 // unparsable or invalid result (wraps runner.ErrInvalidResult).
-func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, outDir string) (*runner.Result, error) {
+func (a *Agent) Result(in phase.Input, exit runner.ExitState, stdout []byte, outDir string) (*phase.Result, error) {
 	if exit.Killed {
 		return nil, fmt.Errorf("script agent: killed (exit code %d)", exit.Code)
 	}
@@ -80,6 +81,6 @@ func (a *Agent) Result(in runner.Input, exit runner.ExitState, stdout []byte, ou
 }
 
 // ReadResult is runner.ReadResultFile, kept for callers of this package.
-func ReadResult(in runner.Input, outDir string) (*runner.Result, error) {
+func ReadResult(in phase.Input, outDir string) (*phase.Result, error) {
 	return runner.ReadResultFile(in, outDir)
 }

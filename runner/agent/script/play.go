@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Exit codes of Play besides the step's own exit_code.
@@ -29,7 +30,7 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	scriptPath := fs.String("script", runner.InputDir+"/"+ScriptFile, "script file (YAML or JSON)")
 	inputPath := fs.String("input", runner.InputDir+"/input.json", "runner.Input as JSON")
 	workspace := fs.String("workspace", runner.WorkspaceDir, "workspace directory")
-	outDir := fs.String("out", runner.OutputDir, "output directory for "+runner.ResultFile)
+	outDir := fs.String("out", runner.OutputDir, "output directory for "+phase.ResultFile)
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
 	}
@@ -38,7 +39,7 @@ func Play(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 
-	var in runner.Input
+	var in phase.Input
 	data, err := os.ReadFile(*inputPath)
 	if err != nil {
 		return fail(ExitUsage, "read input: %v", err)
@@ -56,7 +57,7 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	}
 	key := in.Key
 	if key == "" {
-		key = runner.KeyOf(in.Phase, in.Step)
+		key = phase.KeyOf(in.Phase, in.Step)
 	}
 	st, err := sc.Step(key, in.Attempt)
 	if err != nil {
@@ -105,10 +106,10 @@ func Play(args []string, stdout, stderr io.Writer) int {
 				return fail(ExitResult, "encode result: %v", err)
 			}
 		}
-		if err := os.WriteFile(filepath.Join(*outDir, runner.ResultFile), out, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(*outDir, phase.ResultFile), out, 0o644); err != nil {
 			return fail(ExitResult, "write result: %v", err)
 		}
-		fmt.Fprintf(stdout, "wrote %s\n", runner.ResultFile)
+		fmt.Fprintf(stdout, "wrote %s\n", phase.ResultFile)
 	}
 	return st.ExitCode
 }

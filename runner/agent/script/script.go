@@ -49,7 +49,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // DefaultKey is the step used when the script has no step for the run's key.
@@ -58,7 +58,7 @@ const DefaultKey = "default"
 // Step is one scripted run. The embedded runner.Result holds the fields written to result.json
 // (its JSON names are the script's keys).
 type Step struct {
-	runner.Result
+	phase.Result
 	// Files maps a slash-separated path relative to /workspace to the content to write.
 	Files map[string]string `json:"files,omitempty"`
 	// Log and Stderr are lines printed on stdout and stderr.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/script"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 const sample = `
@@ -78,7 +79,7 @@ type playBundle struct {
 	in, ws, out string
 }
 
-func setupPlay(t *testing.T, in runner.Input) *playBundle {
+func setupPlay(t *testing.T, in phase.Input) *playBundle {
 	t.Helper()
 	b := &playBundle{in: t.TempDir(), ws: t.TempDir(), out: t.TempDir()}
 	data, err := json.Marshal(in)
@@ -97,7 +98,7 @@ func (b *playBundle) play(t *testing.T) (int, string, string) {
 
 func TestPlayDevelopment(t *testing.T) {
 	t.Parallel()
-	in := runner.Input{Phase: runner.PhaseDevelopment, Key: "development", Attempt: 1}
+	in := phase.Input{Phase: phase.Development, Key: "development", Attempt: 1}
 	b := setupPlay(t, in)
 	code, out, errOut := b.play(t)
 	require.Equal(t, 0, code, errOut)
@@ -119,29 +120,29 @@ func TestPlayAttemptAndFailures(t *testing.T) {
 	a, err := script.NewFromBytes("img", []byte(sample))
 	require.NoError(t, err)
 
-	in := runner.Input{Phase: runner.PhaseCIFix, Key: "ci_fix", Attempt: 1}
+	in := phase.Input{Phase: phase.CIFix, Key: "ci_fix", Attempt: 1}
 	code, _, _ := setupPlay(t, in).play(t)
 	require.Equal(t, 1, code)
 	in.Attempt = 2
 	code, _, _ = setupPlay(t, in).play(t)
 	require.Equal(t, 0, code)
 
-	in = runner.Input{Phase: runner.PhaseAnswer, Key: "answer", Attempt: 1}
+	in = phase.Input{Phase: phase.Answer, Key: "answer", Attempt: 1}
 	b := setupPlay(t, in)
 	code, _, _ = b.play(t)
 	require.Equal(t, 0, code)
 	_, err = a.Result(in, runner.ExitState{}, nil, b.out)
-	require.ErrorIs(t, err, runner.ErrNoResult)
+	require.ErrorIs(t, err, phase.ErrNoResult)
 	require.EqualError(t, err, "agent wrote no result")
 
-	in = runner.Input{Phase: runner.PhaseReview, Key: "review", Attempt: 1}
+	in = phase.Input{Phase: phase.Review, Key: "review", Attempt: 1}
 	b = setupPlay(t, in)
 	code, _, _ = b.play(t)
 	require.Equal(t, 0, code)
 	_, err = a.Result(in, runner.ExitState{}, nil, b.out)
-	require.ErrorIs(t, err, runner.ErrInvalidResult)
+	require.ErrorIs(t, err, phase.ErrInvalidResult)
 
-	in = runner.Input{Phase: runner.PhaseAnalysis, Step: runner.StepTechnical, Key: "analysis.technical", Attempt: 1}
+	in = phase.Input{Phase: phase.Analysis, Step: phase.StepTechnical, Key: "analysis.technical", Attempt: 1}
 	code, _, errOut := setupPlay(t, in).play(t)
 	require.Equal(t, script.ExitUsage, code)
 	require.Contains(t, errOut, "no step")
@@ -156,7 +157,7 @@ func TestCommand(t *testing.T) {
 	t.Parallel()
 	a, err := script.NewFromBytes("alfred/script-agent:test", []byte(sample))
 	require.NoError(t, err)
-	inv, err := a.Command(runner.Input{Phase: runner.PhaseAnswer, Key: "answer"})
+	inv, err := a.Command(phase.Input{Phase: phase.Answer, Key: "answer"})
 	require.NoError(t, err)
 	require.Equal(t, "alfred/script-agent:test", inv.Image)
 	require.Equal(t, []string{"-script", "/alfred/in/script.yaml"}, inv.Cmd)

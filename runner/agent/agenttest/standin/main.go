@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 func main() {
@@ -204,19 +205,19 @@ func writeResult(cli, text string) error {
 	if err != nil {
 		return fmt.Errorf("read input: %w", err)
 	}
-	var in runner.Input
+	var in phase.Input
 	if err := json.Unmarshal(data, &in); err != nil {
 		return fmt.Errorf("decode input: %w", err)
 	}
-	r := runner.Result{Summary: text}
+	r := phase.Result{Summary: text}
 	switch in.Phase {
-	case runner.PhaseAnalysis:
-		if in.Step == runner.StepTechnical {
+	case phase.Analysis:
+		if in.Step == phase.StepTechnical {
 			r.Plan = "1. " + text
 		} else {
 			r.Understanding = text
 		}
-	case runner.PhaseAnswer:
+	case phase.Answer:
 		r.Answer = text
 	}
 	if !in.Phase.ReadOnly() {
@@ -228,7 +229,7 @@ func writeResult(cli, text string) error {
 		}
 	}
 	out, _ := json.Marshal(r)
-	return os.WriteFile(filepath.Join(runner.OutputDir, runner.ResultFile), out, 0o644)
+	return os.WriteFile(filepath.Join(runner.OutputDir, phase.ResultFile), out, 0o644)
 }
 
 func emit(v any) {

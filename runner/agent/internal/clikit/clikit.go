@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Lines calls fn for every line of JSONL output that is a JSON object, with its "type" field,
@@ -60,11 +61,11 @@ func JSONObject(text string) ([]byte, bool) {
 // ReadResult reads <outDir>/result.json with runner.ReadResultFile; when the file is missing
 // and finalText is a JSON object (see JSONObject) it is decoded and validated instead. Errors
 // wrap runner.ErrNoResult or runner.ErrInvalidResult.
-func ReadResult(in runner.Input, outDir, finalText string) (*runner.Result, error) {
+func ReadResult(in phase.Input, outDir, finalText string) (*phase.Result, error) {
 	r, err := runner.ReadResultFile(in, outDir)
-	if errors.Is(err, runner.ErrNoResult) {
+	if errors.Is(err, phase.ErrNoResult) {
 		if obj, ok := JSONObject(finalText); ok {
-			r, err = runner.DecodeResult(in, obj)
+			r, err = phase.DecodeResult(in, obj)
 		}
 	}
 	return r, err

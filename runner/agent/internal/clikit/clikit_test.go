@@ -8,6 +8,7 @@ import (
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clikit"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 func TestVersions(t *testing.T) {
@@ -63,11 +64,11 @@ func TestLines(t *testing.T) {
 
 func TestPrompt(t *testing.T) {
 	t.Parallel()
-	p, err := clikit.Prompt("codex", runner.Input{Phase: runner.PhaseAnswer, Title: "Q"})
+	p, err := clikit.Prompt("codex", phase.Input{Phase: phase.Answer, Title: "Q"})
 	require.NoError(t, err)
 	require.Contains(t, p, "/alfred/out/result.json")
-	_, err = clikit.Prompt("codex", runner.Input{Phase: "bogus"})
+	_, err = clikit.Prompt("codex", phase.Input{Phase: "bogus"})
 	require.ErrorContains(t, err, "codex: no instructions")
-	require.Equal(t, "m", clikit.Model(runner.Input{}, "m"))
-	require.Equal(t, "x", clikit.Model(runner.Input{Model: "x"}, "m"))
+	require.Equal(t, "m", clikit.Model(phase.Input{}, "m"))
+	require.Equal(t, "x", clikit.Model(phase.Input{Model: "x"}, "m"))
 }

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"text/template"
 
-	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // MaxPromptBytes bounds the prompt argument. Linux refuses a single argv string over 128 KiB
@@ -50,17 +50,17 @@ var contracts = map[string]string{
 // CI log and comments as present, the phase's task, and the result contract. Over
 // MaxPromptBytes it renders a brief variant pointing to /alfred/in/input.json. Errors name
 // agent.
-func Prompt(agent string, in runner.Input) (string, error) {
+func Prompt(agent string, in phase.Input) (string, error) {
 	key := in.Key
 	if key == "" {
-		key = runner.KeyOf(in.Phase, in.Step)
+		key = phase.KeyOf(in.Phase, in.Step)
 	}
 	task, ok := tasks[key]
 	if !ok {
 		return "", fmt.Errorf("%s: no instructions for run key %q", agent, key)
 	}
 	data := struct {
-		In       runner.Input
+		In       phase.Input
 		Key      string
 		Task     string
 		Contract string
@@ -95,7 +95,7 @@ func Keys() []string {
 }
 
 // Model returns in.Model, or def when the input names none.
-func Model(in runner.Input, def string) string {
+func Model(in phase.Input, def string) string {
 	if in.Model != "" {
 		return in.Model
 	}

@@ -1,4 +1,4 @@
-package runner
+package phase
 
 import "github.com/alfred-bot/alfred/webhook/forge"
 
@@ -24,8 +24,8 @@ type Job struct {
 	SessionName string
 }
 
-// JobOutcome is how a Job ended.
-type JobOutcome struct {
+// Outcome is how a Job ended.
+type Outcome struct {
 	// Result is the agent's validated result, nil when the run failed.
 	Result *Result
 	// Failure says why the run failed, in words fit for a comment; "" on success.
@@ -54,4 +54,29 @@ type JobOutcome struct {
 	// uses them); otherwise NotResumableReason says why not.
 	Resumable          bool
 	NotResumableReason string
+}
+
+// SessionRecord is one row of llm_sessions: the session a run used.
+type SessionRecord struct {
+	ID        int64  `db:"id"`
+	MailboxID int64  `db:"mailbox_id"`
+	RunID     *int64 `db:"run_id"`
+	Adapter   string `db:"adapter"`
+	Model     string `db:"model"`
+	// Name is the mailbox's session name (its branch); NativeID the CLI's own session id,
+	// taken from the CLI's output stream — never from a file the container can write.
+	Name           string `db:"session_name"`
+	NativeID       string `db:"native_id"`
+	Resumed        bool   `db:"resumed"`
+	FallbackReason string `db:"fallback_reason"`
+	// TokensIn, TokensOut and CostUSD are this run's share; Reported* what the CLI reported
+	// (cumulative over the session on some CLIs, see Capabilities.CumulativeUsage).
+	TokensIn     int64   `db:"tokens_in"`
+	TokensOut    int64   `db:"tokens_out"`
+	CostUSD      float64 `db:"cost_usd"`
+	ReportedIn   int64   `db:"reported_in"`
+	ReportedOut  int64   `db:"reported_out"`
+	ReportedCost float64 `db:"reported_cost"`
+	DurationMS   int64   `db:"duration_ms"`
+	Succeeded    bool    `db:"succeeded"`
 }
