@@ -59,6 +59,14 @@ type Project struct {
 	CloneURL string
 	// DefaultBranch is the branch new run branches start from, e.g. "main".
 	DefaultBranch string
+	// Sparse lists the directories (cone mode, relative to the repository root, e.g.
+	// "services/api") that worktrees made by Prepare check out; files at the root are always
+	// checked out. Empty means the whole tree.
+	Sparse []string
+	// PartialClone makes the mirror a partial clone without blobs (--filter=blob:none): file
+	// contents are fetched when a worktree first needs them. The forge must allow filters
+	// (GitLab and Forgejo do); for a local remote, use a file:// URL.
+	PartialClone bool
 }
 
 // Checkout says what a worktree holds.
@@ -184,7 +192,14 @@ func (m *Manager) syncLocked(ctx context.Context, p Project, dir string) error {
 	} else if _, err := m.git(ctx, dir, nil, "remote", "set-url", "origin", p.CloneURL); err != nil {
 		return fmt.Errorf("update mirror remote of %s: %w", p.Path, err)
 	}
-	if _, err := m.git(ctx, dir, nil, "fetch", "--prune", "--no-tags", "--quiet", "origin", "+refs/heads/*:refs/remotes/origin/*"); err != nil {
+	fetch := []string{"fetch", "--prune", "--no-tags", "--quiet"}
+	if p.PartialClone {
+		if err := m.partialLocked(ctx, dir); err != nil {
+			return fmt.Errorf("make the mirror of %s a partial clone: %w", p.Path, err)
+		}
+		fetch = append(fetch, "--filter=blob:none")
+	}
+	if _, err := m.git(ctx, dir, nil, append(fetch, "origin", "+refs/heads/*:refs/remotes/origin/*")...); err != nil {
 		return fmt.Errorf("fetch %s: %w", p.Path, err)
 	}
 	return nil
@@ -363,8 +378,8 @@ func (m *Manager) Push(ctx context.Context, wt *Worktree) error {
 }
 
 func (m *Manager) refExists(ctx context.Context, dir, ref string) bool {
-	_, err := m.git(ctx, dir, nil, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
-	return err == nil
+	_, ok := m.commitOf(ctx, dir, ref)
+	return ok
 }
 
 // gitWT runs git on a worktree with its git dir and work tree given explicitly, so nothing the
