@@ -1,7 +1,9 @@
 // Package gitrepo manages the git side of runs with the host's git CLI (os/exec): one bare
 // mirror per project under <DataDir>/mirrors/<forge>/<escaped-repo-path>.git, fetched before each
-// run; one worktree per run under <DataDir>/worktrees/<run-name>, removed afterwards; and the
-// commit and push of a run's branch with the bot identity.
+// run; worktrees under <DataDir>/worktrees/<name> — one per mailbox kept between its runs and
+// reset before each (Prepare, Retire), or one per run removed afterwards (AddWorktree,
+// RemoveWorktree); at most one spare worktree per mirror under <DataDir>/spares/ for the next
+// new mailbox; and the commit and push of a run's branch with the bot identity.
 //
 // Authentication never puts the token in a remote URL, argv or a log: every git process gets it
 // through the environment as an http.extraHeader (GIT_CONFIG_COUNT / GIT_CONFIG_KEY_n /
@@ -32,7 +34,8 @@ import (
 
 // Config configures a Manager.
 type Config struct {
-	// DataDir is the root for mirrors/ and worktrees/ (absolute or relative to the cwd).
+	// DataDir is the root for mirrors/, worktrees/ and spares/ (absolute or relative to the
+	// cwd).
 	DataDir string
 	// Username and Token authenticate HTTP(S) fetches and pushes (Basic auth). GitLab accepts
 	// any username with a token ("oauth2" by convention); Forgejo wants the bot's login. An empty
@@ -116,7 +119,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.GitBinary == "" {
 		cfg.GitBinary = "git"
 	}
-	for _, d := range []string{"mirrors", "worktrees"} {
+	for _, d := range []string{"mirrors", "worktrees", "spares"} {
 		if err := os.MkdirAll(filepath.Join(abs, d), 0o755); err != nil {
 			return nil, fmt.Errorf("gitrepo: create %s dir: %w", d, err)
 		}

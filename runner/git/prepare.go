@@ -82,8 +82,7 @@ func (m *Manager) Warm(ctx context.Context, p Project) error {
 		return err
 	}
 	defer m.lock(dir)()
-	spare := &Worktree{Name: spareName(dir), mirror: dir}
-	spare.Path = m.WorktreeDir(spare.Name)
+	spare := &Worktree{Name: "spare", Path: m.SpareDir(dir), mirror: dir}
 	if spare.gitDir = m.recordedGitDir(dir, spare.Path); spare.gitDir != "" {
 		return nil
 	}
@@ -126,7 +125,7 @@ func (m *Manager) Retire(ctx context.Context, key string) error {
 	dir := filepath.Dir(filepath.Dir(gitDir))
 	defer m.lock(dir)()
 	wt := &Worktree{Name: key, Path: path, gitDir: gitDir, mirror: dir}
-	sparePath := m.WorktreeDir(spareName(dir))
+	sparePath := m.SpareDir(dir)
 	if m.recordedGitDir(dir, sparePath) != "" {
 		return m.removeLocked(ctx, dir, path)
 	}
@@ -141,17 +140,18 @@ func (m *Manager) Retire(ctx context.Context, key string) error {
 	return nil
 }
 
-// spareName is the worktree name of a mirror's spare: "spare-" and 16 hex digits of the
-// SHA-256 of the mirror's path.
-func spareName(mirror string) string {
+// SpareDir returns where the spare worktree of a mirror lives:
+// <DataDir>/spares/<16 hex digits of the SHA-256 of the mirror's path>. Spares are outside
+// <DataDir>/worktrees, which holds only the worktrees of mailboxes.
+func (m *Manager) SpareDir(mirror string) string {
 	sum := sha256.Sum256([]byte(mirror))
-	return "spare-" + hex.EncodeToString(sum[:8])
+	return filepath.Join(m.cfg.DataDir, "spares", hex.EncodeToString(sum[:8]))
 }
 
 // addLocked gives wt a worktree: the mirror's spare moved to wt.Path when there is one, else a
 // new empty one (addEmptyLocked).
 func (m *Manager) addLocked(ctx context.Context, dir string, wt *Worktree, ref string) error {
-	sparePath := m.WorktreeDir(spareName(dir))
+	sparePath := m.SpareDir(dir)
 	if m.recordedGitDir(dir, sparePath) != "" {
 		if err := m.removeLocked(ctx, dir, wt.Path); err != nil {
 			return fmt.Errorf("remove leftover worktree %s: %w", wt.Name, err)

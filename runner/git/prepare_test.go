@@ -115,7 +115,7 @@ func TestRetireAndSpare(t *testing.T) {
 	require.NoError(t, mgr.Retire(ctx, "alfred-mbx1-worktree"))
 	require.NoDirExists(t, a.Path)
 	mirror, _ := mgr.MirrorDir(p)
-	spare := mgr.WorktreeDir(spareName(mirror))
+	spare := mgr.SpareDir(mirror)
 	require.DirExists(t, spare)
 	require.NoFileExists(t, filepath.Join(spare, "secret.log"), "retiring cleans what the container wrote")
 	require.NoError(t, mgr.Retire(ctx, "alfred-mbx2-worktree"))
