@@ -72,7 +72,7 @@ ci_fix:
 // e2e is a wired Alfred (newServer) against the Forgejo stand-in, real PostgreSQL, real Docker
 // and a real bare git repository, fed with the recorded deliveries.
 type e2e struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *server
 	url     string
 	forgejo forgetest.Seeder // the stand-in forge (Forgejo or GitLab)
@@ -108,7 +108,7 @@ phases:
 }
 
 // startE2EWith is startE2EOn with the given agents and phases configuration.
-func startE2EWith(t *testing.T, kind forge.Kind, repo string, deadline time.Duration, agents string) *e2e {
+func startE2EWith(t testing.TB, kind forge.Kind, repo string, deadline time.Duration, agents string) *e2e {
 	t.Helper()
 	_, dsn := pgtest.New(t)
 	ctx := context.Background()
@@ -181,14 +181,14 @@ workers:
 	return e
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
 
-func seedBareRepo(t *testing.T, dir string) string {
+func seedBareRepo(t testing.TB, dir string) string {
 	t.Helper()
 	bare := filepath.Join(dir, "sandbox.git")
 	work := filepath.Join(dir, "seed")

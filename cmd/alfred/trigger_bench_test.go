@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/runner/runtimetest"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+// markerFile is what the benchmark's agent writes first, in its workspace.
+const markerFile = ".alfred-started"
+
+// triggerScript asks nothing in the analysis; the development run writes the marker first.
+const triggerScript = `
+analysis.functional:
+  summary: Understood.
+  understanding: You want the report exported as a CSV file.
+  expected_behaviour: An Export button downloads report.csv.
+  acceptance_criteria: [the file opens in a spreadsheet]
+  out_of_scope: [PDF export]
+analysis.technical:
+  summary: Planned.
+  plan: "1. Add export.csv."
+development:
+  summary: Started.
+  commit_message: "Add the marker"
+  files:
+    ` + markerFile + `: "started\n"
+`
+
+// BenchmarkTriggerToAgent measures what a maintainer waits for: from the webhook that adds
+// ai::validate_plan to an issue waiting for validation until the agent process of the
+// development run has started — delivery stored, mailbox leased and stepped, comment posted,
+// worktree prepared (the mailbox's third run: its analyses ran before), container created and
+// started, agent writing its first file (the marker, polled every millisecond). Every iteration
+// is a new issue of the same small repository, brought to waiting_validation outside the time
+// (assigned with type::task; both analyses run). In the same iteration, outside the trigger's
+// time, the same image runs bare (docker run --rm, the marker in a bind mount) and writes the
+// same marker the same way. Reported: trigger-ms, bare-ms and their ratio (trigger/bare), each
+// a mean over the iterations. Each issue is closed at the end of its iteration.
+func BenchmarkTriggerToAgent(b *testing.B) {
+	cli := runtimetest.Client(b)
+	image := runtimetest.BuildImage(b, context.Background(), cli, "alfred-bench-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	scriptPath := filepath.Join(b.TempDir(), "script.yaml")
+	require.NoError(b, os.WriteFile(scriptPath, []byte(triggerScript), 0o644))
+	e := startE2EWith(b, forge.KindForgejo, "acceptance/sandbox", 24*time.Hour, fmt.Sprintf(`
+agents:
+  - name: script
+    adapter: script
+    image: %s
+    script: %s
+phases:
+  default: script
+`, image, scriptPath))
+	bare := newBareRun(b, image, scriptPath)
+	var trigger, plain time.Duration
+	n := 0
+	for b.Loop() {
+		n++
+		plain += bare.run(b)
+		trigger += e.triggerOnce(b)
+	}
+	b.ReportMetric(float64(trigger.Milliseconds())/float64(n), "trigger-ms")
+	b.ReportMetric(float64(plain.Milliseconds())/float64(n), "bare-ms")
+	b.ReportMetric(float64(trigger)/float64(plain), "ratio")
+}
+
+// triggerOnce opens an issue, brings it to waiting_validation, and returns the time from the
+// validation webhook until the development run's marker appears in the mailbox's worktree;
+// then it waits for the merge request (status::in_ci), closes the issue and waits for the
+// mailbox to close.
+func (e *e2e) triggerOnce(b *testing.B) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	number := e.forgejo.AddIssue("acceptance/sandbox", forgetest.SeedIssue{Title: "Export the report as CSV",
+		Body: "The monthly report should be downloadable.", Author: "alice", Assignees: []string{"bot"},
+		Labels: []string{"type::task"}})
+	ref := forge.IssueRef{Forge: e.issue.Forge, Repo: e.issue.Repo, Number: number}
+	edit := func(labels ...string) func(map[string]any) {
+		return func(doc map[string]any) {
+			setLabels(labels...)(doc)
+			doc["number"] = number
+			issue := doc["issue"].(map[string]any)
+			issue["number"], issue["id"] = number, number
+		}
+	}
+	waitLabel := func(want string) {
+		require.Eventually(b, func() bool { return contains(e.forgejo.IssueLabels(ref), want) },
+			2*time.Minute, 20*time.Millisecond, "issue %d never reached %s; labels %v", number, want, e.forgejo.IssueLabels(ref))
+	}
+	require.Equal(b, http.StatusAccepted, e.send("002-issue_assign-assigned", edit("type::task")))
+	waitLabel("status::waiting_validation")
+	var mailboxID int64
+	require.NoError(b, e.srv.db.GetContext(ctx, &mailboxID,
+		`SELECT id FROM mailboxes WHERE number = $1 AND NOT merge_request`, number))
+	glob := filepath.Join(e.srv.cfg.DataDir, "worktrees", fmt.Sprintf("alfred-mbx%d-*", mailboxID), markerFile)
+	require.NoError(b, e.api.SetLabels(ctx, ref, []string{"ai::validate_plan"}, nil))
+
+	start := time.Now()
+	require.Equal(b, http.StatusAccepted, e.send("003-issue_label-label_updated", edit(e.forgejo.IssueLabels(ref)...)))
+	for {
+		if m, _ := filepath.Glob(glob); len(m) > 0 {
+			break
+		}
+		require.Less(b, time.Since(start), 2*time.Minute, "the agent never started; comments: %v", e.forgejo.IssueComments(ref))
+		time.Sleep(time.Millisecond)
+	}
+	took := time.Since(start)
+	waitLabel("status::in_ci")
+	// The issue is closed, so the mailbox closes and its worktree is retired.
+	require.Equal(b, http.StatusAccepted, e.send("023-issues-closed", edit(e.forgejo.IssueLabels(ref)...)))
+	require.Eventually(b, func() bool {
+		var closed bool
+		err := e.srv.db.GetContext(ctx, &closed, `SELECT closed_at IS NOT NULL FROM mailboxes WHERE id = $1`, mailboxID)
+		return err == nil && closed
+	}, 2*time.Minute, 20*time.Millisecond, "mailbox %d never closed", mailboxID)
+	return took
+}
+
+// bareRun runs the script agent image with docker run --rm, its input, script and workspace
+// bind-mounted.
+type bareRun struct {
+	image, dir string
+}
+
+func newBareRun(b *testing.B, image, scriptPath string) *bareRun {
+	dir := b.TempDir()
+	require.NoError(b, os.Chmod(dir, 0o777))
+	script, err := os.ReadFile(scriptPath)
+	require.NoError(b, err)
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "script.yaml"), script, 0o644))
+	require.NoError(b, os.WriteFile(filepath.Join(dir, "input.json"),
+		[]byte(`{"phase":"development","attempt":1,"repo":"acceptance/sandbox","issue":1}`), 0o644))
+	return &bareRun{image: image, dir: dir}
+}
+
+// run starts the container and returns the time until the marker appears; it then waits for
+// docker run to return (the container removed).
+func (r *bareRun) run(b *testing.B) time.Duration {
+	b.Helper()
+	ws := filepath.Join(r.dir, "ws")
+	out := filepath.Join(r.dir, "out")
+	for _, d := range []string{ws, out} {
+		require.NoError(b, os.RemoveAll(d))
+		require.NoError(b, os.Mkdir(d, 0o777))
+		require.NoError(b, os.Chmod(d, 0o777))
+	}
+	marker := filepath.Join(ws, markerFile)
+	cmd := exec.Command("docker", "run", "--rm", "-v", r.dir+":/bench", r.image,
+		"-script", "/bench/script.yaml", "-input", "/bench/input.json", "-workspace", "/bench/ws", "-out", "/bench/out")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	start := time.Now()
+	require.NoError(b, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		if _, err := os.Stat(marker); err == nil {
+			break
+		}
+		select {
+		case err := <-done:
+			require.FailNow(b, "the bare container exited without its marker", "%v: %s", err, stderr.String())
+		default:
+		}
+		time.Sleep(time.Millisecond)
+	}
+	took := time.Since(start)
+	require.NoError(b, <-done, "docker run: %s", stderr.String())
+	return took
+}
