@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Prepare returns the worktree of one mailbox, <DataDir>/worktrees/<key>, ready for a run and
@@ -39,6 +40,8 @@ import (
 // Errors: invalid key; fetch failure; base branch missing on the remote; the branch is checked
 // out in another live worktree; any git failure of the steps above.
 func (m *Manager) Prepare(ctx context.Context, p Project, key string, co Checkout) (*Worktree, error) {
+	// A second before the start: file systems stamp modifications with a coarse clock.
+	start := time.Now().Add(-time.Second)
 	if !runNameRe.MatchString(key) {
 		return nil, fmt.Errorf("gitrepo: invalid worktree name %q", key)
 	}
@@ -60,13 +63,17 @@ func (m *Manager) Prepare(ctx context.Context, p Project, key string, co Checkou
 			return nil, err
 		}
 	}
+	since, err := takeMark(wt, start)
+	if err != nil {
+		return nil, err
+	}
 	if err := m.sparseLocked(ctx, p, wt); err != nil {
 		return nil, err
 	}
 	if err := m.resetLocked(ctx, wt, target); err != nil {
 		return nil, err
 	}
-	if err := m.ownLocked(ctx, wt); err != nil {
+	if err := m.ownLocked(ctx, wt, since); err != nil {
 		return nil, err
 	}
 	return wt, nil
@@ -102,7 +109,7 @@ func (m *Manager) Warm(ctx context.Context, p Project) error {
 	if err := m.resetLocked(ctx, spare, target); err != nil {
 		return errors.Join(err, m.removeLocked(ctx, dir, spare.Path))
 	}
-	return m.ownLocked(ctx, spare)
+	return m.ownLocked(ctx, spare, time.Time{})
 }
 
 // Retire ends the worktree Prepare keeps under key (the mailbox closed). When its project has
@@ -129,7 +136,13 @@ func (m *Manager) Retire(ctx context.Context, key string) error {
 	if m.recordedGitDir(dir, sparePath) != "" {
 		return m.removeLocked(ctx, dir, path)
 	}
-	err := m.resetLocked(ctx, wt, "HEAD")
+	since, err := takeMark(wt, time.Now().Add(-time.Second))
+	if err == nil {
+		err = m.resetLocked(ctx, wt, "HEAD")
+	}
+	if err == nil {
+		err = m.ownLocked(ctx, wt, since)
+	}
 	if err == nil {
 		_ = os.RemoveAll(sparePath) // a directory git does not know
 		_, err = m.git(ctx, dir, nil, "worktree", "move", path, sparePath)
@@ -266,22 +279,50 @@ func (m *Manager) sparseLocked(ctx context.Context, p Project, wt *Worktree) err
 	return nil
 }
 
+// ownedMark is the file in a worktree's git dir (where no container writes) that says the
+// last Prepare gave every entry of the worktree to the container user.
+const ownedMark = "alfred-owned"
+
+// takeMark removes wt's ownedMark before anything in the worktree changes and returns since
+// when it was there (the previous preparation gave every entry to the container user), the
+// zero time otherwise.
+func takeMark(wt *Worktree, since time.Time) (time.Time, error) {
+	mark := filepath.Join(wt.gitDir, ownedMark)
+	if _, err := os.Stat(mark); err != nil {
+		return time.Time{}, nil
+	}
+	if err := os.Remove(mark); err != nil {
+		return time.Time{}, fmt.Errorf("reset the ownership mark of %s: %w", wt.Name, err)
+	}
+	return since, nil
+}
+
 // ownLocked, when running as root with Config.UID set, gives UID:GID every entry of wt not
-// already theirs and then refreshes the index's stat data (a chown changes a file's ctime, and
-// a file whose stat data differs from the index is rewritten by the next checkout).
-func (m *Manager) ownLocked(ctx context.Context, wt *Worktree) error {
+// already theirs and then updates the index entries of the files among them (a chown changes a
+// file's ctime, and a file whose stat data differs from the index is rewritten by the next
+// checkout). After resetLocked every file in the worktree is tracked, so every such file has an
+// index entry.
+//
+// With a non-zero since (takeMark found the previous preparation complete), only directories
+// modified at or after since are searched: git writes a file by creating a new directory
+// entry, and what the container created is the container user's already. Otherwise the whole
+// tree is. It writes ownedMark when done.
+func (m *Manager) ownLocked(ctx context.Context, wt *Worktree, since time.Time) error {
 	if os.Geteuid() != 0 || m.cfg.UID <= 0 {
 		return nil
 	}
-	n, err := chownChanged(wt.Path, m.cfg.UID, m.cfg.GID)
+	files, err := chownChanged(wt.Path, since, m.cfg.UID, m.cfg.GID)
 	if err != nil {
 		return fmt.Errorf("chown worktree %s: %w", wt.Name, err)
 	}
-	if n == 0 {
-		return nil
+	if len(files) > 0 {
+		stdin := []byte(strings.Join(files, "\x00") + "\x00")
+		if _, err := m.gitWT(ctx, wt, stdin, "update-index", "-q", "-z", "--stdin"); err != nil {
+			return fmt.Errorf("update the index of %s: %w", wt.Name, err)
+		}
 	}
-	if _, err := m.gitWT(ctx, wt, nil, "update-index", "-q", "--refresh"); err != nil && !isExit(err, 1) {
-		return fmt.Errorf("refresh the index of %s: %w", wt.Name, err)
+	if err := os.WriteFile(filepath.Join(wt.gitDir, ownedMark), nil, 0o644); err != nil {
+		return fmt.Errorf("mark the ownership of %s: %w", wt.Name, err)
 	}
 	return nil
 }
@@ -369,26 +410,58 @@ func restoreLink(wt *Worktree) error {
 	return nil
 }
 
-// chownChanged gives uid:gid every entry under path that does not already have them (symlinks
-// themselves, not their targets) and returns how many it changed: after a reuse, only what git
-// or the test harness rewrote.
-func chownChanged(path string, uid, gid int) (int, error) {
-	n := 0
-	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+// chownChanged gives uid:gid every entry under root that does not already have them (symlinks
+// themselves, not their targets), looking only at the entries of directories modified at or
+// after since (every directory when since is zero), and returns the paths, relative to root and
+// slash-separated, of the non-directories among them other than the .git link.
+func chownChanged(root string, since time.Time, uid, gid int) ([]string, error) {
+	var files []string
+	owned := func(info fs.FileInfo) bool {
+		st, ok := info.Sys().(*syscall.Stat_t)
+		return ok && int(st.Uid) == uid && int(st.Gid) == gid
+	}
+	var walk func(dir string, info fs.FileInfo) error
+	walk = func(dir string, info fs.FileInfo) error {
+		entries, err := os.ReadDir(dir)
 		if err != nil {
 			return err
 		}
-		info, err := d.Info()
-		if err != nil {
-			return err
+		changed := !info.ModTime().Before(since)
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			if !changed && !e.IsDir() {
+				continue
+			}
+			ei, err := e.Info()
+			if err != nil {
+				return err
+			}
+			if changed && !owned(ei) {
+				if err := os.Lchown(p, uid, gid); err != nil {
+					return err
+				}
+				if rel, _ := filepath.Rel(root, p); !e.IsDir() && rel != ".git" {
+					files = append(files, filepath.ToSlash(rel))
+				}
+			}
+			if e.IsDir() {
+				if err := walk(p, ei); err != nil {
+					return err
+				}
+			}
 		}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) == uid && int(st.Gid) == gid {
-			return nil
+		return nil
+	}
+	info, err := os.Lstat(root)
+	if err != nil {
+		return nil, err
+	}
+	if !owned(info) {
+		if err := os.Lchown(root, uid, gid); err != nil {
+			return nil, err
 		}
-		n++
-		return os.Lchown(p, uid, gid)
-	})
-	return n, err
+	}
+	return files, walk(root, info)
 }
 
 // partialLocked marks the mirror's origin as a promisor remote with the blob:none filter, so

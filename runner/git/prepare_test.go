@@ -42,6 +42,13 @@ func TestPrepareResetsWhatTheContainerWrote(t *testing.T) {
 	link, err := os.ReadFile(filepath.Join(wt.Path, ".git"))
 	require.NoError(t, err)
 
+	inode := func(rel string) uint64 {
+		st, err := os.Lstat(filepath.Join(wt.Path, rel))
+		require.NoError(t, err)
+		return st.Sys().(*syscall.Stat_t).Ino
+	}
+	untouched := inode(fileName(5))
+
 	dirty(t, wt.Path, repoShape{Files: 90})
 	nested := filepath.Join(wt.Path, "vendor", "lib")
 	require.NoError(t, os.MkdirAll(nested, 0o755))
@@ -65,6 +72,10 @@ func TestPrepareResetsWhatTheContainerWrote(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, string(link), string(restored))
 	require.Empty(t, run(t, wt.Path, "status", "--porcelain", "--ignored"))
+	require.Equal(t, untouched, inode(fileName(5)), "a file nobody touched is not rewritten")
+	_, err = mgr.Prepare(ctx, p, "alfred-mbx3-worktree", co)
+	require.NoError(t, err)
+	require.Equal(t, untouched, inode(fileName(5)))
 	if cfg.UID != 0 {
 		st, err := os.Stat(filepath.Join(wt.Path, fileName(0)))
 		require.NoError(t, err)
@@ -102,7 +113,11 @@ func TestPrepareResetsWhatTheContainerWrote(t *testing.T) {
 // released) and removes the others; the next new mailbox's first run takes the spare.
 func TestRetireAndSpare(t *testing.T) {
 	t.Parallel()
-	mgr, p, remote := generated(t, Config{})
+	cfg := Config{}
+	if os.Geteuid() == 0 {
+		cfg.UID, cfg.GID = 65532, 65532
+	}
+	mgr, p, remote := generated(t, cfg)
 	ctx := t.Context()
 	a, err := mgr.Prepare(ctx, p, "alfred-mbx1-worktree", Checkout{Branch: "agent/issue-1"})
 	require.NoError(t, err)
@@ -111,6 +126,7 @@ func TestRetireAndSpare(t *testing.T) {
 	_, err = mgr.Prepare(ctx, p, "alfred-mbx9-worktree", Checkout{Branch: "agent/issue-1"})
 	require.Error(t, err, "a branch is held by its mailbox's worktree between runs")
 	require.NoError(t, os.WriteFile(filepath.Join(a.Path, "secret.log"), []byte("s\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(a.Path, fileName(7)), []byte("changed\n"), 0o644))
 
 	require.NoError(t, mgr.Retire(ctx, "alfred-mbx1-worktree"))
 	require.NoDirExists(t, a.Path)
@@ -131,6 +147,11 @@ func TestRetireAndSpare(t *testing.T) {
 	require.Equal(t, run(t, remote, "rev-parse", "main"), c.Head)
 	require.FileExists(t, filepath.Join(c.Path, fileName(42)))
 	require.Empty(t, run(t, c.Path, "status", "--porcelain", "--ignored"))
+	if cfg.UID != 0 {
+		st, err := os.Stat(filepath.Join(c.Path, fileName(7)))
+		require.NoError(t, err)
+		require.EqualValues(t, 65532, st.Sys().(*syscall.Stat_t).Uid, "what the retirement rewrote is the container user's")
+	}
 
 	require.NoError(t, mgr.Warm(ctx, p))
 	require.DirExists(t, spare)
