@@ -465,8 +465,13 @@ func chownChanged(root string, since time.Time, uid, gid int) ([]string, error) 
 }
 
 // partialLocked marks the mirror's origin as a promisor remote with the blob:none filter, so
-// that git fetches missing blobs from it on demand (checkout, diff).
+// that git fetches missing blobs from it on demand (checkout, diff). A mirror already marked
+// is left as it is.
 func (m *Manager) partialLocked(ctx context.Context, dir string) error {
+	if conf, err := os.ReadFile(filepath.Join(dir, "config")); err == nil &&
+		strings.Contains(string(conf), "\tpromisor = true\n") && strings.Contains(string(conf), "\tpartialclonefilter = blob:none\n") {
+		return nil
+	}
 	for _, kv := range [][2]string{{"remote.origin.promisor", "true"}, {"remote.origin.partialclonefilter", "blob:none"}} {
 		if _, err := m.git(ctx, dir, nil, "config", kv[0], kv[1]); err != nil {
 			return err

@@ -190,11 +190,20 @@ func TestPrepareSparsePartial(t *testing.T) {
 	n := strings.Count(missing, "\n?")
 	require.GreaterOrEqual(t, n, 60, "the blobs of d000 and d002 were never fetched")
 
-	// A file the container writes outside the sparse directories does not survive either.
+	// A file the container writes outside the sparse directories does not survive either; the
+	// mirror, already a partial clone, is not configured again.
 	require.NoError(t, os.MkdirAll(filepath.Join(wt.Path, "d002"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(wt.Path, fileName(61)), []byte("x\n"), 0o644))
+	var configs int
+	mgr.trace = func(args []string) {
+		if args[0] == "config" {
+			configs++
+		}
+	}
 	_, err = mgr.Prepare(ctx, p, "alfred-mbx5-worktree", Checkout{Branch: "agent/issue-5"})
 	require.NoError(t, err)
+	mgr.trace = nil
+	require.Zero(t, configs)
 	require.NoDirExists(t, filepath.Join(wt.Path, "d002"))
 
 	// Without the setting, the same worktree holds the whole tree again.
