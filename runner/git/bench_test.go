@@ -23,10 +23,8 @@ type benchRepo struct {
 func newBenchRepo(b *testing.B, shape repoShape) *benchRepo {
 	root := b.TempDir()
 	remote := generateRepo(b, root, shape)
-	cfg := Config{DataDir: filepath.Join(root, "data"), AuthorName: "Alfred", AuthorEmail: "a@example.com"}
-	if os.Geteuid() == 0 {
-		cfg.UID, cfg.GID = 65532, 65532
-	}
+	cfg := ownedConfig()
+	cfg.DataDir, cfg.AuthorName, cfg.AuthorEmail = filepath.Join(root, "data"), "Alfred", "a@example.com"
 	mgr, err := New(cfg)
 	require.NoError(b, err)
 	p := Project{Forge: "gitlab", Path: "bench/" + shape.Name, CloneURL: remote, DefaultBranch: "main"}

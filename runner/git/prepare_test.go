@@ -10,6 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// ownedConfig is a Config that gives worktrees to the container user 65532 when the test runs
+// as root (as Alfred does), and an empty one otherwise.
+func ownedConfig() Config {
+	if os.Geteuid() == 0 {
+		return Config{UID: 65532, GID: 65532}
+	}
+	return Config{}
+}
+
 // generated sets up a Manager over a generated remote of 90 files in d000, d001 and d002.
 func generated(t *testing.T, cfg Config) (*Manager, Project, string) {
 	t.Helper()
@@ -27,10 +36,7 @@ func generated(t *testing.T, cfg Config) (*Manager, Project, string) {
 // replaced .git is restored.
 func TestPrepareResetsWhatTheContainerWrote(t *testing.T) {
 	t.Parallel()
-	cfg := Config{}
-	if os.Geteuid() == 0 {
-		cfg.UID, cfg.GID = 65532, 65532
-	}
+	cfg := ownedConfig()
 	mgr, p, remote := generated(t, cfg)
 	ctx := t.Context()
 	co := Checkout{Branch: "agent/issue-3-reuse"}
@@ -113,10 +119,7 @@ func TestPrepareResetsWhatTheContainerWrote(t *testing.T) {
 // released) and removes the others; the next new mailbox's first run takes the spare.
 func TestRetireAndSpare(t *testing.T) {
 	t.Parallel()
-	cfg := Config{}
-	if os.Geteuid() == 0 {
-		cfg.UID, cfg.GID = 65532, 65532
-	}
+	cfg := ownedConfig()
 	mgr, p, remote := generated(t, cfg)
 	ctx := t.Context()
 	a, err := mgr.Prepare(ctx, p, "alfred-mbx1-worktree", Checkout{Branch: "agent/issue-1"})
