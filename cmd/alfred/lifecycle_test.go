@@ -34,8 +34,6 @@ import (
 // The recorded Forgejo deliveries were signed with this secret (see their README).
 const liveSecret = "acceptance-webhook-secret"
 
-const liveDir = "../../webhook/testdata/forgejo-live/"
-
 const lifecycleScript = `
 analysis.functional:
   summary: Understood.
@@ -209,7 +207,7 @@ func seedBareRepo(t *testing.T, dir string) string {
 // delivery id, as a new delivery from the same server would be.
 func (e *e2e) send(fixture string, edit func(map[string]any)) int {
 	e.t.Helper()
-	h, body, err := forgetest.LoadFixture(liveDir + fixture + ".json")
+	h, body, err := forgetest.LoadFixture(filepath.Join(forgetest.FixtureDir(e.t, forge.KindForgejo), "forgejo-live", fixture+".json"))
 	require.NoError(e.t, err)
 	if edit != nil {
 		var doc map[string]any

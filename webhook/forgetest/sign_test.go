@@ -9,13 +9,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
 func TestLoadFixtureAndSignForgejo(t *testing.T) {
 	t.Parallel()
 	// NNN.headers next to NNN.json, with a request line: the live captures.
-	h, body, err := forgetest.LoadFixture(filepath.Join("..", "testdata", "forgejo-live", "001-issues-opened.json"))
+	h, body, err := forgetest.LoadFixture(filepath.Join(forgetest.FixtureDir(t, forge.KindForgejo), "forgejo-live", "001-issues-opened.json"))
 	require.NoError(t, err)
 	assert.Len(t, body, 5431)
 	assert.Equal(t, "issues", h.Get("X-Forgejo-Event-Type"))
@@ -24,17 +25,17 @@ func TestLoadFixtureAndSignForgejo(t *testing.T) {
 	assert.Equal(t, h.Get("X-Forgejo-Signature"), forgetest.SignForgejo("acceptance-webhook-secret", body))
 
 	// X.json.headers without a request line.
-	h, body, err = forgetest.LoadFixture(filepath.Join("..", "testdata", "gitea", "issues_opened.json"))
+	h, body, err = forgetest.LoadFixture(filepath.Join(forgetest.FixtureDir(t, forge.KindForgejo), "gitea", "issues_opened.json"))
 	require.NoError(t, err)
 	assert.Equal(t, "issues", h.Get("X-Gitea-Event"))
 	assert.Equal(t, h.Get("X-Gitea-Signature"), forgetest.SignForgejo("IsWishesWereHorsesWedAllBeEatingSteak!", body))
 
 	// No headers file.
-	h, _, err = forgetest.LoadFixture(filepath.Join("..", "testdata", "gitlab", "push_hook.json"))
+	h, _, err = forgetest.LoadFixture(filepath.Join(forgetest.FixtureDir(t, forge.KindGitLab), "push_hook.json"))
 	require.NoError(t, err)
 	assert.Empty(t, h)
 
-	_, _, err = forgetest.LoadFixture(filepath.Join("..", "testdata", "missing.json"))
+	_, _, err = forgetest.LoadFixture(filepath.Join(t.TempDir(), "missing.json"))
 	assert.Error(t, err)
 
 	dir := t.TempDir()
