@@ -509,7 +509,7 @@ func fixtureRequest(t *testing.T, tc fixtureCase) (req *http.Request, forgeName,
 			req.Header[k] = vs
 		}
 	case h.Get("X-Forgejo-Signature")+h.Get("X-Gitea-Signature") == "":
-		req.Header.Set("X-Gitea-Signature", forgetest.SignForgejo(testForgejoSecret, body))
+		req.Header.Set("X-Gitea-Signature", forgejo.Sign(testForgejoSecret, body))
 	}
 	wantDelivery = cmpOr(h.Get("X-Forgejo-Delivery"), h.Get("X-Gitea-Delivery"), bodyHash(body))
 	return req, forgeName, wantDelivery, body

@@ -215,7 +215,7 @@ func (e *e2e) send(fixture string, edit func(map[string]any)) int {
 		edit(doc)
 		body, err = json.MarshalIndent(doc, "", "  ")
 		require.NoError(e.t, err)
-		sig := forgetest.SignForgejo(liveSecret, body)
+		sig := forgejo.Sign(liveSecret, body)
 		id := uuid.NewString()
 		for _, k := range []string{"X-Forgejo-Signature", "X-Gitea-Signature", "X-Gogs-Signature"} {
 			h.Set(k, sig)

@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/alfred-bot/alfred/config"
 	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgejo"
 )
 
 // Headers that replay never copies from a fixture: transport headers that net/http sets
@@ -133,9 +131,7 @@ func sign(h http.Header, kind forge.Kind, body []byte, secret config.Secret, fre
 	deliveries := forgejoDelivery
 	switch kind {
 	case forge.KindForgejo:
-		mac := hmac.New(sha256.New, []byte(secret.Reveal()))
-		mac.Write(body)
-		sig := hex.EncodeToString(mac.Sum(nil))
+		sig := forgejo.Sign(secret.Reveal(), body)
 		h.Set("X-Forgejo-Signature", sig)
 		h.Set("X-Gitea-Signature", sig)
 	case forge.KindGitLab:

@@ -6,25 +6,15 @@ package forgetest
 import (
 	"bufio"
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
 	"strings"
-)
 
-// SignForgejo returns the signature Forgejo and Gitea put in X-Forgejo-Signature /
-// X-Gitea-Signature: the lowercase hex HMAC-SHA256 of body keyed with secret, without prefix
-// (Gitea services/webhook/deliver.go).
-func SignForgejo(secret string, body []byte) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return hex.EncodeToString(mac.Sum(nil))
-}
+	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
+)
 
 // NewForgejoRequest builds a POST of body to url as a Forgejo server sends it: Content-Type
 // application/json; X-Forgejo-Event-Type and X-Gitea-Event-Type set to eventType (the
@@ -32,7 +22,7 @@ func SignForgejo(secret string, body []byte) string {
 // X-Gitea-Event set to the matching coarse event (e.g. "issues", "issue_comment"); the delivery
 // headers X-Forgejo-Delivery and X-Gitea-Delivery when deliveryID is not empty; and, when secret
 // is not empty, X-Forgejo-Signature, X-Gitea-Signature and X-Hub-Signature-256 ("sha256="
-// prefix) computed with SignForgejo.
+// prefix) computed as forgejo.Sign does.
 //
 // The request works both with http.Client.Do and with a handler's ServeHTTP. It panics when url
 // cannot be parsed; callers that take url from a user check it with net/url first.
@@ -48,7 +38,7 @@ func NewForgejoRequest(url, eventType, deliveryID, secret string, body []byte) *
 		r.Header.Set("X-Gitea-Delivery", deliveryID)
 	}
 	if secret != "" {
-		sig := SignForgejo(secret, body)
+		sig := forgehttp.Sign(secret, body)
 		r.Header.Set("X-Forgejo-Signature", sig)
 		r.Header.Set("X-Gitea-Signature", sig)
 		r.Header.Set("X-Hub-Signature-256", "sha256="+sig)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
@@ -22,13 +23,13 @@ func TestLoadFixtureAndSignForgejo(t *testing.T) {
 	assert.Equal(t, "issues", h.Get("X-Forgejo-Event-Type"))
 	assert.Equal(t, "782b5c21-dcb6-4d9c-a85d-933d4a07a2ae", h.Get("X-Forgejo-Delivery"))
 	assert.Empty(t, h.Get("POST /webhooks/forgejo HTTP/1.1"))
-	assert.Equal(t, h.Get("X-Forgejo-Signature"), forgetest.SignForgejo("acceptance-webhook-secret", body))
+	assert.Equal(t, h.Get("X-Forgejo-Signature"), forgejo.Sign("acceptance-webhook-secret", body))
 
 	// X.json.headers without a request line.
 	h, body, err = forgetest.LoadFixture(filepath.Join(forgetest.FixtureDir(t, forge.KindForgejo), "gitea", "issues_opened.json"))
 	require.NoError(t, err)
 	assert.Equal(t, "issues", h.Get("X-Gitea-Event"))
-	assert.Equal(t, h.Get("X-Gitea-Signature"), forgetest.SignForgejo("IsWishesWereHorsesWedAllBeEatingSteak!", body))
+	assert.Equal(t, h.Get("X-Gitea-Signature"), forgejo.Sign("IsWishesWereHorsesWedAllBeEatingSteak!", body))
 
 	// No headers file.
 	h, _, err = forgetest.LoadFixture(filepath.Join(forgetest.FixtureDir(t, forge.KindGitLab), "push_hook.json"))
@@ -54,7 +55,7 @@ func TestNewRequests(t *testing.T) {
 	assert.Equal(t, "pull_request_review_approved", r.Header.Get("X-Forgejo-Event-Type"))
 	assert.Equal(t, "pull_request_approved", r.Header.Get("X-Gitea-Event"))
 	assert.Equal(t, "d-1", r.Header.Get("X-Gitea-Delivery"))
-	sig := forgetest.SignForgejo("s", body)
+	sig := forgejo.Sign("s", body)
 	assert.Equal(t, sig, r.Header.Get("X-Forgejo-Signature"))
 	assert.Equal(t, "sha256="+sig, r.Header.Get("X-Hub-Signature-256"))
 	assert.Equal(t, int64(len(body)), r.ContentLength)
