@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -44,7 +42,6 @@ type ForgejoServer struct {
 	URL string
 	// Token is the only access token the server accepts.
 	Token string
-	srv   *httptest.Server
 }
 
 var _ Seeder = (*ForgejoServer)(nil)
@@ -53,9 +50,7 @@ var _ Seeder = (*ForgejoServer)(nil)
 // (BotLogin), and stops it in t.Cleanup.
 func NewForgejoServer(t testing.TB) *ForgejoServer {
 	s := &ForgejoServer{model: newModel(true), Token: randomHex(20)}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL
-	t.Cleanup(s.srv.Close)
+	s.URL = listen(t, s.serve)
 	return s
 }
 
@@ -70,14 +65,10 @@ func fjJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func (s *ForgejoServer) serve(w http.ResponseWriter, r *http.Request) {
-	s.logRequest(r.Method + " " + r.URL.RequestURI())
-	if st := s.takeFailure(); st != 0 {
-		s.fjError(w, st, http.StatusText(st))
-		return
-	}
-	if after, ok := s.takeRateLimit(); ok {
+	if s.intercept(r, func(st int) { s.fjError(w, st, http.StatusText(st)) }, func(after int) {
 		w.Header().Set("Retry-After", strconv.Itoa(after))
 		s.fjError(w, http.StatusTooManyRequests, "rate limit exceeded")
+	}) {
 		return
 	}
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/api/v1/")
@@ -98,14 +89,10 @@ func (s *ForgejoServer) serve(w http.ResponseWriter, r *http.Request) {
 		s.fjError(w, http.StatusUnauthorized, "invalid username, password or token")
 		return
 	}
-	var seg []string
-	for _, p := range strings.Split(strings.Trim(rest, "/"), "/") {
-		u, err := url.PathUnescape(p)
-		if err != nil {
-			s.fjError(w, http.StatusBadRequest, "bad path")
-			return
-		}
-		seg = append(seg, u)
+	seg, err := pathSegments(rest)
+	if err != nil {
+		s.fjError(w, http.StatusBadRequest, "bad path")
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

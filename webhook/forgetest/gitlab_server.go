@@ -1,13 +1,9 @@
 package forgetest
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,7 +45,6 @@ type GitLabServer struct {
 	URL string
 	// Token is the only access token the server accepts.
 	Token string
-	srv   *httptest.Server
 }
 
 var _ Seeder = (*GitLabServer)(nil)
@@ -58,16 +53,8 @@ var _ Seeder = (*GitLabServer)(nil)
 // (BotLogin), and stops it in t.Cleanup.
 func NewGitLabServer(t testing.TB) *GitLabServer {
 	s := &GitLabServer{model: newModel(false), Token: "glpat-" + randomHex(10)}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL
-	t.Cleanup(s.srv.Close)
+	s.URL = listen(t, s.serve)
 	return s
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 // glMessage answers GitLab's error shape {"message": msg}.
@@ -82,18 +69,14 @@ func glJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func (s *GitLabServer) serve(w http.ResponseWriter, r *http.Request) {
-	s.logRequest(r.Method + " " + r.URL.RequestURI())
-	if st := s.takeFailure(); st != 0 {
-		glMessage(w, st, http.StatusText(st))
-		return
-	}
-	if after, ok := s.takeRateLimit(); ok {
+	if s.intercept(r, func(st int) { glMessage(w, st, http.StatusText(st)) }, func(after int) {
 		// GitLab's rate-limit answer: 429 "Retry later" with Retry-After and RateLimit-* headers.
 		w.Header().Set("Retry-After", strconv.Itoa(after))
 		w.Header().Set("RateLimit-Reset", strconv.FormatInt(time.Now().Unix()+int64(after), 10))
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteHeader(http.StatusTooManyRequests)
 		_, _ = w.Write([]byte("Retry later\n"))
+	}) {
 		return
 	}
 	tok := r.Header.Get("Private-Token")
@@ -109,14 +92,10 @@ func (s *GitLabServer) serve(w http.ResponseWriter, r *http.Request) {
 		glMessage(w, http.StatusNotFound, "404 Not Found")
 		return
 	}
-	var seg []string
-	for _, p := range strings.Split(strings.Trim(rest, "/"), "/") {
-		u, err := url.PathUnescape(p)
-		if err != nil {
-			glMessage(w, http.StatusBadRequest, "400 Bad request")
-			return
-		}
-		seg = append(seg, u)
+	seg, err := pathSegments(rest)
+	if err != nil {
+		glMessage(w, http.StatusBadRequest, "400 Bad request")
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
