@@ -25,6 +25,7 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
+	"github.com/alfred-bot/alfred/webhook/forgetest/recorded"
 	"github.com/alfred-bot/alfred/webhook/gitlab"
 )
 
@@ -479,7 +480,7 @@ var fixtureCases = []fixtureCase{
 // others are signed with the test secret.
 func fixtureRequest(t *testing.T, tc fixtureCase) (req *http.Request, forgeName, wantDelivery string, body []byte) {
 	t.Helper()
-	h, body, err := forgetest.LoadFixture(fixturePath(t, tc.file))
+	h, body, err := recorded.Load(fixturePath(t, tc.file))
 	require.NoError(t, err)
 	forgeName = "forgejo"
 	if strings.HasPrefix(tc.file, "gitlab/") {
@@ -665,7 +666,7 @@ func TestReceiverOriginalLiveSignature(t *testing.T) {
 			src, err := forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{liveSecret}})
 			require.NoError(t, err)
 			b := setup(t, func(c *webhook.ReceiverConfig) { c.Sources = map[string]webhook.Source{"forgejo": src} })
-			h, body, err := forgetest.LoadFixture(fixturePath(t, file))
+			h, body, err := recorded.Load(fixturePath(t, file))
 			require.NoError(t, err)
 
 			send := func(body []byte) answer {
@@ -953,7 +954,7 @@ func FuzzReceiver(f *testing.F) {
 		require.NoError(f, err)
 		event := tc.event
 		if event == "" {
-			h, _, err := forgetest.LoadFixture(fixturePath(f, tc.file))
+			h, _, err := recorded.Load(fixturePath(f, tc.file))
 			require.NoError(f, err)
 			event = cmpOr(h.Get("X-Gitlab-Event"), h.Get("X-Forgejo-Event-Type"), h.Get("X-Gitea-Event-Type"), h.Get("X-Gitea-Event"))
 		}

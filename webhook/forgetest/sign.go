@@ -1,17 +1,9 @@
-// Package forgetest holds helpers for tests and for the `alfred replay` command: signing a
-// webhook body the way Forgejo/Gitea do, building GitLab and Forgejo webhook requests, and
-// loading recorded deliveries (a .json body with its .headers file).
 package forgetest
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
-	"os"
-	"strings"
 
 	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )
@@ -99,65 +91,4 @@ func signNewRequest(url string, body []byte) *http.Request {
 	}
 	r.Header.Set("Content-Type", "application/json")
 	return r
-}
-
-// LoadFixture reads a recorded delivery: the body at path (a .json file, returned byte for
-// byte) and its headers from X.headers (path without .json) or X.json.headers, whichever
-// exists. A headers file holds one "Name: value" per line; a first line that is an HTTP request
-// line ("POST /webhooks/forgejo HTTP/1.1") and blank lines are skipped. Without a headers file
-// headers is empty and err is nil. Errors: the body cannot be read, or a headers line has no
-// colon.
-func LoadFixture(path string) (headers http.Header, body []byte, err error) {
-	body, err = os.ReadFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading fixture body: %w", err)
-	}
-	headers = http.Header{}
-	candidates := []string{path + ".headers"}
-	if base, ok := strings.CutSuffix(path, ".json"); ok {
-		candidates = []string{base + ".headers", path + ".headers"}
-	}
-	for _, hp := range candidates {
-		raw, err := os.ReadFile(hp)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading fixture headers: %w", err)
-		}
-		if err := fixtureParseHeaders(raw, headers); err != nil {
-			return nil, nil, fmt.Errorf("parsing %s: %w", hp, err)
-		}
-		break
-	}
-	return headers, body, nil
-}
-
-func fixtureParseHeaders(raw []byte, h http.Header) error {
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	first := true
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		if first {
-			first = false
-			if fixtureIsRequestLine(line) {
-				continue
-			}
-		}
-		name, value, ok := strings.Cut(line, ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			return fmt.Errorf("line %d: not a header line", n)
-		}
-		h.Add(strings.TrimSpace(name), strings.TrimSpace(value))
-	}
-	return sc.Err()
-}
-
-// fixtureIsRequestLine reports whether line looks like "METHOD /target HTTP/x.y".
-func fixtureIsRequestLine(line string) bool {
-	f := strings.Fields(line)
-	return len(f) == 3 && strings.HasPrefix(f[2], "HTTP/") && !strings.Contains(f[0], ":")
 }
