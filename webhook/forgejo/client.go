@@ -14,13 +14,6 @@ import (
 	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )
 
-// Defaults for ClientConfig, the same for both forges' clients.
-const (
-	DefaultMaxRetries   = forgehttp.DefaultMaxRetries   // retries after HTTP 429 or 5xx
-	DefaultRetryWaitMin = forgehttp.DefaultRetryWaitMin // first backoff step after a 5xx
-	DefaultRetryWaitMax = forgehttp.DefaultRetryWaitMax // cap of every single wait
-)
-
 const (
 	// LabelColor is the color (hex RGB, as Forgejo stores it) of labels that SetLabels and
 	// EnsureLabels create.

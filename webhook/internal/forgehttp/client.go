@@ -31,13 +31,13 @@ type ClientConfig struct {
 	// attempt; the ctx of a call bounds the call with its retries.
 	HTTPClient *http.Client `json:"-"`
 	// MaxRetries bounds the retries of one request after HTTP 429, a 5xx other than 501 or a
-	// failed dial (see CheckRetry): 0 means DefaultMaxRetries, a negative value none.
+	// failed dial (see CheckRetry): 0 means DefaultMaxRetries (4), a negative value none.
 	MaxRetries int `json:"max_retries,omitempty"`
 	// RetryWaitMin and RetryWaitMax bound the backoff (see Backoff): after a 5xx the wait
 	// doubles from RetryWaitMin (with jitter); after a 429 or 503 the client waits what
 	// Retry-After (seconds or HTTP date, RFC 9110 §10.2.3) or else GitLab's RateLimit-Reset
 	// (Unix seconds) asks for. No wait exceeds RetryWaitMax. Zero values mean
-	// DefaultRetryWaitMin and DefaultRetryWaitMax.
+	// DefaultRetryWaitMin (250 ms) and DefaultRetryWaitMax (30 s).
 	RetryWaitMin time.Duration `json:"retry_wait_min,omitempty"`
 	RetryWaitMax time.Duration `json:"retry_wait_max,omitempty"`
 }
