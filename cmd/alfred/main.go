@@ -8,7 +8,7 @@
 //	alfred version                                 print the version
 //
 // --config defaults to $ALFRED_CONFIG, else alfred.yaml. The configuration and its ALFRED_*
-// environment variables are described in package github.com/alfred-bot/alfred/config.
+// environment variables are described in package github.com/alfred-bot/alfred/internal/config.
 package main
 
 import (
@@ -24,7 +24,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/alfred-bot/alfred/config"
+	"github.com/alfred-bot/alfred/internal/config"
 )
 
 const usage = `usage: alfred <command> [flags]

@@ -532,7 +532,7 @@ func TestEnvName(t *testing.T) {
 // TestExampleConfig keeps deploy/alfred.example.yaml loadable.
 func TestExampleConfig(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../deploy/alfred.example.yaml")
+	raw, err := os.ReadFile("../../deploy/alfred.example.yaml")
 	require.NoError(t, err)
 	dir := t.TempDir()
 	for _, name := range []string{"database_url", "forgejo_token", "forgejo_webhook_secret", "gitlab_token", "gitlab_webhook_secret", "anthropic_api_key", "openai_api_key"} {
