@@ -181,13 +181,8 @@ func (s *server) wire(ctx context.Context) error {
 	}
 	s.service = runner.NewService(exec, gits, runner.SessionConfig{Store: s.store, Dir: filepath.Join(cfg.DataDir, "sessions"), UID: cfg.Runner.UID, GID: cfg.Runner.GID}, s.log)
 
-	l := cfg.Labels
 	machine := mailbox.NewMachine(mailbox.Config{
-		Labels: mailbox.Labels{FunctionalAnalysis: l.FunctionalAnalysis, WaitingInfo: l.WaitingInfo,
-			TechnicalAnalysis: l.TechnicalAnalysis, WaitingValidation: l.WaitingValidation,
-			InDevelopment: l.InDevelopment, InCI: l.InCI, InReview: l.InReview, Blocked: l.Blocked, Done: l.Done,
-			TypeTask: l.TypeTask, TypeBug: l.TypeBug, TypeAnalysis: l.TypeAnalysis, TypeQuestion: l.TypeQuestion,
-			ValidatePlan: l.ValidatePlan},
+		Labels:           cfg.Labels,
 		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
 		CIPoll: cfg.Lifecycle.CIPoll, SessionResume: cfg.Sessions.ResumeEnabled, Redact: redact, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
 	}, s.store, bots, s.service, nil, s.log)
