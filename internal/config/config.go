@@ -14,6 +14,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/alfred-bot/alfred/internal/censor"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -58,7 +59,7 @@ type Config struct {
 	Sessions Sessions `yaml:"sessions" envPrefix:"SESSIONS_"`
 }
 
-// Sessions controls whether a mailbox's runs continue one agent session (issue 3).
+// Sessions controls whether a mailbox's runs continue one agent session (spec/sessions.md).
 type Sessions struct {
 	// AgentSessionResume turns resumable sessions on (default true). Off means no session name,
 	// no session mount and no lookup: every run starts fresh.
@@ -173,7 +174,7 @@ type Agent struct {
 	Script string `yaml:"script,omitempty"`
 	// APIKey is the model provider's key, passed only in the container's environment
 	// (claude-code: ANTHROPIC_API_KEY; codex: CODEX_API_KEY; opencode: the variable named by
-	// APIKeyEnv; copilot: COPILOT_GITHUB_TOKEN; gemini: GEMINI_API_KEY — agent-clis.md).
+	// APIKeyEnv; copilot: COPILOT_GITHUB_TOKEN; gemini: GEMINI_API_KEY — spec/agents.md).
 	APIKey Secret `yaml:"api_key,omitempty"`
 	// APIKeyFile is the file APIKey was read from, if any.
 	APIKeyFile string `yaml:"api_key_file,omitempty"`
@@ -437,8 +438,8 @@ func ReadSecretFile(path string) (Secret, error) {
 	return Secret(strings.TrimRight(string(b), "\r\n")), nil
 }
 
-// Secrets returns every non-empty secret value, longest first, without duplicates, for a
-// central redactor. The password of a URL-shaped database_url is listed on its own too.
+// Secrets returns every non-empty secret value, longest first, without duplicates. The
+// password of a URL-shaped database_url is listed on its own too.
 func (c *Config) Secrets() []string {
 	var out []string
 	for _, r := range c.secretRefs() {
@@ -455,11 +456,26 @@ func (c *Config) Secrets() []string {
 	return slices.Compact(out)
 }
 
-// Dump renders the effective configuration as YAML, every secret shown as [Redacted].
+// Censor returns the Censor of this configuration: every secret of Secrets, with the HTTP
+// Basic forms for each forge's bot and git user and for the database user. Every text that
+// leaves the process (logs, comments, run output, errors) passes it.
+func (c *Config) Censor() *censor.Censor {
+	var users []string
+	for _, f := range c.Forges {
+		users = append(users, f.BotUser, f.GitUser)
+	}
+	if u, err := url.Parse(c.DatabaseURL.Reveal()); err == nil && u.User != nil {
+		users = append(users, u.User.Username())
+	}
+	return censor.New(censor.Config{Secrets: c.Secrets(), Users: users})
+}
+
+// Dump renders the effective configuration as YAML, every secret shown as [Redacted] (and the
+// whole text passed through Censor, should a secret sit in a field that is not a Secret).
 func (c *Config) Dump() string {
 	b, err := yaml.Marshal(c)
 	if err != nil {
-		return "# cannot render the configuration: " + err.Error() + "\n"
+		return "# cannot render the configuration: " + c.Censor().String(err.Error()) + "\n"
 	}
-	return string(b)
+	return c.Censor().String(string(b))
 }

@@ -14,6 +14,7 @@ import (
 	"code.gitea.io/sdk/gitea"
 	retryablehttp "github.com/hashicorp/go-retryablehttp"
 
+	"github.com/alfred-bot/alfred/internal/censor"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )
@@ -116,7 +117,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		http:    &http.Client{Transport: &retryablehttp.RoundTripper{Client: rc}, Jar: inner.Jar, CheckRedirect: inner.CheckRedirect},
 	}
 	if _, err := c.newAPI(context.Background()); err != nil {
-		return nil, fmt.Errorf("forgejo: new client: %s", forgehttp.Redact(err.Error(), cfg.Token))
+		return nil, fmt.Errorf("forgejo: new client: %s", censor.New(censor.Config{Secrets: []string{cfg.Token}}).String(err.Error()))
 	}
 	return c, nil
 }
@@ -649,7 +650,7 @@ func clientStatus(resp *gitea.Response) int {
 // by status, and with the token removed from the message.
 func (c *Client) wrap(op string, resp *gitea.Response, err error) error {
 	status := clientStatus(resp)
-	e := &clientError{op: op, status: status, cause: err, msg: forgehttp.Redact(err.Error(), c.token)}
+	e := &clientError{op: op, status: status, cause: err, msg: censor.New(censor.Config{Secrets: []string{c.token}}).String(err.Error())}
 	switch status {
 	case http.StatusNotFound:
 		e.sentinel = forge.ErrNotFound

@@ -14,6 +14,7 @@ import (
 
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
+	"github.com/alfred-bot/alfred/internal/censor"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )
@@ -110,7 +111,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	api, err := gl.NewClient(cfg.Token, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("gitlab: new client: %s", forgehttp.Redact(err.Error(), cfg.Token))
+		return nil, fmt.Errorf("gitlab: new client: %s", censor.New(censor.Config{Secrets: []string{cfg.Token}}).String(err.Error()))
 	}
 	return &Client{api: api, token: cfg.Token}, nil
 }
@@ -680,7 +681,7 @@ func clientStatus(resp *gl.Response, err error) int {
 // sentinel by status, and with the token removed from the message.
 func (c *Client) wrap(op string, resp *gl.Response, err error) error {
 	status := clientStatus(resp, err)
-	e := &clientError{op: op, status: status, cause: err, msg: forgehttp.Redact(err.Error(), c.token)}
+	e := &clientError{op: op, status: status, cause: err, msg: censor.New(censor.Config{Secrets: []string{c.token}}).String(err.Error())}
 	switch status {
 	case http.StatusNotFound:
 		e.sentinel = forge.ErrNotFound

@@ -1,5 +1,6 @@
 // Package forgehttp is the HTTP retry policy shared by the GitLab and Forgejo clients: which
-// answers are retried, how long to wait, and how a token is kept out of error texts.
+// answers are retried and how long to wait. (Tokens are kept out of error texts by
+// internal/censor.)
 package forgehttp
 
 import (
@@ -76,12 +77,4 @@ func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		}
 	}
 	return 0, false
-}
-
-// Redact replaces token in s with "[redacted]" (nothing when token is empty).
-func Redact(s, token string) string {
-	if token == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, token, "[redacted]")
 }
