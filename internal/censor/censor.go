@@ -22,16 +22,20 @@
 //
 // A pattern of [MinLen] bytes or more is replaced wherever it occurs, inside a word or not. A
 // shorter pattern (a database password "alfred", say) is replaced only where it stands as a
-// whole token: the character before it and the character after it (where there is one) are
-// not word characters. Word characters are Unicode letters and digits, '_' and '-'; a
-// [Redacted] that replaces a neighbour counts as a non-word character. So with the secret
+// whole token. Tokens are runs of word characters (Unicode letters and digits, '_' and '-'),
+// where a '.' or '/' between two word characters joins them into one token (host names, file
+// paths, dotted label keys). An occurrence is a whole token when the character before it and
+// the character after it (where there is one) neither are word characters nor join it to one;
+// a [Redacted] that replaces a neighbour counts as a non-word character. So with the secret
 // "alfred":
 //
 //	"password=alfred"        → "password=[redacted]"
 //	"user alfred logged in"  → "user [redacted] logged in"
-//	"alfred:alfred@db"       → "[redacted]:[redacted]@db"
-//	"alfred-bot/alfred.git"  → "alfred-bot/[redacted].git"
+//	"the password is alfred." → "the password is [redacted]."
+//	"alfred:alfred@db/alfred" → "[redacted]:[redacted]@db/alfred"
 //	"alfredo", "my_alfred"   → unchanged
+//	"alfred-bot/alfred.git"  → unchanged
+//	"alfred.managed=true"    → unchanged
 //	"Alfred"                 → unchanged (case-sensitive)
 //
 // A very short secret therefore still censors every free-standing word equal to it; keep
@@ -225,21 +229,35 @@ func occurrences(s, p string) func(yield func(int) bool) {
 	}
 }
 
-// tokenAt reports whether s[at:at+n] stands as a whole token: no word character right before or
-// after it. A neighbouring character any byte of which is masked counts as non-word: in the
-// output it is cut by a Redacted.
+// tokenAt reports whether s[at:at+n] stands as a whole token (see the package documentation).
+// A character any byte of which is masked counts as non-word: in the output it is cut by a
+// Redacted.
 func tokenAt(s string, mask []bool, at, n int) bool {
 	masked := func(i, j int) bool { return mask != nil && slices.Contains(mask[i:j], true) }
+	// word reports whether the rune r at s[i:j] is an unmasked word character.
+	word := func(r rune, i, j int) bool { return isWord(r) && !masked(i, j) }
 	if at > 0 {
 		r, size := utf8.DecodeLastRuneInString(s[:at])
-		if isWord(r) && !masked(at-size, at) {
+		if word(r, at-size, at) {
 			return false
+		}
+		if isJoiner(r) && !masked(at-size, at) && at-size > 0 {
+			p, psize := utf8.DecodeLastRuneInString(s[:at-size])
+			if word(p, at-size-psize, at-size) {
+				return false
+			}
 		}
 	}
 	if end := at + n; end < len(s) {
 		r, size := utf8.DecodeRuneInString(s[end:])
-		if isWord(r) && !masked(end, end+size) {
+		if word(r, end, end+size) {
 			return false
+		}
+		if next := end + size; isJoiner(r) && !masked(end, next) && next < len(s) {
+			q, qsize := utf8.DecodeRuneInString(s[next:])
+			if word(q, next, next+qsize) {
+				return false
+			}
 		}
 	}
 	return true
@@ -249,3 +267,6 @@ func tokenAt(s string, mask []bool, at, n int) bool {
 func isWord(r rune) bool {
 	return r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r)
 }
+
+// isJoiner reports whether r joins two word characters into one token.
+func isJoiner(r rune) bool { return r == '.' || r == '/' }

@@ -47,8 +47,11 @@ func TestString(t *testing.T) {
 		"short as assignment":     {"password=alfred", "password=[redacted]"},
 		"short between spaces":    {"user alfred logged in", "user [redacted] logged in"},
 		"short alone":             {"alfred", "[redacted]"},
-		"short in user:pw@":       {"postgres://alfred:alfred@db/x", "postgres://[redacted]:[redacted]@db/x"},
-		"short after slash":       {"alfred-bot/alfred.git", "alfred-bot/[redacted].git"},
+		"short in a path":         {"alfred-bot/alfred.git and /var/lib/alfred", "alfred-bot/alfred.git and /var/lib/alfred"},
+		"short in a dotted key":   {"alfred.managed=true", "alfred.managed=true"},
+		"short ends a sentence":   {"the password is alfred.", "the password is [redacted]."},
+		"short after //":          {"postgres://alfred:alfred@db/alfred", "postgres://[redacted]:[redacted]@db/alfred"},
+		"short beside a lone dot": {". alfred .", ". [redacted] ."},
 		"short quoted":            {`pw "alfred"`, `pw "[redacted]"`},
 		"short in a longer word":  {"alfredo and my_alfred and alfred2", "alfredo and my_alfred and alfred2"},
 		"short with hyphen":       {"alfred-bot", "alfred-bot"},
@@ -164,7 +167,7 @@ func forms(s, user string) []string {
 }
 
 // hasToken reports whether s occurs in text as a whole token. Every Redacted marker is a
-// boundary, as in the Censor.
+// boundary, as in the Censor; '.' and '/' between two word characters join them.
 func hasToken(text, s string) bool {
 	for part := range strings.SplitSeq(text, censor.Redacted) {
 		for at := 0; at <= len(part)-len(s); at++ {
@@ -174,14 +177,39 @@ func hasToken(text, s string) bool {
 			}
 			at += j
 			end := at + len(s)
-			before, _ := utf8.DecodeLastRuneInString(part[:at])
-			after, _ := utf8.DecodeRuneInString(part[end:])
-			if (at == 0 || !isWord(before)) && (end == len(part) || !isWord(after)) {
+			if !joinedBefore(part[:at]) && !joinedAfter(part[end:]) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// joinedBefore reports whether the text before an occurrence ends in a word character, or in a
+// joiner preceded by one.
+func joinedBefore(before string) bool {
+	r, size := utf8.DecodeLastRuneInString(before)
+	if before == "" {
+		return false
+	}
+	if isWord(r) {
+		return true
+	}
+	p, _ := utf8.DecodeLastRuneInString(before[:len(before)-size])
+	return (r == '.' || r == '/') && len(before) > size && isWord(p)
+}
+
+// joinedAfter is joinedBefore for the text after an occurrence.
+func joinedAfter(after string) bool {
+	r, size := utf8.DecodeRuneInString(after)
+	if after == "" {
+		return false
+	}
+	if isWord(r) {
+		return true
+	}
+	q, _ := utf8.DecodeRuneInString(after[size:])
+	return (r == '.' || r == '/') && len(after) > size && isWord(q)
 }
 
 func isWord(r rune) bool { return r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r) }
