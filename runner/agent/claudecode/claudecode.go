@@ -1,12 +1,12 @@
 // Package claudecode is the "claude-code" agent adapter for Anthropic's Claude Code CLI.
 //
-// Facts about the CLI come from /work/shared/reference/agent-clis.md, section 1 (Claude Code
+// Facts about the CLI come from spec/agents.md, section 1 (Claude Code
 // 2.1.332) and its "Adapter notes"; each use below cites the subsection.
 //
 // The run is headless: `claude -p <prompt> --output-format stream-json --verbose
 // --permission-mode bypassPermissions [--model M] [--max-turns N] [--session-id ID [-n NAME] |
 // --resume ID]` (§1 Invocation, §1 Sessions). The prompt is not secret and travels as the -p
-// argument, never on stdin (the container's stdin is closed, agent-clis.md "General rules"); the
+// argument, never on stdin (the container's stdin is closed, spec/agents.md "General rules"); the
 // API key travels only in the environment (ANTHROPIC_API_KEY, §1 Auth and version). The
 // container user is not root, so bypassPermissions needs no IS_SANDBOX (§1 Invocation, root
 // trap). The agent writes its result to /alfred/out/result.json; the stream on stdout gives the

@@ -1,6 +1,6 @@
 // Package codex is the "codex" agent adapter for OpenAI's Codex CLI.
 //
-// Facts about the CLI come from /work/shared/reference/agent-clis.md, section 2 (Codex CLI
+// Facts about the CLI come from spec/agents.md, section 2 (Codex CLI
 // 0.171.0) and its "Adapter notes"; each use below cites the subsection.
 //
 // The run is headless: `codex exec --json --skip-git-repo-check
@@ -8,7 +8,7 @@
 // (§2 Invocation; exec-level flags go before `resume`, §2 Sessions). The container is the
 // sandbox, so Codex's own sandbox and approvals are off (--full-auto no longer exists, §2
 // Invocation). The prompt is an argument: stdin is closed, and piped stdin would be appended to
-// the prompt (agent-clis.md "General rules"). The API key travels only in the environment as
+// the prompt (spec/agents.md "General rules"). The API key travels only in the environment as
 // CODEX_API_KEY (§2 Auth and version). The session (thread) id is assigned by Codex and read from
 // thread.started.thread_id; resume is by that exact UUID only, never --last or a thread name
 // (both silently start a new thread, §2 Failure detection).

@@ -1,6 +1,6 @@
 // Package copilot is the "copilot" agent adapter for the GitHub Copilot CLI (npm @github/copilot).
 //
-// Facts about the CLI come from /work/shared/reference/agent-clis.md, section 4 (Copilot CLI
+// Facts about the CLI come from spec/agents.md, section 4 (Copilot CLI
 // 1.0.102) and its "Adapter notes"; each use below cites the subsection.
 //
 // The run is headless: `copilot -p <prompt> --output-format json --allow-all --no-ask-user

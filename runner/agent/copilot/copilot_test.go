@@ -14,7 +14,7 @@ import (
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
-// Recorded streams: testdata/stream_fresh.jsonl follows agent-clis.md §4 Output (BYOK mock);
+// Recorded streams: testdata/stream_fresh.jsonl follows spec/agents.md §4 Output (BYOK mock);
 // stream_sigterm.jsonl is the aborted stream of §4 Failure detection; usage.json has the
 // --usage-output-file fields of §4 Output.
 

@@ -1,12 +1,12 @@
 // Package gemini is the "gemini" agent adapter for Google's Gemini CLI (npm @google/gemini-cli).
 //
-// Facts about the CLI come from /work/shared/reference/agent-clis.md, section 5 (Gemini CLI
+// Facts about the CLI come from spec/agents.md, section 5 (Gemini CLI
 // 0.61.0) and its "Adapter notes"; each use below cites the subsection.
 //
 // The run is headless: `gemini -p <prompt> -o stream-json --skip-trust --approval-mode yolo
 // [-m M] (--session-id <uuid> | --resume <uuid>)` (§5 Invocation; without --skip-trust a
 // headless run in an untrusted folder exits 55). The prompt is the -p argument: stdin is closed,
-// and -p would be appended to piped stdin (agent-clis.md "General rules"). The API key travels
+// and -p would be appended to piped stdin (spec/agents.md "General rules"). The API key travels
 // only in the environment as GEMINI_API_KEY (§5 Auth and version).
 //
 // Sessions: the caller chooses the UUID of a new session with --session-id (reusing it exits 42

@@ -1,12 +1,12 @@
 // Package opencode is the "opencode" agent adapter for the opencode CLI (npm opencode-ai).
 //
-// Facts about the CLI come from /work/shared/reference/agent-clis.md, section 3 (opencode
+// Facts about the CLI come from spec/agents.md, section 3 (opencode
 // 1.18.33) and its "Adapter notes"; each use below cites the subsection.
 //
 // The run is headless: `opencode run --format json --auto [-m provider/model]
 // [--session <id> | --title NAME] <prompt>` (§3 Invocation). The prompt is one positional
 // argument: stdin is closed, and a non-TTY stdin would be combined with the message (§3
-// Invocation, agent-clis.md "General rules"). --auto approves permissions; without it `run`
+// Invocation, spec/agents.md "General rules"). --auto approves permissions; without it `run`
 // auto-rejects every "ask" (§3 Invocation). The session id (ses_…) is assigned by opencode and
 // read from the events' sessionID; resume is `--session <id>` by exact id only, never
 // --continue (§3 Sessions). Sessions live in a SQLite database that OPENCODE_DB moves into
