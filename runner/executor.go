@@ -56,16 +56,16 @@ type Config struct {
 	// MaxOutputBytes caps each of RunOutcome.Stdout and Stderr, keeping the tail
 	// (DefaultMaxOutputBytes if zero).
 	MaxOutputBytes int
-	// ExecutorLog records every run container in the executors table (starting before the
+	// ContainerLog records every run container in the executors table (starting before the
 	// create, ready after the start, a heartbeat while it runs, stopped or error at the end),
 	// so a restarted Alfred can find it again. nil records nothing (and Recover then treats
 	// every unfinished run as interrupted).
-	ExecutorLog ExecutorLog
+	ContainerLog ContainerLog
 	// Instance identifies this installation on a shared Docker daemon (LabelInstance); every
 	// container gets it and Reap and RemoveOrphans only look at containers carrying it. ""
 	// means no instance label (all managed containers are Alfred's).
 	Instance string
-	// Heartbeat is how often a running container's executor row is renewed
+	// Heartbeat is how often a running container's container record is renewed
 	// (DefaultHeartbeat if zero).
 	Heartbeat time.Duration
 }
@@ -176,7 +176,7 @@ type RunOutcome struct {
 	// run's own outcome stands (Reap catches leftover containers).
 	CleanupErr error `json:"-"`
 	// RecordErr is a failure to record the container's ready or final state in the
-	// ExecutorLog; the run's own outcome stands (recovery finds the container by name).
+	// ContainerLog; the run's own outcome stands (recovery finds the container by name).
 	RecordErr error `json:"-"`
 	// Started is when the container was started; Duration runs from there to exit.
 	Started  time.Time     `json:"started"`
@@ -230,8 +230,8 @@ func (e *Executor) Run(ctx context.Context, req RunRequest) (*RunOutcome, error)
 	spec := e.spec(req, in, name, inv, inDir, outDir)
 
 	out := &RunOutcome{Name: name, Agent: agent.Name()}
-	// The executor row is written before the create, so a container never exists unrecorded.
-	life, err := e.beginExecutor(ctx, ExecutorRecord{RunID: req.RunID, MailboxID: req.MailboxID,
+	// The container record is written before the create, so a container never exists unrecorded.
+	life, err := e.beginContainer(ctx, ContainerRecord{RunID: req.RunID, MailboxID: req.MailboxID,
 		ContainerName: name, Adapter: agent.Name(), WorkspacePath: req.Worktree, Branch: in.Branch,
 		// A session mount means an adapter that resumes, with sessions on; the id is known
 		// before the run for a resume or a caller-chosen new session (else set when recorded).
@@ -243,7 +243,7 @@ func (e *Executor) Run(ctx context.Context, req RunRequest) (*RunOutcome, error)
 	if err != nil {
 		cctx, cancel := e.cleanupCtx(ctx)
 		defer cancel()
-		return nil, errors.Join(fmt.Errorf("run %s: %w", name, err), life.end(cctx, ExecutorError, err.Error()), removeDirs())
+		return nil, errors.Join(fmt.Errorf("run %s: %w", name, err), life.end(cctx, ContainerError, err.Error()), removeDirs())
 	}
 	id := h.ID
 	out.ID = id

@@ -15,11 +15,11 @@ import (
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
-// Reattached is what Executor.Reattach found for one executor row.
+// Reattached is what Executor.Reattach found for one container record.
 type Reattached struct {
 	// Gone is true when the run cannot be collected: its container vanished (or its name is
 	// held by a container that is not the run's), or its run directory was lost. Reason says
-	// which; the executor row is then in status error.
+	// which; the container record is then in status error.
 	Gone   bool
 	Reason string
 	// StillRunning is true when the container runs and the caller asked not to wait; nothing
@@ -33,7 +33,7 @@ type Reattached struct {
 	Input phase.Input
 }
 
-// Reattach finds again the container of an executor row left live (starting or ready) by a
+// Reattach finds again the container of an container record left live (starting or ready) by a
 // process that stopped, and finishes the run the way Run would have: it adopts the container
 // (Runtime.Adopt, by id, or by name when the id was never recorded), waits for it when it still
 // runs and wait is set (within what is left of the run's timeout, renewing the row's
@@ -44,13 +44,13 @@ type Reattached struct {
 // When ctx ends while waiting, the container is stopped and the outcome is StatusCanceled, as
 // for a run. The error is for a runtime or log failure (Docker unreachable): the row is left
 // live and recovery can be tried again.
-func (e *Executor) Reattach(ctx context.Context, rec ExecutorRecord, wait bool) (*Reattached, error) {
-	life := e.adoptExecutor(rec)
+func (e *Executor) Reattach(ctx context.Context, rec ContainerRecord, wait bool) (*Reattached, error) {
+	life := e.adoptContainer(rec)
 	runDir := e.RunDir(rec.ContainerName)
 	gone := func(reason string) (*Reattached, error) {
 		cctx, cancel := e.cleanupCtx(ctx)
 		defer cancel()
-		err := errors.Join(life.end(cctx, ExecutorError, reason), os.RemoveAll(runDir))
+		err := errors.Join(life.end(cctx, ContainerError, reason), os.RemoveAll(runDir))
 		return &Reattached{Gone: true, Reason: reason}, err
 	}
 	ref := rec.ContainerID
@@ -103,7 +103,7 @@ func (e *Executor) Reattach(ctx context.Context, rec ExecutorRecord, wait bool) 
 	if out.Started.IsZero() {
 		out.Started = rec.CreatedAt
 	}
-	if rec.Status == ExecutorStarting || rec.ContainerID == "" {
+	if rec.Status == ContainerStarting || rec.ContainerID == "" {
 		out.RecordErr = life.ready(ctx, h.ID)
 	}
 	defer teardown(out)
@@ -161,7 +161,7 @@ func (e *Executor) Reattach(ctx context.Context, rec ExecutorRecord, wait bool) 
 
 // recoveredInput reads the run's input.json back from its run directory and resolves the
 // adapter that ran it (the recorded one, else the phase's binding).
-func (e *Executor) recoveredInput(rec ExecutorRecord, runDir string) (phase.Input, Agent, error) {
+func (e *Executor) recoveredInput(rec ContainerRecord, runDir string) (phase.Input, Agent, error) {
 	var in phase.Input
 	b, err := os.ReadFile(filepath.Join(runDir, "in", "input.json"))
 	if err != nil {
@@ -180,19 +180,19 @@ func (e *Executor) recoveredInput(rec ExecutorRecord, runDir string) (phase.Inpu
 }
 
 // RemoveOrphans destroys every Alfred-managed container (LabelManaged=true) that no live
-// executor row accounts for: containers whose run was never recorded or has ended. Containers
+// container record accounts for: containers whose run was never recorded or has ended. Containers
 // are listed before the rows are read, and a row is always written before its container is
 // created, so a container another process is starting is never taken for an orphan. Without
-// an ExecutorLog it does nothing. It returns the names destroyed.
+// a ContainerLog it does nothing. It returns the names destroyed.
 func (e *Executor) RemoveOrphans(ctx context.Context) ([]string, error) {
-	if e.cfg.ExecutorLog == nil {
+	if e.cfg.ContainerLog == nil {
 		return nil, nil
 	}
 	list, err := e.cfg.Runtime.List(ctx, e.ManagedLabels(nil))
 	if err != nil {
 		return nil, fmt.Errorf("remove orphans: %w", err)
 	}
-	live, err := e.cfg.ExecutorLog.LiveExecutors(ctx)
+	live, err := e.cfg.ContainerLog.LiveExecutors(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("remove orphans: %w", err)
 	}
@@ -220,7 +220,7 @@ func (e *Executor) RemoveOrphans(ctx context.Context) ([]string, error) {
 
 // Recover finishes a run whose worker stopped (the process was killed) while the run was in
 // progress; job is the run as the mailbox would have asked for it. It finds the run's live
-// executor row and, through Executor.Reattach:
+// container record and, through Executor.Reattach:
 //
 //   - no live row (the worker stopped before the container was created, or after it was
 //     removed), or the container is gone: an Interrupted outcome with InterruptReason — the
@@ -241,7 +241,7 @@ func (s *Service) Recover(ctx context.Context, job phase.Job, wait bool) (*phase
 		out.Resumable, out.NotResumableReason = s.resumable(job)
 		return out
 	}
-	xlog := s.exec.cfg.ExecutorLog
+	xlog := s.exec.cfg.ContainerLog
 	if xlog == nil {
 		return interrupted("the worker running it stopped"), nil
 	}
@@ -249,7 +249,7 @@ func (s *Service) Recover(ctx context.Context, job phase.Job, wait bool) (*phase
 	if err != nil {
 		return nil, err
 	}
-	var live []ExecutorRecord
+	var live []ContainerRecord
 	for _, r := range recs {
 		if r.Status.Live() {
 			live = append(live, r)
@@ -350,7 +350,7 @@ func (s *Service) resumable(job phase.Job) (bool, string) {
 	return true, ""
 }
 
-// RemoveOrphans destroys the managed containers no live executor row accounts for (see
+// RemoveOrphans destroys the managed containers no live container record accounts for (see
 // Executor.RemoveOrphans) and returns their names.
 func (s *Service) RemoveOrphans(ctx context.Context) ([]string, error) {
 	return s.exec.RemoveOrphans(ctx)

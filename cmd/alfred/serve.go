@@ -173,7 +173,7 @@ func (s *server) wire(ctx context.Context) error {
 			PIDs: cfg.Runner.PIDs},
 		Timeout: cfg.Runner.Timeout, HostNetwork: cfg.Runner.HostNetwork, Redact: redact,
 		MaxOutputBytes: int(cfg.Runner.MaxOutputBytes),
-		ExecutorLog:    s.store, // every run container is recorded, so a restart finds it again
+		ContainerLog:   s.store, // every run container is recorded, so a restart finds it again
 		Instance:       instanceID(cfg.DataDir),
 	})
 	if err != nil {
