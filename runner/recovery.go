@@ -33,17 +33,19 @@ type Reattached struct {
 	Input phase.Input
 }
 
-// Reattach finds again the container of an container record left live (starting or ready) by a
-// process that stopped, and finishes the run the way Run would have: it adopts the container
-// (Runtime.Adopt, by id, or by name when the id was never recorded), waits for it when it still
-// runs and wait is set (within what is left of the run's timeout, renewing the row's
-// heartbeat), reads its logs and the adapter's Result from the run's output directory, then
-// explicitly destroys the adopted container, removes the run directory and ends the row
-// (stopped, or error when the container is gone).
+// Reattach finds again the container of a container record left live (starting or ready) by
+// a process that stopped, and finishes the run the way Run would have: it adopts the container
+// (Runtime.Adopt, by id, or by name when the id was never recorded), then collects it with the
+// same collect as Run — waiting for it when it still runs and wait is set (within what is left
+// of the run's timeout, renewing the record's heartbeat), reading its logs and the adapter's
+// Result from the run's output directory — and explicitly destroys the adopted container,
+// removes the run directory and ends the record (stopped, or error when the container is gone).
 //
-// When ctx ends while waiting, the container is stopped and the outcome is StatusCanceled, as
-// for a run. The error is for a runtime or log failure (Docker unreachable): the row is left
-// live and recovery can be tried again.
+// The adapter is the one the record names (its configured agent name), else the one bound to
+// the run's phase. When ctx ends while waiting, the container is stopped and the outcome is
+// StatusCanceled, as for a run. The error is for an adoption failure, and, as in Run, for a
+// Runtime failure while waiting or reading the logs (collect); after a failed collect the
+// adopted container is removed and its record ended all the same.
 func (e *Executor) Reattach(ctx context.Context, rec ContainerRecord, wait bool) (*Reattached, error) {
 	life := e.adoptContainer(rec)
 	runDir := e.RunDir(rec.ContainerName)
@@ -108,54 +110,14 @@ func (e *Executor) Reattach(ctx context.Context, rec ContainerRecord, wait bool)
 	}
 	defer teardown(out)
 
-	var exit ExitState
-	var waitErr error
-	var waitCtx context.Context
+	c := collection{h: h, agent: agent, in: in, outDir: filepath.Join(runDir, "out"), limit: e.cfg.Timeout, life: life}
 	if h.Running {
-		stopBeat := life.heartbeat(ctx)
-		left := e.cfg.Timeout - time.Since(out.Started)
-		var cancelWait context.CancelFunc
-		waitCtx, cancelWait = context.WithTimeout(ctx, max(left, time.Millisecond))
-		exit, waitErr = e.cfg.Runtime.Wait(waitCtx, h.ID)
-		cancelWait()
-		stopBeat()
-	} else {
-		// Exited while Alfred was down: Wait returns its exit state at once.
-		waitCtx = ctx
-		exit, waitErr = e.cfg.Runtime.Wait(ctx, h.ID)
+		// What is left of the run's time limit; an exited container (wait 0) returns at once.
+		c.wait = max(e.cfg.Timeout-time.Since(out.Started), time.Millisecond)
 	}
-	out.Duration = time.Since(out.Started)
-	if waitErr != nil {
-		if waitCtx.Err() == nil {
-			return nil, fmt.Errorf("reattach %s: %w", h.Name, waitErr)
-		}
-		if ctx.Err() != nil {
-			out.Status, out.Err = StatusCanceled, ctx.Err()
-		} else {
-			out.Status, out.Err = StatusTimedOut, fmt.Errorf("%w after %s", ErrTimeout, e.cfg.Timeout)
-		}
-		exit = e.stop(ctx, h.ID)
+	if err := e.collect(ctx, c, out); err != nil {
+		return nil, fmt.Errorf("reattach %s: %w", h.Name, err)
 	}
-	out.Exit = exit
-
-	lctx, cancelLogs := e.cleanupCtx(ctx)
-	stdout, stderr, logErr := e.cfg.Runtime.Logs(lctx, h.ID)
-	cancelLogs()
-	out.Stdout, out.StdoutTruncated = tail(e.cfg.Redact(string(stdout)), e.cfg.MaxOutputBytes)
-	out.Stderr, out.StderrTruncated = tail(e.cfg.Redact(string(stderr)), e.cfg.MaxOutputBytes)
-	if out.Status != "" {
-		return &Reattached{Outcome: out, Input: in}, nil
-	}
-	if logErr != nil {
-		out.Status, out.Err = StatusFailed, fmt.Errorf("read the logs of the recovered container: %w", logErr)
-		return &Reattached{Outcome: out, Input: in}, nil
-	}
-	res, err := agentResult(agent, in, exit, stdout, stderr, filepath.Join(runDir, "out"))
-	if err != nil {
-		out.Status, out.Err = StatusFailed, err
-		return &Reattached{Outcome: out, Input: in}, nil
-	}
-	out.Status, out.Result = StatusSucceeded, res
 	return &Reattached{Outcome: out, Input: in}, nil
 }
 
