@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	gitrepo "github.com/alfred-bot/alfred/runner/git"
@@ -243,13 +242,7 @@ func (s *Service) Recover(ctx context.Context, job phase.Job, wait bool) (*phase
 			return nil, err
 		}
 		if wt != nil {
-			defer func() {
-				rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-				defer cancel()
-				if err := mgr.RemoveWorktree(rmCtx, wt); err != nil {
-					s.log.Warn("worktree not removed; the next sweep removes it", "worktree", wt.Path, "err", err)
-				}
-			}()
+			defer s.releaseWorktree(ctx, mgr, wt)
 		}
 	}
 	if r.Gone {
@@ -266,33 +259,10 @@ func (s *Service) Recover(ctx context.Context, job phase.Job, wait bool) (*phase
 	if p := s.recoveredPlan(ctx, job, r.Input); p != nil {
 		res.Session = s.record(ctx, job, p, out) // the session chain goes on across the restart
 	}
-	if out.Status != StatusSucceeded {
-		res.Failure = describeFailure(out)
-		return res, nil
-	}
-	res.Result = out.Result
-	if !job.Push {
-		return res, nil
-	}
-	if wt == nil {
+	if job.Push && out.Status == StatusSucceeded && wt == nil {
 		return interrupted(fmt.Sprintf("its worktree %s was removed while Alfred was not running, so the agent's changes are lost", name)), nil
 	}
-	msg := strings.TrimSpace(out.Result.CommitMessage)
-	if msg == "" {
-		msg = job.CommitMessage
-	}
-	sha, err := mgr.Commit(ctx, wt, msg)
-	if err != nil {
-		return nil, fmt.Errorf("commit the recovered run's changes: %w", err)
-	}
-	if sha == "" {
-		return res, nil
-	}
-	if err := mgr.Push(ctx, wt); err != nil {
-		return nil, fmt.Errorf("push %s: %w", wt.Branch, err)
-	}
-	res.HeadSHA = sha
-	return res, nil
+	return s.finish(ctx, job, mgr, wt, out, res)
 }
 
 // resumable is the session hook of an interrupted run: whether the next run can continue the

@@ -54,13 +54,7 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 		}
 		return nil, fmt.Errorf("prepare worktree: %w", err)
 	}
-	defer func() {
-		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := mgr.RemoveWorktree(rmCtx, wt); err != nil {
-			s.log.Warn("worktree not removed; the next sweep removes it", "worktree", wt.Path, "err", err)
-		}
-	}()
+	defer s.releaseWorktree(ctx, mgr, wt)
 
 	req := RunRequest{MailboxID: job.MailboxID, RunID: job.RunID, Attempt: job.Attempt,
 		Input: job.Input, Worktree: wt.Path}
@@ -84,6 +78,14 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
 	res := &phase.Outcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Session: session}
+	return s.finish(ctx, job, mgr, wt, out, res)
+}
+
+// finish completes the job's Outcome from a collected run, for Execute and Recover alike: a
+// failed run gets its Failure; a succeeded one its Result and, when the job pushes, is
+// published (publish) with HeadSHA set to the commit pushed.
+func (s *Service) finish(ctx context.Context, job phase.Job, mgr *gitrepo.Manager, wt *gitrepo.Worktree,
+	out *RunOutcome, res *phase.Outcome) (*phase.Outcome, error) {
 	if out.Status != StatusSucceeded {
 		res.Failure = describeFailure(out)
 		return res, nil
@@ -92,19 +94,41 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 	if !job.Push {
 		return res, nil
 	}
-	msg := cmp.Or(strings.TrimSpace(out.Result.CommitMessage), job.CommitMessage)
-	sha, err := mgr.Commit(ctx, wt, msg)
+	sha, err := publish(ctx, mgr, wt, cmp.Or(strings.TrimSpace(out.Result.CommitMessage), job.CommitMessage))
 	if err != nil {
-		return nil, fmt.Errorf("commit the agent's changes: %w", err)
-	}
-	if sha == "" {
-		return res, nil // nothing changed; the machine decides what that means
-	}
-	if err := mgr.Push(ctx, wt); err != nil {
-		return nil, fmt.Errorf("push %s: %w", job.Branch, err)
+		return nil, err
 	}
 	res.HeadSHA = sha
 	return res, nil
+}
+
+// publish is the one path by which a read-write phase's work leaves its worktree, for a live
+// run and a recovered one alike: it commits everything the agent changed in wt with the bot
+// identity (the git manager's author) and message, and pushes wt's branch. It returns the
+// commit's SHA, or "" when the agent changed nothing (then nothing is pushed; the machine
+// decides what that means). Errors name the step that failed.
+func publish(ctx context.Context, mgr *gitrepo.Manager, wt *gitrepo.Worktree, message string) (string, error) {
+	sha, err := mgr.Commit(ctx, wt, message)
+	if err != nil {
+		return "", fmt.Errorf("commit the agent's changes: %w", err)
+	}
+	if sha == "" {
+		return "", nil
+	}
+	if err := mgr.Push(ctx, wt); err != nil {
+		return "", fmt.Errorf("push %s: %w", wt.Branch, err)
+	}
+	return sha, nil
+}
+
+// releaseWorktree removes wt once its run is over, on a fresh bounded context (ctx may be
+// cancelled by then). A failure is logged: the next sweep removes the worktree.
+func (s *Service) releaseWorktree(ctx context.Context, mgr *gitrepo.Manager, wt *gitrepo.Worktree) {
+	rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := mgr.RemoveWorktree(rmCtx, wt); err != nil {
+		s.log.Warn("worktree not removed; the next sweep removes it", "worktree", wt.Path, "err", err)
+	}
 }
 
 func joinOutput(out *RunOutcome) string {
