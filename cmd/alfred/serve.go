@@ -23,12 +23,7 @@ import (
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner"
-	"github.com/alfred-bot/alfred/runner/agent/claudecode"
-	"github.com/alfred-bot/alfred/runner/agent/codex"
-	"github.com/alfred-bot/alfred/runner/agent/copilot"
-	"github.com/alfred-bot/alfred/runner/agent/gemini"
-	"github.com/alfred-bot/alfred/runner/agent/opencode"
-	"github.com/alfred-bot/alfred/runner/agent/script"
+	"github.com/alfred-bot/alfred/runner/agent"
 	"github.com/alfred-bot/alfred/runner/docker"
 	gitrepo "github.com/alfred-bot/alfred/runner/git"
 	"github.com/alfred-bot/alfred/runner/phase"
@@ -210,36 +205,13 @@ func (s *server) wire(ctx context.Context) error {
 }
 
 // buildAgents builds the configured agent adapters by name. An adapter that cannot be built
-// (an unreadable or invalid script, a missing API key) is an error naming the agent.
+// (an unknown kind, an unreadable or invalid script, a missing API key) is an error naming the
+// agent.
 func buildAgents(cfg *config.Config) (map[string]runner.Agent, error) {
 	agents := map[string]runner.Agent{}
 	for _, ag := range cfg.Agents {
-		var (
-			a   runner.Agent
-			err error
-		)
-		switch ag.Adapter {
-		case config.AdapterScript:
-			a, err = script.New(script.Config{Image: ag.Image, ScriptFile: ag.Script})
-		case config.AdapterClaudeCode:
-			a, err = claudecode.New(claudecode.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
-				BaseURL: ag.BaseURL})
-		case config.AdapterCodex:
-			a, err = codex.New(codex.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(), BaseURL: ag.BaseURL})
-		case config.AdapterOpencode:
-			a, err = opencode.New(opencode.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
-				APIKeyEnv: ag.APIKeyEnv})
-		case config.AdapterCopilot:
-			c := copilot.Config{Image: ag.Image, Model: ag.Model, Token: ag.APIKey.Reveal()}
-			if ag.BaseURL != "" { // bring your own key: the key is the provider's, not GitHub's
-				c.Token, c.ProviderBaseURL, c.ProviderAPIKey = "", ag.BaseURL, ag.APIKey.Reveal()
-			}
-			a, err = copilot.New(c)
-		case config.AdapterGemini:
-			a, err = gemini.New(gemini.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(), BaseURL: ag.BaseURL})
-		default:
-			err = fmt.Errorf("unknown adapter %q", ag.Adapter)
-		}
+		a, err := agent.New(ag.Adapter, agent.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
+			BaseURL: ag.BaseURL, APIKeyEnv: ag.APIKeyEnv, Script: ag.Script})
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
 		}

@@ -31,7 +31,7 @@ const (
 func newCopilot(t *testing.T, baseURL string) *copilot.Agent {
 	t.Helper()
 	a, err := copilot.New(copilot.Config{Image: "realcli-host", Model: mockmodel.ChatModel,
-		ProviderBaseURL: baseURL, ProviderType: "openai", ProviderAPIKey: copilotKey})
+		BaseURL: baseURL, ProviderType: "openai", APIKey: copilotKey})
 	require.NoError(t, err)
 	return a
 }

@@ -1,7 +1,10 @@
-// Package clikit holds what the coding-agent CLI adapters (claudecode, codex, opencode, copilot,
-// gemini) share: the prompt, JSONL scanning, the result-file fallback, UUID and version checks,
-// and the typed "cannot resume" error. Facts about the CLIs are in
-// spec/agents.md; each adapter cites its own section.
+// Package clikit is the shared base of the coding-agent CLI adapters (claudecode, codex,
+// opencode, copilot, gemini). An adapter declares its CLI (CLI: name, executable, command line,
+// key variable, session flags, verified versions, how a resume is refused, how its output is
+// read) and clikit.Agent does the rest: configuration (Config, New), Capabilities, version
+// checks, the command line, and the order of the result checks. It also holds the prompt,
+// JSONL scanning, the result-file fallback, UUID and version checks, and the typed "cannot
+// resume" error. Facts about the CLIs are in spec/agents.md; each adapter cites its own section.
 package clikit
 
 import (
