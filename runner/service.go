@@ -202,6 +202,39 @@ func (s *Service) Reap(ctx context.Context, keep func(mailboxID int64) bool) err
 	}))
 }
 
+// Mailboxes is what the store knows about the mailboxes when leftovers are reaped; each map
+// holds the ids for which the statement is true.
+type Mailboxes struct {
+	// Leased: a live process holds the mailbox's lease.
+	Leased map[int64]bool
+	// Open: the mailbox is not closed (its session state is kept).
+	Open map[int64]bool
+	// LiveContainers: the mailbox has a live container record (its recovery owns its runs).
+	LiveContainers map[int64]bool
+}
+
+// ReapLeftovers is the start-up clean-up policy, run after recovery: it removes the session
+// state of mailboxes that are no longer open, the containers no live container record accounts
+// for (RemoveOrphans), and the containers and worktrees of mailboxes that are neither leased
+// by a live process nor have a live container record. What it removed is logged; failures are
+// joined.
+func (s *Service) ReapLeftovers(ctx context.Context, mb Mailboxes) error {
+	// Session state lives as long as its mailbox is open; what is left of closed or deleted
+	// mailboxes is an orphan.
+	removed, err := s.SweepSessions(func(id int64) bool { return mb.Open[id] })
+	if len(removed) > 0 {
+		s.log.Info("removed orphaned agent session state", "mailboxes", removed)
+	}
+	// Containers no live container record accounts for are orphans; the containers and
+	// worktrees of a mailbox with a live record belong to its recovery (the next step
+	// reattaches).
+	orphans, oerr := s.RemoveOrphans(ctx)
+	if len(orphans) > 0 {
+		s.log.Info("removed containers no executor accounts for", "containers", orphans)
+	}
+	return errors.Join(err, oerr, s.Reap(ctx, func(id int64) bool { return mb.Leased[id] || mb.LiveContainers[id] }))
+}
+
 // sweep removes the worktrees keep rejects. Every forge's git manager shares the one worktree
 // directory under the data directory, so one sweep covers them all.
 func (s *Service) sweep(ctx context.Context, keep func(name string) bool) error {

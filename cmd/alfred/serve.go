@@ -259,9 +259,8 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// reap removes the containers and worktrees of mailboxes nobody holds a live lease on and that
-// have no live executor: what a process killed during a run left behind and recovery did not
-// keep. Runs of mailboxes leased by a live process, or with a live executor, are kept.
+// reap removes what a process killed during a run left behind and recovery did not keep
+// (runner.Service.ReapLeftovers), from the store's view of the mailboxes.
 func (s *server) reap(ctx context.Context) error {
 	leased, err := s.store.LeasedMailboxes(ctx)
 	if err != nil {
@@ -271,23 +270,11 @@ func (s *server) reap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Session state lives as long as its mailbox is open; what is left of closed or deleted
-	// mailboxes is an orphan.
-	removed, err := s.service.SweepSessions(func(id int64) bool { return open[id] })
-	if len(removed) > 0 {
-		s.log.Info("removed orphaned agent session state", "mailboxes", removed)
+	live, err := s.store.LiveExecutorMailboxes(ctx)
+	if err != nil {
+		return err
 	}
-	// Containers no live executor row accounts for are orphans; the containers and worktrees
-	// of a mailbox with a live executor belong to its recovery (the next Step reattaches).
-	orphans, oerr := s.service.RemoveOrphans(ctx)
-	if len(orphans) > 0 {
-		s.log.Info("removed containers no executor accounts for", "containers", orphans)
-	}
-	live, lerr := s.store.LiveExecutorMailboxes(ctx)
-	if lerr != nil {
-		return errors.Join(err, oerr, lerr)
-	}
-	return errors.Join(err, oerr, s.service.Reap(ctx, func(id int64) bool { return leased[id] || live[id] }))
+	return s.service.ReapLeftovers(ctx, runner.Mailboxes{Leased: leased, Open: open, LiveContainers: live})
 }
 
 // instanceID names this installation on a shared Docker daemon: the first 12 hex digits of the
