@@ -29,6 +29,18 @@ type CompileConfig struct {
 	Instance string
 }
 
+// InstanceName returns name (a ContainerName, "alfred-…") with the installation's Instance put
+// after "alfred-": alfred-<instance>-mbx<mailbox>-…. Container names are global on a Docker
+// daemon while mailbox and run ids are per database, so two installations (or two test
+// suites) sharing a daemon would otherwise claim the same names. Without an Instance the
+// name is returned as it is.
+func (c CompileConfig) InstanceName(name string) string {
+	if c.Instance == "" {
+		return name
+	}
+	return "alfred-" + c.Instance + "-" + strings.TrimPrefix(name, "alfred-")
+}
+
 // RunDir returns DataDir/runs/<name>, the parent of the run's in/, out/ and home/ directories.
 func (c CompileConfig) RunDir(name string) string {
 	return filepath.Join(c.DataDir, "runs", name)
@@ -89,7 +101,7 @@ func Compile(cfg CompileConfig, req RunRequest, agent Agent) (Compiled, error) {
 	if in.Key == "" {
 		in.Key = phase.KeyOf(in.Phase, in.Step)
 	}
-	name := req.Name()
+	name := cfg.InstanceName(req.Name())
 	inv, err := agent.Command(in)
 	if err != nil {
 		return Compiled{}, fmt.Errorf("run %s: compile %s command: %w", name, agent.Name(), err)
@@ -162,8 +174,8 @@ func inputFiles(in phase.Input, inv Invocation) (map[string][]byte, error) {
 	return files, nil
 }
 
-// ContainerName returns the container (and run directory) name of a run:
-// alfred-mbx<mailbox>-r<run>-<phase>-a<attempt>.
+// ContainerName returns the base name of a run: alfred-mbx<mailbox>-r<run>-<phase>-a<attempt>.
+// Worktrees are named by it; containers and run directories by CompileConfig.InstanceName of it.
 func ContainerName(mailboxID, runID int64, p phase.Phase, attempt int) string {
 	return fmt.Sprintf("alfred-mbx%d-r%d-%s-a%d", mailboxID, runID, p, attempt)
 }
