@@ -73,7 +73,7 @@ type Bot struct {
 // Machine applies events and timers to mailboxes and starts the phases they call for.
 type Machine struct {
 	cfg   Config
-	store *Store
+	store Store
 	bots  map[string]Bot
 	exec  Executor
 	now   func() time.Time
@@ -91,7 +91,7 @@ type permEntry struct {
 
 // NewMachine wires a machine. bots maps a configured forge name to its Bot; now may be nil
 // (time.Now).
-func NewMachine(cfg Config, store *Store, bots map[string]Bot, exec Executor, now func() time.Time, log *slog.Logger) *Machine {
+func NewMachine(cfg Config, store Store, bots map[string]Bot, exec Executor, now func() time.Time, log *slog.Logger) *Machine {
 	if now == nil {
 		now = time.Now
 	}
@@ -150,8 +150,8 @@ func (m *Machine) Step(ctx context.Context, mb *Mailbox) error {
 		return err
 	}
 	m.setWake(ctx, mb)
-	mb.Data.StepFailures = 0
-	return m.store.Save(ctx, nil, mb)
+	mb.Data.FailedPasses = 0
+	return m.store.Save(ctx, mb)
 }
 
 // ReportFailure counts a failed step of the mailbox; at the FailureStreak-th failure in a row
@@ -166,12 +166,12 @@ func (m *Machine) ReportFailure(ctx context.Context, mailboxID int64, stepErr er
 	if !ok || mb.State == StateIdle || mb.State.Closed() {
 		return
 	}
-	mb.Data.StepFailures++
+	mb.Data.FailedPasses++
 	if err := m.store.SaveData(ctx, mb); err != nil {
 		m.log.Warn("could not count a failed step", "mailbox_id", mb.ID, "err", err)
 		return
 	}
-	if mb.Data.StepFailures != m.cfg.FailureStreak {
+	if mb.Data.FailedPasses != m.cfg.FailureStreak {
 		return
 	}
 	mb.Data.StuckReports++
@@ -197,7 +197,7 @@ func (m *Machine) orClose(ctx context.Context, bot Bot, mb *Mailbox, err error) 
 	}
 	now := m.now()
 	mb.State, mb.ClosedAt, mb.WakeAt = StateCancelled, &now, nil
-	if err := m.store.Save(ctx, nil, mb); err != nil {
+	if err := m.store.Save(ctx, mb); err != nil {
 		return err
 	}
 	return m.drain(ctx, mb, "the issue no longer exists")
@@ -210,7 +210,7 @@ func (m *Machine) drain(ctx context.Context, mb *Mailbox, outcome string) error 
 		return err
 	}
 	for _, e := range evs {
-		if err := m.store.MarkProcessed(ctx, nil, e.ID, outcome); err != nil {
+		if err := m.store.MarkProcessed(ctx, e.ID, outcome); err != nil {
 			return err
 		}
 	}
@@ -227,18 +227,7 @@ func (m *Machine) applyEvents(ctx context.Context, bot Bot, mb *Mailbox) (bool, 
 		if err != nil {
 			return true, err
 		}
-		err = m.store.WithTx(ctx, func(q Querier) error {
-			if err := m.store.Save(ctx, q, mb); err != nil {
-				return err
-			}
-			for _, id := range g.ids {
-				if err := m.store.MarkProcessed(ctx, q, id, outcome); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
+		if err := m.store.SaveProcessed(ctx, mb, g.ids, outcome); err != nil {
 			return true, err
 		}
 		m.log.Debug("event applied", "mailbox_id", mb.ID, "event", g.last.Event.Type, "outcome", outcome)
@@ -509,7 +498,7 @@ func (m *Machine) ask(ctx context.Context, bot Bot, mb *Mailbox, state State, in
 		rows = append(rows, Question{MailboxID: mb.ID, Round: round, QID: q.ID, Title: q.Title,
 			Context: q.Context, OptionsJSON: string(opts), Default: q.Default, DeadlineAt: deadline})
 	}
-	if err := m.store.InsertQuestions(ctx, nil, rows); err != nil {
+	if err := m.store.InsertQuestions(ctx, rows); err != nil {
 		return err
 	}
 	stored, err := m.store.Questions(ctx, mb.ID, round)
@@ -693,7 +682,7 @@ func (m *Machine) answerRound(ctx context.Context, mb *Mailbox, choices map[stri
 		if ans == "" {
 			ans, who = q.Default, "default"
 		}
-		if err := m.store.AnswerQuestion(ctx, nil, q.ID, ans, who, m.now()); err != nil {
+		if err := m.store.AnswerQuestion(ctx, q.ID, ans, who, m.now()); err != nil {
 			return err
 		}
 		label := ans

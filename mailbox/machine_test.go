@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/mailboxtest"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -90,7 +90,7 @@ func (c *clock) Add(d time.Duration) {
 
 type bundle struct {
 	t       *testing.T
-	store   *mailbox.Store
+	store   *mailboxtest.Store
 	fake    *forgetest.Fake
 	exec    *scriptedExecutor
 	machine *mailbox.Machine
@@ -103,7 +103,6 @@ const repo = "acme/shop"
 
 func setup(t *testing.T, labels ...string) *bundle {
 	t.Helper()
-	db, _ := pgtest.New(t)
 	fake := forgetest.NewFake(forge.KindGitLab)
 	fake.AddUser("alice")
 	fake.AddUser("mallory")
@@ -124,7 +123,7 @@ func setup(t *testing.T, labels ...string) *bundle {
 		"answer":             {Summary: "answered", Answer: "Use the export button."},
 	}, failures: map[string]string{}}
 	c := &clock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
-	store := mailbox.NewStore(db)
+	store := mailboxtest.NewStore(c.Now)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, store,
 		map[string]mailbox.Bot{"gl": {Forge: fake, Login: forgetest.BotLogin}}, exec, c.Now, log)
@@ -565,9 +564,9 @@ func TestStartCreatesTheLabelsMaintainersAdd(t *testing.T) {
 	}
 }
 
-// Failed steps (the agent infrastructure down) are retried silently at first; the third in a
+// Failed passes (the agent infrastructure down) are retried silently at first; the third in a
 // row says so in the issue, once, with secrets censored.
-func TestRepeatedStepFailuresAreReportedOnce(t *testing.T) {
+func TestRepeatedFailedPassesAreReportedOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "type::task")
 	b.machine = mailbox.NewMachine(mailbox.Config{Redact: func(s string) string {

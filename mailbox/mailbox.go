@@ -104,9 +104,10 @@ type Data struct {
 	BlockedFrom State  `json:"blocked_from,omitempty"`
 	// Failures counts failed runs in a row of the current phase.
 	Failures int `json:"failures,omitempty"`
-	// StepFailures counts failed steps in a row (infrastructure unavailable); reset by a
-	// successful step.
-	StepFailures int `json:"step_failures,omitempty"`
+	// FailedPasses counts the passes (Machine.Advance) in a row that failed for a reason
+	// outside the issue (forge, database, Docker or git unavailable); a successful pass
+	// resets it.
+	FailedPasses int `json:"failed_passes,omitempty"`
 	// StuckReports counts the "I cannot go on" comments posted, for their keys.
 	StuckReports int `json:"stuck_reports,omitempty"`
 	// Blocks counts the blocks of this lifecycle; it keys each block comment.

@@ -78,7 +78,7 @@ func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
 	// Due again at once if this process dies during the run: the next lease holder redoes it.
 	now := m.now()
 	mb.WakeAt = &now
-	if err := m.store.Save(ctx, nil, mb); err != nil {
+	if err := m.store.Save(ctx, mb); err != nil {
 		return err
 	}
 

@@ -157,12 +157,7 @@ func (m *Machine) applyRecovered(ctx context.Context, bot Bot, mb *Mailbox, stat
 	if err != nil {
 		return true, err
 	}
-	return true, m.store.WithTx(ctx, func(q Querier) error {
-		if err := m.store.Save(ctx, q, mb); err != nil {
-			return err
-		}
-		return m.store.MarkApplied(ctx, q, prev.ID)
-	})
+	return true, m.store.SaveApplied(ctx, mb, prev.ID)
 }
 
 // Recover is the start-up recovery, run before the workers start: for every mailbox with a
@@ -214,9 +209,9 @@ func (w *Workers) recoverOne(ctx context.Context, id int64) error {
 	relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer relCancel()
 	if rerr == nil && !mb.State.Closed() && mb.State != StateIdle {
-		now := time.Now()
+		now := w.machine.now()
 		mb.WakeAt = &now // due at once: the mailbox continues by its normal rules
-		rerr = w.store.Save(relCtx, nil, mb)
+		rerr = w.store.Save(relCtx, mb)
 	}
 	if err := w.store.Release(relCtx, id, w.cfg.Owner, 0); err != nil {
 		return cmp.Or(rerr, err)

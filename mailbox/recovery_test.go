@@ -11,82 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
-	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/phase"
-	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
-
-func TestStoreExecutorLifecycle(t *testing.T) {
-	t.Parallel()
-	db, _ := pgtest.New(t)
-	s := mailbox.NewStore(db)
-	ctx := context.Background()
-	_, err := s.Deliver(ctx, event(1, "d1", "h1"))
-	require.NoError(t, err)
-	mb, err := s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 1})
-	require.NoError(t, err)
-	run := &mailbox.Run{MailboxID: mb.ID, Phase: "development"}
-	require.NoError(t, s.StartRun(ctx, run))
-
-	rec := &runner.ExecutorRecord{RunID: run.ID, MailboxID: mb.ID, ContainerName: "alfred-mbx1-r1-development-a1",
-		Adapter: "script", WorkspacePath: "/data/worktrees/x", Branch: "agent/issue-1"}
-	require.NoError(t, s.InsertExecutor(ctx, rec))
-	require.NotZero(t, rec.ID)
-	require.Equal(t, runner.ExecutorStarting, rec.Status)
-	require.Equal(t, "docker", rec.Runtime)
-	dup := *rec
-	require.ErrorIs(t, s.InsertExecutor(ctx, &dup), runner.ErrNameConflict, "one row per container name")
-
-	require.NoError(t, s.ExecutorReady(ctx, rec.ID, "abc123"))
-	require.NoError(t, s.ExecutorSeen(ctx, rec.ID))
-	live, err := s.LiveExecutors(ctx)
-	require.NoError(t, err)
-	require.Len(t, live, 1)
-	require.Equal(t, runner.ExecutorReady, live[0].Status)
-	require.Equal(t, "abc123", live[0].ContainerID)
-	require.Equal(t, "script", live[0].Adapter)
-	ids, err := s.UnfinishedMailboxes(ctx)
-	require.NoError(t, err)
-	require.Equal(t, []int64{mb.ID}, ids)
-	withLive, err := s.LiveExecutorMailboxes(ctx)
-	require.NoError(t, err)
-	require.True(t, withLive[mb.ID])
-
-	require.Error(t, s.EndExecutor(ctx, rec.ID, runner.ExecutorReady, ""), "ready is not a final status")
-	require.NoError(t, s.EndExecutor(ctx, rec.ID, runner.ExecutorStopped, "succeeded, exit 0"))
-	live, err = s.LiveExecutors(ctx)
-	require.NoError(t, err)
-	require.Empty(t, live)
-	all, err := s.RunExecutors(ctx, run.ID)
-	require.NoError(t, err)
-	require.Len(t, all, 1)
-	require.Equal(t, runner.ExecutorStopped, all[0].Status)
-	require.Equal(t, "succeeded, exit 0", all[0].ErrorMessage)
-
-	// A run finished by recovery is unapplied until the machine acts on it.
-	running, err := s.RunningRuns(ctx, mb.ID)
-	require.NoError(t, err)
-	require.Len(t, running, 1)
-	r := running[0]
-	r.Status, r.Outcome, r.Result, r.HeadSHA, r.Applied = mailbox.RunSucceeded, "ok", `{"summary":"x"}`, "abc", false
-	changed, err := s.FinishRecoveredRun(ctx, &r)
-	require.NoError(t, err)
-	require.True(t, changed)
-	changed, err = s.FinishRecoveredRun(ctx, &r)
-	require.NoError(t, err)
-	require.False(t, changed, "only a running run is finished")
-	un, err := s.UnappliedRun(ctx, mb.ID, "development", "")
-	require.NoError(t, err)
-	require.NotNil(t, un)
-	require.Equal(t, "abc", un.HeadSHA)
-	require.NoError(t, s.MarkApplied(ctx, nil, un.ID))
-	un, err = s.UnappliedRun(ctx, mb.ID, "development", "")
-	require.NoError(t, err)
-	require.Nil(t, un)
-}
 
 // recoveringExecutor is the scripted executor plus a scripted Recover (runner.Service's
 // recovery, without Docker).
@@ -117,7 +45,7 @@ func crashedInDevelopment(t *testing.T) (*bundle, *mailbox.Machine, *recoveringE
 	ctx := context.Background()
 	mb.State = mailbox.StateInDevelopment
 	mb.Branch = mailbox.BranchName("agent/", mb.Number, mb.Title)
-	require.NoError(t, b.store.Save(ctx, nil, mb))
+	require.NoError(t, b.store.Save(ctx, mb))
 	run := &mailbox.Run{MailboxID: mb.ID, Phase: string(phase.Development)}
 	require.NoError(t, b.store.StartRun(ctx, run))
 

@@ -33,14 +33,14 @@ type WorkerConfig struct {
 // Workers lease due mailboxes and step them through the machine.
 type Workers struct {
 	cfg     WorkerConfig
-	store   *Store
+	store   Store
 	machine *Machine
 	log     *slog.Logger
 	wake    chan struct{}
 }
 
 // NewWorkers wires workers.
-func NewWorkers(cfg WorkerConfig, store *Store, machine *Machine, log *slog.Logger) *Workers {
+func NewWorkers(cfg WorkerConfig, store Store, machine *Machine, log *slog.Logger) *Workers {
 	host, _ := os.Hostname()
 	cfg.Owner = cmp.Or(cfg.Owner, fmt.Sprintf("%s-%d", host, os.Getpid()))
 	cfg.Count = cmp.Or(cfg.Count, 2)
@@ -154,15 +154,15 @@ func (w *Workers) Once(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// Inbox stores deliveries and wakes the workers; it implements webhook.Inbox.
-type Inbox struct {
-	Store   *Store
+// WakingInbox stores deliveries and wakes the workers; it implements webhook.Inbox.
+type WakingInbox struct {
+	Inbox   Inbox
 	Workers *Workers
 }
 
-// Deliver stores ev (see Store.Deliver) and wakes a worker when it is new.
-func (i Inbox) Deliver(ctx context.Context, ev forge.Event) (bool, error) {
-	dup, err := i.Store.Deliver(ctx, ev)
+// Deliver stores ev (see Inbox.Deliver) and wakes a worker when it is new.
+func (i WakingInbox) Deliver(ctx context.Context, ev forge.Event) (bool, error) {
+	dup, err := i.Inbox.Deliver(ctx, ev)
 	if err == nil && !dup && i.Workers != nil {
 		i.Workers.Notify()
 	}
