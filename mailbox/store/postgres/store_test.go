@@ -26,8 +26,8 @@ func TestConformance(t *testing.T) {
 }
 
 // Two processes (two pools on one database) compete for due mailboxes: each mailbox is held by
-// exactly one of them at a time, and an expired lease is claimed again.
-func TestLeaseIsExclusiveAndRescued(t *testing.T) {
+// exactly one of them at a time.
+func TestLeaseIsExclusiveAcrossPools(t *testing.T) {
 	t.Parallel()
 	db, dsn := pgtest.New(t)
 	other := sqlx.MustConnect("postgres", dsn)
@@ -63,36 +63,7 @@ func TestLeaseIsExclusiveAndRescued(t *testing.T) {
 	}
 	wg.Wait()
 	require.Len(t, held, 20)
-
-	// Every lease is live: nothing is due. Extend works for the owner only.
-	mb, err := a.Lease(ctx, "p5", time.Minute)
-	require.NoError(t, err)
-	require.Nil(t, mb)
-	var id int64
-	var owner string
-	for id, owner = range held {
-		break
-	}
-	require.NoError(t, a.Extend(ctx, id, owner, time.Minute))
-	require.ErrorIs(t, a.Extend(ctx, id, "intruder", time.Minute), mailbox.ErrLeaseLost)
-
-	// The holder dies: once its lease expires the mailbox is claimed again (rescued).
-	require.NoError(t, a.Extend(ctx, id, owner, time.Millisecond))
-	time.Sleep(20 * time.Millisecond)
-	require.ErrorIs(t, a.Extend(ctx, id, owner, time.Minute), mailbox.ErrLeaseLost)
-	n, err := a.ExpiredLeases(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
-	mb, err = b.Lease(ctx, "p6", time.Minute)
-	require.NoError(t, err)
-	require.NotNil(t, mb)
-	require.Equal(t, id, mb.ID)
-
-	// A failed step releases with a backoff: not due again before it passes.
-	require.NoError(t, b.Release(ctx, id, "p6", time.Hour))
-	mb, err = a.Lease(ctx, "p7", time.Minute)
-	require.NoError(t, err)
-	require.Nil(t, mb)
+	// Expiry, rescue and backoff are in the conformance suite (storetest), on one pool.
 }
 
 func TestStoreExecutorLifecycle(t *testing.T) {
