@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/mailbox"
@@ -176,15 +177,16 @@ func saveProcessed(t *testing.T, s Store, c *Clock) {
 	require.Equal(t, mailbox.StateWaitingInfo, again.State, "SaveData writes the data only")
 }
 
-func leaseIsExclusive(t *testing.T, s Store, c *Clock) {
+// LeaseConcurrently leases, with one goroutine per store (owners p1, p2, …), every due mailbox
+// for a minute until none is left, failing t when one is leased twice; it returns the owner of
+// each mailbox. Several stores on one database stand for several processes.
+func LeaseConcurrently(t *testing.T, stores ...mailbox.Leases) map[int64]string {
+	t.Helper()
 	ctx := context.Background()
-	for n := int64(1); n <= 20; n++ {
-		deliverOn(t, s, n)
-	}
 	var mu sync.Mutex
 	held := map[int64]string{}
 	var wg sync.WaitGroup
-	for i := range 4 {
+	for i, s := range stores {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -192,18 +194,27 @@ func leaseIsExclusive(t *testing.T, s Store, c *Clock) {
 			for {
 				mb, err := s.Lease(ctx, owner, time.Minute)
 				if err != nil || mb == nil {
-					require.NoError(t, err)
+					assert.NoError(t, err)
 					return
 				}
 				mu.Lock()
 				prev, dup := held[mb.ID]
 				held[mb.ID] = owner
 				mu.Unlock()
-				require.False(t, dup, "mailbox %d leased by %s and %s", mb.ID, prev, owner)
+				assert.False(t, dup, "mailbox %d leased by %s and %s", mb.ID, prev, owner)
 			}
 		}()
 	}
 	wg.Wait()
+	return held
+}
+
+func leaseIsExclusive(t *testing.T, s Store, c *Clock) {
+	ctx := context.Background()
+	for n := int64(1); n <= 20; n++ {
+		deliverOn(t, s, n)
+	}
+	held := LeaseConcurrently(t, s, s, s, s)
 	require.Len(t, held, 20)
 
 	// Every lease is live: nothing is due. Extend works for the owner only.

@@ -4,6 +4,10 @@ package postgres
 // FOR UPDATE SKIP LOCKED, so concurrent workers (of one process or several) each get a
 // different mailbox without waiting on each other. A SQLite store, with one writer at a time,
 // runs the same CTE without the locking clause.
+//
+// The rest of the package's SQL is portable: the upserts use the ON CONFLICT … DO NOTHING / DO
+// UPDATE SET … = EXCLUDED.… forms and RETURNING, which SQLite shares; times are parameters,
+// never now(); JSON is stored as TEXT and decoded in Go (mailbox.Data, mailbox.StringList).
 
 // sqlLease claims the least recently updated due mailbox (pending events, or a wake_at that
 // has come) whose lease is free or expired: $1 owner, $2 expiry, $3 now.

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,29 +38,7 @@ func TestLeaseIsExclusiveAcrossPools(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	var mu sync.Mutex
-	held := map[int64]string{}
-	var wg sync.WaitGroup
-	for i, s := range []*postgres.Store{a, b, a, b} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			owner := []string{"p1", "p2", "p3", "p4"}[i]
-			for {
-				mb, err := s.Lease(ctx, owner, time.Minute)
-				require.NoError(t, err)
-				if mb == nil {
-					return
-				}
-				mu.Lock()
-				prev, dup := held[mb.ID]
-				held[mb.ID] = owner
-				mu.Unlock()
-				require.False(t, dup, "mailbox %d leased by %s and %s", mb.ID, prev, owner)
-			}
-		}()
-	}
-	wg.Wait()
+	held := storetest.LeaseConcurrently(t, a, b, a, b)
 	require.Len(t, held, 20)
 	// Expiry, rescue and backoff are in the conformance suite (storetest), on one pool.
 }
