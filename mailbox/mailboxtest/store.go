@@ -185,14 +185,6 @@ func (s *Store) markProcessed(eventID int64, outcome string) {
 	}
 }
 
-// Outcome returns the outcome recorded for an event and whether it is processed.
-func (s *Store) Outcome(eventID int64) (string, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.events[eventID-1]
-	return e.outcome, e.processed
-}
-
 // Get implements mailbox.Mailboxes.
 func (s *Store) Get(_ context.Context, id int64) (*mailbox.Mailbox, error) {
 	s.mu.Lock()
