@@ -10,11 +10,17 @@ import (
 	"github.com/alfred-bot/alfred/mailbox"
 )
 
-// Lease implements mailbox.Leases (the claim is sqlLease, in dialect.go).
+// Lease implements mailbox.Leases (the claim is sqlLease, in dialect.go). Workers call it every
+// poll interval, so the statement is prepared once (per pooled connection) rather than parsed
+// and planned on every call.
 func (s *Store) Lease(ctx context.Context, owner string, ttl time.Duration) (*mailbox.Mailbox, error) {
+	stmt, err := s.prepared(ctx, &s.leaseStmt, sqlLease)
+	if err != nil {
+		return nil, err
+	}
 	now := s.now()
 	var id int64
-	err := s.db.GetContext(ctx, &id, sqlLease, owner, now.Add(ttl), now)
+	err = stmt.GetContext(ctx, &id, owner, now.Add(ttl), now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -37,6 +38,9 @@ type querier interface {
 type Store struct {
 	db  *sqlx.DB
 	now func() time.Time
+
+	stmtMu    sync.Mutex
+	leaseStmt *sqlx.Stmt // sqlLease, prepared on first use
 }
 
 // New wraps a connection pool whose schema is migrated (migrations.Apply). now is the clock
@@ -67,6 +71,22 @@ func (s *Store) withTx(ctx context.Context, fn func(q querier) error) error {
 		return fmt.Errorf("commit transaction: %w", err)
 	}
 	return nil
+}
+
+// prepared returns *slot, preparing query into it on first use; a failed preparation is tried
+// again on the next call. database/sql prepares the statement on each pooled connection that
+// runs it, and again after a connection is replaced.
+func (s *Store) prepared(ctx context.Context, slot **sqlx.Stmt, query string) (*sqlx.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if *slot == nil {
+		stmt, err := s.db.PreparexContext(ctx, query)
+		if err != nil {
+			return nil, fmt.Errorf("prepare statement: %w", err)
+		}
+		*slot = stmt
+	}
+	return *slot, nil
 }
 
 // idSet selects a list of ids into a set.

@@ -1,4 +1,4 @@
-package mailbox_test
+package postgres_test
 
 import (
 	"fmt"
@@ -9,10 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
-	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/store/postgres"
 )
 
-// BenchmarkLease measures claiming the next due mailbox (Store.Lease: the claim and the read of
+// BenchmarkLease measures claiming the next due mailbox (postgres.Store.Lease: the claim and the read of
 // the claimed mailbox) with 10, 10,000 and 100,000 mailboxes, each size in its own schema, two
 // mailboxes due at every size (one with a pending event, one whose timer has come): 1% of the
 // rest wait on a timer in the future, the others are closed, and every mailbox has three
@@ -22,7 +22,7 @@ import (
 // ratio = ms-100000 / ms-10.
 func BenchmarkLease(b *testing.B) {
 	sizes := []int{10, 10_000, 100_000}
-	stores := make([]*mailbox.Store, len(sizes))
+	stores := make([]*postgres.Store, len(sizes))
 	took := make([][]time.Duration, len(sizes))
 	for i, n := range sizes {
 		stores[i] = seedMailboxes(b, n)
@@ -51,7 +51,7 @@ func BenchmarkLease(b *testing.B) {
 
 // seedMailboxes creates a schema with n mailboxes as BenchmarkLease describes, bulk-inserted
 // with generate_series, and returns its store.
-func seedMailboxes(b *testing.B, n int) *mailbox.Store {
+func seedMailboxes(b *testing.B, n int) *postgres.Store {
 	db, _ := pgtest.New(b)
 	ctx := b.Context()
 	seed := []string{
@@ -79,5 +79,5 @@ func seedMailboxes(b *testing.B, n int) *mailbox.Store {
 		}
 		require.NoError(b, err)
 	}
-	return mailbox.NewStore(db)
+	return postgres.New(db, nil)
 }
