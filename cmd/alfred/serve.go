@@ -127,9 +127,13 @@ func (s *server) wire(ctx context.Context) error {
 		}
 		sources[f.Name] = src
 		bots[f.Name] = mailbox.Bot{Forge: client, Login: f.BotUser, OtherBots: f.OtherBots}
+		projects := map[string]gitrepo.ProjectSettings{}
+		for repo, p := range f.Projects {
+			projects[repo] = gitrepo.ProjectSettings{Sparse: p.Sparse, PartialClone: p.PartialClone}
+		}
 		g, err := gitrepo.New(gitrepo.Config{DataDir: cfg.DataDir, Username: f.GitUser, Token: f.Token.Reveal(),
 			AuthorName: cfg.Lifecycle.GitName, AuthorEmail: cfg.Lifecycle.GitEmail,
-			UID: cfg.Runner.UID, GID: cfg.Runner.GID})
+			UID: cfg.Runner.UID, GID: cfg.Runner.GID, Projects: projects})
 		if err != nil {
 			return fmt.Errorf("forge %s: git: %w", f.Name, err)
 		}

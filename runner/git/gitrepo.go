@@ -52,6 +52,9 @@ type Config struct {
 	UID, GID int
 	// GitBinary is the git executable ("git" from PATH if empty).
 	GitBinary string
+	// Projects holds checkout settings by repository path (Project.Path, e.g. "big/monorepo")
+	// for the repositories that need them.
+	Projects map[string]ProjectSettings
 }
 
 // Project identifies one repository on a forge.
@@ -64,14 +67,21 @@ type Project struct {
 	CloneURL string
 	// DefaultBranch is the branch new run branches start from, e.g. "main".
 	DefaultBranch string
+	// ProjectSettings are the project's checkout settings; when both are zero, those of
+	// Config.Projects for Path apply.
+	ProjectSettings
+}
+
+// ProjectSettings are the checkout settings of a large repository.
+type ProjectSettings struct {
 	// Sparse lists the directories (cone mode, relative to the repository root, e.g.
 	// "services/api") that worktrees made by Prepare check out; files at the root are always
 	// checked out. Empty means the whole tree.
-	Sparse []string
+	Sparse []string `yaml:"sparse"`
 	// PartialClone makes the mirror a partial clone without blobs (--filter=blob:none): file
 	// contents are fetched when a worktree first needs them. The forge must allow filters
 	// (GitLab and Forgejo do); for a local remote, use a file:// URL.
-	PartialClone bool
+	PartialClone bool `yaml:"partial_clone"`
 }
 
 // Checkout says what a worktree holds.
@@ -102,10 +112,11 @@ type Worktree struct {
 
 // Manager owns the mirrors and worktrees under a data directory. It is safe for concurrent use.
 type Manager struct {
-	cfg   Config
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
-	trace func(args []string) // test hook: sees every git argv
+	cfg     Config
+	mu      sync.Mutex
+	locks   map[string]*sync.Mutex
+	warming sync.Map            // mirror dir → true while Warm checks out its spare
+	trace   func(args []string) // test hook: sees every git argv
 }
 
 // New returns a Manager. DataDir is made absolute and created if needed.
@@ -150,6 +161,17 @@ func (m *Manager) WorktreeDir(name string) string {
 	return filepath.Join(m.cfg.DataDir, "worktrees", name)
 }
 
+// withSettings returns p with the checkout settings Config.Projects has for its path, unless p
+// sets its own.
+func (m *Manager) withSettings(p Project) Project {
+	if len(p.Sparse) == 0 && !p.PartialClone {
+		if s, ok := m.cfg.Projects[p.Path]; ok {
+			p.ProjectSettings = s
+		}
+	}
+	return p
+}
+
 func (m *Manager) lock(dir string) func() {
 	m.mu.Lock()
 	l, ok := m.locks[dir]
@@ -165,6 +187,7 @@ func (m *Manager) lock(dir string) func() {
 // Sync creates the project's mirror (git clone --bare) if it is missing and fetches it
 // (+refs/heads/*:refs/remotes/origin/*, --prune). It returns the mirror path.
 func (m *Manager) Sync(ctx context.Context, p Project) (string, error) {
+	p = m.withSettings(p)
 	dir, err := m.MirrorDir(p)
 	if err != nil {
 		return "", err
@@ -218,6 +241,7 @@ func (m *Manager) syncLocked(ctx context.Context, p Project, dir string) error {
 // Errors: invalid name; fetch failure; base branch missing on the remote; the branch is checked
 // out in another live worktree.
 func (m *Manager) AddWorktree(ctx context.Context, p Project, name string, co Checkout) (*Worktree, error) {
+	p = m.withSettings(p)
 	if !runNameRe.MatchString(name) {
 		return nil, fmt.Errorf("gitrepo: invalid worktree name %q", name)
 	}
@@ -457,35 +481,4 @@ func (m *Manager) env(dir string) []string {
 // redact removes the token, its encodings and its Basic credential from s.
 func (m *Manager) redact(s string) string {
 	return censor.New(censor.Config{Secrets: []string{m.cfg.Token}, Users: []string{m.cfg.Username}}).String(s)
-}
-
-// Error is a failed git command: its arguments (never secret), redacted stderr and exit error.
-type Error struct {
-	Args   []string
-	Stderr string
-	Err    error
-}
-
-// Error formats "git <args>: <err>: <stderr>".
-func (e *Error) Error() string {
-	return fmt.Sprintf("git %s: %v: %s", strings.Join(e.Args, " "), e.Err, e.Stderr)
-}
-
-// Unwrap returns the exec error (an *exec.ExitError for a non-zero exit).
-func (e *Error) Unwrap() error { return e.Err }
-
-func isExit(err error, code int) bool {
-	var ee *exec.ExitError
-	return errors.As(err, &ee) && ee.ExitCode() == code
-}
-
-// chownTree changes the owner of path and everything below it (symlinks themselves, not their
-// targets).
-func chownTree(path string, uid, gid int) error {
-	return filepath.WalkDir(path, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
 }

@@ -6,11 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -23,8 +21,8 @@ import (
 //   - The first time (no worktree of that key), it takes the project's spare worktree (one that
 //     Retire or Warm left, already checked out) by moving it to the key, or else adds a worktree
 //     from the mirror without checking anything out (git worktree add --no-checkout).
-//   - Every time, it applies the project's sparse directories (Project.Sparse; none means the
-//     whole tree), restores the worktree's .git link (the container could have replaced it),
+//   - Every time, it applies the project's sparse directories (Project.Sparse, or
+//     Config.Projects; none means the whole tree), restores the worktree's .git link (the container could have replaced it),
 //     checks out exactly that commit with --force (tracked files the container changed or
 //     deleted are restored; files whose stat data git recorded are not rewritten) and removes
 //     every untracked and ignored file (git clean -ffdx), so nothing a container wrote survives
@@ -40,6 +38,7 @@ import (
 // Errors: invalid key; fetch failure; base branch missing on the remote; the branch is checked
 // out in another live worktree; any git failure of the steps above.
 func (m *Manager) Prepare(ctx context.Context, p Project, key string, co Checkout) (*Worktree, error) {
+	p = m.withSettings(p)
 	// A second before the start: file systems stamp modifications with a coarse clock.
 	start := time.Now().Add(-time.Second)
 	if !runNameRe.MatchString(key) {
@@ -80,36 +79,56 @@ func (m *Manager) Prepare(ctx context.Context, p Project, key string, co Checkou
 }
 
 // Warm makes sure the project has a spare worktree, so that the first run of its next new
-// mailbox moves it into place instead of checking out every file. It fetches the mirror, and
-// when no spare exists checks one out detached at the default branch. Call it off the path of
-// a run that waits (after a run, at start-up).
+// mailbox moves it into place instead of checking out every file. When none exists, it fetches
+// the mirror and checks one out detached at the default branch, under <DataDir>/spares/ with
+// the suffix ".warming", then moves it to the spare's place; the checkout itself runs without
+// the mirror's lock, so runs of the project's other mailboxes do not wait for it. Call it off
+// the path of a run that waits (after a run). Concurrent calls for one mirror do the work once.
 func (m *Manager) Warm(ctx context.Context, p Project) error {
+	p = m.withSettings(p)
 	dir, err := m.MirrorDir(p)
 	if err != nil {
 		return err
 	}
-	defer m.lock(dir)()
-	spare := &Worktree{Name: "spare", Path: m.SpareDir(dir), mirror: dir}
-	if spare.gitDir = m.recordedGitDir(dir, spare.Path); spare.gitDir != "" {
+	if _, busy := m.warming.LoadOrStore(dir, true); busy {
 		return nil
 	}
-	if err := m.syncLocked(ctx, p, dir); err != nil {
-		return err
+	defer m.warming.Delete(dir)
+	sparePath := m.SpareDir(dir)
+	spare := &Worktree{Name: "spare", Path: sparePath + ".warming", mirror: dir}
+	unlock := m.lock(dir)
+	if m.recordedGitDir(dir, sparePath) != "" {
+		unlock()
+		return nil
 	}
-	target, _, err := m.resolve(ctx, p, dir, Checkout{})
+	err = m.syncLocked(ctx, p, dir)
+	var target string
+	if err == nil {
+		target, _, err = m.resolve(ctx, p, dir, Checkout{})
+	}
+	if err == nil {
+		err = m.addEmptyLocked(ctx, dir, spare, target)
+	}
+	unlock()
 	if err != nil {
 		return err
 	}
-	if err := m.addEmptyLocked(ctx, dir, spare, target); err != nil {
-		return err
+	err = m.sparseLocked(ctx, p, spare)
+	if err == nil {
+		err = m.resetLocked(ctx, spare, target)
 	}
-	if err := m.sparseLocked(ctx, p, spare); err != nil {
-		return err
+	if err == nil {
+		err = m.ownLocked(ctx, spare, time.Time{})
 	}
-	if err := m.resetLocked(ctx, spare, target); err != nil {
-		return errors.Join(err, m.removeLocked(ctx, dir, spare.Path))
+	defer m.lock(dir)()
+	if err == nil {
+		_ = os.RemoveAll(sparePath) // a directory git does not know
+		_, err = m.git(ctx, dir, nil, "worktree", "move", spare.Path, sparePath)
 	}
-	return m.ownLocked(ctx, spare, time.Time{})
+	if err != nil {
+		return errors.Join(fmt.Errorf("warm a spare worktree of %s: %w", p.Path, err), m.removeLocked(ctx, dir, spare.Path))
+	}
+	return nil
 }
 
 // Retire ends the worktree Prepare keeps under key (the mailbox closed). When its project has
@@ -279,54 +298,6 @@ func (m *Manager) sparseLocked(ctx context.Context, p Project, wt *Worktree) err
 	return nil
 }
 
-// ownedMark is the file in a worktree's git dir (where no container writes) that says the
-// last Prepare gave every entry of the worktree to the container user.
-const ownedMark = "alfred-owned"
-
-// takeMark removes wt's ownedMark before anything in the worktree changes and returns since
-// when it was there (the previous preparation gave every entry to the container user), the
-// zero time otherwise.
-func takeMark(wt *Worktree, since time.Time) (time.Time, error) {
-	mark := filepath.Join(wt.gitDir, ownedMark)
-	if _, err := os.Stat(mark); err != nil {
-		return time.Time{}, nil
-	}
-	if err := os.Remove(mark); err != nil {
-		return time.Time{}, fmt.Errorf("reset the ownership mark of %s: %w", wt.Name, err)
-	}
-	return since, nil
-}
-
-// ownLocked, when running as root with Config.UID set, gives UID:GID every entry of wt not
-// already theirs and then updates the index entries of the files among them (a chown changes a
-// file's ctime, and a file whose stat data differs from the index is rewritten by the next
-// checkout). After resetLocked every file in the worktree is tracked, so every such file has an
-// index entry.
-//
-// With a non-zero since (takeMark found the previous preparation complete), only directories
-// modified at or after since are searched: git writes a file by creating a new directory
-// entry, and what the container created is the container user's already. Otherwise the whole
-// tree is. It writes ownedMark when done.
-func (m *Manager) ownLocked(ctx context.Context, wt *Worktree, since time.Time) error {
-	if os.Geteuid() != 0 || m.cfg.UID <= 0 {
-		return nil
-	}
-	files, err := chownChanged(wt.Path, since, m.cfg.UID, m.cfg.GID)
-	if err != nil {
-		return fmt.Errorf("chown worktree %s: %w", wt.Name, err)
-	}
-	if len(files) > 0 {
-		stdin := []byte(strings.Join(files, "\x00") + "\x00")
-		if _, err := m.gitWT(ctx, wt, stdin, "update-index", "-q", "-z", "--stdin"); err != nil {
-			return fmt.Errorf("update the index of %s: %w", wt.Name, err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(wt.gitDir, ownedMark), nil, 0o644); err != nil {
-		return fmt.Errorf("mark the ownership of %s: %w", wt.Name, err)
-	}
-	return nil
-}
-
 // resetLocked makes the worktree exactly commit (a sha, or "HEAD"): it restores the .git link,
 // checks the commit out (on wt.Branch with -B, or detached) with --force, and removes untracked
 // and ignored files. It sets wt.Head.
@@ -408,60 +379,6 @@ func restoreLink(wt *Worktree) error {
 		return fmt.Errorf("restore the worktree's .git: %w", err)
 	}
 	return nil
-}
-
-// chownChanged gives uid:gid every entry under root that does not already have them (symlinks
-// themselves, not their targets), looking only at the entries of directories modified at or
-// after since (every directory when since is zero), and returns the paths, relative to root and
-// slash-separated, of the non-directories among them other than the .git link.
-func chownChanged(root string, since time.Time, uid, gid int) ([]string, error) {
-	var files []string
-	owned := func(info fs.FileInfo) bool {
-		st, ok := info.Sys().(*syscall.Stat_t)
-		return ok && int(st.Uid) == uid && int(st.Gid) == gid
-	}
-	var walk func(dir string, info fs.FileInfo) error
-	walk = func(dir string, info fs.FileInfo) error {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return err
-		}
-		changed := !info.ModTime().Before(since)
-		for _, e := range entries {
-			p := filepath.Join(dir, e.Name())
-			if !changed && !e.IsDir() {
-				continue
-			}
-			ei, err := e.Info()
-			if err != nil {
-				return err
-			}
-			if changed && !owned(ei) {
-				if err := os.Lchown(p, uid, gid); err != nil {
-					return err
-				}
-				if rel, _ := filepath.Rel(root, p); !e.IsDir() && rel != ".git" {
-					files = append(files, filepath.ToSlash(rel))
-				}
-			}
-			if e.IsDir() {
-				if err := walk(p, ei); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	info, err := os.Lstat(root)
-	if err != nil {
-		return nil, err
-	}
-	if !owned(info) {
-		if err := os.Lchown(root, uid, gid); err != nil {
-			return nil, err
-		}
-	}
-	return files, walk(root, info)
 }
 
 // partialLocked marks the mirror's origin as a promisor remote with the blob:none filter, so

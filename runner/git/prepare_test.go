@@ -25,6 +25,7 @@ func generated(t *testing.T, cfg Config) (*Manager, Project, string) {
 	root := t.TempDir()
 	remote := generateRepo(t, root, repoShape{Name: "gen", Commits: 5, Files: 90})
 	cfg.DataDir = filepath.Join(root, "data")
+	cfg.UID, cfg.GID = ownedConfig().UID, ownedConfig().GID
 	cfg.AuthorName, cfg.AuthorEmail = "Alfred", "alfred@example.com"
 	mgr, err := New(cfg)
 	require.NoError(t, err)
@@ -170,16 +171,15 @@ func TestRetireAndSpare(t *testing.T) {
 	require.FileExists(t, filepath.Join(again.Path, fileName(42)))
 }
 
-// A project with sparse directories and a partial-clone mirror checks out, and fetches the
-// contents of, only the files it asks for.
+// A project with sparse directories and a partial-clone mirror (set in Config.Projects) checks
+// out, and fetches the contents of, only the files it asks for.
 func TestPrepareSparsePartial(t *testing.T) {
 	t.Parallel()
-	mgr, p, remote := generated(t, Config{})
+	cfg := Config{Projects: map[string]ProjectSettings{"g/gen": {Sparse: []string{"d001"}, PartialClone: true}}}
+	mgr, p, remote := generated(t, cfg)
 	ctx := t.Context()
 	run(t, remote, "config", "uploadpack.allowFilter", "true")
 	p.CloneURL = "file://" + remote
-	p.PartialClone = true
-	p.Sparse = []string{"d001"}
 	wt, err := mgr.Prepare(ctx, p, "alfred-mbx5-worktree", Checkout{Branch: "agent/issue-5"})
 	require.NoError(t, err)
 	require.FileExists(t, filepath.Join(wt.Path, ".gitignore"), "files at the root are always checked out")
@@ -210,8 +210,9 @@ func TestPrepareSparsePartial(t *testing.T) {
 	require.NoDirExists(t, filepath.Join(wt.Path, "d002"))
 
 	// Without the setting, the same worktree holds the whole tree again.
-	p.Sparse = nil
-	_, err = mgr.Prepare(ctx, p, "alfred-mbx5-worktree", Checkout{Branch: "agent/issue-5"})
+	whole, err := New(Config{DataDir: mgr.cfg.DataDir})
+	require.NoError(t, err)
+	_, err = whole.Prepare(ctx, p, "alfred-mbx5-worktree", Checkout{Branch: "agent/issue-5"})
 	require.NoError(t, err)
 	require.FileExists(t, filepath.Join(wt.Path, fileName(0)))
 	require.FileExists(t, filepath.Join(wt.Path, fileName(89)))
