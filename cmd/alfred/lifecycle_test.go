@@ -92,11 +92,19 @@ func startE2E(t *testing.T, deadline time.Duration) *e2e {
 // bot assigned.
 func startE2EOn(t *testing.T, kind forge.Kind, repo string, deadline time.Duration) *e2e {
 	t.Helper()
-	cli := runtimetest.Client(t)
-	image := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
-	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
-	require.NoError(t, os.WriteFile(scriptPath, []byte(lifecycleScript), 0o644))
-	return startE2EWith(t, kind, repo, deadline, fmt.Sprintf(`
+	agents, _ := scriptAgents(t, lifecycleScript)
+	return startE2EWith(t, kind, repo, deadline, agents)
+}
+
+// scriptAgents builds the script agent's image and returns the agents and phases configuration
+// that runs script with it in every phase, and the image.
+func scriptAgents(tb testing.TB, script string) (agents, image string) {
+	tb.Helper()
+	cli := runtimetest.Client(tb)
+	image = runtimetest.BuildImage(tb, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	scriptPath := filepath.Join(tb.TempDir(), "script.yaml")
+	require.NoError(tb, os.WriteFile(scriptPath, []byte(script), 0o644))
+	return fmt.Sprintf(`
 agents:
   - name: script
     adapter: script
@@ -104,7 +112,7 @@ agents:
     script: %s
 phases:
   default: script
-`, image, scriptPath))
+`, image, scriptPath), image
 }
 
 // startE2EWith is startE2EOn with the given agents and phases configuration.
