@@ -121,6 +121,9 @@ func (m *Manager) Warm(ctx context.Context, p Project) error {
 		err = m.ownLocked(ctx, spare, time.Time{})
 	}
 	defer m.lock(dir)()
+	if err == nil && m.recordedGitDir(dir, sparePath) != "" {
+		return m.removeLocked(ctx, dir, spare.Path) // a mailbox retired meanwhile left its own
+	}
 	if err == nil {
 		_ = os.RemoveAll(sparePath) // a directory git does not know
 		_, err = m.git(ctx, dir, nil, "worktree", "move", spare.Path, sparePath)

@@ -217,3 +217,34 @@ func TestPrepareSparsePartial(t *testing.T) {
 	require.FileExists(t, filepath.Join(wt.Path, fileName(0)))
 	require.FileExists(t, filepath.Join(wt.Path, fileName(89)))
 }
+
+// Warm and Retire racing for the one spare leave exactly one, registered and usable.
+func TestWarmAndRetireRace(t *testing.T) {
+	t.Parallel()
+	mgr, p, _ := generated(t, Config{})
+	ctx := t.Context()
+	mirror, _ := mgr.MirrorDir(p)
+	for i := range 4 {
+		key := "alfred-mbx" + string(rune('1'+i)) + "-worktree"
+		_, err := mgr.Prepare(ctx, p, key, Checkout{Branch: "agent/race"})
+		require.NoError(t, err)
+		// A new mailbox takes the spare, if any, so both calls below have a spare to make.
+		taker := "alfred-mbx9" + string(rune('1'+i)) + "-worktree"
+		_, err = mgr.Prepare(ctx, p, taker, Checkout{})
+		require.NoError(t, err)
+		errs := make(chan error, 2)
+		go func() { errs <- mgr.Warm(ctx, p) }()
+		go func() { errs <- mgr.Retire(ctx, key) }()
+		require.NoError(t, <-errs)
+		require.NoError(t, <-errs)
+		require.NoError(t, mgr.Retire(ctx, taker))
+		spares, err := os.ReadDir(filepath.Join(mgr.cfg.DataDir, "spares"))
+		require.NoError(t, err)
+		require.Len(t, spares, 1)
+		require.Equal(t, filepath.Base(mgr.SpareDir(mirror)), spares[0].Name())
+		require.NotContains(t, run(t, mirror, "worktree", "list", "--porcelain"), "prunable")
+	}
+	wt, err := mgr.Prepare(ctx, p, "alfred-mbx99-worktree", Checkout{Branch: "agent/race"})
+	require.NoError(t, err)
+	require.FileExists(t, filepath.Join(wt.Path, fileName(42)))
+}
