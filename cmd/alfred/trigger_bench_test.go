@@ -44,27 +44,59 @@ development:
 // development run has started — delivery stored, mailbox leased and stepped, comment posted,
 // worktree prepared (the mailbox's third run: its analyses ran before), container created and
 // started, agent writing its first file (the marker, polled every millisecond). Every iteration
-// is a new issue of the same small repository, brought to waiting_validation outside the time
+// is a new issue of the same repository, brought to waiting_validation outside the time
 // (assigned with type::task; both analyses run). In the same iteration, outside the trigger's
 // time, the same image runs bare (docker run --rm, the marker in a bind mount) and writes the
 // same marker the same way. Reported: trigger-ms and bare-ms, the medians over the iterations,
 // and their ratio (trigger/bare). Each issue is closed at the end of its iteration.
+//
+// small is the seeded repository (one commit); large has 3,000 files more on main.
 func BenchmarkTriggerToAgent(b *testing.B) {
-	agents, image := scriptAgents(b, triggerScript)
-	e := startE2EWith(b, forge.KindForgejo, "acceptance/sandbox", 24*time.Hour, agents)
-	bare := newBareRun(b, image, triggerScript)
-	var trigger, plain []time.Duration
-	for b.Loop() {
-		plain = append(plain, bare.run(b))
-		trigger = append(trigger, e.triggerOnce(b))
+	for _, files := range []int{0, 3000} {
+		name := "small"
+		if files > 0 {
+			name = "large"
+		}
+		b.Run(name, func(b *testing.B) {
+			agents, image := scriptAgents(b, triggerScript)
+			e := startE2EWith(b, forge.KindForgejo, "acceptance/sandbox", 24*time.Hour, agents)
+			addFiles(b, e.bare, files)
+			bare := newBareRun(b, image, triggerScript)
+			var trigger, plain []time.Duration
+			for b.Loop() {
+				plain = append(plain, bare.run(b))
+				trigger = append(trigger, e.triggerOnce(b))
+			}
+			median := func(ds []time.Duration) float64 {
+				slices.Sort(ds)
+				return float64(ds[len(ds)/2].Microseconds()) / 1000
+			}
+			b.ReportMetric(median(trigger), "trigger-ms")
+			b.ReportMetric(median(plain), "bare-ms")
+			b.ReportMetric(median(trigger)/median(plain), "ratio")
+		})
 	}
-	median := func(ds []time.Duration) float64 {
-		slices.Sort(ds)
-		return float64(ds[len(ds)/2].Microseconds()) / 1000
+}
+
+// addFiles commits n files of a few hundred bytes (d<i/30>/f<i>.txt) on main of the bare
+// repository, with git fast-import.
+func addFiles(b *testing.B, bare string, n int) {
+	b.Helper()
+	if n == 0 {
+		return
 	}
-	b.ReportMetric(median(trigger), "trigger-ms")
-	b.ReportMetric(median(plain), "bare-ms")
-	b.ReportMetric(median(trigger)/median(plain), "ratio")
+	var in strings.Builder
+	msg := "many files\n"
+	fmt.Fprintf(&in, "commit refs/heads/main\ncommitter Gen <gen@example.com> 1700000000 +0000\ndata %d\n%sfrom refs/heads/main^0\n", len(msg), msg)
+	for i := range n {
+		body := fmt.Sprintf("file %d\n%0300d\n", i, i)
+		fmt.Fprintf(&in, "M 100644 inline d%03d/f%05d.txt\ndata %d\n%s\n", i/30, i, len(body), body)
+	}
+	in.WriteString("\n")
+	cmd := exec.Command("git", "-C", bare, "fast-import", "--quiet")
+	cmd.Stdin = strings.NewReader(in.String())
+	out, err := cmd.CombinedOutput()
+	require.NoError(b, err, "fast-import: %s", out)
 }
 
 // triggerOnce opens an issue, brings it to waiting_validation, and returns the time from the
