@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	gitrepo "github.com/alfred-bot/alfred/runner/git"
+	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
