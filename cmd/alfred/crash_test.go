@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -223,7 +224,7 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	// This test's own containers: the instance label is derived from this test's data
 	// directory, so a development container of another test (or package) never matches.
 	devFilter := filters.NewArgs(filters.Arg("label", "alfred.managed=true"), filters.Arg("label", "alfred.phase=development"),
-		filters.Arg("label", "alfred.instance="+instanceID(filepath.Join(dir, "data"))))
+		filters.Arg("label", "alfred.instance="+runner.InstanceID(filepath.Join(dir, "data"))))
 	require.Eventually(t, func() bool {
 		list, err := cli.ContainerList(ctx, container.ListOptions{Filters: devFilter})
 		require.NoError(t, err)
