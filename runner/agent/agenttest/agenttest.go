@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,48 +172,12 @@ func Run(tb testing.TB, ctx context.Context, rt runner.Runtime, s Spec) *Outcome
 	if err != nil {
 		tb.Fatalf("%s: command: %v", s.Agent.Name(), err)
 	}
-	base := tb.TempDir()
-	inDir, outDir := filepath.Join(base, "in"), filepath.Join(base, "out")
-	for _, d := range []string{inDir, outDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := os.Chmod(outDir, 0o777); err != nil {
-		tb.Fatal(err)
-	}
-	files := map[string][]byte{}
-	for k, v := range inv.Files {
-		files[k] = v
-	}
-	files["input.json"], _ = json.Marshal(s.Input)
-	for n, b := range files {
-		if err := os.WriteFile(filepath.Join(inDir, n), b, 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	mounts := []runner.Mount{
+	inDir, outDir := writeRunDirs(tb, inv, s.Input)
+	mounts := append([]runner.Mount{
 		{Source: s.Worktree, Target: runner.WorkspaceDir, ReadOnly: s.Input.Phase.ReadOnly()},
 		{Source: inDir, Target: runner.InputDir, ReadOnly: true},
 		{Source: outDir, Target: runner.OutputDir},
-	}
-	if s.SessionDir != "" {
-		state := s.Agent.Capabilities().SessionStatePath
-		if root, rel, ok := ConfigRoot(state); ok && s.WritableParents {
-			host := HostDir(tb)
-			for d := filepath.Dir(rel); d != "."; d = filepath.Dir(d) {
-				p := filepath.Join(host, d)
-				if err := os.MkdirAll(p, 0o777); err != nil {
-					tb.Fatal(err)
-				}
-				if err := os.Chmod(p, 0o777); err != nil {
-					tb.Fatal(err)
-				}
-			}
-			mounts = append(mounts, runner.Mount{Source: host, Target: root})
-		}
-		mounts = append(mounts, runner.Mount{Source: s.SessionDir, Target: state})
-	}
+	}, sessionMounts(tb, s)...)
 	name := fmt.Sprintf("alfred-agenttest-%d-%d", os.Getpid(), seq.Add(1))
 	h, err := rt.Start(ctx, runner.ContainerSpec{
 		Name:       name,
@@ -247,6 +212,59 @@ func Run(tb testing.TB, ctx context.Context, rt runner.Runtime, s Spec) *Outcome
 		tb.Fatalf("%s: logs: %v", s.Agent.Name(), err)
 	}
 	return &Outcome{Invocation: inv, Exit: exit, Stdout: stdout, Stderr: stderr, OutDir: outDir}
+}
+
+// writeRunDirs makes a run's input directory (input.json and the invocation's files) and its
+// output directory (writable by any container user) and returns both.
+func writeRunDirs(tb testing.TB, inv runner.Invocation, in phase.Input) (inDir, outDir string) {
+	tb.Helper()
+	base := tb.TempDir()
+	inDir, outDir = filepath.Join(base, "in"), filepath.Join(base, "out")
+	for _, d := range []string{inDir, outDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := os.Chmod(outDir, 0o777); err != nil {
+		tb.Fatal(err)
+	}
+	files := maps.Clone(inv.Files)
+	if files == nil {
+		files = map[string][]byte{}
+	}
+	files["input.json"], _ = json.Marshal(in)
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(inDir, n), b, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return inDir, outDir
+}
+
+// sessionMounts returns the mounts of s.SessionDir: none without one; else the session
+// directory at Capabilities().SessionStatePath, behind a writable host directory at the
+// configuration root (with the parents of the state path made) when s.WritableParents.
+func sessionMounts(tb testing.TB, s Spec) []runner.Mount {
+	tb.Helper()
+	if s.SessionDir == "" {
+		return nil
+	}
+	var mounts []runner.Mount
+	state := s.Agent.Capabilities().SessionStatePath
+	if root, rel, ok := ConfigRoot(state); ok && s.WritableParents {
+		host := HostDir(tb)
+		for d := filepath.Dir(rel); d != "."; d = filepath.Dir(d) {
+			p := filepath.Join(host, d)
+			if err := os.MkdirAll(p, 0o777); err != nil {
+				tb.Fatal(err)
+			}
+			if err := os.Chmod(p, 0o777); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		mounts = append(mounts, runner.Mount{Source: host, Target: root})
+	}
+	return append(mounts, runner.Mount{Source: s.SessionDir, Target: state})
 }
 
 // HostDir returns a new temporary host directory writable by the container user (mode 0777),
