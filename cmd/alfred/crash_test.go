@@ -269,7 +269,7 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	c.devRuns(t, runs)
 	var live int
 	require.NoError(t, db.Get(&live, `SELECT count(*) FROM executors WHERE status IN ('starting', 'ready')`))
-	require.Zero(t, live, "an executor is still live")
+	require.Zero(t, live, "a container record is still live")
 	var pending int
 	require.NoError(t, db.Get(&pending, `SELECT count(*) FROM events WHERE processed_at IS NULL`))
 	require.Zero(t, pending, "an event was lost")

@@ -233,15 +233,15 @@ func buildAgents(cfg *config.Config) (map[string]runner.Agent, error) {
 }
 
 // Serve removes what a crashed process left behind, then serves HTTP on ln and runs the
-// workers until ctx ends; it then stops accepting deliveries and waits for the steps in
+// workers until ctx ends; it then stops accepting deliveries and waits for the passes in
 // progress (a running container is stopped by the cancelled context and its run is redone by
 // the next process).
 func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	// Recovery first, before the workers run and before the reap: it finds the containers of
 	// runs a killed process left (collects the exited ones, fails the vanished ones; the first
-	// Step reattaches to those still running) and the reap must keep what recovery keeps.
+	// pass reattaches to those still running) and the reap must keep what recovery keeps.
 	if err := s.workers.Recover(ctx); err != nil {
-		s.log.Warn("start-up recovery incomplete; the mailboxes' next steps try again", "err", err)
+		s.log.Warn("start-up recovery incomplete; the mailboxes' next passes try again", "err", err)
 	}
 	if err := s.reap(ctx); err != nil {
 		s.log.Warn("start-up cleanup incomplete", "err", err)

@@ -29,7 +29,7 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("alfred-script-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	scriptPath := fs.String("script", runner.InputDir+"/"+ScriptFile, "script file (YAML or JSON)")
-	inputPath := fs.String("input", runner.InputDir+"/input.json", "runner.Input as JSON")
+	inputPath := fs.String("input", runner.InputDir+"/input.json", "phase.Input as JSON")
 	workspace := fs.String("workspace", runner.WorkspaceDir, "workspace directory")
 	outDir := fs.String("out", runner.OutputDir, "output directory for "+phase.ResultFile)
 	if err := fs.Parse(args); err != nil {
