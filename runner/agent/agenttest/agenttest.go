@@ -6,21 +6,16 @@
 package agenttest
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/build"
-	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
 	"github.com/alfred-bot/alfred/runner"
@@ -49,69 +44,13 @@ var seq atomic.Int64
 // It returns the tag; failures are fatal.
 func BuildImage(tb testing.TB, ctx context.Context, cli *client.Client) string {
 	tb.Helper()
-	ver, err := cli.ServerVersion(ctx)
-	if err != nil {
-		tb.Fatalf("docker version: %v", err)
-	}
-	bin := filepath.Join(tb.TempDir(), "standin")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, StandinPackage)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+ver.Arch)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build %s: %v\n%s", StandinPackage, err, out)
-	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		tb.Fatalf("read stand-in: %v", err)
-	}
 	df := "FROM scratch\n"
 	for _, c := range CLIs {
 		df += fmt.Sprintf("COPY standin /bin/%s\n", c)
 	}
 	df += "ENV PATH=/bin\nUSER " + runtimetest.ImageUser + "\n"
-
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range []struct {
-		name string
-		mode int64
-		data []byte
-	}{{"Dockerfile", 0o644, []byte(df)}, {"standin", 0o755, data}} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Unix(0, 0)}); err != nil {
-			tb.Fatalf("tar: %v", err)
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			tb.Fatalf("tar: %v", err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		tb.Fatalf("tar: %v", err)
-	}
 	tag := fmt.Sprintf("alfred-test/agent-standin:%d-%d", os.Getpid(), seq.Add(1))
-	resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{
-		Tags: []string{tag}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true, Version: build.BuilderV1,
-	})
-	if err != nil {
-		tb.Fatalf("docker build %s: %v", tag, err)
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var msg struct {
-			Error string `json:"error"`
-		}
-		if err := dec.Decode(&msg); err != nil {
-			break
-		}
-		if msg.Error != "" {
-			tb.Fatalf("docker build %s: %s", tag, msg.Error)
-		}
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = cli.ImageRemove(ctx, tag, image.RemoveOptions{Force: true, PruneChildren: true})
-	})
-	return tag
+	return runtimetest.BuildImageFrom(tb, ctx, cli, tag, StandinPackage, df)
 }
 
 // Spec is one adapter run for Run.
