@@ -8,8 +8,8 @@
 //   - it prints that CLI's output events on stdout (§1–§5 Output);
 //   - it stores each session under the CLI's real session directory below $HOME (or
 //     $OPENCODE_DB), appending every prompt, and resumes by exact id only: its reply, like the
-//     reference's mock model, lists the MARK-… tokens found in the whole history, so a resumed
-//     run shows the marks of earlier runs;
+//     mock model of spec/agents.md, lists the MARK-… tokens found in the whole history, so a
+//     resumed run shows the marks of earlier runs;
 //   - it refuses an unknown resume id with the CLI's message and exit code (Adapter notes 3) and
 //     a reused new-session id the same way the CLI does;
 //   - it writes /alfred/out/result.json with the minimal valid fields of the run's phase (read
@@ -20,7 +20,7 @@
 //     ("standin: warning: config dir not writable") when it cannot.
 //
 // The session files are the stand-in's own JSONL (one {"role","content"} object a line), not the
-// CLIs' formats; only their locations and the ids follow the reference.
+// CLIs' formats; only their locations and the ids follow spec/agents.md.
 package main
 
 import (
