@@ -25,7 +25,7 @@ func (a *app) migrate(ctx context.Context, args []string) (err error) {
 	if err := db.PingContext(ctx); err != nil {
 		return fmt.Errorf("connect to database: %w", err)
 	}
-	if err := migrations.Apply(ctx, db); err != nil {
+	if err := migrations.Apply(ctx, db, migrations.Postgres); err != nil {
 		return err
 	}
 	fmt.Fprintln(a.stdout, "migrations applied")

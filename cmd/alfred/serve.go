@@ -83,7 +83,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 		_ = db.Close()
 		return nil, fmt.Errorf("connect to database (is PostgreSQL running? `make deps` starts it): %w", err)
 	}
-	if err := migrations.Apply(ctx, db.DB); err != nil {
+	if err := migrations.Apply(ctx, db.DB, migrations.Postgres); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
