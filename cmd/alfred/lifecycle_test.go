@@ -21,20 +21,20 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/config"
+	"github.com/alfred-bot/alfred/internal/admin"
+	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
+	"github.com/alfred-bot/alfred/webhook/forgetest/recorded"
 	"github.com/alfred-bot/alfred/webhook/gitlab"
 )
 
 // The recorded Forgejo deliveries were signed with this secret (see their README).
 const liveSecret = "acceptance-webhook-secret"
-
-const liveDir = "../../webhook/testdata/forgejo-live/"
 
 const lifecycleScript = `
 analysis.functional:
@@ -209,7 +209,7 @@ func seedBareRepo(t *testing.T, dir string) string {
 // delivery id, as a new delivery from the same server would be.
 func (e *e2e) send(fixture string, edit func(map[string]any)) int {
 	e.t.Helper()
-	h, body, err := forgetest.LoadFixture(liveDir + fixture + ".json")
+	h, body, err := recorded.Load(filepath.Join(forgetest.FixtureDir(e.t, forge.KindForgejo), "forgejo-live", fixture+".json"))
 	require.NoError(e.t, err)
 	if edit != nil {
 		var doc map[string]any
@@ -217,7 +217,7 @@ func (e *e2e) send(fixture string, edit func(map[string]any)) int {
 		edit(doc)
 		body, err = json.MarshalIndent(doc, "", "  ")
 		require.NoError(e.t, err)
-		sig := forgetest.SignForgejo(liveSecret, body)
+		sig := forgejo.Sign(liveSecret, body)
 		id := uuid.NewString()
 		for _, k := range []string{"X-Forgejo-Signature", "X-Gitea-Signature", "X-Gogs-Signature"} {
 			h.Set(k, sig)
@@ -378,14 +378,14 @@ func TestLifecycleForgejoRecordedDeliveries(t *testing.T) {
 	// The session status endpoint: the script agent keeps no session.
 	resp, err := http.Get(e.url + "/mailboxes/1/session")
 	require.NoError(t, err)
-	var st mailbox.SessionStatus
+	var st admin.SessionStatus
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, mr.SourceBranch, st.Branch)
 	require.Equal(t, mailbox.StateDone, st.State)
 	require.False(t, st.IsResumable)
-	require.Equal(t, mailbox.ReasonMissingResumeToken, st.ResumeReason)
+	require.Equal(t, admin.ReasonMissingResumeToken, st.ResumeReason)
 	resp, err = http.Get(e.url + "/mailboxes/999/session")
 	require.NoError(t, err)
 	_ = resp.Body.Close()
