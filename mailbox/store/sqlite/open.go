@@ -1,6 +1,7 @@
-// Package sqlite is Alfred's embedded store: one SQLite database file, for a single `alfred
-// serve` process (several workers of that process share it). Several replicas need the
-// PostgreSQL store, which coordinates them with row locks.
+// Package sqlite is Alfred's embedded store: the shared SQL store (mailbox/store/sqlstore) with
+// SQLite's Dialect on one database file, for a single `alfred serve` process (several workers
+// of that process share it). Several replicas need the PostgreSQL store, which coordinates
+// them with row locks.
 //
 // The database is opened with the pure-Go driver modernc.org/sqlite (the binary stays static)
 // in WAL mode, with a busy timeout, foreign keys on, and one connection: SQLite has a single
@@ -8,7 +9,7 @@
 // retrying on SQLITE_BUSY. Timestamps are stored as INTEGER microseconds since the Unix epoch,
 // UTC (see package migrations).
 //
-// Open holds an exclusive flock(2) on "<database>.lock" for as long as the database is open, so
+// OpenDB holds an exclusive flock(2) on "<database>.lock" for as long as the database is open, so
 // a second process opening the same file is refused with an error that says to use
 // PostgreSQL; the kernel drops the lock when the process ends, however it ends.
 package sqlite
@@ -21,10 +22,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	_ "modernc.org/sqlite" // SQLite driver, registered as "sqlite"
 
+	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/migrations"
 )
 
@@ -44,10 +47,26 @@ type DB struct {
 	lock *os.File
 }
 
-// Open opens (creating it and its directory when missing) the SQLite database at path, takes
+// Dialect is SQLite's: one writer at a time (one connection, immediate transactions), so the
+// lease claim needs no row lock.
+var Dialect = sqlstore.Dialect{Name: migrations.SQLite}
+
+// New returns the store on an open database; closing the store closes db.
+func New(db *DB, now func() time.Time) *sqlstore.Store { return sqlstore.New(db, Dialect, now) }
+
+// Open opens the database file at path (OpenDB) and returns the store on it.
+func Open(ctx context.Context, path string, now func() time.Time) (*sqlstore.Store, error) {
+	db, err := OpenDB(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	return New(db, now), nil
+}
+
+// OpenDB opens (creating it and its directory when missing) the SQLite database at path, takes
 // the process lock on path+".lock" and applies the migrations. A lock held by another process
 // returns an error wrapping ErrLocked.
-func Open(ctx context.Context, path string) (*DB, error) {
+func OpenDB(ctx context.Context, path string) (*DB, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("open sqlite database: invalid path %q", path)
 	}
@@ -76,15 +95,17 @@ func Open(ctx context.Context, path string) (*DB, error) {
 }
 
 // DSN returns the modernc.org/sqlite data source name for the database file at path, with the
-// options every connection needs: WAL journal, busy timeout, foreign keys, immediate
-// transactions (a transaction takes the write lock when it begins, so it never fails half-way
-// on a lock upgrade), and time.Time stored and read as INTEGER Unix microseconds.
+// options every connection needs: WAL journal; synchronous FULL (a commit is on disk before
+// it returns, so an acknowledged delivery survives a power loss as on PostgreSQL); busy
+// timeout; foreign keys; immediate transactions (a transaction takes the write lock when it
+// begins, so it never fails half-way on a lock upgrade); and time.Time stored and read as
+// INTEGER Unix microseconds.
 func DSN(path string) string {
 	q := url.Values{}
 	q.Set("_journal_mode", "WAL")
 	q.Set("_busy_timeout", fmt.Sprint(BusyTimeoutMS))
 	q.Set("_foreign_keys", "1")
-	q.Set("_synchronous", "NORMAL")
+	q.Set("_synchronous", "FULL")
 	q.Set("_txlock", "immediate")
 	q.Set("_time_integer_format", "unix_micro")
 	q.Set("_inttotime", "1")

@@ -19,7 +19,7 @@ const lockHelperEnv = "ALFRED_SQLITE_LOCK_HELPER"
 
 func TestMain(m *testing.M) {
 	if path := os.Getenv(lockHelperEnv); path != "" {
-		db, err := sqlite.Open(context.Background(), path)
+		db, err := sqlite.OpenDB(context.Background(), path)
 		if err != nil {
 			_, _ = os.Stdout.WriteString("open failed: " + err.Error() + "\n")
 			os.Exit(3)
@@ -37,7 +37,7 @@ func TestOpenSetsWALForeignKeysAndAppliesMigrations(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "data", "alfred.db") // the directory is created
-	db, err := sqlite.Open(ctx, path)
+	db, err := sqlite.OpenDB(ctx, path)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 
@@ -59,7 +59,7 @@ func TestOpenSetsWALForeignKeysAndAppliesMigrations(t *testing.T) {
 func TestTimesAreIntegerMicroseconds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "alfred.db"))
+	db, err := sqlite.OpenDB(ctx, filepath.Join(t.TempDir(), "alfred.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 
@@ -79,19 +79,20 @@ func TestTimesAreIntegerMicroseconds(t *testing.T) {
 	require.WithinDuration(t, time.Now(), row.Created, time.Minute, "the column default is now, in microseconds")
 }
 
+// Not parallel, like TestSecondProcessIsRefused, so that no process forked by another test
+// shares the lock file while this one checks that Close released it.
 func TestSecondOpenIsRefusedUntilClosed(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "alfred.db")
-	first, err := sqlite.Open(ctx, path)
+	first, err := sqlite.OpenDB(ctx, path)
 	require.NoError(t, err)
 
-	_, err = sqlite.Open(ctx, path)
+	_, err = sqlite.OpenDB(ctx, path)
 	require.ErrorIs(t, err, sqlite.ErrLocked)
 	require.ErrorContains(t, err, "postgres://")
 
 	require.NoError(t, first.Close())
-	again, err := sqlite.Open(ctx, path)
+	again, err := sqlite.OpenDB(ctx, path)
 	require.NoError(t, err)
 	require.NoError(t, again.Close())
 }
@@ -99,7 +100,6 @@ func TestSecondOpenIsRefusedUntilClosed(t *testing.T) {
 // A second process is refused while the first holds the database, and may open it once the
 // first has been killed (the kernel drops the lock with the process).
 func TestSecondProcessIsRefused(t *testing.T) {
-	t.Parallel()
 	path := filepath.Join(t.TempDir(), "alfred.db")
 	self, err := os.Executable()
 	require.NoError(t, err)
@@ -129,7 +129,7 @@ func TestSecondProcessIsRefused(t *testing.T) {
 	require.NoError(t, holder.Process.Kill())
 	_ = holder.Wait()
 	_ = stdin.Close()
-	db, err := sqlite.Open(context.Background(), path)
+	db, err := sqlite.OpenDB(context.Background(), path)
 	require.NoError(t, err, "the lock goes with the killed process")
 	require.NoError(t, db.Close())
 }
