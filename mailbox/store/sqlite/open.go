@@ -63,8 +63,8 @@ func Open(ctx context.Context, path string, now func() time.Time) (*sqlstore.Sto
 	return New(db, now), nil
 }
 
-// OpenDB opens (creating it and its directory when missing) the SQLite database at path, takes
-// the process lock on path+".lock" and applies the migrations. A lock held by another process
+// OpenDB opens (creating it, mode 0600, and its directory when missing) the SQLite database at
+// path, takes the process lock on path+".lock" and applies the migrations. A lock held by another process
 // returns an error wrapping ErrLocked.
 func OpenDB(ctx context.Context, path string) (*DB, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
@@ -76,6 +76,13 @@ func OpenDB(ctx context.Context, path string) (*DB, error) {
 	lock, err := acquireLock(path + ".lock")
 	if err != nil {
 		return nil, err
+	}
+	// Created readable by the owner only (SQLite gives its -wal and -shm files the same mode):
+	// the database holds every event payload and comment.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+		return nil, errors.Join(fmt.Errorf("create sqlite database %s: %w", path, err), lock.Close())
+	} else if err := f.Close(); err != nil {
+		return nil, errors.Join(fmt.Errorf("create sqlite database %s: %w", path, err), lock.Close())
 	}
 	db, err := sqlx.Open(string(migrations.SQLite), DSN(path))
 	if err != nil {

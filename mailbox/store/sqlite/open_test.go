@@ -41,6 +41,11 @@ func TestOpenSetsWALForeignKeysAndAppliesMigrations(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 
+	for _, f := range []string{path, path + "-wal"} {
+		info, err := os.Stat(f)
+		require.NoError(t, err)
+		require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "%s is the owner's only", f)
+	}
 	var mode string
 	require.NoError(t, db.GetContext(ctx, &mode, `PRAGMA journal_mode`))
 	require.Equal(t, "wal", mode)
