@@ -36,10 +36,10 @@ test: deps
 bench:
 	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench . -benchmem -count=1 ./...
 
-## run: bring up Docker (and PostgreSQL only when $(CONFIG) or ALFRED_DATABASE_URL names a postgres:// database; empty = embedded SQLite), build, build the script agent image, serve with $(CONFIG)
+## run: bring up Docker (and PostgreSQL only when $(CONFIG) or ALFRED_DATABASE_URL names a PostgreSQL database; none or sqlite:PATH = embedded SQLite), build, build the script agent image, serve with $(CONFIG)
 run:
 	@test -f $(CONFIG) || { echo "$(CONFIG) is missing: copy deploy/alfred.example.yaml (or deploy/demo/alfred.yaml) to $(CONFIG) and set your forge's base_url, token and webhook_secret"; exit 1; }
-	@if grep -Eq '^[[:space:]]*database_url(_file)?:[[:space:]]*[^[:space:]#]' $(CONFIG) || [ -n "$${ALFRED_DATABASE_URL:-}$${ALFRED_DATABASE_URL_FILE:-}" ]; then \
+	@if grep -E '^[[:space:]]*database_url(_file)?:[[:space:]]*["'"'"']?[^[:space:]#"'"'"']' $(CONFIG) | grep -Evq 'database_url:[[:space:]]*["'"'"']?sqlite:' || [ -n "$${ALFRED_DATABASE_URL:-}$${ALFRED_DATABASE_URL_FILE:-}" ]; then \
 		bash scripts/dev-deps.sh; \
 	else \
 		ALFRED_DEPS_SKIP_POSTGRES=1 bash scripts/dev-deps.sh; \
