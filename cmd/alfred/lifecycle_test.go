@@ -83,8 +83,9 @@ type e2e struct {
 	done    chan error
 }
 
+// startE2E wires Alfred on the default store (SQLite) to a Forgejo stand-in.
 func startE2E(t *testing.T, deadline time.Duration) *e2e {
-	return startE2EOn(t, storePostgres, forge.KindForgejo, "acceptance/sandbox", deadline)
+	return startE2EOn(t, storeSQLite, forge.KindForgejo, "acceptance/sandbox", deadline)
 }
 
 // startE2EOn wires Alfred on store (storeSQLite or storePostgres) to a stand-in of kind
