@@ -68,8 +68,8 @@ ci_fix:
     export_test.txt: "fixed\n"
 `
 
-// e2e is a wired Alfred (newServer) against the Forgejo stand-in, real PostgreSQL, real Docker
-// and a real bare git repository, fed with the recorded deliveries.
+// e2e is a wired Alfred (newServer) against the Forgejo stand-in, the store under test (SQLite
+// or PostgreSQL), real Docker and a real bare git repository, fed with the recorded deliveries.
 type e2e struct {
 	t       *testing.T
 	srv     *server
