@@ -9,8 +9,8 @@
 // retrying on SQLITE_BUSY. Timestamps are stored as INTEGER microseconds since the Unix epoch,
 // UTC (see package migrations).
 //
-// OpenDB holds an exclusive flock(2) on "<database>.lock" for as long as the database is open, so
-// a second process opening the same file is refused with an error that says to use
+// OpenDB holds an exclusive flock(2) on "<database>.lock" for as long as the database is open,
+// so a second process opening the same file is refused with an error that says to use
 // PostgreSQL; the kernel drops the lock when the process ends, however it ends.
 package sqlite
 
@@ -31,7 +31,7 @@ import (
 	"github.com/alfred-bot/alfred/migrations"
 )
 
-// ErrLocked is returned (wrapped) by Open when another process holds the database.
+// ErrLocked is returned (wrapped) by Open and OpenDB when another process holds the database.
 var ErrLocked = errors.New("sqlite: the database is in use by another process")
 
 // BusyTimeoutMS is how long a statement waits for a lock held by another connection before it
@@ -64,8 +64,8 @@ func Open(ctx context.Context, path string, now func() time.Time) (*sqlstore.Sto
 }
 
 // OpenDB opens (creating it, mode 0600, and its directory when missing) the SQLite database at
-// path, takes the process lock on path+".lock" and applies the migrations. A lock held by another process
-// returns an error wrapping ErrLocked.
+// path, takes the process lock on path+".lock" and applies the migrations. A lock held by
+// another process returns an error wrapping ErrLocked.
 func OpenDB(ctx context.Context, path string) (*DB, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("open sqlite database: invalid path %q", path)
@@ -77,12 +77,8 @@ func OpenDB(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Created readable by the owner only (SQLite gives its -wal and -shm files the same mode):
-	// the database holds every event payload and comment.
-	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
-		return nil, errors.Join(fmt.Errorf("create sqlite database %s: %w", path, err), lock.Close())
-	} else if err := f.Close(); err != nil {
-		return nil, errors.Join(fmt.Errorf("create sqlite database %s: %w", path, err), lock.Close())
+	if err := createPrivate(path); err != nil {
+		return nil, errors.Join(err, lock.Close())
 	}
 	db, err := sqlx.Open(string(migrations.SQLite), DSN(path))
 	if err != nil {
@@ -99,6 +95,20 @@ func OpenDB(ctx context.Context, path string) (*DB, error) {
 		return nil, errors.Join(err, d.Close())
 	}
 	return d, nil
+}
+
+// createPrivate creates the database file readable by its owner only, when it is missing
+// (SQLite gives its -wal and -shm files the same mode): it holds every event payload and
+// comment.
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err == nil {
+		err = f.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("create sqlite database %s: %w", path, err)
+	}
+	return nil
 }
 
 // DSN returns the modernc.org/sqlite data source name for the database file at path, with the
