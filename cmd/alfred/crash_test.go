@@ -20,7 +20,6 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -109,7 +108,7 @@ func TestKillDuringDevelopmentRunContainerFinishes(t *testing.T) {
 			// step) claims the mailbox and collects the run.
 			require.Eventually(t, func() bool {
 				var held int
-				require.NoError(t, db.Get(&held, `SELECT count(*) FROM mailboxes WHERE lease_expires_at > now()`))
+				require.NoError(t, db.Get(&held, `SELECT count(*) FROM mailboxes WHERE lease_expires_at > $1`, time.Now()))
 				return held == 0
 			}, time.Minute, 100*time.Millisecond)
 		},
@@ -145,10 +144,17 @@ func TestKillDuringDevelopmentRunContainerRemoved(t *testing.T) {
 	})
 }
 
-// runCrashCase drives one crash scenario: assign, plan, validate; SIGKILL during the first
-// development container; c.whileDown; restart; then the lifecycle must reach done.
+// runCrashCase drives one crash scenario on each store (e2eStores, one subtest each).
 func runCrashCase(t *testing.T, c crashCase) {
-	_, dsn := pgtest.New(t)
+	for _, store := range e2eStores {
+		t.Run("store="+store, func(t *testing.T) { runCrashCaseOn(t, store, c) })
+	}
+}
+
+// runCrashCaseOn drives one crash scenario on store: assign, plan, validate; SIGKILL during the
+// first development container; c.whileDown; restart; then the lifecycle must reach done.
+func runCrashCaseOn(t *testing.T, store string, c crashCase) {
+	dsn := testDatabaseURL(t, store)
 	cli := runtimetest.Client(t)
 	ctx := context.Background()
 	image := runtimetest.BuildImage(t, ctx, cli, "alfred-crash-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
@@ -237,8 +243,7 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	list, err := cli.ContainerList(ctx, container.ListOptions{Filters: devFilter})
 	require.NoError(t, err)
 	require.Len(t, list, 1, "the killed process left its container running")
-	db := sqlx.MustConnect("postgres", dsn)
-	defer db.Close()
+	db := openTestDatabase(t, dsn, filepath.Join(dir, "data"))
 	c.whileDown(t, ctx, cli, list[0].ID, db)
 
 	proc = start()

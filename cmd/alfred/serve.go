@@ -13,14 +13,12 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq" // PostgreSQL driver
 
 	"github.com/alfred-bot/alfred/internal/admin"
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/mailbox"
-	"github.com/alfred-bot/alfred/mailbox/store/postgres"
-	"github.com/alfred-bot/alfred/migrations"
+	"github.com/alfred-bot/alfred/mailbox/store"
+	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent"
 	"github.com/alfred-bot/alfred/runner/docker"
@@ -59,35 +57,25 @@ func runServe(ctx context.Context, a *app, args []string) error {
 type server struct {
 	cfg     *config.Config
 	log     *slog.Logger
-	db      *sqlx.DB
-	store   *postgres.Store
+	store   *sqlstore.Store
 	workers *mailbox.Workers
 	service *runner.Service
 	handler http.Handler
 }
 
-// newServer connects to the database, applies the migrations and wires every component.
+// newServer opens the store database_url selects (the embedded SQLite database in data_dir
+// when empty), applies the migrations and wires every component.
 func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*server, error) {
-	db, err := sqlx.Open("postgres", cfg.DatabaseURL.Reveal())
-	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
-	}
-	if err := db.PingContext(ctx); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("connect to database (is PostgreSQL running? `make deps` starts it): %w", err)
-	}
-	if err := migrations.Apply(ctx, db.DB); err != nil {
-		_ = db.Close()
-		return nil, err
-	}
 	if err := ensureDir(cfg.DataDir); err != nil {
-		_ = db.Close()
 		return nil, fmt.Errorf("create data_dir: %w", err)
 	}
-	s := &server{cfg: cfg, log: log, db: db, store: postgres.New(db, nil)}
-	if err := s.wire(ctx); err != nil {
-		_ = db.Close()
+	st, err := store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, nil)
+	if err != nil {
 		return nil, err
+	}
+	s := &server{cfg: cfg, log: log, store: st}
+	if err := s.wire(ctx); err != nil {
+		return nil, errors.Join(err, st.Close())
 	}
 	return s, nil
 }
@@ -289,8 +277,8 @@ func (s *server) reap(ctx context.Context) error {
 	return s.service.ReapLeftovers(ctx, runner.Mailboxes{Leased: leased, Open: open, LiveContainers: live})
 }
 
-// Close releases the database.
-func (s *server) Close() error { return s.db.Close() }
+// Close releases the store (and, on SQLite, its process lock).
+func (s *server) Close() error { return s.store.Close() }
 
 // ensureDir creates the data directory if needed.
 func ensureDir(dir string) error { return os.MkdirAll(filepath.Clean(dir), 0o750) }
