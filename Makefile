@@ -1,4 +1,5 @@
 # Alfred. `make deps` once (installs and starts PostgreSQL and Docker), then `make test`.
+# `make run` needs no database server with the default embedded SQLite store.
 
 GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -41,9 +42,15 @@ bench:
 	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench . -skip '$(COST_BENCH)' -benchmem -count=1 ./...
 	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench '$(COST_BENCH)' -benchtime $(COST_BENCH_RUNS)x -count=1 -p 1 ./...
 
-## run: bring up PostgreSQL and Docker, build, build the script agent image, serve with $(CONFIG)
-run: deps build script-agent-image
+## run: bring up Docker (and PostgreSQL only when $(CONFIG) or ALFRED_DATABASE_URL names a PostgreSQL database; none or sqlite:PATH = embedded SQLite), build, build the script agent image, serve with $(CONFIG)
+run:
 	@test -f $(CONFIG) || { echo "$(CONFIG) is missing: copy deploy/alfred.example.yaml (or deploy/demo/alfred.yaml) to $(CONFIG) and set your forge's base_url, token and webhook_secret"; exit 1; }
+	@if grep -E '^[[:space:]]*database_url(_file)?:[[:space:]]*["'"'"']?[^[:space:]#"'"'"']' $(CONFIG) | grep -Evq 'database_url:[[:space:]]*["'"'"']?sqlite:' || [ -n "$${ALFRED_DATABASE_URL:-}$${ALFRED_DATABASE_URL_FILE:-}" ]; then \
+		bash scripts/dev-deps.sh; \
+	else \
+		ALFRED_DEPS_SKIP_POSTGRES=1 bash scripts/dev-deps.sh; \
+	fi
+	$(MAKE) build script-agent-image
 	./bin/alfred serve --config $(CONFIG)
 
 ## script-agent-image: build $(SCRIPT_AGENT_IMAGE) offline (static binary in a FROM scratch image)

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/runner"
-	gitrepo "github.com/alfred-bot/alfred/runner/git"
+	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"

@@ -59,7 +59,7 @@ func BenchmarkTriggerToAgent(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			agents, image := scriptAgents(b, triggerScript)
-			e := startE2EWith(b, forge.KindForgejo, "acceptance/sandbox", 24*time.Hour, agents)
+			e := startE2EWith(b, storeSQLite, forge.KindForgejo, "acceptance/sandbox", 24*time.Hour, agents)
 			addFiles(b, e.bare, files)
 			bare := newBareRun(b, image, triggerScript)
 			var trigger, plain []time.Duration
@@ -124,9 +124,9 @@ func (e *e2e) triggerOnce(b *testing.B) time.Duration {
 	}
 	require.Equal(b, http.StatusAccepted, e.send("002-issue_assign-assigned", edit("type::task")))
 	waitLabel("status::waiting_validation")
-	var mailboxID int64
-	require.NoError(b, e.srv.db.GetContext(ctx, &mailboxID,
-		`SELECT id FROM mailboxes WHERE number = $1 AND NOT merge_request`, number))
+	mb, err := e.srv.store.Find(ctx, ref)
+	require.NoError(b, err)
+	mailboxID := mb.ID
 	glob := filepath.Join(e.srv.cfg.DataDir, "worktrees", fmt.Sprintf("alfred-mbx%d-*", mailboxID), markerFile)
 	require.NoError(b, e.api.SetLabels(ctx, ref, []string{"ai::validate_plan"}, nil))
 
@@ -144,9 +144,8 @@ func (e *e2e) triggerOnce(b *testing.B) time.Duration {
 	// The issue is closed, so the mailbox closes and its worktree is retired.
 	require.Equal(b, http.StatusAccepted, e.send("023-issues-closed", edit(e.forgejo.IssueLabels(ref)...)))
 	require.Eventually(b, func() bool {
-		var closed bool
-		err := e.srv.db.GetContext(ctx, &closed, `SELECT closed_at IS NOT NULL FROM mailboxes WHERE id = $1`, mailboxID)
-		return err == nil && closed
+		mb, err := e.srv.store.Get(ctx, mailboxID)
+		return err == nil && mb.ClosedAt != nil
 	}, 2*time.Minute, 20*time.Millisecond, "mailbox %d never closed", mailboxID)
 	return took
 }

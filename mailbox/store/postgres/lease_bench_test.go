@@ -10,6 +10,7 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox/store/postgres"
+	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 )
 
 // BenchmarkLease measures claiming the next due mailbox (postgres.Store.Lease: the claim and the read of
@@ -23,7 +24,7 @@ import (
 func BenchmarkLease(b *testing.B) {
 	const claimsPerIteration = 25
 	sizes := []int{10, 10_000, 100_000}
-	stores := make([]*postgres.Store, len(sizes))
+	stores := make([]*sqlstore.Store, len(sizes))
 	took := make([][]time.Duration, len(sizes))
 	for i, n := range sizes {
 		stores[i] = seedMailboxes(b, n)
@@ -54,7 +55,7 @@ func BenchmarkLease(b *testing.B) {
 
 // seedMailboxes creates a schema with n mailboxes as BenchmarkLease describes, bulk-inserted
 // with generate_series, and returns its store.
-func seedMailboxes(b *testing.B, n int) *postgres.Store {
+func seedMailboxes(b *testing.B, n int) *sqlstore.Store {
 	db, _ := pgtest.New(b)
 	ctx := b.Context()
 	seed := []string{

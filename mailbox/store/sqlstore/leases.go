@@ -1,4 +1,4 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
@@ -10,11 +10,35 @@ import (
 	"github.com/alfred-bot/alfred/mailbox"
 )
 
-// Lease implements mailbox.Leases (the claim is sqlLease, in dialect.go). Workers call it every
-// poll interval, so the statement is prepared once (per pooled connection) rather than parsed
-// and planned on every call.
+// sqlLease claims the least recently updated due mailbox — one with pending events, or an open
+// one whose wake_at has come — whose lease is free or expired: $1 owner, $2 expiry, $3 now. The
+// candidates come from two partial indexes, mailboxes_due_wake (open mailboxes with a timer)
+// and events_pending, so the claim reads the due mailboxes and never the closed or idle ones,
+// however many there are; the conditions are checked again on the chosen row. The first %s is
+// the dialect's WakeBound (how the index scan is bounded by $3), the second its LeaseLock.
+const sqlLease = `
+WITH candidate AS (
+	SELECT id FROM mailboxes WHERE closed_at IS NULL AND wake_at IS NOT NULL AND wake_at <= %s
+	UNION
+	SELECT mailbox_id FROM events WHERE processed_at IS NULL
+), due AS (
+	SELECT m.id FROM mailboxes m JOIN candidate c ON c.id = m.id
+	WHERE (m.lease_expires_at IS NULL OR m.lease_expires_at < $3)
+	  AND ((m.closed_at IS NULL AND m.wake_at <= $3)
+	       OR EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id AND e.processed_at IS NULL))
+	ORDER BY m.updated_at
+	LIMIT 1
+	%s
+)
+UPDATE mailboxes SET lease_owner = $1, lease_expires_at = $2
+FROM due WHERE mailboxes.id = due.id
+RETURNING mailboxes.id`
+
+// Lease implements mailbox.Leases, with the dialect's lock on the candidate row. Workers call
+// it every poll interval, so the statement is prepared once (per pooled connection) rather
+// than parsed and planned on every call.
 func (s *Store) Lease(ctx context.Context, owner string, ttl time.Duration) (*mailbox.Mailbox, error) {
-	stmt, err := s.prepared(ctx, &s.leaseStmt, sqlLease)
+	stmt, err := s.prepared(ctx, &s.leaseStmt, s.leaseSQL)
 	if err != nil {
 		return nil, err
 	}
@@ -100,8 +124,8 @@ const sqlUnfinishedMailboxes = `
 SELECT mailbox_id FROM executors WHERE status IN ('starting', 'ready')
 UNION SELECT mailbox_id FROM runs WHERE status = 'running' ORDER BY 1`
 
-// UnfinishedMailboxes implements mailbox.Leases: a live container is an executor row in
-// status starting or ready.
+// UnfinishedMailboxes implements mailbox.Leases: a live container is a container record (executors row)
+// in status starting or ready.
 func (s *Store) UnfinishedMailboxes(ctx context.Context) ([]int64, error) {
 	var ids []int64
 	if err := s.db.SelectContext(ctx, &ids, sqlUnfinishedMailboxes); err != nil {
