@@ -51,6 +51,7 @@ func (c *Config) applyEnv(environ []string) error {
 	}
 	errs := []error{
 		setSecretFromEnv(vars, EnvPrefix+"DATABASE_URL", &c.DatabaseURL, &c.DatabaseURLFile),
+		setSecretFromEnv(vars, EnvPrefix+"ADMIN_TOKEN", &c.Admin.Token, &c.Admin.TokenFile),
 		c.applyForgesEnv(vars),
 		c.applyAgentsEnv(vars),
 	}

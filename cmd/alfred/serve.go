@@ -20,6 +20,8 @@ import (
 	_ "github.com/lib/pq" // PostgreSQL driver
 
 	"github.com/alfred-bot/alfred/config"
+	"github.com/alfred-bot/alfred/internal/admin"
+	"github.com/alfred-bot/alfred/internal/httpserve"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner"
@@ -71,6 +73,8 @@ type server struct {
 	workers *mailbox.Workers
 	service *runner.Service
 	handler http.Handler
+	// admin serves the status endpoints behind the admin token (on cfg.Admin.Listen).
+	admin http.Handler
 }
 
 // newServer connects to the database, applies the migrations and wires every component.
@@ -79,6 +83,11 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	pool := cfg.Database
+	db.SetMaxOpenConns(pool.MaxOpenConns)
+	db.SetMaxIdleConns(pool.MaxIdleConns)
+	db.SetConnMaxLifetime(pool.ConnMaxLifetime)
+	db.SetConnMaxIdleTime(pool.ConnMaxIdleTime)
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("connect to database (is PostgreSQL running? `make deps` starts it): %w", err)
@@ -201,11 +210,13 @@ func (s *server) wire(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r := chi.NewRouter()
-	r.Method(http.MethodGet, "/mailboxes/{id}/session",
+	// The webhook port serves webhooks, health and readiness only; state is on the admin
+	// listener, behind its token.
+	s.handler = receiver
+	ar := chi.NewRouter()
+	ar.Method(http.MethodGet, "/mailboxes/{id}/session",
 		mailbox.StatusHandler(s.store, func(r *http.Request) string { return chi.URLParam(r, "id") }))
-	r.Mount("/", receiver)
-	s.handler = r
+	s.admin = admin.RequireToken(cfg.Admin.Token.Reveal(), ar)
 	return nil
 }
 
@@ -262,9 +273,20 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.reap(ctx); err != nil {
 		s.log.Warn("start-up cleanup incomplete", "err", err)
 	}
-	httpSrv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
+	httpSrv := httpserve.New(httpLimits(s.cfg.HTTP, s.cfg.HTTP.MaxConcurrent), s.handler)
+	errc := make(chan error, 2)
 	go func() { errc <- httpSrv.Serve(ln) }()
+	if s.cfg.Admin.Listen != "" {
+		aln, err := net.Listen("tcp", s.cfg.Admin.Listen)
+		if err != nil {
+			_ = httpSrv.Close()
+			return fmt.Errorf("listen on admin.listen %s: %w", s.cfg.Admin.Listen, err)
+		}
+		s.log.Info("admin endpoints serving", "listen", aln.Addr().String())
+		adminSrv := httpserve.New(httpLimits(s.cfg.HTTP, adminConcurrent), s.admin)
+		go func() { errc <- adminSrv.Serve(aln) }()
+		defer func() { _ = adminSrv.Close() }()
+	}
 
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -285,6 +307,16 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 		err = nil
 	}
 	return err
+}
+
+// adminConcurrent is how many admin requests are handled at once: operators, not forges.
+const adminConcurrent = 4
+
+// httpLimits is the server limits of the configuration, with concurrent requests at once.
+func httpLimits(h config.HTTP, concurrent int) httpserve.Limits {
+	return httpserve.Limits{ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
+		WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout, MaxHeaderBytes: h.MaxHeaderBytes,
+		MaxConcurrent: concurrent}
 }
 
 // reap removes the containers and worktrees of mailboxes nobody holds a live lease on and that
