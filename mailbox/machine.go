@@ -336,6 +336,10 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 		if fromBot || !ev.LabelsKnown {
 			return "own change", nil
 		}
+		if otherBot { // a bot never validates a plan or starts a phase
+			mb.Labels = ev.Labels
+			return "labels recorded: changed by another bot", nil
+		}
 		prev := []string(mb.Labels)
 		if ev.PreviousLabels != nil {
 			prev = ev.PreviousLabels

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -31,10 +32,16 @@ type Querier interface {
 // store_pg.go.
 type Store struct {
 	db *sqlx.DB
+	// ids remembers mailbox ids by key for Deliver (mailboxIDs).
+	ids *mailboxIDs
+	// insertStmt is sqlInsertEvent prepared (insertEvent); insertErr why it could not be.
+	insertOnce sync.Once
+	insertStmt *sql.Stmt
+	insertErr  error
 }
 
 // NewStore wraps a connection pool whose schema is migrated (migrations.Apply).
-func NewStore(db *sqlx.DB) *Store { return &Store{db: db} }
+func NewStore(db *sqlx.DB) *Store { return &Store{db: db, ids: newMailboxIDs(maxCachedMailboxIDs)} }
 
 // DB returns the underlying pool.
 func (s *Store) DB() *sqlx.DB { return s.db }
@@ -57,37 +64,55 @@ func (s *Store) WithTx(ctx context.Context, fn func(q Querier) error) error {
 	return nil
 }
 
-const sqlEnsureMailbox = `
-INSERT INTO mailboxes (forge, repo, number, merge_request)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (forge, repo, number, merge_request) DO UPDATE SET updated_at = mailboxes.updated_at
-RETURNING id`
+// sqlDeliverToIssue stores an event in the mailbox of (forge, repo, number, merge_request),
+// creating the mailbox when it does not exist, in one statement. The mailbox row is not locked
+// when it exists. It inserts nothing when the delivery was stored before, and also when another
+// delivery created the mailbox concurrently (its row is not visible to this statement's
+// snapshot); Deliver tells the two apart.
+const sqlDeliverToIssue = `
+WITH existing AS (
+	SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4
+), created AS (
+	INSERT INTO mailboxes (forge, repo, number, merge_request)
+	SELECT $1, $2, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM existing)
+	ON CONFLICT (forge, repo, number, merge_request) DO NOTHING
+	RETURNING id
+)
+INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)
+SELECT id, $1, $5, $6, $7, $8, $9 FROM (SELECT id FROM existing UNION ALL SELECT id FROM created) mb
+ON CONFLICT DO NOTHING`
 
-const sqlMailboxByMR = `
-SELECT id FROM mailboxes
-WHERE forge = $1 AND repo = $2 AND merge_request = FALSE AND mr_number = $3
-ORDER BY id LIMIT 1`
+// sqlFindBotMailbox finds the issue mailbox whose merge request an event is about: by the
+// merge request's number, else its source branch, else its head commit; 0 when none.
+const sqlFindBotMailbox = `
+SELECT coalesce(
+	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
+		AND $3::bigint <> 0 AND mr_number = $3 ORDER BY id LIMIT 1),
+	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
+		AND $4::text <> '' AND branch = $4 ORDER BY id DESC LIMIT 1),
+	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
+		AND $5::text <> '' AND head_sha = $5 ORDER BY id DESC LIMIT 1),
+	0)`
 
-const sqlMailboxByBranch = `
-SELECT id FROM mailboxes
-WHERE forge = $1 AND repo = $2 AND merge_request = FALSE AND branch = $3
-ORDER BY id DESC LIMIT 1`
-
-const sqlMailboxBySHA = `
-SELECT id FROM mailboxes
-WHERE forge = $1 AND repo = $2 AND merge_request = FALSE AND head_sha = $3
-ORDER BY id DESC LIMIT 1`
+const sqlMailboxID = `SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4`
 
 const sqlInsertEvent = `
 INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT DO NOTHING`
 
+const sqlEventStored = `SELECT EXISTS (SELECT 1 FROM events WHERE forge = $1 AND (delivery_id = $2 OR body_hash = $3))`
+
 // Deliver stores an event in the inbox of the mailbox it belongs to and reports whether it
 // was a duplicate (same forge and delivery id, or same body). Events on the bot's merge
 // request (found by its number, its source branch or its head commit) go to the issue's
 // mailbox; events on other merge requests to the merge request's own mailbox. A pipeline that
-// matches no mailbox returns a *forge.IgnoreError. It implements webhook.Inbox.
+// matches no mailbox returns a *forge.IgnoreError. A value PostgreSQL refuses (invalid text, an
+// identifier over an index's size) returns an error wrapping forge.ErrBadPayload. It
+// implements webhook.Inbox.
+//
+// An event on an issue is one statement (two round trips); an event on a merge request or a
+// pipeline adds the mailbox look-up.
 func (s *Store) Deliver(ctx context.Context, ev forge.Event) (duplicate bool, err error) {
 	if ev.BodyHash == "" {
 		payload, _ := json.Marshal(ev)
@@ -97,72 +122,76 @@ func (s *Store) Deliver(ctx context.Context, ev forge.Event) (duplicate bool, er
 	if ev.ReceivedAt.IsZero() {
 		ev.ReceivedAt = time.Now()
 	}
-	payload, err := json.Marshal(ev)
+	payload, err := encodeEvent(ev)
 	if err != nil {
 		return false, fmt.Errorf("encode event: %w", err)
 	}
-	err = s.WithTx(ctx, func(q Querier) error {
-		id, err := s.resolve(ctx, q, ev)
+	t := ev.Target
+	if t.MergeRequest || ev.Type == forge.EventPipeline {
+		id, err := s.findBotMailbox(ctx, ev)
 		if err != nil {
-			return err
+			return false, storeError("find mailbox", err)
 		}
-		res, err := q.ExecContext(ctx, sqlInsertEvent, id, ev.Forge, ev.DeliveryID, ev.BodyHash,
-			string(ev.Type), string(payload), ev.ReceivedAt)
+		if id == 0 && t.Number == 0 {
+			return false, forge.Ignore(ev.Header, "the pipeline belongs to no merge request or branch of Alfred's")
+		}
+		if id != 0 {
+			res, err := s.insertEvent(ctx, id, ev, payload)
+			if err != nil {
+				return false, storeError("insert event", err)
+			}
+			n, _ := res.RowsAffected()
+			return n == 0, nil
+		}
+	}
+	// A mailbox this process has seen: one plain insert. A mailbox deleted since makes the
+	// insert fail on the foreign key (23503); it is forgotten and looked up again.
+	key := mailboxKey{forge: t.Forge, repo: t.Repo, number: t.Number, mergeRequest: t.MergeRequest}
+	if id, ok := s.ids.get(key); ok {
+		res, err := s.insertEvent(ctx, id, ev, payload)
+		if err == nil {
+			n, _ := res.RowsAffected()
+			return n == 0, nil
+		}
+		if !isForeignKeyViolation(err) {
+			return false, storeError("insert event", err)
+		}
+		s.ids.forget(key)
+	}
+	// Twice at most: a first attempt that raced another delivery creating the mailbox inserts
+	// nothing, and the second sees the mailbox.
+	for range 2 {
+		res, err := s.db.ExecContext(ctx, sqlDeliverToIssue, t.Forge, t.Repo, t.Number, t.MergeRequest,
+			ev.DeliveryID, ev.BodyHash, string(ev.Type), payload, ev.ReceivedAt)
 		if err != nil {
-			return fmt.Errorf("insert event: %w", err)
+			return false, storeError("insert event", err)
 		}
-		n, _ := res.RowsAffected()
-		duplicate = n == 0
-		return nil
-	})
-	return duplicate, err
+		if n, _ := res.RowsAffected(); n == 1 {
+			s.rememberMailbox(ctx, key)
+			return false, nil
+		}
+		var stored bool
+		if err := s.db.GetContext(ctx, &stored, sqlEventStored, ev.Forge, ev.DeliveryID, ev.BodyHash); err != nil {
+			return false, storeError("check duplicate", err)
+		}
+		if stored {
+			return true, nil
+		}
+	}
+	return false, fmt.Errorf("insert event: mailbox %s neither found nor created", t)
 }
 
-func (s *Store) resolve(ctx context.Context, q Querier, ev forge.Event) (int64, error) {
-	t := ev.Target
-	lookup := func(query string, arg any) (int64, bool, error) {
-		var id int64
-		err := q.GetContext(ctx, &id, query, t.Forge, t.Repo, arg)
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, false, nil
-		}
-		if err != nil {
-			return 0, false, fmt.Errorf("find mailbox: %w", err)
-		}
-		return id, true, nil
+func (s *Store) findBotMailbox(ctx context.Context, ev forge.Event) (int64, error) {
+	branch, sha := "", ""
+	if ev.MergeRequest != nil {
+		branch, sha = ev.MergeRequest.SourceBranch, ev.MergeRequest.HeadSHA
 	}
-	if t.MergeRequest || ev.Type == forge.EventPipeline {
-		if t.Number != 0 {
-			if id, ok, err := lookup(sqlMailboxByMR, t.Number); ok || err != nil {
-				return id, err
-			}
-		}
-		branch, sha := "", ""
-		if ev.MergeRequest != nil {
-			branch, sha = ev.MergeRequest.SourceBranch, ev.MergeRequest.HeadSHA
-		}
-		if ev.Pipeline != nil {
-			branch, sha = firstNonEmpty(branch, ev.Pipeline.Ref), firstNonEmpty(sha, ev.Pipeline.SHA)
-		}
-		if branch != "" {
-			if id, ok, err := lookup(sqlMailboxByBranch, branch); ok || err != nil {
-				return id, err
-			}
-		}
-		if sha != "" {
-			if id, ok, err := lookup(sqlMailboxBySHA, sha); ok || err != nil {
-				return id, err
-			}
-		}
-		if t.Number == 0 {
-			return 0, forge.Ignore(ev.Header, "the pipeline belongs to no merge request or branch of Alfred's")
-		}
+	if ev.Pipeline != nil {
+		branch, sha = firstNonEmpty(branch, ev.Pipeline.Ref), firstNonEmpty(sha, ev.Pipeline.SHA)
 	}
 	var id int64
-	if err := q.GetContext(ctx, &id, sqlEnsureMailbox, t.Forge, t.Repo, t.Number, t.MergeRequest); err != nil {
-		return 0, fmt.Errorf("ensure mailbox: %w", err)
-	}
-	return id, nil
+	err := s.db.GetContext(ctx, &id, sqlFindBotMailbox, ev.Target.Forge, ev.Target.Repo, ev.Target.Number, branch, sha)
+	return id, err
 }
 
 func firstNonEmpty(a, b string) string {
@@ -233,7 +262,7 @@ func (s *Store) PendingEvents(ctx context.Context, mailboxID int64) ([]StoredEve
 		return nil, fmt.Errorf("list pending events: %w", err)
 	}
 	for i := range rows {
-		if err := json.Unmarshal([]byte(rows[i].Payload), &rows[i].Event); err != nil {
+		if rows[i].Event, err = decodeEvent(rows[i].Payload); err != nil {
 			return nil, fmt.Errorf("decode event %d: %w", rows[i].ID, err)
 		}
 	}
