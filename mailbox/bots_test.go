@@ -23,18 +23,18 @@ func TestBotAccountsAreIgnored(t *testing.T) {
 	ev := assign("ci-bot")
 	ev.Sender.Bot = true
 	b.deliver(ev)
-	mb := b.step()
+	mb := b.advance()
 	require.Equal(t, mailbox.StateIdle, mb.State, "a bot's assignment starts nothing")
 	require.Empty(t, b.exec.jobs)
 
 	c := comment("reader[bot]", "@"+"bot please retry")
 	c.Sender.Bot, c.Comment.Author.Bot = true, true
 	b.deliver(c)
-	b.step()
+	b.advance()
 	l := forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "ci-bot", Bot: true}, LabelsKnown: true,
 		Labels: []string{"type::task", "ai::validate_plan"}}
 	b.deliver(l)
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateIdle, mb.State)
 	require.Empty(t, b.exec.jobs)
 	for _, body := range b.comments() {

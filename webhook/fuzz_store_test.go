@@ -4,11 +4,11 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/alfred-bot/alfred/webhook/forgetest"
+	"github.com/alfred-bot/alfred/webhook/forgetest/recorded"
 )
 
 // FuzzReceiverStore sends arbitrary bodies, event names and delivery ids, correctly signed, to
@@ -16,13 +16,13 @@ import (
 // database is up, and every 202 is stored and reads back.
 func FuzzReceiverStore(f *testing.F) {
 	for _, tc := range fixtureCases {
-		body, err := os.ReadFile(filepath.Join("testdata", tc.file))
+		body, err := os.ReadFile(fixturePath(f, tc.file))
 		if err != nil {
 			f.Fatal(err)
 		}
 		event := tc.event
 		if event == "" {
-			h, _, err := forgetest.LoadFixture(filepath.Join("testdata", tc.file))
+			h, _, err := recorded.Load(fixturePath(f, tc.file))
 			if err != nil {
 				f.Fatal(err)
 			}

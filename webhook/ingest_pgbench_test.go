@@ -20,10 +20,10 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/alfred-bot/alfred/config"
+	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/httpserve"
 	"github.com/alfred-bot/alfred/internal/pgtest"
-	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/store/postgres"
 	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -59,7 +59,7 @@ func benchIngestVsPgbench(b *testing.B, clients int) {
 	db.SetMaxIdleConns(defaults.Database.MaxIdleConns)
 	db.SetConnMaxLifetime(defaults.Database.ConnMaxLifetime)
 	db.SetConnMaxIdleTime(defaults.Database.ConnMaxIdleTime)
-	store := mailbox.NewStore(db)
+	store := postgres.New(db, nil)
 	src, err := forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{"bench-secret"}})
 	if err != nil {
 		b.Fatal(err)
@@ -76,7 +76,7 @@ func benchIngestVsPgbench(b *testing.B, clients int) {
 		MaxConcurrent: h.MaxConcurrent}, rc)
 	srv.Start()
 	defer srv.Close()
-	tmpl, err := os.ReadFile("testdata/forgejo-live/006-issue_comment-created.json")
+	tmpl, err := os.ReadFile(fixturePath(b, "forgejo-live/006-issue_comment-created.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,14 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
-	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/store/postgres"
 	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -26,12 +25,12 @@ import (
 // storeBundle is the receiver in front of the real PostgreSQL store.
 type storeBundle struct {
 	srv   *httptest.Server
-	store *mailbox.Store
+	store *postgres.Store
 }
 
 func newStoreBundle(t testing.TB) *storeBundle {
 	db, _ := pgtest.New(t)
-	store := mailbox.NewStore(db)
+	store := postgres.New(db, nil)
 	fj, err := forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{testForgejoSecret}})
 	require.NoError(t, err)
 	gl, err := gitlab.NewSource(gitlab.SourceConfig{Tokens: []string{testGitLabToken}})
@@ -58,9 +57,10 @@ func (b *storeBundle) post(t testing.TB, r *http.Request) (int, map[string]strin
 	return resp.StatusCode, doc
 }
 
+// readFixture reads a recorded delivery by its table name (fixturePath).
 func readFixture(t *testing.T, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", rel))
+	b, err := os.ReadFile(fixturePath(t, rel))
 	require.NoError(t, err)
 	return b
 }
@@ -113,7 +113,7 @@ func TestStoreUnstorableInput(t *testing.T) {
 	require.Len(t, evs, 1)
 	require.Equal(t, "a\ufffdb", evs[0].Event.Title)
 	m.Title = evs[0].Event.Title
-	require.NoError(t, b.store.Save(context.Background(), nil, m), "the mailbox stays saveable")
+	require.NoError(t, b.store.Save(context.Background(), m), "the mailbox stays saveable")
 
 	for name, tc := range map[string]struct {
 		delivery string

@@ -12,7 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/webhook/forgetest"
+	"github.com/alfred-bot/alfred/webhook/forgejo"
+	"github.com/alfred-bot/alfred/webhook/forgetest/recorded"
 )
 
 // hostileCases is the table of the hostile-input suite (spec/edge.md, "Hostile input").
@@ -39,7 +40,7 @@ func recordedCases(t *testing.T) []hostileCase {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") || !strings.Contains(p, "testdata") {
 			return err
 		}
-		h, body, err := forgetest.LoadFixture(p)
+		h, body, err := recorded.Load(p)
 		if err != nil {
 			return err
 		}
@@ -107,7 +108,7 @@ func giteaEventOf(base string) string {
 
 func signatureCases(t *testing.T) []hostileCase {
 	body := hostileTemplate(t, "forgejo-live/006-issue_comment-created.json")
-	good := forgetest.SignForgejo(hostileSecret, body)
+	good := forgejo.Sign(hostileSecret, body)
 	var cs []hostileCase
 	sig := func(name string, set func(h http.Header)) {
 		c := fjCase("signature", name, "issue_comment", body, 401)
@@ -119,18 +120,18 @@ func signatureCases(t *testing.T) []hostileCase {
 	}
 	sig("missing", func(http.Header) {})
 	sig("empty", func(h http.Header) { h.Set("X-Forgejo-Signature", "") })
-	sig("wrong-secret", func(h http.Header) { h.Set("X-Forgejo-Signature", forgetest.SignForgejo("other", body)) })
-	sig("other-body", func(h http.Header) { h.Set("X-Forgejo-Signature", forgetest.SignForgejo(hostileSecret, body[1:])) })
+	sig("wrong-secret", func(h http.Header) { h.Set("X-Forgejo-Signature", forgejo.Sign("other", body)) })
+	sig("other-body", func(h http.Header) { h.Set("X-Forgejo-Signature", forgejo.Sign(hostileSecret, body[1:])) })
 	sig("truncated", func(h http.Header) { h.Set("X-Forgejo-Signature", good[:32]) })
 	sig("one-char-off", func(h http.Header) { h.Set("X-Forgejo-Signature", good[:63]+flipHex(good[63])) })
 	sig("not-hex", func(h http.Header) { h.Set("X-Forgejo-Signature", strings.Repeat("zz", 32)) })
 	sig("too-long", func(h http.Header) { h.Set("X-Forgejo-Signature", good+"00") })
 	sig("8k-header", func(h http.Header) { h.Set("X-Forgejo-Signature", strings.Repeat("a", 8000)) })
 	sig("sha1-only", func(h http.Header) { h.Set("X-Hub-Signature", "sha1=0000000000000000000000000000000000000000") })
-	sig("gitea-wrong", func(h http.Header) { h.Set("X-Gitea-Signature", forgetest.SignForgejo("x", body)) })
+	sig("gitea-wrong", func(h http.Header) { h.Set("X-Gitea-Signature", forgejo.Sign("x", body)) })
 	sig("hub-wrong", func(h http.Header) { h.Set("X-Hub-Signature-256", "sha256="+strings.Repeat("0", 64)) })
 	sig("hub-prefix-only", func(h http.Header) { h.Set("X-Hub-Signature-256", "sha256=") })
-	sig("signature-of-empty", func(h http.Header) { h.Set("X-Forgejo-Signature", forgetest.SignForgejo(hostileSecret, nil)) })
+	sig("signature-of-empty", func(h http.Header) { h.Set("X-Forgejo-Signature", forgejo.Sign(hostileSecret, nil)) })
 	sig("key-as-signature", func(h http.Header) { h.Set("X-Forgejo-Signature", hostileSecret) })
 
 	gbody := hostileTemplate(t, "gitlab/note_hook_issue.json")
@@ -147,7 +148,7 @@ func signatureCases(t *testing.T) []hostileCase {
 	tok("gitlab-longer", func(h http.Header) { h.Set("X-Gitlab-Token", hostileToken+"x") })
 	tok("gitlab-case", func(h http.Header) { h.Set("X-Gitlab-Token", strings.ToUpper(hostileToken)) })
 	tok("gitlab-8k", func(h http.Header) { h.Set("X-Gitlab-Token", strings.Repeat("t", 8000)) })
-	tok("gitlab-forgejo-sig", func(h http.Header) { h.Set("X-Forgejo-Signature", forgetest.SignForgejo(hostileToken, gbody)) })
+	tok("gitlab-forgejo-sig", func(h http.Header) { h.Set("X-Forgejo-Signature", forgejo.Sign(hostileToken, gbody)) })
 	tok("gitlab-bearer", func(h http.Header) { h.Set("Authorization", "Bearer "+hostileToken) })
 	// A delivery signed for one forge, sent to the other.
 	c := fjCase("signature", "forgejo-to-gitlab", "issue_comment", body, 401)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
+	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
@@ -356,7 +357,7 @@ func (e *hostileEnv) slowClients() []slowResult {
 	body := hostileTemplate(e.t, "forgejo-live/006-issue_comment-created.json")
 	head := fmt.Sprintf("POST /webhooks/forgejo HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
 		"X-Forgejo-Event: issue_comment\r\nX-Forgejo-Event-Type: issue_comment\r\nX-Forgejo-Delivery: slow\r\n"+
-		"X-Forgejo-Signature: %s\r\nContent-Length: %d\r\n\r\n", e.addr, forgetest.SignForgejo(hostileSecret, body), len(body))
+		"X-Forgejo-Signature: %s\r\nContent-Length: %d\r\n\r\n", e.addr, forgejo.Sign(hostileSecret, body), len(body))
 	type slow struct {
 		name   string
 		prefix string // sent at once

@@ -22,13 +22,15 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/config"
+	"github.com/alfred-bot/alfred/internal/admin"
+	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
+	"github.com/alfred-bot/alfred/webhook/forgetest/recorded"
 	"github.com/alfred-bot/alfred/webhook/gitlab"
 )
 
@@ -37,8 +39,6 @@ const liveSecret = "acceptance-webhook-secret"
 
 // e2eAdminToken is the admin token of the in-process servers.
 const e2eAdminToken = "e2e-admin-token-5c1f"
-
-const liveDir = "../../webhook/testdata/forgejo-live/"
 
 const lifecycleScript = `
 analysis.functional:
@@ -215,7 +215,7 @@ func seedBareRepo(t *testing.T, dir string) string {
 // delivery id, as a new delivery from the same server would be.
 func (e *e2e) send(fixture string, edit func(map[string]any)) int {
 	e.t.Helper()
-	h, body, err := forgetest.LoadFixture(liveDir + fixture + ".json")
+	h, body, err := recorded.Load(filepath.Join(forgetest.FixtureDir(e.t, forge.KindForgejo), "forgejo-live", fixture+".json"))
 	require.NoError(e.t, err)
 	if edit != nil {
 		var doc map[string]any
@@ -223,7 +223,7 @@ func (e *e2e) send(fixture string, edit func(map[string]any)) int {
 		edit(doc)
 		body, err = json.MarshalIndent(doc, "", "  ")
 		require.NoError(e.t, err)
-		sig := forgetest.SignForgejo(liveSecret, body)
+		sig := forgejo.Sign(liveSecret, body)
 		id := uuid.NewString()
 		for _, k := range []string{"X-Forgejo-Signature", "X-Gitea-Signature", "X-Gogs-Signature"} {
 			h.Set(k, sig)
@@ -402,12 +402,12 @@ func TestLifecycleForgejoRecordedDeliveries(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, adminGet("/mailboxes/1/session", "wrong").Code)
 	w = adminGet("/mailboxes/1/session", e2eAdminToken)
 	require.Equal(t, http.StatusOK, w.Code)
-	var st mailbox.SessionStatus
+	var st admin.SessionStatus
 	require.NoError(t, json.NewDecoder(w.Body).Decode(&st))
 	require.Equal(t, mr.SourceBranch, st.Branch)
 	require.Equal(t, mailbox.StateDone, st.State)
 	require.False(t, st.IsResumable)
-	require.Equal(t, mailbox.ReasonMissingResumeToken, st.ResumeReason)
+	require.Equal(t, admin.ReasonMissingResumeToken, st.ResumeReason)
 	require.Equal(t, http.StatusNotFound, adminGet("/mailboxes/999/session", e2eAdminToken).Code)
 }
 

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,18 +18,14 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // PostgreSQL driver
 
-	"github.com/alfred-bot/alfred/config"
 	"github.com/alfred-bot/alfred/internal/admin"
+	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/httpserve"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/store/postgres"
 	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner"
-	"github.com/alfred-bot/alfred/runner/agent/claudecode"
-	"github.com/alfred-bot/alfred/runner/agent/codex"
-	"github.com/alfred-bot/alfred/runner/agent/copilot"
-	"github.com/alfred-bot/alfred/runner/agent/gemini"
-	"github.com/alfred-bot/alfred/runner/agent/opencode"
-	"github.com/alfred-bot/alfred/runner/agent/script"
+	"github.com/alfred-bot/alfred/runner/agent"
 	"github.com/alfred-bot/alfred/runner/docker"
 	gitrepo "github.com/alfred-bot/alfred/runner/git"
 	"github.com/alfred-bot/alfred/runner/phase"
@@ -47,7 +42,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(newRedactingHandler(slog.NewTextHandler(a.stderr, nil), cfg.Secrets()))
+	log := slog.New(cfg.Censor().Handler(slog.NewTextHandler(a.stderr, nil)))
 	srv, err := newServer(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -69,7 +64,7 @@ type server struct {
 	cfg     *config.Config
 	log     *slog.Logger
 	db      *sqlx.DB
-	store   *mailbox.Store
+	store   *postgres.Store
 	workers *mailbox.Workers
 	service *runner.Service
 	handler http.Handler
@@ -100,7 +95,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 		_ = db.Close()
 		return nil, fmt.Errorf("create data_dir: %w", err)
 	}
-	s := &server{cfg: cfg, log: log, db: db, store: mailbox.NewStore(db)}
+	s := &server{cfg: cfg, log: log, db: db, store: postgres.New(db, nil)}
 	if err := s.wire(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -110,7 +105,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 
 func (s *server) wire(ctx context.Context) error {
 	cfg := s.cfg
-	redact := redactor(cfg.Secrets())
+	redact := cfg.Censor().String
 
 	sources := map[string]webhook.Source{}
 	bots := map[string]mailbox.Bot{}
@@ -140,14 +135,7 @@ func (s *server) wire(ctx context.Context) error {
 		}
 		sources[f.Name] = src
 		bots[f.Name] = mailbox.Bot{Forge: client, Login: f.BotUser, OtherBots: f.OtherBots}
-		gitUser := f.GitUser
-		if gitUser == "" {
-			gitUser = f.BotUser
-			if f.Kind == forge.KindGitLab {
-				gitUser = "oauth2" // GitLab takes any user name with a token
-			}
-		}
-		g, err := gitrepo.New(gitrepo.Config{DataDir: cfg.DataDir, Username: gitUser, Token: f.Token.Reveal(),
+		g, err := gitrepo.New(gitrepo.Config{DataDir: cfg.DataDir, Username: f.GitUser, Token: f.Token.Reveal(),
 			AuthorName: cfg.Lifecycle.GitName, AuthorEmail: cfg.Lifecycle.GitEmail,
 			UID: cfg.Runner.UID, GID: cfg.Runner.GID})
 		if err != nil {
@@ -182,7 +170,7 @@ func (s *server) wire(ctx context.Context) error {
 			PIDs: cfg.Runner.PIDs},
 		Timeout: cfg.Runner.Timeout, HostNetwork: cfg.Runner.HostNetwork, Redact: redact,
 		MaxOutputBytes: int(cfg.Runner.MaxOutputBytes),
-		ExecutorLog:    s.store, // every run container is recorded, so a restart finds it again
+		ContainerLog:   s.store, // every run container is recorded, so a restart finds it again
 		Instance:       instanceID(cfg.DataDir),
 	})
 	if err != nil {
@@ -190,13 +178,8 @@ func (s *server) wire(ctx context.Context) error {
 	}
 	s.service = runner.NewService(exec, gits, runner.SessionConfig{Store: s.store, Dir: filepath.Join(cfg.DataDir, "sessions"), UID: cfg.Runner.UID, GID: cfg.Runner.GID}, s.log)
 
-	l := cfg.Labels
 	machine := mailbox.NewMachine(mailbox.Config{
-		Labels: mailbox.Labels{FunctionalAnalysis: l.FunctionalAnalysis, WaitingInfo: l.WaitingInfo,
-			TechnicalAnalysis: l.TechnicalAnalysis, WaitingValidation: l.WaitingValidation,
-			InDevelopment: l.InDevelopment, InCI: l.InCI, InReview: l.InReview, Blocked: l.Blocked, Done: l.Done,
-			TypeTask: l.TypeTask, TypeBug: l.TypeBug, TypeAnalysis: l.TypeAnalysis, TypeQuestion: l.TypeQuestion,
-			ValidatePlan: l.ValidatePlan},
+		Labels:           cfg.Labels,
 		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
 		CIPoll: cfg.Lifecycle.CIPoll, SessionResume: cfg.Sessions.ResumeEnabled, Redact: redact, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
 	}, s.store, bots, s.service, nil, s.log)
@@ -204,7 +187,7 @@ func (s *server) wire(ctx context.Context) error {
 		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
 
 	receiver, err := webhook.NewReceiver(webhook.ReceiverConfig{
-		Sources: sources, Inbox: mailbox.Inbox{Store: s.store, Workers: s.workers},
+		Sources: sources, Inbox: mailbox.WakingInbox{Inbox: s.store, Workers: s.workers},
 		Ready: s.store.Ping, MaxBodyBytes: cfg.MaxBodyBytes, Logger: s.log,
 	})
 	if err != nil {
@@ -215,42 +198,19 @@ func (s *server) wire(ctx context.Context) error {
 	s.handler = receiver
 	ar := chi.NewRouter()
 	ar.Method(http.MethodGet, "/mailboxes/{id}/session",
-		mailbox.StatusHandler(s.store, func(r *http.Request) string { return chi.URLParam(r, "id") }))
+		admin.SessionHandler(s.store, func(r *http.Request) string { return chi.URLParam(r, "id") }))
 	s.admin = admin.RequireToken(cfg.Admin.Token.Reveal(), ar)
 	return nil
 }
 
 // buildAgents builds the configured agent adapters by name. An adapter that cannot be built
-// (an unreadable or invalid script, a missing API key) is an error naming the agent.
+// (an unknown kind, an unreadable or invalid script, a missing API key) is an error naming the
+// agent.
 func buildAgents(cfg *config.Config) (map[string]runner.Agent, error) {
 	agents := map[string]runner.Agent{}
 	for _, ag := range cfg.Agents {
-		var (
-			a   runner.Agent
-			err error
-		)
-		switch ag.Adapter {
-		case config.AdapterScript:
-			a, err = script.New(script.Config{Image: ag.Image, ScriptFile: ag.Script})
-		case config.AdapterClaudeCode:
-			a, err = claudecode.New(claudecode.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
-				BaseURL: ag.BaseURL})
-		case config.AdapterCodex:
-			a, err = codex.New(codex.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(), BaseURL: ag.BaseURL})
-		case config.AdapterOpencode:
-			a, err = opencode.New(opencode.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
-				APIKeyEnv: ag.APIKeyEnv})
-		case config.AdapterCopilot:
-			c := copilot.Config{Image: ag.Image, Model: ag.Model, Token: ag.APIKey.Reveal()}
-			if ag.BaseURL != "" { // bring your own key: the key is the provider's, not GitHub's
-				c.Token, c.ProviderBaseURL, c.ProviderAPIKey = "", ag.BaseURL, ag.APIKey.Reveal()
-			}
-			a, err = copilot.New(c)
-		case config.AdapterGemini:
-			a, err = gemini.New(gemini.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(), BaseURL: ag.BaseURL})
-		default:
-			err = fmt.Errorf("unknown adapter %q", ag.Adapter)
-		}
+		a, err := agent.New(ag.Adapter, agent.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
+			BaseURL: ag.BaseURL, APIKeyEnv: ag.APIKeyEnv, Script: ag.Script})
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
 		}
@@ -319,9 +279,8 @@ func httpLimits(h config.HTTP, concurrent int) httpserve.Limits {
 		MaxConcurrent: concurrent}
 }
 
-// reap removes the containers and worktrees of mailboxes nobody holds a live lease on and that
-// have no live executor: what a process killed during a run left behind and recovery did not
-// keep. Runs of mailboxes leased by a live process, or with a live executor, are kept.
+// reap removes what a process killed during a run left behind and recovery did not keep
+// (runner.Service.ReapLeftovers), from the store's view of the mailboxes.
 func (s *server) reap(ctx context.Context) error {
 	leased, err := s.store.LeasedMailboxes(ctx)
 	if err != nil {
@@ -331,23 +290,11 @@ func (s *server) reap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Session state lives as long as its mailbox is open; what is left of closed or deleted
-	// mailboxes is an orphan.
-	removed, err := s.service.SweepSessions(func(id int64) bool { return open[id] })
-	if len(removed) > 0 {
-		s.log.Info("removed orphaned agent session state", "mailboxes", removed)
+	live, err := s.store.LiveExecutorMailboxes(ctx)
+	if err != nil {
+		return err
 	}
-	// Containers no live executor row accounts for are orphans; the containers and worktrees
-	// of a mailbox with a live executor belong to its recovery (the next Step reattaches).
-	orphans, oerr := s.service.RemoveOrphans(ctx)
-	if len(orphans) > 0 {
-		s.log.Info("removed containers no executor accounts for", "containers", orphans)
-	}
-	live, lerr := s.store.LiveExecutorMailboxes(ctx)
-	if lerr != nil {
-		return errors.Join(err, oerr, lerr)
-	}
-	return errors.Join(err, oerr, s.service.Reap(ctx, func(id int64) bool { return leased[id] || live[id] }))
+	return s.service.ReapLeftovers(ctx, runner.Mailboxes{Leased: leased, Open: open, LiveContainers: live})
 }
 
 // instanceID names this installation on a shared Docker daemon: the first 12 hex digits of the
@@ -364,84 +311,6 @@ func instanceID(dataDir string) string {
 
 // Close releases the database.
 func (s *server) Close() error { return s.db.Close() }
-
-// redactor returns a function that replaces every secret in a text with [redacted].
-func redactor(secrets []string) func(string) string {
-	secrets = secretsWorthRedacting(secrets)
-	return func(s string) string {
-		for _, sec := range secrets {
-			s = strings.ReplaceAll(s, sec, config.Redacted)
-		}
-		return s
-	}
-}
-
-// minRedactLen is the shortest secret censored in free text: a shorter one (a database
-// password "alfred", say) would censor ordinary words in logs, comments and run output. Forge
-// tokens and webhook secrets are far longer.
-const minRedactLen = 8
-
-func secretsWorthRedacting(secrets []string) []string {
-	var out []string
-	for _, s := range secrets {
-		if len(s) >= minRedactLen {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// redactingHandler censors secrets in every log record's message and attributes.
-type redactingHandler struct {
-	slog.Handler
-	redact func(string) string
-}
-
-func newRedactingHandler(h slog.Handler, secrets []string) slog.Handler {
-	return &redactingHandler{Handler: h, redact: redactor(secrets)}
-}
-
-func (h *redactingHandler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, h.redact(r.Message), r.PC)
-	r.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(h.attr(a))
-		return true
-	})
-	return h.Handler.Handle(ctx, out)
-}
-
-func (h *redactingHandler) attr(a slog.Attr) slog.Attr {
-	v := a.Value.Resolve()
-	switch v.Kind() {
-	case slog.KindString:
-		return slog.String(a.Key, h.redact(v.String()))
-	case slog.KindAny:
-		if err, ok := v.Any().(error); ok {
-			return slog.String(a.Key, h.redact(err.Error()))
-		}
-		return slog.String(a.Key, h.redact(fmt.Sprint(v.Any())))
-	case slog.KindGroup:
-		attrs := v.Group()
-		out := make([]any, 0, len(attrs))
-		for _, g := range attrs {
-			out = append(out, h.attr(g))
-		}
-		return slog.Group(a.Key, out...)
-	}
-	return a
-}
-
-func (h *redactingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	red := make([]slog.Attr, 0, len(attrs))
-	for _, a := range attrs {
-		red = append(red, h.attr(a))
-	}
-	return &redactingHandler{Handler: h.Handler.WithAttrs(red), redact: h.redact}
-}
-
-func (h *redactingHandler) WithGroup(name string) slog.Handler {
-	return &redactingHandler{Handler: h.Handler.WithGroup(name), redact: h.redact}
-}
 
 // ensureDir creates the data directory if needed.
 func ensureDir(dir string) error { return os.MkdirAll(filepath.Clean(dir), 0o750) }

@@ -1,0 +1,64 @@
+// Package config loads, validates and renders Alfred's configuration.
+//
+// Load builds a Config in four layers, each over the one before:
+//
+//  1. defaults (Default);
+//  2. the YAML file, alfred.yaml by default (deploy/alfred.example.yaml documents every key;
+//     unknown keys are errors);
+//  3. the ALFRED_* environment variables below (an empty variable counts as unset);
+//  4. derived defaults (forges[].git_user, agents[].adapter, phases.default), then Validate.
+//
+// A missing file is fine when the environment supplies everything that is required.
+//
+// # Secrets
+//
+// database_url, forges[].token, forges[].webhook_secret and agents[].api_key are of type
+// Secret, which renders as [redacted] in fmt, JSON, YAML, text encoders and log/slog. Each can
+// also be read from a file: <key>_file in YAML (a relative path is relative to the YAML file)
+// or <VARIABLE>_FILE in the environment (relative to the working directory). The file's
+// trailing newline is dropped. Setting a value and its file in the same layer is an error; an
+// environment variable (value or _FILE) replaces what the YAML file said. (*Config).Secrets
+// lists every value; (*Config).Censor builds the internal/censor.Censor that hides them (and
+// their base64 and HTTP Basic forms) in every text Alfred writes; (*Config).Dump renders the
+// effective configuration without them.
+//
+// # Environment variables
+//
+// Scalar settings (parsed with github.com/caarlos0/env; durations in Go syntax such as 90s):
+//
+//	ALFRED_LISTEN                        listen
+//	ALFRED_PUBLIC_URL                    public_url
+//	ALFRED_DATABASE_URL, _FILE           database_url (secret)
+//	ALFRED_DATA_DIR                      data_dir
+//	ALFRED_MAX_BODY_BYTES                max_body_bytes
+//	ALFRED_LABELS_<KEY>                  labels.<key>, e.g. ALFRED_LABELS_IN_REVIEW
+//	ALFRED_LIFECYCLE_<KEY>               lifecycle.<key>: QUESTION_DEADLINE, CI_WAIT, CI_POLL,
+//	                                     CI_FIX_ATTEMPTS, BRANCH_PREFIX, GIT_NAME, GIT_EMAIL
+//	ALFRED_WORKERS_<KEY>                 workers.<key>: COUNT, LEASE_TTL, POLL_INTERVAL
+//	ALFRED_RUNNER_<KEY>                  runner.<key>: UID, GID, MEMORY_BYTES, CPUS, PIDS,
+//	                                     TIMEOUT, MAX_OUTPUT_BYTES, HOST_NETWORK
+//	ALFRED_PHASES_<PHASE>                phases.<phase> (merged), e.g. ALFRED_PHASES_DEFAULT
+//
+// Forges and agents are lists keyed by name. NAME is the entry's name upper-cased with every
+// character other than a letter or digit replaced by '_' (EnvName: "my-forge" → MY_FORGE):
+//
+//	ALFRED_FORGES_<NAME>_TOKEN, _FILE            forges[name].token (secret)
+//	ALFRED_FORGES_<NAME>_WEBHOOK_SECRET, _FILE   forges[name].webhook_secret (secret)
+//	ALFRED_FORGES_<NAME>_KIND                    forges[name].kind
+//	ALFRED_FORGES_<NAME>_BASE_URL                forges[name].base_url
+//	ALFRED_FORGES_<NAME>_BOT_USER                forges[name].bot_user
+//	ALFRED_FORGES_<NAME>_OTHER_BOTS              forges[name].other_bots, comma-separated
+//	ALFRED_FORGES_<NAME>_GIT_USER                forges[name].git_user
+//	ALFRED_AGENTS_<NAME>_API_KEY, _FILE          agents[name].api_key (secret)
+//	ALFRED_AGENTS_<NAME>_ADAPTER                 agents[name].adapter
+//	ALFRED_AGENTS_<NAME>_IMAGE                   agents[name].image
+//	ALFRED_AGENTS_<NAME>_SCRIPT                  agents[name].script
+//	ALFRED_AGENTS_<NAME>_MODEL                   agents[name].model
+//
+// A NAME that matches no entry of the file declares a new entry named strings.ToLower(NAME),
+// so a deployment can be configured from the environment alone. An unknown variable under
+// ALFRED_FORGES_ or ALFRED_AGENTS_ is an error.
+//
+// Errors name the offending key (a YAML path such as forges[1].base_url, or a variable), never
+// a secret value.
+package config

@@ -1,0 +1,209 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// FieldError is one invalid setting. Key is the YAML path ("forges[1].base_url") or the
+// environment variable; Reason never quotes a secret value.
+type FieldError struct {
+	Key    string
+	Reason string
+}
+
+// Error returns "key: reason".
+func (e *FieldError) Error() string { return e.Key + ": " + e.Reason }
+
+// nameRE is the syntax of forge and agent names.
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+// validator collects FieldErrors.
+type validator []error
+
+func (v *validator) add(key, format string, args ...any) {
+	*v = append(*v, &FieldError{Key: key, Reason: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) required(key, value string) {
+	if strings.TrimSpace(value) == "" {
+		v.add(key, "required")
+	}
+}
+
+func (v *validator) positive(key string, d time.Duration) {
+	if d <= 0 {
+		v.add(key, "must be a positive duration, got %s", d)
+	}
+}
+
+func (v *validator) atLeast(key string, n, minimum int64) {
+	if n < minimum {
+		v.add(key, "must be at least %d, got %d", minimum, n)
+	}
+}
+
+// httpURL checks an absolute http(s) URL without credentials. The value is not quoted in
+// errors because a URL may carry a password.
+func (v *validator) httpURL(key, raw string) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		v.add(key, "must be an absolute http:// or https:// URL")
+	case u.User != nil:
+		v.add(key, "must not hold credentials; use the token settings")
+	}
+}
+
+// name checks a forge or agent name and its uniqueness.
+func (v *validator) name(key, name string, seen map[string]bool) {
+	switch {
+	case !nameRE.MatchString(name):
+		v.add(key, "%q must match %s", name, nameRE)
+	case seen[name]:
+		v.add(key, "duplicate name %q", name)
+	case seen[EnvName(name)]:
+		v.add(key, "%q has the same environment name (%s) as another entry", name, EnvName(name))
+	}
+	seen[name], seen[EnvName(name)] = true, true
+}
+
+// Validate checks the whole configuration and returns every problem at once, joined
+// (errors.Join of *FieldError).
+func (c *Config) Validate() error {
+	var v validator
+	v.required("listen", c.Listen)
+	if c.PublicURL != "" {
+		v.httpURL("public_url", c.PublicURL)
+	}
+	v.required("database_url", string(c.DatabaseURL))
+	v.required("data_dir", c.DataDir)
+	v.atLeast("max_body_bytes", c.MaxBodyBytes, 1)
+	v.positive("http.read_header_timeout", c.HTTP.ReadHeaderTimeout)
+	v.positive("http.read_timeout", c.HTTP.ReadTimeout)
+	v.positive("http.write_timeout", c.HTTP.WriteTimeout)
+	v.positive("http.idle_timeout", c.HTTP.IdleTimeout)
+	v.atLeast("http.max_concurrent", int64(c.HTTP.MaxConcurrent), 1)
+	v.atLeast("http.max_header_bytes", int64(c.HTTP.MaxHeaderBytes), 1024)
+	v.atLeast("database.max_open_conns", int64(c.Database.MaxOpenConns), 1)
+	v.atLeast("database.max_idle_conns", int64(c.Database.MaxIdleConns), 0)
+	v.positive("database.conn_max_lifetime", c.Database.ConnMaxLifetime)
+	v.positive("database.conn_max_idle_time", c.Database.ConnMaxIdleTime)
+	if c.Admin.Listen != "" {
+		v.required("admin.token", string(c.Admin.Token))
+		if c.Admin.Listen == c.Listen {
+			v.add("admin.listen", "must differ from listen: the webhook port serves webhooks, health and readiness only")
+		}
+	}
+
+	if len(c.Forges) == 0 {
+		v.add("forges", "at least one forge is required")
+	}
+	seen := map[string]bool{}
+	for i, f := range c.Forges {
+		key := fmt.Sprintf("forges[%d]", i)
+		v.name(key+".name", f.Name, seen)
+		if !f.Kind.Valid() {
+			v.add(key+".kind", "%q is not gitlab or forgejo", f.Kind)
+		}
+		v.httpURL(key+".base_url", f.BaseURL)
+		v.required(key+".token", string(f.Token))
+		v.required(key+".webhook_secret", string(f.WebhookSecret))
+		v.required(key+".bot_user", f.BotUser)
+		v.required(key+".git_user", f.GitUser)
+		for j, b := range f.OtherBots {
+			v.required(fmt.Sprintf("%s.other_bots[%d]", key, j), b)
+		}
+	}
+
+	labels := map[string]string{}
+	for _, l := range c.labelsByKey() {
+		key, name := l[0], l[1]
+		if strings.TrimSpace(name) == "" {
+			v.add("labels."+key, "required")
+			continue
+		}
+		if other, dup := labels[name]; dup {
+			v.add("labels."+key, "same label %q as labels.%s", name, other)
+			continue
+		}
+		labels[name] = key
+	}
+
+	v.positive("lifecycle.question_deadline", c.Lifecycle.QuestionDeadline)
+	v.positive("lifecycle.ci_wait", c.Lifecycle.CIWait)
+	v.positive("lifecycle.ci_poll", c.Lifecycle.CIPoll)
+	v.atLeast("lifecycle.ci_fix_attempts", int64(c.Lifecycle.CIFixAttempts), 0)
+	v.required("lifecycle.branch_prefix", c.Lifecycle.BranchPrefix)
+	v.required("lifecycle.git_name", c.Lifecycle.GitName)
+	v.required("lifecycle.git_email", c.Lifecycle.GitEmail)
+
+	v.atLeast("workers.count", int64(c.Workers.Count), 1)
+	v.positive("workers.lease_ttl", c.Workers.LeaseTTL)
+	v.positive("workers.poll_interval", c.Workers.PollInterval)
+
+	if c.Runner.UID == 0 {
+		v.add("runner.uid", "must not be 0: agents never run as root")
+	}
+	v.atLeast("runner.uid", int64(c.Runner.UID), 0)
+	v.atLeast("runner.gid", int64(c.Runner.GID), 0)
+	v.atLeast("runner.memory_bytes", c.Runner.MemoryBytes, 1)
+	if c.Runner.CPUs <= 0 {
+		v.add("runner.cpus", "must be positive, got %g", c.Runner.CPUs)
+	}
+	v.atLeast("runner.pids", c.Runner.PIDs, 1)
+	v.positive("runner.timeout", c.Runner.Timeout)
+	v.atLeast("runner.max_output_bytes", c.Runner.MaxOutputBytes, 1)
+
+	if len(c.Agents) == 0 {
+		v.add("agents", "at least one agent is required")
+	}
+	seen = map[string]bool{}
+	for i, a := range c.Agents {
+		key := fmt.Sprintf("agents[%d]", i)
+		v.name(key+".name", a.Name, seen)
+		switch a.Adapter {
+		case AdapterScript:
+			v.required(key+".script", a.Script)
+		case AdapterClaudeCode, AdapterCodex, AdapterOpencode, AdapterCopilot, AdapterGemini:
+		default:
+			v.add(key+".adapter", "%q is not one of %s, %s, %s, %s, %s, %s", a.Adapter, AdapterScript,
+				AdapterClaudeCode, AdapterCodex, AdapterOpencode, AdapterCopilot, AdapterGemini)
+		}
+		v.required(key+".image", a.Image)
+	}
+
+	if c.Phases[PhaseDefault] == "" {
+		v.add("phases.default", "required unless exactly one agent is declared")
+	}
+	for _, phase := range slices.Sorted(maps.Keys(c.Phases)) {
+		agent := c.Phases[phase]
+		if !slices.Contains(knownPhases, phase) {
+			v.add("phases."+phase, "unknown phase; want one of %s", strings.Join(knownPhases, ", "))
+			continue
+		}
+		if _, ok := c.Agent(agent); !ok && agent != "" {
+			v.add("phases."+phase, "agent %q is not declared in agents", agent)
+		}
+	}
+	return errors.Join(v...)
+}
+
+// labelsByKey returns {YAML key, label name} pairs of c.Labels in declaration order, read from
+// mailbox.Labels' yaml tags.
+func (c *Config) labelsByKey() [][2]string {
+	v := reflect.ValueOf(c.Labels)
+	var out [][2]string
+	for i := range v.NumField() {
+		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		out = append(out, [2]string{key, v.Field(i).String()})
+	}
+	return out
+}

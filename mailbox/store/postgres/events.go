@@ -1,0 +1,151 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// sqlDeliverToIssue stores an event in the mailbox of (forge, repo, number, merge_request),
+// creating the mailbox when it does not exist, in one statement. The mailbox row is not locked
+// when it exists. It inserts nothing when the delivery was stored before, and also when another
+// delivery created the mailbox concurrently (its row is not visible to this statement's
+// snapshot); Deliver tells the two apart.
+const sqlDeliverToIssue = `
+WITH existing AS (
+	SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4
+), created AS (
+	INSERT INTO mailboxes (forge, repo, number, merge_request, created_at, updated_at)
+	SELECT $1, $2, $3, $4, $10, $10 WHERE NOT EXISTS (SELECT 1 FROM existing)
+	ON CONFLICT (forge, repo, number, merge_request) DO NOTHING
+	RETURNING id
+)
+INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)
+SELECT id, $1, $5, $6, $7, $8, $9 FROM (SELECT id FROM existing UNION ALL SELECT id FROM created) mb
+ON CONFLICT DO NOTHING`
+
+// sqlFindBotMailbox finds the issue mailbox whose merge request an event is about: by the
+// merge request's number, else its source branch, else its head commit; 0 when none.
+const sqlFindBotMailbox = `
+SELECT coalesce(
+	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
+		AND $3::bigint <> 0 AND mr_number = $3 ORDER BY id LIMIT 1),
+	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
+		AND $4::text <> '' AND branch = $4 ORDER BY id DESC LIMIT 1),
+	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
+		AND $5::text <> '' AND head_sha = $5 ORDER BY id DESC LIMIT 1),
+	0)`
+
+const sqlMailboxID = `SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4`
+
+const sqlInsertEvent = `
+INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT DO NOTHING`
+
+const sqlEventStored = `SELECT EXISTS (SELECT 1 FROM events WHERE forge = $1 AND (delivery_id = $2 OR body_hash = $3))`
+
+// Deliver implements mailbox.Inbox (and webhook.Inbox) in one statement: a plain insert into a
+// mailbox this process has stored into before (its id remembered), else one statement that
+// finds or creates the mailbox and inserts the event. Events on a merge request or pipeline
+// first look the issue's mailbox up (mailbox.Inbox.Deliver says how). The unique
+// (forge, delivery_id) and (forge, body_hash) constraints make a duplicate insert nothing. A
+// value PostgreSQL refuses (invalid text, an identifier over an index's size) returns an error
+// wrapping forge.ErrBadPayload.
+func (s *Store) Deliver(ctx context.Context, ev forge.Event) (duplicate bool, err error) {
+	if ev.BodyHash == "" {
+		payload, _ := json.Marshal(ev)
+		sum := sha256.Sum256(payload)
+		ev.BodyHash = hex.EncodeToString(sum[:])
+	}
+	if ev.ReceivedAt.IsZero() {
+		ev.ReceivedAt = s.now()
+	}
+	payload, err := encodeEvent(ev)
+	if err != nil {
+		return false, fmt.Errorf("encode event: %w", err)
+	}
+	t := ev.Target
+	if t.MergeRequest || ev.Type == forge.EventPipeline {
+		branch, sha := mailbox.EventBranch(ev)
+		var id int64
+		if err := s.db.GetContext(ctx, &id, sqlFindBotMailbox, t.Forge, t.Repo, t.Number, branch, sha); err != nil {
+			return false, storeError("find mailbox", err)
+		}
+		if id == 0 && t.Number == 0 {
+			return false, mailbox.ErrNoMailboxForPipeline(ev)
+		}
+		if id != 0 {
+			return s.insertEvent(ctx, id, ev, payload)
+		}
+	}
+	// A mailbox this process has seen: one plain insert. A mailbox deleted since makes the
+	// insert fail on the foreign key (23503); it is forgotten and looked up again.
+	key := mailboxKey{forge: t.Forge, repo: t.Repo, number: t.Number, mergeRequest: t.MergeRequest}
+	if id, ok := s.ids.get(key); ok {
+		dup, err := s.insertEvent(ctx, id, ev, payload)
+		if !isForeignKeyViolation(err) {
+			return dup, err
+		}
+		s.ids.forget(key)
+	}
+	// Twice at most: a first attempt that raced another delivery creating the mailbox inserts
+	// nothing, and the second sees the mailbox.
+	for range 2 {
+		res, err := s.db.ExecContext(ctx, sqlDeliverToIssue, t.Forge, t.Repo, t.Number, t.MergeRequest,
+			ev.DeliveryID, ev.BodyHash, string(ev.Type), payload, ev.ReceivedAt, s.now())
+		if err != nil {
+			return false, storeError("insert event", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			s.rememberMailbox(ctx, key)
+			return false, nil
+		}
+		var stored bool
+		if err := s.db.GetContext(ctx, &stored, sqlEventStored, ev.Forge, ev.DeliveryID, ev.BodyHash); err != nil {
+			return false, storeError("check duplicate", err)
+		}
+		if stored {
+			return true, nil
+		}
+	}
+	return false, fmt.Errorf("insert event: mailbox %s neither found nor created", t)
+}
+
+const sqlPendingEvents = `
+SELECT id, mailbox_id, payload, received_at FROM events
+WHERE mailbox_id = $1 AND processed_at IS NULL ORDER BY id`
+
+// PendingEvents implements mailbox.Inbox.
+func (s *Store) PendingEvents(ctx context.Context, mailboxID int64) ([]mailbox.StoredEvent, error) {
+	var rows []mailbox.StoredEvent
+	if err := s.db.SelectContext(ctx, &rows, sqlPendingEvents, mailboxID); err != nil {
+		return nil, fmt.Errorf("list pending events: %w", err)
+	}
+	for i := range rows {
+		var err error
+		if rows[i].Event, err = decodeEvent(rows[i].Payload); err != nil {
+			return nil, fmt.Errorf("decode event %d: %w", rows[i].ID, err)
+		}
+	}
+	return rows, nil
+}
+
+const sqlMarkProcessed = `UPDATE events SET processed_at = $3, outcome = $2 WHERE id = $1`
+
+// MarkProcessed implements mailbox.Inbox.
+func (s *Store) MarkProcessed(ctx context.Context, eventID int64, outcome string) error {
+	return s.markProcessed(ctx, s.db, eventID, outcome)
+}
+
+func (s *Store) markProcessed(ctx context.Context, q querier, eventID int64, outcome string) error {
+	if _, err := q.ExecContext(ctx, sqlMarkProcessed, eventID, outcome, s.now()); err != nil {
+		return fmt.Errorf("mark event %d processed: %w", eventID, err)
+	}
+	return nil
+}

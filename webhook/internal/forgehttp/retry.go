@@ -1,0 +1,77 @@
+package forgehttp
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CheckRetry retries HTTP 429 and 5xx except 501 for every method, as the forge.Forge contract
+// asks (a POST that failed with 5xx may rarely have been applied). A transport error is
+// retried only when the connection was never made (dial or DNS failure), since the request
+// may otherwise have been applied. It stops when ctx is done. Its shape is go-retryablehttp's
+// CheckRetry, which client-go also takes.
+func CheckRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if err != nil {
+		return NeverSent(err), nil
+	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		return true, nil
+	}
+	return resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented, nil
+}
+
+// NeverSent reports whether err happened before the request reached the server.
+func NeverSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns) && !dns.IsNotFound
+}
+
+// Backoff waits what the server asks after a 429 or 503 (RetryAfter), else doubles from
+// minWait with up to 25% jitter; never more than maxWait. Its shape is go-retryablehttp's
+// Backoff.
+func Backoff(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
+	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		if d, ok := RetryAfter(resp.Header, time.Now()); ok {
+			return min(max(d, 0), maxWait)
+		}
+	}
+	d := float64(minWait) * math.Pow(2, float64(attempt))
+	d += d * 0.25 * rand.Float64()
+	if d > float64(maxWait) {
+		return maxWait
+	}
+	return time.Duration(d)
+}
+
+// RetryAfter reads Retry-After (delay seconds or HTTP date, RFC 9110 §10.2.3) and then
+// RateLimit-Reset (Unix seconds, GitLab's rate-limit headers; Forgejo does not send it).
+func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
+		if s, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return time.Duration(s) * time.Second, true
+		}
+		if t, err := http.ParseTime(v); err == nil {
+			return t.Sub(now), true
+		}
+	}
+	if v := strings.TrimSpace(h.Get("RateLimit-Reset")); v != "" {
+		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 {
+			return time.Unix(s, 0).Sub(now), true
+		}
+	}
+	return 0, false
+}
