@@ -1,7 +1,6 @@
 package webhook_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -52,11 +51,7 @@ func TestBotSenderIsMarked(t *testing.T) {
 	require.NoError(t, err)
 	code, doc := b.post(t, forgetest.NewForgejoRequest("/webhooks/forgejo", "issue_comment", "bot-comment", testForgejoSecret, body))
 	require.Equal(t, http.StatusAccepted, code, "%v", doc)
-	m, err := b.store.Find(context.Background(), forge.IssueRef{Forge: "forgejo", Repo: "acceptance/sandbox", Number: 1})
-	require.NoError(t, err)
-	evs, err := b.store.PendingEvents(context.Background(), m.ID)
-	require.NoError(t, err)
-	require.Len(t, evs, 1)
-	require.True(t, evs[0].Event.Sender.Bot)
-	require.True(t, evs[0].Event.Comment.Author.Bot)
+	_, ev := b.onlyPending(t, forge.IssueRef{Forge: "forgejo", Repo: "acceptance/sandbox", Number: 1})
+	require.True(t, ev.Sender.Bot)
+	require.True(t, ev.Comment.Author.Bot)
 }

@@ -2,10 +2,10 @@ package webhook
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/alfred-bot/alfred/internal/textwalk"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -78,7 +78,12 @@ func normalise(ev *forge.Event) error {
 			}
 		}
 	}
-	cleanStrings(reflect.ValueOf(ev).Elem())
+	textwalk.Map(ev, func(s string) string {
+		if storable(s) {
+			return s
+		}
+		return cleanString(s)
+	})
 	return nil
 }
 
@@ -87,31 +92,6 @@ type limit struct {
 	field string
 	value string
 	max   int
-}
-
-// cleanStrings replaces NUL and invalid UTF-8 in every settable string reachable from v
-// (struct fields, pointers, slices, arrays).
-func cleanStrings(v reflect.Value) {
-	switch v.Kind() {
-	case reflect.String:
-		if s := v.String(); v.CanSet() && !storable(s) {
-			v.SetString(cleanString(s))
-		}
-	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			cleanStrings(v.Elem())
-		}
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				cleanStrings(v.Field(i))
-			}
-		}
-	case reflect.Slice, reflect.Array:
-		for i := range v.Len() {
-			cleanStrings(v.Index(i))
-		}
-	}
 }
 
 // storable reports whether PostgreSQL text accepts s: valid UTF-8 without NUL.

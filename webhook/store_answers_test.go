@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/mailbox/store/postgres"
 	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -58,6 +59,18 @@ func (b *storeBundle) post(t testing.TB, r *http.Request) (int, map[string]strin
 }
 
 // readFixture reads a recorded delivery by its table name (fixturePath).
+// onlyPending returns the mailbox of ref and its one pending event, failing t when there is
+// not exactly one.
+func (b *storeBundle) onlyPending(t *testing.T, ref forge.IssueRef) (*mailbox.Mailbox, forge.Event) {
+	t.Helper()
+	m, err := b.store.Find(context.Background(), ref)
+	require.NoError(t, err)
+	evs, err := b.store.PendingEvents(context.Background(), m.ID)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+	return m, evs[0].Event
+}
+
 func readFixture(t *testing.T, rel string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(fixturePath(t, rel))
@@ -106,13 +119,9 @@ func TestStoreUnstorableInput(t *testing.T) {
 	})
 	code, doc := b.post(t, forgetest.NewForgejoRequest("/webhooks/forgejo", "issue_comment", "nul-text", testForgejoSecret, body))
 	require.Equal(t, http.StatusAccepted, code, "%v", doc)
-	m, err := b.store.Find(context.Background(), forge.IssueRef{Forge: "forgejo", Repo: "acceptance/sandbox", Number: 1})
-	require.NoError(t, err)
-	evs, err := b.store.PendingEvents(context.Background(), m.ID)
-	require.NoError(t, err)
-	require.Len(t, evs, 1)
-	require.Equal(t, "a\ufffdb", evs[0].Event.Title)
-	m.Title = evs[0].Event.Title
+	m, ev := b.onlyPending(t, forge.IssueRef{Forge: "forgejo", Repo: "acceptance/sandbox", Number: 1})
+	require.Equal(t, "a\ufffdb", ev.Title)
+	m.Title = ev.Title
 	require.NoError(t, b.store.Save(context.Background(), m), "the mailbox stays saveable")
 
 	for name, tc := range map[string]struct {

@@ -134,7 +134,10 @@ func (s *server) wire(ctx context.Context) error {
 			return fmt.Errorf("forge %s: %w", f.Name, err)
 		}
 		sources[f.Name] = src
-		bots[f.Name] = mailbox.Bot{Forge: client, Login: f.BotUser, OtherBots: f.OtherBots}
+		// Every text posted to the forge passes the censor and the forge's size limits.
+		limits := mailbox.PostLimits{MaxCommentBytes: f.MaxCommentBytes, MaxDescriptionBytes: f.MaxDescriptionBytes}
+		bots[f.Name] = mailbox.Bot{Forge: mailbox.GuardPosts(client, redact, limits.WithDefaults(f.Kind)),
+			Login: f.BotUser, OtherBots: f.OtherBots}
 		g, err := gitrepo.New(gitrepo.Config{DataDir: cfg.DataDir, Username: f.GitUser, Token: f.Token.Reveal(),
 			AuthorName: cfg.Lifecycle.GitName, AuthorEmail: cfg.Lifecycle.GitEmail,
 			UID: cfg.Runner.UID, GID: cfg.Runner.GID})

@@ -115,6 +115,12 @@ type Forge struct {
 	// GitUser is the user name for git basic auth over HTTPS (the password is Token).
 	// Defaults to "oauth2" on GitLab and to BotUser on Forgejo.
 	GitUser string `yaml:"git_user"`
+	// MaxCommentBytes caps one comment Alfred posts; a longer one is split into marked parts
+	// (default: GitLab 1,000,000, Forgejo 65,000; spec/edge.md).
+	MaxCommentBytes int `yaml:"max_comment_bytes"`
+	// MaxDescriptionBytes caps an issue or merge request description Alfred writes; a longer
+	// one is cut with a notice (same defaults).
+	MaxDescriptionBytes int `yaml:"max_description_bytes"`
 }
 
 // Lifecycle tunes the issue life cycle.

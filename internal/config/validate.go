@@ -118,6 +118,12 @@ func (c *Config) Validate() error {
 		v.required(key+".webhook_secret", string(f.WebhookSecret))
 		v.required(key+".bot_user", f.BotUser)
 		v.required(key+".git_user", f.GitUser)
+		if f.MaxCommentBytes != 0 {
+			v.atLeast(key+".max_comment_bytes", int64(f.MaxCommentBytes), 1024)
+		}
+		if f.MaxDescriptionBytes != 0 {
+			v.atLeast(key+".max_description_bytes", int64(f.MaxDescriptionBytes), 1024)
+		}
 		for j, b := range f.OtherBots {
 			v.required(fmt.Sprintf("%s.other_bots[%d]", key, j), b)
 		}
