@@ -139,7 +139,7 @@ func setupWith(t *testing.T, g guard, labels ...string) *bundle {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var posts forge.Forge = fake
 	if g.limits != nil {
-		posts = mailbox.GuardPosts(fake, g.redact, *g.limits)
+		posts = mailbox.GuardPosts(fake, mailbox.PostGuard{Censor: g.redact, Limits: *g.limits})
 	}
 	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, Redact: g.redact}, store,
 		map[string]mailbox.Bot{"gl": {Forge: posts, Login: forgetest.BotLogin}}, exec, c.Now, log)

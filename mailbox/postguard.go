@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -53,9 +54,22 @@ func (l PostLimits) WithDefaults(kind forge.Kind) PostLimits {
 // and some text.
 const minPostBytes = 1024
 
+// PostGuard configures GuardPosts.
+type PostGuard struct {
+	// Censor removes secrets from every text (nil: none).
+	Censor func(string) string
+	// Limits bounds the texts.
+	Limits PostLimits
+	// IsBot reports whether a login is a bot (the bot itself, the configured other bots,
+	// forge.IsBotLogin); an "@login" of a bot is written as code, which notifies nobody. Nil:
+	// forge.IsBotLogin of the forge's kind only.
+	IsBot func(login string) bool
+}
+
 // GuardPosts wraps f so that every text Alfred sends through it (comments, edits, issue and
-// merge request descriptions and titles) passes censor and stays within limits, and a post the
-// forge refuses with a 4xx returns an error wrapping ErrPostRefused. The other methods are f's.
+// merge request descriptions and titles) passes the censor, mentions no bot and stays within
+// the limits, and a post the forge refuses with a 4xx returns an error wrapping ErrPostRefused.
+// The other methods are f's.
 //
 // A comment over MaxCommentBytes is split at rune (and, where one is near, line) boundaries into
 // parts. The first part keeps the comment's own marker and is the comment the mailbox records;
@@ -63,19 +77,45 @@ const minPostBytes = 1024
 // marker and edited in place like any bot comment, so a retried post creates no duplicate. A
 // part an edit no longer needs says so. A description over MaxDescriptionBytes is cut at a rune
 // boundary with a notice, keeping the end markers of the sections it cuts into.
-func GuardPosts(f forge.Forge, censor func(string) string, limits PostLimits) forge.Forge {
+func GuardPosts(f forge.Forge, g PostGuard) forge.Forge {
+	censor := g.Censor
 	if censor == nil {
 		censor = func(s string) string { return s }
 	}
+	isBot := g.IsBot
+	if isBot == nil {
+		isBot = func(login string) bool { return forge.IsBotLogin(f.Kind(), 0, login) }
+	}
+	limits := g.Limits.WithDefaults(f.Kind())
 	limits.MaxCommentBytes = max(limits.MaxCommentBytes, minPostBytes)
 	limits.MaxDescriptionBytes = max(limits.MaxDescriptionBytes, minPostBytes)
-	return &guardedForge{Forge: f, censor: censor, limits: limits}
+	return &guardedForge{Forge: f, limits: limits, clean: func(s string) string { return quoteBotMentions(censor(s), isBot) }}
 }
 
 type guardedForge struct {
 	forge.Forge
-	censor func(string) string
+	// clean censors a text and quotes its bot mentions.
+	clean  func(string) string
 	limits PostLimits
+}
+
+// mentionRE matches an @-mention: "@" at the start or after a character that cannot be part of
+// an e-mail address or code, then a login (letters, digits, '_', '-', '.', an optional "[bot]").
+var mentionRE = regexp.MustCompile("(^|[^A-Za-z0-9_`.@-])@([A-Za-z0-9][A-Za-z0-9_.-]*(?:\\[bot\\])?)")
+
+// quoteBotMentions writes every "@login" of a bot as "`@login`": code, which notifies nobody.
+func quoteBotMentions(s string, isBot func(string) bool) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	return mentionRE.ReplaceAllStringFunc(s, func(m string) string {
+		sub := mentionRE.FindStringSubmatch(m)
+		login := strings.TrimRight(sub[2], ".-")
+		if !isBot(login) {
+			return m
+		}
+		return sub[1] + "`@" + login + "`" + sub[2][len(login):]
+	})
 }
 
 func refused(op string, err error) error {
@@ -86,19 +126,19 @@ func refused(op string, err error) error {
 }
 
 func (g *guardedForge) SetIssueBody(ctx context.Context, ref forge.IssueRef, body string) error {
-	body = CutDescription(g.censor(body), g.limits.MaxDescriptionBytes)
+	body = CutDescription(g.clean(body), g.limits.MaxDescriptionBytes)
 	return refused("write the issue description", g.Forge.SetIssueBody(ctx, ref, body))
 }
 
 func (g *guardedForge) CreateMergeRequest(ctx context.Context, repo string, mr forge.NewMergeRequest) (*forge.MergeRequest, error) {
-	mr.Title = cutRunes(g.censor(mr.Title), 255) // GitLab and Gitea cap titles at 255 characters
-	mr.Body = CutDescription(g.censor(mr.Body), g.limits.MaxDescriptionBytes)
+	mr.Title = cutRunes(g.clean(mr.Title), 255) // GitLab and Gitea cap titles at 255 characters
+	mr.Body = CutDescription(g.clean(mr.Body), g.limits.MaxDescriptionBytes)
 	out, err := g.Forge.CreateMergeRequest(ctx, repo, mr)
 	return out, refused("open the merge request", err)
 }
 
 func (g *guardedForge) Comment(ctx context.Context, ref forge.IssueRef, body string) (int64, error) {
-	parts := SplitComment(g.censor(body), g.limits.MaxCommentBytes)
+	parts := SplitComment(g.clean(body), g.limits.MaxCommentBytes)
 	id, err := g.Forge.Comment(ctx, ref, parts[0])
 	if err != nil {
 		return 0, refused("post a comment", err)
@@ -107,7 +147,7 @@ func (g *guardedForge) Comment(ctx context.Context, ref forge.IssueRef, body str
 }
 
 func (g *guardedForge) EditComment(ctx context.Context, ref forge.IssueRef, id int64, body string) error {
-	parts := SplitComment(g.censor(body), g.limits.MaxCommentBytes)
+	parts := SplitComment(g.clean(body), g.limits.MaxCommentBytes)
 	if err := g.Forge.EditComment(ctx, ref, id, parts[0]); err != nil {
 		return refused("edit a comment", err)
 	}

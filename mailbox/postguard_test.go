@@ -11,6 +11,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/censor"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
 func TestSplitCommentAtRuneBoundaries(t *testing.T) {
@@ -96,7 +97,7 @@ func TestLongPlanPostedInPartsAndCensored(t *testing.T) {
 		}
 	}
 	require.NotZero(t, planID)
-	g := mailbox.GuardPosts(b.fake, c.String, mailbox.PostLimits{MaxCommentBytes: 2048, MaxDescriptionBytes: 4096})
+	g := mailbox.GuardPosts(b.fake, mailbox.PostGuard{Censor: c.String, Limits: mailbox.PostLimits{MaxCommentBytes: 2048, MaxDescriptionBytes: 4096}})
 	key, kind, _ := mailbox.ParseMarker(parts[0])
 	require.NoError(t, g.EditComment(t.Context(), ref, planID, mailbox.Marker(key, kind)+"\n"+plan.String()))
 	require.Len(t, b.comments(), before, "no part posted twice")
@@ -133,4 +134,20 @@ func TestRefusedPostWhileIdleIsRecorded(t *testing.T) {
 	pending, err := b.store.PendingEvents(t.Context(), mb.ID)
 	require.NoError(t, err)
 	require.Empty(t, pending, "the event is recorded, not retried")
+}
+
+// Alfred never @-mentions a bot: the mention is written as code, which notifies nobody.
+func TestBotMentionsAreQuoted(t *testing.T) {
+	t.Parallel()
+	fake := forgetest.NewFake(forge.KindForgejo)
+	fake.AddUser("alice")
+	fake.AddRepo(repo, "main", "/nonexistent.git")
+	n := fake.AddIssue(repo, forgetest.SeedIssue{Title: "x", Author: "alice"})
+	ref := forge.IssueRef{Forge: "fj", Repo: repo, Number: n}
+	g := mailbox.GuardPosts(fake, mailbox.PostGuard{IsBot: func(l string) bool { return l == "helper" || forge.IsBotLogin(forge.KindForgejo, 0, l) }})
+	_, err := g.Comment(t.Context(), ref, "Thanks @renovate[bot], @ci-bot, @helper and @alice; mail me at a@b.org. `@ci-bot` stays.")
+	require.NoError(t, err)
+	got := fake.IssueComments(ref)
+	require.Len(t, got, 1)
+	require.Equal(t, "Thanks `@renovate[bot]`, `@ci-bot`, `@helper` and @alice; mail me at a@b.org. `@ci-bot` stays.", got[0].Body)
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
@@ -36,7 +35,7 @@ func TestIsBotLogin(t *testing.T) {
 		{forge.KindGitLab, 9, "root", false},
 		{forge.KindGitLab, 9, "project_manager", false},
 	} {
-		require.Equal(t, tc.bot, webhook.IsBotLogin(tc.kind, tc.id, tc.login), "%s %d %s", tc.kind, tc.id, tc.login)
+		require.Equal(t, tc.bot, forge.IsBotLogin(tc.kind, tc.id, tc.login), "%s %d %s", tc.kind, tc.id, tc.login)
 	}
 }
 

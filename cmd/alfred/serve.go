@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -134,10 +136,11 @@ func (s *server) wire(ctx context.Context) error {
 			return fmt.Errorf("forge %s: %w", f.Name, err)
 		}
 		sources[f.Name] = src
-		// Every text posted to the forge passes the censor and the forge's size limits.
-		limits := mailbox.PostLimits{MaxCommentBytes: f.MaxCommentBytes, MaxDescriptionBytes: f.MaxDescriptionBytes}
-		bots[f.Name] = mailbox.Bot{Forge: mailbox.GuardPosts(client, redact, limits.WithDefaults(f.Kind)),
-			Login: f.BotUser, OtherBots: f.OtherBots}
+		// Every text posted to the forge passes the censor and the forge's size limits, and
+		// mentions no bot.
+		bots[f.Name] = mailbox.Bot{Forge: mailbox.GuardPosts(client, mailbox.PostGuard{Censor: redact,
+			Limits: mailbox.PostLimits{MaxCommentBytes: f.MaxCommentBytes, MaxDescriptionBytes: f.MaxDescriptionBytes},
+			IsBot:  botCheck(f)}), Login: f.BotUser, OtherBots: f.OtherBots}
 		g, err := gitrepo.New(gitrepo.Config{DataDir: cfg.DataDir, Username: f.GitUser, Token: f.Token.Reveal(),
 			AuthorName: cfg.Lifecycle.GitName, AuthorEmail: cfg.Lifecycle.GitEmail,
 			UID: cfg.Runner.UID, GID: cfg.Runner.GID})
@@ -270,6 +273,15 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 		err = nil
 	}
 	return err
+}
+
+// botCheck reports whether a login of forge f is a bot: the bot itself, one of its other_bots,
+// or one by the forge's conventions (forge.IsBotLogin).
+func botCheck(f config.Forge) func(login string) bool {
+	return func(login string) bool {
+		return strings.EqualFold(login, f.BotUser) || forge.IsBotLogin(f.Kind, 0, login) ||
+			slices.ContainsFunc(f.OtherBots, func(b string) bool { return strings.EqualFold(b, login) })
+	}
 }
 
 // adminConcurrent is how many admin requests are handled at once: operators, not forges.
