@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -93,6 +94,7 @@ func benchIngestVsPgbench(b *testing.B, clients int) {
 		if err != nil {
 			return 0, err
 		}
+		_, _ = io.Copy(io.Discard, resp.Body) // read to the end, so the connection is reused
 		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusAccepted {
 			return 0, fmt.Errorf("status %d", resp.StatusCode)
