@@ -43,12 +43,12 @@ bench-ingest:
 FUZZTIME ?= 30s
 FUZZ_TARGETS := \
 	./webhook:FuzzReceiver ./webhook:FuzzReceiverStore ./webhook:FuzzNormalise \
-	./mailbox:FuzzParseReply ./mailbox:FuzzMarkersAndSections \
+	./mailbox:FuzzParseReply ./mailbox:FuzzMarkersAndSections ./mailbox:FuzzSplitComment \
 	./runner/phase:FuzzDecodeResult ./runner/agent/script:FuzzParse \
 	./runner/agent/internal/clikit:FuzzLinesAndJSONObject \
 	./runner/agent/claudecode:FuzzParseStream ./runner/agent/codex:FuzzParseStream \
 	./runner/agent/copilot:FuzzParseStream ./runner/agent/gemini:FuzzParseStream \
-	./runner/agent/opencode:FuzzParseStream ./config:FuzzLoad
+	./runner/agent/opencode:FuzzParseStream ./internal/config:FuzzLoad
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t#*:}; \
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \

@@ -67,3 +67,45 @@ func FuzzMarkersAndSections(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSplitComment: any comment splits into parts within the limit, each valid UTF-8 when the
+// comment is, that hold the whole text in order; any description is cut within the limit.
+func FuzzSplitComment(f *testing.F) {
+	for _, s := range []string{"", "short", strings.Repeat("日本語\n", 2000), strings.Repeat("x", 5000), "\xff\xfe" + strings.Repeat("é", 3000)} {
+		f.Add(s, 1024)
+	}
+	f.Fuzz(func(t *testing.T, text string, max int) {
+		max = 1024 + abs(max)%8192
+		body := mailbox.Marker("k-1", "plan") + "\n" + text
+		parts := mailbox.SplitComment(body, max)
+		var joined strings.Builder
+		for i, p := range parts {
+			if len(p) > max {
+				t.Fatalf("part %d: %d bytes over %d", i+1, len(p), max)
+			}
+			if utf8.ValidString(text) && !utf8.ValidString(p) {
+				t.Fatalf("part %d cut inside a rune", i+1)
+			}
+			if len(parts) == 1 {
+				joined.WriteString(strings.TrimPrefix(p, mailbox.Marker("k-1", "plan")+"\n"))
+				continue
+			}
+			_, rest, _ := strings.Cut(p, "\n")
+			_, rest, _ = strings.Cut(rest, "\n\n")
+			joined.WriteString(rest)
+		}
+		if joined.String() != text {
+			t.Fatal("the parts do not hold the text")
+		}
+		if cut := mailbox.CutDescription(text, max); len(cut) > max {
+			t.Fatalf("description cut to %d bytes, over %d", len(cut), max)
+		}
+	})
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
+}

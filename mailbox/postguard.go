@@ -251,11 +251,16 @@ func SplitComment(body string, max int) []string {
 	}
 	_, text, _ := strings.Cut(body, "\n")
 	room := max - partNoticeBytes - len(key) - len(kind)
+	if room < minPostBytes/2 { // a marker that long leaves no room: cut instead
+		return []string{CutDescription(body, max)}
+	}
 	var chunks []string
 	for len(text) > 0 {
 		n := min(room, len(text))
 		if n < len(text) {
-			n = runeCut(text, n)
+			if c := runeCut(text, n); c > 0 { // 0: no rune start in the window (invalid UTF-8)
+				n = c
+			}
 			if i := strings.LastIndexByte(text[:n], '\n'); i > n/2 {
 				n = i + 1
 			}
