@@ -308,13 +308,18 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	ev.Target.Forge = name
 	ev.ReceivedAt = rc.now().UTC()
-	log = base.With(slog.String("delivery_id", ev.DeliveryID), slog.String("event", ev.Header))
+	rc.store(w, r, base.With(slog.String("delivery_id", ev.DeliveryID), slog.String("event", ev.Header)), ev)
+}
 
+// store hands a verified, normalised event to the Inbox and answers by the result (see the
+// package doc).
+func (rc *Receiver) store(w http.ResponseWriter, r *http.Request, log *slog.Logger, ev forge.Event) {
 	// Once storing has started it should finish even if the forge hangs up (GitLab gives up
 	// after 10 s, Gitea after 5 s): a half-done store only causes a needless retry.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), rc.deliverTO)
 	defer cancel()
 	dup, err := rc.inbox.Deliver(ctx, ev)
+	var ignore *forge.IgnoreError
 	switch {
 	case errors.As(err, &ignore):
 		// Decided by the store: a pipeline on no branch of Alfred's, say.
