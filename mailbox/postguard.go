@@ -143,6 +143,9 @@ func (g *guardedForge) Comment(ctx context.Context, ref forge.IssueRef, body str
 	if err != nil {
 		return 0, refused("post a comment", err)
 	}
+	if len(parts) == 1 { // a new comment that fits has no parts to look for
+		return id, nil
+	}
 	return id, g.syncParts(ctx, ref, body, parts)
 }
 
@@ -155,7 +158,8 @@ func (g *guardedForge) EditComment(ctx context.Context, ref forge.IssueRef, id i
 }
 
 // syncParts posts or edits parts 2… of a comment, found by their markers, and marks the parts
-// an earlier, longer version left as no longer used. A comment without marker has no parts.
+// an earlier, longer version left as no longer used (an edit lists the comments once for
+// that). A comment without marker has no parts.
 func (g *guardedForge) syncParts(ctx context.Context, ref forge.IssueRef, body string, parts []string) error {
 	key, kind, ok := ParseMarker(firstLine(body))
 	if !ok {
