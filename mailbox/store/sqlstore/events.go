@@ -11,34 +11,22 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
-// sqlDeliverToIssue stores an event in the mailbox of (forge, repo, number, merge_request),
-// creating the mailbox when it does not exist, in one statement. The mailbox row is not locked
-// when it exists. It inserts nothing when the delivery was stored before, and also when another
-// delivery created the mailbox concurrently (its row is not visible to this statement's
-// snapshot); Deliver tells the two apart.
-const sqlDeliverToIssue = `
-WITH existing AS (
-	SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4
-), created AS (
-	INSERT INTO mailboxes (forge, repo, number, merge_request, created_at, updated_at)
-	SELECT $1, $2, $3, $4, $10, $10 WHERE NOT EXISTS (SELECT 1 FROM existing)
-	ON CONFLICT (forge, repo, number, merge_request) DO NOTHING
-	RETURNING id
-)
-INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)
-SELECT id, $1, $5, $6, $7, $8, $9 FROM (SELECT id FROM existing UNION ALL SELECT id FROM created) mb
-ON CONFLICT DO NOTHING`
+// sqlCreateMailbox creates the mailbox of an issue or merge request unless it exists.
+const sqlCreateMailbox = `
+INSERT INTO mailboxes (forge, repo, number, merge_request, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $5)
+ON CONFLICT (forge, repo, number, merge_request) DO NOTHING`
 
 // sqlFindBotMailbox finds the issue mailbox whose merge request an event is about: by the
 // merge request's number, else its source branch, else its head commit; 0 when none.
 const sqlFindBotMailbox = `
 SELECT coalesce(
 	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
-		AND $3::bigint <> 0 AND mr_number = $3 ORDER BY id LIMIT 1),
+		AND CAST($3 AS BIGINT) <> 0 AND mr_number = $3 ORDER BY id LIMIT 1),
 	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
-		AND $4::text <> '' AND branch = $4 ORDER BY id DESC LIMIT 1),
+		AND CAST($4 AS TEXT) <> '' AND branch = $4 ORDER BY id DESC LIMIT 1),
 	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
-		AND $5::text <> '' AND head_sha = $5 ORDER BY id DESC LIMIT 1),
+		AND CAST($5 AS TEXT) <> '' AND head_sha = $5 ORDER BY id DESC LIMIT 1),
 	0)`
 
 const sqlMailboxID = `SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4`
@@ -94,10 +82,13 @@ func (s *Store) Deliver(ctx context.Context, ev forge.Event) (duplicate bool, er
 		}
 		s.ids.forget(key)
 	}
+	if s.dialect.DeliverToIssue == "" {
+		return s.deliverToNewMailbox(ctx, key, ev, payload)
+	}
 	// Twice at most: a first attempt that raced another delivery creating the mailbox inserts
 	// nothing, and the second sees the mailbox.
 	for range 2 {
-		res, err := s.db.ExecContext(ctx, sqlDeliverToIssue, t.Forge, t.Repo, t.Number, t.MergeRequest,
+		res, err := s.db.ExecContext(ctx, s.dialect.DeliverToIssue, t.Forge, t.Repo, t.Number, t.MergeRequest,
 			ev.DeliveryID, ev.BodyHash, string(ev.Type), payload, ev.ReceivedAt, s.now())
 		if err != nil {
 			return false, s.storeError("insert event", err)
@@ -148,4 +139,18 @@ func (s *Store) markProcessed(ctx context.Context, q querier, eventID int64, out
 		return fmt.Errorf("mark event %d processed: %w", eventID, err)
 	}
 	return nil
+}
+
+// deliverToNewMailbox stores an event of a mailbox this process has not stored into yet, with
+// portable statements: create the mailbox unless it exists, read its id, insert the event.
+func (s *Store) deliverToNewMailbox(ctx context.Context, key mailboxKey, ev forge.Event, payload string) (bool, error) {
+	if _, err := s.db.ExecContext(ctx, sqlCreateMailbox, key.forge, key.repo, key.number, key.mergeRequest, s.now()); err != nil {
+		return false, s.storeError("create mailbox", err)
+	}
+	var id int64
+	if err := s.db.GetContext(ctx, &id, sqlMailboxID, key.forge, key.repo, key.number, key.mergeRequest); err != nil {
+		return false, s.storeError("find mailbox", err)
+	}
+	s.ids.put(key, id)
+	return s.insertEvent(ctx, id, ev, payload)
 }

@@ -58,6 +58,11 @@ type Dialect struct {
 	// several, each get a different mailbox without waiting on each other; SQLite has one
 	// writer at a time and takes no row locks, so its lock is empty.
 	LeaseLock string
+	// DeliverToIssue, when set, is one statement that finds or creates an issue's mailbox and
+	// inserts the event into it (arguments: forge, repo, number, merge_request, delivery_id,
+	// body_hash, event_type, payload, received_at, now), for the first delivery of a mailbox
+	// this process has not stored into; "" takes three portable statements instead.
+	DeliverToIssue string
 	// BadValue reports an error by which the engine refused a value it was given (PostgreSQL's
 	// data exceptions and program limits, SQLite's "too big"): the input cannot be stored, so
 	// the caller answers it as a bad payload rather than as an outage. nil means none.
