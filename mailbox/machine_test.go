@@ -103,6 +103,18 @@ const repo = "acme/shop"
 
 func setup(t *testing.T, labels ...string) *bundle {
 	t.Helper()
+	return setupWith(t, guard{}, labels...)
+}
+
+// guard, when limits is set, wraps the fake forge as the command does (mailbox.GuardPosts),
+// with redact as the censor of the posts and of the machine.
+type guard struct {
+	limits *mailbox.PostLimits
+	redact func(string) string
+}
+
+func setupWith(t *testing.T, g guard, labels ...string) *bundle {
+	t.Helper()
 	fake := forgetest.NewFake(forge.KindGitLab)
 	fake.AddUser("alice")
 	fake.AddUser("mallory")
@@ -125,8 +137,12 @@ func setup(t *testing.T, labels ...string) *bundle {
 	c := &clock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 	store := mailboxtest.NewStore(c.Now)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, store,
-		map[string]mailbox.Bot{"gl": {Forge: fake, Login: forgetest.BotLogin}}, exec, c.Now, log)
+	var posts forge.Forge = fake
+	if g.limits != nil {
+		posts = mailbox.GuardPosts(fake, mailbox.PostGuard{Censor: g.redact, Limits: *g.limits})
+	}
+	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, Redact: g.redact}, store,
+		map[string]mailbox.Bot{"gl": {Forge: posts, Login: forgetest.BotLogin}}, exec, c.Now, log)
 	return &bundle{t: t, store: store, fake: fake, exec: exec, machine: m, clock: c,
 		ref: forge.IssueRef{Forge: "gl", Repo: repo, Number: n}}
 }

@@ -38,13 +38,15 @@ RETURNING mailboxes.id`
 // it every poll interval, so the statement is prepared once (per pooled connection) rather
 // than parsed and planned on every call.
 func (s *Store) Lease(ctx context.Context, owner string, ttl time.Duration) (*mailbox.Mailbox, error) {
-	stmt, err := s.prepared(ctx, &s.leaseStmt, s.leaseSQL)
-	if err != nil {
-		return nil, err
-	}
 	now := s.now()
+	args := []any{owner, now.Add(ttl), now}
 	var id int64
-	err = stmt.GetContext(ctx, &id, owner, now.Add(ttl), now)
+	var err error
+	if stmt := s.leaseStmt.get(ctx, s.db, s.leaseSQL); stmt != nil {
+		err = stmt.QueryRowContext(ctx, args...).Scan(&id)
+	} else {
+		err = s.db.GetContext(ctx, &id, s.leaseSQL, args...)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

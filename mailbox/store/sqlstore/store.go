@@ -45,8 +45,8 @@ type querier interface {
 type DB interface {
 	querier
 	BeginTxx(ctx context.Context, opts *sql.TxOptions) (*sqlx.Tx, error)
-	PreparexContext(ctx context.Context, query string) (*sqlx.Stmt, error)
 	PingContext(ctx context.Context) error
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 	Close() error
 }
 
@@ -64,6 +64,18 @@ type Dialect struct {
 	// value: given $3 itself it would plan every call anew for the value (probing the index for
 	// the column's range) instead of keeping the prepared statement's one generic plan.
 	WakeBound string
+	// DeliverToIssue, when set, is one statement that finds or creates an issue's mailbox and
+	// inserts the event into it (arguments: forge, repo, number, merge_request, delivery_id,
+	// body_hash, event_type, payload, received_at, now), for the first delivery of a mailbox
+	// this process has not stored into; "" takes three portable statements instead.
+	DeliverToIssue string
+	// BadValue reports an error by which the engine refused a value it was given (PostgreSQL's
+	// data exceptions and program limits, SQLite's "too big"): the input cannot be stored, so
+	// the caller answers it as a bad payload rather than as an outage. nil means none.
+	BadValue func(error) bool
+	// ForeignKeyViolation reports a foreign key violation (the referenced row is gone). nil
+	// means none.
+	ForeignKeyViolation func(error) bool
 }
 
 // Store is Alfred's store on one database.
@@ -72,9 +84,10 @@ type Store struct {
 	dialect  Dialect
 	now      func() time.Time
 	leaseSQL string // sqlLease with the dialect's bound and lock
-
-	stmtMu    sync.Mutex
-	leaseStmt *sqlx.Stmt // leaseSQL, prepared on first use
+	// ids remembers mailbox ids by key for Deliver (mailboxIDs).
+	ids *mailboxIDs
+	// insertStmt is sqlInsertEvent and leaseStmt leaseSQL, each prepared on first use.
+	insertStmt, leaseStmt onceStmt
 }
 
 // New wraps a connection pool whose schema is migrated (migrations.Apply) for engine d. now is
@@ -83,7 +96,8 @@ func New(db DB, d Dialect, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, dialect: d, now: now, leaseSQL: fmt.Sprintf(sqlLease, cmp.Or(d.WakeBound, "$3"), d.LeaseLock)}
+	return &Store{db: db, dialect: d, now: now, leaseSQL: fmt.Sprintf(sqlLease, cmp.Or(d.WakeBound, "$3"), d.LeaseLock),
+		ids: newMailboxIDs(maxCachedMailboxIDs)}
 }
 
 // DB returns the underlying pool.
@@ -113,20 +127,23 @@ func (s *Store) withTx(ctx context.Context, fn func(q querier) error) error {
 	return nil
 }
 
-// prepared returns *slot, preparing query into it on first use; a failed preparation is tried
-// again on the next call. database/sql prepares the statement on each pooled connection that
-// runs it, and again after a connection is replaced.
-func (s *Store) prepared(ctx context.Context, slot **sqlx.Stmt, query string) (*sqlx.Stmt, error) {
-	s.stmtMu.Lock()
-	defer s.stmtMu.Unlock()
-	if *slot == nil {
-		stmt, err := s.db.PreparexContext(ctx, query)
-		if err != nil {
-			return nil, fmt.Errorf("prepare statement: %w", err)
-		}
-		*slot = stmt
+// onceStmt is a statement prepared on first use and kept by the store (database/sql prepares
+// it again on each pooled connection that runs it). When the preparation fails, the statement
+// runs unprepared.
+type onceStmt struct {
+	once sync.Once
+	stmt *sql.Stmt
+	err  error
+}
+
+// get returns the prepared statement, preparing query on the first call, or nil when it could
+// not be prepared.
+func (o *onceStmt) get(ctx context.Context, db DB, query string) *sql.Stmt {
+	o.once.Do(func() { o.stmt, o.err = db.PrepareContext(context.WithoutCancel(ctx), query) })
+	if o.err != nil {
+		return nil
 	}
-	return *slot, nil
+	return o.stmt
 }
 
 // idSet selects a list of ids into a set.
