@@ -96,7 +96,8 @@ type Checkout struct {
 
 // Worktree is a checked-out working directory of one run.
 type Worktree struct {
-	// Name is the run name; Path is <DataDir>/worktrees/<Name>.
+	// Name is the worktree's name (a run's for AddWorktree, a mailbox's for Prepare); Path is
+	// <DataDir>/worktrees/<Name>.
 	Name string
 	Path string
 	// Branch is the checked-out local branch ("" when detached).

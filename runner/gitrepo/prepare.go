@@ -22,14 +22,13 @@ import (
 //     Retire or Warm left, already checked out) by moving it to the key, or else adds a worktree
 //     from the mirror without checking anything out (git worktree add --no-checkout).
 //   - Every time, it applies the project's sparse directories (Project.Sparse, or
-//     Config.Projects; none means the whole tree), restores the worktree's .git link (the container could have replaced it),
-//     checks out exactly that commit with --force (tracked files the container changed or
-//     deleted are restored; files whose stat data git recorded are not rewritten) and removes
-//     every untracked and ignored file (git clean -ffdx), so nothing a container wrote survives
-//     into the next run.
-//   - When running as root with Config.UID set, it gives UID:GID every entry not already theirs
-//     and refreshes the index's stat data of those files, so the next run rewrites only what
-//     changed.
+//     Config.Projects; none means the whole tree), restores the worktree's .git link (the
+//     container could have replaced it), checks out exactly that commit with --force (tracked
+//     files the container changed or deleted are restored; files whose stat data match the
+//     index are not rewritten) and removes every untracked and ignored file (git clean -ffdx),
+//     so nothing a container wrote survives into the next run.
+//   - When running as root with Config.UID set, it gives UID:GID what git wrote and updates
+//     those files' index entries (ownLocked), so the next run rewrites only what changed.
 //
 // A directory of the key that git no longer knows is removed and added again. The worktree
 // holds co.Branch between runs, so another worktree cannot check the same branch out; Retire
