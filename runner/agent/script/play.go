@@ -74,6 +74,9 @@ func Play(args []string, stdout, stderr io.Writer) int {
 		time.Sleep(time.Duration(st.SleepSeconds * float64(time.Second)))
 	}
 
+	if err := st.apply(&in, *workspace, stdout); err != nil {
+		return fail(ExitWriteFiles, "%v", err)
+	}
 	paths := make([]string, 0, len(st.Files))
 	for p := range st.Files {
 		paths = append(paths, p)
