@@ -100,7 +100,8 @@ type Reviews interface {
 	// GitLab every note of every discussion that is not a system note (diff notes with their
 	// position, general discussion notes); Forgejo every comment of every submitted review
 	// (GET …/pulls/{n}/reviews, then …/reviews/{id}/comments; REQUEST_REVIEW rows are skipped),
-	// and each review's non-empty body as a comment without position whose ID is the review id.
+	// and each review's non-empty body as a comment without position, with the id of the
+	// review's summary comment.
 	ReviewComments(ctx context.Context, repo string, number int64) ([]ReviewComment, error)
 	// Reply answers comment to in its thread and returns the new comment's id: GitLab a note in
 	// the discussion; Forgejo a comment added to to's review at the same path and line (POST
@@ -113,7 +114,8 @@ type Reviews interface {
 	ResolveThread(ctx context.Context, repo string, number int64, thread string) error
 	// PostReview submits one review and returns its id: Forgejo/Gitea one review with inline
 	// comments (POST …/pulls/{n}/reviews); GitLab a note with the body and one discussion with a
-	// position per comment (and an approval for ReviewApprove). ErrConflict when a position is
-	// not in the diff.
+	// position per comment (and an approval for ReviewApprove). ErrConflict for a comment
+	// without path or line, and where the forge checks it (GitLab, Forgejo) for a line outside
+	// the diff.
 	PostReview(ctx context.Context, repo string, number int64, r NewReview) (int64, error)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"code.gitea.io/sdk/gitea"
 
@@ -23,8 +24,8 @@ var _ forge.Reviews = (*Client)(nil)
 // ReviewComments lists every submitted review of pull request number (GET …/pulls/{n}/reviews,
 // every page) and each review's code comments (GET …/pulls/{n}/reviews/{id}/comments), oldest
 // first. REQUEST_REVIEW rows (a review request is stored as a review) and PENDING drafts are
-// skipped. A review's non-empty body becomes a comment without position whose ID is the review
-// id and whose Thread is "review:<id>". A code comment's Thread is "<path>:+<line>" for a line of
+// skipped. A review's non-empty body becomes a comment without position whose ID is that of the
+// review's summary comment (see clientSummaryID) and whose Thread is "review:<review id>". A code comment's Thread is "<path>:+<line>" for a line of
 // the new file (Forgejo's position) or "<path>:-<line>" for one of the old file; its Resolved is
 // true when Forgejo names a resolver. The comments of a review may be by other users than the
 // review's author (Reply adds the bot's answers to the reviewer's review).
@@ -68,7 +69,7 @@ func (c *Client) reviewComments(ctx context.Context, api *gitea.Client, owner, n
 	var out []forge.ReviewComment
 	if rv.Body != "" {
 		out = append(out, forge.ReviewComment{
-			ID: rv.ID, Thread: "review:" + strconv.FormatInt(rv.ID, 10), ReviewID: rv.ID, ReviewState: state,
+			ID: clientSummaryID(rv), Thread: "review:" + strconv.FormatInt(rv.ID, 10), ReviewID: rv.ID, ReviewState: state,
 			Author: clientUser(rv.Reviewer), Body: rv.Body, CreatedAt: rv.Submitted.UTC(),
 		})
 	}
@@ -91,6 +92,18 @@ func (c *Client) reviewComments(ctx context.Context, api *gitea.Client, owner, n
 		})
 	}
 	return out, nil
+}
+
+// clientSummaryID is the id of a review's summary comment: the comment anchor of its html_url
+// ("…/pulls/2#issuecomment-5"), which shares the id sequence of the inline comments; the
+// negated review id when the URL has none.
+func clientSummaryID(rv *gitea.PullReview) int64 {
+	if _, frag, ok := strings.Cut(rv.HTMLURL, "#issuecomment-"); ok {
+		if id, err := strconv.ParseInt(frag, 10, 64); err == nil && id > 0 {
+			return id
+		}
+	}
+	return -rv.ID
 }
 
 // clientThread is the thread key of a code comment: Forgejo's web UI groups code comments into
@@ -167,7 +180,8 @@ func (c *Client) ResolveThread(context.Context, string, int64, string) error { r
 // PostReview submits one review with its inline comments (POST …/pulls/{n}/reviews, event
 // COMMENT unless r.Event says APPROVED or REQUEST_CHANGES) and returns the review id. A comment
 // on a line of the new file sets new_position, one on a removed line old_position. Forgejo
-// answers 422 for a position outside the diff (forge.ErrConflict).
+// answers 422 for a comment without path or line (forge.ErrConflict); Gitea 1.25 accepts a line
+// outside the diff and stores it.
 func (c *Client) PostReview(ctx context.Context, repo string, number int64, r forge.NewReview) (int64, error) {
 	owner, name, err := clientSplit(repo)
 	if err != nil {

@@ -61,12 +61,14 @@ func TestClientReadsRecordedReviewAnswers(t *testing.T) {
 		require.Equal(t, "alice", rc.Author.Login)
 		got = append(got, r)
 	}
+	// A review's summary has the id of its comment (#issuecomment-5 of review 1), in the same
+	// sequence as the inline comments 3, 4 and 6.
 	require.Equal(t, []row{
-		{id: 1, thread: "review:1", state: "changes_requested"},
 		{id: 3, thread: "report.py:+7", pos: forge.Position{Path: "report.py", NewLine: 7}, state: "changes_requested", hunk: true},
 		{id: 4, thread: "report.py:+9", pos: forge.Position{Path: "report.py", NewLine: 9}, state: "changes_requested", hunk: true},
-		{id: 2, thread: "review:2", state: "commented"},
+		{id: 5, thread: "review:1", state: "changes_requested"},
 		{id: 6, thread: "report.py:+5", pos: forge.Position{Path: "report.py", NewLine: 5}, state: "commented", hunk: true},
+		{id: 7, thread: "review:2", state: "commented"},
 	}, got)
 
 	// The review request (REQUEST_REVIEW, review 4) is not a review.
@@ -74,7 +76,10 @@ func TestClientReadsRecordedReviewAnswers(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, list, 3)
 	require.Equal(t, "bot", list[0].Author.Login)
-	require.Equal(t, &forge.Position{Path: "docs/report.md", NewLine: 3}, list[1].Position)
+	require.Equal(t, &forge.Position{Path: "docs/report.md", NewLine: 3}, list[0].Position)
+	require.Equal(t, &forge.Position{Path: "docs/report.md", NewLine: 4}, list[1].Position)
+	require.Equal(t, forge.ReviewComment{ID: 17, Thread: "review:5", ReviewID: 5, ReviewState: "commented",
+		Author: list[2].Author, Body: "A few remarks on the docs.", CreatedAt: list[2].CreatedAt}, list[2])
 
 	mr, err := c.MergeRequest(ctx, "acceptance/sandbox", 2)
 	require.NoError(t, err)

@@ -122,7 +122,7 @@ func (s *ForgejoServer) fjReviewJSON(p *modelRepo, mi *modelIssue, rv *modelRevi
 		"id": rv.id, "user": s.fjUser(rv.author), "team": nil, "state": rv.state, "body": rv.body,
 		"commit_id": commit, "stale": commit != "" && commit != mi.sha, "official": rv.state != "COMMENT",
 		"dismissed": false, "comments_count": count, "submitted_at": fjTime(rv.submitted),
-		"updated_at": fjTime(rv.submitted), "html_url": fmt.Sprintf("%s#issuecomment-%d", pull, rv.id),
+		"updated_at": fjTime(rv.submitted), "html_url": fmt.Sprintf("%s#issuecomment-%d", pull, rv.summaryID),
 		"pull_request_url": pull,
 	}
 }

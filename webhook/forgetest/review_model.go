@@ -17,6 +17,7 @@ import (
 // diff discussion.
 type modelReview struct {
 	id        int64
+	summaryID int64 // the review's summary comment, in the comment id sequence
 	author    *modelUser
 	state     string // Forgejo API state: APPROVED, REQUEST_CHANGES, COMMENT, REQUEST_REVIEW
 	body      string
@@ -81,7 +82,7 @@ func (m *model) addReviewLocked(mi *modelIssue, u *modelUser, state, body, commi
 	now := m.now()
 	var reviewID int64
 	if m.sharedNumbers {
-		rv := &modelReview{id: m.nextID(), author: u, state: state, body: body, commit: cmp.Or(commit, mi.sha), submitted: now}
+		rv := &modelReview{id: m.nextID(), summaryID: m.nextID(), author: u, state: state, body: body, commit: cmp.Or(commit, mi.sha), submitted: now}
 		mi.reviews = append(mi.reviews, rv)
 		reviewID = rv.id
 	} else if body != "" {
