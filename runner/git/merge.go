@@ -229,3 +229,31 @@ func hasConflictMarker(b []byte) bool {
 	}
 	return false
 }
+
+// MaxDiffBytes bounds the diff Diff returns (200 KiB); a longer diff is cut and ends with a
+// line saying so.
+const MaxDiffBytes = 200 << 10
+
+// Diff returns the unified diff from the merge base of base and head to head (git diff
+// base...head), cut at MaxDiffBytes. base and head are commits or remote branches
+// ("origin/main"); the mirror is not fetched.
+func (m *Manager) Diff(ctx context.Context, wt *Worktree, base, head string) (string, error) {
+	s, err := m.gitWT(ctx, wt, nil, "diff", "--no-color", "--no-ext-diff", base+"..."+head)
+	if err != nil {
+		return "", fmt.Errorf("diff %s...%s: %w", base, head, err)
+	}
+	if len(s) > MaxDiffBytes {
+		cut := strings.LastIndexByte(s[:MaxDiffBytes], '\n')
+		s = s[:max(cut, 0)] + fmt.Sprintf("\n[diff cut at %d KiB]", MaxDiffBytes>>10)
+	}
+	return s, nil
+}
+
+// MergeBase returns the merge base of a and b.
+func (m *Manager) MergeBase(ctx context.Context, wt *Worktree, a, b string) (string, error) {
+	s, err := m.gitWT(ctx, wt, nil, "merge-base", a, b)
+	if err != nil {
+		return "", fmt.Errorf("merge base of %s and %s: %w", a, b, err)
+	}
+	return s, nil
+}

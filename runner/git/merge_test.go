@@ -122,3 +122,16 @@ func TestConflictMarkers(t *testing.T) {
 	_, err = ConflictMarkers(dir, []string{"../escape"})
 	require.Error(t, err)
 }
+
+func TestDiffAndMergeBase(t *testing.T) {
+	t.Parallel()
+	b, wt, _ := mergeSetup(t, false)
+	d, err := b.mgr.Diff(t.Context(), wt, "origin/main", "HEAD")
+	require.NoError(t, err)
+	require.Contains(t, d, "diff --git a/README b/README")
+	require.Contains(t, d, "+hello agent")
+	require.NotContains(t, d, "OTHER", "only the branch's side since the merge base")
+	base, err := b.mgr.MergeBase(t.Context(), wt, "origin/main", "HEAD")
+	require.NoError(t, err)
+	require.Equal(t, b.mainSHA, base)
+}
