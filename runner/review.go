@@ -27,6 +27,35 @@ func checkoutOf(job phase.Job) gitrepo.Checkout {
 	return gitrepo.Checkout{Branch: job.Branch}
 }
 
+// prepareGit is the git work of a job before its agent runs: the diff of a review_fix or review
+// run (prepareReview), the merge step of a conflict_resolution run (mergeTarget). A non-nil
+// outcome is final: the job needs no agent run.
+func prepareGit(ctx context.Context, mgr *gitrepo.Manager, p gitrepo.Project, wt *gitrepo.Worktree, job *phase.Job) (*phase.Outcome, error) {
+	switch job.Input.Phase {
+	case phase.ReviewFix, phase.Review:
+		if err := prepareReview(ctx, mgr, wt, &job.Input); err != nil {
+			return nil, fmt.Errorf("prepare the review: %w", err)
+		}
+	case phase.ConflictResolution:
+		done, _, err := mergeTarget(ctx, mgr, p, wt, job)
+		return done, err
+	}
+	return nil, nil
+}
+
+// conflictedPaths are the files a conflict_resolution run got; nil for a run recovery found
+// again (CommitMerge then reads the unmerged paths itself).
+func conflictedPaths(in phase.Input) []string {
+	if in.Conflict == nil {
+		return nil
+	}
+	var out []string
+	for _, f := range in.Conflict.Files {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
 // prepareReview fills the diff of a review_fix or review run from the worktree: from the merge
 // base with the target branch (or from SinceSHA, the head of the bot's previous review, when it
 // is still an ancestor) to the worktree's head.

@@ -174,6 +174,7 @@ func (s *server) wire(ctx context.Context) error {
 		Labels:           cfg.Labels,
 		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
 		CIPoll: cfg.Lifecycle.CIPoll, SessionResume: cfg.Sessions.ResumeEnabled, Redact: redact, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
+		ReviewFixAttempts: cfg.Lifecycle.ReviewFixAttempts, RetryUntilGreenMax: cfg.Lifecycle.RetryUntilGreenMax, ReviewQuiet: cfg.Lifecycle.ReviewQuiet,
 	}, s.store, bots, s.service, nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
 		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)

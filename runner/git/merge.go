@@ -147,12 +147,19 @@ func (m *Manager) merging(ctx context.Context, wt *Worktree) bool {
 
 // CommitMerge finishes a merge that MergeTarget left with conflicts: it refuses, with
 // ErrMergeUnresolved, while one of the conflicted paths still holds a conflict marker (see
-// ConflictMarkers) or git still lists an unmerged path after staging everything; otherwise it
+// ConflictMarkers; nil conflicted means the paths git lists as unmerged now) or git still lists
+// an unmerged path after staging everything; otherwise it
 // commits the merge (two parents) with the bot identity and returns its sha. Errors: no merge
 // in progress.
 func (m *Manager) CommitMerge(ctx context.Context, wt *Worktree, conflicted []string, message string) (string, error) {
 	if !m.merging(ctx, wt) {
 		return "", errors.New("gitrepo: no merge in progress")
+	}
+	if conflicted == nil {
+		var err error
+		if conflicted, err = m.UnmergedPaths(ctx, wt); err != nil {
+			return "", err
+		}
 	}
 	marked, err := ConflictMarkers(wt.Path, conflicted)
 	if err != nil {
