@@ -40,7 +40,7 @@ var ErrMergeUnresolved = errors.New("gitrepo: merge is not resolved")
 // MergeTarget fetches the mirror and merges the remote target branch into the worktree's branch
 // with a merge commit (git merge --no-ff; history already pushed is never rewritten) whose
 // message is message. It never pushes. When git stops on conflicts the result lists them and
-// the worktree stays mid-merge. Errors: a detached worktree, fetch failure, a missing target, a
+// the worktree stays mid-merge, owned by Config.UID as AddWorktree leaves it. Errors: a detached worktree, fetch failure, a missing target, a
 // merge git refuses for another reason (the worktree is then reset with merge --abort).
 func (m *Manager) MergeTarget(ctx context.Context, p Project, wt *Worktree, target, message string) (*Merge, error) {
 	if wt.Branch == "" {
@@ -79,6 +79,12 @@ func (m *Manager) MergeTarget(ctx context.Context, p Project, wt *Worktree, targ
 	if len(out.Conflicts) == 0 {
 		_ = m.AbortMerge(ctx, wt)
 		return nil, fmt.Errorf("merge %s: %w", target, mergeErr)
+	}
+	// git wrote the merged files as this process's user: give them back to the container user.
+	if os.Geteuid() == 0 && m.cfg.UID > 0 {
+		if err := chownTree(wt.Path, m.cfg.UID, m.cfg.GID); err != nil {
+			return nil, fmt.Errorf("chown worktree: %w", err)
+		}
 	}
 	return out, nil
 }
