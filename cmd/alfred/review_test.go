@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -111,7 +113,7 @@ func (e *e2e) toInReview(assign func()) forge.MergeRequest {
 	assign()
 	e.waitStatus("status::waiting_validation")
 	require.NoError(e.t, e.api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
-	e.labelsChanged()
+	e.labelsChanged("ai::validate_plan")
 	e.waitStatus("status::in_ci")
 	mrs := e.forgejo.MergeRequests(e.issue.Repo)
 	require.Len(e.t, mrs, 1)
@@ -120,20 +122,23 @@ func (e *e2e) toInReview(assign func()) forge.MergeRequest {
 	return mrs[0]
 }
 
-// labelsChanged sends the label event of the issue's current labels, by alice.
-func (e *e2e) labelsChanged() {
+// labelsChanged sends the label event of the issue's current labels by alice, who added added
+// (GitLab says which list the labels had before; Forgejo sends only the list after).
+func (e *e2e) labelsChanged(added string) {
 	e.t.Helper()
+	current := e.forgejo.IssueLabels(e.issue)
 	switch e.kind {
 	case forge.KindGitLab:
+		before := slices.DeleteFunc(slices.Clone(current), func(l string) bool { return l == added })
 		require.Equal(e.t, http.StatusAccepted, e.sendGitLab("issue_hook_update_label_added", "Issue Hook", func(doc map[string]any) {
 			oa := doc["object_attributes"].(map[string]any)
 			oa["iid"], oa["title"] = 1, "Export the report as CSV"
 			doc["user"].(map[string]any)["username"] = "alice"
-			doc["labels"] = glLabels(e.forgejo.IssueLabels(e.issue)...)
-			doc["changes"] = map[string]any{"labels": map[string]any{"previous": []any{}, "current": glLabels(e.forgejo.IssueLabels(e.issue)...)}}
+			doc["labels"] = glLabels(current...)
+			doc["changes"] = map[string]any{"labels": map[string]any{"previous": glLabels(before...), "current": glLabels(current...)}}
 		}))
 	default:
-		require.Equal(e.t, http.StatusAccepted, e.send("003-issue_label-label_updated", setLabels(e.forgejo.IssueLabels(e.issue)...)))
+		require.Equal(e.t, http.StatusAccepted, e.send("003-issue_label-label_updated", setLabels(current...)))
 	}
 }
 
@@ -240,4 +245,150 @@ func (e *e2e) waitReply(mr, id int64) forge.ReviewComment {
 		return false
 	}, 90*time.Second, 100*time.Millisecond, "no reply to comment %d; comments:\n%s", id, strings.Join(e.comments(), "\n---\n"))
 	return reply
+}
+
+// The review loop on the GitLab stand-in: a diff note (one Note Hook per comment, with its
+// position) is fixed, answered in its discussion and the discussion resolved; a merge request
+// hook with detailed_merge_status "conflict" gets the target merged; asked as reviewer on
+// alice's merge request (reviewers updated), the bot posts one review with an inline comment.
+func TestReviewLoopGitLab(t *testing.T) {
+	e := startReview(t, forge.KindGitLab, "gitlab-org/gitlab-test", reviewScript)
+	rs := e.forgejo.(forgetest.ReviewSeeder)
+	mr := e.toInReview(func() {
+		require.Equal(t, http.StatusAccepted, e.sendGitLab("issue_hook_open_with_changes", "Issue Hook", func(doc map[string]any) {
+			oa := doc["object_attributes"].(map[string]any)
+			oa["iid"], oa["title"] = 1, "Export the report as CSV"
+			doc["user"].(map[string]any)["username"] = "alice"
+			doc["assignees"] = glUsers("bot")
+			doc["labels"] = glLabels("type::task")
+			delete(doc, "changes")
+		}))
+	})
+	head := e.git("rev-parse", mr.SourceBranch)
+
+	ids := rs.AddReview(e.issue.Repo, mr.Number, "alice", "commented", "",
+		forgetest.SeedReviewComment{Path: "export.csv", NewLine: 1, Body: "Please add a currency column."})
+	discussion := rs.ThreadComments(e.issue.Repo, mr.Number)[0].Thread
+	require.Equal(t, http.StatusAccepted, e.sendGitLab("note_hook_diff_note_on_merge_request", "Note Hook", func(doc map[string]any) {
+		doc["user"].(map[string]any)["username"] = "alice"
+		oa := doc["object_attributes"].(map[string]any)
+		oa["id"], oa["note"], oa["discussion_id"] = ids[0], "Please add a currency column.", discussion
+		pos := oa["position"].(map[string]any)
+		pos["new_path"], pos["old_path"], pos["new_line"] = "export.csv", "export.csv", 1
+		m := doc["merge_request"].(map[string]any)
+		m["iid"], m["source_branch"], m["target_branch"] = mr.Number, mr.SourceBranch, "main"
+	}))
+	fixed := e.waitHead(mr.SourceBranch, head)
+	reply := e.waitReply(mr.Number, ids[0])
+	require.Contains(t, reply.Body, "Fixed in "+fixed[:7])
+	require.Equal(t, discussion, reply.Thread, "a note in the same discussion")
+	require.Eventually(t, func() bool { return rs.ThreadComments(e.issue.Repo, mr.Number)[0].Resolved },
+		30*time.Second, 100*time.Millisecond, "the fixed discussion is resolved")
+	e.waitStatus("status::in_ci")
+	e.greenCI(mr.SourceBranch)
+	e.waitStatus("status::in_review")
+
+	// main changes the same line; GitLab reports the conflict in a merge request hook.
+	e.commitOn("main", "main", "Semicolons", map[string]string{"export.csv": "date;amount\n"})
+	rs.SetMergeStatus(e.issue.Repo, mr.Number, forge.MergeStatusConflict)
+	require.Equal(t, http.StatusAccepted, e.sendGitLab("merge_request_hook_reviewer_removed", "Merge Request Hook", func(doc map[string]any) {
+		oa := doc["object_attributes"].(map[string]any)
+		oa["iid"], oa["source_branch"], oa["detailed_merge_status"] = mr.Number, mr.SourceBranch, "conflict"
+	}))
+	merged := e.waitHead(mr.SourceBranch, fixed)
+	rs.SetMergeStatus(e.issue.Repo, mr.Number, forge.MergeStatusMergeable)
+	require.Len(t, strings.Fields(e.git("rev-list", "--parents", "-n1", merged)), 3, "a merge commit")
+	require.NotContains(t, e.git("show", merged+":export.csv"), "=======")
+
+	// alice asks the bot to review her merge request.
+	e.commitOn("alice/docs", "main", "Document the report", map[string]string{"docs/report.md": "# Report\nThe monthly report.\n"})
+	n := rs.AddMergeRequest(e.issue.Repo, "alice/docs", "main", "Document the monthly report", "alice")
+	require.Equal(t, http.StatusAccepted, e.sendGitLab("merge_request_hook_reviewer_added", "Merge Request Hook", func(doc map[string]any) {
+		oa := doc["object_attributes"].(map[string]any)
+		oa["iid"], oa["source_branch"], oa["target_branch"], oa["title"] = n, "alice/docs", "main", "Document the monthly report"
+		doc["user"].(map[string]any)["username"] = "alice"
+		doc["reviewers"] = glUsers("bot")
+		doc["changes"].(map[string]any)["reviewers"] = map[string]any{"previous": []any{}, "current": glUsers("bot")}
+	}))
+	ref := forge.IssueRef{Forge: e.issue.Forge, Repo: e.issue.Repo, Number: n, MergeRequest: true}
+	require.Eventually(t, func() bool {
+		for _, c := range rs.ThreadComments(e.issue.Repo, n) {
+			if c.Author.Login == e.forgejo.BotLogin() && c.Position != nil && *c.Position == (forge.Position{Path: "docs/report.md", NewLine: 2}) {
+				return true
+			}
+		}
+		return false
+	}, 90*time.Second, 100*time.Millisecond, "no inline review comment")
+	require.Eventually(t, func() bool {
+		return slices.ContainsFunc(e.forgejo.IssueComments(ref), func(c forge.Comment) bool { return c.Body == "A few remarks on the docs." })
+	}, 30*time.Second, 100*time.Millisecond, "the review's summary")
+	require.Len(t, rs.ThreadComments(e.issue.Repo, n), 1, "one review, posted once")
+	e.requireUniqueMarkers()
+}
+
+const blockingScript = `
+analysis.functional:
+  summary: Understood.
+  understanding: You want the report exported as a CSV file.
+analysis.technical:
+  summary: Planned.
+  plan: Add export.csv with the header row.
+development:
+  summary: Added the CSV export.
+  commit_message: "Add CSV export"
+  sleep_seconds: 300
+  files:
+    export.csv: "date,amount\n"
+  per_attempt:
+    "2": {sleep_seconds: 0}
+`
+
+// containers counts this test's Alfred containers (its instance label).
+func (e *e2e) containers() int {
+	e.t.Helper()
+	list, err := runtimetest.Client(e.t).ContainerList(context.Background(), container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", "alfred.managed=true"),
+			filters.Arg("label", "alfred.instance="+instanceID(e.srv.cfg.DataDir)))})
+	require.NoError(e.t, err)
+	return len(list)
+}
+
+// A human's status::blocked during the development stops the container within seconds and
+// nothing is pushed; ai::retry runs the development again (resuming the session) and Alfred
+// removes the label.
+func TestHumanBlockedStopsTheRunAndRetryResumes(t *testing.T) {
+	e := startReview(t, forge.KindForgejo, "acceptance/sandbox", blockingScript)
+	ctx := context.Background()
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
+	require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", setLabels("type::task")))
+	e.waitStatus("status::waiting_validation")
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
+	e.labelsChanged("ai::validate_plan")
+	e.waitStatus("status::in_development")
+	require.Eventually(t, func() bool { return e.containers() == 1 }, 60*time.Second, 100*time.Millisecond, "the development container")
+
+	// alice sets status::blocked while the agent works.
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"status::blocked"}, nil))
+	e.labelsChanged("status::blocked")
+	stopped := time.Now()
+	require.Eventually(t, func() bool { return e.containers() == 0 }, 30*time.Second, 100*time.Millisecond, "the container is destroyed")
+	require.Less(t, time.Since(stopped), 15*time.Second)
+	require.Eventually(t, func() bool {
+		return strings.Contains(strings.Join(e.comments(), "\n"), "I stopped, as @alice added `status::blocked`")
+	}, 30*time.Second, 100*time.Millisecond, "Alfred says so")
+	out, err := exec.Command("git", "-C", e.bare, "branch", "--list", "agent/*").CombinedOutput()
+	require.NoError(t, err)
+	require.Empty(t, strings.TrimSpace(string(out)), "nothing was pushed")
+	require.Empty(t, e.forgejo.MergeRequests(e.issue.Repo))
+
+	// ai::retry: the development runs again, and the label is gone.
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"ai::retry"}, nil))
+	e.labelsChanged("ai::retry")
+	e.waitStatus("status::in_ci")
+	require.NotContains(t, e.forgejo.IssueLabels(e.issue), "ai::retry")
+	require.NotContains(t, e.forgejo.IssueLabels(e.issue), "status::blocked")
+	require.Contains(t, strings.Join(e.comments(), "\n"), "Retrying as asked by @alice.")
+	require.Len(t, e.forgejo.MergeRequests(e.issue.Repo), 1)
+	require.Equal(t, 1, strings.Count(strings.Join(e.comments(), "\n"), "I stopped, as @alice"), "said once")
+	e.requireUniqueMarkers()
 }
