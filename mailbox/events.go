@@ -242,7 +242,10 @@ func (m *Machine) labelsAdded(ctx context.Context, bot Bot, mb *Mailbox, added [
 			}
 			from := mb.State
 			mb.Data.BlockedFrom, mb.Data.Blocked = from, "blocked by @"+sender
-			mb.State = to // the human set the label already
+			// The human set the blocked label already; the other status label goes.
+			if err := m.setState(ctx, bot, mb, to); err != nil {
+				return "", err
+			}
 			body := fmt.Sprintf("I stopped, as @%s added `%s`. I keep what I did so far and my session: remove the label, or add `%s`, to resume where I stopped.",
 				sender, m.cfg.Labels.Blocked, m.cfg.Labels.Retry)
 			if def(from).Phase == "" {

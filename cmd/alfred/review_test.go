@@ -380,6 +380,7 @@ func TestHumanBlockedStopsTheRunAndRetryResumes(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, strings.TrimSpace(string(out)), "nothing was pushed")
 	require.Empty(t, e.forgejo.MergeRequests(e.issue.Repo))
+	require.Equal(t, []string{"status::blocked"}, e.statusLabels(), "one status label")
 
 	// ai::retry: the development runs again, and the label is gone.
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"ai::retry"}, nil))
