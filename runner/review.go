@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	gitrepo "github.com/alfred-bot/alfred/runner/git"
+	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 

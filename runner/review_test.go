@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	gitrepo "github.com/alfred-bot/alfred/runner/git"
+	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )

@@ -17,7 +17,7 @@ import (
 	"github.com/alfred-bot/alfred/runner/agent/agenttest"
 	"github.com/alfred-bot/alfred/runner/agent/claudecode"
 	"github.com/alfred-bot/alfred/runner/docker"
-	gitrepo "github.com/alfred-bot/alfred/runner/git"
+	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -223,7 +224,7 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	// This test's own containers: the instance label is derived from this test's data
 	// directory, so a development container of another test (or package) never matches.
 	devFilter := filters.NewArgs(filters.Arg("label", "alfred.managed=true"), filters.Arg("label", "alfred.phase=development"),
-		filters.Arg("label", "alfred.instance="+instanceID(filepath.Join(dir, "data"))))
+		filters.Arg("label", "alfred.instance="+runner.InstanceID(filepath.Join(dir, "data"))))
 	require.Eventually(t, func() bool {
 		list, err := cli.ContainerList(ctx, container.ListOptions{Filters: devFilter})
 		require.NoError(t, err)
@@ -268,7 +269,7 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	c.devRuns(t, runs)
 	var live int
 	require.NoError(t, db.Get(&live, `SELECT count(*) FROM executors WHERE status IN ('starting', 'ready')`))
-	require.Zero(t, live, "an executor is still live")
+	require.Zero(t, live, "a container record is still live")
 	var pending int
 	require.NoError(t, db.Get(&pending, `SELECT count(*) FROM events WHERE processed_at IS NULL`))
 	require.Zero(t, pending, "an event was lost")

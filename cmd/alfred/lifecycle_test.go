@@ -25,6 +25,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -429,7 +430,7 @@ func requireNoLeftovers(t *testing.T, dataDir string) {
 	require.Eventually(t, func() bool {
 		list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
 			Filters: filters.NewArgs(filters.Arg("label", "alfred.managed=true"),
-				filters.Arg("label", "alfred.instance="+instanceID(dataDir)))})
+				filters.Arg("label", "alfred.instance="+runner.InstanceID(dataDir)))})
 		require.NoError(t, err)
 		return len(list) == 0
 	}, 30*time.Second, 200*time.Millisecond, "an Alfred container was left behind")

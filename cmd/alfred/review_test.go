@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -348,7 +349,7 @@ func (e *e2e) containers() int {
 	e.t.Helper()
 	list, err := runtimetest.Client(e.t).ContainerList(context.Background(), container.ListOptions{All: true,
 		Filters: filters.NewArgs(filters.Arg("label", "alfred.managed=true"),
-			filters.Arg("label", "alfred.instance="+instanceID(e.srv.cfg.DataDir)))})
+			filters.Arg("label", "alfred.instance="+runner.InstanceID(e.srv.cfg.DataDir)))})
 	require.NoError(e.t, err)
 	return len(list)
 }

@@ -94,8 +94,8 @@ const sqlUnfinishedMailboxes = `
 SELECT mailbox_id FROM executors WHERE status IN ('starting', 'ready')
 UNION SELECT mailbox_id FROM runs WHERE status = 'running' ORDER BY 1`
 
-// UnfinishedMailboxes implements mailbox.Leases: a live container is an executor row in
-// status starting or ready.
+// UnfinishedMailboxes implements mailbox.Leases: a live container is a container record (executors row)
+// in status starting or ready.
 func (s *Store) UnfinishedMailboxes(ctx context.Context) ([]int64, error) {
 	var ids []int64
 	if err := s.db.SelectContext(ctx, &ids, sqlUnfinishedMailboxes); err != nil {
