@@ -104,7 +104,7 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 			return "own comment", nil
 		case o.otherBot:
 			return "ignored: comment by another bot", nil
-		case o.onOurMR && ev.Type == forge.EventComment && ev.Comment != nil && def(mb.State).accepts(inputReview):
+		case o.onOurMR && ev.Type == forge.EventComment && ev.Comment != nil && mb.State.Working():
 			return m.reviewEvent(ctx, bot, mb, se)
 		case !o.onIssue || ev.Comment == nil:
 			return "comment recorded", nil
@@ -144,12 +144,8 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 			return "review recorded", nil
 		case o.fromBot, o.otherBot:
 			return "ignored: review by a bot", nil
-		case !def(mb.State).accepts(inputReview):
-			// Taken when the merge request is back in CI or review: the comments stay on the forge.
-			if m.cfg.ReviewFixAttempts > 0 && reviewTrigger(ev, bot.Login) && mb.State.Working() {
-				mb.Data.ReviewDue = m.now().Add(m.cfg.ReviewQuiet)
-			}
-			return "review recorded for later", nil
+		case !mb.State.Working():
+			return "review recorded", nil
 		}
 		return m.reviewEvent(ctx, bot, mb, se)
 	case forge.EventPipeline:

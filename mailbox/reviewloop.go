@@ -24,6 +24,8 @@ func reviews(bot Bot) (forge.Reviews, error) {
 // reviewEvent handles a review or a comment on the bot's merge request by someone else: one
 // that asks for changes (reviewTrigger) by a writer starts (or extends) the quiet time after
 // which a review_fix run takes every comment not answered yet; others are refused visibly.
+// In a state that does not take review comments (a run in progress, blocked) the time is
+// kept, and fires once the merge request is back in CI or review.
 func (m *Machine) reviewEvent(ctx context.Context, bot Bot, mb *Mailbox, se StoredEvent) (string, error) {
 	ev := se.Event
 	if !reviewTrigger(ev, bot.Login) {
