@@ -38,6 +38,9 @@ type Config struct {
 	// ReviewQuiet is how long after the last review event the comments go to a review_fix run
 	// (default 30s): a review arrives as several deliveries (one GitLab note each).
 	ReviewQuiet time.Duration
+	// ReviewVerdicts lets a review of a merge request not the bot's approve or request changes
+	// as the run concludes; off (the default), every review only comments.
+	ReviewVerdicts bool
 	// BranchPrefix starts every branch name (default "agent/").
 	BranchPrefix string
 	// FailureStreak is how many failed passes in a row (forge, database, Docker or git

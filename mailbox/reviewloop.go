@@ -296,13 +296,21 @@ func (m *Machine) reviewInput(ctx context.Context, bot Bot, mb *Mailbox, in *pha
 }
 
 // applyReview posts the run's review: its summary and its inline comments, as a comment-only
-// review, then waits for the next request.
+// review unless verdicts are configured, then waits for the next request.
 func (m *Machine) applyReview(ctx context.Context, bot Bot, mb *Mailbox, r *phase.Result) error {
 	rv, err := reviews(bot)
 	if err != nil {
 		return err
 	}
 	nr := forge.NewReview{Body: m.cfg.Redact(strings.TrimSpace(r.Summary)), HeadSHA: mb.Data.ReviewHead}
+	if m.cfg.ReviewVerdicts {
+		switch r.ReviewVerdict {
+		case phase.VerdictApprove:
+			nr.Event = forge.ReviewApprove
+		case phase.VerdictRequestChanges:
+			nr.Event = forge.ReviewRequestChanges
+		}
+	}
 	for _, n := range r.ReviewComments {
 		nr.Comments = append(nr.Comments, forge.NewReviewComment{
 			Position: forge.Position{Path: n.Path, NewLine: n.Line, OldLine: n.OldLine}, Body: m.cfg.Redact(n.Body)})

@@ -131,6 +131,9 @@ type Lifecycle struct {
 	// ReviewQuiet is how long Alfred waits after the last review event (a review submitted as
 	// several deliveries, one GitLab note each) before it starts the review_fix run.
 	ReviewQuiet time.Duration `yaml:"review_quiet" env:"REVIEW_QUIET"`
+	// ReviewVerdicts lets a review of a merge request that is not the bot's approve or request
+	// changes when the agent concludes so; off, every such review only comments.
+	ReviewVerdicts bool `yaml:"review_verdicts" env:"REVIEW_VERDICTS"`
 	// BranchPrefix prefixes the branches Alfred creates.
 	BranchPrefix string `yaml:"branch_prefix" env:"BRANCH_PREFIX"`
 	// GitName is the commit author and committer name.

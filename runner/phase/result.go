@@ -43,6 +43,9 @@ type Result struct {
 	Comments []CommentOutcome `json:"comments,omitempty"`
 	// ReviewComments are the inline comments of a review run; Summary is the review's body.
 	ReviewComments []ReviewNote `json:"review_comments,omitempty"`
+	// ReviewVerdict is what a review run would conclude: VerdictApprove, VerdictRequestChanges,
+	// or "" for a comment only. Alfred posts it only where the configuration allows verdicts.
+	ReviewVerdict string `json:"review_verdict,omitempty"`
 
 	// Filled by the adapter from the CLI's own output, not by the agent.
 	SessionID    string  `json:"session_id,omitempty"`
@@ -77,7 +80,8 @@ func DecodeResult(in Input, data []byte) (*Result, error) {
 //   - review_fix: every comment of in.Review has exactly one outcome (fixed, answered or
 //     declined) and no other id has one; answered needs a reply, declined a reason; a fixed
 //     comment needs CommitMessage;
-//   - review: each review comment has a path, a line (new or old side) and a body.
+//   - review: each review comment has a path, a line (new or old side) and a body; a verdict
+//     is approve or request_changes.
 //
 // Questions are checked in whatever phase they appear.
 func ValidateResult(in Input, r *Result) error {
@@ -110,6 +114,9 @@ func ValidateResult(in Input, r *Result) error {
 		errs = append(errs, validateOutcomes(in, r)...)
 	case Review:
 		errs = append(errs, validateReviewNotes(r.ReviewComments)...)
+		if v := r.ReviewVerdict; v != "" && v != VerdictApprove && v != VerdictRequestChanges {
+			errs = append(errs, fmt.Errorf("review: review_verdict %q is not approve or request_changes", v))
+		}
 	}
 	seen := map[string]bool{}
 	for i, q := range r.Questions {

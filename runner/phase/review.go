@@ -61,6 +61,12 @@ type ConflictInput struct {
 	Theirs []string `json:"theirs,omitempty"`
 }
 
+// Verdicts of a review run (Result.ReviewVerdict).
+const (
+	VerdictApprove        = "approve"
+	VerdictRequestChanges = "request_changes"
+)
+
 // Outcome values of a CommentOutcome.
 const (
 	// OutcomeFixed: the change the comment asks for is in this run's commit.

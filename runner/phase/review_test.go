@@ -58,4 +58,8 @@ func TestValidateReviewNotes(t *testing.T) {
 	} {
 		require.ErrorIs(t, phase.ValidateResult(in, &phase.Result{Summary: "s", ReviewComments: []phase.ReviewNote{good, n}}), phase.ErrInvalidResult, name)
 	}
+	for _, v := range []string{phase.VerdictApprove, phase.VerdictRequestChanges} {
+		require.NoError(t, phase.ValidateResult(in, &phase.Result{Summary: "s", ReviewVerdict: v}))
+	}
+	require.ErrorIs(t, phase.ValidateResult(in, &phase.Result{Summary: "s", ReviewVerdict: "merge"}), phase.ErrInvalidResult)
 }
