@@ -122,6 +122,10 @@ type Data struct {
 	// row that said conflict (Forgejo also says so while it checks: two are needed there).
 	MergeCheckAt  time.Time `json:"merge_check_at,omitempty"`
 	ConflictReads int       `json:"conflict_reads,omitempty"`
+	// MergeCheckAfter, when set, pauses the merge status reads: the last conflict_resolution
+	// found the branch up to date, so a forge still saying "not mergeable" means something else
+	// (a Forgejo WIP title, say).
+	MergeCheckAfter time.Time `json:"merge_check_after,omitempty"`
 	// UntilGreen is on while ai::retry_until_green is; UntilGreenRuns counts the ci_fix and
 	// review_fix runs under it.
 	UntilGreen     bool `json:"until_green,omitempty"`

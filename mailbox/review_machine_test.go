@@ -182,3 +182,27 @@ func reviewFixResult(b *bundle, mr int64) *phase.Result {
 	}
 	return r
 }
+
+func TestConflictWithTheTargetRunsConflictResolution(t *testing.T) {
+	t.Parallel()
+	b := setupReview(t)
+	b.exec.results["conflict_resolution"] = &phase.Result{Summary: "Merged main."}
+	b.toCI()
+	b.ciEverywhere(forge.CISuccess)
+	mb := b.poll()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	runs := len(b.exec.jobs)
+
+	b.fake.SetMergeStatus(repo, mb.MRNumber, forge.MergeStatusConflict)
+	mb = b.poll()
+	require.Len(t, b.exec.jobs, runs+1)
+	job := b.exec.jobs[runs]
+	require.Equal(t, "conflict_resolution", job.Input.Key)
+	require.Equal(t, "main", job.Input.Conflict.Target)
+	require.True(t, job.Push)
+	require.Equal(t, job.Branch, mb.Branch, "the merge goes on the mailbox's branch")
+	require.Contains(t, strings.Join(b.comments(), "\n"), "conflicts with `main`: I am merging `main` into")
+	require.Contains(t, strings.Join(b.comments(), "\n"), "I merged the target branch into")
+	require.Equal(t, mailbox.StateInReview, mb.State, "merged, CI green: back in review")
+	b.requireUniqueMarkers()
+}

@@ -12,6 +12,10 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
+// mergeCheckPause is how long the merge status is not read after a conflict_resolution found
+// nothing to merge.
+const mergeCheckPause = 10 * time.Minute
+
 // reviews returns the forge's review calls; both forge clients and the Fake have them.
 func reviews(bot Bot) (forge.Reviews, error) {
 	rv, ok := bot.Forge.(forge.Reviews)
@@ -52,7 +56,7 @@ func (m *Machine) reviewTimers(ctx context.Context, bot Bot, mb *Mailbox) (bool,
 		mb.Data.ReviewDue = time.Time{}
 		return true, m.startReviewFix(ctx, bot, mb)
 	}
-	if mb.MRNumber == 0 || now.Before(mb.Data.MergeCheckAt) {
+	if mb.MRNumber == 0 || now.Before(mb.Data.MergeCheckAt) || now.Before(mb.Data.MergeCheckAfter) {
 		return false, nil
 	}
 	mb.Data.MergeCheckAt = now.Add(m.cfg.CIPoll)
@@ -241,8 +245,10 @@ func (m *Machine) postedReplies(ctx context.Context, bot Bot, rv forge.Reviews, 
 // agent's resolution) goes to CI; a branch that already held the target goes back to CI too.
 func (m *Machine) applyMerge(ctx context.Context, bot Bot, mb *Mailbox, out *phase.Outcome) error {
 	if out.HeadSHA == "" {
+		mb.Data.MergeCheckAfter = m.now().Add(mergeCheckPause)
 		return m.follow(ctx, bot, mb, onMergeUpToDate)
 	}
+	mb.Data.MergeCheckAfter = time.Time{}
 	mb.HeadSHA = out.HeadSHA
 	msg := fmt.Sprintf("I merged the target branch into `%s` as %s: %s", mb.Branch, short(out.HeadSHA),
 		strings.TrimSpace(out.Result.Summary))
