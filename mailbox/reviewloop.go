@@ -101,19 +101,18 @@ func (m *Machine) mergeStatusEvent(mb *Mailbox, ev forge.Event) string {
 }
 
 // startReviewFix moves to review_fix while attempts are left (the ceiling of
-// ai::retry_until_green under that label), else blocks.
+// ai::retry_until_green under that label), else blocks. The attempt is counted when the run
+// finds comments to address (reviewFixInput).
 func (m *Machine) startReviewFix(ctx context.Context, bot Bot, mb *Mailbox) error {
 	if mb.Data.UntilGreen {
 		if mb.Data.UntilGreenRuns >= m.cfg.RetryUntilGreenMax {
 			return m.untilGreenCeiling(ctx, bot, mb, StateReviewFix)
 		}
-		mb.Data.UntilGreenRuns++
 	} else if mb.Data.ReviewAttempts >= m.cfg.ReviewFixAttempts {
 		return m.block(ctx, bot, mb, onReviewSpent, StateReviewFix,
 			fmt.Sprintf("the review asks for changes again, and review_fix ran %d times on this %s (review_fix_attempts).",
 				mb.Data.ReviewAttempts, m.mrWord(bot)))
 	}
-	mb.Data.ReviewAttempts++
 	return m.follow(ctx, bot, mb, onReviewDue)
 }
 
@@ -150,6 +149,11 @@ func (m *Machine) reviewFixInput(ctx context.Context, bot Bot, mb *Mailbox, in *
 	mb.Data.ReviewComments = take
 	if len(take) == 0 {
 		return false, nil
+	}
+	// Only a run that has comments to address counts against the bounds.
+	mb.Data.ReviewAttempts++
+	if mb.Data.UntilGreen {
+		mb.Data.UntilGreenRuns++
 	}
 	in.Review = &phase.ReviewInput{MergeRequest: mb.MRNumber, Author: bot.Login, Title: mb.Title,
 		Target: repo.DefaultBranch, Comments: threadComments(take)}

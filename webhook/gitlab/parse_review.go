@@ -62,8 +62,9 @@ func clientPosition(p *gl.NotePosition) *forge.Position {
 }
 
 // hookMergeRequestUpdate classifies a merge request "update" that changed neither commits,
-// labels nor assignees: reviewers added (EventReviewRequested with the added logins), or a
-// conflict with the target (EventMergeStatus); anything else is ignored.
+// labels nor assignees: reviewers added (EventReviewRequested with the added logins), changes
+// requested by a reviewer (detailed_merge_status requested_changes: EventReview), or a conflict
+// with the target (EventMergeStatus); anything else is ignored.
 func hookMergeRequestUpdate(ev forge.Event, body []byte, e *gl.MergeEvent) (forge.Event, error) {
 	prev := hookUserLogins(e.Changes.Reviewers.Previous)
 	var added []string
@@ -75,6 +76,11 @@ func hookMergeRequestUpdate(ev forge.Event, body []byte, e *gl.MergeEvent) (forg
 	switch {
 	case len(added) > 0:
 		ev.Type, ev.ReviewRequested = forge.EventReviewRequested, added
+		return ev, nil
+	case e.ObjectAttributes.DetailedMergeStatus == "requested_changes":
+		// A reviewer submitted a review that requests changes (GitLab 17.x reviews): the
+		// comments come as Note Hooks; the review itself only shows in the merge status.
+		ev.Type, ev.Review = forge.EventReview, &forge.Review{State: "changes_requested"}
 		return ev, nil
 	case ev.MergeRequest != nil && ev.MergeRequest.MergeStatus == forge.MergeStatusConflict:
 		ev.Type = forge.EventMergeStatus

@@ -61,4 +61,13 @@ func TestParseReviewerAdded(t *testing.T) {
 	_, err = srcParse(t, "Merge Request Hook", srcFixture(t, "merge_request_hook_reviewer_removed.json"))
 	var ig *forge.IgnoreError
 	require.ErrorAs(t, err, &ig)
+
+	// A review that requests changes shows as the merge request's detailed_merge_status.
+	requested := srcPatch(t, srcFixture(t, "merge_request_hook_reviewer_removed.json"), func(m map[string]any) {
+		m["object_attributes"].(map[string]any)["detailed_merge_status"] = "requested_changes"
+	})
+	ev, err = srcParse(t, "Merge Request Hook", requested)
+	require.NoError(t, err)
+	require.Equal(t, forge.EventReview, ev.Type)
+	require.Equal(t, "changes_requested", ev.Review.State)
 }
