@@ -184,15 +184,7 @@ func (m *Manager) CommitMerge(ctx context.Context, wt *Worktree, conflicted []st
 	if len(unmerged) > 0 {
 		return "", fmt.Errorf("%w: unmerged paths %s", ErrMergeUnresolved, strings.Join(unmerged, ", "))
 	}
-	if _, err := m.gitWT(ctx, wt, []byte(message), "commit", "--quiet", "--no-verify", "--file=-"); err != nil {
-		return "", fmt.Errorf("commit merge: %w", err)
-	}
-	sha, err := m.gitWT(ctx, wt, nil, "rev-parse", "HEAD")
-	if err != nil {
-		return "", fmt.Errorf("read commit sha: %w", err)
-	}
-	wt.Head = sha
-	return sha, nil
+	return m.commitStaged(ctx, wt, message)
 }
 
 // conflictMarkers are the line starts git writes around a conflict (merge and diff3 styles),
