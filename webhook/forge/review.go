@@ -2,6 +2,7 @@ package forge
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -34,6 +35,15 @@ type Position struct {
 	OldPath string `json:"old_path,omitempty"`
 	NewLine int    `json:"new_line,omitempty"`
 	OldLine int    `json:"old_line,omitempty"`
+}
+
+// Key names the place of p: "<path>:+<new line>", or "<path>:-<old line>" for a line of the
+// old file only. Forgejo/Gitea thread code comments by this place (ReviewComment.Thread).
+func (p Position) Key() string {
+	if p.NewLine > 0 {
+		return fmt.Sprintf("%s:+%d", p.Path, p.NewLine)
+	}
+	return fmt.Sprintf("%s:-%d", p.Path, p.OldLine)
 }
 
 // ReviewComment is one comment in a merge request's review threads, as Reviews.ReviewComments

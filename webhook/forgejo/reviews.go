@@ -86,7 +86,7 @@ func (c *Client) reviewComments(ctx context.Context, api *gitea.Client, owner, n
 		}
 		pos := &forge.Position{Path: cm.Path, NewLine: int(cm.LineNum), OldLine: int(cm.OldLineNum)}
 		out = append(out, forge.ReviewComment{
-			ID: cm.ID, Thread: clientThread(pos), ReviewID: rv.ID, ReviewState: state,
+			ID: cm.ID, Thread: pos.Key(), ReviewID: rv.ID, ReviewState: state,
 			Author: clientUser(cm.Reviewer), Body: cm.Body, CreatedAt: cm.Created.UTC(),
 			Position: pos, DiffHunk: cm.DiffHunk, Resolved: cm.Resolver != nil,
 		})
@@ -104,15 +104,6 @@ func clientSummaryID(rv *gitea.PullReview) int64 {
 		}
 	}
 	return -rv.ID
-}
-
-// clientThread is the thread key of a code comment: Forgejo's web UI groups code comments into
-// one conversation by path and line.
-func clientThread(p *forge.Position) string {
-	if p.NewLine > 0 {
-		return fmt.Sprintf("%s:+%d", p.Path, p.NewLine)
-	}
-	return fmt.Sprintf("%s:-%d", p.Path, p.OldLine)
 }
 
 func clientReviewState(s gitea.ReviewStateType) string {

@@ -169,7 +169,7 @@ func (m *model) reviewCommentLocked(mi *modelIssue, rc *modelReviewComment) forg
 	if m.sharedNumbers {
 		out.DiffHunk = rc.hunk
 		if rc.pos != nil {
-			out.Thread = modelThreadKey(rc.pos)
+			out.Thread = rc.pos.Key()
 		}
 		for _, rv := range mi.reviews {
 			if rv.id == rc.reviewID {
@@ -179,14 +179,6 @@ func (m *model) reviewCommentLocked(mi *modelIssue, rc *modelReviewComment) forg
 		}
 	}
 	return out
-}
-
-// modelThreadKey is the Forgejo thread key of a position (path and line).
-func modelThreadKey(p *forge.Position) string {
-	if p.NewLine > 0 {
-		return fmt.Sprintf("%s:+%d", p.Path, p.NewLine)
-	}
-	return fmt.Sprintf("%s:-%d", p.Path, p.OldLine)
 }
 
 // Reviews returns the Forgejo reviews of merge request number (review requests included) as
