@@ -23,9 +23,19 @@ func (m *Machine) checkCI(ctx context.Context, bot Bot, mb *Mailbox) (string, er
 		if err := m.post(ctx, bot, mb, "ci-"+mb.HeadSHA, "ci", body); err != nil {
 			return "", err
 		}
+		if mb.Data.UntilGreen {
+			if err := m.dropUntilGreen(ctx, bot, mb, fmt.Sprintf("CI is green on %s: I removed `%s`.", sha7, m.cfg.Labels.RetryUntilGreen)); err != nil {
+				return "", err
+			}
+		}
 		return "ci passed", m.follow(ctx, bot, mb, onCIPassed)
 	case forge.CIFailed:
-		if mb.Data.CIAttempts >= m.cfg.CIFixAttempts {
+		if mb.Data.UntilGreen {
+			if mb.Data.UntilGreenRuns >= m.cfg.RetryUntilGreenMax {
+				return "ci failed", m.untilGreenCeiling(ctx, bot, mb, StateCIFix)
+			}
+			mb.Data.UntilGreenRuns++
+		} else if mb.Data.CIAttempts >= m.cfg.CIFixAttempts {
 			return "ci failed", m.block(ctx, bot, mb, onCIExhausted, StateCIFix,
 				fmt.Sprintf("CI still fails on %s after %d fix attempts.", sha7, mb.Data.CIAttempts))
 		}

@@ -91,7 +91,7 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 		mb.Author = cmp.Or(mb.Author, ev.Author.Login)
 	}
 	if mb.MergeRequest {
-		return "recorded: merge requests that are not Alfred's are not acted on", nil
+		return m.foreignMR(ctx, bot, mb, se, o)
 	}
 	switch ev.Type {
 	case forge.EventIssueOpened, forge.EventAssignees:
@@ -104,6 +104,8 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 			return "own comment", nil
 		case o.otherBot:
 			return "ignored: comment by another bot", nil
+		case o.onOurMR && ev.Type == forge.EventComment && ev.Comment != nil && mb.State.Working():
+			return m.reviewEvent(ctx, bot, mb, se)
 		case !o.onIssue || ev.Comment == nil:
 			return "comment recorded", nil
 		}
@@ -127,7 +129,25 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 		if o.onOurMR && ev.MergeRequest != nil && ev.MergeRequest.HeadSHA != "" && mb.MRNumber != 0 {
 			mb.HeadSHA = ev.MergeRequest.HeadSHA
 		}
+		if o.onOurMR && ev.Kind == forge.KindGitLab {
+			return m.mergeStatusEvent(mb, ev), nil
+		}
 		return "merge request recorded", nil
+	case forge.EventMergeStatus:
+		if !o.onOurMR {
+			return "ignored: not Alfred's merge request", nil
+		}
+		return m.mergeStatusEvent(mb, ev), nil
+	case forge.EventReview:
+		switch {
+		case !o.onOurMR:
+			return "review recorded", nil
+		case o.fromBot, o.otherBot:
+			return "ignored: review by a bot", nil
+		case !mb.State.Working():
+			return "review recorded", nil
+		}
+		return m.reviewEvent(ctx, bot, mb, se)
 	case forge.EventPipeline:
 		if !def(mb.State).accepts(inputCI) {
 			return "pipeline recorded", nil
@@ -191,8 +211,12 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 	if ev.PreviousLabels != nil {
 		prev = ev.PreviousLabels
 	}
-	added, _ := diff(prev, ev.Labels)
+	added, removed := diff(prev, ev.Labels)
 	mb.Labels = ev.Labels
+	if mb.State == StateBlocked && containsFold(removed, m.cfg.Labels.Blocked) && !containsFold(added, m.cfg.Labels.Blocked) {
+		return m.resume(ctx, bot, mb, ev.Sender.Login, se.ID, false,
+			fmt.Sprintf("Resuming where I stopped, as @%s removed `%s`.", ev.Sender.Login, m.cfg.Labels.Blocked))
+	}
 	return m.labelsAdded(ctx, bot, mb, added, ev.Sender.Login, se.ID)
 }
 
@@ -208,13 +232,29 @@ func (m *Machine) labelsAdded(ctx context.Context, bot Bot, mb *Mailbox, added [
 			return m.validate(ctx, bot, mb, sender, eventID)
 		case m.cfg.Labels.TypeOf(l) != "" && d.accepts(inputTypeLabel):
 			return m.typeLabel(ctx, bot, mb, m.cfg.Labels.TypeOf(l), sender, eventID)
+		case strings.EqualFold(l, m.cfg.Labels.Retry), strings.EqualFold(l, m.cfg.Labels.RetryOnce),
+			strings.EqualFold(l, m.cfg.Labels.RetryUntilGreen):
+			return m.retryLabel(ctx, bot, mb, l, sender, eventID)
 		case strings.EqualFold(l, m.cfg.Labels.Blocked) && mb.State != StateBlocked:
 			to, err := next(mb.State, onBlockedLabel)
 			if err != nil {
 				return "", err
 			}
-			mb.Data.BlockedFrom, mb.Data.Blocked = mb.State, "blocked by @"+sender
-			mb.State = to // the human set the label already
+			from := mb.State
+			mb.Data.BlockedFrom, mb.Data.Blocked = from, "blocked by @"+sender
+			// The human set the blocked label already; the other status label goes.
+			if err := m.setState(ctx, bot, mb, to); err != nil {
+				return "", err
+			}
+			body := fmt.Sprintf("I stopped, as @%s added `%s`. I keep what I did so far and my session: remove the label, or add `%s`, to resume where I stopped.",
+				sender, m.cfg.Labels.Blocked, m.cfg.Labels.Retry)
+			if def(from).Phase == "" {
+				body = fmt.Sprintf("I am holding, as @%s added `%s`. Remove the label, or add `%s`, to resume.",
+					sender, m.cfg.Labels.Blocked, m.cfg.Labels.Retry)
+			}
+			if err := m.post(ctx, bot, mb, fmt.Sprintf("held-%d", eventID), "held", body); err != nil {
+				return "", err
+			}
 			return "blocked by a human", nil
 		}
 	}
@@ -277,8 +317,9 @@ func (m *Machine) refuse(ctx context.Context, bot Bot, mb *Mailbox, eventID int6
 	return "refused: @" + login + " has no write access", nil
 }
 
-// cancels reports whether ev ends the mailbox's work (so a running container is stopped).
-func cancels(ev forge.Event, bot Bot, mb *Mailbox) bool {
+// cancels reports whether ev ends the mailbox's work or holds it (blocked names the blocked
+// label), so a running container is stopped.
+func cancels(ev forge.Event, bot Bot, mb *Mailbox, blocked string) bool {
 	switch ev.Type {
 	case forge.EventIssueClosed:
 		return !ev.Target.MergeRequest
@@ -289,6 +330,10 @@ func cancels(ev forge.Event, bot Bot, mb *Mailbox) bool {
 			return false
 		}
 		return !containsFold(ev.Assignees, bot.Login) && !strings.EqualFold(ev.Sender.Login, bot.Login)
+	case forge.EventLabels:
+		// A human adding the blocked label stops the run (the session is kept).
+		return !ev.Target.MergeRequest && ev.LabelsKnown && !strings.EqualFold(ev.Sender.Login, bot.Login) &&
+			containsFold(ev.Labels, blocked) && !containsFold(mb.Labels, blocked)
 	}
 	return false
 }

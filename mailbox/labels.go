@@ -39,9 +39,16 @@ type Labels struct {
 	TypeQuestion string `yaml:"type_question" env:"TYPE_QUESTION"`
 	// ValidatePlan is added by a maintainer to validate the technical plan.
 	ValidatePlan string `yaml:"validate_plan" env:"VALIDATE_PLAN"`
+	// Retry is added by a maintainer to run the blocked (or last failed) phase again now.
+	Retry string `yaml:"retry" env:"RETRY"`
+	// RetryOnce grants one more attempt even when the phase's attempts are used up.
+	RetryOnce string `yaml:"retry_once" env:"RETRY_ONCE"`
+	// RetryUntilGreen lets ci_fix and review_fix go past their bound until CI is green, up to
+	// lifecycle.retry_until_green_max runs.
+	RetryUntilGreen string `yaml:"retry_until_green" env:"RETRY_UNTIL_GREEN"`
 }
 
-// DefaultLabels returns the default names: status::…, type::…, ai::validate_plan.
+// DefaultLabels returns the default names: status::…, type::…, ai::validate_plan, ai::retry….
 func DefaultLabels() Labels {
 	return Labels{
 		FunctionalAnalysis: "status::functional_analysis",
@@ -58,6 +65,9 @@ func DefaultLabels() Labels {
 		TypeAnalysis:       "type::analysis",
 		TypeQuestion:       "type::question",
 		ValidatePlan:       "ai::validate_plan",
+		Retry:              "ai::retry",
+		RetryOnce:          "ai::retry_once",
+		RetryUntilGreen:    "ai::retry_until_green",
 	}
 }
 
@@ -79,6 +89,9 @@ func (l Labels) WithDefaults() Labels {
 		TypeAnalysis:       cmp.Or(l.TypeAnalysis, d.TypeAnalysis),
 		TypeQuestion:       cmp.Or(l.TypeQuestion, d.TypeQuestion),
 		ValidatePlan:       cmp.Or(l.ValidatePlan, d.ValidatePlan),
+		Retry:              cmp.Or(l.Retry, d.Retry),
+		RetryOnce:          cmp.Or(l.RetryOnce, d.RetryOnce),
+		RetryUntilGreen:    cmp.Or(l.RetryUntilGreen, d.RetryUntilGreen),
 	}
 }
 
@@ -117,9 +130,11 @@ func (l Labels) statuses() []string {
 		l.InDevelopment, l.InCI, l.InReview, l.Blocked, l.Done}
 }
 
-// All lists every label Alfred reads or writes: statuses, types and the validation label.
+// All lists every label Alfred reads or writes: statuses, types, the validation and the retry
+// labels.
 func (l Labels) All() []string {
-	return append(l.statuses(), l.TypeTask, l.TypeBug, l.TypeAnalysis, l.TypeQuestion, l.ValidatePlan)
+	return append(l.statuses(), l.TypeTask, l.TypeBug, l.TypeAnalysis, l.TypeQuestion, l.ValidatePlan,
+		l.Retry, l.RetryOnce, l.RetryUntilGreen)
 }
 
 // TypeLabel returns the label of an issue type ("task", "bug", "analysis", "question").

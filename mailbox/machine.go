@@ -29,6 +29,18 @@ type Config struct {
 	CIPoll time.Duration
 	// CIFixAttempts bounds the ci_fix runs per merge request (default 3).
 	CIFixAttempts int
+	// ReviewFixAttempts bounds the review_fix runs per merge request; 0 turns review_fix off
+	// (no default: internal/config gives 5).
+	ReviewFixAttempts int
+	// RetryUntilGreenMax is the ceiling of ci_fix and review_fix runs under
+	// ai::retry_until_green (default 10).
+	RetryUntilGreenMax int
+	// ReviewQuiet is how long after the last review event the comments go to a review_fix run
+	// (default 30s): a review arrives as several deliveries (one GitLab note each).
+	ReviewQuiet time.Duration
+	// ReviewVerdicts lets a review of a merge request not the bot's approve or request changes
+	// as the run concludes; off (the default), every review only comments.
+	ReviewVerdicts bool
 	// BranchPrefix starts every branch name (default "agent/").
 	BranchPrefix string
 	// FailureStreak is how many failed passes in a row (forge, database, Docker or git
@@ -49,6 +61,8 @@ func (c Config) withDefaults() Config {
 	c.CIWait = cmp.Or(c.CIWait, 30*time.Minute)
 	c.CIPoll = cmp.Or(c.CIPoll, 30*time.Second)
 	c.CIFixAttempts = cmp.Or(c.CIFixAttempts, 3)
+	c.RetryUntilGreenMax = cmp.Or(c.RetryUntilGreenMax, 10)
+	c.ReviewQuiet = cmp.Or(c.ReviewQuiet, 30*time.Second)
 	c.BranchPrefix = cmp.Or(c.BranchPrefix, "agent/")
 	c.FailureStreak = cmp.Or(c.FailureStreak, 3)
 	if c.Redact == nil {
@@ -126,7 +140,7 @@ func (m *Machine) Advance(ctx context.Context, mb *Mailbox) error {
 		if err != nil {
 			return m.orClose(ctx, bot, mb, err)
 		}
-		if !mb.State.Working() || mb.MergeRequest {
+		if !mb.State.Working() {
 			break
 		}
 		fired, err := m.timers(ctx, bot, mb)
@@ -197,9 +211,14 @@ func (m *Machine) timers(ctx context.Context, bot Bot, mb *Mailbox) (bool, error
 		if mb.WakeAt != nil && m.now().Before(*mb.WakeAt) {
 			return false, nil
 		}
+		if fired, err := m.reviewTimers(ctx, bot, mb); fired || err != nil {
+			return fired, err
+		}
 		state := mb.State
 		_, err := m.checkCI(ctx, bot, mb)
 		return mb.State != state, err
+	case wakeReview:
+		return m.reviewTimers(ctx, bot, mb)
 	}
 	return false, nil
 }
@@ -222,8 +241,22 @@ func (m *Machine) setWake(ctx context.Context, mb *Mailbox) {
 		if !mb.Data.CIWaitUntil.IsZero() && mb.Data.CIWaitUntil.Before(t) && m.now().Before(mb.Data.CIWaitUntil) {
 			t = mb.Data.CIWaitUntil
 		}
+		t = earliest(t, mb.Data.ReviewDue)
+		mb.WakeAt = &t
+	case wakeReview:
+		t := earliest(m.now().Add(m.cfg.CIPoll), mb.Data.MergeCheckAt, mb.Data.ReviewDue)
 		mb.WakeAt = &t
 	}
+}
+
+// earliest returns the earliest of t and the non-zero times of others.
+func earliest(t time.Time, others ...time.Time) time.Time {
+	for _, o := range others {
+		if !o.IsZero() && o.Before(t) {
+			t = o
+		}
+	}
+	return t
 }
 
 // follow moves the mailbox along the table's transition on trigger from its state and writes

@@ -106,6 +106,34 @@ type Data struct {
 	StuckReports int `json:"stuck_reports,omitempty"`
 	// Blocks counts the blocks of this lifecycle; it keys each block comment.
 	Blocks int `json:"blocks,omitempty"`
+
+	// ReviewDue is when the review comments gathered so far go to a review_fix run: the end of
+	// the quiet time after the last review event; zero when none wait.
+	ReviewDue time.Time `json:"review_due,omitempty"`
+	// ReviewAttempts counts the review_fix runs of the merge request.
+	ReviewAttempts int `json:"review_attempts,omitempty"`
+	// Handled lists the review comments a review_fix run gave an outcome (or that were
+	// refused), so none is handed to a run twice.
+	Handled []int64 `json:"handled,omitempty"`
+	// ReviewComments are the comments the current review_fix run addresses, kept to answer each
+	// in its thread.
+	ReviewComments []forge.ReviewComment `json:"review_comments,omitempty"`
+	// MergeCheckAt is when the merge status is read next; ConflictReads counts the reads in a
+	// row that said conflict (Forgejo also says so while it checks: two are needed there).
+	MergeCheckAt  time.Time `json:"merge_check_at,omitempty"`
+	ConflictReads int       `json:"conflict_reads,omitempty"`
+	// MergeCheckAfter, when set, pauses the merge status reads: the last conflict_resolution
+	// found the branch up to date, so a forge still saying "not mergeable" means something else
+	// (a Forgejo WIP title, say).
+	MergeCheckAfter time.Time `json:"merge_check_after,omitempty"`
+	// UntilGreen is on while ai::retry_until_green is; UntilGreenRuns counts the ci_fix and
+	// review_fix runs under it.
+	UntilGreen     bool `json:"until_green,omitempty"`
+	UntilGreenRuns int  `json:"until_green_runs,omitempty"`
+	// ReviewHead is the head a review run of a merge request not the bot's reads; ReviewedHead
+	// the head the bot's last posted review covered (the next review covers what changed since).
+	ReviewHead   string `json:"review_head,omitempty"`
+	ReviewedHead string `json:"reviewed_head,omitempty"`
 }
 
 // Value implements driver.Valuer.

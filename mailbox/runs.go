@@ -85,6 +85,12 @@ func (m *Machine) prepareRun(ctx context.Context, bot Bot, mb *Mailbox) (phase.I
 	if fa, ok := Section(issue.Body, sectionFunctional); ok {
 		in.Analysis = fa
 	}
+	if d.Phase == phase.Review {
+		// A merge request not the bot's: its source branch is the mailbox's branch.
+		if err := m.reviewInput(ctx, bot, mb, &in); err != nil {
+			return in, nil, err
+		}
+	}
 	// The branch (and with it the session name) is frozen at the first run of the mailbox.
 	if mb.Branch == "" {
 		mb.Branch = BranchName(m.cfg.BranchPrefix, mb.Number, issue.Title)
@@ -92,6 +98,17 @@ func (m *Machine) prepareRun(ctx context.Context, bot Bot, mb *Mailbox) (phase.I
 	repo, err := bot.Forge.Repository(ctx, mb.Repo)
 	if err != nil {
 		return in, nil, fmt.Errorf("read repository: %w", err)
+	}
+	switch d.Phase {
+	case phase.ReviewFix:
+		if due, err := m.reviewFixInput(ctx, bot, mb, &in, repo); err != nil || !due {
+			if err == nil {
+				err = m.follow(ctx, bot, mb, onAnswered) // every comment is answered already
+			}
+			return in, nil, err
+		}
+	case phase.ConflictResolution:
+		in.Conflict = &phase.ConflictInput{Target: repo.DefaultBranch}
 	}
 	if err := m.setState(ctx, bot, mb, mb.State); err != nil {
 		return in, nil, err
@@ -154,8 +171,10 @@ func (m *Machine) jobFor(mb *Mailbox, r Run, in phase.Input, repo forge.Reposito
 	job := phase.Job{MailboxID: mb.ID, RunID: r.ID, Attempt: r.Attempt, ForgeName: mb.Forge,
 		Repository: repo, Branch: mb.Branch, Input: in, Push: !in.Phase.ReadOnly(),
 		CommitMessage: fmt.Sprintf("%s for #%d: %s", in.Phase, mb.Number, mb.Title)}
-	if !mb.MergeRequest && (m.cfg.SessionResume == nil || m.cfg.SessionResume(mb.Repo)) {
-		job.SessionName = mb.Branch // the session is named after the branch, frozen with it
+	if m.cfg.SessionResume == nil || m.cfg.SessionResume(mb.Repo) {
+		// The session is named after the branch, frozen with it; a merge request not the
+		// bot's has its own, named after its source branch.
+		job.SessionName = mb.Branch
 	}
 	return job
 }
@@ -175,7 +194,7 @@ func (m *Machine) watchCancel(ctx context.Context, stop func(), bot Bot, mb *Mai
 			continue
 		}
 		for _, e := range evs {
-			if cancels(e.Event, bot, mb) {
+			if cancels(e.Event, bot, mb, m.cfg.Labels.Blocked) {
 				m.log.Info("stopping the run: a cancelling event arrived", "mailbox_id", mb.ID, "event", e.Event.Type)
 				stop()
 				return
@@ -200,6 +219,12 @@ func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state S
 			return err
 		}
 		return m.follow(ctx, bot, mb, onPlanPosted)
+	case d.Phase == phase.ReviewFix:
+		return m.applyReviewFix(ctx, bot, mb, state, out)
+	case d.Phase == phase.ConflictResolution:
+		return m.applyMerge(ctx, bot, mb, out)
+	case d.Phase == phase.Review:
+		return m.applyReview(ctx, bot, mb, r)
 	case d.Phase == phase.Answer:
 		if err := m.post(ctx, bot, mb, fmt.Sprintf("answer-%d", mb.Data.Round), "answer", strings.TrimSpace(r.Answer)); err != nil {
 			return err

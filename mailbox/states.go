@@ -2,6 +2,7 @@ package mailbox
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/alfred-bot/alfred/runner/phase"
 )
@@ -24,6 +25,9 @@ const (
 	StateInCI               State = "in_ci"               // merge request open, waiting for CI
 	StateCIFix              State = "ci_fix"              // ci_fix run due
 	StateInReview           State = "in_review"           // waiting for review and merge
+	StateReviewFix          State = "review_fix"          // review_fix run due: answer and fix review comments
+	StateConflict           State = "conflict_resolution" // merge the target branch, conflict_resolution run if needed
+	StateReviewing          State = "reviewing"           // review run due on a merge request that is not the bot's
 	StateBlocked            State = "blocked"             // needs a human; "retry" resumes
 	StateDone               State = "done"                // merged or closed: mailbox closed
 	StateCancelled          State = "cancelled"           // unassigned or closed without merge
@@ -59,7 +63,8 @@ const (
 	wakeNone     wake = iota // only an event moves it
 	wakeRun                  // a run is due: at once (after the backoff of a failed pass)
 	wakeDeadline             // the deadline of the open question block
-	wakeCIPoll               // every ci_poll, or at the end of ci_wait when sooner
+	wakeCIPoll               // every ci_poll, or at the end of ci_wait or the review quiet time when sooner
+	wakeReview               // the end of the review quiet time, and every ci_poll for the merge status
 )
 
 // input is something a state acts on besides the inputs every working state accepts.
@@ -71,6 +76,7 @@ const (
 	inputValidation              // ai::validate_plan added by a writer
 	inputRetry                   // "retry" commented by a writer
 	inputCI                      // a pipeline event or the CI poll
+	inputReview                  // review comments on the bot's merge request, and its merge status
 )
 
 // trigger names what moves a mailbox out of a state. Within a state's row, each trigger
@@ -93,6 +99,13 @@ const (
 	onCIExhausted   trigger = "ci_exhausted"
 	onRunFailed     trigger = "run_failed"
 	onNothingPushed trigger = "nothing_pushed"
+	onReviewDue     trigger = "review_due"    // review comments waited out their quiet time
+	onReviewSpent   trigger = "review_spent"  // review comments, no review_fix attempts left
+	onConflict      trigger = "conflict"      // the merge request conflicts with its target
+	onAnswered      trigger = "answered"      // review comments answered, nothing to push
+	onMergeUpToDate trigger = "up_to_date"    // the branch already contains the target
+	onReviewAsked   trigger = "review_asked"  // the bot was asked to review a merge request
+	onReviewPosted  trigger = "review_posted" // the review of such a merge request was posted
 	// The triggers of workingTransitions and anyStateTransitions.
 	onIssueClosed  trigger = "issue_closed"
 	onMerged       trigger = "merged"
@@ -141,7 +154,8 @@ var assigned = []transition{
 
 // lifecycle is the table of states, in the order spec/lifecycle.md lists them.
 var lifecycle = []stateDef{
-	{State: StateIdle, Next: assigned},
+	{State: StateIdle, Next: append(slices.Clone(assigned),
+		transition{onReviewAsked, StateReviewing, "bot asked to review a merge request not its own"})},
 	{State: StateWaitingType, Status: statusWaitingInfo, Wake: wakeDeadline, AsksType: true,
 		Accepts: []input{inputAnswers, inputTypeLabel}, Next: []transition{
 			{onWorkType, StateFunctionalAnalysis, "type label / reply / deadline (task, bug, analysis)"},
@@ -179,17 +193,39 @@ var lifecycle = []stateDef{
 			{onAnswerPosted, StateInReview, "answer posted"},
 			{onRunFailed, StateBlocked, "run failed"},
 		}},
-	{State: StateInCI, Status: statusInCI, Wake: wakeCIPoll, Accepts: []input{inputCI}, Next: []transition{
+	{State: StateInCI, Status: statusInCI, Wake: wakeCIPoll, Accepts: []input{inputCI, inputReview}, Next: []transition{
 		{onCIPassed, StateInReview, "CI success, or no pipeline within ci_wait"},
 		{onCIFailed, StateCIFix, "CI failed, attempts left"},
 		{onCIExhausted, StateBlocked, "CI failed, no attempts left"},
+		{onReviewDue, StateReviewFix, "review comments by a writer, after the quiet time"},
+		{onReviewSpent, StateBlocked, "review comments, no review_fix attempts left"},
+		{onConflict, StateConflict, "merge request conflicts with its target"},
 	}},
 	{State: StateCIFix, Status: statusInDevelopment, Phase: phase.CIFix, Wake: wakeRun, Next: []transition{
 		{onPushed, StateInCI, "fix pushed"},
 		{onRunFailed, StateBlocked, "run failed"},
 		{onNothingPushed, StateBlocked, "run changed nothing"},
 	}},
-	{State: StateInReview, Status: statusInReview},
+	{State: StateInReview, Status: statusInReview, Wake: wakeReview, Accepts: []input{inputReview}, Next: []transition{
+		{onReviewDue, StateReviewFix, "review comments by a writer, after the quiet time"},
+		{onReviewSpent, StateBlocked, "review comments, no review_fix attempts left"},
+		{onConflict, StateConflict, "merge request conflicts with its target"},
+	}},
+	{State: StateReviewFix, Status: statusInDevelopment, Phase: phase.ReviewFix, Wake: wakeRun, Next: []transition{
+		{onPushed, StateInCI, "fixes pushed, comments answered"},
+		{onAnswered, StateInCI, "comments answered, nothing to push"},
+		{onRunFailed, StateBlocked, "run failed"},
+		{onNothingPushed, StateBlocked, "a comment fixed, but no file changed"},
+	}},
+	{State: StateConflict, Status: statusInDevelopment, Phase: phase.ConflictResolution, Wake: wakeRun, Next: []transition{
+		{onPushed, StateInCI, "merge commit pushed"},
+		{onMergeUpToDate, StateInCI, "the branch already contains the target"},
+		{onRunFailed, StateBlocked, "run failed, or conflict markers left"},
+	}},
+	{State: StateReviewing, Phase: phase.Review, Wake: wakeRun, Next: []transition{
+		{onReviewPosted, StateIdle, "review posted"},
+		{onRunFailed, StateBlocked, "run failed"},
+	}},
 	{State: StateBlocked, Status: statusBlocked, Accepts: []input{inputRetry}},
 	{State: StateDone, Status: statusDone, Next: assigned, closed: true},
 	{State: StateCancelled, Next: assigned, closed: true},

@@ -49,7 +49,7 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 	p := gitrepo.Project{Forge: job.ForgeName, Path: job.Repository.Path, CloneURL: job.Repository.CloneURL,
 		DefaultBranch: job.Repository.DefaultBranch}
 	name := ContainerName(job.MailboxID, job.RunID, job.Input.Phase, job.Attempt)
-	wt, err := mgr.Prepare(ctx, p, WorktreeName(job.MailboxID), gitrepo.Checkout{Branch: job.Branch})
+	wt, err := mgr.Prepare(ctx, p, WorktreeName(job.MailboxID), checkoutOf(job))
 	if err != nil {
 		if ctx.Err() != nil {
 			return &phase.Outcome{Interrupted: true, Container: name}, nil
@@ -57,6 +57,12 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 		return nil, fmt.Errorf("prepare worktree: %w", err)
 	}
 	defer s.warm(ctx, mgr, p)
+	if done, err := prepareGit(ctx, mgr, p, wt, &job); done != nil || err != nil {
+		if err != nil && ctx.Err() != nil {
+			return &phase.Outcome{Interrupted: true, Container: name}, nil
+		}
+		return done, err
+	}
 
 	req := RunRequest{MailboxID: job.MailboxID, RunID: job.RunID, Attempt: job.Attempt,
 		Input: job.Input, Worktree: wt.Path}
@@ -96,7 +102,19 @@ func (s *Service) finish(ctx context.Context, job phase.Job, mgr *gitrepo.Manage
 	if !job.Push {
 		return res, nil
 	}
-	sha, err := publish(ctx, mgr, wt, cmp.Or(strings.TrimSpace(out.Result.CommitMessage), job.CommitMessage))
+	message := cmp.Or(strings.TrimSpace(out.Result.CommitMessage), job.CommitMessage)
+	if job.Input.Phase == phase.ConflictResolution {
+		sha, refused, err := publishMerge(ctx, mgr, wt, conflictedPaths(job.Input), message)
+		if err != nil {
+			return nil, err
+		}
+		res.HeadSHA, res.Failure = sha, refused
+		if refused != "" {
+			res.Result = nil
+		}
+		return res, nil
+	}
+	sha, err := publish(ctx, mgr, wt, message)
 	if err != nil {
 		return nil, err
 	}

@@ -175,9 +175,45 @@ type fixtureCase struct {
 	comment                   string // Comment.Body, "" means no comment
 	closedBy                  string
 	ci                        forge.CIState // Pipeline.State, "" means no pipeline
+	requested                 []string      // ReviewRequested
 }
 
 var fixtureCases = []fixtureCase{
+	{file: "forgejo-live-review/001-issues-opened.json",
+		typ: forge.EventIssueOpened, repo: "acceptance/sandbox", number: 1, sender: "alice"},
+	{file: "forgejo-live-review/002-pull_request-opened.json",
+		typ: forge.EventMergeRequestOpened, repo: "acceptance/sandbox", number: 2, mr: true, sender: "bot"},
+	{file: "forgejo-live-review/003-pull_request_review_rejected-reviewed.json",
+		typ: forge.EventReview, repo: "acceptance/sandbox", number: 2, mr: true, sender: "alice", review: "changes_requested"},
+	{file: "forgejo-live-review/004-pull_request_review_comment-reviewed.json",
+		typ: forge.EventReview, repo: "acceptance/sandbox", number: 2, mr: true, sender: "alice", review: "commented"},
+	{file: "forgejo-live-review/005-pull_request_review_comment-reviewed.json",
+		typ: forge.EventReview, repo: "acceptance/sandbox", number: 2, mr: true, sender: "bot", review: "commented"},
+	{file: "forgejo-live-review/006-pull_request_comment-created.json",
+		typ: forge.EventComment, repo: "acceptance/sandbox", number: 2, mr: true, sender: "bot",
+		comment: "Yes, it will be written as UTF-8 explicitly."},
+	{file: "forgejo-live-review/007-pull_request_sync-synchronized.json",
+		typ: forge.EventMergeRequestUpdated, repo: "acceptance/sandbox", number: 2, mr: true, sender: "bot"},
+	{file: "forgejo-live-review/008-pull_request-opened.json",
+		typ: forge.EventMergeRequestOpened, repo: "acceptance/sandbox", number: 3, mr: true, sender: "alice"},
+	{file: "forgejo-live-review/009-pull_request_review_request-review_requested.json",
+		typ: forge.EventReviewRequested, repo: "acceptance/sandbox", number: 3, mr: true, sender: "alice", requested: []string{"bot"}},
+	{file: "forgejo-live-review/010-pull_request_review_comment-reviewed.json",
+		typ: forge.EventReview, repo: "acceptance/sandbox", number: 3, mr: true, sender: "bot", review: "commented"},
+	{file: "forgejo-live-review/011-pull_request_sync-synchronized.json",
+		typ: forge.EventMergeRequestUpdated, repo: "acceptance/sandbox", number: 2, mr: true, sender: "bot"},
+	{file: "forgejo-live-review/012-pull_request_review_approved-reviewed.json",
+		typ: forge.EventReview, repo: "acceptance/sandbox", number: 2, mr: true, sender: "alice", review: "approved"},
+	{file: "forgejo-live-review/013-pull_request-closed.json",
+		typ: forge.EventMergeRequestMerged, repo: "acceptance/sandbox", number: 2, mr: true, sender: "alice"},
+	{file: "forgejo-live-review/014-issues-closed.json",
+		typ: forge.EventIssueClosed, repo: "acceptance/sandbox", number: 1, sender: "alice",
+		closedBy: "19b7efd7f2fb127acb2370b66397dee0cc2d84fe"},
+	{file: "gitlab/gitlab-docs/merge_request_hook_open.json", event: "Merge Request Hook",
+		typ: forge.EventMergeRequestOpened, repo: "gitlabhq/gitlab-test", number: 1, mr: true, sender: "root"},
+	{file: "gitlab/gitlab-docs/note_hook_merge_request_comment.json", event: "Note Hook",
+		typ: forge.EventComment, repo: "gitlab-org/gitlab-test", number: 1, mr: true, sender: "root",
+		comment: "This MR needs work."},
 	{file: "forgejo-live/001-issues-opened.json",
 		typ: forge.EventIssueOpened, repo: "acceptance/sandbox", number: 1, sender: "alice",
 		labels: list(), assignees: list()},
@@ -224,7 +260,9 @@ var fixtureCases = []fixtureCase{
 	{file: "forgejo-live/015-pull_request-opened.json",
 		typ: forge.EventMergeRequestOpened, repo: "acceptance/sandbox", number: 2, mr: true, sender: "alice",
 		labels: list(), assignees: list()},
-	{file: "forgejo-live/016-pull_request_review_request-review_requested.json", ignored: "review requests are not used"},
+	{file: "forgejo-live/016-pull_request_review_request-review_requested.json",
+		typ: forge.EventReviewRequested, repo: "acceptance/sandbox", number: 2, mr: true, sender: "alice",
+		labels: list(), assignees: list(), requested: []string{"bot"}},
 	{file: "forgejo-live/017-pull_request_label-label_updated.json",
 		typ: forge.EventLabels, repo: "acceptance/sandbox", number: 2, mr: true, sender: "bot",
 		labels: list("status::in_review"), assignees: list()},
@@ -330,7 +368,9 @@ var fixtureCases = []fixtureCase{
 	{file: "gitea/pull_request_review_rejected.json", event: "pull_request_review_rejected",
 		typ: forge.EventReview, repo: "a_nice_user/hello_world_ci", number: 7, mr: true, sender: "a_nice_user",
 		labels: list(), assignees: list(), review: "changes_requested"},
-	{file: "gitea/pull_request_review_requested.json", event: "pull_request_review_request", ignored: "review requests are not used"},
+	{file: "gitea/pull_request_review_requested.json", event: "pull_request_review_request",
+		typ: forge.EventReviewRequested, repo: "a_nice_user/hello_world_ci", number: 7, mr: true, sender: "a_nice_user",
+		labels: list(), assignees: list(), requested: []string{"a_nice_user"}},
 	{file: "gitea/pull_request_synchronized.json", event: "pull_request_sync",
 		typ: forge.EventMergeRequestUpdated, repo: "Test-CI/multi-line-secrets", number: 2, mr: true, sender: "test",
 		labels: list("Kind/Bug", "Kind/Security"), assignees: list()},
@@ -441,7 +481,9 @@ var fixtureCases = []fixtureCase{
 	{file: "gitlab/merge_request_hook_reopen.json",
 		typ: forge.EventMergeRequestOpened, repo: "demoaccount2-commits-group/test_ci_tmp", number: 1, mr: true, sender: "real6543",
 		labels: list("documentation")},
-	{file: "gitlab/merge_request_hook_reviewer_added.json", ignored: "merge request update changes nothing Alfred uses (changed: reviewers, updated_at)"},
+	{file: "gitlab/merge_request_hook_reviewer_added.json",
+		typ: forge.EventReviewRequested, repo: "demoaccount2-commits-group/test_ci_tmp", number: 3, mr: true, sender: "real6543",
+		requested: []string{"real6543"}},
 	{file: "gitlab/merge_request_hook_reviewer_removed.json", event: "Merge Request Hook", ignored: "merge request update changes nothing Alfred uses (changed: reviewers)"},
 	{file: "gitlab/merge_request_hook_unapproved.json",
 		typ: forge.EventReview, repo: "demoaccount2-commits-group/test_ci_tmp", number: 3, mr: true, sender: "real6543",
@@ -588,6 +630,7 @@ func TestReceiverFixtures(t *testing.T) {
 				assert.NotZero(t, ev.Comment.ID)
 			}
 			assert.Equal(t, tc.closedBy, ev.ClosedByCommit)
+			assert.Equal(t, tc.requested, ev.ReviewRequested)
 			if tc.ci == "" {
 				assert.Nil(t, ev.Pipeline)
 			} else if assert.NotNil(t, ev.Pipeline) {
@@ -622,7 +665,7 @@ func TestFixtureTableIsComplete(t *testing.T) {
 		inTable = append(inTable, tc.file)
 	}
 	assert.ElementsMatch(t, onDisk, inTable)
-	assert.Len(t, onDisk, 109)
+	assert.Len(t, onDisk, 125)
 }
 
 // fixturePath returns the path of a table row's file: "gitlab/<name>" is <name> in the GitLab
@@ -645,8 +688,13 @@ func allFixtures(t testing.TB) []string {
 	fj, err := filepath.Glob(filepath.Join(fjDir, "*", "*.json"))
 	require.NoError(t, err)
 	var out []string
+	docs, err := filepath.Glob(filepath.Join(forgetest.FixtureDir(t, forge.KindGitLab), "gitlab-docs", "*.json"))
+	require.NoError(t, err)
 	for _, f := range gl {
 		out = append(out, "gitlab/"+filepath.Base(f))
+	}
+	for _, f := range docs {
+		out = append(out, "gitlab/gitlab-docs/"+filepath.Base(f))
 	}
 	for _, f := range fj {
 		rel, err := filepath.Rel(fjDir, f)

@@ -120,8 +120,9 @@ phases:
 `, image, scriptPath), image
 }
 
-// startE2EWith is startE2EOn with the given agents and phases configuration.
-func startE2EWith(t testing.TB, store string, kind forge.Kind, repo string, deadline time.Duration, agents string) *e2e {
+// startE2EWith is startE2EOn with the given agents and phases configuration; env are more
+// ALFRED_* variables ("ALFRED_LIFECYCLE_REVIEW_QUIET=1s").
+func startE2EWith(t testing.TB, store string, kind forge.Kind, repo string, deadline time.Duration, agents string, env ...string) *e2e {
 	t.Helper()
 	dsn := testDatabaseURL(t, store)
 	ctx := context.Background()
@@ -175,7 +176,7 @@ workers:
 admin:
   token: %s
 `, filepath.Join(dir, "data"), kind, kind, url, token, liveSecret, agents, deadline, e2eAdminToken)), 0o600))
-	cfg, err := config.Load(cfgPath, []string{"ALFRED_DATABASE_URL=" + dsn})
+	cfg, err := config.Load(cfgPath, append([]string{"ALFRED_DATABASE_URL=" + dsn}, env...))
 	require.NoError(t, err)
 
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -225,7 +226,13 @@ func seedBareRepo(t testing.TB, dir string) string {
 // delivery id, as a new delivery from the same server would be.
 func (e *e2e) send(fixture string, edit func(map[string]any)) int {
 	e.t.Helper()
-	h, body, err := recorded.Load(filepath.Join(forgetest.FixtureDir(e.t, forge.KindForgejo), "forgejo-live", fixture+".json"))
+	return e.sendFrom("forgejo-live", fixture, edit)
+}
+
+// sendFrom is send with a recorded delivery of the Forgejo fixture set set.
+func (e *e2e) sendFrom(set, fixture string, edit func(map[string]any)) int {
+	e.t.Helper()
+	h, body, err := recorded.Load(filepath.Join(forgetest.FixtureDir(e.t, forge.KindForgejo), set, fixture+".json"))
 	require.NoError(e.t, err)
 	if edit != nil {
 		var doc map[string]any

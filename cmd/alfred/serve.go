@@ -101,6 +101,8 @@ func (s *server) wire(ctx context.Context) error {
 		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
 		CIPoll: cfg.Lifecycle.CIPoll, SessionResume: cfg.Sessions.ResumeEnabled, Redact: cfg.Censor().String,
 		CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
+		ReviewFixAttempts: cfg.Lifecycle.ReviewFixAttempts, RetryUntilGreenMax: cfg.Lifecycle.RetryUntilGreenMax,
+		ReviewQuiet: cfg.Lifecycle.ReviewQuiet, ReviewVerdicts: cfg.Lifecycle.ReviewVerdicts,
 	}, s.store, forges.bots, s.service, nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
 		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)

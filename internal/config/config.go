@@ -152,6 +152,18 @@ type Lifecycle struct {
 	CIPoll time.Duration `yaml:"ci_poll" env:"CI_POLL"`
 	// CIFixAttempts is how many ci_fix phases run before giving up; 0 disables them.
 	CIFixAttempts int `yaml:"ci_fix_attempts" env:"CI_FIX_ATTEMPTS"`
+	// ReviewFixAttempts is how many review_fix phases run per merge request before the issue is
+	// blocked; 0 disables them.
+	ReviewFixAttempts int `yaml:"review_fix_attempts" env:"REVIEW_FIX_ATTEMPTS"`
+	// RetryUntilGreenMax is the hard ceiling of ci_fix and review_fix runs under the
+	// ai::retry_until_green label.
+	RetryUntilGreenMax int `yaml:"retry_until_green_max" env:"RETRY_UNTIL_GREEN_MAX"`
+	// ReviewQuiet is how long Alfred waits after the last review event (a review submitted as
+	// several deliveries, one GitLab note each) before it starts the review_fix run.
+	ReviewQuiet time.Duration `yaml:"review_quiet" env:"REVIEW_QUIET"`
+	// ReviewVerdicts lets a review of a merge request that is not the bot's approve or request
+	// changes when the agent concludes so; off, every such review only comments.
+	ReviewVerdicts bool `yaml:"review_verdicts" env:"REVIEW_VERDICTS"`
 	// BranchPrefix prefixes the branches Alfred creates.
 	BranchPrefix string `yaml:"branch_prefix" env:"BRANCH_PREFIX"`
 	// GitName is the commit author and committer name.
@@ -320,12 +332,13 @@ func (c *Config) Forge(name string) (Forge, bool) {
 // Default returns a Config holding every default and nothing else (no forge, agent or
 // database URL, so it does not validate yet).
 func Default() *Config {
-	// Fields whose zero value is meaningful (uid and gid 0 = root, ci_fix_attempts 0 = off)
+	// Fields whose zero value is meaningful (uid and gid 0 = root, ci_fix_attempts and
+	// review_fix_attempts 0 = off)
 	// get their defaults here, before the file and the environment, so that an explicit 0
 	// stays visible to Validate. All the others get theirs in setDefaults with cmp.Or.
 	c := &Config{
 		Runner:    Runner{UID: 65532, GID: 65532},
-		Lifecycle: Lifecycle{CIFixAttempts: 3},
+		Lifecycle: Lifecycle{CIFixAttempts: 3, ReviewFixAttempts: 5},
 	}
 	c.setDefaults()
 	return c
@@ -358,6 +371,8 @@ func (c *Config) setDefaults() {
 	lc.QuestionDeadline = cmp.Or(lc.QuestionDeadline, 24*time.Hour)
 	lc.CIWait = cmp.Or(lc.CIWait, 30*time.Minute)
 	lc.CIPoll = cmp.Or(lc.CIPoll, 30*time.Second)
+	lc.RetryUntilGreenMax = cmp.Or(lc.RetryUntilGreenMax, 10)
+	lc.ReviewQuiet = cmp.Or(lc.ReviewQuiet, 30*time.Second)
 	lc.BranchPrefix = cmp.Or(lc.BranchPrefix, "agent/")
 	lc.GitName = cmp.Or(lc.GitName, "Alfred")
 	lc.GitEmail = cmp.Or(lc.GitEmail, "alfred@localhost")

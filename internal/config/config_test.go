@@ -129,6 +129,7 @@ func TestLoadYAML(t *testing.T) {
 		require.Equal(t, "status::done", c.Labels.Done, "unlisted labels keep their defaults")
 		require.Equal(t, Lifecycle{
 			QuestionDeadline: 2 * time.Hour, CIWait: 45 * time.Minute, CIPoll: 30 * time.Second, CIFixAttempts: 0,
+			ReviewFixAttempts: 5, RetryUntilGreenMax: 10, ReviewQuiet: 30 * time.Second,
 			BranchPrefix: "bot/", GitName: "Alfred", GitEmail: "alfred@localhost",
 		}, c.Lifecycle, "ci_fix_attempts: 0 is kept, not replaced by the default")
 		require.Equal(t, Workers{Count: 4, LeaseTTL: 2 * time.Minute, PollInterval: 500 * time.Millisecond}, c.Workers)
@@ -164,6 +165,7 @@ func TestLoadYAML(t *testing.T) {
 		require.Equal(t, "ai::validate_plan", c.Labels.ValidatePlan)
 		require.Equal(t, Lifecycle{
 			QuestionDeadline: 24 * time.Hour, CIWait: 30 * time.Minute, CIPoll: 30 * time.Second, CIFixAttempts: 3,
+			ReviewFixAttempts: 5, RetryUntilGreenMax: 10, ReviewQuiet: 30 * time.Second,
 			BranchPrefix: "agent/", GitName: "Alfred", GitEmail: "alfred@localhost",
 		}, c.Lifecycle)
 		require.Equal(t, Workers{Count: 2, LeaseTTL: time.Minute, PollInterval: time.Second}, c.Workers)

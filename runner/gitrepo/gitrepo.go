@@ -378,6 +378,12 @@ func (m *Manager) Commit(ctx context.Context, wt *Worktree, message string) (str
 	} else if !isExit(err, 1) {
 		return "", fmt.Errorf("check staged changes: %w", err)
 	}
+	return m.commitStaged(ctx, wt, message)
+}
+
+// commitStaged commits what is staged (a merge in progress becomes a merge commit) with the
+// bot identity and message, records the new head in wt and returns it.
+func (m *Manager) commitStaged(ctx context.Context, wt *Worktree, message string) (string, error) {
 	if _, err := m.gitWT(ctx, wt, []byte(message), "commit", "--quiet", "--no-verify", "--file=-"); err != nil {
 		return "", fmt.Errorf("commit: %w", err)
 	}

@@ -301,8 +301,8 @@ func (m *Manager) sparseLocked(ctx context.Context, p Project, wt *Worktree) err
 }
 
 // resetLocked makes the worktree exactly commit (a sha, or "HEAD"): it restores the .git link,
-// checks the commit out (on wt.Branch with -B, or detached) with --force, and removes untracked
-// and ignored files. It sets wt.Head.
+// forgets an unfinished merge, checks the commit out (on wt.Branch with -B, or detached) with
+// --force, and removes untracked and ignored files. It sets wt.Head.
 func (m *Manager) resetLocked(ctx context.Context, wt *Worktree, commit string) error {
 	if err := restoreLink(wt); err != nil {
 		return err
@@ -316,6 +316,14 @@ func (m *Manager) resetLocked(ctx context.Context, wt *Worktree, commit string) 
 	}
 	if err := m.checkBranchFree(wt); err != nil {
 		return err
+	}
+	// A merge a conflict_resolution run left unfinished (its result refused, or the process
+	// stopped) is forgotten: --quit drops MERGE_HEAD and keeps the files, which the forced
+	// checkout and the clean below then reset.
+	if m.merging(ctx, wt) {
+		if _, err := m.gitWT(ctx, wt, nil, "merge", "--quit"); err != nil {
+			return fmt.Errorf("forget the unfinished merge in %s: %w", wt.Name, err)
+		}
 	}
 	args := []string{"checkout", "--quiet", "--force", "--no-recurse-submodules"}
 	if wt.Branch == "" {

@@ -82,6 +82,11 @@ type Input struct {
 	// Resume is true when SessionID names an existing session to continue rather than a new
 	// one to create. Adapters resume by exact id only (spec/agents.md "Adapter notes" 2).
 	Resume bool `json:"resume,omitempty"`
+	// Review holds the merge request, its diff and the comments to address (review_fix) or
+	// review (review); nil for other phases.
+	Review *ReviewInput `json:"review,omitempty"`
+	// Conflict holds the conflicted files of a conflict_resolution run; nil otherwise.
+	Conflict *ConflictInput `json:"conflict,omitempty"`
 }
 
 // KeyOf returns the script key for a phase and step.

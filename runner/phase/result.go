@@ -39,6 +39,13 @@ type Result struct {
 	CommitMessage string `json:"commit_message,omitempty"`
 	// Answer phase: the answer to post.
 	Answer string `json:"answer,omitempty"`
+	// Comments is the outcome of every comment a review_fix run got, one each.
+	Comments []CommentOutcome `json:"comments,omitempty"`
+	// ReviewComments are the inline comments of a review run; Summary is the review's body.
+	ReviewComments []ReviewNote `json:"review_comments,omitempty"`
+	// ReviewVerdict is what a review run would conclude: VerdictApprove, VerdictRequestChanges,
+	// or "" for a comment only. Alfred posts it only where the configuration allows verdicts.
+	ReviewVerdict string `json:"review_verdict,omitempty"`
 
 	// Filled by the adapter from the CLI's own output, not by the agent.
 	SessionID    string  `json:"session_id,omitempty"`
@@ -69,7 +76,12 @@ func DecodeResult(in Input, data []byte) (*Result, error) {
 //   - analysis/technical: Plan is set;
 //   - analysis without a step: refused (the step selects the contract);
 //   - development: CommitMessage is set;
-//   - answer: Answer is set.
+//   - answer: Answer is set;
+//   - review_fix: every comment of in.Review has exactly one outcome (fixed, answered or
+//     declined) and no other id has one; answered needs a reply, declined a reason; a fixed
+//     comment needs CommitMessage;
+//   - review: each review comment has a path, a line (new or old side) and a body; a verdict
+//     is approve or request_changes.
 //
 // Questions are checked in whatever phase they appear.
 func ValidateResult(in Input, r *Result) error {
@@ -98,6 +110,13 @@ func ValidateResult(in Input, r *Result) error {
 		need(!blank(r.CommitMessage), "commit_message")
 	case Answer:
 		need(!blank(r.Answer), "answer")
+	case ReviewFix:
+		errs = append(errs, validateOutcomes(in, r)...)
+	case Review:
+		errs = append(errs, validateReviewNotes(r.ReviewComments)...)
+		if v := r.ReviewVerdict; v != "" && v != VerdictApprove && v != VerdictRequestChanges {
+			errs = append(errs, fmt.Errorf("review: review_verdict %q is not approve or request_changes", v))
+		}
 	}
 	seen := map[string]bool{}
 	for i, q := range r.Questions {

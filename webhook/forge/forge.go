@@ -88,6 +88,12 @@ const (
 	EventMergeRequestMerged EventType = "merge_request_merged"
 	// EventReview: a review was submitted (approved, changes requested or comment).
 	EventReview EventType = "review"
+	// EventReviewRequested: someone was asked to review a merge request; Event.ReviewRequested
+	// names the accounts asked (Forgejo/Gitea review_requested, GitLab changes.reviewers).
+	EventReviewRequested EventType = "review_requested"
+	// EventMergeStatus: the forge reports the merge request's mergeability changed without new
+	// commits (GitLab detailed_merge_status in a merge request update); see MergeRequest.MergeStatus.
+	EventMergeStatus EventType = "merge_status"
 	// EventPipeline: a CI pipeline (GitLab) or commit status (Forgejo) changed.
 	EventPipeline EventType = "pipeline"
 	// EventTick is not a delivery: the mailbox worker wakes a mailbox for a deadline.
@@ -118,6 +124,9 @@ type MergeRequest struct {
 	Merged       bool   `json:"merged,omitempty"`
 	WebURL       string `json:"web_url,omitempty"`
 	Author       User   `json:"author"`
+	// MergeStatus says whether the source branch merges into the target without conflict;
+	// MergeStatusUnknown when the payload or answer does not say.
+	MergeStatus MergeStatus `json:"merge_status,omitempty"`
 }
 
 // Comment is an issue or merge-request comment (GitLab: note).
@@ -127,6 +136,12 @@ type Comment struct {
 	Author    User      `json:"author"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
+	// Thread is the thread the comment belongs to, "" when the forge has none: GitLab the
+	// discussion id (Note Hook discussion_id).
+	Thread string `json:"thread,omitempty"`
+	// Position is where in the diff the comment sits (GitLab DiffNote position), nil for a
+	// general comment.
+	Position *Position `json:"position,omitempty"`
 }
 
 // Pipeline describes a CI run for Event.Pipeline and Forge.CIStatus.
@@ -200,6 +215,8 @@ type Event struct {
 	MergeRequest *MergeRequest `json:"merge_request,omitempty"`
 	Pipeline     *Pipeline     `json:"pipeline,omitempty"`
 	Review       *Review       `json:"review,omitempty"`
+	// ReviewRequested lists the logins newly asked to review (EventReviewRequested).
+	ReviewRequested []string `json:"review_requested,omitempty"`
 	// ClosedByCommit is the merge commit that closed an issue (Forgejo commit_id), "" for a
 	// manual close.
 	ClosedByCommit string `json:"closed_by_commit,omitempty"`

@@ -89,6 +89,14 @@ func clientPull(pr *gitea.PullRequest) *forge.MergeRequest {
 	if pr.Poster != nil {
 		out.Author = forge.User{ID: pr.Poster.ID, Login: pr.Poster.UserName}
 	}
+	if out.State == "open" {
+		// mergeable is false both for a conflict and while the check runs (and for a WIP
+		// title): see forge.MergeStatusConflict.
+		out.MergeStatus = forge.MergeStatusConflict
+		if pr.Mergeable {
+			out.MergeStatus = forge.MergeStatusMergeable
+		}
+	}
 	return out
 }
 

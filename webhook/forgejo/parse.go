@@ -28,7 +28,10 @@ type hookBody struct {
 	PullRequest *hookPull    `json:"pull_request"`
 	Comment     *hookComment `json:"comment"`
 	Review      *hookReview  `json:"review"`
-	Repository  struct {
+	// RequestedReviewer is the account asked (review_requested) or, in a review delivery, the
+	// reviewer itself.
+	RequestedReviewer *hookUser `json:"requested_reviewer"`
+	Repository        struct {
 		FullName string   `json:"full_name"`
 		Name     string   `json:"name"`
 		Owner    hookUser `json:"owner"`
@@ -415,8 +418,14 @@ func parsePull(ev forge.Event, p *hookBody) (forge.Event, error) {
 		return ev, forge.Ignore(ev.Header, "pull request edits (title, body, base branch) are not used")
 	case "milestoned", "demilestoned":
 		return ev, forge.Ignore(ev.Header, "milestones are not used")
-	case "review_requested", "review_request_removed":
-		return ev, forge.Ignore(ev.Header, "review requests are not used")
+	case "review_requested":
+		if p.RequestedReviewer == nil || p.RequestedReviewer.user().Login == "" {
+			return ev, forge.Ignore(ev.Header, "review request without requested_reviewer (a team request) is not used")
+		}
+		ev.Type = forge.EventReviewRequested
+		ev.ReviewRequested = []string{p.RequestedReviewer.user().Login}
+	case "review_request_removed":
+		return ev, forge.Ignore(ev.Header, "withdrawn review requests are not used")
 	default:
 		return ev, forge.Ignore(ev.Header, "pull request action %q is not used", p.Action)
 	}

@@ -23,6 +23,7 @@ import (
 //	POST /repos/{o}/{r}/issues/{index}/labels, DELETE /repos/{o}/{r}/issues/{index}/labels/{id}
 //	GET|POST  /repos/{o}/{r}/pulls, GET /repos/{o}/{r}/pulls/{index}
 //	GET  /repos/{o}/{r}/commits/{ref}/status
+//	GET|POST /repos/{o}/{r}/pulls/{index}/reviews, GET|POST …/reviews/{id}/comments
 //
 // Answers follow the JSON shapes of Forgejo's API (the structs of code.gitea.io/sdk/gitea):
 // 401 without "Authorization: token <Token>" (or Bearer), 404 {"message": …, "url": …}, 422
@@ -39,6 +40,9 @@ type ForgejoServer struct {
 	URL string
 	// Token is the only access token the server accepts.
 	Token string
+	// NoReviewCommentCall makes POST …/pulls/{n}/reviews/{id}/comments answer 404, as Gitea
+	// 1.25 does (only Forgejo has that call). Set it before the first request.
+	NoReviewCommentCall bool
 }
 
 var _ Seeder = (*ForgejoServer)(nil)
@@ -153,6 +157,8 @@ func (s *ForgejoServer) route(w http.ResponseWriter, r *http.Request, seg []stri
 		fjJSON(w, http.StatusOK, s.fjPull(p, mi))
 	case len(seg) == 3 && seg[0] == "commits" && seg[2] == "status" && m == http.MethodGet:
 		s.fjCombined(w, p, seg[1])
+	case len(seg) >= 3 && seg[0] == "pulls" && seg[2] == "reviews":
+		s.fjReviews(w, r, p, seg[1], seg[3:])
 	default:
 		s.fjError(w, http.StatusNotFound, "not found")
 	}

@@ -19,6 +19,8 @@ import (
 //	GET|PUT  /projects/:id/issues/:iid, /projects/:id/merge_requests/:iid
 //	GET|POST /projects/:id/(issues|merge_requests)/:iid/notes, PUT …/notes/:note_id
 //	GET|POST /projects/:id/merge_requests
+//	GET|POST /projects/:id/merge_requests/:iid/discussions, POST …/discussions/:id/notes,
+//	PUT …/discussions/:id (resolved), POST /projects/:id/merge_requests/:iid/approve
 //	GET  /projects/:id/pipelines, /projects/:id/pipelines/:id/jobs, /projects/:id/jobs/:id/trace
 //
 // :id is the numeric project id or the URL-escaped path. Answers follow GitLab's JSON shapes
@@ -259,6 +261,11 @@ func (s *GitLabServer) glIssuable(w http.ResponseWriter, r *http.Request, p *mod
 		s.glUpdate(w, r, p, is)
 	case len(seg) >= 1 && seg[0] == "notes":
 		s.glNotes(w, r, p, is, seg[1:])
+	case mr && len(seg) >= 1 && seg[0] == "discussions":
+		s.glDiscussions(w, r, p, is, seg[1:])
+	case mr && len(seg) == 1 && seg[0] == "approve" && r.Method == http.MethodPost:
+		glJSON(w, http.StatusCreated, map[string]any{"iid": is.number, "approved": true,
+			"approved_by": []any{map[string]any{"user": s.glUser(s.userLocked(BotLogin))}}})
 	default:
 		glMessage(w, http.StatusNotFound, "404 Not Found")
 	}

@@ -73,6 +73,10 @@ type modelIssue struct {
 	updated   time.Time
 	// merge request fields
 	source, target, sha string
+	reviews             []*modelReview        // Forgejo reviews, review requests included
+	threadNotes         []*modelReviewComment // inline comments and thread replies
+	mergeStatus         forge.MergeStatus     // "" reads as mergeable
+	reviewers           []string
 }
 
 type modelComment struct {

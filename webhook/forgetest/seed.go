@@ -375,11 +375,23 @@ func (m *model) MergeRequests(repo string) []forge.MergeRequest {
 }
 
 func (mi *modelIssue) forgeMR() *forge.MergeRequest {
-	return &forge.MergeRequest{
+	out := &forge.MergeRequest{
 		Number: mi.number, Title: mi.title, Body: mi.body, SourceBranch: mi.source, TargetBranch: mi.target,
 		HeadSHA: mi.sha, State: mi.state, Merged: mi.state == "merged",
 		Author: forge.User{ID: mi.author.id, Login: mi.author.login, Bot: mi.author.bot},
 	}
+	if mi.state == "open" {
+		out.MergeStatus = mi.mergeStatusOr()
+	}
+	return out
+}
+
+// mergeStatusOr is the seeded merge status, mergeable by default.
+func (mi *modelIssue) mergeStatusOr() forge.MergeStatus {
+	if mi.mergeStatus == forge.MergeStatusUnknown {
+		return forge.MergeStatusMergeable
+	}
+	return mi.mergeStatus
 }
 
 func seedNonNil(s []string) []string {

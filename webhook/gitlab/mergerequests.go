@@ -80,6 +80,12 @@ func clientMergeRequest(m *gl.BasicMergeRequest) *forge.MergeRequest {
 	if m.Author != nil {
 		out.Author = forge.User{ID: m.Author.ID, Login: m.Author.Username}
 	}
+	if out.State == "open" {
+		out.MergeStatus = hookMergeStatus(m.DetailedMergeStatus, "")
+		if m.HasConflicts {
+			out.MergeStatus = forge.MergeStatusConflict
+		}
+	}
 	return out
 }
 

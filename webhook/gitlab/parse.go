@@ -183,6 +183,8 @@ func parseNoteHook(ev forge.Event, body []byte, noteableType string) (forge.Even
 	var (
 		attrs  gl.IssueCommentEventObjectAttributes
 		target string
+		thread string
+		pos    *forge.Position
 	)
 	switch noteableType {
 	case "Issue":
@@ -220,7 +222,9 @@ func parseNoteHook(ev forge.Event, body []byte, noteableType string) (forge.Even
 			Number: mr.IID, Title: mr.Title, Body: mr.Description,
 			SourceBranch: mr.SourceBranch, TargetBranch: mr.TargetBranch, HeadSHA: mr.LastCommit.ID,
 			State: hookMRState(mr.State), Merged: mr.State == "merged", WebURL: mr.URL, Author: ev.Author,
+			MergeStatus: hookMergeStatus(mr.DetailedMergeStatus, mr.MergeStatus),
 		}
+		thread, pos = oa.DiscussionID, hookNotePosition(oa.Type, oa.Position)
 	case "Commit", "Snippet":
 		return ev, forge.Ignore(ev.Header, "comments on a %s are not used", strings.ToLower(noteableType))
 	default:
@@ -236,6 +240,7 @@ func parseNoteHook(ev forge.Event, body []byte, noteableType string) (forge.Even
 	ev.Comment = &forge.Comment{
 		ID: attrs.ID, Body: attrs.Note, Author: ev.Sender,
 		CreatedAt: hookTime(attrs.CreatedAt), UpdatedAt: hookTime(attrs.UpdatedAt),
+		Thread: thread, Position: pos,
 	}
 	ev.OccurredAt = ev.Comment.UpdatedAt
 	switch attrs.Action {
@@ -267,6 +272,7 @@ func parseMergeRequestHook(ev forge.Event, body []byte) (forge.Event, error) {
 		Number: oa.IID, Title: oa.Title, Body: oa.Description,
 		SourceBranch: oa.SourceBranch, TargetBranch: oa.TargetBranch, HeadSHA: oa.LastCommit.ID,
 		State: hookMRState(oa.State), Merged: oa.State == "merged", WebURL: oa.URL, Author: ev.Author,
+		MergeStatus: hookMergeStatus(oa.DetailedMergeStatus, oa.MergeStatus),
 	}
 	labels := e.Labels
 	if labels == nil {
@@ -313,7 +319,7 @@ func parseMergeRequestHook(ev forge.Event, body []byte) (forge.Event, error) {
 				ev.AssigneesKnown, ev.Assignees = true, curAssignees
 			}
 		default:
-			return ev, forge.Ignore(ev.Header, "merge request update changes nothing Alfred uses (changed: %s)", hookChangedKeys(body))
+			return hookMergeRequestUpdate(ev, body, &e)
 		}
 	case "":
 		return ev, forge.Ignore(ev.Header, "merge request event without action")

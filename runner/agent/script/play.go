@@ -53,6 +53,9 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	if st.SleepSeconds > 0 {
 		time.Sleep(time.Duration(st.SleepSeconds * float64(time.Second)))
 	}
+	if err := st.apply(&in, *workspace, stdout); err != nil {
+		return fail(ExitWriteFiles, "%v", err)
+	}
 	if !writeFiles(*workspace, st, stdout, stderr) {
 		return ExitWriteFiles
 	}

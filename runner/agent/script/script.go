@@ -33,6 +33,23 @@
 //	  per_attempt:                              # shallow overrides by attempt number
 //	    "2": {summary: Second try., exit_code: 0}
 //
+// For the review loop (see ReviewLoop), comment_rules answer the comments of a review_fix run by
+// their text and resolve_conflicts settles a conflict_resolution run's conflicts:
+//
+//	review_fix:
+//	  summary: Addressed the review.
+//	  commit_message: "fix: currency column"
+//	  files: {report.py: "…"}
+//	  comment_rules:                            # first match (case-insensitive substring) wins
+//	    - {match: "why", outcome: answered, reply: "Because the server's locale is UTF-8."}
+//	    - {match: "", outcome: fixed, reply: "Done."}    # "" matches every comment
+//	conflict_resolution:
+//	  summary: Kept both sides.
+//	  resolve_conflicts: both                   # ours, theirs or both; absent: markers stay
+//	review:
+//	  summary: A few remarks.
+//	  review_comments: [{path: docs/report.md, line: 3, body: "Say which month."}]
+//
 // Files are written whatever the phase: in read-only phases the mount refuses them, the agent
 // reports the failure on stderr and exits 3 without a result (this is how tests prove that the
 // workspace is read-only). Unknown keys in a step are an error.
@@ -59,6 +76,7 @@ const DefaultKey = "default"
 // (its JSON names are the script's keys).
 type Step struct {
 	phase.Result
+	ReviewLoop
 	// Files maps a slash-separated path relative to /workspace to the content to write.
 	Files map[string]string `json:"files,omitempty"`
 	// Log and Stderr are lines printed on stdout and stderr.

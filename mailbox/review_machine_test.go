@@ -1,0 +1,208 @@
+package mailbox_test
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner/phase"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+// setupReview is setup with one ci_fix attempt, two review_fix attempts and a ceiling of two
+// runs under ai::retry_until_green.
+func setupReview(t *testing.T) *bundle {
+	t.Helper()
+	b := setup(t, "type::task")
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	b.machine = mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, CIFixAttempts: 1,
+		ReviewFixAttempts: 2, RetryUntilGreenMax: 2, ReviewQuiet: time.Second}, b.store,
+		map[string]mailbox.Bot{"gl": {Forge: b.fake, Login: forgetest.BotLogin}}, b.exec, b.clock.Now, log)
+	return b
+}
+
+// toCI drives the issue to in_ci and returns the mailbox.
+func (b *bundle) toCI() *mailbox.Mailbox {
+	b.t.Helper()
+	b.deliver(assign("alice"))
+	b.advance()
+	b.deliver(comment("alice", "ok"))
+	b.advance()
+	b.addLabel("alice", "ai::validate_plan")
+	mb := b.advance()
+	require.Equal(b.t, mailbox.StateInCI, mb.State)
+	return mb
+}
+
+func (b *bundle) addLabel(by, label string) {
+	b.t.Helper()
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: by}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), label)})
+}
+
+// ciEverywhere sets state on every commit the scripted runs push (one per run id).
+func (b *bundle) ciEverywhere(state forge.CIState) {
+	for id := 1; id <= 30; id++ {
+		b.fake.SetCI(repo, fmt.Sprintf("%040d", id), forgetest.CIJob{Name: "test", State: state, Log: "FAIL"})
+	}
+}
+
+// poll lets ci_poll pass and advances.
+func (b *bundle) poll() *mailbox.Mailbox {
+	b.clock.Add(time.Minute)
+	return b.advance()
+}
+
+func TestRetryOnceGivesExactlyOneMoreAttempt(t *testing.T) {
+	t.Parallel()
+	b := setupReview(t)
+	b.toCI()
+	b.ciEverywhere(forge.CIFailed)
+	mb := b.poll() // failed: the one ci_fix, then failed again: blocked
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Contains(t, b.lastComment(), "CI still fails")
+	fixes := len(b.exec.jobs)
+
+	b.addLabel("mallory", "ai::retry_once")
+	mb = b.advance()
+	require.Equal(t, mailbox.StateBlocked, mb.State, "a retry label needs write access")
+	require.NotContains(t, b.fake.IssueLabels(b.ref), "ai::retry_once")
+
+	b.addLabel("alice", "ai::retry_once")
+	mb = b.poll()
+	require.Equal(t, mailbox.StateBlocked, mb.State, "one attempt, failed again")
+	require.Len(t, b.exec.jobs, fixes+1)
+	require.Equal(t, "ci_fix", b.exec.jobs[fixes].Input.Key)
+	require.NotContains(t, b.fake.IssueLabels(b.ref), "ai::retry_once", "Alfred removes the label")
+	require.Contains(t, strings.Join(b.comments(), "\n"), "Trying once more, as asked by @alice.")
+	require.Equal(t, []string{"status::blocked"}, b.status())
+}
+
+func TestRetryUntilGreenStopsAtTheCeilingOrWhenGreen(t *testing.T) {
+	t.Parallel()
+	b := setupReview(t)
+	b.toCI()
+	b.ciEverywhere(forge.CIFailed)
+	require.Equal(t, mailbox.StateBlocked, b.poll().State)
+	fixes := len(b.exec.jobs)
+
+	// Past the bound of one ci_fix, up to the ceiling of two runs under the label.
+	b.addLabel("alice", "ai::retry_until_green")
+	mb := b.poll()
+	for i := 0; i < 5 && mb.State != mailbox.StateBlocked; i++ {
+		mb = b.poll()
+	}
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Len(t, b.exec.jobs, fixes+3, "the resumed ci_fix, then two more under the label")
+	require.NotContains(t, b.fake.IssueLabels(b.ref), "ai::retry_until_green")
+	require.Contains(t, strings.Join(b.comments(), "\n"), "CI is still not green: I removed the label.")
+
+	// Again, and CI turns green: the label goes with a word saying so.
+	b.ciEverywhere(forge.CISuccess)
+	b.addLabel("alice", "ai::retry_until_green")
+	mb = b.advance()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	require.NotContains(t, b.fake.IssueLabels(b.ref), "ai::retry_until_green")
+	require.Contains(t, b.lastComment(), "I removed `ai::retry_until_green`.")
+	require.Contains(t, b.lastComment(), "CI is green on")
+	b.requireUniqueMarkers()
+}
+
+func TestReviewCommentsGatheredRefusedAndBounded(t *testing.T) {
+	t.Parallel()
+	b := setupReview(t)
+	b.exec.results["review_fix"] = nil // set below per run
+	b.toCI()
+	b.ciEverywhere(forge.CISuccess)
+	mb := b.poll()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	mr := forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true}
+	note := func(by string, id int64, body string) forge.Event {
+		return forge.Event{Type: forge.EventComment, Target: mr, Sender: forge.User{Login: by},
+			Comment: &forge.Comment{ID: id, Body: body, Position: &forge.Position{Path: "a.go", NewLine: 1}}}
+	}
+
+	// Someone without write access is refused, visibly; nothing runs.
+	b.deliver(note("mallory", 71, "rename this"))
+	mb = b.advance()
+	require.Contains(t, b.lastComment(), "@mallory, only a project member with write access can ask me to change the merge request")
+	b.clock.Add(2 * time.Second)
+	mb = b.advance()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+
+	// Two diff notes by alice within the quiet time: one review_fix run takes both.
+	for i, body := range []string{"rename this", "and this"} {
+		id := b.fake.AddReview(repo, mb.MRNumber, "alice", "commented", "", forgetest.SeedReviewComment{Path: "a.go", NewLine: i + 1, Body: body})
+		b.deliver(note("alice", id[0], body))
+		b.advance()
+	}
+	runs := len(b.exec.jobs)
+	require.Equal(t, mailbox.StateInReview, b.advance().State, "still quiet")
+	b.exec.results["review_fix"] = reviewFixResult(b, mb.MRNumber)
+	b.clock.Add(2 * time.Second)
+	mb = b.advance()
+	require.Len(t, b.exec.jobs, runs+1)
+	job := b.exec.jobs[runs]
+	require.Equal(t, "review_fix", job.Input.Key)
+	require.Len(t, job.Input.Review.Comments, 2, "gathered into one run")
+	require.Equal(t, 1, job.Input.Review.Comments[0].Line)
+	require.Equal(t, mailbox.StateInReview, mb.State, "pushed, CI green again")
+	require.Contains(t, strings.Join(b.comments(), "\n"), "I went through the review of merge request !1: 2 fixed")
+	for _, c := range b.fake.ThreadComments(repo, mb.MRNumber) {
+		require.True(t, c.Resolved, "GitLab: the fixed discussions are resolved")
+	}
+
+	// A third round is past review_fix_attempts (2): blocked with the reason.
+	for round := 0; round < 2; round++ {
+		id := b.fake.AddReview(repo, mb.MRNumber, "alice", "commented", "", forgetest.SeedReviewComment{Path: "b.go", NewLine: round + 1, Body: "more"})
+		b.deliver(note("alice", id[0], "more"))
+		b.advance()
+		b.exec.results["review_fix"] = reviewFixResult(b, mb.MRNumber)
+		b.clock.Add(2 * time.Second)
+		mb = b.advance()
+	}
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Contains(t, b.lastComment(), "review_fix ran 2 times on this merge request")
+}
+
+// reviewFixResult answers every pending thread comment of the merge request as fixed.
+func reviewFixResult(b *bundle, mr int64) *phase.Result {
+	r := &phase.Result{Summary: "fixed", CommitMessage: "Fix review"}
+	for _, c := range b.fake.ThreadComments(repo, mr) {
+		if c.Author.Login != forgetest.BotLogin {
+			r.Comments = append(r.Comments, phase.CommentOutcome{ID: c.ID, Outcome: phase.OutcomeFixed})
+		}
+	}
+	return r
+}
+
+func TestConflictWithTheTargetRunsConflictResolution(t *testing.T) {
+	t.Parallel()
+	b := setupReview(t)
+	b.exec.results["conflict_resolution"] = &phase.Result{Summary: "Merged main."}
+	b.toCI()
+	b.ciEverywhere(forge.CISuccess)
+	mb := b.poll()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	runs := len(b.exec.jobs)
+
+	b.fake.SetMergeStatus(repo, mb.MRNumber, forge.MergeStatusConflict)
+	mb = b.poll()
+	require.Len(t, b.exec.jobs, runs+1)
+	job := b.exec.jobs[runs]
+	require.Equal(t, "conflict_resolution", job.Input.Key)
+	require.Equal(t, "main", job.Input.Conflict.Target)
+	require.True(t, job.Push)
+	require.Equal(t, job.Branch, mb.Branch, "the merge goes on the mailbox's branch")
+	require.Contains(t, strings.Join(b.comments(), "\n"), "conflicts with `main`: I am merging `main` into")
+	require.Contains(t, strings.Join(b.comments(), "\n"), "I merged the target branch into")
+	require.Equal(t, mailbox.StateInReview, mb.State, "merged, CI green: back in review")
+	b.requireUniqueMarkers()
+}

@@ -1,0 +1,16 @@
+package forgetest_test
+
+import (
+	"testing"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+func TestFakeReviewConformance(t *testing.T) {
+	t.Parallel()
+	forgetest.RunReviewConformance(t, func(t *testing.T) (forge.Forge, forgetest.ReviewSeeder) {
+		f := forgetest.NewFake(forge.KindGitLab)
+		return f, f
+	})
+}

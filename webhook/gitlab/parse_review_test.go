@@ -1,0 +1,73 @@
+package gitlab
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+func TestParseDiffNotePositionAndThread(t *testing.T) {
+	t.Parallel()
+	ev, err := srcParse(t, "Note Hook", srcFixture(t, "note_hook_diff_note_on_merge_request.json"))
+	require.NoError(t, err)
+	require.Equal(t, forge.EventComment, ev.Type)
+	require.Equal(t, "e2d22c5e7bc2dda3d55f3ddc6d48b65326e2612b", ev.Comment.Thread)
+	require.Equal(t, &forge.Position{Path: "README.md", NewLine: 1}, ev.Comment.Position)
+
+	// A general note (the documented example) has no position; its merge request is still
+	// being checked.
+	ev, err = srcParse(t, "Note Hook", srcFixture(t, "gitlab-docs/note_hook_merge_request_comment.json"))
+	require.NoError(t, err)
+	require.Nil(t, ev.Comment.Position)
+	require.Equal(t, forge.MergeStatusChecking, ev.MergeRequest.MergeStatus)
+}
+
+func TestParseMergeRequestMergeStatus(t *testing.T) {
+	t.Parallel()
+	ev, err := srcParse(t, "Merge Request Hook", srcFixture(t, "gitlab-docs/merge_request_hook_open.json"))
+	require.NoError(t, err)
+	require.Equal(t, forge.MergeStatusMergeable, ev.MergeRequest.MergeStatus)
+
+	// GitLab's docs hold no conflict example: the reviewer-removed update (which changes
+	// nothing else Alfred uses) with detailed_merge_status set to conflict stands in for it.
+	conflict := srcPatch(t, srcFixture(t, "merge_request_hook_reviewer_removed.json"), func(m map[string]any) {
+		m["object_attributes"].(map[string]any)["detailed_merge_status"] = "conflict"
+	})
+	ev, err = srcParse(t, "Merge Request Hook", conflict)
+	require.NoError(t, err)
+	require.Equal(t, forge.EventMergeStatus, ev.Type)
+	require.Equal(t, forge.MergeStatusConflict, ev.MergeRequest.MergeStatus)
+
+	for detailed, want := range map[string]forge.MergeStatus{
+		"mergeable": forge.MergeStatusMergeable, "ci_must_pass": forge.MergeStatusMergeable,
+		"checking": forge.MergeStatusChecking, "unchecked": forge.MergeStatusChecking,
+		"conflict": forge.MergeStatusConflict, "need_rebase": forge.MergeStatusConflict,
+	} {
+		require.Equal(t, want, hookMergeStatus(detailed, ""), detailed)
+	}
+	require.Equal(t, forge.MergeStatusConflict, hookMergeStatus("", "cannot_be_merged"))
+	require.Equal(t, forge.MergeStatusUnknown, hookMergeStatus("", ""))
+}
+
+func TestParseReviewerAdded(t *testing.T) {
+	t.Parallel()
+	ev, err := srcParse(t, "Merge Request Hook", srcFixture(t, "merge_request_hook_reviewer_added.json"))
+	require.NoError(t, err)
+	require.Equal(t, forge.EventReviewRequested, ev.Type)
+	require.Equal(t, []string{"real6543"}, ev.ReviewRequested)
+
+	_, err = srcParse(t, "Merge Request Hook", srcFixture(t, "merge_request_hook_reviewer_removed.json"))
+	var ig *forge.IgnoreError
+	require.ErrorAs(t, err, &ig)
+
+	// A review that requests changes shows as the merge request's detailed_merge_status.
+	requested := srcPatch(t, srcFixture(t, "merge_request_hook_reviewer_removed.json"), func(m map[string]any) {
+		m["object_attributes"].(map[string]any)["detailed_merge_status"] = "requested_changes"
+	})
+	ev, err = srcParse(t, "Merge Request Hook", requested)
+	require.NoError(t, err)
+	require.Equal(t, forge.EventReview, ev.Type)
+	require.Equal(t, "changes_requested", ev.Review.State)
+}
