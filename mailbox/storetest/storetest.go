@@ -210,6 +210,9 @@ func LeaseConcurrently(t *testing.T, stores ...mailbox.Leases) map[int64]string 
 	return held
 }
 
+// leaseIsExclusive proves the Leases contract on one mailbox, clause after clause in the order
+// a lease lives (claim, exclusivity, extension, expiry, rescue, back-off): one story, so it is
+// kept in one function.
 func leaseIsExclusive(t *testing.T, s Store, c *Clock) {
 	ctx := context.Background()
 	for n := int64(1); n <= 20; n++ {

@@ -29,7 +29,8 @@ type ReviewSeeder interface {
 // that Forge.MergeRequest reports, against a fresh forge per subtest: newForge returns the
 // forge under test (a forge.Forge that is also a forge.Reviews) and the Seeder of the same
 // state. The story is the one recorded on Forgejo: alice requests changes on the bot's merge
-// request with two inline comments and asks a question in a second review.
+// request with two inline comments and asks a question in a second review. It is long because
+// it is one t.Run per clause of the Reviews contract, each reading as the clause it proves.
 func RunReviewConformance(t *testing.T, newForge func(t *testing.T) (forge.Forge, ReviewSeeder)) {
 	t.Helper()
 	type bundle struct {

@@ -1,0 +1,217 @@
+package gitlab
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	gl "gitlab.com/gitlab-org/api/client-go/v2"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// hookCIState maps a GitLab pipeline status to a CIState.
+func hookCIState(status string) forge.CIState {
+	switch status {
+	case "success":
+		return forge.CISuccess
+	case "failed", "canceled", "canceling":
+		return forge.CIFailed
+	case "skipped", "manual":
+		return forge.CISkipped
+	default: // created, waiting_for_resource, preparing, pending, running, scheduled
+		return forge.CIPending
+	}
+}
+
+// hookState maps a GitLab issue or merge request state to "open" / "closed".
+func hookState(s string) string {
+	switch s {
+	case "opened", "locked", "reopened":
+		return "open"
+	case "closed", "merged":
+		return "closed"
+	default:
+		return s
+	}
+}
+
+// hookMRState maps a GitLab merge request state to "open", "closed" or "merged".
+func hookMRState(s string) string {
+	if s == "merged" {
+		return "merged"
+	}
+	return hookState(s)
+}
+
+// hookAuthor builds the author from an author_id; GitLab payloads give no author login, but
+// when the sender is the author the login is known.
+func hookAuthor(id int64, sender forge.User) forge.User {
+	if id != 0 && id == sender.ID {
+		return sender
+	}
+	return forge.User{ID: id}
+}
+
+func hookLabelTitles(ls []*gl.EventLabel) []string {
+	var out []string
+	for _, l := range ls {
+		if l != nil && l.Title != "" {
+			out = append(out, l.Title)
+		}
+	}
+	return out
+}
+
+func hookUserLogins(us []*gl.EventUser) []string {
+	var out []string
+	for _, u := range us {
+		if u != nil && u.Username != "" {
+			out = append(out, u.Username)
+		}
+	}
+	return out
+}
+
+func hookPtrs[T any](s []T) []*T {
+	out := make([]*T, len(s))
+	for i := range s {
+		out[i] = &s[i]
+	}
+	return out
+}
+
+// hookNonNil turns nil into an empty list, so that "previously none" differs from "not said".
+func hookNonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func hookSameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// hookChangedKeys lists the keys of the body's "changes" object, for an ignore reason.
+func hookChangedKeys(body []byte) string {
+	var b struct {
+		Changes map[string]json.RawMessage `json:"changes"`
+	}
+	_ = json.Unmarshal(body, &b)
+	keys := make([]string, 0, len(b.Changes))
+	for k := range b.Changes {
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return "nothing"
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}
+
+// hookTimeLayouts are the timestamp formats seen in GitLab payloads, sometimes several in one
+// body (fixtures README quirk 9).
+var hookTimeLayouts = []string{
+	time.RFC3339Nano,                // 2013-12-03T17:15:43Z, …T…:…:….123Z, …T…+02:00
+	"2006-01-02 15:04:05 MST",       // 2017-12-10 16:41:28 UTC
+	"2006-01-02 15:04:05 -0700",     // 2021-04-28 21:50:00 +0200 (docs)
+	"2006-01-02 15:04:05.999 -0700", // fractional variant
+	"2006-01-02T15:04:05.999",       // no zone: taken as UTC
+	"2006-01-02 15:04:05",
+}
+
+// hookTime parses a GitLab timestamp leniently; an unknown format gives the zero time.
+func hookTime(s string) time.Time {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}
+	}
+	for _, layout := range hookTimeLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
+}
+
+// hookTimeKeys are keys that client-go decodes into time.Time or ISOTime; Alfred uses none of
+// them, so when a body has a format those types reject, they are dropped (see hookDecode).
+var hookTimeKeys = map[string]bool{
+	"timestamp": true, "due_date": true, "start_date": true, "expires_at": true,
+}
+
+// hookDecode unmarshals body into v leniently. client-go's event structs are strict about a
+// few types (time.Time fields, strings that GitLab sometimes sends as numbers):
+//   - a value of the wrong type is skipped and the rest decoded (encoding/json does so and
+//     reports an *json.UnmarshalTypeError, which is not treated as a failure here);
+//   - a time Alfred does not use that a time type rejects aborts encoding/json, so those keys are
+//     dropped and decoding is retried.
+//
+// One odd field Alfred does not read thus cannot make a whole delivery unreadable. A body that is
+// not JSON is still an error.
+func hookDecode(body []byte, v any) error {
+	err := json.Unmarshal(body, v)
+	if err == nil || hookIsTypeError(err) {
+		return nil
+	}
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) {
+		return err
+	}
+	var tree any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if dec.Decode(&tree) != nil {
+		return err
+	}
+	hookDeleteKeys(tree, hookTimeKeys)
+	if m, ok := tree.(map[string]any); ok {
+		// Alfred reads the sender and the repository from hookEnvelope, not from these.
+		delete(m, "user")
+		delete(m, "repository")
+	}
+	pruned, merr := json.Marshal(tree)
+	if merr != nil {
+		return err
+	}
+	reflect.ValueOf(v).Elem().SetZero()
+	if err2 := json.Unmarshal(pruned, v); err2 != nil && !hookIsTypeError(err2) {
+		return err
+	}
+	return nil
+}
+
+func hookIsTypeError(err error) bool {
+	var typeErr *json.UnmarshalTypeError
+	return errors.As(err, &typeErr)
+}
+
+// hookDeleteKeys removes every key in keys at any depth.
+func hookDeleteKeys(node any, keys map[string]bool) {
+	switch n := node.(type) {
+	case map[string]any:
+		for k, v := range n {
+			if keys[k] {
+				delete(n, k)
+				continue
+			}
+			hookDeleteKeys(v, keys)
+		}
+	case []any:
+		for _, el := range n {
+			hookDeleteKeys(el, keys)
+		}
+	}
+}
