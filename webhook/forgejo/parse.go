@@ -383,12 +383,18 @@ func parseComment(ev forge.Event, p *hookBody, prHeader bool) (forge.Event, erro
 	return ev, nil
 }
 
-func parsePull(ev forge.Event, p *hookBody) (forge.Event, error) {
+// pullTarget fills ev from the body's pull request and checks it names a target; what names the
+// event in the error.
+func pullTarget(ev *forge.Event, p *hookBody, what string) error {
 	if p.PullRequest == nil {
-		return ev, fmt.Errorf("%w: %s event without pull_request", forge.ErrBadPayload, ev.Header)
+		return fmt.Errorf("%w: %s event without pull_request", forge.ErrBadPayload, ev.Header)
 	}
-	fillPull(&ev, p)
-	if err := hookRequireTarget(ev, "pull request event"); err != nil {
+	fillPull(ev, p)
+	return hookRequireTarget(*ev, what)
+}
+
+func parsePull(ev forge.Event, p *hookBody) (forge.Event, error) {
+	if err := pullTarget(&ev, p, "pull request event"); err != nil {
 		return ev, err
 	}
 	pr := p.PullRequest
@@ -433,11 +439,7 @@ func parsePull(ev forge.Event, p *hookBody) (forge.Event, error) {
 }
 
 func parseReview(ev forge.Event, p *hookBody) (forge.Event, error) {
-	if p.PullRequest == nil {
-		return ev, fmt.Errorf("%w: %s event without pull_request", forge.ErrBadPayload, ev.Header)
-	}
-	fillPull(&ev, p)
-	if err := hookRequireTarget(ev, "review event"); err != nil {
+	if err := pullTarget(&ev, p, "review event"); err != nil {
 		return ev, err
 	}
 	kind := ev.Header

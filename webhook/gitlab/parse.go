@@ -148,18 +148,7 @@ func parseIssueHook(ev forge.Event, body []byte) (forge.Event, error) {
 		// Compare previous with current instead of trusting the key's presence (fixtures carry
 		// unchanged changes.labels).
 		switch {
-		case !hookSameSet(prevLabels, curLabels):
-			ev.Type = forge.EventLabels
-			ev.PreviousLabels = hookNonNil(prevLabels)
-			if !ev.LabelsKnown {
-				ev.LabelsKnown, ev.Labels = true, curLabels
-			}
-		case !hookSameSet(prevAssignees, curAssignees):
-			ev.Type = forge.EventAssignees
-			ev.PreviousAssignees = hookNonNil(prevAssignees)
-			if !ev.AssigneesKnown {
-				ev.AssigneesKnown, ev.Assignees = true, curAssignees
-			}
+		case hookListChange(&ev, prevLabels, curLabels, prevAssignees, curAssignees):
 		case ch.Title.Previous != ch.Title.Current || ch.Description.Previous != ch.Description.Current:
 			ev.Type = forge.EventIssueEdited
 		default:
@@ -300,18 +289,7 @@ func parseMergeRequestHook(ev forge.Event, body []byte) (forge.Event, error) {
 		switch {
 		case oa.OldRev != "":
 			ev.Type = forge.EventMergeRequestUpdated
-		case !hookSameSet(prevLabels, curLabels):
-			ev.Type = forge.EventLabels
-			ev.PreviousLabels = hookNonNil(prevLabels)
-			if !ev.LabelsKnown {
-				ev.LabelsKnown, ev.Labels = true, curLabels
-			}
-		case !hookSameSet(prevAssignees, curAssignees):
-			ev.Type = forge.EventAssignees
-			ev.PreviousAssignees = hookNonNil(prevAssignees)
-			if !ev.AssigneesKnown {
-				ev.AssigneesKnown, ev.Assignees = true, curAssignees
-			}
+		case hookListChange(&ev, prevLabels, curLabels, prevAssignees, curAssignees):
 		default:
 			return hookMergeRequestUpdate(ev, body, &e)
 		}

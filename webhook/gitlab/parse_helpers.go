@@ -215,3 +215,27 @@ func hookDeleteKeys(node any, keys map[string]bool) {
 		}
 	}
 }
+
+// hookListChange makes ev a labels event when the labels changed, else an assignees event when
+// the assignees changed, with the previous list and (unless the body already gave it) the
+// current one; it reports whether either changed. Previous and current are compared rather
+// than trusting a key's presence: GitLab sends unchanged changes.labels too.
+func hookListChange(ev *forge.Event, prevLabels, curLabels, prevAssignees, curAssignees []string) bool {
+	switch {
+	case !hookSameSet(prevLabels, curLabels):
+		ev.Type = forge.EventLabels
+		ev.PreviousLabels = hookNonNil(prevLabels)
+		if !ev.LabelsKnown {
+			ev.LabelsKnown, ev.Labels = true, curLabels
+		}
+	case !hookSameSet(prevAssignees, curAssignees):
+		ev.Type = forge.EventAssignees
+		ev.PreviousAssignees = hookNonNil(prevAssignees)
+		if !ev.AssigneesKnown {
+			ev.AssigneesKnown, ev.Assignees = true, curAssignees
+		}
+	default:
+		return false
+	}
+	return true
+}
