@@ -54,8 +54,8 @@ func leftRun(t *testing.T, ex *runner.Executor, xl *memLog, runID int64, in phas
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "out", phase.ResultFile), []byte(result), 0o644))
 	}
 	rec := &runner.ContainerRecord{RunID: runID, MailboxID: 1, ContainerName: name, Adapter: agent}
-	require.NoError(t, xl.InsertExecutor(t.Context(), rec))
-	require.NoError(t, xl.ExecutorReady(t.Context(), rec.ID, runner.ContainerID("id-"+name)))
+	require.NoError(t, xl.InsertContainer(t.Context(), rec))
+	require.NoError(t, xl.ContainerStarted(t.Context(), rec.ID, runner.ContainerID("id-"+name)))
 	return xl.get(len(xl.rows) - 1)
 }
 
@@ -82,7 +82,7 @@ func TestLogReadFailureSameInRunAndReattach(t *testing.T) {
 	require.ErrorIs(t, err, errLogs, "reattached run")
 	require.Nil(t, r)
 
-	rows, err := xl.RunExecutors(t.Context(), 5)
+	rows, err := xl.RunContainers(t.Context(), 5)
 	require.NoError(t, err)
 	require.Len(t, rows, 2)
 	for _, row := range rows {

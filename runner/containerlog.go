@@ -60,19 +60,19 @@ type ContainerRecord struct {
 // ContainerLog keeps the ContainerRecord of every run container, so that a restarted Alfred can
 // find them again. The store implements it; runner does not import the store.
 type ContainerLog interface {
-	// InsertExecutor writes r with status starting before the container is created and sets
+	// InsertContainer writes r with status starting before the container is created and sets
 	// r.ID. A row with the same container name is an error wrapping ErrNameConflict.
-	InsertExecutor(ctx context.Context, r *ContainerRecord) error
-	// ExecutorReady records the started container's id and sets status ready.
-	ExecutorReady(ctx context.Context, id int64, container ContainerID) error
-	// ExecutorSeen renews last_seen_at (the heartbeat of a live container record).
-	ExecutorSeen(ctx context.Context, id int64) error
-	// EndExecutor sets the final status (ContainerError or ContainerStopped) with a message.
-	EndExecutor(ctx context.Context, id int64, status ContainerStatus, message string) error
-	// LiveExecutors returns every container record in status starting or ready, oldest first.
-	LiveExecutors(ctx context.Context) ([]ContainerRecord, error)
-	// RunExecutors returns the container records of a run, oldest first.
-	RunExecutors(ctx context.Context, runID int64) ([]ContainerRecord, error)
+	InsertContainer(ctx context.Context, r *ContainerRecord) error
+	// ContainerStarted records the started container's id and sets status ready.
+	ContainerStarted(ctx context.Context, id int64, container ContainerID) error
+	// ContainerSeen renews last_seen_at (the heartbeat of a live container record).
+	ContainerSeen(ctx context.Context, id int64) error
+	// EndContainer sets the final status (ContainerError or ContainerStopped) with a message.
+	EndContainer(ctx context.Context, id int64, status ContainerStatus, message string) error
+	// LiveContainers returns every container record in status starting or ready, oldest first.
+	LiveContainers(ctx context.Context) ([]ContainerRecord, error)
+	// RunContainers returns the container records of a run, oldest first.
+	RunContainers(ctx context.Context, runID int64) ([]ContainerRecord, error)
 }
 
 // DefaultHeartbeat is how often a live container record's last_seen_at is renewed when
@@ -93,7 +93,7 @@ func (e *Executor) beginContainer(ctx context.Context, r ContainerRecord) (*cont
 		return l, nil
 	}
 	r.Status = ContainerStarting
-	if err := l.log.InsertExecutor(ctx, &r); err != nil {
+	if err := l.log.InsertContainer(ctx, &r); err != nil {
 		return nil, fmt.Errorf("record container %s: %w", r.ContainerName, err)
 	}
 	l.id = r.ID
@@ -109,7 +109,7 @@ func (l *containerLife) ready(ctx context.Context, id ContainerID) error {
 	if l.log == nil {
 		return nil
 	}
-	if err := l.log.ExecutorReady(ctx, l.id, id); err != nil {
+	if err := l.log.ContainerStarted(ctx, l.id, id); err != nil {
 		return fmt.Errorf("record container ready: %w", err)
 	}
 	return nil
@@ -131,7 +131,7 @@ func (l *containerLife) heartbeat(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				_ = l.log.ExecutorSeen(ctx, l.id) // best effort: a missed beat changes nothing
+				_ = l.log.ContainerSeen(ctx, l.id) // best effort: a missed beat changes nothing
 			}
 		}
 	}()
@@ -142,7 +142,7 @@ func (l *containerLife) end(ctx context.Context, status ContainerStatus, msg str
 	if l.log == nil {
 		return nil
 	}
-	if err := l.log.EndExecutor(ctx, l.id, status, msg); err != nil {
+	if err := l.log.EndContainer(ctx, l.id, status, msg); err != nil {
 		return fmt.Errorf("record container %s: %w", status, err)
 	}
 	return nil

@@ -153,7 +153,7 @@ func (e *Executor) RemoveOrphans(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("remove orphans: %w", err)
 	}
-	live, err := e.cfg.ContainerLog.LiveExecutors(ctx)
+	live, err := e.cfg.ContainerLog.LiveContainers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("remove orphans: %w", err)
 	}
@@ -194,7 +194,7 @@ func (s *Service) Recover(ctx context.Context, job phase.Job, wait bool) (*phase
 	if xlog == nil {
 		return interrupted("the worker running it stopped"), nil
 	}
-	recs, err := xlog.RunExecutors(ctx, job.RunID)
+	recs, err := xlog.RunContainers(ctx, job.RunID)
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ type memLog struct {
 	seen int
 }
 
-func (l *memLog) InsertExecutor(_ context.Context, r *runner.ContainerRecord) error {
+func (l *memLog) InsertContainer(_ context.Context, r *runner.ContainerRecord) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, x := range l.rows {
@@ -47,7 +47,7 @@ func (l *memLog) row(id int64) *runner.ContainerRecord {
 	return nil
 }
 
-func (l *memLog) ExecutorReady(_ context.Context, id int64, c runner.ContainerID) error {
+func (l *memLog) ContainerStarted(_ context.Context, id int64, c runner.ContainerID) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := l.row(id)
@@ -55,14 +55,14 @@ func (l *memLog) ExecutorReady(_ context.Context, id int64, c runner.ContainerID
 	return nil
 }
 
-func (l *memLog) ExecutorSeen(context.Context, int64) error {
+func (l *memLog) ContainerSeen(context.Context, int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seen++
 	return nil
 }
 
-func (l *memLog) EndExecutor(_ context.Context, id int64, st runner.ContainerStatus, msg string) error {
+func (l *memLog) EndContainer(_ context.Context, id int64, st runner.ContainerStatus, msg string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := l.row(id)
@@ -70,7 +70,7 @@ func (l *memLog) EndExecutor(_ context.Context, id int64, st runner.ContainerSta
 	return nil
 }
 
-func (l *memLog) LiveExecutors(context.Context) ([]runner.ContainerRecord, error) {
+func (l *memLog) LiveContainers(context.Context) ([]runner.ContainerRecord, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []runner.ContainerRecord
@@ -82,7 +82,7 @@ func (l *memLog) LiveExecutors(context.Context) ([]runner.ContainerRecord, error
 	return out, nil
 }
 
-func (l *memLog) RunExecutors(_ context.Context, run int64) ([]runner.ContainerRecord, error) {
+func (l *memLog) RunContainers(_ context.Context, run int64) ([]runner.ContainerRecord, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []runner.ContainerRecord
@@ -155,7 +155,7 @@ func TestRemoveOrphans(t *testing.T) {
 	t.Parallel()
 	xl := &memLog{}
 	b := setupFake(t, func(c *runner.Config) { c.ContainerLog = xl })
-	require.NoError(t, xl.InsertExecutor(t.Context(), &runner.ContainerRecord{RunID: 1, ContainerName: "alfred-mbx1-r1-development-a1"}))
+	require.NoError(t, xl.InsertContainer(t.Context(), &runner.ContainerRecord{RunID: 1, ContainerName: "alfred-mbx1-r1-development-a1"}))
 	names, err := b.exec.RemoveOrphans(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, []string{"alfred-mbx2-r2-development-a1"}, names)
@@ -195,7 +195,7 @@ func crashed(t *testing.T, b *dockerBundle, ex *runner.Executor, xl *memLog, att
 		require.NoError(t, os.WriteFile(filepath.Join(inDir, f), content, 0o644))
 	}
 	rec := &runner.ContainerRecord{RunID: runID, MailboxID: 98, ContainerName: name, Adapter: b.agent.Name(), WorkspacePath: wt}
-	require.NoError(t, xl.InsertExecutor(t.Context(), rec))
+	require.NoError(t, xl.InsertContainer(t.Context(), rec))
 	h, err := b.rt.Start(t.Context(), runner.ContainerSpec{Name: name, Image: inv.Image, Cmd: inv.Cmd,
 		Env: []string{"HOME=" + runner.HomeDir}, WorkingDir: runner.WorkspaceDir, User: runtimetest.ImageUser,
 		Mounts: []runner.Mount{{Source: wt, Target: runner.WorkspaceDir}, {Source: inDir, Target: runner.InputDir, ReadOnly: true},
@@ -206,7 +206,7 @@ func crashed(t *testing.T, b *dockerBundle, ex *runner.Executor, xl *memLog, att
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.rt.Destroy(context.Background(), h.ID) })
 	if ready {
-		require.NoError(t, xl.ExecutorReady(t.Context(), rec.ID, h.ID))
+		require.NoError(t, xl.ContainerStarted(t.Context(), rec.ID, h.ID))
 		rec.ContainerID, rec.Status = string(h.ID), runner.ContainerReady
 	}
 	return *rec, h, wt
@@ -237,7 +237,7 @@ func TestReattachDocker(t *testing.T) {
 		_, err := b.rt.Adopt(ctx, string(h.ID))
 		require.ErrorIs(t, err, runner.ErrContainerNotFound, "the adopted container is removed once collected")
 		require.NoDirExists(t, ex.RunDir(rec.ContainerName))
-		rows, _ := xl.RunExecutors(ctx, rec.RunID)
+		rows, _ := xl.RunContainers(ctx, rec.RunID)
 		require.Equal(t, runner.ContainerStopped, rows[0].Status)
 		require.Contains(t, rows[0].ErrorMessage, "recovered after a restart")
 	}
@@ -282,7 +282,7 @@ func TestReattachDocker(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, r.Gone)
 		require.Contains(t, r.Reason, "was removed while Alfred was not running")
-		rows, _ := xl.RunExecutors(ctx, rec.RunID)
+		rows, _ := xl.RunContainers(ctx, rec.RunID)
 		require.Equal(t, runner.ContainerError, rows[0].Status)
 		require.Equal(t, r.Reason, rows[0].ErrorMessage)
 		require.NoDirExists(t, ex.RunDir(rec.ContainerName))

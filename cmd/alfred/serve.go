@@ -317,7 +317,7 @@ func (s *server) reap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	live, err := s.store.LiveExecutorMailboxes(ctx)
+	live, err := s.store.LiveContainerMailboxes(ctx)
 	if err != nil {
 		return err
 	}

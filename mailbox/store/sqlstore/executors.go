@@ -22,9 +22,9 @@ VALUES ($1, $2, $3, 'starting', $4, $5, $6, $7, $8, $9, $9)
 ON CONFLICT (container_name) DO NOTHING
 RETURNING ` + executorColumns
 
-// InsertExecutor implements runner.ContainerLog: a row already holding r.ContainerName is an
+// InsertContainer implements runner.ContainerLog: a row already holding r.ContainerName is an
 // error wrapping runner.ErrNameConflict.
-func (s *Store) InsertExecutor(ctx context.Context, r *runner.ContainerRecord) error {
+func (s *Store) InsertContainer(ctx context.Context, r *runner.ContainerRecord) error {
 	err := s.db.GetContext(ctx, r, sqlInsertExecutor, r.RunID, r.MailboxID, r.ContainerName, r.Adapter,
 		r.WorkspacePath, r.Branch, r.SupportsSessionResume, r.NativeSessionID, s.now())
 	if errors.Is(err, sql.ErrNoRows) {
@@ -38,8 +38,8 @@ func (s *Store) InsertExecutor(ctx context.Context, r *runner.ContainerRecord) e
 
 const sqlExecutorReady = `UPDATE executors SET container_id = $2, status = 'ready', last_seen_at = $3 WHERE id = $1`
 
-// ExecutorReady implements runner.ContainerLog.
-func (s *Store) ExecutorReady(ctx context.Context, id int64, container runner.ContainerID) error {
+// ContainerStarted implements runner.ContainerLog.
+func (s *Store) ContainerStarted(ctx context.Context, id int64, container runner.ContainerID) error {
 	if _, err := s.db.ExecContext(ctx, sqlExecutorReady, id, string(container), s.now()); err != nil {
 		return fmt.Errorf("container record %d ready: %w", id, err)
 	}
@@ -48,8 +48,8 @@ func (s *Store) ExecutorReady(ctx context.Context, id int64, container runner.Co
 
 const sqlExecutorSeen = `UPDATE executors SET last_seen_at = $2 WHERE id = $1`
 
-// ExecutorSeen implements runner.ContainerLog.
-func (s *Store) ExecutorSeen(ctx context.Context, id int64) error {
+// ContainerSeen implements runner.ContainerLog.
+func (s *Store) ContainerSeen(ctx context.Context, id int64) error {
 	if _, err := s.db.ExecContext(ctx, sqlExecutorSeen, id, s.now()); err != nil {
 		return fmt.Errorf("container record %d heartbeat: %w", id, err)
 	}
@@ -58,8 +58,8 @@ func (s *Store) ExecutorSeen(ctx context.Context, id int64) error {
 
 const sqlEndExecutor = `UPDATE executors SET status = $2, error_message = $3, last_seen_at = $4 WHERE id = $1`
 
-// EndExecutor implements runner.ContainerLog; a live status is refused.
-func (s *Store) EndExecutor(ctx context.Context, id int64, status runner.ContainerStatus, message string) error {
+// EndContainer implements runner.ContainerLog; a live status is refused.
+func (s *Store) EndContainer(ctx context.Context, id int64, status runner.ContainerStatus, message string) error {
 	if status.Live() {
 		return fmt.Errorf("end container record %d: %q is not a final status", id, status)
 	}
@@ -72,8 +72,8 @@ func (s *Store) EndExecutor(ctx context.Context, id int64, status runner.Contain
 const sqlLiveExecutors = `SELECT ` + executorColumns + ` FROM executors
 WHERE status IN ('starting', 'ready') ORDER BY id`
 
-// LiveExecutors implements runner.ContainerLog.
-func (s *Store) LiveExecutors(ctx context.Context) ([]runner.ContainerRecord, error) {
+// LiveContainers implements runner.ContainerLog.
+func (s *Store) LiveContainers(ctx context.Context) ([]runner.ContainerRecord, error) {
 	var rs []runner.ContainerRecord
 	if err := s.db.SelectContext(ctx, &rs, sqlLiveExecutors); err != nil {
 		return nil, fmt.Errorf("list live container records: %w", err)
@@ -83,8 +83,8 @@ func (s *Store) LiveExecutors(ctx context.Context) ([]runner.ContainerRecord, er
 
 const sqlRunExecutors = `SELECT ` + executorColumns + ` FROM executors WHERE run_id = $1 ORDER BY id`
 
-// RunExecutors implements runner.ContainerLog.
-func (s *Store) RunExecutors(ctx context.Context, runID int64) ([]runner.ContainerRecord, error) {
+// RunContainers implements runner.ContainerLog.
+func (s *Store) RunContainers(ctx context.Context, runID int64) ([]runner.ContainerRecord, error) {
 	var rs []runner.ContainerRecord
 	if err := s.db.SelectContext(ctx, &rs, sqlRunExecutors, runID); err != nil {
 		return nil, fmt.Errorf("list container records of run %d: %w", runID, err)
@@ -92,9 +92,9 @@ func (s *Store) RunExecutors(ctx context.Context, runID int64) ([]runner.Contain
 	return rs, nil
 }
 
-// LiveExecutorMailboxes returns the ids of mailboxes that have a container record in status
+// LiveContainerMailboxes returns the ids of mailboxes that have a container record in status
 // starting or ready.
-func (s *Store) LiveExecutorMailboxes(ctx context.Context) (map[int64]bool, error) {
+func (s *Store) LiveContainerMailboxes(ctx context.Context) (map[int64]bool, error) {
 	return s.idSet(ctx, "mailboxes with live container records", `SELECT DISTINCT mailbox_id FROM executors
 		WHERE status IN ('starting', 'ready')`)
 }

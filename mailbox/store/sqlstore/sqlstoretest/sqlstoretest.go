@@ -63,19 +63,19 @@ func executorLog(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 
 	rec := &runner.ContainerRecord{RunID: run.ID, MailboxID: mb.ID, ContainerName: "alfred-mbx1-r1-development-a1",
 		Adapter: "script", WorkspacePath: "/data/worktrees/x", Branch: "agent/issue-1", SupportsSessionResume: true}
-	require.NoError(t, s.InsertExecutor(ctx, rec))
+	require.NoError(t, s.InsertContainer(ctx, rec))
 	require.NotZero(t, rec.ID)
 	require.Equal(t, runner.ContainerStarting, rec.Status)
 	require.Equal(t, "docker", rec.Runtime)
 	require.True(t, rec.CreatedAt.Equal(c.Now()), "created at the store's clock")
 	dup := *rec
-	require.ErrorIs(t, s.InsertExecutor(ctx, &dup), runner.ErrNameConflict, "one row per container name")
+	require.ErrorIs(t, s.InsertContainer(ctx, &dup), runner.ErrNameConflict, "one row per container name")
 
 	c.Add(time.Second)
-	require.NoError(t, s.ExecutorReady(ctx, rec.ID, "abc123"))
+	require.NoError(t, s.ContainerStarted(ctx, rec.ID, "abc123"))
 	c.Add(time.Second)
-	require.NoError(t, s.ExecutorSeen(ctx, rec.ID))
-	live, err := s.LiveExecutors(ctx)
+	require.NoError(t, s.ContainerSeen(ctx, rec.ID))
+	live, err := s.LiveContainers(ctx)
 	require.NoError(t, err)
 	require.Len(t, live, 1)
 	require.Equal(t, runner.ContainerReady, live[0].Status)
@@ -87,7 +87,7 @@ func executorLog(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	ids, err := s.UnfinishedMailboxes(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []int64{mb.ID}, ids)
-	withLive, err := s.LiveExecutorMailboxes(ctx)
+	withLive, err := s.LiveContainerMailboxes(ctx)
 	require.NoError(t, err)
 	require.Equal(t, map[int64]bool{mb.ID: true}, withLive)
 	open, err := s.OpenMailboxes(ctx)
@@ -106,18 +106,18 @@ func executorLog(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	require.NoError(t, err)
 	require.Empty(t, leased, "an expired lease is not live")
 
-	require.Error(t, s.EndExecutor(ctx, rec.ID, runner.ContainerReady, ""), "ready is not a final status")
-	require.NoError(t, s.EndExecutor(ctx, rec.ID, runner.ContainerStopped, "succeeded, exit 0"))
-	live, err = s.LiveExecutors(ctx)
+	require.Error(t, s.EndContainer(ctx, rec.ID, runner.ContainerReady, ""), "ready is not a final status")
+	require.NoError(t, s.EndContainer(ctx, rec.ID, runner.ContainerStopped, "succeeded, exit 0"))
+	live, err = s.LiveContainers(ctx)
 	require.NoError(t, err)
 	require.Empty(t, live)
-	withLive, err = s.LiveExecutorMailboxes(ctx)
+	withLive, err = s.LiveContainerMailboxes(ctx)
 	require.NoError(t, err)
 	require.Empty(t, withLive)
 	second := &runner.ContainerRecord{RunID: run.ID, MailboxID: mb.ID, ContainerName: "alfred-mbx1-r1-development-a2"}
-	require.NoError(t, s.InsertExecutor(ctx, second))
-	require.NoError(t, s.EndExecutor(ctx, second.ID, runner.ContainerError, "image missing"))
-	all, err := s.RunExecutors(ctx, run.ID)
+	require.NoError(t, s.InsertContainer(ctx, second))
+	require.NoError(t, s.EndContainer(ctx, second.ID, runner.ContainerError, "image missing"))
+	all, err := s.RunContainers(ctx, run.ID)
 	require.NoError(t, err)
 	require.Len(t, all, 2)
 	require.Equal(t, runner.ContainerStopped, all[0].Status)
@@ -138,7 +138,7 @@ func sessionsAndInstallations(t *testing.T, s *sqlstore.Store, _ *storetest.Cloc
 	ctx := context.Background()
 	mb, run := mailboxWithRun(t, s, 1)
 	rec := &runner.ContainerRecord{RunID: run.ID, MailboxID: mb.ID, ContainerName: "alfred-mbx1-r1-a1", Adapter: "codex"}
-	require.NoError(t, s.InsertExecutor(ctx, rec))
+	require.NoError(t, s.InsertContainer(ctx, rec))
 
 	none, err := s.LatestSession(ctx, mb.ID)
 	require.NoError(t, err)
@@ -159,7 +159,7 @@ func sessionsAndInstallations(t *testing.T, s *sqlstore.Store, _ *storetest.Cloc
 	require.NoError(t, err)
 	require.Len(t, all, 2)
 	require.Equal(t, *failed, all[1])
-	execs, err := s.RunExecutors(ctx, run.ID)
+	execs, err := s.RunContainers(ctx, run.ID)
 	require.NoError(t, err)
 	require.Equal(t, "n-1", execs[0].NativeSessionID, "the run's container knows its session")
 
@@ -184,7 +184,7 @@ func adminSessionFacts(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	require.Nil(t, f.Container)
 	require.True(t, f.LastRunUnfinished, "the run is still running")
 
-	require.NoError(t, s.InsertExecutor(ctx, &runner.ContainerRecord{RunID: run.ID, MailboxID: mb.ID,
+	require.NoError(t, s.InsertContainer(ctx, &runner.ContainerRecord{RunID: run.ID, MailboxID: mb.ID,
 		ContainerName: "alfred-c1", WorkspacePath: "/w"}))
 	require.NoError(t, s.RecordSession(ctx, &phase.SessionRecord{MailboxID: mb.ID, Adapter: "script",
 		Name: "agent/issue-1", NativeID: "n"}))
