@@ -28,6 +28,7 @@ import (
 //	POST /repos/{o}/{r}/issues/{index}/labels, DELETE /repos/{o}/{r}/issues/{index}/labels/{id}
 //	GET|POST  /repos/{o}/{r}/pulls, GET /repos/{o}/{r}/pulls/{index}
 //	GET  /repos/{o}/{r}/commits/{ref}/status
+//	GET  /repos/{o}/{r}/hooks (seeded with AddHook; admins only)
 //
 // Answers follow the JSON shapes of Forgejo's API (the structs of code.gitea.io/sdk/gitea):
 // 401 without "Authorization: token <Token>" (or Bearer), 404 {"message": …, "url": …}, 422
@@ -153,6 +154,8 @@ func (s *ForgejoServer) route(w http.ResponseWriter, r *http.Request, seg []stri
 		fjJSON(w, http.StatusOK, s.fjRepo(p))
 	case len(seg) == 3 && seg[0] == "collaborators" && seg[2] == "permission" && m == http.MethodGet:
 		s.fjPermission(w, p, seg[1])
+	case len(seg) == 1 && seg[0] == "hooks" && m == http.MethodGet:
+		s.fjHooks(w, r, p)
 	case len(seg) == 1 && seg[0] == "labels" && m == http.MethodGet:
 		out := []any{}
 		for _, l := range p.labels {
@@ -205,6 +208,7 @@ func (s *ForgejoServer) fjRepo(p *modelRepo) map[string]any {
 		"html_url": s.URL + "/" + p.path, "ssh_url": "ssh://git@forgejo.example/" + p.path + ".git",
 		"clone_url": p.cloneURL, "default_branch": p.defaultBranch, "has_issues": true,
 		"has_pull_requests": true, "created_at": fjTime(s.clock), "updated_at": fjTime(s.clock),
+		"permissions": s.fjBotPermissions(p),
 	}
 }
 
