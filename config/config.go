@@ -53,6 +53,28 @@ type Config struct {
 	Phases Phases `yaml:"phases" env:"-"`
 	// Sessions controls the one-agent-session-per-issue behaviour.
 	Sessions Sessions `yaml:"sessions" envPrefix:"SESSIONS_"`
+	// RetentionDays purges the events, run logs, prompts and outputs of mailboxes closed more
+	// than this many days ago (0 keeps everything); scopes may override it.
+	RetentionDays int `yaml:"retention_days" env:"RETENTION_DAYS"`
+	// Scopes override some settings per organization ("acme") or project ("acme/shop"; GitLab:
+	// the full path); the most specific scope wins. See Scope and Config.For.
+	Scopes map[string]Scope `yaml:"scopes" env:"-"`
+	// Admin guards the operator pages and the metrics endpoint.
+	Admin Admin `yaml:"admin" env:"-"`
+}
+
+// Admin configures the operator's side: the pages and the metrics.
+type Admin struct {
+	// Token guards the operator pages under /ui (Bearer header or a login); empty disables
+	// the pages. A secret: give it with token_file.
+	Token Secret `yaml:"token"`
+	// TokenFile is the file Token was read from, if any.
+	TokenFile string `yaml:"token_file,omitempty"`
+	// MetricsToken guards GET /metrics (Bearer); empty serves the metrics to anyone who
+	// reaches the listen address.
+	MetricsToken Secret `yaml:"metrics_token"`
+	// MetricsTokenFile is the file MetricsToken was read from, if any.
+	MetricsTokenFile string `yaml:"metrics_token_file,omitempty"`
 }
 
 // Sessions controls whether a mailbox's runs continue one agent session (issue 3).
@@ -164,6 +186,10 @@ type Lifecycle struct {
 	CIFixAttempts int `yaml:"ci_fix_attempts" env:"CI_FIX_ATTEMPTS"`
 	// BranchPrefix prefixes the branches Alfred creates.
 	BranchPrefix string `yaml:"branch_prefix" env:"BRANCH_PREFIX"`
+	// BudgetUSD is the most an issue may cost, in US dollars as the adapters report it: once
+	// reached, the next run does not start and the issue is blocked until ai::retry_once
+	// allows one more run. Nil or 0: no budget. Runs whose adapter reports no cost count 0.
+	BudgetUSD *float64 `yaml:"budget_usd" env:"BUDGET_USD"`
 	// GitName is the commit author and committer name.
 	GitName string `yaml:"git_name" env:"GIT_NAME"`
 	// GitEmail is the commit author and committer e-mail.
@@ -413,7 +439,9 @@ type secretRef struct {
 
 // secretRefs lists every secret field of c.
 func (c *Config) secretRefs() []secretRef {
-	refs := []secretRef{{"database_url", &c.DatabaseURL, &c.DatabaseURLFile}}
+	refs := []secretRef{{"database_url", &c.DatabaseURL, &c.DatabaseURLFile},
+		{"admin.token", &c.Admin.Token, &c.Admin.TokenFile},
+		{"admin.metrics_token", &c.Admin.MetricsToken, &c.Admin.MetricsTokenFile}}
 	for i := range c.Forges {
 		f := &c.Forges[i]
 		refs = append(refs,
