@@ -38,7 +38,7 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
-	tmpl, err := os.ReadFile("testdata/forgejo-live/006-issue_comment-created.json")
+	tmpl, err := os.ReadFile(fixturePath(b, "forgejo-live/006-issue_comment-created.json"))
 	if err != nil {
 		b.Fatal(err)
 	}

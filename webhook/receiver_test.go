@@ -25,6 +25,7 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
+	"github.com/alfred-bot/alfred/webhook/forgetest/recorded"
 	"github.com/alfred-bot/alfred/webhook/gitlab"
 )
 
@@ -154,7 +155,7 @@ func bodyHash(b []byte) string {
 
 // fixtureCase is one recorded delivery and what the receiver must make of it.
 type fixtureCase struct {
-	file string // under testdata/
+	file string // "gitlab/<name>" or "<set>/<name>" of a Forgejo set; see fixturePath
 	// event is the event header for a fixture without .headers: X-Gitlab-Event for GitLab,
 	// the fine-grained X-Forgejo-Event-Type for Gitea/Forgejo (from the fixtures README).
 	event string
@@ -479,7 +480,7 @@ var fixtureCases = []fixtureCase{
 // others are signed with the test secret.
 func fixtureRequest(t *testing.T, tc fixtureCase) (req *http.Request, forgeName, wantDelivery string, body []byte) {
 	t.Helper()
-	h, body, err := forgetest.LoadFixture(filepath.Join("testdata", tc.file))
+	h, body, err := recorded.Load(fixturePath(t, tc.file))
 	require.NoError(t, err)
 	forgeName = "forgejo"
 	if strings.HasPrefix(tc.file, "gitlab/") {
@@ -509,7 +510,7 @@ func fixtureRequest(t *testing.T, tc fixtureCase) (req *http.Request, forgeName,
 			req.Header[k] = vs
 		}
 	case h.Get("X-Forgejo-Signature")+h.Get("X-Gitea-Signature") == "":
-		req.Header.Set("X-Gitea-Signature", forgetest.SignForgejo(testForgejoSecret, body))
+		req.Header.Set("X-Gitea-Signature", forgejo.Sign(testForgejoSecret, body))
 	}
 	wantDelivery = cmpOr(h.Get("X-Forgejo-Delivery"), h.Get("X-Gitea-Delivery"), bodyHash(body))
 	return req, forgeName, wantDelivery, body
@@ -611,20 +612,48 @@ func TestReceiverFixtures(t *testing.T) {
 	}
 }
 
-// TestFixtureTableIsComplete keeps the table in step with testdata/: every fixture has a row.
+// TestFixtureTableIsComplete keeps the table in step with the forge packages' testdata: every
+// recorded delivery has a row.
 func TestFixtureTableIsComplete(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob(filepath.Join("testdata", "*", "*.json"))
-	require.NoError(t, err)
-	var onDisk, inTable []string
-	for _, f := range files {
-		onDisk = append(onDisk, filepath.ToSlash(strings.TrimPrefix(f, "testdata"+string(filepath.Separator))))
-	}
+	onDisk := allFixtures(t)
+	var inTable []string
 	for _, tc := range fixtureCases {
 		inTable = append(inTable, tc.file)
 	}
 	assert.ElementsMatch(t, onDisk, inTable)
 	assert.Len(t, onDisk, 109)
+}
+
+// fixturePath returns the path of a table row's file: "gitlab/<name>" is <name> in the GitLab
+// fixtures, any other "<set>/<name>" is that file of a Forgejo set (gitea, gitea-live,
+// forgejo-live).
+func fixturePath(t testing.TB, file string) string {
+	t.Helper()
+	if name, ok := strings.CutPrefix(file, "gitlab/"); ok {
+		return filepath.Join(forgetest.FixtureDir(t, forge.KindGitLab), name)
+	}
+	return filepath.Join(forgetest.FixtureDir(t, forge.KindForgejo), filepath.FromSlash(file))
+}
+
+// allFixtures lists every recorded delivery by its table name (see fixturePath).
+func allFixtures(t testing.TB) []string {
+	t.Helper()
+	gl, err := filepath.Glob(filepath.Join(forgetest.FixtureDir(t, forge.KindGitLab), "*.json"))
+	require.NoError(t, err)
+	fjDir := forgetest.FixtureDir(t, forge.KindForgejo)
+	fj, err := filepath.Glob(filepath.Join(fjDir, "*", "*.json"))
+	require.NoError(t, err)
+	var out []string
+	for _, f := range gl {
+		out = append(out, "gitlab/"+filepath.Base(f))
+	}
+	for _, f := range fj {
+		rel, err := filepath.Rel(fjDir, f)
+		require.NoError(t, err)
+		out = append(out, filepath.ToSlash(rel))
+	}
+	return out
 }
 
 // TestReceiverOriginalLiveSignature sends recorded deliveries with every original header and a
@@ -637,7 +666,7 @@ func TestReceiverOriginalLiveSignature(t *testing.T) {
 			src, err := forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{liveSecret}})
 			require.NoError(t, err)
 			b := setup(t, func(c *webhook.ReceiverConfig) { c.Sources = map[string]webhook.Source{"forgejo": src} })
-			h, body, err := forgetest.LoadFixture(filepath.Join("testdata", file))
+			h, body, err := recorded.Load(fixturePath(t, file))
 			require.NoError(t, err)
 
 			send := func(body []byte) answer {
@@ -659,9 +688,9 @@ func TestReceiverOriginalLiveSignature(t *testing.T) {
 
 func TestReceiverSignatures(t *testing.T) {
 	t.Parallel()
-	gitlabBody, err := os.ReadFile("testdata/gitlab/note_hook_issue.json")
+	gitlabBody, err := os.ReadFile(fixturePath(t, "gitlab/note_hook_issue.json"))
 	require.NoError(t, err)
-	forgejoBody, err := os.ReadFile("testdata/forgejo-live/006-issue_comment-created.json")
+	forgejoBody, err := os.ReadFile(fixturePath(t, "forgejo-live/006-issue_comment-created.json"))
 	require.NoError(t, err)
 	const wrong = "not-the-token-SECRETLEAK"
 
@@ -794,7 +823,7 @@ func TestReceiverHTTPErrors(t *testing.T) {
 func TestReceiverIgnored(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	body, err := os.ReadFile("testdata/gitlab/push_hook.json")
+	body, err := os.ReadFile(fixturePath(t, "gitlab/push_hook.json"))
 	require.NoError(t, err)
 	a := b.do(t, forgetest.NewGitLabRequest("/webhooks/gitlab", "Push Hook", "push-1", testGitLabToken, body))
 	assert.Equal(t, http.StatusOK, a.Code)
@@ -811,7 +840,7 @@ func TestReceiverDuplicates(t *testing.T) {
 	t.Run("gitlab resend keeps Idempotency-Key", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		body, err := os.ReadFile("testdata/gitlab/note_hook_issue.json")
+		body, err := os.ReadFile(fixturePath(t, "gitlab/note_hook_issue.json"))
 		require.NoError(t, err)
 		send := func() answer {
 			return b.do(t, forgetest.NewGitLabRequest("/webhooks/gitlab", "Note Hook", "idem-1", testGitLabToken, body))
@@ -827,7 +856,7 @@ func TestReceiverDuplicates(t *testing.T) {
 	t.Run("forgejo redelivery gets a new delivery id, same body", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		body, err := os.ReadFile("testdata/forgejo-live/006-issue_comment-created.json")
+		body, err := os.ReadFile(fixturePath(t, "forgejo-live/006-issue_comment-created.json"))
 		require.NoError(t, err)
 		a := b.do(t, forgetest.NewForgejoRequest("/webhooks/forgejo", "issue_comment", "first", testForgejoSecret, body))
 		assert.Equal(t, http.StatusAccepted, a.Code, a.Raw)
@@ -841,7 +870,7 @@ func TestReceiverDuplicates(t *testing.T) {
 
 func TestReceiverInboxDown(t *testing.T) {
 	t.Parallel()
-	body, err := os.ReadFile("testdata/gitlab/note_hook_issue.json")
+	body, err := os.ReadFile(fixturePath(t, "gitlab/note_hook_issue.json"))
 	require.NoError(t, err)
 	for _, tt := range []struct {
 		retryAfter time.Duration
@@ -919,14 +948,13 @@ func TestNewReceiverValidates(t *testing.T) {
 // FuzzReceiver sends arbitrary bodies and event names, correctly signed, to both forges: the
 // receiver must never panic and never answer 5xx.
 func FuzzReceiver(f *testing.F) {
-	files, err := filepath.Glob(filepath.Join("testdata", "*", "*.json"))
-	require.NoError(f, err)
+	files := allFixtures(f)
 	for _, tc := range fixtureCases {
-		body, err := os.ReadFile(filepath.Join("testdata", tc.file))
+		body, err := os.ReadFile(fixturePath(f, tc.file))
 		require.NoError(f, err)
 		event := tc.event
 		if event == "" {
-			h, _, err := forgetest.LoadFixture(filepath.Join("testdata", tc.file))
+			h, _, err := recorded.Load(fixturePath(f, tc.file))
 			require.NoError(f, err)
 			event = cmpOr(h.Get("X-Gitlab-Event"), h.Get("X-Forgejo-Event-Type"), h.Get("X-Gitea-Event-Type"), h.Get("X-Gitea-Event"))
 		}

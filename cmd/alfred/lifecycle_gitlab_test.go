@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,14 +19,12 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
-const gitlabDir = "../../webhook/testdata/gitlab/"
-
 // sendGitLab posts a recorded GitLab delivery, edited by edit (GitLab's fixtures come from
 // several projects, so each is pointed at the stand-in's project and issue), with the shared
 // token and a fresh Idempotency-Key, as GitLab sends them.
 func (e *e2e) sendGitLab(fixture, event string, edit func(map[string]any)) int {
 	e.t.Helper()
-	body, err := os.ReadFile(gitlabDir + fixture + ".json")
+	body, err := os.ReadFile(filepath.Join(forgetest.FixtureDir(e.t, forge.KindGitLab), fixture+".json"))
 	require.NoError(e.t, err)
 	var doc map[string]any
 	require.NoError(e.t, json.Unmarshal(body, &doc))

@@ -28,13 +28,12 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
+	"github.com/alfred-bot/alfred/webhook/forgetest/recorded"
 	"github.com/alfred-bot/alfred/webhook/gitlab"
 )
 
 // The recorded Forgejo deliveries were signed with this secret (see their README).
 const liveSecret = "acceptance-webhook-secret"
-
-const liveDir = "../../webhook/testdata/forgejo-live/"
 
 const lifecycleScript = `
 analysis.functional:
@@ -209,7 +208,7 @@ func seedBareRepo(t *testing.T, dir string) string {
 // delivery id, as a new delivery from the same server would be.
 func (e *e2e) send(fixture string, edit func(map[string]any)) int {
 	e.t.Helper()
-	h, body, err := forgetest.LoadFixture(liveDir + fixture + ".json")
+	h, body, err := recorded.Load(filepath.Join(forgetest.FixtureDir(e.t, forge.KindForgejo), "forgejo-live", fixture+".json"))
 	require.NoError(e.t, err)
 	if edit != nil {
 		var doc map[string]any
@@ -217,7 +216,7 @@ func (e *e2e) send(fixture string, edit func(map[string]any)) int {
 		edit(doc)
 		body, err = json.MarshalIndent(doc, "", "  ")
 		require.NoError(e.t, err)
-		sig := forgetest.SignForgejo(liveSecret, body)
+		sig := forgejo.Sign(liveSecret, body)
 		id := uuid.NewString()
 		for _, k := range []string{"X-Forgejo-Signature", "X-Gitea-Signature", "X-Gogs-Signature"} {
 			h.Set(k, sig)

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/webhook/forgejo"
 )
 
 const (
@@ -177,9 +176,7 @@ func fakeAlfred(t *testing.T, kind string) (*httptest.Server, func() received) {
 		mu.Unlock()
 		switch kind {
 		case "forgejo":
-			mac := hmac.New(sha256.New, []byte(webhookSecret))
-			mac.Write(body)
-			want := hex.EncodeToString(mac.Sum(nil))
+			want := forgejo.Sign(webhookSecret, body)
 			for _, h := range []string{"X-Forgejo-Signature", "X-Gitea-Signature"} {
 				if !hmac.Equal([]byte(r.Header.Get(h)), []byte(want)) {
 					http.Error(w, "bad signature in "+h, http.StatusUnauthorized)

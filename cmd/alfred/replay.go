@@ -3,14 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -18,6 +13,8 @@ import (
 
 	"github.com/alfred-bot/alfred/config"
 	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgejo"
+	"github.com/alfred-bot/alfred/webhook/forgetest/recorded"
 )
 
 // Headers that replay never copies from a fixture: transport headers that net/http sets
@@ -70,13 +67,15 @@ func (a *app) replay(ctx context.Context, args []string) error {
 		return errUsage
 	}
 
-	body, err := os.ReadFile(pos[0])
+	header, body, err := recorded.Load(pos[0])
 	if err != nil {
 		return fmt.Errorf("read fixture: %w", err)
 	}
-	header, err := fixtureHeaders(pos[0])
-	if err != nil {
-		return err
+	for _, k := range replayDropped {
+		header.Del(k)
+	}
+	if header.Get("Content-Type") == "" {
+		header.Set("Content-Type", "application/json")
 	}
 	for _, h := range extra {
 		k, v, _ := strings.Cut(h, ":")
@@ -133,9 +132,7 @@ func sign(h http.Header, kind forge.Kind, body []byte, secret config.Secret, fre
 	deliveries := forgejoDelivery
 	switch kind {
 	case forge.KindForgejo:
-		mac := hmac.New(sha256.New, []byte(secret.Reveal()))
-		mac.Write(body)
-		sig := hex.EncodeToString(mac.Sum(nil))
+		sig := forgejo.Sign(secret.Reveal(), body)
 		h.Set("X-Forgejo-Signature", sig)
 		h.Set("X-Gitea-Signature", sig)
 	case forge.KindGitLab:
@@ -157,43 +154,4 @@ func sign(h http.Header, kind forge.Kind, body []byte, secret config.Secret, fre
 		}
 	}
 	return nil
-}
-
-// fixtureHeaders reads the headers saved beside fixture: x.headers or x.json.headers, either
-// a raw HTTP request head ("POST /path HTTP/1.1" then headers) or "Name: value" lines. A
-// fixture without such a file gets only Content-Type: application/json.
-func fixtureHeaders(fixture string) (http.Header, error) {
-	h := http.Header{}
-	candidates := []string{fixture + ".headers"}
-	if base, ok := strings.CutSuffix(fixture, ".json"); ok {
-		candidates = append(candidates, base+".headers")
-	}
-	for _, name := range candidates {
-		raw, err := os.ReadFile(name)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read fixture headers: %w", err)
-		}
-		for i, line := range strings.Split(string(raw), "\n") {
-			line = strings.TrimRight(line, "\r")
-			if strings.TrimSpace(line) == "" || (i == 0 && strings.Contains(line, " HTTP/")) {
-				continue
-			}
-			k, v, ok := strings.Cut(line, ":")
-			if !ok {
-				return nil, fmt.Errorf("%s:%d: want 'Name: value'", name, i+1)
-			}
-			h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
-		}
-		break
-	}
-	for _, k := range replayDropped {
-		h.Del(k)
-	}
-	if h.Get("Content-Type") == "" {
-		h.Set("Content-Type", "application/json")
-	}
-	return h, nil
 }

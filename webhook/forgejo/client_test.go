@@ -78,26 +78,11 @@ func TestClientPullRequestIsAnIssue(t *testing.T) {
 	require.ErrorIs(t, err, forge.ErrNotFound, "an issue is not a pull request")
 }
 
-// hideFirstPullList answers the first GET …/pulls with an empty list, as if the pull request
-// were opened between the client's lookup and its create.
-type hideFirstPullList struct{ hidden bool }
-
-func (h *hideFirstPullList) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !h.hidden && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/pulls") {
-		h.hidden = true
-		rec := httptest.NewRecorder()
-		rec.Header().Set("Content-Type", "application/json")
-		_, _ = rec.WriteString("[]")
-		return rec.Result(), nil
-	}
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 func TestClientCreatePullConflictReturnsExisting(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	n := b.s.AddMergeRequest("org/proj", "feat", "main", "Existing", "")
-	c, err := forgejo.NewClient(forgejo.ClientConfig{BaseURL: b.s.URL, Token: b.s.Token, HTTPClient: &http.Client{Transport: &hideFirstPullList{}}})
+	c, err := forgejo.NewClient(forgejo.ClientConfig{BaseURL: b.s.URL, Token: b.s.Token, HTTPClient: &http.Client{Transport: forgetest.EmptyFirstList("/pulls")}})
 	require.NoError(t, err)
 	got, err := c.CreateMergeRequest(t.Context(), "org/proj", forge.NewMergeRequest{SourceBranch: "feat", TargetBranch: "main", Title: "New"})
 	require.NoError(t, err)

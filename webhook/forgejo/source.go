@@ -9,9 +9,9 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )
 
 // Forgejo and Gitea webhook request headers. Sources: Forgejo services/webhook/default.go and
@@ -73,6 +73,12 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 	return s, nil
 }
 
+// Sign returns the signature Forgejo and Gitea send with body when the hook's secret is secret:
+// the lowercase hex HMAC-SHA256 of body, without prefix, as carried by X-Forgejo-Signature and
+// X-Gitea-Signature. Verify accepts exactly these values; tests and `alfred replay` use it to
+// sign deliveries.
+func Sign(secret string, body []byte) string { return forgehttp.Sign(secret, body) }
+
 // Kind returns forge.KindForgejo (a Gitea server works as Forgejo).
 func (s *Source) Kind() forge.Kind { return forge.KindForgejo }
 
@@ -81,7 +87,7 @@ func (s *Source) Kind() forge.Kind { return forge.KindForgejo }
 // or non-matching signature gives an error wrapping forge.ErrSignature that does not contain the
 // received value.
 func (s *Source) Verify(r *http.Request, body []byte) error {
-	sig := hookFirstHeader(r.Header, hookHeaderForgejoSignature, hookHeaderGiteaSignature)
+	sig := forgehttp.FirstHeader(r.Header, hookHeaderForgejoSignature, hookHeaderGiteaSignature)
 	if sig == "" {
 		return fmt.Errorf("%w: no %s or %s header", forge.ErrSignature, hookHeaderForgejoSignature, hookHeaderGiteaSignature)
 	}
@@ -95,9 +101,7 @@ func (s *Source) Verify(r *http.Request, body []byte) error {
 	}
 	ok := false
 	for _, secret := range s.secrets {
-		mac := hmac.New(sha256.New, secret)
-		mac.Write(payload)
-		ok = hmac.Equal(mac.Sum(nil), got) || ok
+		ok = hmac.Equal(forgehttp.MAC(secret, payload), got) || ok
 	}
 	if !ok {
 		return fmt.Errorf("%w: signature matches no configured secret", forge.ErrSignature)
@@ -120,12 +124,12 @@ func (s *Source) Verify(r *http.Request, body []byte) error {
 func (s *Source) Parse(r *http.Request, body []byte) (forge.Event, error) {
 	ev := forge.Event{
 		Kind:       forge.KindForgejo,
-		DeliveryID: hookFirstHeader(r.Header, hookHeaderForgejoDelivery, hookHeaderGiteaDelivery),
+		DeliveryID: forgehttp.FirstHeader(r.Header, hookHeaderForgejoDelivery, hookHeaderGiteaDelivery),
 	}
-	name := hookFirstHeader(r.Header, hookHeaderForgejoEventType, hookHeaderGiteaEventType)
+	name := forgehttp.FirstHeader(r.Header, hookHeaderForgejoEventType, hookHeaderGiteaEventType)
 	fine := name != ""
 	if !fine {
-		name = hookFirstHeader(r.Header, hookHeaderForgejoEvent, hookHeaderGiteaEvent)
+		name = forgehttp.FirstHeader(r.Header, hookHeaderForgejoEvent, hookHeaderGiteaEvent)
 	}
 	ev.Header = name
 	if name == "" {
@@ -154,13 +158,4 @@ func hookPayload(r *http.Request, body []byte) ([]byte, error) {
 		return nil, errors.New("form body without payload field")
 	}
 	return []byte(form.Get("payload")), nil
-}
-
-func hookFirstHeader(h http.Header, names ...string) string {
-	for _, n := range names {
-		if v := strings.TrimSpace(h.Get(n)); v != "" {
-			return v
-		}
-	}
-	return ""
 }

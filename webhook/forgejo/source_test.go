@@ -14,12 +14,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
-	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
 func srcFixture(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", name))
+	b, err := os.ReadFile(filepath.Join("testdata", name))
 	require.NoError(t, err)
 	return b
 }
@@ -44,7 +43,7 @@ func TestSourceVerify(t *testing.T) {
 	t.Parallel()
 	s := srcSource(t, "old", "new")
 	body := srcFixture(t, "forgejo-live/001-issues-opened.json")
-	sigOld, sigNew, sigOther := forgetest.SignForgejo("old", body), forgetest.SignForgejo("new", body), forgetest.SignForgejo("other", body)
+	sigOld, sigNew, sigOther := Sign("old", body), Sign("new", body), Sign("other", body)
 
 	for name, r := range map[string]*http.Request{
 		"forgejo header, old secret":     srcRequest(body, "X-Forgejo-Signature", sigOld),
@@ -84,7 +83,7 @@ func TestSourceFormHook(t *testing.T) {
 	payload := srcFixture(t, "forgejo-live/001-issues-opened.json")
 	body := []byte(url.Values{"payload": {string(payload)}}.Encode())
 	r := srcRequest(body, "Content-Type", "application/x-www-form-urlencoded",
-		"X-Forgejo-Signature", forgetest.SignForgejo("sec", payload), "X-Forgejo-Event-Type", "issues")
+		"X-Forgejo-Signature", Sign("sec", payload), "X-Forgejo-Event-Type", "issues")
 	require.NoError(t, s.Verify(r, body))
 	ev, err := s.Parse(r, body)
 	require.NoError(t, err)
@@ -93,7 +92,7 @@ func TestSourceFormHook(t *testing.T) {
 
 	bad := []byte("nopayload=1")
 	assert.ErrorIs(t, s.Verify(srcRequest(bad, "Content-Type", "application/x-www-form-urlencoded",
-		"X-Forgejo-Signature", forgetest.SignForgejo("sec", bad)), bad), forge.ErrSignature)
+		"X-Forgejo-Signature", Sign("sec", bad)), bad), forge.ErrSignature)
 }
 
 func TestSourceConfig(t *testing.T) {

@@ -70,7 +70,9 @@ const (
 
 // RunConformance runs the behaviour every forge.Forge must show against a fresh forge per
 // subtest: newForge returns the forge under test and the Seeder of the same (empty) state.
-// Subtests run in parallel.
+// Subtests run in parallel. The function is long because it is a list: one independent t.Run
+// per clause of the forge.Forge contract, in the order of the interface's methods, so that the
+// whole contract reads in one place.
 func RunConformance(t *testing.T, newForge func(t *testing.T) (forge.Forge, Seeder)) {
 	t.Helper()
 

@@ -1,20 +1,13 @@
 package forgetest
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 // GitLabServer is an httptest stand-in for the GitLab REST API v4 endpoints that
@@ -49,7 +42,6 @@ type GitLabServer struct {
 	URL string
 	// Token is the only access token the server accepts.
 	Token string
-	srv   *httptest.Server
 }
 
 var _ Seeder = (*GitLabServer)(nil)
@@ -58,42 +50,19 @@ var _ Seeder = (*GitLabServer)(nil)
 // (BotLogin), and stops it in t.Cleanup.
 func NewGitLabServer(t testing.TB) *GitLabServer {
 	s := &GitLabServer{model: newModel(false), Token: "glpat-" + randomHex(10)}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	s.URL = s.srv.URL
-	t.Cleanup(s.srv.Close)
+	s.URL = listen(t, s.serve)
 	return s
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// glMessage answers GitLab's error shape {"message": msg}.
-func glMessage(w http.ResponseWriter, status int, msg any) {
-	glJSON(w, status, map[string]any{"message": msg})
-}
-
-func glJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 func (s *GitLabServer) serve(w http.ResponseWriter, r *http.Request) {
-	s.logRequest(r.Method + " " + r.URL.RequestURI())
-	if st := s.takeFailure(); st != 0 {
-		glMessage(w, st, http.StatusText(st))
-		return
-	}
-	if after, ok := s.takeRateLimit(); ok {
+	if s.intercept(r, func(st int) { glMessage(w, st, http.StatusText(st)) }, func(after int) {
 		// GitLab's rate-limit answer: 429 "Retry later" with Retry-After and RateLimit-* headers.
 		w.Header().Set("Retry-After", strconv.Itoa(after))
 		w.Header().Set("RateLimit-Reset", strconv.FormatInt(time.Now().Unix()+int64(after), 10))
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteHeader(http.StatusTooManyRequests)
 		_, _ = w.Write([]byte("Retry later\n"))
+	}) {
 		return
 	}
 	tok := r.Header.Get("Private-Token")
@@ -109,14 +78,10 @@ func (s *GitLabServer) serve(w http.ResponseWriter, r *http.Request) {
 		glMessage(w, http.StatusNotFound, "404 Not Found")
 		return
 	}
-	var seg []string
-	for _, p := range strings.Split(strings.Trim(rest, "/"), "/") {
-		u, err := url.PathUnescape(p)
-		if err != nil {
-			glMessage(w, http.StatusBadRequest, "400 Bad request")
-			return
-		}
-		seg = append(seg, u)
+	seg, err := pathSegments(rest)
+	if err != nil {
+		glMessage(w, http.StatusBadRequest, "400 Bad request")
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -195,35 +160,6 @@ func (s *GitLabServer) glProject(id string) *modelRepo {
 	return s.repoLocked(id)
 }
 
-func (s *GitLabServer) glUser(u *modelUser) map[string]any {
-	return map[string]any{
-		"id": u.id, "username": u.login, "name": u.login, "state": "active", "bot": u.bot,
-		"avatar_url": s.URL + "/uploads/-/system/user/avatar/" + strconv.FormatInt(u.id, 10) + "/avatar.png",
-		"web_url":    s.URL + "/" + u.login,
-	}
-}
-
-func (s *GitLabServer) glProjectJSON(p *modelRepo) map[string]any {
-	ns, name, _ := cutLast(p.path)
-	return map[string]any{
-		"id": p.id, "name": name, "path": name, "path_with_namespace": p.path,
-		"name_with_namespace": strings.ReplaceAll(p.path, "/", " / "),
-		"default_branch":      p.defaultBranch, "http_url_to_repo": p.cloneURL,
-		"ssh_url_to_repo": "git@" + strings.TrimPrefix(strings.TrimPrefix(s.URL, "http://"), "https://") + ":" + p.path + ".git",
-		"web_url":         s.URL + "/" + p.path, "visibility": "private",
-		"namespace": map[string]any{"id": p.id + 100000, "name": ns, "path": ns, "kind": "group", "full_path": ns},
-		"permissions": s.glBotPermissions(p),
-	}
-}
-
-func cutLast(path string) (ns, name string, ok bool) {
-	i := strings.LastIndex(path, "/")
-	if i < 0 {
-		return "", path, false
-	}
-	return path[:i], path[i+1:], true
-}
-
 func (s *GitLabServer) glMember(w http.ResponseWriter, p *modelRepo, uid string) {
 	id, _ := strconv.ParseInt(uid, 10, 64)
 	for _, u := range s.users {
@@ -245,14 +181,6 @@ func (s *GitLabServer) glMember(w http.ResponseWriter, p *modelRepo, uid string)
 		return
 	}
 	glMessage(w, http.StatusNotFound, "404 Not found")
-}
-
-func glLabel(l *modelLabel, projectLabel bool) map[string]any {
-	return map[string]any{
-		"id": l.id, "name": l.name, "color": l.color, "text_color": "#FFFFFF", "description": nil,
-		"description_html": "", "open_issues_count": 0, "closed_issues_count": 0,
-		"open_merge_requests_count": 0, "subscribed": false, "priority": nil, "is_project_label": projectLabel,
-	}
 }
 
 // glGroupLabels returns the labels of p's ancestor groups (AddOrgLabel), nearest group first.
@@ -285,78 +213,6 @@ func (s *GitLabServer) glEnsureLabel(p *modelRepo, name string) {
 	}
 }
 
-// glBody decodes a JSON (client-go) or form body into a map of raw values.
-func glBody(r *http.Request) (map[string]json.RawMessage, error) {
-	out := map[string]json.RawMessage{}
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-		if err := json.NewDecoder(r.Body).Decode(&out); err != nil {
-			return nil, err
-		}
-		return out, nil
-	}
-	if err := r.ParseForm(); err != nil {
-		return nil, err
-	}
-	for k, v := range r.PostForm {
-		b, _ := json.Marshal(strings.Join(v, ","))
-		out[strings.TrimSuffix(k, "[]")] = b
-	}
-	return out, nil
-}
-
-func glString(raw map[string]json.RawMessage, key string) (string, bool) {
-	v, ok := raw[key]
-	if !ok || string(v) == "null" {
-		return "", false
-	}
-	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
-		return strings.Trim(string(v), `"`), true
-	}
-	return s, true
-}
-
-// glList reads a label list sent as "a,b" or ["a","b"].
-func glList(raw map[string]json.RawMessage, key string) ([]string, bool) {
-	v, ok := raw[key]
-	if !ok || string(v) == "null" {
-		return nil, false
-	}
-	var arr []string
-	if err := json.Unmarshal(v, &arr); err != nil {
-		s, _ := glString(raw, key)
-		arr = strings.Split(s, ",")
-	}
-	var out []string
-	for _, a := range arr {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out, true
-}
-
-func glIDs(raw map[string]json.RawMessage, key string) ([]int64, bool) {
-	v, ok := raw[key]
-	if !ok || string(v) == "null" {
-		return nil, false
-	}
-	var arr []int64
-	if err := json.Unmarshal(v, &arr); err != nil {
-		var one int64
-		if err := json.Unmarshal(v, &one); err == nil {
-			return []int64{one}, true
-		}
-		s, _ := glString(raw, key)
-		for _, p := range strings.Split(s, ",") {
-			if n, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64); err == nil {
-				arr = append(arr, n)
-			}
-		}
-	}
-	return arr, true
-}
-
 func (s *GitLabServer) glCreateLabel(w http.ResponseWriter, r *http.Request, p *modelRepo) {
 	raw, err := glBody(r)
 	if err != nil {
@@ -381,70 +237,6 @@ func (s *GitLabServer) glCreateLabel(w http.ResponseWriter, r *http.Request, p *
 	glJSON(w, http.StatusCreated, glLabel(l, true))
 }
 
-func glState(is *modelIssue) string {
-	if is.state == "open" {
-		return "opened"
-	}
-	return is.state
-}
-
-func (s *GitLabServer) glIssueJSON(p *modelRepo, is *modelIssue) map[string]any {
-	assignees := []any{}
-	var first any
-	for _, a := range is.assignees {
-		u := s.glUser(s.userLocked(a))
-		assignees = append(assignees, u)
-		if first == nil {
-			first = u
-		}
-	}
-	kind := "issues"
-	if is.mr {
-		kind = "merge_requests"
-	}
-	m := map[string]any{
-		"id": is.id, "iid": is.number, "project_id": p.id, "title": is.title, "description": is.body,
-		"state": glState(is), "author": s.glUser(is.author), "assignees": assignees, "assignee": first,
-		"labels": seedNonNil(slices.Clone(is.labels)), "web_url": fmt.Sprintf("%s/%s/-/%s/%d", s.URL, p.path, kind, is.number),
-		"created_at": is.created.Format(time.RFC3339Nano), "updated_at": is.updated.Format(time.RFC3339Nano),
-		"user_notes_count": len(is.comments), "references": map[string]any{"short": glRefChar(is) + strconv.FormatInt(is.number, 10)},
-	}
-	if is.mr {
-		m["source_branch"], m["target_branch"], m["sha"] = is.source, is.target, is.sha
-		m["source_project_id"], m["target_project_id"] = p.id, p.id
-		m["draft"], m["merge_commit_sha"] = false, nil
-		if is.state == "merged" {
-			m["merged_at"] = is.updated.Format(time.RFC3339Nano)
-			m["merge_user"] = s.glUser(s.userLocked(BotLogin))
-		} else {
-			m["merged_at"] = nil
-		}
-	} else {
-		m["type"], m["issue_type"], m["confidential"] = "ISSUE", "issue", false
-	}
-	return m
-}
-
-func glRefChar(is *modelIssue) string {
-	if is.mr {
-		return "!"
-	}
-	return "#"
-}
-
-func (s *GitLabServer) glNoteJSON(p *modelRepo, is *modelIssue, c *modelComment) map[string]any {
-	typ := "Issue"
-	if is.mr {
-		typ = "MergeRequest"
-	}
-	return map[string]any{
-		"id": c.id, "type": nil, "body": c.body, "attachment": nil, "author": s.glUser(c.author),
-		"created_at": c.created.Format(time.RFC3339Nano), "updated_at": c.updated.Format(time.RFC3339Nano),
-		"system": c.system, "noteable_id": is.id, "noteable_type": typ, "noteable_iid": is.number,
-		"project_id": p.id, "resolvable": false, "confidential": false, "internal": false,
-	}
-}
-
 // glIssuable handles /issues/:iid… and /merge_requests/:iid… (seg starts at "issues").
 func (s *GitLabServer) glIssuable(w http.ResponseWriter, r *http.Request, p *modelRepo, seg []string) {
 	mr := seg[0] == "merge_requests"
@@ -467,7 +259,18 @@ func (s *GitLabServer) glIssuable(w http.ResponseWriter, r *http.Request, p *mod
 		glJSON(w, http.StatusOK, s.glIssueJSON(p, is))
 	case len(seg) == 0 && r.Method == http.MethodPut:
 		s.glUpdate(w, r, p, is)
-	case len(seg) == 1 && seg[0] == "notes" && r.Method == http.MethodGet:
+	case len(seg) >= 1 && seg[0] == "notes":
+		s.glNotes(w, r, p, is, seg[1:])
+	default:
+		glMessage(w, http.StatusNotFound, "404 Not Found")
+	}
+}
+
+// glNotes handles …/notes and …/notes/:note_id of an issue or merge request (seg starts after
+// "notes").
+func (s *GitLabServer) glNotes(w http.ResponseWriter, r *http.Request, p *modelRepo, is *modelIssue, seg []string) {
+	switch {
+	case len(seg) == 0 && r.Method == http.MethodGet:
 		notes := slices.Clone(is.comments)
 		q := r.URL.Query()
 		if q.Get("order_by") == "updated_at" {
@@ -481,7 +284,7 @@ func (s *GitLabServer) glIssuable(w http.ResponseWriter, r *http.Request, p *mod
 			out = append(out, s.glNoteJSON(p, is, c))
 		}
 		glPaginate(w, r, s.pageSize, out)
-	case len(seg) == 1 && seg[0] == "notes" && r.Method == http.MethodPost:
+	case len(seg) == 0 && r.Method == http.MethodPost:
 		raw, err := glBody(r)
 		if err != nil {
 			glMessage(w, http.StatusBadRequest, "400 Bad request")
@@ -494,8 +297,8 @@ func (s *GitLabServer) glIssuable(w http.ResponseWriter, r *http.Request, p *mod
 		}
 		s.addCommentLocked(is, s.userLocked(BotLogin), body, false)
 		glJSON(w, http.StatusCreated, s.glNoteJSON(p, is, is.comments[len(is.comments)-1]))
-	case len(seg) == 2 && seg[0] == "notes" && (r.Method == http.MethodPut || r.Method == http.MethodGet):
-		nid, _ := strconv.ParseInt(seg[1], 10, 64)
+	case len(seg) == 1 && (r.Method == http.MethodPut || r.Method == http.MethodGet):
+		nid, _ := strconv.ParseInt(seg[0], 10, 64)
 		var c *modelComment
 		for _, n := range is.comments {
 			if n.id == nid {
@@ -638,150 +441,4 @@ func (s *GitLabServer) glCreateMR(w http.ResponseWriter, r *http.Request, p *mod
 	}
 	mi := s.newMRLocked(p, s.userLocked(BotLogin), source, target, title, desc)
 	glJSON(w, http.StatusCreated, s.glIssueJSON(p, mi))
-}
-
-func glJobStatus(st forge.CIState) string {
-	switch st {
-	case forge.CISuccess:
-		return "success"
-	case forge.CIFailed:
-		return "failed"
-	case forge.CISkipped:
-		return "skipped"
-	}
-	return "running"
-}
-
-func (s *GitLabServer) glPipelineJSON(p *modelRepo, run *modelRun) map[string]any {
-	t := s.clock.Format(time.RFC3339Nano)
-	return map[string]any{
-		"id": run.id, "iid": run.id, "project_id": p.id, "sha": run.sha, "ref": run.ref,
-		"status": run.runStatus(), "source": "push", "created_at": t, "updated_at": t,
-		"web_url": fmt.Sprintf("%s/%s/-/pipelines/%d", s.URL, p.path, run.id),
-	}
-}
-
-func (s *GitLabServer) glPipelines(w http.ResponseWriter, r *http.Request, p *modelRepo) {
-	q := r.URL.Query()
-	var runs []*modelRun
-	for sha, rs := range p.runs {
-		if want := q.Get("sha"); want != "" && want != sha {
-			continue
-		}
-		runs = append(runs, rs...)
-	}
-	slices.SortFunc(runs, func(a, b *modelRun) int { return int(b.id - a.id) }) // order_by=id, sort=desc
-	if q.Get("sort") == "asc" {
-		slices.Reverse(runs)
-	}
-	out := []any{}
-	for _, run := range runs {
-		if st := q.Get("status"); st != "" && st != run.runStatus() {
-			continue
-		}
-		if ref := q.Get("ref"); ref != "" && ref != run.ref {
-			continue
-		}
-		out = append(out, s.glPipelineJSON(p, run))
-	}
-	glPaginate(w, r, s.pageSize, out)
-}
-
-func (s *GitLabServer) glRun(p *modelRepo, id string) *modelRun {
-	n, _ := strconv.ParseInt(id, 10, 64)
-	for _, rs := range p.runs {
-		for _, run := range rs {
-			if run.id == n {
-				return run
-			}
-		}
-	}
-	return nil
-}
-
-func (s *GitLabServer) glJobs(w http.ResponseWriter, r *http.Request, p *modelRepo, pid string) {
-	run := s.glRun(p, pid)
-	if run == nil {
-		glMessage(w, http.StatusNotFound, "404 Not found")
-		return
-	}
-	scopes := r.URL.Query()["scope[]"]
-	scopes = append(scopes, r.URL.Query()["scope"]...)
-	out := []any{}
-	for _, j := range run.jobs {
-		st := glJobStatus(j.State)
-		if len(scopes) > 0 && !slices.Contains(scopes, st) {
-			continue
-		}
-		out = append(out, map[string]any{
-			"id": j.id, "name": j.Name, "status": st, "stage": "test", "allow_failure": false,
-			"ref": run.ref, "web_url": seedOr(j.WebURL, fmt.Sprintf("%s/%s/-/jobs/%d", s.URL, p.path, j.id)),
-			"pipeline": s.glPipelineJSON(p, run), "user": s.glUser(s.userLocked(BotLogin)),
-		})
-	}
-	glPaginate(w, r, s.pageSize, out)
-}
-
-func (s *GitLabServer) glTrace(w http.ResponseWriter, p *modelRepo, id string) {
-	n, _ := strconv.ParseInt(id, 10, 64)
-	for _, rs := range p.runs {
-		for _, run := range rs {
-			for _, j := range run.jobs {
-				if j.id == n {
-					w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-					_, _ = w.Write([]byte(j.Log))
-					return
-				}
-			}
-		}
-	}
-	glMessage(w, http.StatusNotFound, "404 Not found")
-}
-
-// glPaginate writes the page of items asked for with page/per_page and GitLab's offset
-// pagination headers.
-func glPaginate(w http.ResponseWriter, r *http.Request, capSize int, items []any) {
-	q := r.URL.Query()
-	per, _ := strconv.Atoi(q.Get("per_page"))
-	if per <= 0 {
-		per = 20
-	}
-	per = min(per, 100)
-	if capSize > 0 {
-		per = min(per, capSize)
-	}
-	page, _ := strconv.Atoi(q.Get("page"))
-	page = max(page, 1)
-	total := len(items)
-	pages := max((total+per-1)/per, 1)
-	lo, hi := min((page-1)*per, total), min(page*per, total)
-
-	h := w.Header()
-	h.Set("X-Page", strconv.Itoa(page))
-	h.Set("X-Per-Page", strconv.Itoa(per))
-	h.Set("X-Total", strconv.Itoa(total))
-	h.Set("X-Total-Pages", strconv.Itoa(pages))
-	h.Set("X-Next-Page", "")
-	h.Set("X-Prev-Page", "")
-	link := func(p int, rel string) string {
-		u := *r.URL
-		u.Scheme, u.Host = "http", r.Host
-		qq := u.Query()
-		qq.Set("page", strconv.Itoa(p))
-		qq.Set("per_page", strconv.Itoa(per))
-		u.RawQuery = qq.Encode()
-		return fmt.Sprintf(`<%s>; rel="%s"`, u.String(), rel)
-	}
-	var links []string
-	if page > 1 {
-		h.Set("X-Prev-Page", strconv.Itoa(page-1))
-		links = append(links, link(page-1, "prev"))
-	}
-	if page < pages {
-		h.Set("X-Next-Page", strconv.Itoa(page+1))
-		links = append(links, link(page+1, "next"))
-	}
-	links = append(links, link(1, "first"), link(pages, "last"))
-	h.Set("Link", strings.Join(links, ", "))
-	glJSON(w, http.StatusOK, items[lo:hi])
 }

@@ -1,30 +1,12 @@
-// Package forgetest holds helpers for tests and for the `alfred replay` command: signing a
-// webhook body the way Forgejo/Gitea do, building GitLab and Forgejo webhook requests, and
-// loading recorded deliveries (a .json body with its .headers file).
 package forgetest
 
 import (
-	"bufio"
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
-	"os"
-	"strings"
-)
 
-// SignForgejo returns the signature Forgejo and Gitea put in X-Forgejo-Signature /
-// X-Gitea-Signature: the lowercase hex HMAC-SHA256 of body keyed with secret, without prefix
-// (Gitea services/webhook/deliver.go).
-func SignForgejo(secret string, body []byte) string {
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	return hex.EncodeToString(mac.Sum(nil))
-}
+	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
+)
 
 // NewForgejoRequest builds a POST of body to url as a Forgejo server sends it: Content-Type
 // application/json; X-Forgejo-Event-Type and X-Gitea-Event-Type set to eventType (the
@@ -32,7 +14,7 @@ func SignForgejo(secret string, body []byte) string {
 // X-Gitea-Event set to the matching coarse event (e.g. "issues", "issue_comment"); the delivery
 // headers X-Forgejo-Delivery and X-Gitea-Delivery when deliveryID is not empty; and, when secret
 // is not empty, X-Forgejo-Signature, X-Gitea-Signature and X-Hub-Signature-256 ("sha256="
-// prefix) computed with SignForgejo.
+// prefix) computed as forgejo.Sign does.
 //
 // The request works both with http.Client.Do and with a handler's ServeHTTP. It panics when url
 // cannot be parsed; callers that take url from a user check it with net/url first.
@@ -48,7 +30,7 @@ func NewForgejoRequest(url, eventType, deliveryID, secret string, body []byte) *
 		r.Header.Set("X-Gitea-Delivery", deliveryID)
 	}
 	if secret != "" {
-		sig := SignForgejo(secret, body)
+		sig := forgehttp.Sign(secret, body)
 		r.Header.Set("X-Forgejo-Signature", sig)
 		r.Header.Set("X-Gitea-Signature", sig)
 		r.Header.Set("X-Hub-Signature-256", "sha256="+sig)
@@ -109,65 +91,4 @@ func signNewRequest(url string, body []byte) *http.Request {
 	}
 	r.Header.Set("Content-Type", "application/json")
 	return r
-}
-
-// LoadFixture reads a recorded delivery: the body at path (a .json file, returned byte for
-// byte) and its headers from X.headers (path without .json) or X.json.headers, whichever
-// exists. A headers file holds one "Name: value" per line; a first line that is an HTTP request
-// line ("POST /webhooks/forgejo HTTP/1.1") and blank lines are skipped. Without a headers file
-// headers is empty and err is nil. Errors: the body cannot be read, or a headers line has no
-// colon.
-func LoadFixture(path string) (headers http.Header, body []byte, err error) {
-	body, err = os.ReadFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading fixture body: %w", err)
-	}
-	headers = http.Header{}
-	candidates := []string{path + ".headers"}
-	if base, ok := strings.CutSuffix(path, ".json"); ok {
-		candidates = []string{base + ".headers", path + ".headers"}
-	}
-	for _, hp := range candidates {
-		raw, err := os.ReadFile(hp)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("reading fixture headers: %w", err)
-		}
-		if err := fixtureParseHeaders(raw, headers); err != nil {
-			return nil, nil, fmt.Errorf("parsing %s: %w", hp, err)
-		}
-		break
-	}
-	return headers, body, nil
-}
-
-func fixtureParseHeaders(raw []byte, h http.Header) error {
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	first := true
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		if first {
-			first = false
-			if fixtureIsRequestLine(line) {
-				continue
-			}
-		}
-		name, value, ok := strings.Cut(line, ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			return fmt.Errorf("line %d: not a header line", n)
-		}
-		h.Add(strings.TrimSpace(name), strings.TrimSpace(value))
-	}
-	return sc.Err()
-}
-
-// fixtureIsRequestLine reports whether line looks like "METHOD /target HTTP/x.y".
-func fixtureIsRequestLine(line string) bool {
-	f := strings.Fields(line)
-	return len(f) == 3 && strings.HasPrefix(f[2], "HTTP/") && !strings.Contains(f[0], ":")
 }

@@ -2,47 +2,13 @@ package forgetest_test
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
-
-func TestLoadFixtureAndSignForgejo(t *testing.T) {
-	t.Parallel()
-	// NNN.headers next to NNN.json, with a request line: the live captures.
-	h, body, err := forgetest.LoadFixture(filepath.Join("..", "testdata", "forgejo-live", "001-issues-opened.json"))
-	require.NoError(t, err)
-	assert.Len(t, body, 5431)
-	assert.Equal(t, "issues", h.Get("X-Forgejo-Event-Type"))
-	assert.Equal(t, "782b5c21-dcb6-4d9c-a85d-933d4a07a2ae", h.Get("X-Forgejo-Delivery"))
-	assert.Empty(t, h.Get("POST /webhooks/forgejo HTTP/1.1"))
-	assert.Equal(t, h.Get("X-Forgejo-Signature"), forgetest.SignForgejo("acceptance-webhook-secret", body))
-
-	// X.json.headers without a request line.
-	h, body, err = forgetest.LoadFixture(filepath.Join("..", "testdata", "gitea", "issues_opened.json"))
-	require.NoError(t, err)
-	assert.Equal(t, "issues", h.Get("X-Gitea-Event"))
-	assert.Equal(t, h.Get("X-Gitea-Signature"), forgetest.SignForgejo("IsWishesWereHorsesWedAllBeEatingSteak!", body))
-
-	// No headers file.
-	h, _, err = forgetest.LoadFixture(filepath.Join("..", "testdata", "gitlab", "push_hook.json"))
-	require.NoError(t, err)
-	assert.Empty(t, h)
-
-	_, _, err = forgetest.LoadFixture(filepath.Join("..", "testdata", "missing.json"))
-	assert.Error(t, err)
-
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "x.json"), []byte(`{}`), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "x.headers"), []byte("no colon here\n"), 0o600))
-	_, _, err = forgetest.LoadFixture(filepath.Join(dir, "x.json"))
-	assert.Error(t, err)
-}
 
 func TestNewRequests(t *testing.T) {
 	t.Parallel()
@@ -53,7 +19,7 @@ func TestNewRequests(t *testing.T) {
 	assert.Equal(t, "pull_request_review_approved", r.Header.Get("X-Forgejo-Event-Type"))
 	assert.Equal(t, "pull_request_approved", r.Header.Get("X-Gitea-Event"))
 	assert.Equal(t, "d-1", r.Header.Get("X-Gitea-Delivery"))
-	sig := forgetest.SignForgejo("s", body)
+	sig := forgejo.Sign("s", body)
 	assert.Equal(t, sig, r.Header.Get("X-Forgejo-Signature"))
 	assert.Equal(t, "sha256="+sig, r.Header.Get("X-Hub-Signature-256"))
 	assert.Equal(t, int64(len(body)), r.ContentLength)

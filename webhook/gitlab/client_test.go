@@ -186,26 +186,11 @@ func TestNewClientValidates(t *testing.T) {
 	require.Error(t, err)
 }
 
-// hideFirstMRList answers the first GET …/merge_requests with an empty list, as if the merge
-// request were opened between the client's lookup and its create.
-type hideFirstMRList struct{ hidden bool }
-
-func (h *hideFirstMRList) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !h.hidden && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/merge_requests") {
-		h.hidden = true
-		rec := httptest.NewRecorder()
-		rec.Header().Set("Content-Type", "application/json")
-		_, _ = rec.WriteString("[]")
-		return rec.Result(), nil
-	}
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 func TestClientCreateMRConflictReturnsExisting(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	n := b.s.AddMergeRequest("grp/sub/proj", "feat", "main", "Existing", "")
-	c, err := gitlab.NewClient(gitlab.ClientConfig{BaseURL: b.s.URL, Token: b.s.Token, HTTPClient: &http.Client{Transport: &hideFirstMRList{}}})
+	c, err := gitlab.NewClient(gitlab.ClientConfig{BaseURL: b.s.URL, Token: b.s.Token, HTTPClient: &http.Client{Transport: forgetest.EmptyFirstList("/merge_requests")}})
 	require.NoError(t, err)
 	got, err := c.CreateMergeRequest(t.Context(), "grp/sub/proj", forge.NewMergeRequest{SourceBranch: "feat", TargetBranch: "main", Title: "New"})
 	require.NoError(t, err)
@@ -243,27 +228,12 @@ func TestClientEnsureLabelsCountsGroupLabels(t *testing.T) {
 	require.Equal(t, []string{"bug", "status::done"}, b.s.RepoLabels("grp/sub/proj"), "a group label is not copied into the project")
 }
 
-// hideFirstLabelList answers the first GET …/labels with an empty list, as if the labels were
-// created between the client's lookup and its create.
-type hideFirstLabelList struct{ hidden bool }
-
-func (h *hideFirstLabelList) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !h.hidden && r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/labels") {
-		h.hidden = true
-		rec := httptest.NewRecorder()
-		rec.Header().Set("Content-Type", "application/json")
-		_, _ = rec.WriteString("[]")
-		return rec.Result(), nil
-	}
-	return http.DefaultTransport.RoundTrip(r)
-}
-
 func TestClientEnsureLabelsConflictIsSuccess(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.s.AddLabelWithColor("grp/sub/proj", "type::task", "#aa3300")
 	b.s.AddOrgLabel("grp", "ai::validate_plan")
-	c, err := gitlab.NewClient(gitlab.ClientConfig{BaseURL: b.s.URL, Token: b.s.Token, HTTPClient: &http.Client{Transport: &hideFirstLabelList{}}})
+	c, err := gitlab.NewClient(gitlab.ClientConfig{BaseURL: b.s.URL, Token: b.s.Token, HTTPClient: &http.Client{Transport: forgetest.EmptyFirstList("/labels")}})
 	require.NoError(t, err)
 	require.NoError(t, c.EnsureLabels(t.Context(), "grp/sub/proj", []string{"type::task", "ai::validate_plan", "status::done"}))
 	require.Equal(t, []string{"status::done", "type::task"}, b.s.RepoLabels("grp/sub/proj"))

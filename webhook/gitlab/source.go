@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )
 
 // GitLab webhook request headers, from gitlabhq doc/user/project/integrations/webhooks.md.
@@ -104,19 +105,10 @@ func (s *Source) Parse(r *http.Request, body []byte) (forge.Event, error) {
 	ev := forge.Event{
 		Kind:       forge.KindGitLab,
 		Header:     header,
-		DeliveryID: hookFirstHeader(r.Header, hookHeaderIdempotencyKey, hookHeaderEventUUID),
+		DeliveryID: forgehttp.FirstHeader(r.Header, hookHeaderIdempotencyKey, hookHeaderEventUUID),
 	}
 	if header == "" {
 		return ev, fmt.Errorf("%w: no %s header", forge.ErrBadPayload, hookHeaderEvent)
 	}
 	return parseHook(ev, body)
-}
-
-func hookFirstHeader(h http.Header, names ...string) string {
-	for _, n := range names {
-		if v := strings.TrimSpace(h.Get(n)); v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -1,5 +1,3 @@
-// Package forgehttp is the HTTP retry policy shared by the GitLab and Forgejo clients: which
-// answers are retried, how long to wait, and how a token is kept out of error texts.
 package forgehttp
 
 import (

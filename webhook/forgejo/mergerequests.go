@@ -1,0 +1,135 @@
+package forgejo
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"code.gitea.io/sdk/gitea"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// CreateMergeRequest returns the open pull request whose head is mr.SourceBranch if there is
+// one, else opens a new one (an empty TargetBranch means the default branch). When Forgejo
+// refuses because one exists (409, or 422 on older servers) it returns that one.
+func (c *Client) CreateMergeRequest(ctx context.Context, repo string, mr forge.NewMergeRequest) (*forge.MergeRequest, error) {
+	owner, name, err := clientSplit(repo)
+	if err != nil {
+		return nil, err
+	}
+	if existing, err := c.openPull(ctx, owner, name, mr.SourceBranch); err != nil || existing != nil {
+		return existing, err
+	}
+	target := mr.TargetBranch
+	if target == "" {
+		r, err := c.Repository(ctx, repo)
+		if err != nil {
+			return nil, err
+		}
+		target = r.DefaultBranch
+	}
+	pr, resp, err := c.api(ctx).CreatePullRequest(owner, name, gitea.CreatePullRequestOption{
+		Head: mr.SourceBranch, Base: target, Title: mr.Title, Body: mr.Body,
+	})
+	if err != nil {
+		if s := clientStatus(resp); s == http.StatusConflict || s == http.StatusUnprocessableEntity {
+			if existing, err2 := c.openPull(ctx, owner, name, mr.SourceBranch); err2 == nil && existing != nil {
+				return existing, nil
+			}
+		}
+		return nil, c.wrap("create pull request for "+mr.SourceBranch+" in "+repo, resp, err)
+	}
+	return clientPull(pr), nil
+}
+
+// openPull finds the open pull request with head branch in the same repository, or nil.
+func (c *Client) openPull(ctx context.Context, owner, name, branch string) (*forge.MergeRequest, error) {
+	api := c.api(ctx)
+	for page := 1; ; {
+		list, resp, err := api.ListRepoPullRequests(owner, name, gitea.ListPullRequestsOptions{
+			ListOptions: gitea.ListOptions{Page: page, PageSize: clientPageSize}, State: gitea.StateOpen,
+		})
+		if err != nil {
+			return nil, c.wrap("list pull requests of "+owner+"/"+name, resp, err)
+		}
+		for _, pr := range list {
+			if pr.Head != nil && pr.Head.Ref == branch && pr.State == gitea.StateOpen && !pr.HasMerged {
+				return clientPull(pr), nil
+			}
+		}
+		if resp == nil || resp.NextPage <= page || len(list) == 0 {
+			return nil, nil
+		}
+		page = resp.NextPage
+	}
+}
+
+// MergeRequest reads a pull request by index. State is "open", "closed" or "merged".
+func (c *Client) MergeRequest(ctx context.Context, repo string, number int64) (*forge.MergeRequest, error) {
+	owner, name, err := clientSplit(repo)
+	if err != nil {
+		return nil, err
+	}
+	pr, resp, err := c.api(ctx).GetPullRequest(owner, name, number)
+	if err != nil {
+		return nil, c.wrap(fmt.Sprintf("get pull request %s!%d", repo, number), resp, err)
+	}
+	return clientPull(pr), nil
+}
+
+func clientPull(pr *gitea.PullRequest) *forge.MergeRequest {
+	out := &forge.MergeRequest{Number: pr.Index, Title: pr.Title, Body: pr.Body, State: string(pr.State), WebURL: pr.HTMLURL}
+	if pr.HasMerged {
+		out.State, out.Merged = "merged", true
+	}
+	if pr.Head != nil {
+		out.SourceBranch, out.HeadSHA = pr.Head.Ref, pr.Head.Sha
+	}
+	if pr.Base != nil {
+		out.TargetBranch = pr.Base.Ref
+	}
+	if pr.Poster != nil {
+		out.Author = forge.User{ID: pr.Poster.ID, Login: pr.Poster.UserName}
+	}
+	return out
+}
+
+// CIStatus returns the combined commit status of sha (GET …/commits/{sha}/status): "success"
+// and "warning" are CISuccess, "pending" CIPending, "failure" and "error" CIFailed; no status
+// at all is CINone. For CIFailed, each failing status becomes a FailedJob with its context as
+// Name, target_url as WebURL and description as Log.
+func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipeline, error) {
+	owner, name, err := clientSplit(repo)
+	if err != nil {
+		return nil, err
+	}
+	cs, resp, err := c.api(ctx).GetCombinedStatus(owner, name, sha)
+	if err != nil {
+		return nil, c.wrap("get combined status of "+repo+"@"+sha, resp, err)
+	}
+	out := &forge.Pipeline{SHA: sha, State: forge.CINone}
+	if cs == nil || len(cs.Statuses) == 0 {
+		return out, nil
+	}
+	switch cs.State {
+	case gitea.StatusSuccess, gitea.StatusWarning:
+		out.State = forge.CISuccess
+	case gitea.StatusFailure, gitea.StatusError:
+		out.State = forge.CIFailed
+	default:
+		out.State = forge.CIPending
+	}
+	for _, s := range cs.Statuses {
+		if s == nil {
+			continue
+		}
+		if out.WebURL == "" {
+			out.WebURL = s.TargetURL
+		}
+		if out.State == forge.CIFailed && (s.State == gitea.StatusFailure || s.State == gitea.StatusError) {
+			out.FailedJobs = append(out.FailedJobs, forge.FailedJob{Name: s.Context, WebURL: s.TargetURL, Log: s.Description})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,69 @@
+package forgejo
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"code.gitea.io/sdk/gitea"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// BotUser returns the token's account (GET /api/v1/user). The first success is cached.
+func (c *Client) BotUser(ctx context.Context) (forge.User, error) {
+	return c.bot.Get(ctx, func(context.Context) (forge.User, error) {
+		u, resp, err := c.api(ctx).GetMyUserInfo()
+		if err != nil {
+			return forge.User{}, c.wrap("get current user", resp, err)
+		}
+		return forge.User{ID: u.ID, Login: u.UserName}, nil
+	})
+}
+
+// CanWrite reports whether login owns the repository or has write, admin or owner permission
+// on it (GET /repos/{owner}/{repo}/collaborators/{login}/permission, which also counts team
+// and admin rights). Forgejo lets only repository admins ask about other users, so the bot
+// needs admin on the repository, else the error wraps forge.ErrForbidden. An unknown login is
+// false with a nil error.
+func (c *Client) CanWrite(ctx context.Context, repo, login string) (bool, error) {
+	owner, name, err := clientSplit(repo)
+	if err != nil {
+		return false, err
+	}
+	if strings.EqualFold(owner, login) {
+		return true, nil
+	}
+	p, resp, err := c.api(ctx).CollaboratorPermission(owner, name, login)
+	if err != nil {
+		if clientStatus(resp) == http.StatusNotFound {
+			// 404 is an unknown user or a missing repository; tell them apart.
+			if _, err := c.Repository(ctx, repo); err != nil {
+				return false, err
+			}
+			return false, nil
+		}
+		return false, c.wrap("get permission of "+login+" on "+repo, resp, err)
+	}
+	if p == nil {
+		return false, nil
+	}
+	switch p.Permission {
+	case gitea.AccessModeWrite, gitea.AccessModeAdmin, gitea.AccessModeOwner:
+		return true, nil
+	}
+	return false, nil
+}
+
+// Repository returns the repository's full name, default branch and clone_url.
+func (c *Client) Repository(ctx context.Context, repo string) (*forge.Repository, error) {
+	owner, name, err := clientSplit(repo)
+	if err != nil {
+		return nil, err
+	}
+	r, resp, err := c.api(ctx).GetRepo(owner, name)
+	if err != nil {
+		return nil, c.wrap("get repository "+repo, resp, err)
+	}
+	return &forge.Repository{Path: r.FullName, DefaultBranch: r.DefaultBranch, CloneURL: r.CloneURL}, nil
+}

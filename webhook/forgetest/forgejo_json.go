@@ -1,0 +1,207 @@
+package forgetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+func (s *ForgejoServer) fjError(w http.ResponseWriter, status int, msg string) {
+	fjJSON(w, status, map[string]any{"message": msg, "url": s.URL + "/api/swagger"})
+}
+
+func fjJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json;charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func fjTime(t time.Time) string { return t.Format(time.RFC3339) }
+
+func (s *ForgejoServer) fjUser(u *modelUser) map[string]any {
+	return map[string]any{
+		"id": u.id, "login": u.login, "login_name": "", "source_id": 0, "full_name": "", "email": u.login + "@noreply.example",
+		"avatar_url": s.URL + "/avatars/" + u.login, "html_url": s.URL + "/" + u.login, "language": "",
+		"is_admin": false, "last_login": fjTime(s.clock), "created": fjTime(s.clock), "restricted": false,
+		"active": true, "prohibit_login": false, "location": "", "website": "", "description": "",
+		"visibility": "public", "followers_count": 0, "following_count": 0, "starred_repos_count": 0,
+		"username": u.login,
+	}
+}
+
+func (s *ForgejoServer) fjRepo(p *modelRepo) map[string]any {
+	owner, name, _ := strings.Cut(p.path, "/")
+	return map[string]any{
+		"id": p.id, "owner": map[string]any{"id": 0, "login": owner, "username": owner}, "name": name,
+		"full_name": p.path, "description": "", "empty": false, "private": false, "fork": false,
+		"html_url": s.URL + "/" + p.path, "ssh_url": "ssh://git@forgejo.example/" + p.path + ".git",
+		"clone_url": p.cloneURL, "default_branch": p.defaultBranch, "has_issues": true,
+		"has_pull_requests": true, "created_at": fjTime(s.clock), "updated_at": fjTime(s.clock),
+		"permissions": s.fjBotPermissions(p),
+	}
+}
+
+func (s *ForgejoServer) fjLabel(l *modelLabel) map[string]any {
+	return map[string]any{
+		"id": l.id, "name": l.name, "exclusive": strings.Contains(l.name, "/"), "is_archived": false,
+		"color": strings.TrimPrefix(l.color, "#"), "description": "", "url": fmt.Sprintf("%s/api/v1/labels/%d", s.URL, l.id),
+	}
+}
+
+func (s *ForgejoServer) fjIssueLabels(p *modelRepo, is *modelIssue) []any {
+	out := []any{}
+	for _, n := range is.labels {
+		if l := s.fjLabelByName(p, n); l != nil {
+			out = append(out, s.fjLabel(l))
+		}
+	}
+	return out
+}
+
+func (s *ForgejoServer) fjAssignees(is *modelIssue) (first any, all any) {
+	if len(is.assignees) == 0 {
+		return nil, nil // Forgejo sends null for no assignees
+	}
+	list := []any{}
+	for _, a := range is.assignees {
+		list = append(list, s.fjUser(s.userLocked(a)))
+	}
+	return list[0], list
+}
+
+func fjState(is *modelIssue) string {
+	if is.state == "open" {
+		return "open"
+	}
+	return "closed"
+}
+
+func (s *ForgejoServer) fjIssueJSON(p *modelRepo, is *modelIssue) map[string]any {
+	owner, name, _ := strings.Cut(p.path, "/")
+	first, all := s.fjAssignees(is)
+	kind := "issues"
+	var pr any
+	if is.mr {
+		kind = "pulls"
+		var mergedAt any
+		if is.state == "merged" {
+			mergedAt = fjTime(is.updated)
+		}
+		pr = map[string]any{"merged": is.state == "merged", "merged_at": mergedAt}
+	}
+	var closed any
+	if is.state != "open" {
+		closed = fjTime(is.updated)
+	}
+	return map[string]any{
+		"id": is.id, "url": fmt.Sprintf("%s/api/v1/repos/%s/issues/%d", s.URL, p.path, is.number),
+		"html_url": fmt.Sprintf("%s/%s/%s/%d", s.URL, p.path, kind, is.number), "number": is.number,
+		"user": s.fjUser(is.author), "original_author": "", "original_author_id": 0,
+		"title": is.title, "body": is.body, "ref": "", "assets": []any{}, "labels": s.fjIssueLabels(p, is),
+		"milestone": nil, "assignee": first, "assignees": all, "state": fjState(is), "is_locked": false,
+		"comments": len(is.comments), "created_at": fjTime(is.created), "updated_at": fjTime(is.updated),
+		"closed_at": closed, "due_date": nil, "pull_request": pr,
+		"repository": map[string]any{"id": p.id, "name": name, "owner": owner, "full_name": p.path},
+	}
+}
+
+func (s *ForgejoServer) fjCommentJSON(p *modelRepo, is *modelIssue, c *modelComment) map[string]any {
+	kind, prURL, issueURL := "issues", "", fmt.Sprintf("%s/%s/issues/%d", s.URL, p.path, is.number)
+	if is.mr {
+		kind, prURL, issueURL = "pulls", fmt.Sprintf("%s/%s/pulls/%d", s.URL, p.path, is.number), ""
+	}
+	return map[string]any{
+		"id": c.id, "html_url": fmt.Sprintf("%s/%s/%s/%d#issuecomment-%d", s.URL, p.path, kind, is.number, c.id),
+		"pull_request_url": prURL, "issue_url": issueURL, "user": s.fjUser(c.author),
+		"original_author": "", "original_author_id": 0, "body": c.body, "assets": []any{},
+		"created_at": fjTime(c.created), "updated_at": fjTime(c.updated),
+	}
+}
+
+func (s *ForgejoServer) fjBranch(p *modelRepo, branch, sha string) map[string]any {
+	return map[string]any{"label": branch, "ref": branch, "sha": sha, "repo_id": p.id, "repo": s.fjRepo(p)}
+}
+
+func (s *ForgejoServer) fjPull(p *modelRepo, mi *modelIssue) map[string]any {
+	first, all := s.fjAssignees(mi)
+	merged := mi.state == "merged"
+	var mergedAt, mergedBy, mergeSHA, closed any
+	if merged {
+		mergedAt, mergedBy, mergeSHA = fjTime(mi.updated), s.fjUser(s.userLocked(BotLogin)), p.headLocked(mi.target)
+	}
+	if mi.state != "open" {
+		closed = fjTime(mi.updated)
+	}
+	return map[string]any{
+		"id": mi.id, "url": fmt.Sprintf("%s/%s/pulls/%d", s.URL, p.path, mi.number), "number": mi.number,
+		"user": s.fjUser(mi.author), "title": mi.title, "body": mi.body, "labels": s.fjIssueLabels(p, mi),
+		"milestone": nil, "assignee": first, "assignees": all, "requested_reviewers": []any{},
+		"state": fjState(mi), "draft": false, "is_locked": false, "comments": len(mi.comments),
+		"html_url":  fmt.Sprintf("%s/%s/pulls/%d", s.URL, p.path, mi.number),
+		"diff_url":  fmt.Sprintf("%s/%s/pulls/%d.diff", s.URL, p.path, mi.number),
+		"patch_url": fmt.Sprintf("%s/%s/pulls/%d.patch", s.URL, p.path, mi.number),
+		"mergeable": !merged, "merged": merged, "merged_at": mergedAt, "merge_commit_sha": mergeSHA,
+		"merged_by": mergedBy, "allow_maintainer_edit": false,
+		"base": s.fjBranch(p, mi.target, p.headLocked(mi.target)), "head": s.fjBranch(p, mi.source, mi.sha),
+		"merge_base": p.headLocked(mi.target), "due_date": nil, "created_at": fjTime(mi.created),
+		"updated_at": fjTime(mi.updated), "closed_at": closed, "pin_order": 0,
+	}
+}
+
+// fjStatusState maps a seeded job to a Forgejo commit status state.
+func fjStatusState(st forge.CIState) string {
+	switch st {
+	case forge.CISuccess, forge.CISkipped:
+		return "success"
+	case forge.CIFailed:
+		return "failure"
+	}
+	return "pending"
+}
+
+// fjPaginate writes the page of items asked for with page/limit, with X-Total-Count and a Link
+// header as Forgejo sets them.
+func fjPaginate(w http.ResponseWriter, r *http.Request, capSize int, items []any) {
+	q := r.URL.Query()
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	if limit <= 0 {
+		limit = 30
+	}
+	limit = min(limit, 50)
+	if capSize > 0 {
+		limit = min(limit, capSize)
+	}
+	page, _ := strconv.Atoi(q.Get("page"))
+	page = max(page, 1)
+	total := len(items)
+	pages := max((total+limit-1)/limit, 1)
+	lo, hi := min((page-1)*limit, total), min(page*limit, total)
+	link := func(p int, rel string) string {
+		u := *r.URL
+		u.Scheme, u.Host = "http", r.Host
+		qq := u.Query()
+		qq.Set("page", strconv.Itoa(p))
+		qq.Set("limit", strconv.Itoa(limit))
+		u.RawQuery = qq.Encode()
+		return fmt.Sprintf(`<%s>; rel="%s"`, u.String(), rel)
+	}
+	var links []string
+	if page < pages {
+		links = append(links, link(page+1, "next"), link(pages, "last"))
+	}
+	if page > 1 {
+		links = append(links, link(1, "first"), link(page-1, "prev"))
+	}
+	h := w.Header()
+	h.Set("X-Total-Count", strconv.Itoa(total))
+	h.Set("Access-Control-Expose-Headers", "X-Total-Count, Link")
+	if len(links) > 0 {
+		h.Set("Link", strings.Join(links, ","))
+	}
+	fjJSON(w, http.StatusOK, items[lo:hi])
+}

@@ -1,0 +1,312 @@
+package forgetest
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// model is the in-memory forge state shared by the Fake and the stand-in servers. Every
+// method takes mu unless its name ends in Locked.
+type model struct {
+	mu sync.Mutex
+	// sharedNumbers: issues and merge requests share one number space (Forgejo).
+	sharedNumbers bool
+	seq           int64
+	clock         time.Time
+	users         map[string]*modelUser // by lower-case login
+	repos         map[string]*modelRepo // by lower-case path
+	orgLabels     map[string][]*modelLabel
+	pageSize      int
+	rateLimit     int // answer 429 to this many more calls
+	rateLimited   int // 429s answered (or simulated) so far
+	retryAfter    int // seconds sent in Retry-After with a 429
+	failNext      []int
+	requests      []string
+}
+
+type modelUser struct {
+	id    int64
+	login string
+	bot   bool
+}
+
+type modelLabel struct {
+	id    int64
+	name  string
+	color string
+}
+
+type modelRepo struct {
+	id            int64
+	path          string
+	defaultBranch string
+	cloneURL      string
+	access        map[string]int // lower-case login → GitLab access level (10 guest … 50 owner)
+	labels        []*modelLabel
+	issues        map[int64]*modelIssue
+	mrs           map[int64]*modelIssue // unused when sharedNumbers
+	lastIssue     int64
+	lastMR        int64
+	branches      map[string]string // branch → head sha
+	runs          map[string][]*modelRun
+	hooks         []forge.Hook
+}
+
+type modelIssue struct {
+	id        int64
+	number    int64
+	mr        bool
+	title     string
+	body      string
+	state     string // "open", "closed", "merged"
+	author    *modelUser
+	labels    []string
+	assignees []string
+	comments  []*modelComment
+	created   time.Time
+	updated   time.Time
+	// merge request fields
+	source, target, sha string
+}
+
+type modelComment struct {
+	id      int64
+	body    string
+	author  *modelUser
+	system  bool
+	created time.Time
+	updated time.Time
+}
+
+type modelRun struct {
+	id     int64
+	sha    string
+	ref    string
+	status string // GitLab pipeline status; "" derives it from jobs
+	jobs   []*modelJob
+}
+
+type modelJob struct {
+	id int64
+	CIJob
+}
+
+func newModel(shared bool) *model {
+	m := &model{
+		sharedNumbers: shared,
+		clock:         time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC),
+		users:         map[string]*modelUser{},
+		repos:         map[string]*modelRepo{},
+		orgLabels:     map[string][]*modelLabel{},
+	}
+	m.users[strings.ToLower(BotLogin)] = &modelUser{id: m.nextID(), login: BotLogin, bot: true}
+	return m
+}
+
+func (m *model) nextID() int64 { m.seq++; return m.seq }
+
+// now advances a fake clock one second per call, so creation order is strict.
+func (m *model) now() time.Time { m.clock = m.clock.Add(time.Second); return m.clock }
+
+func (m *model) userLocked(login string) *modelUser { return m.users[strings.ToLower(login)] }
+
+func (m *model) repoLocked(path string) *modelRepo { return m.repos[strings.ToLower(path)] }
+
+func (m *model) issueLocked(repo string, number int64, mr bool) *modelIssue {
+	r := m.repoLocked(repo)
+	if r == nil {
+		return nil
+	}
+	if m.sharedNumbers {
+		return r.issues[number]
+	}
+	if mr {
+		return r.mrs[number]
+	}
+	return r.issues[number]
+}
+
+func (m *model) labelLocked(r *modelRepo, name string) *modelLabel {
+	for _, l := range r.labels {
+		if l.name == name {
+			return l
+		}
+	}
+	return nil
+}
+
+// ensureLabelLocked returns the repository label name, creating it with color when absent (an
+// existing label keeps its color).
+func (m *model) ensureLabelLocked(r *modelRepo, name, color string) *modelLabel {
+	if l := m.labelLocked(r, name); l != nil {
+		return l
+	}
+	l := &modelLabel{id: m.nextID(), name: name, color: color}
+	r.labels = append(r.labels, l)
+	return l
+}
+
+func (m *model) canWriteLocked(r *modelRepo, login string) bool {
+	owner, _, _ := strings.Cut(r.path, "/")
+	return strings.EqualFold(owner, login) || r.access[strings.ToLower(login)] >= 30
+}
+
+func (m *model) newMRLocked(r *modelRepo, author *modelUser, source, target, title, body string) *modelIssue {
+	now := m.now()
+	mi := &modelIssue{
+		id: m.nextID(), mr: true, title: title, body: body, state: "open", author: author,
+		source: source, target: target, sha: r.headLocked(source), created: now, updated: now,
+	}
+	if m.sharedNumbers {
+		r.lastIssue++
+		mi.number = r.lastIssue
+		r.issues[mi.number] = mi
+	} else {
+		r.lastMR++
+		mi.number = r.lastMR
+		r.mrs[mi.number] = mi
+	}
+	return mi
+}
+
+func (r *modelRepo) headLocked(branch string) string {
+	if sha, ok := r.branches[branch]; ok {
+		return sha
+	}
+	sum := sha1.Sum([]byte(r.path + "\x00" + branch))
+	return hex.EncodeToString(sum[:])
+}
+
+func (r *modelRepo) openMRLocked(shared bool, branch string) *modelIssue {
+	set := r.mrs
+	if shared {
+		set = r.issues
+	}
+	var found *modelIssue
+	for _, mi := range set {
+		if mi.mr && mi.state == "open" && mi.source == branch && (found == nil || mi.number < found.number) {
+			found = mi
+		}
+	}
+	return found
+}
+
+func (r *modelRepo) allMRsLocked(shared bool) []*modelIssue {
+	set := r.mrs
+	if shared {
+		set = r.issues
+	}
+	var out []*modelIssue
+	for _, mi := range set {
+		if mi.mr {
+			out = append(out, mi)
+		}
+	}
+	slices.SortFunc(out, func(a, b *modelIssue) int { return int(a.number - b.number) })
+	return out
+}
+
+func (m *model) findCommentLocked(r *modelRepo, id int64) (*modelIssue, *modelComment) {
+	for _, set := range []map[int64]*modelIssue{r.issues, r.mrs} {
+		for _, is := range set {
+			for _, c := range is.comments {
+				if c.id == id {
+					return is, c
+				}
+			}
+		}
+	}
+	return nil, nil
+}
+
+// runStatus is the GitLab pipeline status of a run.
+func (run *modelRun) runStatus() string {
+	if run.status != "" {
+		return run.status
+	}
+	if len(run.jobs) == 0 {
+		return "created"
+	}
+	var failed, pending, skipped bool
+	for _, j := range run.jobs {
+		switch j.State {
+		case forge.CIFailed:
+			failed = true
+		case forge.CIPending:
+			pending = true
+		case forge.CISkipped:
+			skipped = true
+		}
+	}
+	switch {
+	case failed:
+		return "failed"
+	case pending:
+		return "running"
+	case skipped && !slices.ContainsFunc(run.jobs, func(j *modelJob) bool { return j.State == forge.CISuccess }):
+		return "skipped"
+	}
+	return "success"
+}
+
+// takeRateLimit reports whether this call is to be answered 429, counts it, and returns the
+// Retry-After seconds.
+func (m *model) takeRateLimit() (int, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.rateLimit > 0 {
+		m.rateLimit--
+		m.rateLimited++
+		return m.retryAfter, true
+	}
+	return 0, false
+}
+
+// takeFailure returns the status to fail this call with, 0 for none.
+func (m *model) takeFailure() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.failNext) == 0 {
+		return 0
+	}
+	s := m.failNext[0]
+	m.failNext = m.failNext[1:]
+	return s
+}
+
+func (m *model) logRequest(s string) {
+	m.mu.Lock()
+	m.requests = append(m.requests, s)
+	m.mu.Unlock()
+}
+
+func (m *model) mustRepoLocked(repo string) *modelRepo {
+	r := m.repoLocked(repo)
+	if r == nil {
+		panic(fmt.Sprintf("forgetest: unknown repository %q", repo))
+	}
+	return r
+}
+
+func (m *model) mustUserLocked(login string) *modelUser {
+	u := m.userLocked(login)
+	if u == nil {
+		panic(fmt.Sprintf("forgetest: unknown user %q", login))
+	}
+	return u
+}
+
+func (m *model) mustIssueLocked(ref forge.IssueRef) *modelIssue {
+	is := m.issueLocked(ref.Repo, ref.Number, ref.MergeRequest)
+	if is == nil {
+		panic(fmt.Sprintf("forgetest: unknown issue %s", ref))
+	}
+	return is
+}

@@ -1,0 +1,183 @@
+package gitlab
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+
+	gl "gitlab.com/gitlab-org/api/client-go/v2"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// CreateMergeRequest returns the open merge request of mr.SourceBranch if there is one,
+// else opens a new one (an empty TargetBranch means the default branch). When GitLab
+// answers 409 because one was opened meanwhile, it returns that one.
+func (c *Client) CreateMergeRequest(ctx context.Context, repo string, mr forge.NewMergeRequest) (*forge.MergeRequest, error) {
+	if existing, err := c.openMergeRequest(ctx, repo, mr.SourceBranch); err != nil || existing != nil {
+		return existing, err
+	}
+	target := mr.TargetBranch
+	if target == "" {
+		r, err := c.Repository(ctx, repo)
+		if err != nil {
+			return nil, err
+		}
+		target = r.DefaultBranch
+	}
+	created, resp, err := c.api.MergeRequests.CreateMergeRequest(repo, &gl.CreateMergeRequestOptions{
+		Title: gl.Ptr(mr.Title), Description: gl.Ptr(mr.Body),
+		SourceBranch: gl.Ptr(mr.SourceBranch), TargetBranch: gl.Ptr(target),
+	}, gl.WithContext(ctx))
+	if err != nil {
+		if clientStatus(resp, err) == http.StatusConflict {
+			if existing, err2 := c.openMergeRequest(ctx, repo, mr.SourceBranch); err2 == nil && existing != nil {
+				return existing, nil
+			}
+		}
+		return nil, c.wrap("create merge request for "+mr.SourceBranch+" in "+repo, resp, err)
+	}
+	return clientMergeRequest(&created.BasicMergeRequest), nil
+}
+
+// openMergeRequest finds the open merge request whose source branch is branch, or nil.
+func (c *Client) openMergeRequest(ctx context.Context, repo, branch string) (*forge.MergeRequest, error) {
+	list, resp, err := c.api.MergeRequests.ListProjectMergeRequests(repo, &gl.ListProjectMergeRequestsOptions{
+		ListOptions: gl.ListOptions{PerPage: 100}, State: gl.Ptr("opened"), SourceBranch: gl.Ptr(branch),
+	}, gl.WithContext(ctx))
+	if err != nil {
+		return nil, c.wrap("list merge requests of "+repo, resp, err)
+	}
+	for _, m := range list {
+		if m.SourceBranch == branch && m.State == "opened" {
+			return clientMergeRequest(m), nil
+		}
+	}
+	return nil, nil
+}
+
+// MergeRequest reads a merge request by iid. State is "open", "closed" or "merged".
+func (c *Client) MergeRequest(ctx context.Context, repo string, number int64) (*forge.MergeRequest, error) {
+	mr, resp, err := c.api.MergeRequests.GetMergeRequest(repo, number, nil, gl.WithContext(ctx))
+	if err != nil {
+		return nil, c.wrap(fmt.Sprintf("get merge request %s!%d", repo, number), resp, err)
+	}
+	return clientMergeRequest(&mr.BasicMergeRequest), nil
+}
+
+func clientMergeRequest(m *gl.BasicMergeRequest) *forge.MergeRequest {
+	out := &forge.MergeRequest{
+		Number: m.IID, Title: m.Title, Body: m.Description, SourceBranch: m.SourceBranch,
+		TargetBranch: m.TargetBranch, HeadSHA: m.SHA, WebURL: m.WebURL,
+	}
+	switch m.State {
+	case "opened", "locked":
+		out.State = "open"
+	case "merged":
+		out.State, out.Merged = "merged", true
+	default:
+		out.State = m.State
+	}
+	if m.Author != nil {
+		out.Author = forge.User{ID: m.Author.ID, Login: m.Author.Username}
+	}
+	return out
+}
+
+var clientMRRef = regexp.MustCompile(`^refs/merge-requests/(\d+)/`)
+
+// CIStatus returns the latest pipeline for sha (GET /projects/:id/pipelines?sha=, highest id).
+// GitLab "success" is CISuccess, "failed" and "canceled" CIFailed, "skipped" and "manual"
+// CISkipped, anything else (created, waiting_for_resource, preparing, pending, running,
+// scheduled) CIPending; no pipeline is CINone. For CIFailed it lists the failed jobs (except
+// allow_failure ones) with the last LogTailBytes of each job's trace; a trace it cannot read
+// leaves Log empty.
+func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipeline, error) {
+	list, resp, err := c.api.Pipelines.ListProjectPipelines(repo, &gl.ListProjectPipelinesOptions{
+		ListOptions: gl.ListOptions{PerPage: 1}, SHA: gl.Ptr(sha), OrderBy: gl.Ptr("id"), Sort: gl.Ptr("desc"),
+	}, gl.WithContext(ctx))
+	if err != nil {
+		return nil, c.wrap("list pipelines of "+repo+"@"+sha, resp, err)
+	}
+	if len(list) == 0 {
+		return &forge.Pipeline{State: forge.CINone, SHA: sha}, nil
+	}
+	p := list[0]
+	out := &forge.Pipeline{ID: p.ID, SHA: p.SHA, Ref: p.Ref, WebURL: p.WebURL}
+	if m := clientMRRef.FindStringSubmatch(p.Ref); m != nil {
+		out.MergeRequest, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	switch p.Status {
+	case "success":
+		out.State = forge.CISuccess
+	case "failed", "canceled", "cancelled":
+		out.State = forge.CIFailed
+	case "skipped", "manual":
+		out.State = forge.CISkipped
+	default:
+		out.State = forge.CIPending
+	}
+	if out.State != forge.CIFailed {
+		return out, nil
+	}
+	var page gl.RequestOptionFunc
+	for {
+		reqOpts := []gl.RequestOptionFunc{gl.WithContext(ctx)}
+		if page != nil {
+			reqOpts = append(reqOpts, page)
+		}
+		jobs, resp, err := c.api.Jobs.ListPipelineJobs(repo, p.ID, &gl.ListJobsOptions{
+			ListOptions: gl.ListOptions{PerPage: 100}, Scope: &[]gl.BuildStateValue{gl.Failed},
+		}, reqOpts...)
+		if err != nil {
+			return nil, c.wrap(fmt.Sprintf("list failed jobs of pipeline %d in %s", p.ID, repo), resp, err)
+		}
+		for _, j := range jobs {
+			if j.AllowFailure || j.Status != string(gl.Failed) {
+				continue
+			}
+			log, err := c.traceTail(ctx, repo, j.ID)
+			if err != nil && ctx.Err() != nil {
+				return nil, c.wrap("read job trace", nil, ctx.Err())
+			}
+			out.FailedJobs = append(out.FailedJobs, forge.FailedJob{Name: j.Name, WebURL: j.WebURL, Log: log})
+		}
+		next, ok := gl.WithNext(resp)
+		if !ok || len(jobs) == 0 {
+			break
+		}
+		page = next
+	}
+	return out, nil
+}
+
+// traceTail streams GET /projects/:id/jobs/:job_id/trace keeping only the last LogTailBytes.
+func (c *Client) traceTail(ctx context.Context, repo string, job int64) (string, error) {
+	req, err := c.api.NewRequest(http.MethodGet, fmt.Sprintf("projects/%s/jobs/%d/trace", gl.PathEscape(repo), job), nil,
+		[]gl.RequestOptionFunc{gl.WithContext(ctx)})
+	if err != nil {
+		return "", err
+	}
+	tw := &clientTail{max: LogTailBytes}
+	if _, err := c.api.Do(req, tw); err != nil {
+		return "", err
+	}
+	return string(tw.buf), nil
+}
+
+// clientTail is an io.Writer keeping the last max bytes written to it.
+type clientTail struct {
+	max int
+	buf []byte
+}
+
+func (t *clientTail) Write(p []byte) (int, error) {
+	n := len(p)
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return n, nil
+}
