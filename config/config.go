@@ -124,6 +124,9 @@ type Forge struct {
 	BotUser string `yaml:"bot_user"`
 	// OtherBots are user names whose mentions and events never start work.
 	OtherBots []string `yaml:"other_bots"`
+	// Repositories are repositories ("owner/name", GitLab paths) that alfred doctor checks
+	// besides those with an open mailbox: the bot's permission and the webhook.
+	Repositories []string `yaml:"repositories"`
 	// GitUser is the user name for git basic auth over HTTPS (the password is Token).
 	// Defaults to "oauth2" on GitLab and to BotUser on Forgejo.
 	GitUser string `yaml:"git_user"`

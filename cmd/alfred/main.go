@@ -3,6 +3,7 @@
 //	alfred serve          [--config alfred.yaml]   run the webhook server and the workers
 //	alfred migrate        [--config alfred.yaml]   apply the database migrations
 //	alfred config check   [--config alfred.yaml]   load, validate and print the configuration
+//	alfred doctor         [--config alfred.yaml]   check everything Alfred needs, print the fixes
 //	alfred replay --url URL --secret-file F [--kind forgejo|gitlab] [--keep-delivery] FIXTURE.json
 //	                                               sign a captured webhook and POST it
 //	alfred version                                 print the version
@@ -33,6 +34,7 @@ commands:
   serve          run the webhook server and the workers
   migrate        apply the database migrations
   config check   load, validate and print the effective configuration (secrets redacted)
+  doctor         check the configuration, database, Docker, agent images and forges; print the fixes
   replay         sign a captured webhook fixture and POST it to a running Alfred
   version        print the version
 
@@ -93,6 +95,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.configCheck(rest[1:])
 	case "replay":
 		return a.replay(ctx, rest)
+	case "doctor":
+		return a.doctor(ctx, rest)
 	case "version":
 		fmt.Fprintln(a.stdout, "alfred", versionString())
 		return nil
