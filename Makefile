@@ -1,6 +1,7 @@
 # Alfred. `make deps` once (installs and starts PostgreSQL and Docker), then `make test`.
 
-GO       ?= go
+# go from PATH, else Go's default install directory (scripts/dev-deps.sh checks the version).
+GO       ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 CONFIG   ?= alfred.yaml
@@ -35,9 +36,10 @@ test: deps
 bench:
 	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench . -benchmem -count=1 ./...
 
-## run: bring up PostgreSQL and Docker, build, build the script agent image, serve with $(CONFIG)
+## run: bring up PostgreSQL and Docker, build, build the script agent image, prepare the demo's files, check (alfred doctor), serve with $(CONFIG)
 run: deps build script-agent-image
-	@test -f $(CONFIG) || { echo "$(CONFIG) is missing: copy deploy/alfred.example.yaml (or deploy/demo/alfred.yaml) to $(CONFIG) and set your forge's base_url, token and webhook_secret"; exit 1; }
+	@CONFIG=$(CONFIG) bash scripts/demo-files.sh
+	@./bin/alfred doctor --config $(CONFIG) || { echo "make run: fix the failures above (each says how), then make run again"; exit 1; }
 	./bin/alfred serve --config $(CONFIG)
 
 ## script-agent-image: build $(SCRIPT_AGENT_IMAGE) offline (static binary in a FROM scratch image)
