@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/metrics"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 func scrape(t *testing.T, m *metrics.Metrics) string {
@@ -162,4 +163,26 @@ func TestOperation(t *testing.T) {
 	} {
 		require.Equal(t, want, metrics.Operation(http.MethodGet, in), in)
 	}
+}
+
+type jobs struct{ out *phase.Outcome }
+
+func (j jobs) Execute(context.Context, phase.Job) (*phase.Outcome, error) { return j.out, nil }
+func (jobs) Cleanup(context.Context, int64) error                         { return nil }
+func (jobs) RemoveSessions(int64) error                                   { return nil }
+
+func TestInstrumentJobs(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Config{})
+	j := m.InstrumentJobs(jobs{out: &phase.Outcome{Session: &phase.SessionRecord{Adapter: "claude-code",
+		TokensIn: 10, TokensOut: 3, CostUSD: 0.02, ReportedCost: 0.02}}})
+	_, err := j.Execute(t.Context(), phase.Job{Input: phase.Input{Phase: phase.Development}})
+	require.NoError(t, err)
+	j = m.InstrumentJobs(jobs{out: &phase.Outcome{Failure: "no result"}})
+	_, _ = j.Execute(t.Context(), phase.Job{Input: phase.Input{Phase: phase.Development}})
+	out := scrape(t, m)
+	require.Contains(t, out, `alfred_runs_total{outcome="succeeded",phase="development"} 1`)
+	require.Contains(t, out, `alfred_runs_total{outcome="failed",phase="development"} 1`)
+	require.Contains(t, out, `alfred_llm_cost_usd_total{adapter="claude-code"} 0.02`)
+	require.Contains(t, out, `alfred_llm_tokens_total{adapter="claude-code",direction="output"} 3`)
 }
