@@ -7,22 +7,38 @@ import (
 )
 
 // Labels names the scoped labels Alfred reads and writes. Zero fields take the defaults
-// (DefaultLabels). Exactly one status label is on an issue at a time.
+// (DefaultLabels). Exactly one status label is on an issue at a time. The yaml and env tags are
+// the configuration keys: labels.<yaml key> in alfred.yaml, ALFRED_LABELS_<env name> in the
+// environment (package internal/config embeds this type).
 type Labels struct {
-	FunctionalAnalysis string
-	WaitingInfo        string
-	TechnicalAnalysis  string
-	WaitingValidation  string
-	InDevelopment      string
-	InCI               string
-	InReview           string
-	Blocked            string
-	Done               string
-	TypeTask           string
-	TypeBug            string
-	TypeAnalysis       string
-	TypeQuestion       string
-	ValidatePlan       string
+	// FunctionalAnalysis marks an issue under functional analysis.
+	FunctionalAnalysis string `yaml:"functional_analysis" env:"FUNCTIONAL_ANALYSIS"`
+	// WaitingInfo marks an issue waiting for an answer from a human.
+	WaitingInfo string `yaml:"waiting_info" env:"WAITING_INFO"`
+	// TechnicalAnalysis marks an issue under technical analysis.
+	TechnicalAnalysis string `yaml:"technical_analysis" env:"TECHNICAL_ANALYSIS"`
+	// WaitingValidation marks a plan waiting for a human's validation.
+	WaitingValidation string `yaml:"waiting_validation" env:"WAITING_VALIDATION"`
+	// InDevelopment marks an issue whose development (or CI fix, or answer) phase runs.
+	InDevelopment string `yaml:"in_development" env:"IN_DEVELOPMENT"`
+	// InCI marks a merge request waiting for its pipeline.
+	InCI string `yaml:"in_ci" env:"IN_CI"`
+	// InReview marks a merge request in review.
+	InReview string `yaml:"in_review" env:"IN_REVIEW"`
+	// Blocked marks an issue Alfred cannot progress.
+	Blocked string `yaml:"blocked" env:"BLOCKED"`
+	// Done marks a finished issue.
+	Done string `yaml:"done" env:"DONE"`
+	// TypeTask marks an issue to implement.
+	TypeTask string `yaml:"type_task" env:"TYPE_TASK"`
+	// TypeBug marks a bug to fix.
+	TypeBug string `yaml:"type_bug" env:"TYPE_BUG"`
+	// TypeAnalysis marks an issue that only wants an analysis.
+	TypeAnalysis string `yaml:"type_analysis" env:"TYPE_ANALYSIS"`
+	// TypeQuestion marks a question to answer.
+	TypeQuestion string `yaml:"type_question" env:"TYPE_QUESTION"`
+	// ValidatePlan is added by a maintainer to validate the technical plan.
+	ValidatePlan string `yaml:"validate_plan" env:"VALIDATE_PLAN"`
 }
 
 // DefaultLabels returns the default names: status::…, type::…, ai::validate_plan.

@@ -40,7 +40,8 @@ type Config struct {
 	// unavailable) make Alfred say so in the issue (default 3); the comment is posted once per
 	// streak.
 	FailureStreak int
-	// Redact censors secrets in error texts posted to the issue (identity when nil).
+	// Redact censors secrets in every comment and merge request description posted (identity
+	// when nil); cmd/alfred passes the configuration's internal/censor.Censor.
 	Redact func(string) string
 	// SessionResume reports whether runs of a repository continue one agent session per
 	// mailbox (config sessions.agent_session_resume and its overrides); nil means on.
@@ -180,7 +181,7 @@ func (m *Machine) ReportFailure(ctx context.Context, mailboxID int64, stepErr er
 		return
 	}
 	body := fmt.Sprintf("I cannot go on for now: %s\n\nI will keep retrying; nothing is needed from you unless this stays.",
-		m.cfg.Redact(stepErr.Error()))
+		stepErr.Error())
 	if err := m.post(ctx, bot, mb, fmt.Sprintf("stuck-%d", mb.Data.StuckReports), "stuck", body); err != nil {
 		m.log.Warn("could not report a failed step in the issue", "mailbox_id", mb.ID, "err", err)
 	}
@@ -981,7 +982,7 @@ func (m *Machine) setWake(ctx context.Context, mb *Mailbox) {
 // before posting; if the process dies between the post and recording its id, the next attempt
 // finds the comment by its hidden marker instead of posting it again.
 func (m *Machine) post(ctx context.Context, bot Bot, mb *Mailbox, key, kind, body string) error {
-	full := Marker(key, kind) + "\n" + body
+	full := Marker(key, kind) + "\n" + m.cfg.Redact(body)
 	sum := sha256.Sum256([]byte(full))
 	hash := hex.EncodeToString(sum[:])
 	ref := mb.Ref()

@@ -221,7 +221,7 @@ func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state S
 		}
 		mb.HeadSHA = out.HeadSHA
 		if mb.MRNumber == 0 {
-			body := fmt.Sprintf("Closes #%d\n\n%s", mb.Number, strings.TrimSpace(r.Summary))
+			body := fmt.Sprintf("Closes #%d\n\n%s", mb.Number, m.cfg.Redact(strings.TrimSpace(r.Summary)))
 			mr, err := bot.Forge.CreateMergeRequest(ctx, mb.Repo, forge.NewMergeRequest{
 				SourceBranch: mb.Branch, TargetBranch: repo.DefaultBranch, Title: mb.Title, Body: body})
 			if err != nil {

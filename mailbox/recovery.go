@@ -35,8 +35,8 @@ func (m *Machine) RecoverRuns(ctx context.Context, mb *Mailbox) (running bool, e
 // recoverRuns accounts for the mailbox's runs still in status running, whose worker stopped.
 // With wait (a Step: the caller holds the lease and a worker slot), a container that still
 // runs is reattached and waited for, and an event that cancels the work stops it, as for a
-// run. Interrupted runs get the old treatment: the mailbox's containers and worktrees are
-// cleaned up, and the state's phase runs again.
+// run. For an interrupted run the mailbox's containers and worktrees are cleaned up, and the
+// state's phase runs again.
 func (m *Machine) recoverRuns(ctx context.Context, bot *Bot, mb *Mailbox, wait bool) (running bool, err error) {
 	rec, ok := m.exec.(RunRecoverer)
 	if !ok {

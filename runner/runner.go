@@ -175,7 +175,7 @@ const (
 	HomeDir      = "/alfred/home"
 )
 
-// Labels Alfred puts on every container it creates (STYLE.md section 6).
+// Labels Alfred puts on every container it creates, so that a restarted Alfred finds them.
 const (
 	LabelManaged = "alfred.managed" // "true"
 	LabelMailbox = "alfred.mailbox" // mailbox id, decimal

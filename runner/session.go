@@ -8,8 +8,8 @@ import (
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
-// Capabilities is what an adapter declares about its CLI's sessions (issue: one agent session
-// per issue). Adapters whose CLI cannot resume declare ResumableSessions false, and Alfred then
+// Capabilities is what an adapter declares about its CLI's sessions (Alfred keeps one agent
+// session per issue). Adapters whose CLI cannot resume declare ResumableSessions false, and Alfred then
 // runs every phase fresh, with no session mount.
 type Capabilities struct {
 	// ResumableSessions is true when the CLI can continue a session by its exact id in

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/config"
+	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/runner/agent/script"
 )
 

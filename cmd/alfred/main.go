@@ -11,7 +11,7 @@
 //	alfred version                                 print the version
 //
 // --config defaults to $ALFRED_CONFIG, else alfred.yaml. The configuration and its ALFRED_*
-// environment variables are described in package github.com/alfred-bot/alfred/config.
+// environment variables are described in package github.com/alfred-bot/alfred/internal/config.
 package main
 
 import (
@@ -27,7 +27,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/alfred-bot/alfred/config"
+	"github.com/alfred-bot/alfred/internal/censor"
+	"github.com/alfred-bot/alfred/internal/config"
 )
 
 const usage = `usage: alfred <command> [flags]
@@ -53,12 +54,12 @@ func main() {
 // errUsage reports a command line that could not be understood; its details were printed.
 var errUsage = errors.New("usage")
 
-// app is what every subcommand may use: the output streams, the environment and the secrets
-// of the configuration loaded so far (to censor error messages).
+// app is what every subcommand may use: the output streams, the environment and the censor
+// of the configuration loaded so far (for error messages; nil before one is loaded).
 type app struct {
 	stdout, stderr io.Writer
 	environ        []string
-	secrets        []string
+	censor         *censor.Censor
 }
 
 // run executes the command line args (without the program name) and returns the exit code:
@@ -72,7 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		return 2
 	default:
-		fmt.Fprintln(stderr, "alfred:", a.censor(err.Error()))
+		fmt.Fprintln(stderr, "alfred:", a.censor.String(err.Error()))
 		return 1
 	}
 }
@@ -156,19 +157,17 @@ func (a *app) getenv(key string) string {
 	return ""
 }
 
-// loadConfig loads the configuration and remembers its secrets for censor.
+// loadConfig loads the configuration and keeps its censor for error messages. The config package
+// never puts a secret in an error; the censor guards what third-party errors (database driver,
+// HTTP) might echo.
 func (a *app) loadConfig(path string) (*config.Config, error) {
 	cfg, err := config.Load(path, a.environ)
 	if err != nil {
 		return nil, err
 	}
-	a.secrets = cfg.Secrets()
+	a.censor = cfg.Censor()
 	return cfg, nil
 }
-
-// censor hides every known secret in s. The config package never puts a secret in an error;
-// this guards what third-party errors (database driver, HTTP) might echo.
-func (a *app) censor(s string) string { return redactor(a.secrets)(s) }
 
 // configOnly parses the flags of a command that takes only --config, and loads the
 // configuration. It returns the configuration and its path.

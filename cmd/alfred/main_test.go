@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/internal/censor"
 	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 )
@@ -159,14 +160,12 @@ func TestConfigCheck(t *testing.T) {
 	})
 }
 
-func TestCensor(t *testing.T) {
+func TestErrorsCensored(t *testing.T) {
 	t.Parallel()
-	a := &app{secrets: []string{"pw-s3cr3t-long", "pw-s3cr3t"}}
-	require.Equal(t, "dial [redacted] and [redacted]", a.censor("dial pw-s3cr3t-long and pw-s3cr3t"))
-	// A short secret (a database password "alfred") would censor ordinary words: it is not
-	// censored in free text.
-	a = &app{secrets: []string{"alfred"}}
-	require.Equal(t, "alfred serving", a.censor("alfred serving"))
+	// run prints a failed command's error through the censor of the configuration it loaded:
+	// long secrets anywhere, a short one as a whole token only.
+	a := &app{censor: censor.New(censor.Config{Secrets: []string{"pw-s3cr3t-long", "alfred"}})}
+	require.Equal(t, "dial [redacted] as [redacted], alfred-bot", a.censor.String("dial pw-s3cr3t-long as alfred, alfred-bot"))
 }
 
 // received is one request the fake Alfred got.

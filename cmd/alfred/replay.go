@@ -11,14 +11,15 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/alfred-bot/alfred/config"
+	"github.com/alfred-bot/alfred/internal/censor"
+	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest/recorded"
 )
 
 // Headers that replay never copies from a fixture: transport headers that net/http sets
-// itself, and the old signatures, which replay recomputes.
+// itself, and the fixture's own signatures, which replay recomputes.
 var replayDropped = []string{
 	"Host", "Content-Length", "Accept-Encoding", "Connection", "Transfer-Encoding",
 	"X-Forgejo-Signature", "X-Gitea-Signature", "X-Gogs-Signature", "X-Hub-Signature",
@@ -85,7 +86,7 @@ func (a *app) replay(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	a.secrets = append(a.secrets, secret.Reveal())
+	a.censor = censor.New(censor.Config{Secrets: []string{secret.Reveal()}})
 
 	kind := forge.Kind(*kindFlag)
 	if kind == "" {

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +18,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // PostgreSQL driver
 
-	"github.com/alfred-bot/alfred/config"
+	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner"
@@ -45,7 +44,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 	if err != nil {
 		return err
 	}
-	log := slog.New(newRedactingHandler(slog.NewTextHandler(a.stderr, nil), cfg.Secrets()))
+	log := slog.New(cfg.Censor().Handler(slog.NewTextHandler(a.stderr, nil)))
 	srv, err := newServer(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -101,7 +100,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 
 func (s *server) wire(ctx context.Context) error {
 	cfg := s.cfg
-	redact := redactor(cfg.Secrets())
+	redact := cfg.Censor().String
 
 	sources := map[string]webhook.Source{}
 	bots := map[string]mailbox.Bot{}
@@ -131,14 +130,7 @@ func (s *server) wire(ctx context.Context) error {
 		}
 		sources[f.Name] = src
 		bots[f.Name] = mailbox.Bot{Forge: client, Login: f.BotUser, OtherBots: f.OtherBots}
-		gitUser := f.GitUser
-		if gitUser == "" {
-			gitUser = f.BotUser
-			if f.Kind == forge.KindGitLab {
-				gitUser = "oauth2" // GitLab takes any user name with a token
-			}
-		}
-		g, err := gitrepo.New(gitrepo.Config{DataDir: cfg.DataDir, Username: gitUser, Token: f.Token.Reveal(),
+		g, err := gitrepo.New(gitrepo.Config{DataDir: cfg.DataDir, Username: f.GitUser, Token: f.Token.Reveal(),
 			AuthorName: cfg.Lifecycle.GitName, AuthorEmail: cfg.Lifecycle.GitEmail,
 			UID: cfg.Runner.UID, GID: cfg.Runner.GID})
 		if err != nil {
@@ -181,13 +173,8 @@ func (s *server) wire(ctx context.Context) error {
 	}
 	s.service = runner.NewService(exec, gits, runner.SessionConfig{Store: s.store, Dir: filepath.Join(cfg.DataDir, "sessions"), UID: cfg.Runner.UID, GID: cfg.Runner.GID}, s.log)
 
-	l := cfg.Labels
 	machine := mailbox.NewMachine(mailbox.Config{
-		Labels: mailbox.Labels{FunctionalAnalysis: l.FunctionalAnalysis, WaitingInfo: l.WaitingInfo,
-			TechnicalAnalysis: l.TechnicalAnalysis, WaitingValidation: l.WaitingValidation,
-			InDevelopment: l.InDevelopment, InCI: l.InCI, InReview: l.InReview, Blocked: l.Blocked, Done: l.Done,
-			TypeTask: l.TypeTask, TypeBug: l.TypeBug, TypeAnalysis: l.TypeAnalysis, TypeQuestion: l.TypeQuestion,
-			ValidatePlan: l.ValidatePlan},
+		Labels:           cfg.Labels,
 		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
 		CIPoll: cfg.Lifecycle.CIPoll, SessionResume: cfg.Sessions.ResumeEnabled, Redact: redact, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
 	}, s.store, bots, s.service, nil, s.log)
@@ -332,84 +319,6 @@ func instanceID(dataDir string) string {
 
 // Close releases the database.
 func (s *server) Close() error { return s.db.Close() }
-
-// redactor returns a function that replaces every secret in a text with [redacted].
-func redactor(secrets []string) func(string) string {
-	secrets = secretsWorthRedacting(secrets)
-	return func(s string) string {
-		for _, sec := range secrets {
-			s = strings.ReplaceAll(s, sec, config.Redacted)
-		}
-		return s
-	}
-}
-
-// minRedactLen is the shortest secret censored in free text: a shorter one (a database
-// password "alfred", say) would censor ordinary words in logs, comments and run output. Forge
-// tokens and webhook secrets are far longer.
-const minRedactLen = 8
-
-func secretsWorthRedacting(secrets []string) []string {
-	var out []string
-	for _, s := range secrets {
-		if len(s) >= minRedactLen {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// redactingHandler censors secrets in every log record's message and attributes.
-type redactingHandler struct {
-	slog.Handler
-	redact func(string) string
-}
-
-func newRedactingHandler(h slog.Handler, secrets []string) slog.Handler {
-	return &redactingHandler{Handler: h, redact: redactor(secrets)}
-}
-
-func (h *redactingHandler) Handle(ctx context.Context, r slog.Record) error {
-	out := slog.NewRecord(r.Time, r.Level, h.redact(r.Message), r.PC)
-	r.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(h.attr(a))
-		return true
-	})
-	return h.Handler.Handle(ctx, out)
-}
-
-func (h *redactingHandler) attr(a slog.Attr) slog.Attr {
-	v := a.Value.Resolve()
-	switch v.Kind() {
-	case slog.KindString:
-		return slog.String(a.Key, h.redact(v.String()))
-	case slog.KindAny:
-		if err, ok := v.Any().(error); ok {
-			return slog.String(a.Key, h.redact(err.Error()))
-		}
-		return slog.String(a.Key, h.redact(fmt.Sprint(v.Any())))
-	case slog.KindGroup:
-		attrs := v.Group()
-		out := make([]any, 0, len(attrs))
-		for _, g := range attrs {
-			out = append(out, h.attr(g))
-		}
-		return slog.Group(a.Key, out...)
-	}
-	return a
-}
-
-func (h *redactingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	red := make([]slog.Attr, 0, len(attrs))
-	for _, a := range attrs {
-		red = append(red, h.attr(a))
-	}
-	return &redactingHandler{Handler: h.Handler.WithAttrs(red), redact: h.redact}
-}
-
-func (h *redactingHandler) WithGroup(name string) slog.Handler {
-	return &redactingHandler{Handler: h.Handler.WithGroup(name), redact: h.redact}
-}
 
 // ensureDir creates the data directory if needed.
 func ensureDir(dir string) error { return os.MkdirAll(filepath.Clean(dir), 0o750) }

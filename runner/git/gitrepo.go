@@ -28,6 +28,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"github.com/alfred-bot/alfred/internal/censor"
 )
 
 // Config configures a Manager.
@@ -434,13 +436,9 @@ func (m *Manager) env(dir string) []string {
 	return env
 }
 
-// redact removes the token and its Basic credential from s.
+// redact removes the token, its encodings and its Basic credential from s.
 func (m *Manager) redact(s string) string {
-	if m.cfg.Token == "" {
-		return s
-	}
-	cred := base64.StdEncoding.EncodeToString([]byte(m.cfg.Username + ":" + m.cfg.Token))
-	return strings.NewReplacer(m.cfg.Token, "[redacted]", cred, "[redacted]").Replace(s)
+	return censor.New(censor.Config{Secrets: []string{m.cfg.Token}, Users: []string{m.cfg.Username}}).String(s)
 }
 
 // Error is a failed git command: its arguments (never secret), redacted stderr and exit error.

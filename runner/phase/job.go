@@ -49,7 +49,7 @@ type Outcome struct {
 	// not be collected (its container vanished, its worker stopped before the container
 	// started, …); "" for a plain interruption.
 	InterruptReason string
-	// Resumable is the hook for the session work: true when the interrupted run's agent
+	// Resumable says whether the interrupted run can be continued: true when its agent
 	// session can be continued by the next run (the adapter resumes sessions and the mailbox
 	// uses them); otherwise NotResumableReason says why not.
 	Resumable          bool

@@ -10,6 +10,7 @@ import (
 	"code.gitea.io/sdk/gitea"
 	retryablehttp "github.com/hashicorp/go-retryablehttp"
 
+	"github.com/alfred-bot/alfred/internal/censor"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )
@@ -78,7 +79,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		http:    &http.Client{Transport: &retryablehttp.RoundTripper{Client: rc}, Jar: inner.Jar, CheckRedirect: inner.CheckRedirect},
 	}
 	if _, err := c.newAPI(context.Background()); err != nil {
-		return nil, fmt.Errorf("forgejo: new client: %s", forgehttp.Redact(err.Error(), cfg.Token))
+		return nil, fmt.Errorf("forgejo: new client: %s", censor.New(censor.Config{Secrets: []string{cfg.Token}}).String(err.Error()))
 	}
 	return c, nil
 }

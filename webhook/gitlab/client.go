@@ -7,6 +7,7 @@ import (
 
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
+	"github.com/alfred-bot/alfred/internal/censor"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )
@@ -60,7 +61,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	api, err := gl.NewClient(cfg.Token, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("gitlab: new client: %s", forgehttp.Redact(err.Error(), cfg.Token))
+		return nil, fmt.Errorf("gitlab: new client: %s", censor.New(censor.Config{Secrets: []string{cfg.Token}}).String(err.Error()))
 	}
 	return &Client{api: api, token: cfg.Token}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/alfred-bot/alfred/internal/censor"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -42,7 +43,7 @@ type Error struct {
 func NewError(forgeName, op string, status int, cause error, token string) *Error {
 	return &Error{
 		forgeName: forgeName, op: op, status: status, sentinel: Sentinel(status),
-		cause: cause, msg: Redact(cause.Error(), token),
+		cause: cause, msg: censor.New(censor.Config{Secrets: []string{token}}).String(cause.Error()),
 	}
 }
 

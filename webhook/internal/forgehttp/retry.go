@@ -75,11 +75,3 @@ func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	}
 	return 0, false
 }
-
-// Redact replaces token in s with "[redacted]" (nothing when token is empty).
-func Redact(s, token string) string {
-	if token == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, token, "[redacted]")
-}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -532,7 +533,7 @@ func TestEnvName(t *testing.T) {
 // TestExampleConfig keeps deploy/alfred.example.yaml loadable.
 func TestExampleConfig(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile("../deploy/alfred.example.yaml")
+	raw, err := os.ReadFile("../../deploy/alfred.example.yaml")
 	require.NoError(t, err)
 	dir := t.TempDir()
 	for _, name := range []string{"database_url", "forgejo_token", "forgejo_webhook_secret", "gitlab_token", "gitlab_webhook_secret", "anthropic_api_key", "openai_api_key"} {
@@ -556,4 +557,23 @@ func TestSessionsResumeEnabled(t *testing.T) {
 	require.False(t, s.ResumeEnabled("acme/legacy"), "project override wins over organization")
 	require.True(t, s.ResumeEnabled("big/sub/deep/repo"), "closest group")
 	require.False(t, s.ResumeEnabled("other/repo"), "default off")
+}
+
+func TestCensor(t *testing.T) {
+	t.Parallel()
+	c, err := loadYAML(t, fullYAML)
+	require.NoError(t, err)
+	cens := c.Censor()
+	basic := func(user, secret string) string {
+		return base64.StdEncoding.EncodeToString([]byte(user + ":" + secret))
+	}
+	for _, leak := range []string{
+		"tok-s3cr3t-forgejo", "pw-s3cr3t-db", "key-s3cr3t-claude",
+		basic("alfred", "tok-s3cr3t-forgejo"), // Forgejo: the bot's login is the git user
+		basic("oauth2", "tok-s3cr3t-gitlab"),  // GitLab: the git user name by convention
+		basic("alfred", "pw-s3cr3t-db"),       // the database user
+		base64.RawURLEncoding.EncodeToString([]byte("hook-s3cr3t-gitlab")),
+	} {
+		require.Equal(t, "x [redacted] y", cens.String("x "+leak+" y"), leak)
+	}
 }

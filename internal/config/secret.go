@@ -5,17 +5,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+
+	"github.com/alfred-bot/alfred/internal/censor"
 )
 
-// Redacted is what a non-empty Secret renders as, whatever the formatter.
-const Redacted = "[redacted]"
+// Redacted is what a non-empty Secret renders as, whatever the formatter: the censor's marker.
+const Redacted = censor.Redacted
 
 // Secret is a string that never shows its value: fmt (every verb, %#v included), encoding/json,
 // encoding (TextMarshaler), goccy/go-yaml and log/slog all render [Redacted]. An empty Secret
 // renders as "" so that a dump shows which secrets are unset.
 //
-// Use Reveal where the value is really needed (an HTTP header, a DSN), and feed
-// (*Config).Secrets to the central redactor so that a value that escapes anyway is censored.
+// Use Reveal where the value is really needed (an HTTP header, a DSN); (*Config).Censor hides a
+// value that escapes anyway.
 type Secret string
 
 // Reveal returns the secret value itself. Never log or print it.

@@ -14,6 +14,9 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/alfred-bot/alfred/internal/censor"
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -39,8 +42,9 @@ type Config struct {
 
 	// Forges are the GitLab and Forgejo servers that send webhooks.
 	Forges []Forge `yaml:"forges" env:"-"`
-	// Labels are the issue label names that carry the state.
-	Labels Labels `yaml:"labels" envPrefix:"LABELS_"`
+	// Labels are the issue label names that carry the state; empty names take
+	// mailbox.DefaultLabels.
+	Labels mailbox.Labels `yaml:"labels" envPrefix:"LABELS_"`
 	// Lifecycle tunes the issue life cycle.
 	Lifecycle Lifecycle `yaml:"lifecycle" envPrefix:"LIFECYCLE_"`
 	// Workers tunes the mailbox workers.
@@ -77,7 +81,7 @@ type Admin struct {
 	MetricsTokenFile string `yaml:"metrics_token_file,omitempty"`
 }
 
-// Sessions controls whether a mailbox's runs continue one agent session (issue 3).
+// Sessions controls whether a mailbox's runs continue one agent session (spec/sessions.md).
 type Sessions struct {
 	// AgentSessionResume turns resumable sessions on (default true). Off means no session name,
 	// no session mount and no lookup: every run starts fresh.
@@ -130,50 +134,6 @@ type Forge struct {
 	// GitUser is the user name for git basic auth over HTTPS (the password is Token).
 	// Defaults to "oauth2" on GitLab and to BotUser on Forgejo.
 	GitUser string `yaml:"git_user"`
-}
-
-// Labels are the label names Alfred reads and writes. Every field has a scoped default
-// (status::…, type::…, ai::…) and all names must differ.
-type Labels struct {
-	// FunctionalAnalysis marks an issue under functional analysis.
-	FunctionalAnalysis string `yaml:"functional_analysis" env:"FUNCTIONAL_ANALYSIS"`
-	// WaitingInfo marks an issue waiting for an answer from a human.
-	WaitingInfo string `yaml:"waiting_info" env:"WAITING_INFO"`
-	// TechnicalAnalysis marks an issue under technical analysis.
-	TechnicalAnalysis string `yaml:"technical_analysis" env:"TECHNICAL_ANALYSIS"`
-	// WaitingValidation marks a plan waiting for a human's validation.
-	WaitingValidation string `yaml:"waiting_validation" env:"WAITING_VALIDATION"`
-	// InDevelopment marks an issue whose development phase runs.
-	InDevelopment string `yaml:"in_development" env:"IN_DEVELOPMENT"`
-	// InCI marks a merge request waiting for its pipeline.
-	InCI string `yaml:"in_ci" env:"IN_CI"`
-	// InReview marks a merge request in review.
-	InReview string `yaml:"in_review" env:"IN_REVIEW"`
-	// Blocked marks an issue Alfred cannot progress.
-	Blocked string `yaml:"blocked" env:"BLOCKED"`
-	// Done marks a finished issue.
-	Done string `yaml:"done" env:"DONE"`
-	// TypeTask marks an issue to implement.
-	TypeTask string `yaml:"type_task" env:"TYPE_TASK"`
-	// TypeBug marks a bug to fix.
-	TypeBug string `yaml:"type_bug" env:"TYPE_BUG"`
-	// TypeAnalysis marks an issue that only wants an analysis.
-	TypeAnalysis string `yaml:"type_analysis" env:"TYPE_ANALYSIS"`
-	// TypeQuestion marks a question to answer.
-	TypeQuestion string `yaml:"type_question" env:"TYPE_QUESTION"`
-	// ValidatePlan asks Alfred to wait for a human's validation of the plan.
-	ValidatePlan string `yaml:"validate_plan" env:"VALIDATE_PLAN"`
-}
-
-// Statuses returns the status labels in life-cycle order.
-func (l Labels) Statuses() []string {
-	return []string{l.FunctionalAnalysis, l.WaitingInfo, l.TechnicalAnalysis, l.WaitingValidation,
-		l.InDevelopment, l.InCI, l.InReview, l.Blocked, l.Done}
-}
-
-// Types returns the type labels.
-func (l Labels) Types() []string {
-	return []string{l.TypeTask, l.TypeBug, l.TypeAnalysis, l.TypeQuestion}
 }
 
 // Lifecycle tunes the issue life cycle.
@@ -243,7 +203,7 @@ type Agent struct {
 	Script string `yaml:"script,omitempty"`
 	// APIKey is the model provider's key, passed only in the container's environment
 	// (claude-code: ANTHROPIC_API_KEY; codex: CODEX_API_KEY; opencode: the variable named by
-	// APIKeyEnv; copilot: COPILOT_GITHUB_TOKEN; gemini: GEMINI_API_KEY — agent-clis.md).
+	// APIKeyEnv; copilot: COPILOT_GITHUB_TOKEN; gemini: GEMINI_API_KEY — spec/agents.md).
 	APIKey Secret `yaml:"api_key,omitempty"`
 	// APIKeyFile is the file APIKey was read from, if any.
 	APIKeyFile string `yaml:"api_key_file,omitempty"`
@@ -275,10 +235,10 @@ type Phases map[string]string
 // PhaseDefault is the Phases key for the phases not listed.
 const PhaseDefault = "default"
 
-// knownPhases are the keys Phases accepts. It mirrors the runner.Phase constants; config does
-// not import runner so that it stays a leaf for the wiring in cmd/alfred.
-var knownPhases = []string{PhaseDefault, "analysis", "development", "ci_fix", "review_fix",
-	"conflict_resolution", "answer", "review"}
+// knownPhases are the keys Phases accepts: PhaseDefault and the runner/phase constants.
+var knownPhases = []string{PhaseDefault, string(phase.Analysis), string(phase.Development),
+	string(phase.CIFix), string(phase.ReviewFix), string(phase.ConflictResolution),
+	string(phase.Answer), string(phase.Review)}
 
 // Agent returns the agent name for phase, falling back to "default".
 func (p Phases) Agent(phase string) string { return cmp.Or(p[phase], p[PhaseDefault]) }
@@ -322,21 +282,7 @@ func (c *Config) setDefaults() {
 	c.DataDir = cmp.Or(c.DataDir, "/var/lib/alfred")
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 5<<20)
 
-	l := &c.Labels
-	l.FunctionalAnalysis = cmp.Or(l.FunctionalAnalysis, "status::functional_analysis")
-	l.WaitingInfo = cmp.Or(l.WaitingInfo, "status::waiting_info")
-	l.TechnicalAnalysis = cmp.Or(l.TechnicalAnalysis, "status::technical_analysis")
-	l.WaitingValidation = cmp.Or(l.WaitingValidation, "status::waiting_validation")
-	l.InDevelopment = cmp.Or(l.InDevelopment, "status::in_development")
-	l.InCI = cmp.Or(l.InCI, "status::in_ci")
-	l.InReview = cmp.Or(l.InReview, "status::in_review")
-	l.Blocked = cmp.Or(l.Blocked, "status::blocked")
-	l.Done = cmp.Or(l.Done, "status::done")
-	l.TypeTask = cmp.Or(l.TypeTask, "type::task")
-	l.TypeBug = cmp.Or(l.TypeBug, "type::bug")
-	l.TypeAnalysis = cmp.Or(l.TypeAnalysis, "type::analysis")
-	l.TypeQuestion = cmp.Or(l.TypeQuestion, "type::question")
-	l.ValidatePlan = cmp.Or(l.ValidatePlan, "ai::validate_plan")
+	c.Labels = c.Labels.WithDefaults()
 
 	lc := &c.Lifecycle
 	lc.QuestionDeadline = cmp.Or(lc.QuestionDeadline, 24*time.Hour)
@@ -523,8 +469,8 @@ func ReadSecretFile(path string) (Secret, error) {
 	return Secret(strings.TrimRight(string(b), "\r\n")), nil
 }
 
-// Secrets returns every non-empty secret value, longest first, without duplicates, for a
-// central redactor. The password of a URL-shaped database_url is listed on its own too.
+// Secrets returns every non-empty secret value, longest first, without duplicates. The
+// password of a URL-shaped database_url is listed on its own too.
 func (c *Config) Secrets() []string {
 	var out []string
 	for _, r := range c.secretRefs() {
@@ -541,11 +487,26 @@ func (c *Config) Secrets() []string {
 	return slices.Compact(out)
 }
 
-// Dump renders the effective configuration as YAML, every secret shown as [Redacted].
+// Censor returns the Censor of this configuration: every secret of Secrets, with the HTTP
+// Basic forms for each forge's bot and git user and for the database user. Every text that
+// leaves the process (logs, comments, run output, errors) passes it.
+func (c *Config) Censor() *censor.Censor {
+	var users []string
+	for _, f := range c.Forges {
+		users = append(users, f.BotUser, f.GitUser)
+	}
+	if u, err := url.Parse(c.DatabaseURL.Reveal()); err == nil && u.User != nil {
+		users = append(users, u.User.Username())
+	}
+	return censor.New(censor.Config{Secrets: c.Secrets(), Users: users})
+}
+
+// Dump renders the effective configuration as YAML, every secret shown as [Redacted] (and the
+// whole text passed through Censor, should a secret sit in a field that is not a Secret).
 func (c *Config) Dump() string {
 	b, err := yaml.Marshal(c)
 	if err != nil {
-		return "# cannot render the configuration: " + err.Error() + "\n"
+		return "# cannot render the configuration: " + c.Censor().String(err.Error()) + "\n"
 	}
-	return string(b)
+	return c.Censor().String(string(b))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -184,15 +185,14 @@ func (c *Config) Validate() error {
 	return errors.Join(v...)
 }
 
-// labelsByKey returns {YAML key, label name} pairs in declaration order.
+// labelsByKey returns {YAML key, label name} pairs of c.Labels in declaration order, read from
+// mailbox.Labels' yaml tags.
 func (c *Config) labelsByKey() [][2]string {
-	l := c.Labels
-	return [][2]string{
-		{"functional_analysis", l.FunctionalAnalysis}, {"waiting_info", l.WaitingInfo},
-		{"technical_analysis", l.TechnicalAnalysis}, {"waiting_validation", l.WaitingValidation},
-		{"in_development", l.InDevelopment}, {"in_ci", l.InCI}, {"in_review", l.InReview},
-		{"blocked", l.Blocked}, {"done", l.Done}, {"type_task", l.TypeTask}, {"type_bug", l.TypeBug},
-		{"type_analysis", l.TypeAnalysis}, {"type_question", l.TypeQuestion},
-		{"validate_plan", l.ValidatePlan},
+	v := reflect.ValueOf(c.Labels)
+	var out [][2]string
+	for i := range v.NumField() {
+		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		out = append(out, [2]string{key, v.Field(i).String()})
 	}
+	return out
 }
