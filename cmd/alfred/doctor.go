@@ -12,7 +12,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/jmoiron/sqlx"
 
-	"github.com/alfred-bot/alfred/config"
+	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/doctor"
 	"github.com/alfred-bot/alfred/runner/docker"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -48,7 +48,7 @@ func (a *app) doctor(ctx context.Context, args []string) error {
 	}
 	rep := doctor.Run(ctx, dc)
 	for i := range rep.Results {
-		rep.Results[i].Detail = a.censor(rep.Results[i].Detail)
+		rep.Results[i].Detail = a.censor.String(rep.Results[i].Detail)
 	}
 	if err := rep.Write(a.stdout); err != nil {
 		return err

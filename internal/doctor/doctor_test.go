@@ -152,3 +152,17 @@ func TestConfigErrorStopsEarly(t *testing.T) {
 	require.True(t, r.Blocking())
 	require.Len(t, r.Results, 1)
 }
+
+// Gitea 1.25 answers the events of a hook created with the review events as one group.
+func TestGiteaReviewGroup(t *testing.T) {
+	t.Parallel()
+	s, cfg := good(t)
+	s.AddRepo("alice/gitea", "main", "")
+	s.SetAccessLevel("alice/gitea", forgetest.BotLogin, 40)
+	s.AddHook("alice/gitea", forge.Hook{URL: public + "/webhooks/fj", ContentType: "json", Active: true,
+		Events: []string{"issue_assign", "pull_request_review", "issue_comment", "pull_request", "pull_request_sync",
+			"issues", "pull_request_comment", "status", "issue_label"}})
+	cfg.Forges[0].Repos = []string{"alice/gitea"}
+	r := doctor.Run(t.Context(), cfg)
+	require.False(t, r.Blocking(), "%+v", r.Failed())
+}
