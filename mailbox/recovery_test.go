@@ -31,11 +31,11 @@ func TestStoreExecutorLifecycle(t *testing.T) {
 	run := &mailbox.Run{MailboxID: mb.ID, Phase: "development"}
 	require.NoError(t, s.StartRun(ctx, run))
 
-	rec := &runner.ExecutorRecord{RunID: run.ID, MailboxID: mb.ID, ContainerName: "alfred-mbx1-r1-development-a1",
+	rec := &runner.ContainerRecord{RunID: run.ID, MailboxID: mb.ID, ContainerName: "alfred-mbx1-r1-development-a1",
 		Adapter: "script", WorkspacePath: "/data/worktrees/x", Branch: "agent/issue-1"}
 	require.NoError(t, s.InsertExecutor(ctx, rec))
 	require.NotZero(t, rec.ID)
-	require.Equal(t, runner.ExecutorStarting, rec.Status)
+	require.Equal(t, runner.ContainerStarting, rec.Status)
 	require.Equal(t, "docker", rec.Runtime)
 	dup := *rec
 	require.ErrorIs(t, s.InsertExecutor(ctx, &dup), runner.ErrNameConflict, "one row per container name")
@@ -45,7 +45,7 @@ func TestStoreExecutorLifecycle(t *testing.T) {
 	live, err := s.LiveExecutors(ctx)
 	require.NoError(t, err)
 	require.Len(t, live, 1)
-	require.Equal(t, runner.ExecutorReady, live[0].Status)
+	require.Equal(t, runner.ContainerReady, live[0].Status)
 	require.Equal(t, "abc123", live[0].ContainerID)
 	require.Equal(t, "script", live[0].Adapter)
 	ids, err := s.UnfinishedMailboxes(ctx)
@@ -55,15 +55,15 @@ func TestStoreExecutorLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, withLive[mb.ID])
 
-	require.Error(t, s.EndExecutor(ctx, rec.ID, runner.ExecutorReady, ""), "ready is not a final status")
-	require.NoError(t, s.EndExecutor(ctx, rec.ID, runner.ExecutorStopped, "succeeded, exit 0"))
+	require.Error(t, s.EndExecutor(ctx, rec.ID, runner.ContainerReady, ""), "ready is not a final status")
+	require.NoError(t, s.EndExecutor(ctx, rec.ID, runner.ContainerStopped, "succeeded, exit 0"))
 	live, err = s.LiveExecutors(ctx)
 	require.NoError(t, err)
 	require.Empty(t, live)
 	all, err := s.RunExecutors(ctx, run.ID)
 	require.NoError(t, err)
 	require.Len(t, all, 1)
-	require.Equal(t, runner.ExecutorStopped, all[0].Status)
+	require.Equal(t, runner.ContainerStopped, all[0].Status)
 	require.Equal(t, "succeeded, exit 0", all[0].ErrorMessage)
 
 	// A run finished by recovery is unapplied until the machine acts on it.

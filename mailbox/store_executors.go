@@ -12,15 +12,15 @@ import (
 // The executors table (one row per run container, so a restarted Alfred finds its containers
 // again) and the runs a restart leaves behind. Portable SQL only.
 
-var _ runner.ExecutorLog = (*Store)(nil)
+var _ runner.ContainerLog = (*Store)(nil)
 
 const executorColumns = `id, run_id, mailbox_id, runtime, container_id, container_name, status, adapter,
 workspace_path, branch, supports_session_resume, native_session_id, last_seen_at, error_message, created_at`
 
 // InsertExecutor writes r in status starting (before its container is created) and sets r.ID,
 // r.Status and the timestamps. A row already holding r.ContainerName is an error wrapping
-// runner.ErrNameConflict. It implements runner.ExecutorLog.
-func (s *Store) InsertExecutor(ctx context.Context, r *runner.ExecutorRecord) error {
+// runner.ErrNameConflict. It implements runner.ContainerLog.
+func (s *Store) InsertExecutor(ctx context.Context, r *runner.ContainerRecord) error {
 	err := s.db.GetContext(ctx, r, `INSERT INTO executors
 		(run_id, mailbox_id, container_name, status, adapter, workspace_path, branch,
 		 supports_session_resume, native_session_id)
@@ -58,7 +58,7 @@ func (s *Store) ExecutorSeen(ctx context.Context, id int64) error {
 }
 
 // EndExecutor sets the executor's final status (error or stopped) and message.
-func (s *Store) EndExecutor(ctx context.Context, id int64, status runner.ExecutorStatus, message string) error {
+func (s *Store) EndExecutor(ctx context.Context, id int64, status runner.ContainerStatus, message string) error {
 	if status.Live() {
 		return fmt.Errorf("end executor %d: %q is not a final status", id, status)
 	}
@@ -71,8 +71,8 @@ func (s *Store) EndExecutor(ctx context.Context, id int64, status runner.Executo
 }
 
 // LiveExecutors returns the executors in status starting or ready, oldest first.
-func (s *Store) LiveExecutors(ctx context.Context) ([]runner.ExecutorRecord, error) {
-	var rs []runner.ExecutorRecord
+func (s *Store) LiveExecutors(ctx context.Context) ([]runner.ContainerRecord, error) {
+	var rs []runner.ContainerRecord
 	err := s.db.SelectContext(ctx, &rs, `SELECT `+executorColumns+` FROM executors
 		WHERE status IN ('starting', 'ready') ORDER BY id`)
 	if err != nil {
@@ -82,8 +82,8 @@ func (s *Store) LiveExecutors(ctx context.Context) ([]runner.ExecutorRecord, err
 }
 
 // RunExecutors returns the executors of a run, oldest first.
-func (s *Store) RunExecutors(ctx context.Context, runID int64) ([]runner.ExecutorRecord, error) {
-	var rs []runner.ExecutorRecord
+func (s *Store) RunExecutors(ctx context.Context, runID int64) ([]runner.ContainerRecord, error) {
+	var rs []runner.ContainerRecord
 	err := s.db.SelectContext(ctx, &rs, `SELECT `+executorColumns+` FROM executors
 		WHERE run_id = $1 ORDER BY id`, runID)
 	if err != nil {
