@@ -14,6 +14,7 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/doctor"
+	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/docker"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -93,9 +94,19 @@ func (a *app) doctorConfig(ctx context.Context, path string, cfg *config.Config)
 		}
 		return db.PingContext(ctx)
 	}
+	agents, err := buildAgents(cfg)
+	if err != nil {
+		dc.ConfigErr = err
+		return dc, func() {}
+	}
 	if cli, err := docker.NewClient(); err == nil {
 		closers = append(closers, func() { _ = cli.Close() })
 		dc.Engine = dockerEngine{cli: cli}
+		exec, err := runner.NewExecutor(runner.Config{Runtime: docker.New(cli), Agents: agents,
+			DataDir: cfg.DataDir, UID: cfg.Runner.UID, GID: cfg.Runner.GID, Instance: instanceID(cfg.DataDir)})
+		if err == nil {
+			dc.Prober = cliProber{svc: runner.NewService(exec, nil, runner.SessionConfig{}, nil), agents: agents}
+		}
 	} else {
 		dc.Engine = dockerEngine{err: err}
 	}
@@ -195,6 +206,17 @@ func (e dockerEngine) ImageExists(ctx context.Context, image string) (bool, erro
 		return false, err
 	}
 	return true, nil
+}
+
+// cliProber is doctor.Prober on the runner: the version command in a disposable container.
+type cliProber struct {
+	svc    *runner.Service
+	agents map[string]runner.Agent
+}
+
+func (p cliProber) ProbeCLI(ctx context.Context, a doctor.Agent) (doctor.CLIProbe, error) {
+	r, err := p.svc.ProbeCLI(ctx, p.agents[a.Name], a.Image)
+	return doctor.CLIProbe{Version: r.Version, Sessions: r.Sessions, ResumeVerified: r.ResumeVerified}, err
 }
 
 // brokenForge answers every check with the error that kept the client from being built.
