@@ -19,6 +19,7 @@ import (
 	_ "github.com/lib/pq" // PostgreSQL driver
 
 	"github.com/alfred-bot/alfred/internal/config"
+	"github.com/alfred-bot/alfred/internal/metrics"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner"
@@ -65,6 +66,7 @@ type server struct {
 	workers *mailbox.Workers
 	service *runner.Service
 	handler http.Handler
+	metrics *metrics.Metrics
 }
 
 // newServer connects to the database, applies the migrations and wires every component.
@@ -86,6 +88,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 		return nil, fmt.Errorf("create data_dir: %w", err)
 	}
 	s := &server{cfg: cfg, log: log, db: db, store: mailbox.NewStore(db)}
+	s.metrics = newMetrics(nil)
 	if err := s.wire(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -109,16 +112,13 @@ func (s *server) wire(ctx context.Context) error {
 		switch f.Kind {
 		case forge.KindGitLab:
 			src, err = gitlab.NewSource(gitlab.SourceConfig{Tokens: []string{f.WebhookSecret.Reveal()}})
-			if err == nil {
-				client, err = gitlab.NewClient(gitlab.ClientConfig{BaseURL: f.BaseURL, Token: f.Token.Reveal()})
-			}
 		case forge.KindForgejo:
 			src, err = forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{f.WebhookSecret.Reveal()}})
-			if err == nil {
-				client, err = forgejo.NewClient(forgejo.ClientConfig{BaseURL: f.BaseURL, Token: f.Token.Reveal()})
-			}
 		default:
 			err = fmt.Errorf("unknown kind %q", f.Kind)
+		}
+		if err == nil { // every API call is counted (alfred_forge_api_requests_total)
+			client, err = forgeClient(f, &http.Client{Transport: s.metrics.Transport(f.Name, nil)})
 		}
 		if err != nil {
 			return fmt.Errorf("forge %s: %w", f.Name, err)
@@ -172,7 +172,7 @@ func (s *server) wire(ctx context.Context) error {
 		Labels:           cfg.Labels,
 		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
 		CIPoll: cfg.Lifecycle.CIPoll, SessionResume: cfg.Sessions.ResumeEnabled, Redact: redact, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
-	}, s.store, bots, s.service, nil, s.log)
+	}, s.store, bots, s.metrics.InstrumentJobs(s.service), nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
 		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
 
@@ -186,7 +186,14 @@ func (s *server) wire(ctx context.Context) error {
 	r := chi.NewRouter()
 	r.Method(http.MethodGet, "/mailboxes/{id}/session",
 		mailbox.StatusHandler(s.store, func(r *http.Request) string { return chi.URLParam(r, "id") }))
-	r.Mount("/", receiver)
+	if err := s.opsRoutes(r, nil, cli); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(sources))
+	for name := range sources {
+		names = append(names, name)
+	}
+	r.Mount("/", s.metrics.DeliveryMiddleware(names, receiver))
 	s.handler = r
 	return nil
 }

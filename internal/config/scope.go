@@ -147,9 +147,18 @@ func scopeChain(project string) []string {
 	return out
 }
 
-// Lines returns "key = value (source)" lines for config check, in ScopedKeys order, then the
-// phase bindings.
-func (e Effective) Lines() []string {
+// Entry is one effective setting as config check and the settings page show it.
+type Entry struct {
+	// Key is the setting's name ("budget_usd", "phases.development").
+	Key string
+	// Value is the value, formatted ("none" for no budget).
+	Value string
+	// Source is where it came from ("default", "global", "org acme", "project acme/shop").
+	Source string
+}
+
+// Entries returns the settings in ScopedKeys order, then the phase bindings by phase.
+func (e Effective) Entries() []Entry {
 	val := map[string]string{
 		"branch_prefix":        strconv.Quote(e.BranchPrefix),
 		"question_deadline":    e.QuestionDeadline.String(),
@@ -164,12 +173,21 @@ func (e Effective) Lines() []string {
 	if e.RetentionDays > 0 {
 		val["retention_days"] = strconv.Itoa(e.RetentionDays)
 	}
-	var out []string
+	var out []Entry
 	for _, k := range ScopedKeys {
-		out = append(out, fmt.Sprintf("%s = %s (%s)", k, val[k], e.Sources[k]))
+		out = append(out, Entry{Key: k, Value: val[k], Source: e.Sources[k]})
 	}
 	for _, p := range slices.Sorted(maps.Keys(e.Phases)) {
-		out = append(out, fmt.Sprintf("phases.%s = %s (%s)", p, e.Phases[p], e.Sources["phases."+p]))
+		out = append(out, Entry{Key: "phases." + p, Value: e.Phases[p], Source: e.Sources["phases."+p]})
+	}
+	return out
+}
+
+// Lines returns Entries as "key = value (source)" lines, for config check.
+func (e Effective) Lines() []string {
+	var out []string
+	for _, x := range e.Entries() {
+		out = append(out, fmt.Sprintf("%s = %s (%s)", x.Key, x.Value, x.Source))
 	}
 	return out
 }

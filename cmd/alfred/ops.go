@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/alfred-bot/alfred/internal/admin"
+	"github.com/alfred-bot/alfred/internal/config"
+	"github.com/alfred-bot/alfred/internal/metrics"
+	"github.com/alfred-bot/alfred/internal/web"
+)
+
+// opsRoutes mounts the operator's side on r: GET /metrics (behind admin.metrics_token when
+// set) and the pages under /ui (behind admin.token; not served without one).
+func (s *server) opsRoutes(r chi.Router, reader web.Reader, cli *client.Client) error {
+	m := s.metrics.Handler()
+	if tok := s.cfg.Admin.MetricsToken.Reveal(); tok != "" {
+		m = bearer(tok, m)
+	}
+	r.Method(http.MethodGet, "/metrics", m)
+	tok := s.cfg.Admin.Token.Reveal()
+	if tok == "" || reader == nil {
+		return nil
+	}
+	pages, err := web.New(web.Config{Reader: reader, Logs: dockerLogs{cli}, Settings: settingsView{s.cfg},
+		Redact: s.cfg.Censor().String, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	r.Handle(web.Prefix+"/*", admin.PageAuth(web.Prefix, tok, pages))
+	r.Handle(web.Prefix, http.RedirectHandler(web.Prefix+"/", http.StatusMovedPermanently))
+	return nil
+}
+
+// bearer lets a request through only with "Authorization: Bearer <token>" (constant-time).
+func bearer(token string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="alfred"`)
+			http.Error(w, "a token is required (admin.metrics_token_file)", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// dockerLogs is web.LiveLogs on the Docker engine: the combined output of a run's container.
+type dockerLogs struct{ cli *client.Client }
+
+func (d dockerLogs) RunLog(ctx context.Context, name string, maxBytes int) (string, error) {
+	if d.cli == nil {
+		return "", fmt.Errorf("no Docker engine: %w", web.ErrNotFound)
+	}
+	rc, err := d.cli.ContainerLogs(ctx, name, container.LogsOptions{ShowStdout: true, ShowStderr: true})
+	if cerrdefs.IsNotFound(err) {
+		return "", fmt.Errorf("container %s: %w", name, web.ErrNotFound)
+	}
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	var buf bytes.Buffer
+	if _, err := stdcopy.StdCopy(&buf, &buf, rc); err != nil {
+		return "", err
+	}
+	b := buf.Bytes()
+	if len(b) > maxBytes {
+		b = b[len(b)-maxBytes:]
+	}
+	return string(b), nil
+}
+
+// settingsView is web.Settings on the configuration.
+type settingsView struct{ cfg *config.Config }
+
+func (v settingsView) Effective(project string) ([]web.Setting, error) {
+	var out []web.Setting
+	for _, x := range v.cfg.For(project).Entries() {
+		out = append(out, web.Setting{Name: x.Key, Value: x.Value, Source: x.Source})
+	}
+	return out, nil
+}
+
+func (v settingsView) Projects() []string {
+	set := map[string]bool{}
+	for k := range v.cfg.Scopes {
+		set[k] = true
+	}
+	for k := range v.cfg.Sessions.Overrides {
+		set[k] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// newMetrics builds the registry; gauges reads the store at scrape time (nil: none).
+func newMetrics(gauges func(context.Context) (metrics.Gauges, error)) *metrics.Metrics {
+	return metrics.New(metrics.Config{Gauges: gauges,
+		ReconciliationFindings: []string{"missed_event", "label_drift", "orphan_container"}})
+}
