@@ -18,9 +18,11 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // PostgreSQL driver
 
+	"github.com/alfred-bot/alfred/internal/admin"
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/metrics"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/store/postgres"
 	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent"
@@ -62,7 +64,7 @@ type server struct {
 	cfg     *config.Config
 	log     *slog.Logger
 	db      *sqlx.DB
-	store   *mailbox.Store
+	store   *postgres.Store
 	workers *mailbox.Workers
 	service *runner.Service
 	handler http.Handler
@@ -87,8 +89,8 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 		_ = db.Close()
 		return nil, fmt.Errorf("create data_dir: %w", err)
 	}
-	s := &server{cfg: cfg, log: log, db: db, store: mailbox.NewStore(db)}
-	s.metrics = newMetrics(nil)
+	s := &server{cfg: cfg, log: log, db: db, store: postgres.New(db, nil)}
+	s.metrics = newMetrics(s.store.Gauges)
 	if err := s.wire(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -177,7 +179,7 @@ func (s *server) wire(ctx context.Context) error {
 		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
 
 	receiver, err := webhook.NewReceiver(webhook.ReceiverConfig{
-		Sources: sources, Inbox: mailbox.Inbox{Store: s.store, Workers: s.workers},
+		Sources: sources, Inbox: mailbox.WakingInbox{Inbox: s.store, Workers: s.workers},
 		Ready: s.store.Ping, MaxBodyBytes: cfg.MaxBodyBytes, Logger: s.log,
 	})
 	if err != nil {
@@ -185,8 +187,8 @@ func (s *server) wire(ctx context.Context) error {
 	}
 	r := chi.NewRouter()
 	r.Method(http.MethodGet, "/mailboxes/{id}/session",
-		mailbox.StatusHandler(s.store, func(r *http.Request) string { return chi.URLParam(r, "id") }))
-	if err := s.opsRoutes(r, nil, cli); err != nil {
+		admin.SessionHandler(s.store, func(r *http.Request) string { return chi.URLParam(r, "id") }))
+	if err := s.opsRoutes(r, s.store, cli); err != nil {
 		return err
 	}
 	names := make([]string, 0, len(sources))
