@@ -202,6 +202,8 @@ func (m *Machine) labelsAdded(ctx context.Context, bot Bot, mb *Mailbox, added [
 		switch {
 		case strings.EqualFold(l, m.cfg.Labels.ValidatePlan):
 			return m.validate(ctx, bot, mb, sender, eventID)
+		case strings.EqualFold(l, m.cfg.Labels.RetryOnce):
+			return m.retryOnce(ctx, bot, mb, sender, eventID)
 		case m.cfg.Labels.TypeOf(l) != "" && d.accepts(inputTypeLabel):
 			return m.typeLabel(ctx, bot, mb, m.cfg.Labels.TypeOf(l), sender, eventID)
 		case strings.EqualFold(l, m.cfg.Labels.Blocked) && mb.State != StateBlocked:

@@ -39,6 +39,8 @@ type Labels struct {
 	TypeQuestion string `yaml:"type_question" env:"TYPE_QUESTION"`
 	// ValidatePlan is added by a maintainer to validate the technical plan.
 	ValidatePlan string `yaml:"validate_plan" env:"VALIDATE_PLAN"`
+	// RetryOnce is added by a maintainer to allow one more run past the issue's budget.
+	RetryOnce string `yaml:"retry_once" env:"RETRY_ONCE"`
 }
 
 // DefaultLabels returns the default names: status::…, type::…, ai::validate_plan.
@@ -58,6 +60,7 @@ func DefaultLabels() Labels {
 		TypeAnalysis:       "type::analysis",
 		TypeQuestion:       "type::question",
 		ValidatePlan:       "ai::validate_plan",
+		RetryOnce:          "ai::retry_once",
 	}
 }
 
@@ -79,6 +82,7 @@ func (l Labels) WithDefaults() Labels {
 		TypeAnalysis:       cmp.Or(l.TypeAnalysis, d.TypeAnalysis),
 		TypeQuestion:       cmp.Or(l.TypeQuestion, d.TypeQuestion),
 		ValidatePlan:       cmp.Or(l.ValidatePlan, d.ValidatePlan),
+		RetryOnce:          cmp.Or(l.RetryOnce, d.RetryOnce),
 	}
 }
 
@@ -117,9 +121,10 @@ func (l Labels) statuses() []string {
 		l.InDevelopment, l.InCI, l.InReview, l.Blocked, l.Done}
 }
 
-// All lists every label Alfred reads or writes: statuses, types and the validation label.
+// All lists every label Alfred reads or writes: statuses, types, the validation and the
+// retry-once labels.
 func (l Labels) All() []string {
-	return append(l.statuses(), l.TypeTask, l.TypeBug, l.TypeAnalysis, l.TypeQuestion, l.ValidatePlan)
+	return append(l.statuses(), l.TypeTask, l.TypeBug, l.TypeAnalysis, l.TypeQuestion, l.ValidatePlan, l.RetryOnce)
 }
 
 // TypeLabel returns the label of an issue type ("task", "bug", "analysis", "question").

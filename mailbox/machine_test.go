@@ -103,6 +103,12 @@ const repo = "acme/shop"
 
 func setup(t *testing.T, labels ...string) *bundle {
 	t.Helper()
+	return setupWith(t, mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, labels...)
+}
+
+// setupWith is setup with the machine's configuration.
+func setupWith(t *testing.T, cfg mailbox.Config, labels ...string) *bundle {
+	t.Helper()
 	fake := forgetest.NewFake(forge.KindGitLab)
 	fake.AddUser("alice")
 	fake.AddUser("mallory")
@@ -125,7 +131,7 @@ func setup(t *testing.T, labels ...string) *bundle {
 	c := &clock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 	store := mailboxtest.NewStore(c.Now)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, store,
+	m := mailbox.NewMachine(cfg, store,
 		map[string]mailbox.Bot{"gl": {Forge: fake, Login: forgetest.BotLogin}}, exec, c.Now, log)
 	return &bundle{t: t, store: store, fake: fake, exec: exec, machine: m, clock: c,
 		ref: forge.IssueRef{Forge: "gl", Repo: repo, Number: n}}

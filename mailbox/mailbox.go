@@ -106,6 +106,10 @@ type Data struct {
 	StuckReports int `json:"stuck_reports,omitempty"`
 	// Blocks counts the blocks of this lifecycle; it keys each block comment.
 	Blocks int `json:"blocks,omitempty"`
+	// RetryOnce is set by the ai::retry_once label: one more run may start past the budget.
+	RetryOnce bool `json:"retry_once,omitempty"`
+	// FirstRunAt is when the mailbox's first run started, for the status comment.
+	FirstRunAt time.Time `json:"first_run_at,omitempty"`
 }
 
 // Value implements driver.Valuer.
