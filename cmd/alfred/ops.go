@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
@@ -18,8 +19,10 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/admin"
 	"github.com/alfred-bot/alfred/internal/config"
+	"github.com/alfred-bot/alfred/internal/doctor"
 	"github.com/alfred-bot/alfred/internal/metrics"
 	"github.com/alfred-bot/alfred/internal/web"
+	"github.com/alfred-bot/alfred/mailbox"
 )
 
 // opsRoutes mounts the operator's side on r: GET /metrics (behind admin.metrics_token when
@@ -109,4 +112,43 @@ func (v settingsView) Projects() []string {
 func newMetrics(gauges func(context.Context) (metrics.Gauges, error)) *metrics.Metrics {
 	return metrics.New(metrics.Config{Gauges: gauges,
 		ReconciliationFindings: []string{"missed_event", "label_drift", "orphan_container"}})
+}
+
+// scopedSettings is what the machine needs of a project's effective settings. A phase binding
+// is passed only when the project's scope (not the global configuration) sets it, so the runner
+// keeps its own binding otherwise.
+func scopedSettings(e config.Effective) mailbox.Settings {
+	s := mailbox.Settings{BranchPrefix: e.BranchPrefix, QuestionDeadline: e.QuestionDeadline,
+		CIFixAttempts: e.CIFixAttempts, BudgetUSD: e.BudgetUSD}
+	for p, a := range e.Phases {
+		if src := e.Sources["phases."+p]; strings.HasPrefix(src, "org ") || strings.HasPrefix(src, "project ") {
+			if s.Agents == nil {
+				s.Agents = map[string]string{}
+			}
+			s.Agents[p] = a
+		}
+	}
+	return s
+}
+
+// retention is the sweep of closed mailboxes' texts, with each project's retention_days.
+func (s *server) retention() *mailbox.Retention {
+	return &mailbox.Retention{Store: s.store, Logger: s.log,
+		Days: func(repo string) int { return s.cfg.For(repo).RetentionDays }}
+}
+
+// logEndpoints says, at start-up, where each forge's webhook must point and where the pages are.
+func logEndpoints(log *slog.Logger, cfg *config.Config, listen string) {
+	base := cfg.PublicURL
+	if base == "" {
+		base = "http://" + listen
+	}
+	for _, f := range cfg.Forges {
+		log.Info("set this webhook URL on "+f.Name, "forge", f.Name, "url", doctor.WebhookURL(base, f.Name))
+	}
+	if cfg.Admin.Token != "" {
+		log.Info("operator pages", "url", strings.TrimRight(base, "/")+web.Prefix+"/")
+	} else {
+		log.Info("operator pages off: set admin.token_file to serve them")
+	}
 }

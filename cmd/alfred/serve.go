@@ -53,6 +53,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	log.Info("alfred serving", "version", versionString(), "listen", ln.Addr().String(), "forges", len(cfg.Forges))
+	logEndpoints(log, cfg, ln.Addr().String())
 	err = srv.Serve(ctx, ln)
 	log.Info("alfred stopped", "err", err)
 	return err
@@ -173,7 +174,10 @@ func (s *server) wire(ctx context.Context) error {
 	machine := mailbox.NewMachine(mailbox.Config{
 		Labels:           cfg.Labels,
 		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
-		CIPoll: cfg.Lifecycle.CIPoll, SessionResume: cfg.Sessions.ResumeEnabled, Redact: redact, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
+		CIPoll: cfg.Lifecycle.CIPoll, Redact: redact, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
+		SessionResume: func(repo string) bool { return cfg.For(repo).SessionResume },
+		Settings:      func(repo string) mailbox.Settings { return scopedSettings(cfg.For(repo)) },
+		Usage:         s.store,
 	}, s.store, bots, s.metrics.InstrumentJobs(s.service), nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
 		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
@@ -239,6 +243,11 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() {
 		defer wg.Done()
 		s.workers.Run(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.retention().Run(ctx, time.Hour)
 	}()
 	var err error
 	select {

@@ -12,8 +12,8 @@ import (
 
 // DeliveryMiddleware counts the deliveries answered by next, the webhook receiver mounted at
 // "/webhooks/{forge}". The forge label is the path's forge name when it is one of forges, else
-// "unknown"; the event label is the forge's event header (X-Gitlab-Event, X-Forgejo-Event,
-// X-Gitea-Event) normalised to lower case with '_' for spaces, "other" for a value outside the
+// "unknown"; the event label is the forge's event header (X-Gitlab-Event; Forgejo's and
+// Gitea's X-…-Event-Type, else X-…-Event) normalised to lower case with '_' for spaces, "other" for a value outside the
 // forges' documented event names and "unverified" for a delivery answered 401, so that a
 // sender without the secret cannot grow the label set. The answer label is the receiver's
 // JSON "status" (accepted, ignored, duplicate) or, for an error, a name of the HTTP status.
@@ -120,12 +120,11 @@ var knownEvents = map[string]bool{
 // EventName returns the normalised event header of a delivery (see DeliveryMiddleware), ""
 // when the request has none.
 func EventName(h http.Header) string {
-	v := h.Get("X-Gitlab-Event")
-	if v == "" {
-		v = h.Get("X-Forgejo-Event")
-	}
-	if v == "" {
-		v = h.Get("X-Gitea-Event")
+	var v string
+	for _, k := range []string{"X-Gitlab-Event", "X-Forgejo-Event-Type", "X-Gitea-Event-Type", "X-Forgejo-Event", "X-Gitea-Event"} {
+		if v = h.Get(k); v != "" {
+			break
+		}
 	}
 	if v == "" {
 		return "none"

@@ -11,6 +11,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -79,7 +80,6 @@ type Metrics struct {
 	forgeSecs   *prometheus.HistogramVec
 	passes      *prometheus.CounterVec
 	findings    *prometheus.CounterVec
-	gaugeErrors prometheus.Counter
 }
 
 // New builds the registry with every Alfred family, plus the Go runtime and process
@@ -133,9 +133,6 @@ func New(cfg Config) *Metrics {
 		Name: "reconciliation_findings_total",
 		Help: "What reconciliation passes found and repaired, by kind."},
 		[]string{"kind"})
-	m.gaugeErrors = prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace,
-		Name: "metrics_gauge_errors_total",
-		Help: "Scrapes whose store gauges (mailboxes, runs queued or running) could not be read."})
 	for _, r := range []string{PassOK, PassFailed} {
 		m.passes.WithLabelValues(r)
 	}
@@ -143,10 +140,10 @@ func New(cfg Config) *Metrics {
 		m.findings.WithLabelValues(k)
 	}
 	m.reg.MustRegister(m.deliveries, m.ackSeconds, m.runs, m.runSeconds, m.tokens, m.cost,
-		m.unrated, m.forgeCalls, m.forgeSecs, m.passes, m.findings, m.gaugeErrors,
+		m.unrated, m.forgeCalls, m.forgeSecs, m.passes, m.findings,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Gauges != nil {
-		m.reg.MustRegister(&gaugeCollector{read: cfg.Gauges, timeout: cfg.GaugeTimeout, errors: m.gaugeErrors})
+		m.reg.MustRegister(&gaugeCollector{read: cfg.Gauges, timeout: cfg.GaugeTimeout})
 	}
 	return m
 }
@@ -224,11 +221,12 @@ func (m *Metrics) ReconciliationPass(found map[string]int, err error) {
 	}
 }
 
-// gaugeCollector asks the store for the gauges at each scrape.
+// gaugeCollector asks the store for the gauges at each scrape, and counts the scrapes it
+// could not answer (in the same scrape).
 type gaugeCollector struct {
 	read    func(ctx context.Context) (Gauges, error)
 	timeout time.Duration
-	errors  prometheus.Counter
+	errors  atomic.Int64
 }
 
 var (
@@ -238,12 +236,15 @@ var (
 		"Mailboxes with work waiting for a worker and no lease, at scrape time.", nil, nil)
 	runningDesc = prometheus.NewDesc(Namespace+"_runs_running",
 		"Runs started and not finished, at scrape time.", nil, nil)
+	gaugeErrorsDesc = prometheus.NewDesc(Namespace+"_metrics_gauge_errors_total",
+		"Scrapes whose store gauges (mailboxes, runs queued or running) could not be read.", nil, nil)
 )
 
 func (c *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- mailboxesDesc
 	ch <- queuedDesc
 	ch <- runningDesc
+	ch <- gaugeErrorsDesc
 }
 
 func (c *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -255,7 +256,10 @@ func (c *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	g, err := c.read(ctx)
 	if err != nil {
-		c.errors.Inc()
+		c.errors.Add(1)
+	}
+	ch <- prometheus.MustNewConstMetric(gaugeErrorsDesc, prometheus.CounterValue, float64(c.errors.Load()))
+	if err != nil {
 		return
 	}
 	for state, n := range g.MailboxesByState {

@@ -94,12 +94,15 @@ const sqlWebEvents = `SELECT event_type, payload, received_at, processed_at, out
 WHERE mailbox_id = $1 ORDER BY id`
 
 const sqlWebRunColumns = `r.id, r.mailbox_id, r.phase, r.step, r.attempt, r.status, r.outcome, r.started_at,
-	r.finished_at, r.container,
+	r.finished_at,
+	coalesce(nullif(r.container, ''), (SELECT e.container_name FROM executors e WHERE e.run_id = r.id
+		ORDER BY e.id DESC LIMIT 1), '') AS container,
 	s.adapter AS "s.adapter", s.model AS "s.model", s.session_name AS "s.session_name", s.native_id AS "s.native_id",
 	s.resumed AS "s.resumed", s.fallback_reason AS "s.fallback_reason", s.tokens_in AS "s.tokens_in",
 	s.tokens_out AS "s.tokens_out", s.cost_usd AS "s.cost_usd", s.reported_cost AS "s.reported_cost"`
 
-// sqlWebRunFrom joins each run with its latest session record.
+// sqlWebRunFrom joins each run with its latest session record. A running run's container is
+// the one its executor record names (runs.container is written when the run ends).
 const sqlWebRunFrom = ` FROM runs r
 LEFT JOIN llm_sessions s ON s.id = (SELECT max(x.id) FROM llm_sessions x WHERE x.run_id = r.id)`
 
