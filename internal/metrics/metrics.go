@@ -69,17 +69,17 @@ type Config struct {
 type Metrics struct {
 	reg *prometheus.Registry
 
-	deliveries  *prometheus.CounterVec
-	ackSeconds  *prometheus.HistogramVec
-	runs        *prometheus.CounterVec
-	runSeconds  *prometheus.HistogramVec
-	tokens      *prometheus.CounterVec
-	cost        *prometheus.CounterVec
-	unrated     *prometheus.CounterVec
-	forgeCalls  *prometheus.CounterVec
-	forgeSecs   *prometheus.HistogramVec
-	passes      *prometheus.CounterVec
-	findings    *prometheus.CounterVec
+	deliveries *prometheus.CounterVec
+	ackSeconds *prometheus.HistogramVec
+	runs       *prometheus.CounterVec
+	runSeconds *prometheus.HistogramVec
+	tokens     *prometheus.CounterVec
+	cost       *prometheus.CounterVec
+	unrated    *prometheus.CounterVec
+	forgeCalls *prometheus.CounterVec
+	forgeSecs  *prometheus.HistogramVec
+	passes     *prometheus.CounterVec
+	findings   *prometheus.CounterVec
 }
 
 // New builds the registry with every Alfred family, plus the Go runtime and process
