@@ -23,6 +23,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/metrics"
 	"github.com/alfred-bot/alfred/internal/web"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 // opsRoutes mounts the operator's side on r: GET /metrics (behind admin.metrics_token when
@@ -38,7 +39,7 @@ func (s *server) opsRoutes(r chi.Router, reader web.Reader, cli *client.Client) 
 		return nil
 	}
 	pages, err := web.New(web.Config{Reader: reader, Logs: dockerLogs{cli}, Settings: settingsView{s.cfg},
-		Redact: s.cfg.Censor().String, Logger: s.log})
+		Redact: s.cfg.Censor().String, Logger: s.log, IssueURL: issueURL(s.cfg)})
 	if err != nil {
 		return err
 	}
@@ -150,5 +151,28 @@ func logEndpoints(log *slog.Logger, cfg *config.Config, listen string) {
 		log.Info("operator pages", "url", strings.TrimRight(base, "/")+web.Prefix+"/")
 	} else {
 		log.Info("operator pages off: set admin.token_file to serve them")
+	}
+}
+
+// issueURL links an issue or merge request on its configured forge: Forgejo
+// <base>/<repo>/issues/<n> (pulls for a pull request), GitLab <base>/<path>/-/issues/<n>
+// (merge_requests).
+func issueURL(cfg *config.Config) func(forgeName, repo string, number int64, mr bool) string {
+	return func(forgeName, repo string, number int64, mr bool) string {
+		f, ok := cfg.Forge(forgeName)
+		if !ok {
+			return ""
+		}
+		kind := "issues"
+		if f.Kind == forge.KindGitLab {
+			if mr {
+				kind = "merge_requests"
+			}
+			return fmt.Sprintf("%s/%s/-/%s/%d", f.BaseURL, repo, kind, number)
+		}
+		if mr {
+			kind = "pulls"
+		}
+		return fmt.Sprintf("%s/%s/%s/%d", f.BaseURL, repo, kind, number)
 	}
 }

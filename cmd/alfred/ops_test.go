@@ -92,6 +92,7 @@ admin:
 
 	p := browser.Load(t, login+web.Prefix+"/", "ops-mailboxes")
 	require.Contains(t, p.DOM, "acceptance/sandbox#1")
+	require.Contains(t, p.DOM, `/acceptance/sandbox/issues/1"`, "linked to the forge")
 	require.Contains(t, p.DOM, `<span class="badge running">running</span>`)
 	require.Contains(t, p.DOM, "development")
 	p = browser.Load(t, login+fmt.Sprintf("%s/mailboxes/%d", web.Prefix, mb.ID), "ops-mailbox")

@@ -51,6 +51,9 @@ type Config struct {
 	Limit int
 	// Logger logs read failures; nil discards them.
 	Logger *slog.Logger
+	// IssueURL links an issue (or merge request) on its forge when the Reader gives no link;
+	// nil or "" shows no link.
+	IssueURL func(forgeName, repo string, number int64, mergeRequest bool) string
 }
 
 // Handler serves the pages; build it with New.
@@ -152,6 +155,9 @@ func (h *Handler) mailboxes(w http.ResponseWriter, r *http.Request) {
 		SettingsLinkable bool
 	}
 	body.Mailboxes, body.SettingsLinkable = list, h.cfg.Settings != nil
+	for i := range list {
+		h.link(&list[i])
+	}
 	for _, m := range list {
 		if !m.Closed {
 			body.Open++
@@ -168,6 +174,13 @@ func (h *Handler) mailboxes(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, "mailboxes", "Mailboxes", 0, body)
 }
 
+// link fills m.IssueURL from Config.IssueURL when the reader gave none.
+func (h *Handler) link(m *MailboxSummary) {
+	if m.IssueURL == "" && h.cfg.IssueURL != nil {
+		m.IssueURL = h.cfg.IssueURL(m.Forge, m.Repo, m.Number, m.MergeRequest)
+	}
+}
+
 func pathID(r *http.Request) (int64, error) {
 	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
 	if err != nil || id <= 0 {
@@ -181,6 +194,7 @@ func (h *Handler) mailbox(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var mb *MailboxDetail
 		if mb, err = h.cfg.Reader.Mailbox(r.Context(), id); err == nil {
+			h.link(&mb.MailboxSummary)
 			refresh := 0
 			if mb.Running {
 				refresh = int(h.cfg.Refresh.Seconds())
