@@ -536,7 +536,7 @@ func TestExampleConfig(t *testing.T) {
 	raw, err := os.ReadFile("../../deploy/alfred.example.yaml")
 	require.NoError(t, err)
 	dir := t.TempDir()
-	for _, name := range []string{"database_url", "forgejo_token", "forgejo_webhook_secret", "gitlab_token", "gitlab_webhook_secret", "anthropic_api_key", "openai_api_key"} {
+	for _, name := range []string{"database_url", "forgejo_token", "forgejo_webhook_secret", "gitlab_token", "gitlab_webhook_secret", "anthropic_api_key", "openai_api_key", "admin_token"} {
 		writeFile(t, dir, name, name+"-"+marker+"\n")
 	}
 	yml := strings.ReplaceAll(string(raw), "/run/secrets/", dir+"/")
@@ -544,7 +544,8 @@ func TestExampleConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c.Forges, 2)
 	require.NotContains(t, c.Dump(), marker)
-	require.Len(t, c.Secrets(), 7)
+	require.Len(t, c.Secrets(), 8)
+	require.InDelta(t, 5, *c.For("acme/other").BudgetUSD, 1e-9, "the example's scopes load")
 }
 
 func TestSessionsResumeEnabled(t *testing.T) {
