@@ -109,18 +109,30 @@ func (m *Machine) postProgress(ctx context.Context, bot Bot, mb *Mailbox, runnin
 // request); a writer's grants one more run past the budget and, when the mailbox is blocked,
 // resumes it as a retry does.
 func (m *Machine) retryOnce(ctx context.Context, bot Bot, mb *Mailbox, sender string, eventID int64) (string, error) {
-	if err := bot.Forge.SetLabels(ctx, mb.Ref(), nil, []string{m.cfg.Labels.RetryOnce}); err != nil {
-		return "", fmt.Errorf("remove %s: %w", m.cfg.Labels.RetryOnce, err)
-	}
-	mb.Labels = slices.DeleteFunc(mb.Labels, func(l string) bool { return strings.EqualFold(l, m.cfg.Labels.RetryOnce) })
-	if ok, err := m.canWrite(ctx, bot, mb.Repo, sender); err != nil {
-		return "", err
-	} else if !ok {
-		return m.refuse(ctx, bot, mb, eventID, sender, "allow one more run")
+	if ok, refusal, err := m.oneShot(ctx, bot, mb, m.cfg.Labels.RetryOnce, sender, eventID, "allow one more run"); !ok {
+		return refusal, err
 	}
 	mb.Data.RetryOnce = true
 	if mb.State != StateBlocked {
 		return "one more run allowed past the budget", nil
 	}
 	return m.retry(ctx, bot, mb, sender, eventID)
+}
+
+// oneShot handles a label that is a one-shot request (ai::validate_plan, ai::retry_once): it is
+// removed whoever set it, so that it can be set again. ok is true when sender may ask (write
+// access); otherwise the refusal has been said in the issue and is the event's outcome.
+func (m *Machine) oneShot(ctx context.Context, bot Bot, mb *Mailbox, label, sender string, eventID int64, what string) (ok bool, refusal string, err error) {
+	if err := bot.Forge.SetLabels(ctx, mb.Ref(), nil, []string{label}); err != nil {
+		return false, "", fmt.Errorf("remove %s: %w", label, err)
+	}
+	mb.Labels = slices.DeleteFunc(mb.Labels, func(l string) bool { return strings.EqualFold(l, label) })
+	if ok, err := m.canWrite(ctx, bot, mb.Repo, sender); err != nil || !ok {
+		if err != nil {
+			return false, "", err
+		}
+		refusal, err := m.refuse(ctx, bot, mb, eventID, sender, what)
+		return false, refusal, err
+	}
+	return true, "", nil
 }
