@@ -16,12 +16,39 @@ type Jobs interface {
 
 // InstrumentJobs returns inner with every Execute counted: alfred_runs_total by phase and
 // outcome, alfred_run_duration_seconds, and the run's tokens and cost by adapter from its
-// session record.
+// session record. When inner also recovers runs (Recover), so does the result, and the runs it
+// collects are counted too (their duration is the wait after the restart).
 func (m *Metrics) InstrumentJobs(inner Jobs) Jobs {
 	if m == nil {
 		return inner
 	}
-	return &countedJobs{Jobs: inner, m: m}
+	c := &countedJobs{Jobs: inner, m: m}
+	if r, ok := inner.(recoverer); ok {
+		return &countedRecoverer{countedJobs: c, r: r}
+	}
+	return c
+}
+
+// recoverer is the runner's Recover (mailbox.RunRecoverer): the outcome of a run a stopped
+// process left, nil while its container still runs.
+type recoverer interface {
+	Recover(ctx context.Context, job phase.Job, wait bool) (*phase.Outcome, error)
+}
+
+// countedRecoverer keeps the inner runner's Recover visible (the machine asks for it by type)
+// and counts the runs it collects.
+type countedRecoverer struct {
+	*countedJobs
+	r recoverer
+}
+
+func (c *countedRecoverer) Recover(ctx context.Context, job phase.Job, wait bool) (*phase.Outcome, error) {
+	start := time.Now()
+	out, err := c.r.Recover(ctx, job, wait)
+	if out != nil || err != nil {
+		c.m.Outcome(string(job.Input.Phase), out, err, time.Since(start))
+	}
+	return out, err
 }
 
 type countedJobs struct {

@@ -186,3 +186,27 @@ func TestInstrumentJobs(t *testing.T) {
 	require.Contains(t, out, `alfred_llm_cost_usd_total{adapter="claude-code"} 0.02`)
 	require.Contains(t, out, `alfred_llm_tokens_total{adapter="claude-code",direction="output"} 3`)
 }
+
+type recoveringJobs struct{ jobs }
+
+func (recoveringJobs) Recover(context.Context, phase.Job, bool) (*phase.Outcome, error) {
+	return &phase.Outcome{Recovered: true}, nil
+}
+
+// The machine finds the runner's Recover by type: the instrumented runner keeps it.
+func TestInstrumentJobsKeepsRecover(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Config{})
+	j := m.InstrumentJobs(recoveringJobs{})
+	r, ok := j.(interface {
+		Recover(context.Context, phase.Job, bool) (*phase.Outcome, error)
+	})
+	require.True(t, ok)
+	_, err := r.Recover(t.Context(), phase.Job{Input: phase.Input{Phase: phase.Development}}, true)
+	require.NoError(t, err)
+	require.Contains(t, scrape(t, m), `alfred_runs_total{outcome="succeeded",phase="development"} 1`)
+	_, ok = m.InstrumentJobs(jobs{}).(interface {
+		Recover(context.Context, phase.Job, bool) (*phase.Outcome, error)
+	})
+	require.False(t, ok)
+}
