@@ -1,4 +1,5 @@
 # Alfred. `make deps` once (installs and starts PostgreSQL and Docker), then `make test`.
+# `make run` needs no database server with the default embedded SQLite store.
 
 # go from PATH, else Go's default install directory (scripts/dev-deps.sh checks the version).
 GO       ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
@@ -36,9 +37,15 @@ test: deps
 bench:
 	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench . -benchmem -count=1 ./...
 
-## run: bring up PostgreSQL and Docker, build, build the script agent image, prepare the demo's files, check (alfred doctor), serve with $(CONFIG)
-run: deps build script-agent-image
+## run: prepare the demo's files, bring up Docker (and PostgreSQL only when $(CONFIG) or ALFRED_DATABASE_URL names a PostgreSQL database; none or sqlite:PATH = embedded SQLite), build, build the script agent image, check (alfred doctor), serve with $(CONFIG)
+run:
 	@CONFIG=$(CONFIG) bash scripts/demo-files.sh
+	@if grep -E '^[[:space:]]*database_url(_file)?:[[:space:]]*["'"'"']?[^[:space:]#"'"'"']' $(CONFIG) | grep -Evq 'database_url:[[:space:]]*["'"'"']?sqlite:' || [ -n "$${ALFRED_DATABASE_URL:-}$${ALFRED_DATABASE_URL_FILE:-}" ]; then \
+		bash scripts/dev-deps.sh; \
+	else \
+		ALFRED_DEPS_SKIP_POSTGRES=1 bash scripts/dev-deps.sh; \
+	fi
+	$(MAKE) build script-agent-image
 	@./bin/alfred doctor --config $(CONFIG) || { echo "make run: fix the failures above (each says how), then make run again"; exit 1; }
 	./bin/alfred serve --config $(CONFIG)
 

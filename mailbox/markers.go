@@ -8,7 +8,7 @@ import (
 
 // Every comment Alfred posts starts with a hidden marker naming its key (unique within the
 // mailbox) and kind. Before posting, Alfred looks for its marker and edits that comment in
-// place, so a retried step never posts twice.
+// place, so a retried pass never posts twice.
 var markerRE = regexp.MustCompile(`<!-- alfred:key=([^:>\s]+):kind=([^:>\s]+) -->`)
 
 // Marker renders the hidden marker for a comment key and kind, e.g.

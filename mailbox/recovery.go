@@ -24,7 +24,7 @@ type RunRecoverer interface {
 
 // RecoverRuns is the start-up half of recovery for a mailbox the caller leased: every run
 // still in status running is looked up without waiting (runner.Service.Recover with wait
-// false) — a vanished container or a run with no live executor is marked interrupted with the
+// false) — a vanished container or a run with no live container record is marked interrupted with the
 // reason, an exited container's outcome is collected and recorded as a finished, unapplied run
 // that the next pass applies. It reports whether a container still runs; the next pass
 // reattaches to it.
@@ -33,7 +33,7 @@ func (m *Machine) RecoverRuns(ctx context.Context, mb *Mailbox) (running bool, e
 }
 
 // recoverRuns accounts for the mailbox's runs still in status running, whose worker stopped.
-// With wait (a Step: the caller holds the lease and a worker slot), a container that still
+// With wait (a pass, Machine.Advance: the caller holds the lease and a worker slot), a container that still
 // runs is reattached and waited for, and an event that cancels the work stops it, as for a
 // run. For an interrupted run the mailbox's containers and worktrees are cleaned up, and the
 // state's phase runs again.
@@ -147,7 +147,7 @@ func (m *Machine) applyRecovered(ctx context.Context, bot Bot, mb *Mailbox, stat
 }
 
 // Recover is the start-up recovery, run before the workers start: for every mailbox with a
-// live executor or a run still running, it claims the mailbox's lease (one held by a live
+// live container record or a run still running, it claims the mailbox's lease (one held by a live
 // lease is left to the pass of whoever gets it next, which recovers the same way), calls
 // Machine.RecoverRuns, makes the mailbox due at once so it continues by its normal rules, and
 // releases the lease. A container that still runs is left to the first pass, which reattaches

@@ -1,9 +1,20 @@
-// Package migrations holds Alfred's PostgreSQL schema as numbered SQL files, embedded in the
-// binary and applied with pressly/goose. `alfred migrate` and `alfred serve` both call Apply.
+// Package migrations holds Alfred's schema as numbered SQL files, one set per database engine,
+// embedded in the binary and applied with pressly/goose. `alfred migrate` and `alfred serve`
+// both call Apply.
 //
-// Migrations are never edited once applied: a change is a new numbered file. Concurrent
-// replicas are serialised by a PostgreSQL session advisory lock (goose's
-// lock.NewPostgresSessionLocker), the one PostgreSQL-only construct of this package.
+// The PostgreSQL files are at the root of the package; sqlite/ holds their SQLite translations,
+// with the same numbers and names (TestDialectsInStep fails when one side lacks a file). The
+// translation maps BIGSERIAL to INTEGER PRIMARY KEY AUTOINCREMENT, BIGINT to INTEGER, DOUBLE
+// PRECISION to REAL, and TIMESTAMPTZ to a column declared TIMESTAMP that holds INTEGER
+// microseconds since the Unix epoch, UTC (the store opens SQLite with the modernc.org/sqlite
+// options _time_integer_format=unix_micro and _inttotime=1, so Go's time.Time round-trips and
+// comparisons are integer comparisons). BOOLEAN columns hold 0 and 1; JSON documents are TEXT
+// on both engines.
+//
+// Migrations are never edited once applied: a change is a new numbered file on both sides.
+// Concurrent PostgreSQL replicas are serialised by a session advisory lock (goose's
+// lock.NewPostgresSessionLocker); a SQLite database has a single process (its store holds an
+// exclusive lock file), so it needs none.
 package migrations
 
 import (
@@ -11,18 +22,42 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"io/fs"
 
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 )
 
-//go:embed *.sql
+// Dialect names a database engine Alfred has a schema for. Its value is also the
+// database/sql driver name (lib/pq registers "postgres", modernc.org/sqlite "sqlite").
+type Dialect string
+
+// The supported engines.
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+//go:embed *.sql sqlite/*.sql
 var files embed.FS
 
-// Apply brings the database schema to the newest version. It is safe to call from several
-// processes at once. It returns the first failing migration's error, wrapped.
-func Apply(ctx context.Context, db *sql.DB) error {
-	p, err := provider(db)
+// Files returns the migration files of d (numbered NNNN_name.sql at the root of the FS).
+func Files(d Dialect) (fs.FS, error) {
+	switch d {
+	case Postgres:
+		return files, nil
+	case SQLite:
+		return fs.Sub(files, "sqlite")
+	default:
+		return nil, fmt.Errorf("migrations: unknown dialect %q", d)
+	}
+}
+
+// Apply brings the schema of db, a database of engine d, to the newest version. On
+// PostgreSQL it is safe to call from several processes at once. It returns the first failing
+// migration's error, wrapped.
+func Apply(ctx context.Context, db *sql.DB, d Dialect) error {
+	p, err := provider(db, d)
 	if err != nil {
 		return err
 	}
@@ -32,24 +67,33 @@ func Apply(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// Version returns the current schema version (0 for an empty database).
-func Version(ctx context.Context, db *sql.DB) (int64, error) {
-	p, err := provider(db)
+// Version returns the current schema version of db (0 for an empty database).
+func Version(ctx context.Context, db *sql.DB, d Dialect) (int64, error) {
+	p, err := provider(db, d)
 	if err != nil {
 		return 0, err
 	}
 	return p.GetDBVersion(ctx)
 }
 
-func provider(db *sql.DB) (*goose.Provider, error) {
-	locker, err := lock.NewPostgresSessionLocker()
+func provider(db *sql.DB, d Dialect) (*goose.Provider, error) {
+	fsys, err := Files(d)
 	if err != nil {
-		return nil, fmt.Errorf("create migration lock: %w", err)
+		return nil, err
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, files,
-		goose.WithSessionLocker(locker), goose.WithTableName("alfred_schema_version"))
+	opts := []goose.ProviderOption{goose.WithTableName("alfred_schema_version")}
+	dialect := goose.DialectSQLite3
+	if d == Postgres {
+		locker, err := lock.NewPostgresSessionLocker()
+		if err != nil {
+			return nil, fmt.Errorf("create migration lock: %w", err)
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+		dialect = goose.DialectPostgres
+	}
+	p, err := goose.NewProvider(dialect, db, fsys, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("load migrations: %w", err)
+		return nil, fmt.Errorf("load %s migrations: %w", d, err)
 	}
 	return p, nil
 }

@@ -13,8 +13,8 @@ import (
 func TestApplyIsIdempotentAndVersioned(t *testing.T) {
 	db, _ := pgtest.New(t) // applies once
 	ctx := context.Background()
-	require.NoError(t, migrations.Apply(ctx, db.DB))
-	v, err := migrations.Version(ctx, db.DB)
+	require.NoError(t, migrations.Apply(ctx, db.DB, migrations.Postgres))
+	v, err := migrations.Version(ctx, db.DB, migrations.Postgres)
 	require.NoError(t, err)
 	require.EqualValues(t, 3, v)
 	var n int

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,6 +41,19 @@ func (c CompileConfig) InstanceName(name string) string {
 		return name
 	}
 	return "alfred-" + c.Instance + "-" + strings.TrimPrefix(name, "alfred-")
+}
+
+// InstanceID names an installation on a shared Docker daemon (the Instance of its
+// CompileConfig): the first 12 hex digits of the SHA-256 of its absolute data directory.
+// Replicas sharing a data directory (and a database) are one installation; another
+// installation's containers are never reaped.
+func InstanceID(dataDir string) string {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return hex.EncodeToString(sum[:6])
 }
 
 // RunDir returns DataDir/runs/<name>, the parent of the run's in/, out/ and home/ directories.

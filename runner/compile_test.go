@@ -100,3 +100,13 @@ func TestCompileRejects(t *testing.T) {
 		require.Error(t, err, name)
 	}
 }
+
+// TestInstanceID: one data directory is one installation whatever the spelling of its path;
+// another directory is another installation, and the id fits a container name.
+func TestInstanceID(t *testing.T) {
+	dir := t.TempDir()
+	id := runner.InstanceID(dir)
+	require.Regexp(t, `^[0-9a-f]{12}$`, id)
+	require.Equal(t, id, runner.InstanceID(filepath.Join(dir, "sub", "..")), "a cleaned path is the same installation")
+	require.NotEqual(t, id, runner.InstanceID(t.TempDir()))
+}

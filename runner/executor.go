@@ -308,14 +308,21 @@ func (e *Executor) Reap(ctx context.Context, keep func(labels map[string]string)
 	if err != nil {
 		return nil, fmt.Errorf("reap: %w", err)
 	}
+	return e.destroyAll(ctx, "reap", list, func(c Container) bool { return keep != nil && keep(c.Labels) })
+}
+
+// destroyAll destroys every container of list for which keep returns false and returns the
+// names destroyed; each failure is wrapped with what (the caller's verb) and the container's
+// name, and the failures are joined.
+func (e *Executor) destroyAll(ctx context.Context, what string, list []Container, keep func(Container) bool) ([]string, error) {
 	var names []string
 	var errs []error
 	for _, c := range list {
-		if keep != nil && keep(c.Labels) {
+		if keep(c) {
 			continue
 		}
 		if err := e.cfg.Runtime.Destroy(ctx, c.ID); err != nil {
-			errs = append(errs, fmt.Errorf("reap %s: %w", c.Name, err))
+			errs = append(errs, fmt.Errorf("%s %s: %w", what, c.Name, err))
 			continue
 		}
 		names = append(names, c.Name)

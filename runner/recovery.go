@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	gitrepo "github.com/alfred-bot/alfred/runner/git"
+	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
@@ -164,19 +164,7 @@ func (e *Executor) RemoveOrphans(ctx context.Context) ([]string, error) {
 			known[r.ContainerID] = true
 		}
 	}
-	var names []string
-	var errs []error
-	for _, c := range list {
-		if known[c.Name] || known[string(c.ID)] {
-			continue
-		}
-		if err := e.cfg.Runtime.Destroy(ctx, c.ID); err != nil {
-			errs = append(errs, fmt.Errorf("remove orphan %s: %w", c.Name, err))
-			continue
-		}
-		names = append(names, c.Name)
-	}
-	return names, errors.Join(errs...)
+	return e.destroyAll(ctx, "remove orphan", list, func(c Container) bool { return known[c.Name] || known[string(c.ID)] })
 }
 
 // Recover finishes a run whose worker stopped (the process was killed) while the run was in

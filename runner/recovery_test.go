@@ -18,7 +18,7 @@ import (
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 )
 
-// memLog is an in-memory runner.ContainerLog (mailbox.Store is the real one, tested in mailbox).
+// memLog is an in-memory runner.ContainerLog (mailbox/store/postgres is the real one, tested there).
 type memLog struct {
 	mu   sync.Mutex
 	rows []runner.ContainerRecord
@@ -263,7 +263,7 @@ func TestReattachDocker(t *testing.T) {
 		require.NoError(t, err)
 		requireCollected(t, rec, h, r, wt)
 		xl.mu.Lock()
-		require.Positive(t, xl.seen, "the reattached executor's heartbeat ran")
+		require.Positive(t, xl.seen, "the reattached container record's heartbeat ran")
 		xl.mu.Unlock()
 	})
 

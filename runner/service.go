@@ -11,13 +11,13 @@ import (
 	"sync"
 	"time"
 
-	gitrepo "github.com/alfred-bot/alfred/runner/git"
+	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // Service runs a mailbox's Job end to end: a git worktree of the mailbox's branch, the agent's
 // container (Executor), then — for read-write phases — a commit with the bot identity and a
-// push. It implements mailbox.Executor.
+// push. It implements mailbox.JobRunner.
 type Service struct {
 	exec     *Executor
 	git      map[string]*gitrepo.Manager
@@ -226,11 +226,11 @@ func (s *Service) ReapLeftovers(ctx context.Context, mb Mailboxes) error {
 		s.log.Info("removed orphaned agent session state", "mailboxes", removed)
 	}
 	// Containers no live container record accounts for are orphans; the containers and
-	// worktrees of a mailbox with a live record belong to its recovery (the next step
+	// worktrees of a mailbox with a live record belong to its recovery (the next pass
 	// reattaches).
 	orphans, oerr := s.RemoveOrphans(ctx)
 	if len(orphans) > 0 {
-		s.log.Info("removed containers no executor accounts for", "containers", orphans)
+		s.log.Info("removed containers no live container record accounts for", "containers", orphans)
 	}
 	return errors.Join(err, oerr, s.Reap(ctx, func(id int64) bool { return mb.Leased[id] || mb.LiveContainers[id] }))
 }

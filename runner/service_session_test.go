@@ -13,11 +13,12 @@ import (
 	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/mailbox/store/postgres"
+	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/agenttest"
 	"github.com/alfred-bot/alfred/runner/agent/claudecode"
 	"github.com/alfred-bot/alfred/runner/docker"
-	gitrepo "github.com/alfred-bot/alfred/runner/git"
+	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -27,7 +28,7 @@ import (
 // real git and a real PostgreSQL store.
 type sessionBundle struct {
 	t        *testing.T
-	store    *postgres.Store
+	store    *sqlstore.Store
 	repo     forge.Repository
 	image    string
 	dataDir  string

@@ -8,6 +8,8 @@
 #   - root, or sudo for this user (packages and services);
 #   - Go at the version of go.mod's `go` line or newer, on PATH or in /usr/local/go/bin.
 #
+#   ALFRED_DEPS_SKIP_POSTGRES=1  do not install or start PostgreSQL (`make run` with the embedded
+#                                SQLite store needs none)
 #   ALFRED_DEPS_SKIP_DOCKER=1    do not install or start Docker
 #   ALFRED_DEPS_SKIP_BROWSER=1   do not install Chromium (the page tests then skip, or fail in CI)
 #   ALFRED_DEPS_LOG_DIR=DIR      where dockerd logs when this script starts it (default /tmp)
@@ -53,7 +55,9 @@ pg_installed() { compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null && c
 missing=()
 command -v git >/dev/null || missing+=(git)
 command -v make >/dev/null || missing+=(make)
-pg_installed || missing+=(postgresql)
+if [ "${ALFRED_DEPS_SKIP_POSTGRES:-}" != 1 ]; then
+	pg_installed || missing+=(postgresql)
+fi
 if [ "${ALFRED_DEPS_SKIP_DOCKER:-}" != 1 ] && ! command -v dockerd >/dev/null; then
 	missing+=(docker.io)
 fi
@@ -67,25 +71,26 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # --- PostgreSQL -------------------------------------------------------------------------
-major=$(ls /usr/lib/postgresql | sort -V | tail -n 1)
-if ! pg_lsclusters -h | awk -v v="$major" '$1 == v && $2 == "main" { found = 1 } END { exit !found }'; then
-	log "creating cluster $major/main"
-	"${SUDO[@]}" pg_createcluster "$major" main
-fi
-status=$(pg_lsclusters -h | awk -v v="$major" '$1 == v && $2 == "main" { print $4 }')
-port=$(pg_lsclusters -h | awk -v v="$major" '$1 == v && $2 == "main" { print $3 }')
-if [ "$status" != online ]; then
-	log "starting PostgreSQL $major/main"
-	"${SUDO[@]}" pg_ctlcluster "$major" main start
-fi
-[ "$port" = 5432 ] || log "warning: cluster $major/main listens on port $port; set ALFRED_TEST_DATABASE_URL"
-for _ in $(seq 60); do
-	pg_isready -q -h 127.0.0.1 -p "$port" && break
-	sleep 0.5
-done
-pg_isready -h 127.0.0.1 -p "$port" >/dev/null || { log "PostgreSQL is not accepting connections on port $port"; exit 1; }
+setup_postgres() {
+	major=$(ls /usr/lib/postgresql | sort -V | tail -n 1)
+	if ! pg_lsclusters -h | awk -v v="$major" '$1 == v && $2 == "main" { found = 1 } END { exit !found }'; then
+		log "creating cluster $major/main"
+		"${SUDO[@]}" pg_createcluster "$major" main
+	fi
+	status=$(pg_lsclusters -h | awk -v v="$major" '$1 == v && $2 == "main" { print $4 }')
+	port=$(pg_lsclusters -h | awk -v v="$major" '$1 == v && $2 == "main" { print $3 }')
+	if [ "$status" != online ]; then
+		log "starting PostgreSQL $major/main"
+		"${SUDO[@]}" pg_ctlcluster "$major" main start
+	fi
+	[ "$port" = 5432 ] || log "warning: cluster $major/main listens on port $port; set ALFRED_TEST_DATABASE_URL"
+	for _ in $(seq 60); do
+		pg_isready -q -h 127.0.0.1 -p "$port" && break
+		sleep 0.5
+	done
+	pg_isready -h 127.0.0.1 -p "$port" >/dev/null || { log "PostgreSQL is not accepting connections on port $port"; exit 1; }
 
-as_postgres psql -p "$port" -v ON_ERROR_STOP=1 -q <<'SQL'
+	as_postgres psql -p "$port" -v ON_ERROR_STOP=1 -q <<'SQL'
 DO $$
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'alfred') THEN
@@ -94,13 +99,19 @@ BEGIN
 END
 $$;
 SQL
-for db in alfred alfred_test; do
-	if [ "$(as_postgres psql -p "$port" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" != 1 ]; then
-		log "creating database $db"
-		as_postgres createdb -p "$port" -O alfred "$db"
-	fi
-done
-log "PostgreSQL $major ready: postgres://alfred:alfred@127.0.0.1:$port/alfred_test"
+	for db in alfred alfred_test; do
+		if [ "$(as_postgres psql -p "$port" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" != 1 ]; then
+			log "creating database $db"
+			as_postgres createdb -p "$port" -O alfred "$db"
+		fi
+	done
+	log "PostgreSQL $major ready: postgres://alfred:alfred@127.0.0.1:$port/alfred_test"
+}
+if [ "${ALFRED_DEPS_SKIP_POSTGRES:-}" = 1 ]; then
+	log "skipping PostgreSQL (ALFRED_DEPS_SKIP_POSTGRES=1)"
+else
+	setup_postgres
+fi
 
 # --- Docker -----------------------------------------------------------------------------
 if [ "${ALFRED_DEPS_SKIP_DOCKER:-}" = 1 ]; then

@@ -2,11 +2,13 @@ package webhook_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,18 +17,34 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox/store/postgres"
+	"github.com/alfred-bot/alfred/mailbox/store/sqlite"
+	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
-// BenchmarkIngest measures the webhook edge end to end with PostgreSQL: a signed Forgejo
-// comment delivery over real HTTP (loopback), verified, parsed, stored in its mailbox's inbox,
-// answered 202. It reports deliveries per second and the p50/p99 acknowledgement latency.
-// Each delivery has its own id and body (a distinct comment), spread over 50 issues.
+// BenchmarkIngest measures the webhook edge end to end on each store: a signed Forgejo comment
+// delivery over real HTTP (loopback), verified, parsed, stored in its mailbox's inbox, answered
+// 202. It reports deliveries per second and the p50/p99 acknowledgement latency, for the
+// embedded SQLite store and for PostgreSQL side by side. Each delivery has its own id and body
+// (a distinct comment), spread over 50 issues.
 func BenchmarkIngest(b *testing.B) {
-	db, _ := pgtest.New(b)
-	store := postgres.New(db, nil)
+	b.Run("store=sqlite", func(b *testing.B) {
+		store, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "alfred.db"), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer store.Close()
+		benchmarkIngest(b, store)
+	})
+	b.Run("store=postgres", func(b *testing.B) {
+		db, _ := pgtest.New(b)
+		benchmarkIngest(b, postgres.New(db, nil))
+	})
+}
+
+func benchmarkIngest(b *testing.B, store *sqlstore.Store) {
 	src, err := forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{"bench-secret"}})
 	if err != nil {
 		b.Fatal(err)

@@ -20,7 +20,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -108,7 +108,7 @@ func TestKillDuringDevelopmentRunContainerFinishes(t *testing.T) {
 			// step) claims the mailbox and collects the run.
 			require.Eventually(t, func() bool {
 				var held int
-				require.NoError(t, db.Get(&held, `SELECT count(*) FROM mailboxes WHERE lease_expires_at > now()`))
+				require.NoError(t, db.Get(&held, `SELECT count(*) FROM mailboxes WHERE lease_expires_at > $1`, time.Now()))
 				return held == 0
 			}, time.Minute, 100*time.Millisecond)
 		},
@@ -144,10 +144,17 @@ func TestKillDuringDevelopmentRunContainerRemoved(t *testing.T) {
 	})
 }
 
-// runCrashCase drives one crash scenario: assign, plan, validate; SIGKILL during the first
-// development container; c.whileDown; restart; then the lifecycle must reach done.
+// runCrashCase drives one crash scenario on each store (e2eStores, one subtest each).
 func runCrashCase(t *testing.T, c crashCase) {
-	_, dsn := pgtest.New(t)
+	for _, store := range e2eStores {
+		t.Run("store="+store, func(t *testing.T) { runCrashCaseOn(t, store, c) })
+	}
+}
+
+// runCrashCaseOn drives one crash scenario on store: assign, plan, validate; SIGKILL during the
+// first development container; c.whileDown; restart; then the lifecycle must reach done.
+func runCrashCaseOn(t *testing.T, store string, c crashCase) {
+	dsn := testDatabaseURL(t, store)
 	cli := runtimetest.Client(t)
 	ctx := context.Background()
 	image := runtimetest.BuildImage(t, ctx, cli, "alfred-crash-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
@@ -223,7 +230,7 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	// This test's own containers: the instance label is derived from this test's data
 	// directory, so a development container of another test (or package) never matches.
 	devFilter := filters.NewArgs(filters.Arg("label", "alfred.managed=true"), filters.Arg("label", "alfred.phase=development"),
-		filters.Arg("label", "alfred.instance="+instanceID(filepath.Join(dir, "data"))))
+		filters.Arg("label", "alfred.instance="+runner.InstanceID(filepath.Join(dir, "data"))))
 	require.Eventually(t, func() bool {
 		list, err := cli.ContainerList(ctx, container.ListOptions{Filters: devFilter})
 		require.NoError(t, err)
@@ -236,8 +243,7 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	list, err := cli.ContainerList(ctx, container.ListOptions{Filters: devFilter})
 	require.NoError(t, err)
 	require.Len(t, list, 1, "the killed process left its container running")
-	db := sqlx.MustConnect("postgres", dsn)
-	defer db.Close()
+	db := openTestDatabase(t, dsn, filepath.Join(dir, "data"))
 	c.whileDown(t, ctx, cli, list[0].ID, db)
 
 	proc = start()
@@ -268,7 +274,7 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	c.devRuns(t, runs)
 	var live int
 	require.NoError(t, db.Get(&live, `SELECT count(*) FROM executors WHERE status IN ('starting', 'ready')`))
-	require.Zero(t, live, "an executor is still live")
+	require.Zero(t, live, "a container record is still live")
 	var pending int
 	require.NoError(t, db.Get(&pending, `SELECT count(*) FROM events WHERE processed_at IS NULL`))
 	require.Zero(t, pending, "an event was lost")

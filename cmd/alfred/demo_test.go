@@ -9,12 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/config"
+	"github.com/alfred-bot/alfred/mailbox/store"
+	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner/agent/script"
 )
 
 // The README's demo: scripts/demo-files.sh (run by make run) copies deploy/demo/alfred.yaml to
 // the root of the repository, creates the secrets it can and names the one it cannot; with
-// that file created, the configuration loads and its script parses.
+// that file created, the configuration loads, selects the embedded SQLite store in its
+// data_dir, and its script parses.
 func TestDemoConfigurationLoads(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
@@ -50,6 +53,9 @@ func TestDemoConfigurationLoads(t *testing.T) {
 	cfg, err := config.Load(filepath.Join(root, "alfred.yaml"), nil)
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(root, "alfred-data"), cfg.DataDir, "relative to the configuration file, absolute")
+	d, path := store.Engine(cfg.DatabaseURL.Reveal(), cfg.DataDir)
+	require.Equal(t, migrations.SQLite, d, "the demo needs no database server")
+	require.Equal(t, filepath.Join(root, "alfred-data", "alfred.db"), path)
 	require.Len(t, cfg.Agents, 1)
 	require.Len(t, cfg.Admin.Token.Reveal(), 64)
 	_, err = script.New(script.Config{Image: cfg.Agents[0].Image, ScriptFile: cfg.Agents[0].Script})

@@ -10,10 +10,10 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/client"
-	"github.com/jmoiron/sqlx"
 
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/doctor"
+	"github.com/alfred-bot/alfred/mailbox/store"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/docker"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -84,15 +84,17 @@ func publicURLOrListen(cfg *config.Config) string {
 func (a *app) doctorConfig(ctx context.Context, path string, cfg *config.Config) (doctor.Config, func()) {
 	dc := doctor.Config{ConfigFile: path, PublicURL: cfg.PublicURL}
 	var closers []func()
-	db, err := sqlx.Open("postgres", cfg.DatabaseURL.Reveal())
+	// The store database_url selects, opened as serve opens it (migrations applied): for the
+	// embedded SQLite store this also proves no other process holds it.
+	st, err := store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, nil)
 	if err == nil {
-		closers = append(closers, func() { _ = db.Close() })
+		closers = append(closers, func() { _ = st.Close() })
 	}
 	dc.Database = func(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		return db.PingContext(ctx)
+		return st.Ping(ctx)
 	}
 	agents, err := buildAgents(cfg)
 	if err != nil {
@@ -103,7 +105,7 @@ func (a *app) doctorConfig(ctx context.Context, path string, cfg *config.Config)
 		closers = append(closers, func() { _ = cli.Close() })
 		dc.Engine = dockerEngine{cli: cli}
 		exec, err := runner.NewExecutor(runner.Config{Runtime: docker.New(cli), Agents: agents,
-			DataDir: cfg.DataDir, UID: cfg.Runner.UID, GID: cfg.Runner.GID, Instance: instanceID(cfg.DataDir)})
+			DataDir: cfg.DataDir, UID: cfg.Runner.UID, GID: cfg.Runner.GID, Instance: runner.InstanceID(cfg.DataDir)})
 		if err == nil {
 			dc.Prober = cliProber{svc: runner.NewService(exec, nil, runner.SessionConfig{}, nil), agents: agents}
 		}
@@ -120,7 +122,10 @@ func (a *app) doctorConfig(ctx context.Context, path string, cfg *config.Config)
 		slices.Sort(phases)
 		dc.Agents = append(dc.Agents, doctor.Agent{Name: ag.Name, Adapter: ag.Adapter, Image: ag.Image, Phases: phases})
 	}
-	repos := mailboxRepos(ctx, db)
+	var repos map[string][]string
+	if st != nil {
+		repos, _ = st.OpenRepositories(ctx) // the database check says why when it cannot
+	}
 	for _, f := range cfg.Forges {
 		client, err := forgeClient(f, nil)
 		df := doctor.Forge{Name: f.Name, Kind: f.Kind, BotUser: f.BotUser}
@@ -160,27 +165,6 @@ func forgeClient(f config.Forge, hc *http.Client) (doctorForge, error) {
 		return forgejo.NewClient(forgejo.ClientConfig{BaseURL: f.BaseURL, Token: f.Token.Reveal(), HTTPClient: hc})
 	}
 	return nil, fmt.Errorf("forge %s: unknown kind %q", f.Name, f.Kind)
-}
-
-// mailboxRepos lists, by forge name, the repositories with an open mailbox; nil when the
-// database cannot say (the database check reports why).
-func mailboxRepos(ctx context.Context, db *sqlx.DB) map[string][]string {
-	if db == nil {
-		return nil
-	}
-	var rows []struct {
-		Forge string `db:"forge"`
-		Repo  string `db:"repo"`
-	}
-	const q = `SELECT DISTINCT forge, repo FROM mailboxes WHERE closed_at IS NULL ORDER BY forge, repo`
-	if err := db.SelectContext(ctx, &rows, q); err != nil {
-		return nil
-	}
-	out := map[string][]string{}
-	for _, r := range rows {
-		out[r.Forge] = append(out[r.Forge], r.Repo)
-	}
-	return out
 }
 
 // dockerEngine is doctor.Engine on the Docker Engine API.

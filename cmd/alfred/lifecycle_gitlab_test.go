@@ -61,7 +61,7 @@ func glLabels(names ...string) []any {
 }
 
 func TestLifecycleGitLabRecordedDeliveries(t *testing.T) {
-	e := startE2EOn(t, forge.KindGitLab, "gitlab-org/gitlab-test", 24*time.Hour)
+	e := startE2EOn(t, storeSQLite, forge.KindGitLab, "gitlab-org/gitlab-test", 24*time.Hour)
 	ctx := context.Background()
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
 

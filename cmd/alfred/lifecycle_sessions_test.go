@@ -24,7 +24,7 @@ import (
 func TestLifecycleOneClaudeSessionAcrossPhases(t *testing.T) {
 	cli := runtimetest.Client(t)
 	image := agenttest.BuildImage(t, context.Background(), cli)
-	e := startE2EWith(t, forge.KindForgejo, "acceptance/sandbox", time.Hour, fmt.Sprintf(`
+	e := startE2EWith(t, storePostgres, forge.KindForgejo, "acceptance/sandbox", time.Hour, fmt.Sprintf(`
 agents:
   - name: claude
     adapter: claude-code

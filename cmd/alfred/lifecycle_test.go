@@ -23,8 +23,8 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/admin"
 	"github.com/alfred-bot/alfred/internal/config"
-	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -69,8 +69,8 @@ ci_fix:
     export_test.txt: "fixed\n"
 `
 
-// e2e is a wired Alfred (newServer) against the Forgejo stand-in, real PostgreSQL, real Docker
-// and a real bare git repository, fed with the recorded deliveries.
+// e2e is a wired Alfred (newServer) against the Forgejo stand-in, the store under test (SQLite
+// or PostgreSQL), real Docker and a real bare git repository, fed with the recorded deliveries.
 type e2e struct {
 	t       *testing.T
 	srv     *server
@@ -84,19 +84,20 @@ type e2e struct {
 	done    chan error
 }
 
+// startE2E wires Alfred on the default store (SQLite) to a Forgejo stand-in.
 func startE2E(t *testing.T, deadline time.Duration) *e2e {
-	return startE2EOn(t, forge.KindForgejo, "acceptance/sandbox", deadline)
+	return startE2EOn(t, storeSQLite, forge.KindForgejo, "acceptance/sandbox", deadline)
 }
 
-// startE2EOn wires Alfred to a stand-in of kind holding repo with issue #1 by alice, the
-// bot assigned.
-func startE2EOn(t *testing.T, kind forge.Kind, repo string, deadline time.Duration) *e2e {
+// startE2EOn wires Alfred on store (storeSQLite or storePostgres) to a stand-in of kind
+// holding repo with issue #1 by alice, the bot assigned.
+func startE2EOn(t *testing.T, store string, kind forge.Kind, repo string, deadline time.Duration) *e2e {
 	t.Helper()
 	cli := runtimetest.Client(t)
 	image := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
 	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
 	require.NoError(t, os.WriteFile(scriptPath, []byte(lifecycleScript), 0o644))
-	return startE2EWith(t, kind, repo, deadline, fmt.Sprintf(`
+	return startE2EWith(t, store, kind, repo, deadline, fmt.Sprintf(`
 agents:
   - name: script
     adapter: script
@@ -108,9 +109,9 @@ phases:
 }
 
 // startE2EWith is startE2EOn with the given agents and phases configuration.
-func startE2EWith(t *testing.T, kind forge.Kind, repo string, deadline time.Duration, agents string) *e2e {
+func startE2EWith(t *testing.T, store string, kind forge.Kind, repo string, deadline time.Duration, agents string) *e2e {
 	t.Helper()
-	_, dsn := pgtest.New(t)
+	dsn := testDatabaseURL(t, store)
 	ctx := context.Background()
 	dir := t.TempDir()
 	bare := seedBareRepo(t, dir)
@@ -166,6 +167,7 @@ workers:
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := newServer(ctx, cfg, log)
 	require.NoError(t, err)
+	require.EqualValues(t, store, srv.store.Dialect().Name, "the store under test")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(ctx)
@@ -302,8 +304,16 @@ func setLabels(names ...string) func(map[string]any) {
 	}
 }
 
+// TestLifecycleForgejoRecordedDeliveries runs the whole lifecycle on each store.
 func TestLifecycleForgejoRecordedDeliveries(t *testing.T) {
-	e := startE2E(t, 24*time.Hour)
+	for _, store := range e2eStores {
+		t.Run("store="+store, func(t *testing.T) {
+			lifecycleForgejoRecordedDeliveries(t, startE2EOn(t, store, forge.KindForgejo, "acceptance/sandbox", 24*time.Hour))
+		})
+	}
+}
+
+func lifecycleForgejoRecordedDeliveries(t *testing.T, e *e2e) {
 	ctx := context.Background()
 
 	// alice assigns the bot: the recorded delivery, byte for byte with its real signature.
@@ -422,7 +432,7 @@ func requireNoLeftovers(t *testing.T, dataDir string) {
 	require.Eventually(t, func() bool {
 		list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
 			Filters: filters.NewArgs(filters.Arg("label", "alfred.managed=true"),
-				filters.Arg("label", "alfred.instance="+instanceID(dataDir)))})
+				filters.Arg("label", "alfred.instance="+runner.InstanceID(dataDir)))})
 		require.NoError(t, err)
 		return len(list) == 0
 	}, 30*time.Second, 200*time.Millisecond, "an Alfred container was left behind")

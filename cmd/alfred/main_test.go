@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"database/sql"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/censor"
 	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/mailbox/store/sqlite"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 )
 
@@ -322,4 +324,33 @@ func TestMigrate(t *testing.T) {
 		`SELECT count(*) FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'alfred_schema_version'`,
 		schema).Scan(&n))
 	require.Equal(t, 1, n)
+}
+
+// With no database_url, migrate applies the SQLite migrations to <data_dir>/alfred.db, and is
+// refused with the reason while another process (here: this test) holds the database.
+func TestMigrateSQLite(t *testing.T) {
+	t.Parallel()
+	dataDir := filepath.Join(t.TempDir(), "data")
+	p := writeConfig(t, `""`)
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("data_dir: " + dataDir + "\n")
+	require.NoError(t, errors.Join(err, f.Close()))
+
+	for range 2 { // idempotent
+		r := runArgs(t, "migrate", "--config", p)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.Contains(t, r.stdout, "migrations applied (SQLite "+filepath.Join(dataDir, "alfred.db")+")")
+	}
+	db, err := sqlite.OpenDB(context.Background(), filepath.Join(dataDir, "alfred.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	var n int
+	require.NoError(t, db.Get(&n, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'alfred_schema_version'`))
+	require.Equal(t, 1, n)
+
+	r := runArgs(t, "migrate", "--config", p)
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, "in use by another process")
+	require.Contains(t, r.stderr, "postgres://")
 }

@@ -23,12 +23,13 @@ import (
 	"github.com/alfred-bot/alfred/internal/metrics"
 	"github.com/alfred-bot/alfred/internal/web"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner/docker"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 // opsRoutes mounts the operator's side on r: GET /metrics (behind admin.metrics_token when
 // set) and the pages under /ui (behind admin.token; not served without one).
-func (s *server) opsRoutes(r chi.Router, reader web.Reader, cli *client.Client) error {
+func (s *server) opsRoutes(r chi.Router, reader web.Reader) error {
 	m := s.metrics.Handler()
 	if tok := s.cfg.Admin.MetricsToken.Reveal(); tok != "" {
 		m = bearer(tok, m)
@@ -37,6 +38,10 @@ func (s *server) opsRoutes(r chi.Router, reader web.Reader, cli *client.Client) 
 	tok := s.cfg.Admin.Token.Reveal()
 	if tok == "" || reader == nil {
 		return nil
+	}
+	cli, err := docker.NewClient()
+	if err != nil {
+		return err
 	}
 	pages, err := web.New(web.Config{Reader: reader, Logs: dockerLogs{cli}, Settings: settingsView{s.cfg},
 		Redact: s.cfg.Censor().String, Logger: s.log, IssueURL: issueURL(s.cfg)})

@@ -48,7 +48,7 @@ func TestOperations(t *testing.T) {
 	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
 	require.NoError(t, os.WriteFile(scriptPath, []byte(opsScript), 0o644))
 	browser := webtest.NewBrowser(t)
-	e := startE2EWith(t, forge.KindForgejo, "acceptance/sandbox", time.Hour, fmt.Sprintf(`
+	e := startE2EWith(t, storeSQLite, forge.KindForgejo, "acceptance/sandbox", time.Hour, fmt.Sprintf(`
 agents:
   - name: claude
     adapter: claude-code

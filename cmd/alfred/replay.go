@@ -16,6 +16,7 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest/recorded"
+	"github.com/alfred-bot/alfred/webhook/gitlab"
 )
 
 // Headers that replay never copies from a fixture: transport headers that net/http sets
@@ -26,13 +27,9 @@ var replayDropped = []string{
 	"X-Hub-Signature-256", "X-Gitlab-Token",
 }
 
-// Delivery id headers: replay gives them a fresh id unless --keep-delivery. The ones of the
-// forge's kind are always set; the legacy ones only when the fixture has them.
-var (
-	forgejoDelivery = []string{"X-Forgejo-Delivery", "X-Gitea-Delivery"}
-	gitlabDelivery  = []string{"X-Gitlab-Event-UUID", "Idempotency-Key"}
-	legacyDelivery  = []string{"X-Gogs-Delivery", "X-GitHub-Delivery"}
-)
+// legacyDelivery are delivery id headers of older forges: replay gives them the fresh id too
+// when the fixture has them.
+var legacyDelivery = []string{"X-Gogs-Delivery", "X-GitHub-Delivery"}
 
 // headerList is a repeatable -H 'Name: value' flag.
 type headerList []string
@@ -128,26 +125,22 @@ func (a *app) replay(ctx context.Context, args []string) error {
 	return nil
 }
 
-// sign sets the authentication headers of kind for body and, if fresh, new delivery ids.
+// sign sets the authentication headers of kind for body and, if fresh, a new delivery id.
 func sign(h http.Header, kind forge.Kind, body []byte, secret config.Secret, fresh bool) error {
-	deliveries := forgejoDelivery
+	id := ""
+	if fresh {
+		id = uuid.NewString()
+	}
 	switch kind {
 	case forge.KindForgejo:
-		sig := forgejo.Sign(secret.Reveal(), body)
-		h.Set("X-Forgejo-Signature", sig)
-		h.Set("X-Gitea-Signature", sig)
+		forgejo.SignDelivery(h, secret.Reveal(), body, id)
 	case forge.KindGitLab:
-		h.Set("X-Gitlab-Token", secret.Reveal())
-		deliveries = gitlabDelivery
+		gitlab.SignDelivery(h, secret.Reveal(), id)
 	default:
 		return fmt.Errorf("cannot sign for forge kind %q", kind)
 	}
-	if !fresh {
+	if id == "" {
 		return nil
-	}
-	id := uuid.NewString()
-	for _, name := range deliveries {
-		h.Set(name, id)
 	}
 	for _, name := range legacyDelivery {
 		if h.Get(name) != "" {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,20 +13,17 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq" // PostgreSQL driver
 
 	"github.com/alfred-bot/alfred/internal/admin"
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/metrics"
 	"github.com/alfred-bot/alfred/mailbox"
-	"github.com/alfred-bot/alfred/mailbox/store/postgres"
-	"github.com/alfred-bot/alfred/migrations"
+	"github.com/alfred-bot/alfred/mailbox/store"
+	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent"
 	"github.com/alfred-bot/alfred/runner/docker"
-	gitrepo "github.com/alfred-bot/alfred/runner/git"
-	"github.com/alfred-bot/alfred/runner/phase"
+	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -64,144 +59,163 @@ func runServe(ctx context.Context, a *app, args []string) error {
 type server struct {
 	cfg     *config.Config
 	log     *slog.Logger
-	db      *sqlx.DB
-	store   *postgres.Store
+	store   *sqlstore.Store
 	workers *mailbox.Workers
 	service *runner.Service
 	handler http.Handler
 	metrics *metrics.Metrics
 }
 
-// newServer connects to the database, applies the migrations and wires every component.
+// newServer opens the store database_url selects (the embedded SQLite database in data_dir
+// when empty), applies the migrations and wires every component.
 func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*server, error) {
-	db, err := sqlx.Open("postgres", cfg.DatabaseURL.Reveal())
-	if err != nil {
-		return nil, fmt.Errorf("open database: %w", err)
-	}
-	if err := db.PingContext(ctx); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("connect to database (is PostgreSQL running? `make deps` starts it): %w", err)
-	}
-	if err := migrations.Apply(ctx, db.DB); err != nil {
-		_ = db.Close()
-		return nil, err
-	}
 	if err := ensureDir(cfg.DataDir); err != nil {
-		_ = db.Close()
 		return nil, fmt.Errorf("create data_dir: %w", err)
 	}
-	s := &server{cfg: cfg, log: log, db: db, store: postgres.New(db, nil)}
-	s.metrics = newMetrics(s.store.Gauges)
-	if err := s.wire(ctx); err != nil {
-		_ = db.Close()
+	st, err := store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, nil)
+	if err != nil {
 		return nil, err
+	}
+	s := &server{cfg: cfg, log: log, store: st, metrics: newMetrics(st.Gauges)}
+	if err := s.wire(ctx); err != nil {
+		return nil, errors.Join(err, st.Close())
 	}
 	return s, nil
 }
 
+// wire builds the components from the configuration and connects them: the forges, the
+// runner service, the mailbox machine and workers, and the HTTP handler.
 func (s *server) wire(ctx context.Context) error {
+	forges, err := buildForges(s.cfg, s.metrics)
+	if err != nil {
+		return err
+	}
+	if s.service, err = s.buildService(ctx, forges.gits); err != nil {
+		return err
+	}
 	cfg := s.cfg
-	redact := cfg.Censor().String
+	machine := mailbox.NewMachine(mailbox.Config{
+		Labels:           cfg.Labels,
+		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
+		CIPoll: cfg.Lifecycle.CIPoll, Redact: cfg.Censor().String,
+		CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
+		SessionResume: func(repo string) bool { return cfg.For(repo).SessionResume },
+		Settings:      func(repo string) mailbox.Settings { return scopedSettings(cfg.For(repo)) },
+		Usage:         s.store,
+	}, s.store, forges.bots, s.metrics.InstrumentJobs(s.service), nil, s.log)
+	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
+		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
+	s.handler, err = s.buildHandler(forges.sources)
+	return err
+}
 
-	sources := map[string]webhook.Source{}
-	bots := map[string]mailbox.Bot{}
-	gits := map[string]*gitrepo.Manager{}
+// forges holds, per configured forge name, its webhook source, its bot (API client and logins)
+// and its git manager.
+type forges struct {
+	sources map[string]webhook.Source
+	bots    map[string]mailbox.Bot
+	gits    map[string]*gitrepo.Manager
+}
+
+// buildForges builds the webhook source, API client and git manager of every configured forge;
+// every API call is counted in m (alfred_forge_api_requests_total). An error names the forge.
+func buildForges(cfg *config.Config, m *metrics.Metrics) (forges, error) {
+	fs := forges{sources: map[string]webhook.Source{}, bots: map[string]mailbox.Bot{},
+		gits: map[string]*gitrepo.Manager{}}
 	for _, f := range cfg.Forges {
-		var (
-			src    webhook.Source
-			client forge.Forge
-			err    error
-		)
-		switch f.Kind {
-		case forge.KindGitLab:
-			src, err = gitlab.NewSource(gitlab.SourceConfig{Tokens: []string{f.WebhookSecret.Reveal()}})
-		case forge.KindForgejo:
-			src, err = forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{f.WebhookSecret.Reveal()}})
-		default:
-			err = fmt.Errorf("unknown kind %q", f.Kind)
-		}
-		if err == nil { // every API call is counted (alfred_forge_api_requests_total)
-			client, err = forgeClient(f, &http.Client{Transport: s.metrics.Transport(f.Name, nil)})
-		}
+		src, client, err := newForge(f, &http.Client{Transport: m.Transport(f.Name, nil)})
 		if err != nil {
-			return fmt.Errorf("forge %s: %w", f.Name, err)
+			return forges{}, fmt.Errorf("forge %s: %w", f.Name, err)
 		}
-		sources[f.Name] = src
-		bots[f.Name] = mailbox.Bot{Forge: client, Login: f.BotUser, OtherBots: f.OtherBots}
 		g, err := gitrepo.New(gitrepo.Config{DataDir: cfg.DataDir, Username: f.GitUser, Token: f.Token.Reveal(),
 			AuthorName: cfg.Lifecycle.GitName, AuthorEmail: cfg.Lifecycle.GitEmail,
 			UID: cfg.Runner.UID, GID: cfg.Runner.GID})
 		if err != nil {
-			return fmt.Errorf("forge %s: git: %w", f.Name, err)
+			return forges{}, fmt.Errorf("forge %s: git: %w", f.Name, err)
 		}
-		gits[f.Name] = g
+		fs.sources[f.Name] = src
+		fs.bots[f.Name] = mailbox.Bot{Forge: client, Login: f.BotUser, OtherBots: f.OtherBots}
+		fs.gits[f.Name] = g
 	}
+	return fs, nil
+}
 
+// newForge builds the webhook source and the API client of one forge by its kind; hc carries
+// the client's requests.
+func newForge(f config.Forge, hc *http.Client) (webhook.Source, forge.Forge, error) {
+	var (
+		src webhook.Source
+		err error
+	)
+	switch f.Kind {
+	case forge.KindGitLab:
+		src, err = gitlab.NewSource(gitlab.SourceConfig{Tokens: []string{f.WebhookSecret.Reveal()}})
+	case forge.KindForgejo:
+		src, err = forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{f.WebhookSecret.Reveal()}})
+	default:
+		return nil, nil, fmt.Errorf("unknown kind %q", f.Kind)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := forgeClient(f, hc)
+	return src, client, err
+}
+
+// buildService connects to the Docker engine and builds the runner service: the executor with
+// the configured agents, limits and container log, the git managers and the session store.
+func (s *server) buildService(ctx context.Context, gits map[string]*gitrepo.Manager) (*runner.Service, error) {
+	cfg := s.cfg
 	agents, err := buildAgents(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	bindings := map[phase.Phase]string{}
-	for _, p := range []phase.Phase{phase.Analysis, phase.Development, phase.CIFix,
-		phase.ReviewFix, phase.ConflictResolution, phase.Answer, phase.Review} {
-		if name := cfg.Phases.Agent(string(p)); name != "" {
-			bindings[p] = name
-		}
-	}
-
 	cli, err := docker.NewClient()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := cli.Ping(ctx); err != nil {
-		return fmt.Errorf("reach the Docker engine (is dockerd running? `make deps` starts it): %w", err)
+		return nil, fmt.Errorf("reach the Docker engine (is dockerd running? `make deps` starts it): %w", err)
 	}
 	exec, err := runner.NewExecutor(runner.Config{
-		Runtime: docker.New(cli), Agents: agents, Bindings: bindings,
+		Runtime: docker.New(cli), Agents: agents, Bindings: cfg.Phases.Bindings(),
 		DataDir: cfg.DataDir, UID: cfg.Runner.UID, GID: cfg.Runner.GID,
 		Limits: runner.Limits{MemoryBytes: cfg.Runner.MemoryBytes, NanoCPUs: int64(cfg.Runner.CPUs * 1e9),
 			PIDs: cfg.Runner.PIDs},
-		Timeout: cfg.Runner.Timeout, HostNetwork: cfg.Runner.HostNetwork, Redact: redact,
+		Timeout: cfg.Runner.Timeout, HostNetwork: cfg.Runner.HostNetwork, Redact: cfg.Censor().String,
 		MaxOutputBytes: int(cfg.Runner.MaxOutputBytes),
 		ContainerLog:   s.store, // every run container is recorded, so a restart finds it again
-		Instance:       instanceID(cfg.DataDir),
+		Instance:       runner.InstanceID(cfg.DataDir),
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s.service = runner.NewService(exec, gits, runner.SessionConfig{Store: s.store, Dir: filepath.Join(cfg.DataDir, "sessions"), UID: cfg.Runner.UID, GID: cfg.Runner.GID}, s.log)
+	return runner.NewService(exec, gits, runner.SessionConfig{Store: s.store, Dir: filepath.Join(cfg.DataDir, "sessions"),
+		UID: cfg.Runner.UID, GID: cfg.Runner.GID}, s.log), nil
+}
 
-	machine := mailbox.NewMachine(mailbox.Config{
-		Labels:           cfg.Labels,
-		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
-		CIPoll: cfg.Lifecycle.CIPoll, Redact: redact, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
-		SessionResume: func(repo string) bool { return cfg.For(repo).SessionResume },
-		Settings:      func(repo string) mailbox.Settings { return scopedSettings(cfg.For(repo)) },
-		Usage:         s.store,
-	}, s.store, bots, s.metrics.InstrumentJobs(s.service), nil, s.log)
-	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
-		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
-
+// buildHandler routes the session endpoint, the metrics and the pages (opsRoutes) and, for
+// every other path, the webhook receiver, which stores each delivery and wakes the workers.
+func (s *server) buildHandler(sources map[string]webhook.Source) (http.Handler, error) {
 	receiver, err := webhook.NewReceiver(webhook.ReceiverConfig{
 		Sources: sources, Inbox: mailbox.WakingInbox{Inbox: s.store, Workers: s.workers},
-		Ready: s.store.Ping, MaxBodyBytes: cfg.MaxBodyBytes, Logger: s.log,
+		Ready: s.store.Ping, MaxBodyBytes: s.cfg.MaxBodyBytes, Logger: s.log,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r := chi.NewRouter()
 	r.Method(http.MethodGet, "/mailboxes/{id}/session",
 		admin.SessionHandler(s.store, func(r *http.Request) string { return chi.URLParam(r, "id") }))
-	if err := s.opsRoutes(r, s.store, cli); err != nil {
-		return err
+	if err := s.opsRoutes(r, s.store); err != nil {
+		return nil, err
 	}
 	names := make([]string, 0, len(sources))
 	for name := range sources {
 		names = append(names, name)
 	}
 	r.Mount("/", s.metrics.DeliveryMiddleware(names, receiver))
-	s.handler = r
-	return nil
+	return r, nil
 }
 
 // buildAgents builds the configured agent adapters by name. An adapter that cannot be built
@@ -221,15 +235,15 @@ func buildAgents(cfg *config.Config) (map[string]runner.Agent, error) {
 }
 
 // Serve removes what a crashed process left behind, then serves HTTP on ln and runs the
-// workers until ctx ends; it then stops accepting deliveries and waits for the steps in
+// workers until ctx ends; it then stops accepting deliveries and waits for the passes in
 // progress (a running container is stopped by the cancelled context and its run is redone by
 // the next process).
 func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	// Recovery first, before the workers run and before the reap: it finds the containers of
 	// runs a killed process left (collects the exited ones, fails the vanished ones; the first
-	// Step reattaches to those still running) and the reap must keep what recovery keeps.
+	// pass reattaches to those still running) and the reap must keep what recovery keeps.
 	if err := s.workers.Recover(ctx); err != nil {
-		s.log.Warn("start-up recovery incomplete; the mailboxes' next steps try again", "err", err)
+		s.log.Warn("start-up recovery incomplete; the mailboxes' next passes try again", "err", err)
 	}
 	if err := s.reap(ctx); err != nil {
 		s.log.Warn("start-up cleanup incomplete", "err", err)
@@ -282,20 +296,8 @@ func (s *server) reap(ctx context.Context) error {
 	return s.service.ReapLeftovers(ctx, runner.Mailboxes{Leased: leased, Open: open, LiveContainers: live})
 }
 
-// instanceID names this installation on a shared Docker daemon: the first 12 hex digits of the
-// SHA-256 of the absolute data directory. Replicas sharing a data directory (and a database)
-// are one installation; another installation's containers are never reaped.
-func instanceID(dataDir string) string {
-	abs, err := filepath.Abs(dataDir)
-	if err != nil {
-		abs = dataDir
-	}
-	sum := sha256.Sum256([]byte(abs))
-	return hex.EncodeToString(sum[:6])
-}
-
-// Close releases the database.
-func (s *server) Close() error { return s.db.Close() }
+// Close releases the store (and, on SQLite, its process lock).
+func (s *server) Close() error { return s.store.Close() }
 
 // ensureDir creates the data directory if needed.
 func ensureDir(dir string) error { return os.MkdirAll(filepath.Clean(dir), 0o750) }

@@ -30,8 +30,10 @@ type Config struct {
 	Listen string `yaml:"listen" env:"LISTEN"`
 	// PublicURL is the optional external URL of this instance, used for links.
 	PublicURL string `yaml:"public_url" env:"PUBLIC_URL"`
-	// DatabaseURL is the PostgreSQL connection string (URL or key=value DSN). It is a secret
-	// because it may hold a password.
+	// DatabaseURL selects the store (mailbox/store.Open). Empty, the default, is the embedded
+	// SQLite database <data_dir>/alfred.db, for one process; sqlite:PATH is a SQLite database
+	// at PATH (relative to data_dir); a postgres:// URL or a key=value DSN is PostgreSQL, which
+	// several replicas can share. It is a secret because it may hold a password.
 	DatabaseURL Secret `yaml:"database_url" env:"-"`
 	// DatabaseURLFile is the file DatabaseURL was read from, if any.
 	DatabaseURLFile string `yaml:"database_url_file,omitempty" env:"-"`

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -207,7 +208,7 @@ func TestLoadYAML(t *testing.T) {
 		_, err := loadYAML(t, "")
 		var fe *FieldError
 		require.ErrorAs(t, err, &fe)
-		require.ErrorContains(t, err, "database_url: required")
+		require.ErrorContains(t, err, "forges: at least one forge is required")
 	})
 }
 
@@ -291,9 +292,10 @@ func TestLoadEnv(t *testing.T) {
 
 	t.Run("file missing, environment incomplete", func(t *testing.T) {
 		t.Parallel()
-		_, err := Load(filepath.Join(t.TempDir(), "absent.yaml"), envOnly[1:])
+		_, err := Load(filepath.Join(t.TempDir(), "absent.yaml"), slices.DeleteFunc(slices.Clone(envOnly),
+			func(kv string) bool { return strings.HasPrefix(kv, "ALFRED_FORGES_CODEBERG_TOKEN=") }))
 		require.ErrorContains(t, err, "absent.yaml not found and the environment is incomplete")
-		require.ErrorContains(t, err, "database_url: required")
+		require.ErrorContains(t, err, "forges[0].token: required")
 	})
 
 	for name, tc := range map[string]struct {
@@ -399,7 +401,6 @@ func TestValidate(t *testing.T) {
 		"no token":          {func(c *Config) { c.Forges[1].Token = "" }, "forges[1].token: required"},
 		"no webhook secret": {func(c *Config) { c.Forges[0].WebhookSecret = " " }, "forges[0].webhook_secret: required"},
 		"no bot_user":       {func(c *Config) { c.Forges[0].BotUser = "" }, "forges[0].bot_user: required"},
-		"no database_url":   {func(c *Config) { c.DatabaseURL = "" }, "database_url: required"},
 		"bad public_url":    {func(c *Config) { c.PublicURL = "/x" }, "public_url: must be an absolute"},
 		"empty label":       {func(c *Config) { c.Labels.Blocked = "" }, "labels.blocked: required"},
 		"duplicate label":   {func(c *Config) { c.Labels.Done = c.Labels.Blocked }, `labels.done: same label "status::blocked" as labels.blocked`},
@@ -432,6 +433,13 @@ func TestValidate(t *testing.T) {
 			require.ErrorAs(t, err, &fe)
 		})
 	}
+
+	t.Run("no database_url selects the embedded store", func(t *testing.T) {
+		t.Parallel()
+		c := valid(t)
+		c.DatabaseURL = ""
+		require.NoError(t, c.Validate())
+	})
 
 	t.Run("uid 0 from the file is rejected", func(t *testing.T) {
 		t.Parallel()

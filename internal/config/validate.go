@@ -83,7 +83,6 @@ func (c *Config) Validate() error {
 	if c.PublicURL != "" {
 		v.httpURL("public_url", c.PublicURL)
 	}
-	v.required("database_url", string(c.DatabaseURL))
 	v.required("data_dir", c.DataDir)
 	v.atLeast("max_body_bytes", c.MaxBodyBytes, 1)
 

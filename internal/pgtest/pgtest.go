@@ -72,7 +72,7 @@ func New(t testing.TB) (*sqlx.DB, string) {
 		t.Fatalf("connect to test schema: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if err := migrations.Apply(ctx, db.DB); err != nil {
+	if err := migrations.Apply(ctx, db.DB, migrations.Postgres); err != nil {
 		t.Fatalf("apply migrations: %v", err)
 	}
 	return db, dsn

@@ -1,5 +1,5 @@
 // Package mailboxtest holds doubles for testing code that uses the mailbox package: Store, an
-// in-memory mailbox.Store that keeps the contracts the PostgreSQL store keeps (exclusive,
+// in-memory mailbox.Store that keeps the contracts the SQL store keeps (exclusive,
 // expiring leases; events deduplicated by delivery and body; processed marks; atomic
 // save-and-mark), so transition tests run in milliseconds. mailbox/storetest proves both
 // stores against the same suite.

@@ -1,6 +1,7 @@
 // Package storetest is the conformance suite of mailbox.Store: Run proves a store keeps the
-// contracts the mailbox package relies on. The in-memory store (mailbox/mailboxtest) and the
-// PostgreSQL store (mailbox/store/postgres) both run it; a new store plugs into the same suite.
+// contracts the mailbox package relies on. The in-memory store (mailbox/mailboxtest) runs it,
+// and the SQL store on PostgreSQL and on SQLite runs it through mailbox/store/sqlstore/
+// sqlstoretest; a new store plugs into the same suite.
 package storetest
 
 import (

@@ -19,6 +19,11 @@ const (
 	Review             Phase = "review"
 )
 
+// All lists every phase, in the order of a mailbox's life.
+func All() []Phase {
+	return []Phase{Analysis, Development, CIFix, ReviewFix, ConflictResolution, Answer, Review}
+}
+
 // ReadOnly reports whether the phase may not change the worktree.
 func (p Phase) ReadOnly() bool {
 	switch p {

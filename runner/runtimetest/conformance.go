@@ -34,6 +34,10 @@ const labelSuite = "alfred.test.suite"
 // and Teardown leaves an adopted container alone;
 // Stop ends the container (SIGTERM, then SIGKILL after the grace) and Wait reports Killed; Wait
 // honours its ctx; a missing image is runner.ErrImageNotFound.
+//
+// The function is long because it is a list: one independent t.Run per clause of the
+// runner.Runtime contract above, sharing only the suite's cleanup and spec helpers, so that the
+// whole contract reads in one place.
 func RunRuntimeConformance(t *testing.T, rt runner.Runtime, image string) {
 	suite := randomHex(4)
 	t.Cleanup(func() {

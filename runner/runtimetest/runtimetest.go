@@ -77,6 +77,15 @@ func Client(tb testing.TB) *client.Client {
 // when the test ends, so give each test binary its own tag. Failures are fatal to the test.
 func BuildImage(tb testing.TB, ctx context.Context, cli *client.Client, tag string, mainPkg string) string {
 	tb.Helper()
+	name := path.Base(filepath.ToSlash(mainPkg))
+	dockerfile := fmt.Sprintf("FROM scratch\nCOPY %s /%s\nUSER %s\nENTRYPOINT [\"/%s\"]\n", name, name, ImageUser, name)
+	return BuildImageFrom(tb, ctx, cli, tag, mainPkg, dockerfile)
+}
+
+// BuildImageFrom is BuildImage with the caller's Dockerfile: the build context holds only the
+// Dockerfile and the compiled binary, named <name> (the last element of mainPkg).
+func BuildImageFrom(tb testing.TB, ctx context.Context, cli *client.Client, tag, mainPkg, dockerfile string) string {
+	tb.Helper()
 	ver, err := cli.ServerVersion(ctx)
 	if err != nil {
 		tb.Fatalf("docker version: %v", err)
@@ -93,7 +102,6 @@ func BuildImage(tb testing.TB, ctx context.Context, cli *client.Client, tag stri
 	if err != nil {
 		tb.Fatalf("read built binary: %v", err)
 	}
-	dockerfile := fmt.Sprintf("FROM scratch\nCOPY %s /%s\nUSER %s\nENTRYPOINT [\"/%s\"]\n", name, name, ImageUser, name)
 
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)

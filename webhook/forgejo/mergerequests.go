@@ -8,6 +8,7 @@ import (
 	"code.gitea.io/sdk/gitea"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )
 
 // CreateMergeRequest returns the open pull request whose head is mr.SourceBranch if there is
@@ -21,13 +22,9 @@ func (c *Client) CreateMergeRequest(ctx context.Context, repo string, mr forge.N
 	if existing, err := c.openPull(ctx, owner, name, mr.SourceBranch); err != nil || existing != nil {
 		return existing, err
 	}
-	target := mr.TargetBranch
-	if target == "" {
-		r, err := c.Repository(ctx, repo)
-		if err != nil {
-			return nil, err
-		}
-		target = r.DefaultBranch
+	target, err := forgehttp.TargetBranch(ctx, c, repo, mr.TargetBranch)
+	if err != nil {
+		return nil, err
 	}
 	pr, resp, err := c.api(ctx).CreatePullRequest(owner, name, gitea.CreatePullRequestOption{
 		Head: mr.SourceBranch, Base: target, Title: mr.Title, Body: mr.Body,

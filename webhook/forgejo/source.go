@@ -79,6 +79,18 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 // sign deliveries.
 func Sign(secret string, body []byte) string { return forgehttp.Sign(secret, body) }
 
+// SignDelivery sets on h what Forgejo sends with body when the hook's secret is secret: both
+// signature headers (Sign) and, when deliveryID is not empty, both delivery id headers.
+func SignDelivery(h http.Header, secret string, body []byte, deliveryID string) {
+	sig := Sign(secret, body)
+	h.Set(hookHeaderForgejoSignature, sig)
+	h.Set(hookHeaderGiteaSignature, sig)
+	if deliveryID != "" {
+		h.Set(hookHeaderForgejoDelivery, deliveryID)
+		h.Set(hookHeaderGiteaDelivery, deliveryID)
+	}
+}
+
 // Kind returns forge.KindForgejo (a Gitea server works as Forgejo).
 func (s *Source) Kind() forge.Kind { return forge.KindForgejo }
 

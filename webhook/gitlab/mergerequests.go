@@ -10,6 +10,7 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )
 
 // CreateMergeRequest returns the open merge request of mr.SourceBranch if there is one,
@@ -19,13 +20,9 @@ func (c *Client) CreateMergeRequest(ctx context.Context, repo string, mr forge.N
 	if existing, err := c.openMergeRequest(ctx, repo, mr.SourceBranch); err != nil || existing != nil {
 		return existing, err
 	}
-	target := mr.TargetBranch
-	if target == "" {
-		r, err := c.Repository(ctx, repo)
-		if err != nil {
-			return nil, err
-		}
-		target = r.DefaultBranch
+	target, err := forgehttp.TargetBranch(ctx, c, repo, mr.TargetBranch)
+	if err != nil {
+		return nil, err
 	}
 	created, resp, err := c.api.MergeRequests.CreateMergeRequest(repo, &gl.CreateMergeRequestOptions{
 		Title: gl.Ptr(mr.Title), Description: gl.Ptr(mr.Body),

@@ -24,6 +24,16 @@ const (
 	hookHeaderEventUUID = "X-Gitlab-Event-UUID"
 )
 
+// SignDelivery sets on h what GitLab sends when the hook's secret token is token: the token
+// header and, when deliveryID is not empty, the event UUID and idempotency key headers.
+func SignDelivery(h http.Header, token, deliveryID string) {
+	h.Set(hookHeaderToken, token)
+	if deliveryID != "" {
+		h.Set(hookHeaderEventUUID, deliveryID)
+		h.Set(hookHeaderIdempotencyKey, deliveryID)
+	}
+}
+
 // SourceConfig configures a GitLab webhook Source.
 type SourceConfig struct {
 	// Tokens are the accepted secret tokens, compared with X-Gitlab-Token. More than one lets

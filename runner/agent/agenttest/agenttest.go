@@ -6,20 +6,16 @@
 package agenttest
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/build"
-	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
 	"github.com/alfred-bot/alfred/runner"
@@ -48,69 +44,13 @@ var seq atomic.Int64
 // It returns the tag; failures are fatal.
 func BuildImage(tb testing.TB, ctx context.Context, cli *client.Client) string {
 	tb.Helper()
-	ver, err := cli.ServerVersion(ctx)
-	if err != nil {
-		tb.Fatalf("docker version: %v", err)
-	}
-	bin := filepath.Join(tb.TempDir(), "standin")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, StandinPackage)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+ver.Arch)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build %s: %v\n%s", StandinPackage, err, out)
-	}
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		tb.Fatalf("read stand-in: %v", err)
-	}
 	df := "FROM scratch\n"
 	for _, c := range CLIs {
 		df += fmt.Sprintf("COPY standin /bin/%s\n", c)
 	}
 	df += "ENV PATH=/bin\nUSER " + runtimetest.ImageUser + "\n"
-
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range []struct {
-		name string
-		mode int64
-		data []byte
-	}{{"Dockerfile", 0o644, []byte(df)}, {"standin", 0o755, data}} {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Unix(0, 0)}); err != nil {
-			tb.Fatalf("tar: %v", err)
-		}
-		if _, err := tw.Write(f.data); err != nil {
-			tb.Fatalf("tar: %v", err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		tb.Fatalf("tar: %v", err)
-	}
 	tag := fmt.Sprintf("alfred-test/agent-standin:%d-%d", os.Getpid(), seq.Add(1))
-	resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{
-		Tags: []string{tag}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true, Version: build.BuilderV1,
-	})
-	if err != nil {
-		tb.Fatalf("docker build %s: %v", tag, err)
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var msg struct {
-			Error string `json:"error"`
-		}
-		if err := dec.Decode(&msg); err != nil {
-			break
-		}
-		if msg.Error != "" {
-			tb.Fatalf("docker build %s: %s", tag, msg.Error)
-		}
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_, _ = cli.ImageRemove(ctx, tag, image.RemoveOptions{Force: true, PruneChildren: true})
-	})
-	return tag
+	return runtimetest.BuildImageFrom(tb, ctx, cli, tag, StandinPackage, df)
 }
 
 // Spec is one adapter run for Run.
@@ -171,48 +111,12 @@ func Run(tb testing.TB, ctx context.Context, rt runner.Runtime, s Spec) *Outcome
 	if err != nil {
 		tb.Fatalf("%s: command: %v", s.Agent.Name(), err)
 	}
-	base := tb.TempDir()
-	inDir, outDir := filepath.Join(base, "in"), filepath.Join(base, "out")
-	for _, d := range []string{inDir, outDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := os.Chmod(outDir, 0o777); err != nil {
-		tb.Fatal(err)
-	}
-	files := map[string][]byte{}
-	for k, v := range inv.Files {
-		files[k] = v
-	}
-	files["input.json"], _ = json.Marshal(s.Input)
-	for n, b := range files {
-		if err := os.WriteFile(filepath.Join(inDir, n), b, 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	mounts := []runner.Mount{
+	inDir, outDir := writeRunDirs(tb, inv, s.Input)
+	mounts := append([]runner.Mount{
 		{Source: s.Worktree, Target: runner.WorkspaceDir, ReadOnly: s.Input.Phase.ReadOnly()},
 		{Source: inDir, Target: runner.InputDir, ReadOnly: true},
 		{Source: outDir, Target: runner.OutputDir},
-	}
-	if s.SessionDir != "" {
-		state := s.Agent.Capabilities().SessionStatePath
-		if root, rel, ok := ConfigRoot(state); ok && s.WritableParents {
-			host := HostDir(tb)
-			for d := filepath.Dir(rel); d != "."; d = filepath.Dir(d) {
-				p := filepath.Join(host, d)
-				if err := os.MkdirAll(p, 0o777); err != nil {
-					tb.Fatal(err)
-				}
-				if err := os.Chmod(p, 0o777); err != nil {
-					tb.Fatal(err)
-				}
-			}
-			mounts = append(mounts, runner.Mount{Source: host, Target: root})
-		}
-		mounts = append(mounts, runner.Mount{Source: s.SessionDir, Target: state})
-	}
+	}, sessionMounts(tb, s)...)
 	name := fmt.Sprintf("alfred-agenttest-%d-%d", os.Getpid(), seq.Add(1))
 	h, err := rt.Start(ctx, runner.ContainerSpec{
 		Name:       name,
@@ -247,6 +151,59 @@ func Run(tb testing.TB, ctx context.Context, rt runner.Runtime, s Spec) *Outcome
 		tb.Fatalf("%s: logs: %v", s.Agent.Name(), err)
 	}
 	return &Outcome{Invocation: inv, Exit: exit, Stdout: stdout, Stderr: stderr, OutDir: outDir}
+}
+
+// writeRunDirs makes a run's input directory (input.json and the invocation's files) and its
+// output directory (writable by any container user) and returns both.
+func writeRunDirs(tb testing.TB, inv runner.Invocation, in phase.Input) (inDir, outDir string) {
+	tb.Helper()
+	base := tb.TempDir()
+	inDir, outDir = filepath.Join(base, "in"), filepath.Join(base, "out")
+	for _, d := range []string{inDir, outDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := os.Chmod(outDir, 0o777); err != nil {
+		tb.Fatal(err)
+	}
+	files := maps.Clone(inv.Files)
+	if files == nil {
+		files = map[string][]byte{}
+	}
+	files["input.json"], _ = json.Marshal(in)
+	for n, b := range files {
+		if err := os.WriteFile(filepath.Join(inDir, n), b, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return inDir, outDir
+}
+
+// sessionMounts returns the mounts of s.SessionDir: none without one; else the session
+// directory at Capabilities().SessionStatePath, behind a writable host directory at the
+// configuration root (with the parents of the state path made) when s.WritableParents.
+func sessionMounts(tb testing.TB, s Spec) []runner.Mount {
+	tb.Helper()
+	if s.SessionDir == "" {
+		return nil
+	}
+	var mounts []runner.Mount
+	state := s.Agent.Capabilities().SessionStatePath
+	if root, rel, ok := ConfigRoot(state); ok && s.WritableParents {
+		host := HostDir(tb)
+		for d := filepath.Dir(rel); d != "."; d = filepath.Dir(d) {
+			p := filepath.Join(host, d)
+			if err := os.MkdirAll(p, 0o777); err != nil {
+				tb.Fatal(err)
+			}
+			if err := os.Chmod(p, 0o777); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		mounts = append(mounts, runner.Mount{Source: host, Target: root})
+	}
+	return append(mounts, runner.Mount{Source: s.SessionDir, Target: state})
 }
 
 // HostDir returns a new temporary host directory writable by the container user (mode 0777),

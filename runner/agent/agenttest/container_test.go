@@ -72,7 +72,7 @@ func TestContainerSessions(t *testing.T) {
 			require.Zero(t, out.Exit.Code, string(out.Stderr))
 			v, err := a.ParseVersion(string(out.Stdout))
 			require.NoError(t, err)
-			require.True(t, a.ResumeVerified(v), "stand-in reports the reference's tested version %s", v)
+			require.True(t, a.ResumeVerified(v), "stand-in reports a version spec/agents.md lists as tested: %s", v)
 
 			// Run 1: fresh session.
 			in1 := phase.Input{Phase: phase.Analysis, Step: phase.StepFunctional, Key: "analysis.functional", Attempt: 1,

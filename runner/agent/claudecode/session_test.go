@@ -108,7 +108,7 @@ func TestTrapStdinClosed(t *testing.T) {
 // TestTrapCumulativeUsage: after --resume, total_cost_usd and modelUsage are session totals
 // while result.usage is this run only (§1 Output). The adapter reports session totals
 // consistently; runner.UsageDelta recovers this run's share. The resumed stream is synthesized
-// from the reference's numbers (120 tokens and 0.000495 USD per call, 2× after one resume).
+// from the numbers observed in spec/agents.md §1 Output (120 tokens and 0.000495 USD per call, 2× after one resume).
 func TestTrapCumulativeUsage(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t)

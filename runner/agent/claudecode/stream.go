@@ -52,7 +52,7 @@ type Usage struct {
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens,omitempty"`
 }
 
-// ModelUsage is one entry of result.modelUsage (the reference shows costUSD; the token fields
+// ModelUsage is one entry of result.modelUsage (spec/agents.md §1 Output shows costUSD; the token fields
 // are named as in the Claude Agent SDK's ModelUsage type).
 type ModelUsage struct {
 	InputTokens              int64   `json:"inputTokens,omitempty"`

@@ -67,9 +67,9 @@ func (a *Agent) Command(in phase.Input) (runner.Invocation, error) {
 	}, nil
 }
 
-// Result reads <outDir>/result.json and validates it with runner.ValidateResult. Errors: the
-// run was killed; the agent exited non-zero; no result file (wraps runner.ErrNoResult);
-// unparsable or invalid result (wraps runner.ErrInvalidResult).
+// Result reads <outDir>/result.json and validates it with phase.ValidateResult. Errors: the
+// run was killed; the agent exited non-zero; no result file (wraps phase.ErrNoResult);
+// unparsable or invalid result (wraps phase.ErrInvalidResult).
 func (a *Agent) Result(in phase.Input, exit runner.ExitState, stdout []byte, outDir string) (*phase.Result, error) {
 	if exit.Killed {
 		return nil, fmt.Errorf("script agent: killed (exit code %d)", exit.Code)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,7 +29,7 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("alfred-script-agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	scriptPath := fs.String("script", runner.InputDir+"/"+ScriptFile, "script file (YAML or JSON)")
-	inputPath := fs.String("input", runner.InputDir+"/input.json", "runner.Input as JSON")
+	inputPath := fs.String("input", runner.InputDir+"/input.json", "phase.Input as JSON")
 	workspace := fs.String("workspace", runner.WorkspaceDir, "workspace directory")
 	outDir := fs.String("out", runner.OutputDir, "output directory for "+phase.ResultFile)
 	if err := fs.Parse(args); err != nil {
@@ -38,28 +39,7 @@ func Play(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "alfred-script-agent: "+format+"\n", a...)
 		return code
 	}
-
-	var in phase.Input
-	data, err := os.ReadFile(*inputPath)
-	if err != nil {
-		return fail(ExitUsage, "read input: %v", err)
-	}
-	if err := json.Unmarshal(data, &in); err != nil {
-		return fail(ExitUsage, "parse input: %v", err)
-	}
-	data, err = os.ReadFile(*scriptPath)
-	if err != nil {
-		return fail(ExitUsage, "read script: %v", err)
-	}
-	sc, err := Parse(data)
-	if err != nil {
-		return fail(ExitUsage, "%v", err)
-	}
-	key := in.Key
-	if key == "" {
-		key = phase.KeyOf(in.Phase, in.Step)
-	}
-	st, err := sc.Step(key, in.Attempt)
+	in, key, st, err := loadStep(*inputPath, *scriptPath)
 	if err != nil {
 		return fail(ExitUsage, "%v", err)
 	}
@@ -73,32 +53,9 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	if st.SleepSeconds > 0 {
 		time.Sleep(time.Duration(st.SleepSeconds * float64(time.Second)))
 	}
-
-	paths := make([]string, 0, len(st.Files))
-	for p := range st.Files {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
-	failed := false
-	for _, p := range paths {
-		clean, err := CleanPath(p)
-		if err == nil {
-			target := filepath.Join(*workspace, filepath.FromSlash(clean))
-			if err = os.MkdirAll(filepath.Dir(target), 0o755); err == nil {
-				err = os.WriteFile(target, []byte(st.Files[p]), 0o644)
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "alfred-script-agent: write %s: %v\n", p, err)
-			failed = true
-			continue
-		}
-		fmt.Fprintf(stdout, "wrote %s\n", clean)
-	}
-	if failed {
+	if !writeFiles(*workspace, st, stdout, stderr) {
 		return ExitWriteFiles
 	}
-
 	if !st.NoResult {
 		out := []byte(st.RawResult)
 		if st.RawResult == "" {
@@ -112,4 +69,54 @@ func Play(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "wrote %s\n", phase.ResultFile)
 	}
 	return st.ExitCode
+}
+
+// loadStep reads the input and the script and returns the input, its step key (Input.Key, or
+// the phase and step's KeyOf) and the script's step for that key and the input's attempt.
+func loadStep(inputPath, scriptPath string) (phase.Input, string, *Step, error) {
+	var in phase.Input
+	data, err := os.ReadFile(inputPath)
+	if err != nil {
+		return in, "", nil, fmt.Errorf("read input: %w", err)
+	}
+	if err := json.Unmarshal(data, &in); err != nil {
+		return in, "", nil, fmt.Errorf("parse input: %w", err)
+	}
+	data, err = os.ReadFile(scriptPath)
+	if err != nil {
+		return in, "", nil, fmt.Errorf("read script: %w", err)
+	}
+	sc, err := Parse(data)
+	if err != nil {
+		return in, "", nil, err
+	}
+	key := in.Key
+	if key == "" {
+		key = phase.KeyOf(in.Phase, in.Step)
+	}
+	st, err := sc.Step(key, in.Attempt)
+	return in, key, st, err
+}
+
+// writeFiles writes the step's files into workspace in path order, reporting each on stdout
+// and each failure on stderr; it reports whether all were written.
+func writeFiles(workspace string, st *Step, stdout, stderr io.Writer) bool {
+	paths := slices.Sorted(maps.Keys(st.Files))
+	ok := true
+	for _, p := range paths {
+		clean, err := CleanPath(p)
+		if err == nil {
+			target := filepath.Join(workspace, filepath.FromSlash(clean))
+			if err = os.MkdirAll(filepath.Dir(target), 0o755); err == nil {
+				err = os.WriteFile(target, []byte(st.Files[p]), 0o644)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "alfred-script-agent: write %s: %v\n", p, err)
+			ok = false
+			continue
+		}
+		fmt.Fprintf(stdout, "wrote %s\n", clean)
+	}
+	return ok
 }

@@ -5,12 +5,12 @@
 //
 // # Script format
 //
-// A YAML (or JSON) mapping from run key (runner.Input.Key: "analysis.functional",
+// A YAML (or JSON) mapping from run key (phase.Input.Key: "analysis.functional",
 // "analysis.technical", "development", "ci_fix", "review_fix", "conflict_resolution", "answer",
 // "review") to a step. The fallback key "default" is used when the run's key is absent.
 //
 //	analysis.functional:
-//	  summary: Understood the issue.            # any runner.Result field, by its JSON name:
+//	  summary: Understood the issue.            # any phase.Result field, by its JSON name:
 //	  understanding: The login page must …      # understanding, questions, expected_behaviour,
 //	  questions:                                # acceptance_criteria, out_of_scope, plan,
 //	    - id: q1                                # commit_message, answer, …
@@ -55,7 +55,7 @@ import (
 // DefaultKey is the step used when the script has no step for the run's key.
 const DefaultKey = "default"
 
-// Step is one scripted run. The embedded runner.Result holds the fields written to result.json
+// Step is one scripted run. The embedded phase.Result holds the fields written to result.json
 // (its JSON names are the script's keys).
 type Step struct {
 	phase.Result

@@ -118,3 +118,18 @@ func SortComments(cs []forge.Comment) {
 		return int(a.ID - b.ID)
 	})
 }
+
+// TargetBranch returns target, or when it is empty the default branch of repo as f reads it:
+// the target of a forge.NewMergeRequest.
+func TargetBranch(ctx context.Context, f interface {
+	Repository(ctx context.Context, repo string) (*forge.Repository, error)
+}, repo, target string) (string, error) {
+	if target != "" {
+		return target, nil
+	}
+	r, err := f.Repository(ctx, repo)
+	if err != nil {
+		return "", err
+	}
+	return r.DefaultBranch, nil
+}

@@ -1,8 +1,6 @@
 package mockmodel
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 )
 
@@ -22,12 +20,8 @@ func init() {
 }
 
 func openaiResponses(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	var req struct {
-		Model  string `json:"model"`
-		Stream bool   `json:"stream"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
+	body, req, err := readRequest(r)
+	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
 			"type": "invalid_request_error", "message": err.Error()}})
 		return

@@ -144,6 +144,21 @@ func (w *statusWriter) Flush() {
 	}
 }
 
+// modelRequest is the part of every API's request body the mock model reads.
+type modelRequest struct {
+	Model  string `json:"model"`
+	Stream bool   `json:"stream"`
+}
+
+// readRequest reads the request body and decodes its model and stream fields; an error is a
+// body that is not a JSON object, which each API answers in its own error shape.
+func readRequest(r *http.Request) ([]byte, modelRequest, error) {
+	body, _ := io.ReadAll(r.Body)
+	var req modelRequest
+	err := json.Unmarshal(body, &req)
+	return body, req, err
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

@@ -63,7 +63,7 @@ func JSONObject(text string) ([]byte, bool) {
 
 // ReadResult reads <outDir>/result.json with runner.ReadResultFile; when the file is missing
 // and finalText is a JSON object (see JSONObject) it is decoded and validated instead. Errors
-// wrap runner.ErrNoResult or runner.ErrInvalidResult.
+// wrap phase.ErrNoResult or phase.ErrInvalidResult.
 func ReadResult(in phase.Input, outDir, finalText string) (*phase.Result, error) {
 	r, err := runner.ReadResultFile(in, outDir)
 	if errors.Is(err, phase.ErrNoResult) {

@@ -1,4 +1,4 @@
-package postgres_test
+package sqlstoretest
 
 import (
 	"context"
@@ -7,9 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
-	"github.com/alfred-bot/alfred/mailbox/store/postgres"
+	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/mailbox/storetest"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -17,7 +16,7 @@ import (
 
 // seedClosed makes mailbox n with an event, a finished run with output and result, an
 // answered question with context and a session record, closed at closedAt (nil: open).
-func seedClosed(t *testing.T, s *postgres.Store, n int64, closedAt *time.Time) *mailbox.Mailbox {
+func seedClosed(t *testing.T, s *sqlstore.Store, n int64, closedAt *time.Time) *mailbox.Mailbox {
 	t.Helper()
 	ctx := context.Background()
 	_, err := s.Deliver(ctx, storetest.Event(n, "d"+string(rune('a'+n)), "h"+string(rune('a'+n))))
@@ -32,10 +31,10 @@ func seedClosed(t *testing.T, s *postgres.Store, n int64, closedAt *time.Time) *
 	require.NoError(t, s.FinishRun(ctx, run))
 	require.NoError(t, s.InsertQuestions(ctx, []mailbox.Question{{MailboxID: mb.ID, Round: 1, QID: "q1",
 		Title: "Which separator?", Context: "quoted from the issue", OptionsJSON: `[]`, Default: "a",
-		DeadlineAt: time.Now()}}))
+		DeadlineAt: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}}))
 	qs, err := s.Questions(ctx, mb.ID, 1)
 	require.NoError(t, err)
-	require.NoError(t, s.AnswerQuestion(ctx, qs[0].ID, "b", "alice", time.Now()))
+	require.NoError(t, s.AnswerQuestion(ctx, qs[0].ID, "b", "alice", time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)))
 	id := run.ID
 	require.NoError(t, s.RecordSession(ctx, &phase.SessionRecord{MailboxID: mb.ID, RunID: &id, Adapter: "claude",
 		Name: "agent/issue", TokensIn: 100, TokensOut: 10, CostUSD: 0.02, ReportedCost: 0.02, Succeeded: true}))
@@ -46,21 +45,19 @@ func seedClosed(t *testing.T, s *postgres.Store, n int64, closedAt *time.Time) *
 	return mb
 }
 
-// retention_days purges the events, run logs and outputs and question contexts of mailboxes
+// retention: retention_days purges the events, run logs and outputs and question contexts of mailboxes
 // closed longer ago, and keeps the mailbox, the runs' phases, times and outcomes, the answers
 // and the session records; younger closed mailboxes and open ones are untouched.
-func TestRetentionPurgesWhatItMayAndKeepsTheRest(t *testing.T) {
-	t.Parallel()
-	db, _ := pgtest.New(t)
-	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	s := postgres.New(db, func() time.Time { return now })
+func retention(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	ctx := context.Background()
+	db := s.DB()
+	now := c.Now()
 	old, young := now.Add(-31*24*time.Hour), now.Add(-10*24*time.Hour)
 	purged := seedClosed(t, s, 1, &old)
 	kept := seedClosed(t, s, 2, &young)
 	open := seedClosed(t, s, 3, nil)
 
-	r := &mailbox.Retention{Store: s, Days: func(string) int { return 30 }, Now: func() time.Time { return now }}
+	r := &mailbox.Retention{Store: s, Days: func(string) int { return 30 }, Now: c.Now}
 	n, err := r.Sweep(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)

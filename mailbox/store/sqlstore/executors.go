@@ -1,4 +1,4 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
@@ -28,10 +28,10 @@ func (s *Store) InsertExecutor(ctx context.Context, r *runner.ContainerRecord) e
 	err := s.db.GetContext(ctx, r, sqlInsertExecutor, r.RunID, r.MailboxID, r.ContainerName, r.Adapter,
 		r.WorkspacePath, r.Branch, r.SupportsSessionResume, r.NativeSessionID, s.now())
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("insert executor %s: %w (an executor row already has that name)", r.ContainerName, runner.ErrNameConflict)
+		return fmt.Errorf("insert container record %s: %w (a record already has that name)", r.ContainerName, runner.ErrNameConflict)
 	}
 	if err != nil {
-		return fmt.Errorf("insert executor %s: %w", r.ContainerName, err)
+		return fmt.Errorf("insert container record %s: %w", r.ContainerName, err)
 	}
 	return nil
 }
@@ -41,7 +41,7 @@ const sqlExecutorReady = `UPDATE executors SET container_id = $2, status = 'read
 // ExecutorReady implements runner.ContainerLog.
 func (s *Store) ExecutorReady(ctx context.Context, id int64, container runner.ContainerID) error {
 	if _, err := s.db.ExecContext(ctx, sqlExecutorReady, id, string(container), s.now()); err != nil {
-		return fmt.Errorf("executor %d ready: %w", id, err)
+		return fmt.Errorf("container record %d ready: %w", id, err)
 	}
 	return nil
 }
@@ -51,7 +51,7 @@ const sqlExecutorSeen = `UPDATE executors SET last_seen_at = $2 WHERE id = $1`
 // ExecutorSeen implements runner.ContainerLog.
 func (s *Store) ExecutorSeen(ctx context.Context, id int64) error {
 	if _, err := s.db.ExecContext(ctx, sqlExecutorSeen, id, s.now()); err != nil {
-		return fmt.Errorf("executor %d heartbeat: %w", id, err)
+		return fmt.Errorf("container record %d heartbeat: %w", id, err)
 	}
 	return nil
 }
@@ -61,10 +61,10 @@ const sqlEndExecutor = `UPDATE executors SET status = $2, error_message = $3, la
 // EndExecutor implements runner.ContainerLog; a live status is refused.
 func (s *Store) EndExecutor(ctx context.Context, id int64, status runner.ContainerStatus, message string) error {
 	if status.Live() {
-		return fmt.Errorf("end executor %d: %q is not a final status", id, status)
+		return fmt.Errorf("end container record %d: %q is not a final status", id, status)
 	}
 	if _, err := s.db.ExecContext(ctx, sqlEndExecutor, id, string(status), message, s.now()); err != nil {
-		return fmt.Errorf("end executor %d: %w", id, err)
+		return fmt.Errorf("end container record %d: %w", id, err)
 	}
 	return nil
 }
@@ -76,7 +76,7 @@ WHERE status IN ('starting', 'ready') ORDER BY id`
 func (s *Store) LiveExecutors(ctx context.Context) ([]runner.ContainerRecord, error) {
 	var rs []runner.ContainerRecord
 	if err := s.db.SelectContext(ctx, &rs, sqlLiveExecutors); err != nil {
-		return nil, fmt.Errorf("list live executors: %w", err)
+		return nil, fmt.Errorf("list live container records: %w", err)
 	}
 	return rs, nil
 }
@@ -87,14 +87,14 @@ const sqlRunExecutors = `SELECT ` + executorColumns + ` FROM executors WHERE run
 func (s *Store) RunExecutors(ctx context.Context, runID int64) ([]runner.ContainerRecord, error) {
 	var rs []runner.ContainerRecord
 	if err := s.db.SelectContext(ctx, &rs, sqlRunExecutors, runID); err != nil {
-		return nil, fmt.Errorf("list executors of run %d: %w", runID, err)
+		return nil, fmt.Errorf("list container records of run %d: %w", runID, err)
 	}
 	return rs, nil
 }
 
-// LiveExecutorMailboxes returns the ids of mailboxes that have an executor in status starting
-// or ready.
+// LiveExecutorMailboxes returns the ids of mailboxes that have a container record in status
+// starting or ready.
 func (s *Store) LiveExecutorMailboxes(ctx context.Context) (map[int64]bool, error) {
-	return s.idSet(ctx, "mailboxes with live executors", `SELECT DISTINCT mailbox_id FROM executors
+	return s.idSet(ctx, "mailboxes with live container records", `SELECT DISTINCT mailbox_id FROM executors
 		WHERE status IN ('starting', 'ready')`)
 }

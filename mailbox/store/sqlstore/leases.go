@@ -1,4 +1,4 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
@@ -10,11 +10,28 @@ import (
 	"github.com/alfred-bot/alfred/mailbox"
 )
 
-// Lease implements mailbox.Leases (the claim is sqlLease, in dialect.go).
+// sqlLease claims the least recently updated due mailbox (pending events, or a wake_at that
+// has come) whose lease is free or expired: $1 owner, $2 expiry, $3 now. %s is the dialect's
+// LeaseLock.
+const sqlLease = `
+WITH due AS (
+	SELECT m.id FROM mailboxes m
+	WHERE (m.lease_expires_at IS NULL OR m.lease_expires_at < $3)
+	  AND (m.wake_at <= $3
+	       OR EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id AND e.processed_at IS NULL))
+	ORDER BY m.updated_at
+	LIMIT 1
+	%s
+)
+UPDATE mailboxes SET lease_owner = $1, lease_expires_at = $2
+FROM due WHERE mailboxes.id = due.id
+RETURNING mailboxes.id`
+
+// Lease implements mailbox.Leases, with the dialect's lock on the candidate row.
 func (s *Store) Lease(ctx context.Context, owner string, ttl time.Duration) (*mailbox.Mailbox, error) {
 	now := s.now()
 	var id int64
-	err := s.db.GetContext(ctx, &id, sqlLease, owner, now.Add(ttl), now)
+	err := s.db.GetContext(ctx, &id, s.leaseSQL, owner, now.Add(ttl), now)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -94,8 +111,8 @@ const sqlUnfinishedMailboxes = `
 SELECT mailbox_id FROM executors WHERE status IN ('starting', 'ready')
 UNION SELECT mailbox_id FROM runs WHERE status = 'running' ORDER BY 1`
 
-// UnfinishedMailboxes implements mailbox.Leases: a live container is an executor row in
-// status starting or ready.
+// UnfinishedMailboxes implements mailbox.Leases: a live container is a container record (executors row)
+// in status starting or ready.
 func (s *Store) UnfinishedMailboxes(ctx context.Context) ([]int64, error) {
 	var ids []int64
 	if err := s.db.SelectContext(ctx, &ids, sqlUnfinishedMailboxes); err != nil {

@@ -1,4 +1,4 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
@@ -54,8 +54,8 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $
 const sqlLinkSession = `UPDATE executors SET session_id = $1, native_session_id = $2
 WHERE id = (SELECT max(id) FROM executors WHERE run_id = $3)`
 
-// RecordSession implements runner.SessionStore; the run's latest executor row is linked to
-// the session.
+// RecordSession implements runner.SessionStore; the run's latest container record is linked
+// to the session.
 func (s *Store) RecordSession(ctx context.Context, r *phase.SessionRecord) error {
 	err := s.db.GetContext(ctx, &r.ID, sqlRecordSession,
 		r.MailboxID, r.RunID, r.Adapter, r.Model, r.Name, r.NativeID, r.Resumed, r.FallbackReason,
@@ -65,7 +65,7 @@ func (s *Store) RecordSession(ctx context.Context, r *phase.SessionRecord) error
 	}
 	if r.RunID != nil {
 		if _, err := s.db.ExecContext(ctx, sqlLinkSession, r.ID, r.NativeID, *r.RunID); err != nil {
-			return fmt.Errorf("link the session to its executor: %w", err)
+			return fmt.Errorf("link the session to its container record: %w", err)
 		}
 	}
 	return nil

@@ -1,0 +1,116 @@
+// Package sqlstore is Alfred's store on a SQL database, shared by the PostgreSQL store
+// (mailbox/store/postgres) and the embedded SQLite store (mailbox/store/sqlite). It
+// implements mailbox.Store, the runner's runner.ContainerLog and runner.SessionStore, and the
+// queries of the admin endpoints, on the schema in migrations/ (one set of files per engine,
+// with the same tables and columns).
+//
+// The SQL lives in constants beside the method that runs it and runs unchanged on both engines
+// (jmoiron/sqlx; $n placeholders, which modernc.org/sqlite binds by number too). What differs
+// is a Dialect, given by the engine's package: only the row lock of the lease claim. No
+// statement reads the database's clock: every time is passed from Go, taken from the one clock
+// the store is built with.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/migrations"
+	"github.com/alfred-bot/alfred/runner"
+)
+
+var (
+	_ mailbox.Store       = (*Store)(nil)
+	_ runner.ContainerLog = (*Store)(nil)
+	_ runner.SessionStore = (*Store)(nil)
+)
+
+// querier is what *sqlx.DB and *sqlx.Tx have in common.
+type querier interface {
+	sqlx.ExtContext
+	GetContext(ctx context.Context, dest any, query string, args ...any) error
+	SelectContext(ctx context.Context, dest any, query string, args ...any) error
+}
+
+// DB is the connection pool a Store runs on: a *sqlx.DB, or a wrapper around one that also
+// releases what it holds when closed (the SQLite store's process lock).
+type DB interface {
+	querier
+	BeginTxx(ctx context.Context, opts *sql.TxOptions) (*sqlx.Tx, error)
+	PingContext(ctx context.Context) error
+	Close() error
+}
+
+// Dialect is what the engines do differently.
+type Dialect struct {
+	// Name is the engine, as migrations names it.
+	Name migrations.Dialect
+	// LeaseLock is appended to the query that picks the mailbox Lease claims. PostgreSQL locks
+	// the candidate row with FOR UPDATE SKIP LOCKED, so concurrent workers, of one process or
+	// several, each get a different mailbox without waiting on each other; SQLite has one
+	// writer at a time and takes no row locks, so its lock is empty.
+	LeaseLock string
+}
+
+// Store is Alfred's store on one database.
+type Store struct {
+	db       DB
+	dialect  Dialect
+	now      func() time.Time
+	leaseSQL string // sqlLease with the dialect's lock
+}
+
+// New wraps a connection pool whose schema is migrated (migrations.Apply) for engine d. now is
+// the clock every stored time and every lease expiry is read from; nil means time.Now.
+func New(db DB, d Dialect, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{db: db, dialect: d, now: now, leaseSQL: fmt.Sprintf(sqlLease, d.LeaseLock)}
+}
+
+// DB returns the underlying pool.
+func (s *Store) DB() DB { return s.db }
+
+// Dialect returns the engine's dialect.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Ping reports whether the database answers; used by GET /readyz.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// Close closes the pool (and, on SQLite, releases the process lock).
+func (s *Store) Close() error { return s.db.Close() }
+
+// withTx runs fn in a transaction, committed when fn returns nil and rolled back otherwise.
+func (s *Store) withTx(ctx context.Context, fn func(q querier) error) error {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin transaction: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit transaction: %w", err)
+	}
+	return nil
+}
+
+// idSet selects a list of ids into a set.
+func (s *Store) idSet(ctx context.Context, what, query string, args ...any) (map[int64]bool, error) {
+	var ids []int64
+	if err := s.db.SelectContext(ctx, &ids, query, args...); err != nil {
+		return nil, fmt.Errorf("list %s: %w", what, err)
+	}
+	out := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}
