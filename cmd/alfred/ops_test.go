@@ -79,7 +79,8 @@ admin:
 	var devRun int64
 	require.Eventually(t, func() bool {
 		d, err := e.srv.store.Mailbox(ctx, mb.ID)
-		if err != nil || len(d.Runs) == 0 {
+		require.NoError(t, err)
+		if len(d.Runs) == 0 {
 			return false
 		}
 		r := d.Runs[len(d.Runs)-1]

@@ -29,15 +29,15 @@ SELECT m.id, m.forge, m.repo, m.number, m.merge_request, m.title, m.state, m.bra
 	(m.lease_owner IS NOT NULL AND m.lease_expires_at > $1) AS leased,
 	(EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id AND e.processed_at IS NULL)
 		OR (m.wake_at IS NOT NULL AND m.wake_at <= $1)) AS due,
-	coalesce((SELECT r.phase FROM runs r WHERE r.mailbox_id = m.id AND r.status = 'running'
-		ORDER BY r.id DESC LIMIT 1), '') AS running_phase,
-	coalesce((SELECT e.event_type FROM events e WHERE e.mailbox_id = m.id ORDER BY e.id DESC LIMIT 1), '') AS last_event,
-	(SELECT max(e.received_at) FROM events e WHERE e.mailbox_id = m.id) AS last_event_at,
+	coalesce(rr.phase, '') AS running_phase,
+	coalesce(le.event_type, '') AS last_event, le.received_at AS last_event_at,
 	(SELECT ` + sqlSumCost + ` FROM llm_sessions s WHERE s.mailbox_id = m.id) AS cost_usd,
 	(SELECT ` + sqlCountUnrate + ` FROM llm_sessions s WHERE s.mailbox_id = m.id) AS unrated,
 	(SELECT coalesce(sum(tokens_in), 0) FROM llm_sessions s WHERE s.mailbox_id = m.id) AS tokens_in,
 	(SELECT coalesce(sum(tokens_out), 0) FROM llm_sessions s WHERE s.mailbox_id = m.id) AS tokens_out
-FROM mailboxes m`
+FROM mailboxes m
+LEFT JOIN runs rr ON rr.id = (SELECT max(x.id) FROM runs x WHERE x.mailbox_id = m.id AND x.status = 'running')
+LEFT JOIN events le ON le.id = (SELECT max(x.id) FROM events x WHERE x.mailbox_id = m.id)`
 
 type webMailboxRow struct {
 	ID           int64        `db:"id"`
@@ -76,7 +76,8 @@ func (r webMailboxRow) summary() web.MailboxSummary {
 	return s
 }
 
-// Mailboxes implements web.Reader: newest activity first.
+// Mailboxes implements web.Reader: newest activity first. Times are read from their own
+// columns (joined rows, not aggregates), so that SQLite returns them as times.
 func (s *Store) Mailboxes(ctx context.Context, limit int) ([]web.MailboxSummary, error) {
 	var rows []webMailboxRow
 	q := sqlWebMailboxes + ` ORDER BY m.updated_at DESC, m.id DESC LIMIT $2`

@@ -35,6 +35,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"AdminSessionFacts":             adminSessionFacts,
 		"TimesKeepTheirInstant":         timesKeepTheirInstant,
 		"RetentionPurgesAndKeeps":       retention,
+		"WebReader":                     webReader,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
