@@ -15,7 +15,7 @@ export ALFRED_TEST_DATABASE_URL
 
 SCRIPT_AGENT_IMAGE ?= alfred/script-agent:dev
 
-.PHONY: all build deps test bench run image script-agent-image realcli-test clean
+.PHONY: all build deps test bench bench-ingest fuzz run image script-agent-image realcli-test clean
 
 all: build
 
@@ -36,6 +36,25 @@ test: deps
 ## bench: run the benchmarks only
 bench:
 	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench . -benchmem -count=1 ./...
+
+## bench-ingest: webhook ingest at 1, 8 and 32 senders next to pgbench inserting the same rows
+bench-ingest:
+	$(GO) test -run '^$$' -bench IngestVsPgbench -benchtime 3000x -count=1 ./webhook/
+
+## fuzz: run every fuzz target for FUZZTIME each (`go test` runs their seed corpus)
+FUZZTIME ?= 30s
+FUZZ_TARGETS := \
+	./webhook:FuzzReceiver ./webhook:FuzzReceiverStore ./webhook:FuzzNormalise \
+	./mailbox:FuzzParseReply ./mailbox:FuzzMarkersAndSections ./mailbox:FuzzSplitComment \
+	./runner/phase:FuzzDecodeResult ./runner/agent/script:FuzzParse \
+	./runner/agent/internal/clikit:FuzzLinesAndJSONObject \
+	./runner/agent/claudecode:FuzzParseStream ./runner/agent/codex:FuzzParseStream \
+	./runner/agent/copilot:FuzzParseStream ./runner/agent/gemini:FuzzParseStream \
+	./runner/agent/opencode:FuzzParseStream ./internal/config:FuzzLoad
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t#*:}; \
+		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; done
 
 ## run: prepare the demo's files, bring up Docker (and PostgreSQL only when $(CONFIG) or ALFRED_DATABASE_URL names a PostgreSQL database; none or sqlite:PATH = embedded SQLite), build, build the script agent image, check (alfred doctor), serve with $(CONFIG)
 run:

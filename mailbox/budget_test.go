@@ -39,8 +39,8 @@ func TestBudgetBlocksTheSecondRun(t *testing.T) {
 	budget := 0.01
 	var b *bundle
 	usage := &jobUsage{cost: 0.0123}
-	b = setupWith(t, mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, Usage: usage,
-		Settings: func(string) mailbox.Settings { return mailbox.Settings{BudgetUSD: &budget} }}, "type::task")
+	b = setupWith(t, guard{config: mailbox.Config{Usage: usage,
+		Settings: func(string) mailbox.Settings { return mailbox.Settings{BudgetUSD: &budget} }}}, "type::task")
 	usage.exec = b.exec
 
 	b.deliver(assign("alice"))

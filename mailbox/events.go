@@ -182,6 +182,10 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 	if o.fromBot || !ev.LabelsKnown {
 		return "own change", nil
 	}
+	if o.otherBot { // a bot never validates a plan or starts a phase
+		mb.Labels = ev.Labels
+		return "labels recorded: changed by another bot", nil
+	}
 	prev := []string(mb.Labels)
 	if ev.PreviousLabels != nil {
 		prev = ev.PreviousLabels

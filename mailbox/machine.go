@@ -309,8 +309,12 @@ func (m *Machine) ensureLabels(ctx context.Context, bot Bot, mb *Mailbox) {
 	m.mu.Unlock()
 }
 
-// orClose turns a 404 on the issue into a clean close of the mailbox.
+// orClose turns a 404 on the issue into a clean close of the mailbox, and a refused post into
+// a block (postRefused).
 func (m *Machine) orClose(ctx context.Context, bot Bot, mb *Mailbox, err error) error {
+	if errors.Is(err, ErrPostRefused) {
+		return m.postRefused(ctx, bot, mb, err)
+	}
 	if !errors.Is(err, forge.ErrNotFound) {
 		return err
 	}

@@ -103,11 +103,19 @@ const repo = "acme/shop"
 
 func setup(t *testing.T, labels ...string) *bundle {
 	t.Helper()
-	return setupWith(t, mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, labels...)
+	return setupWith(t, guard{}, labels...)
 }
 
-// setupWith is setup with the machine's configuration.
-func setupWith(t *testing.T, cfg mailbox.Config, labels ...string) *bundle {
+// guard, when limits is set, wraps the fake forge as the command does (mailbox.GuardPosts),
+// with redact as the censor of the posts and of the machine.
+type guard struct {
+	limits *mailbox.PostLimits
+	redact func(string) string
+	// config is the machine's configuration; CIWait, CIPoll and Redact are set here.
+	config mailbox.Config
+}
+
+func setupWith(t *testing.T, g guard, labels ...string) *bundle {
 	t.Helper()
 	fake := forgetest.NewFake(forge.KindGitLab)
 	fake.AddUser("alice")
@@ -131,8 +139,14 @@ func setupWith(t *testing.T, cfg mailbox.Config, labels ...string) *bundle {
 	c := &clock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
 	store := mailboxtest.NewStore(c.Now)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var posts forge.Forge = fake
+	if g.limits != nil {
+		posts = mailbox.GuardPosts(fake, mailbox.PostGuard{Censor: g.redact, Limits: *g.limits})
+	}
+	cfg := g.config
+	cfg.CIWait, cfg.CIPoll, cfg.Redact = 10*time.Minute, time.Minute, g.redact
 	m := mailbox.NewMachine(cfg, store,
-		map[string]mailbox.Bot{"gl": {Forge: fake, Login: forgetest.BotLogin}}, exec, c.Now, log)
+		map[string]mailbox.Bot{"gl": {Forge: posts, Login: forgetest.BotLogin}}, exec, c.Now, log)
 	return &bundle{t: t, store: store, fake: fake, exec: exec, machine: m, clock: c,
 		ref: forge.IssueRef{Forge: "gl", Repo: repo, Number: n}}
 }

@@ -95,7 +95,7 @@ func TestSpecMatchesTheLifecycleTable(t *testing.T) {
 	var working []string
 	for _, tr := range workingTransitions {
 		from := "any working state"
-		if tr.On == onBlockedLabel {
+		if notFromBlocked(tr.On) {
 			from = "any working state but blocked"
 		}
 		working = append(working, fmt.Sprintf("%s | %s | %s", from, tr.When, tr.To))
@@ -132,6 +132,8 @@ func TestLifecycleTableIsClosed(t *testing.T) {
 	_, err := next(StateIdle, onIssueClosed)
 	require.Error(t, err, "idle is not working")
 	_, err = next(StateBlocked, onBlockedLabel)
+	require.Error(t, err, "blocked is not blocked again")
+	_, err = next(StateBlocked, onPostRefused)
 	require.Error(t, err, "blocked is not blocked again")
 	to, err := next(StateDone, onIssueGone)
 	require.NoError(t, err)

@@ -100,6 +100,7 @@ const (
 	onMRClosed     trigger = "mr_closed"
 	onIssueGone    trigger = "issue_gone"
 	onBlockedLabel trigger = "blocked_label"
+	onPostRefused  trigger = "post_refused" // the forge refused a post with a 4xx
 )
 
 // transition is one edge of the lifecycle: on trigger, to state To. When is how
@@ -195,7 +196,7 @@ var lifecycle = []stateDef{
 }
 
 // workingTransitions are accepted by every working state (neither idle nor closed); the
-// blocked label by every working state but blocked itself. A retry in blocked leads back to
+// blocked label and a refused post by every working state but blocked itself. A retry in blocked leads back to
 // the state the mailbox was blocked from (Data.BlockedFrom).
 var workingTransitions = []transition{
 	{onIssueClosed, StateDone, "the issue closed"},
@@ -203,7 +204,12 @@ var workingTransitions = []transition{
 	{onUnassigned, StateCancelled, "the bot unassigned"},
 	{onMRClosed, StateCancelled, "the bot's merge request closed without merge"},
 	{onBlockedLabel, StateBlocked, "status::blocked added by a human"},
+	{onPostRefused, StateBlocked, "the forge refused a post (HTTP 4xx)"},
 }
+
+// notFromBlocked reports the working transitions blocked itself does not take: it is already
+// blocked.
+func notFromBlocked(on trigger) bool { return on == onBlockedLabel || on == onPostRefused }
 
 // retryWhen names the transition out of blocked: on inputRetry, to the state the mailbox was
 // blocked from (Data.BlockedFrom), not a state of the table.
@@ -258,7 +264,7 @@ func next(s State, on trigger) (State, error) {
 			return t.To, nil
 		}
 	}
-	if s.Working() && !(on == onBlockedLabel && s == StateBlocked) {
+	if s.Working() && !(notFromBlocked(on) && s == StateBlocked) {
 		for _, t := range workingTransitions {
 			if t.On == on {
 				return t.To, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/alfred-bot/alfred/internal/textwalk"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
@@ -76,6 +77,9 @@ func (e *Executor) collect(ctx context.Context, c collection, out *RunOutcome) e
 		out.Status, out.Err = StatusFailed, err
 		return nil
 	}
+	// Every text of the result (summary, plan, answer, analysis, commit message, files) is
+	// posted, stored or committed: it passes the censor here, once, for every path.
+	textwalk.Map(res, e.cfg.Redact)
 	out.Status, out.Result = StatusSucceeded, res
 	return nil
 }

@@ -11,13 +11,17 @@
 //
 //	202 stored                     {"status":"accepted","delivery":"…"}
 //	200 duplicate delivery         {"status":"duplicate","delivery":"…"}
-//	200 ignored (*forge.IgnoreError) {"status":"ignored","reason":"…"}
-//	400 unreadable payload or missing event header (also a panic while parsing)
+//	200 ignored (*forge.IgnoreError from the Source or from the Inbox) {"status":"ignored","reason":"…"}
+//	400 unreadable payload or missing event header (also a panic while parsing), an identifier
+//	    over its cap (MaxDeliveryIDBytes…), or a value the Inbox refuses (forge.ErrBadPayload)
 //	401 missing or wrong token/signature (forge.ErrSignature)
 //	404 unknown forge name
 //	405 method other than POST
 //	413 body larger than ReceiverConfig.MaxBodyBytes
-//	503 the Inbox failed (database down), with Retry-After
+//	503 the Inbox failed for any other reason (database down), with Retry-After
+//
+// Before the event reaches the Inbox every string in it is made valid UTF-8 without NUL (an
+// invalid byte or a NUL becomes U+FFFD); see normalise.
 package webhook
 
 import (
@@ -43,8 +47,10 @@ import (
 // Inbox stores normalised events. The mailbox package implements it.
 type Inbox interface {
 	// Deliver persists ev. It reports duplicate=true, without error, when the same delivery was
-	// stored before (same Forge and DeliveryID, or same Forge and BodyHash). An error means the
-	// event was not stored and the forge should retry (the receiver answers 503).
+	// stored before (same Forge and DeliveryID, or same Forge and BodyHash). A *forge.IgnoreError
+	// means the event belongs to nothing Alfred tracks (answered 200); an error wrapping
+	// forge.ErrBadPayload means it can never be stored (400); any other error means it was not
+	// stored and the forge should retry (503).
 	Deliver(ctx context.Context, ev forge.Event) (duplicate bool, err error)
 }
 
@@ -286,9 +292,15 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if err := normalise(&ev); err != nil {
+		log.LogAttrs(r.Context(), slog.LevelWarn, "webhook payload rejected", slog.Any("error", err))
+		writeJSON(w, http.StatusBadRequest, response{Status: "error", Error: err.Error()})
+		return
+	}
+	ev.Kind = src.Kind()
+	markBots(&ev)
 	sum := sha256.Sum256(body)
 	ev.Forge = name
-	ev.Kind = src.Kind()
 	ev.BodyHash = hex.EncodeToString(sum[:])
 	if ev.DeliveryID == "" {
 		// No delivery header (hand-sent or recorded without headers): the body identifies it.
@@ -296,14 +308,31 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	ev.Target.Forge = name
 	ev.ReceivedAt = rc.now().UTC()
-	log = base.With(slog.String("delivery_id", ev.DeliveryID), slog.String("event", ev.Header))
+	rc.store(w, r, base.With(slog.String("delivery_id", ev.DeliveryID), slog.String("event", ev.Header)), ev)
+}
 
+// store hands a verified, normalised event to the Inbox and answers by the result (see the
+// package doc).
+func (rc *Receiver) store(w http.ResponseWriter, r *http.Request, log *slog.Logger, ev forge.Event) {
 	// Once storing has started it should finish even if the forge hangs up (GitLab gives up
 	// after 10 s, Gitea after 5 s): a half-done store only causes a needless retry.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), rc.deliverTO)
 	defer cancel()
 	dup, err := rc.inbox.Deliver(ctx, ev)
-	if err != nil {
+	var ignore *forge.IgnoreError
+	switch {
+	case errors.As(err, &ignore):
+		// Decided by the store: a pipeline on no branch of Alfred's, say.
+		log.LogAttrs(r.Context(), slog.LevelInfo, "webhook ignored", slog.String("action", ev.Action), slog.String("reason", ignore.Reason))
+		writeJSON(w, http.StatusOK, response{Status: "ignored", Delivery: ev.DeliveryID, Reason: ignore.Reason})
+		return
+	case errors.Is(err, forge.ErrBadPayload):
+		// The store refused a value (the normalisation should have caught it): retrying the same
+		// delivery cannot succeed.
+		log.LogAttrs(r.Context(), slog.LevelWarn, "webhook payload not storable", slog.Any("error", err))
+		writeJSON(w, http.StatusBadRequest, response{Status: "error", Error: "payload cannot be stored"})
+		return
+	case err != nil:
 		log.LogAttrs(r.Context(), slog.LevelError, "storing webhook event", slog.Any("error", err))
 		w.Header().Set("Retry-After", strconv.Itoa(int((rc.retryAfter+time.Second-1)/time.Second)))
 		writeJSON(w, http.StatusServiceUnavailable, response{Status: "error", Error: "temporarily unavailable"})

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +36,9 @@ import (
 
 // The recorded Forgejo deliveries were signed with this secret (see their README).
 const liveSecret = "acceptance-webhook-secret"
+
+// e2eAdminToken is the admin token of the in-process servers.
+const e2eAdminToken = "e2e-admin-token-5c1f"
 
 const lifecycleScript = `
 analysis.functional:
@@ -160,7 +164,9 @@ workers:
   count: 2
   lease_ttl: 5s
   poll_interval: 100ms
-`, filepath.Join(dir, "data"), kind, kind, url, token, liveSecret, agents, deadline)), 0o600))
+admin:
+  token: %s
+`, filepath.Join(dir, "data"), kind, kind, url, token, liveSecret, agents, deadline, e2eAdminToken)), 0o600))
 	cfg, err := config.Load(cfgPath, []string{"ALFRED_DATABASE_URL=" + dsn})
 	require.NoError(t, err)
 
@@ -385,21 +391,34 @@ func lifecycleForgejoRecordedDeliveries(t *testing.T, e *e2e) {
 	e.requireUniqueMarkers()
 	requireNoLeftovers(t, e.srv.cfg.DataDir)
 
-	// The session status endpoint: the script agent keeps no session.
+	// The session status endpoint: the script agent keeps no session. It is on the admin
+	// listener only, behind the admin token.
 	resp, err := http.Get(e.url + "/mailboxes/1/session")
 	require.NoError(t, err)
-	var st admin.SessionStatus
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
 	_ = resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "the webhook port shows no state")
+	adminGet := func(path, token string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		w := httptest.NewRecorder()
+		e.srv.admin.ServeHTTP(w, r)
+		return w
+	}
+	w := adminGet("/mailboxes/1/session", "")
+	require.Equal(t, http.StatusUnauthorized, w.Code, "the status page refuses a request without the token")
+	require.NotContains(t, w.Body.String(), mr.SourceBranch)
+	require.Equal(t, http.StatusUnauthorized, adminGet("/mailboxes/1/session", "wrong").Code)
+	w = adminGet("/mailboxes/1/session", e2eAdminToken)
+	require.Equal(t, http.StatusOK, w.Code)
+	var st admin.SessionStatus
+	require.NoError(t, json.NewDecoder(w.Body).Decode(&st))
 	require.Equal(t, mr.SourceBranch, st.Branch)
 	require.Equal(t, mailbox.StateDone, st.State)
 	require.False(t, st.IsResumable)
 	require.Equal(t, admin.ReasonMissingResumeToken, st.ResumeReason)
-	resp, err = http.Get(e.url + "/mailboxes/999/session")
-	require.NoError(t, err)
-	_ = resp.Body.Close()
-	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	require.Equal(t, http.StatusNotFound, adminGet("/mailboxes/999/session", e2eAdminToken).Code)
 }
 
 func TestLifecycleForgejoDeadlineAppliesDefaults(t *testing.T) {

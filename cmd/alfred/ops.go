@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -27,18 +26,11 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
-// opsRoutes mounts the operator's side on r: GET /metrics (behind admin.metrics_token when
-// set) and the pages under /ui (behind admin.token; not served without one).
-func (s *server) opsRoutes(r chi.Router, reader web.Reader) error {
-	m := s.metrics.Handler()
-	if tok := s.cfg.Admin.MetricsToken.Reveal(); tok != "" {
-		m = bearer(tok, m)
-	}
-	r.Method(http.MethodGet, "/metrics", m)
-	tok := s.cfg.Admin.Token.Reveal()
-	if tok == "" || reader == nil {
-		return nil
-	}
+// opsRoutes adds the operator's side to the admin listener: GET /metrics on guarded (the
+// routes behind the admin token) and the pages under /ui on top, behind admin.PageAuth with
+// the same token (a browser signs in once; scripts send the Bearer header).
+func (s *server) opsRoutes(top, guarded chi.Router, reader web.Reader) error {
+	guarded.Method(http.MethodGet, "/metrics", s.metrics.Handler())
 	cli, err := docker.NewClient()
 	if err != nil {
 		return err
@@ -48,22 +40,9 @@ func (s *server) opsRoutes(r chi.Router, reader web.Reader) error {
 	if err != nil {
 		return err
 	}
-	r.Handle(web.Prefix+"/*", admin.PageAuth(web.Prefix, tok, pages))
-	r.Handle(web.Prefix, http.RedirectHandler(web.Prefix+"/", http.StatusMovedPermanently))
+	top.Handle(web.Prefix+"/*", admin.PageAuth(web.Prefix, s.cfg.Admin.Token.Reveal(), pages))
+	top.Handle(web.Prefix, http.RedirectHandler(web.Prefix+"/", http.StatusMovedPermanently))
 	return nil
-}
-
-// bearer lets a request through only with "Authorization: Bearer <token>" (constant-time).
-func bearer(token string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="alfred"`)
-			http.Error(w, "a token is required (admin.metrics_token_file)", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // dockerLogs is web.LiveLogs on the Docker engine: the combined output of a run's container.
@@ -152,10 +131,11 @@ func logEndpoints(log *slog.Logger, cfg *config.Config, listen string) {
 	for _, f := range cfg.Forges {
 		log.Info("set this webhook URL on "+f.Name, "forge", f.Name, "url", doctor.WebhookURL(base, f.Name))
 	}
-	if cfg.Admin.Token != "" {
-		log.Info("operator pages", "url", strings.TrimRight(base, "/")+web.Prefix+"/")
+	if cfg.Admin.Listen != "" {
+		log.Info("operator pages and metrics (admin token)", "pages", "http://"+cfg.Admin.Listen+web.Prefix+"/",
+			"metrics", "http://"+cfg.Admin.Listen+"/metrics")
 	} else {
-		log.Info("operator pages off: set admin.token_file to serve them")
+		log.Info("operator pages and metrics off: set admin.listen and admin.token_file to serve them")
 	}
 }
 

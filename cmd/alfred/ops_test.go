@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,8 +24,6 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
-
-const opsAdminToken = "ops-admin-token-0123456789abcdef"
 
 // opsScript is the development step of the operations test: slow enough for the live log page.
 const opsScript = `
@@ -61,11 +60,12 @@ agents:
 phases:
   default: claude
   development: script
-admin:
-  token: %s
-`, claude, script, scriptPath, opsAdminToken))
+`, claude, script, scriptPath))
 	ctx := context.Background()
-	login := e.url + web.Prefix + "/login?token=" + opsAdminToken + "&next="
+	// The admin listener (admin.listen): the pages and the metrics, behind the admin token.
+	adminSrv := httptest.NewServer(e.srv.admin)
+	t.Cleanup(adminSrv.Close)
+	login := adminSrv.URL + web.Prefix + "/login?token=" + e2eAdminToken + "&next="
 
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
 	require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", setLabels("type::task")))
@@ -88,7 +88,7 @@ admin:
 			return false
 		}
 		devRun = r.ID
-		return strings.Contains(opsGet(t, e.url+fmt.Sprintf("%s/runs/%d/log", web.Prefix, r.ID)), "step 2: writing export.csv")
+		return strings.Contains(opsGet(t, adminSrv.URL+fmt.Sprintf("%s/runs/%d/log", web.Prefix, r.ID)), "step 2: writing export.csv")
 	}, 90*time.Second, 200*time.Millisecond, "the development never showed its log")
 
 	p := browser.Load(t, login+web.Prefix+"/", "ops-mailboxes")
@@ -136,7 +136,8 @@ admin:
 	require.Contains(t, p.DOM, "stored output of the finished run")
 
 	// Every family, with values where work happened.
-	metricsText := opsGet(t, e.url+"/metrics")
+	require.Contains(t, opsGetToken(t, adminSrv.URL+"/metrics", "wrong"), "unauthorized")
+	metricsText := opsGet(t, adminSrv.URL+"/metrics")
 	for _, re := range []string{
 		`alfred_webhook_deliveries_total\{answer="accepted",event="issue_assign",forge="forgejo"\} [1-9]`,
 		`alfred_webhook_ack_duration_seconds_count\{forge="forgejo"\} [1-9]`,
@@ -159,9 +160,14 @@ admin:
 
 func opsGet(t *testing.T, url string) string {
 	t.Helper()
+	return opsGetToken(t, url, e2eAdminToken)
+}
+
+func opsGetToken(t *testing.T, url, token string) string {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+opsAdminToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/admin"
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/metrics"
+	"github.com/alfred-bot/alfred/internal/httpserve"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/mailbox/store"
 	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
@@ -64,6 +67,8 @@ type server struct {
 	service *runner.Service
 	handler http.Handler
 	metrics *metrics.Metrics
+	// admin serves the status endpoints behind the admin token (on cfg.Admin.Listen).
+	admin http.Handler
 }
 
 // newServer opens the store database_url selects (the embedded SQLite database in data_dir
@@ -72,7 +77,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 	if err := ensureDir(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("create data_dir: %w", err)
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, nil)
+	st, err := store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, cfg.Database.Pool(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +139,11 @@ func buildForges(cfg *config.Config, m *metrics.Metrics) (forges, error) {
 			return forges{}, fmt.Errorf("forge %s: git: %w", f.Name, err)
 		}
 		fs.sources[f.Name] = src
-		fs.bots[f.Name] = mailbox.Bot{Forge: client, Login: f.BotUser, OtherBots: f.OtherBots}
+		// Every text posted to the forge passes the censor and the forge's size limits, and
+		// mentions no bot.
+		fs.bots[f.Name] = mailbox.Bot{Forge: mailbox.GuardPosts(client, mailbox.PostGuard{Censor: cfg.Censor().String,
+			Limits: mailbox.PostLimits{MaxCommentBytes: f.MaxCommentBytes, MaxDescriptionBytes: f.MaxDescriptionBytes},
+			IsBot:  botCheck(f)}), Login: f.BotUser, OtherBots: f.OtherBots}
 		fs.gits[f.Name] = g
 	}
 	return fs, nil
@@ -194,8 +203,9 @@ func (s *server) buildService(ctx context.Context, gits map[string]*gitrepo.Mana
 		UID: cfg.Runner.UID, GID: cfg.Runner.GID}, s.log), nil
 }
 
-// buildHandler routes the session endpoint, the metrics and the pages (opsRoutes) and, for
-// every other path, the webhook receiver, which stores each delivery and wakes the workers.
+// buildHandler returns the webhook receiver, which stores each delivery and wakes the workers
+// (each delivery counted), and sets s.admin: the session endpoint, the metrics and the pages
+// behind the admin token.
 func (s *server) buildHandler(sources map[string]webhook.Source) (http.Handler, error) {
 	receiver, err := webhook.NewReceiver(webhook.ReceiverConfig{
 		Sources: sources, Inbox: mailbox.WakingInbox{Inbox: s.store, Workers: s.workers},
@@ -204,18 +214,22 @@ func (s *server) buildHandler(sources map[string]webhook.Source) (http.Handler, 
 	if err != nil {
 		return nil, err
 	}
-	r := chi.NewRouter()
-	r.Method(http.MethodGet, "/mailboxes/{id}/session",
+	// The webhook port serves webhooks, health and readiness only; state is on the admin
+	// listener, behind its token.
+	ar := chi.NewRouter()
+	ar.Method(http.MethodGet, "/mailboxes/{id}/session",
 		admin.SessionHandler(s.store, func(r *http.Request) string { return chi.URLParam(r, "id") }))
-	if err := s.opsRoutes(r, s.store); err != nil {
+	top := chi.NewRouter()
+	if err := s.opsRoutes(top, ar, s.store); err != nil {
 		return nil, err
 	}
+	top.Mount("/", admin.RequireToken(s.cfg.Admin.Token.Reveal(), ar))
+	s.admin = top
 	names := make([]string, 0, len(sources))
 	for name := range sources {
 		names = append(names, name)
 	}
-	r.Mount("/", s.metrics.DeliveryMiddleware(names, receiver))
-	return r, nil
+	return s.metrics.DeliveryMiddleware(names, receiver), nil
 }
 
 // buildAgents builds the configured agent adapters by name. An adapter that cannot be built
@@ -248,9 +262,20 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.reap(ctx); err != nil {
 		s.log.Warn("start-up cleanup incomplete", "err", err)
 	}
-	httpSrv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
+	httpSrv := httpserve.New(httpLimits(s.cfg.HTTP, s.cfg.HTTP.MaxConcurrent), s.handler)
+	errc := make(chan error, 2)
 	go func() { errc <- httpSrv.Serve(ln) }()
+	if s.cfg.Admin.Listen != "" {
+		aln, err := net.Listen("tcp", s.cfg.Admin.Listen)
+		if err != nil {
+			_ = httpSrv.Close()
+			return fmt.Errorf("listen on admin.listen %s: %w", s.cfg.Admin.Listen, err)
+		}
+		s.log.Info("admin endpoints serving", "listen", aln.Addr().String())
+		adminSrv := httpserve.New(httpLimits(s.cfg.HTTP, adminConcurrent), s.admin)
+		go func() { errc <- adminSrv.Serve(aln) }()
+		defer func() { _ = adminSrv.Close() }()
+	}
 
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -276,6 +301,25 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 		err = nil
 	}
 	return err
+}
+
+// botCheck reports whether a login of forge f is a bot: the bot itself, one of its other_bots,
+// or one by the forge's conventions (forge.IsBotLogin).
+func botCheck(f config.Forge) func(login string) bool {
+	return func(login string) bool {
+		return strings.EqualFold(login, f.BotUser) || forge.IsBotLogin(f.Kind, 0, login) ||
+			slices.ContainsFunc(f.OtherBots, func(b string) bool { return strings.EqualFold(b, login) })
+	}
+}
+
+// adminConcurrent is how many admin requests are handled at once: operators, not forges.
+const adminConcurrent = 4
+
+// httpLimits is the server limits of the configuration, with concurrent requests at once.
+func httpLimits(h config.HTTP, concurrent int) httpserve.Limits {
+	return httpserve.Limits{ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
+		WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout, MaxHeaderBytes: h.MaxHeaderBytes,
+		MaxConcurrent: concurrent}
 }
 
 // reap removes what a process killed during a run left behind and recovery did not keep

@@ -16,6 +16,7 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/censor"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/store/postgres"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
@@ -41,6 +42,12 @@ type Config struct {
 	DataDir string `yaml:"data_dir" env:"DATA_DIR"`
 	// MaxBodyBytes caps the size of a webhook body.
 	MaxBodyBytes int64 `yaml:"max_body_bytes" env:"MAX_BODY_BYTES"`
+	// HTTP limits the webhook server's connections.
+	HTTP HTTP `yaml:"http" envPrefix:"HTTP_"`
+	// Database sizes the PostgreSQL connection pool.
+	Database Database `yaml:"database" envPrefix:"DATABASE_"`
+	// Admin is the separate listener of the status endpoints.
+	Admin Admin `yaml:"admin" envPrefix:"ADMIN_"`
 
 	// Forges are the GitLab and Forgejo servers that send webhooks.
 	Forges []Forge `yaml:"forges" env:"-"`
@@ -65,23 +72,8 @@ type Config struct {
 	// Scopes override some settings per organization ("acme") or project ("acme/shop"; GitLab:
 	// the full path); the most specific scope wins. See Scope and Config.For.
 	Scopes map[string]Scope `yaml:"scopes" env:"-"`
-	// Admin guards the operator pages and the metrics endpoint.
-	Admin Admin `yaml:"admin" env:"-"`
 }
 
-// Admin configures the operator's side: the pages and the metrics.
-type Admin struct {
-	// Token guards the operator pages under /ui (Bearer header or a login); empty disables
-	// the pages. A secret: give it with token_file.
-	Token Secret `yaml:"token"`
-	// TokenFile is the file Token was read from, if any.
-	TokenFile string `yaml:"token_file,omitempty"`
-	// MetricsToken guards GET /metrics (Bearer); empty serves the metrics to anyone who
-	// reaches the listen address.
-	MetricsToken Secret `yaml:"metrics_token"`
-	// MetricsTokenFile is the file MetricsToken was read from, if any.
-	MetricsTokenFile string `yaml:"metrics_token_file,omitempty"`
-}
 
 // Sessions controls whether a mailbox's runs continue one agent session (spec/sessions.md).
 type Sessions struct {
@@ -136,6 +128,12 @@ type Forge struct {
 	// GitUser is the user name for git basic auth over HTTPS (the password is Token).
 	// Defaults to "oauth2" on GitLab and to BotUser on Forgejo.
 	GitUser string `yaml:"git_user"`
+	// MaxCommentBytes caps one comment Alfred posts; a longer one is split into marked parts
+	// (default: GitLab 1,000,000, Forgejo 65,000; spec/edge.md).
+	MaxCommentBytes int `yaml:"max_comment_bytes"`
+	// MaxDescriptionBytes caps an issue or merge request description Alfred writes; a longer
+	// one is cut with a notice (same defaults).
+	MaxDescriptionBytes int `yaml:"max_description_bytes"`
 }
 
 // Lifecycle tunes the issue life cycle.
@@ -169,6 +167,62 @@ type Workers struct {
 	LeaseTTL time.Duration `yaml:"lease_ttl" env:"LEASE_TTL"`
 	// PollInterval is how often an idle worker looks for work.
 	PollInterval time.Duration `yaml:"poll_interval" env:"POLL_INTERVAL"`
+}
+
+// HTTP limits the webhook server (spec/edge.md, "Server limits"). A forge sends a delivery in
+// one request of a few KiB and waits at most 10 s (GitLab) or 5 s (Gitea) for the answer, so
+// the defaults leave ample room for real forges and none for a client that holds a connection.
+type HTTP struct {
+	// ReadHeaderTimeout bounds reading the request line and headers (default 10s).
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" env:"READ_HEADER_TIMEOUT"`
+	// ReadTimeout bounds reading the whole request, body included (default 30s).
+	ReadTimeout time.Duration `yaml:"read_timeout" env:"READ_TIMEOUT"`
+	// WriteTimeout bounds a request from the end of its headers to the end of the answer
+	// (default 60s; it covers storing the event, which waits for a database connection).
+	WriteTimeout time.Duration `yaml:"write_timeout" env:"WRITE_TIMEOUT"`
+	// IdleTimeout closes a keep-alive connection idle for this long (default 60s).
+	IdleTimeout time.Duration `yaml:"idle_timeout" env:"IDLE_TIMEOUT"`
+	// MaxConcurrent is the number of requests read and handled at once (default 64); more
+	// wait for a slot until their read timeout, they are not refused.
+	MaxConcurrent int `yaml:"max_concurrent" env:"MAX_CONCURRENT"`
+	// MaxHeaderBytes caps the request headers (default 64 KiB).
+	MaxHeaderBytes int `yaml:"max_header_bytes" env:"MAX_HEADER_BYTES"`
+}
+
+// Database sizes the connection pool of one process (database/sql settings). The pool waits
+// for a free connection instead of opening more than MaxOpenConns, so a burst of deliveries
+// queues instead of exhausting PostgreSQL's max_connections (100 by default, shared with every
+// other client of the server).
+type Database struct {
+	// MaxOpenConns caps the open connections (default 16).
+	MaxOpenConns int `yaml:"max_open_conns" env:"MAX_OPEN_CONNS"`
+	// MaxIdleConns is how many connections stay open while idle (default 16, so a steady load
+	// never reconnects; database/sql lowers it to MaxOpenConns when that is smaller).
+	MaxIdleConns int `yaml:"max_idle_conns" env:"MAX_IDLE_CONNS"`
+	// ConnMaxLifetime closes a connection this old (default 30m).
+	ConnMaxLifetime time.Duration `yaml:"conn_max_lifetime" env:"CONN_MAX_LIFETIME"`
+	// ConnMaxIdleTime closes a connection idle this long (default 5m).
+	ConnMaxIdleTime time.Duration `yaml:"conn_max_idle_time" env:"CONN_MAX_IDLE_TIME"`
+}
+
+// Pool returns the settings as the PostgreSQL store's pool sizes.
+func (d Database) Pool() postgres.Pool {
+	return postgres.Pool{MaxOpen: d.MaxOpenConns, MaxIdle: d.MaxIdleConns, Lifetime: d.ConnMaxLifetime,
+		IdleTime: d.ConnMaxIdleTime}
+}
+
+// Admin configures the operator's endpoints: the status endpoints (GET /mailboxes/{id}/session…),
+// GET /metrics and the pages under /ui. They show state, branch names, container names and
+// worktree paths, so they never share the webhook port: they are served on Listen only, and
+// only to requests carrying Token as "Authorization: Bearer …" (the pages also take a login
+// with it). With Listen empty they are not served at all.
+type Admin struct {
+	// Listen is the admin listen address ("127.0.0.1:8081"); empty turns the endpoints off.
+	Listen string `yaml:"listen" env:"LISTEN"`
+	// Token is the bearer token the admin endpoints require; required with Listen.
+	Token Secret `yaml:"token" env:"-"`
+	// TokenFile is the file Token was read from, if any (admin.token_file).
+	TokenFile string `yaml:"token_file,omitempty" env:"-"`
 }
 
 // Runner limits the disposable agent containers.
@@ -284,6 +338,20 @@ func (c *Config) setDefaults() {
 	c.DataDir = cmp.Or(c.DataDir, "/var/lib/alfred")
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 5<<20)
 
+	h := &c.HTTP
+	h.ReadHeaderTimeout = cmp.Or(h.ReadHeaderTimeout, 10*time.Second)
+	h.ReadTimeout = cmp.Or(h.ReadTimeout, 30*time.Second)
+	h.WriteTimeout = cmp.Or(h.WriteTimeout, 60*time.Second)
+	h.IdleTimeout = cmp.Or(h.IdleTimeout, 60*time.Second)
+	h.MaxConcurrent = cmp.Or(h.MaxConcurrent, 64)
+	h.MaxHeaderBytes = cmp.Or(h.MaxHeaderBytes, 64<<10)
+
+	d := &c.Database
+	d.MaxOpenConns = cmp.Or(d.MaxOpenConns, 16)
+	d.MaxIdleConns = cmp.Or(d.MaxIdleConns, 16)
+	d.ConnMaxLifetime = cmp.Or(d.ConnMaxLifetime, 30*time.Minute)
+	d.ConnMaxIdleTime = cmp.Or(d.ConnMaxIdleTime, 5*time.Minute)
+
 	c.Labels = c.Labels.WithDefaults()
 
 	lc := &c.Lifecycle
@@ -391,8 +459,7 @@ type secretRef struct {
 // secretRefs lists every secret field of c.
 func (c *Config) secretRefs() []secretRef {
 	refs := []secretRef{{"database_url", &c.DatabaseURL, &c.DatabaseURLFile},
-		{"admin.token", &c.Admin.Token, &c.Admin.TokenFile},
-		{"admin.metrics_token", &c.Admin.MetricsToken, &c.Admin.MetricsTokenFile}}
+		{"admin.token", &c.Admin.Token, &c.Admin.TokenFile}}
 	for i := range c.Forges {
 		f := &c.Forges[i]
 		refs = append(refs,

@@ -31,6 +31,12 @@
 //	ALFRED_DATABASE_URL, _FILE           database_url (secret)
 //	ALFRED_DATA_DIR                      data_dir
 //	ALFRED_MAX_BODY_BYTES                max_body_bytes
+//	ALFRED_HTTP_<KEY>                    http.<key>: READ_HEADER_TIMEOUT, READ_TIMEOUT,
+//	                                     WRITE_TIMEOUT, IDLE_TIMEOUT, MAX_CONCURRENT, MAX_HEADER_BYTES
+//	ALFRED_DATABASE_<KEY>                database.<key>: MAX_OPEN_CONNS, MAX_IDLE_CONNS,
+//	                                     CONN_MAX_LIFETIME, CONN_MAX_IDLE_TIME
+//	ALFRED_ADMIN_LISTEN                  admin.listen
+//	ALFRED_ADMIN_TOKEN, _FILE            admin.token (secret)
 //	ALFRED_LABELS_<KEY>                  labels.<key>, e.g. ALFRED_LABELS_IN_REVIEW
 //	ALFRED_LIFECYCLE_<KEY>               lifecycle.<key>: QUESTION_DEADLINE, CI_WAIT, CI_POLL,
 //	                                     CI_FIX_ATTEMPTS, BRANCH_PREFIX, GIT_NAME, GIT_EMAIL
@@ -49,6 +55,8 @@
 //	ALFRED_FORGES_<NAME>_BOT_USER                forges[name].bot_user
 //	ALFRED_FORGES_<NAME>_OTHER_BOTS              forges[name].other_bots, comma-separated
 //	ALFRED_FORGES_<NAME>_GIT_USER                forges[name].git_user
+//	ALFRED_FORGES_<NAME>_MAX_COMMENT_BYTES       forges[name].max_comment_bytes
+//	ALFRED_FORGES_<NAME>_MAX_DESCRIPTION_BYTES   forges[name].max_description_bytes
 //	ALFRED_AGENTS_<NAME>_API_KEY, _FILE          agents[name].api_key (secret)
 //	ALFRED_AGENTS_<NAME>_ADAPTER                 agents[name].adapter
 //	ALFRED_AGENTS_<NAME>_IMAGE                   agents[name].image

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/caarlos0/env/v11"
@@ -20,7 +21,7 @@ const EnvPrefix = "ALFRED_"
 // Variables of the named lists: ALFRED_FORGES_<NAME>_<FIELD> and ALFRED_AGENTS_<NAME>_<FIELD>.
 var (
 	forgeEnvFields = []string{"KIND", "BASE_URL", "TOKEN", "TOKEN_FILE", "WEBHOOK_SECRET",
-		"WEBHOOK_SECRET_FILE", "BOT_USER", "OTHER_BOTS", "GIT_USER"}
+		"WEBHOOK_SECRET_FILE", "BOT_USER", "OTHER_BOTS", "GIT_USER", "MAX_COMMENT_BYTES", "MAX_DESCRIPTION_BYTES"}
 	agentEnvFields = []string{"ADAPTER", "IMAGE", "SCRIPT", "API_KEY", "API_KEY_FILE", "MODEL"}
 )
 
@@ -51,6 +52,7 @@ func (c *Config) applyEnv(environ []string) error {
 	}
 	errs := []error{
 		setSecretFromEnv(vars, EnvPrefix+"DATABASE_URL", &c.DatabaseURL, &c.DatabaseURLFile),
+		setSecretFromEnv(vars, EnvPrefix+"ADMIN_TOKEN", &c.Admin.Token, &c.Admin.TokenFile),
 		c.applyForgesEnv(vars),
 		c.applyAgentsEnv(vars),
 	}
@@ -185,6 +187,16 @@ func (c *Config) applyForgesEnv(vars map[string]string) error {
 		f.GitUser = cmp.Or(fields["GIT_USER"], f.GitUser)
 		if v, ok := fields["OTHER_BOTS"]; ok {
 			f.OtherBots = splitList(v)
+		}
+		for key, dst := range map[string]*int{"MAX_COMMENT_BYTES": &f.MaxCommentBytes, "MAX_DESCRIPTION_BYTES": &f.MaxDescriptionBytes} {
+			if v, ok := fields[key]; ok {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					errs = append(errs, &FieldError{Key: prefix + key, Reason: "not a whole number of bytes"})
+					continue
+				}
+				*dst = n
+			}
 		}
 		errs = append(errs,
 			setSecretFromEnv(vars, prefix+"TOKEN", &f.Token, &f.TokenFile),

@@ -85,6 +85,22 @@ func (c *Config) Validate() error {
 	}
 	v.required("data_dir", c.DataDir)
 	v.atLeast("max_body_bytes", c.MaxBodyBytes, 1)
+	v.positive("http.read_header_timeout", c.HTTP.ReadHeaderTimeout)
+	v.positive("http.read_timeout", c.HTTP.ReadTimeout)
+	v.positive("http.write_timeout", c.HTTP.WriteTimeout)
+	v.positive("http.idle_timeout", c.HTTP.IdleTimeout)
+	v.atLeast("http.max_concurrent", int64(c.HTTP.MaxConcurrent), 1)
+	v.atLeast("http.max_header_bytes", int64(c.HTTP.MaxHeaderBytes), 1024)
+	v.atLeast("database.max_open_conns", int64(c.Database.MaxOpenConns), 1)
+	v.atLeast("database.max_idle_conns", int64(c.Database.MaxIdleConns), 0)
+	v.positive("database.conn_max_lifetime", c.Database.ConnMaxLifetime)
+	v.positive("database.conn_max_idle_time", c.Database.ConnMaxIdleTime)
+	if c.Admin.Listen != "" {
+		v.required("admin.token", string(c.Admin.Token))
+		if c.Admin.Listen == c.Listen {
+			v.add("admin.listen", "must differ from listen: the webhook port serves webhooks, health and readiness only")
+		}
+	}
 
 	if len(c.Forges) == 0 {
 		v.add("forges", "at least one forge is required")
@@ -101,6 +117,12 @@ func (c *Config) Validate() error {
 		v.required(key+".webhook_secret", string(f.WebhookSecret))
 		v.required(key+".bot_user", f.BotUser)
 		v.required(key+".git_user", f.GitUser)
+		if f.MaxCommentBytes != 0 {
+			v.atLeast(key+".max_comment_bytes", int64(f.MaxCommentBytes), 1024)
+		}
+		if f.MaxDescriptionBytes != 0 {
+			v.atLeast(key+".max_description_bytes", int64(f.MaxDescriptionBytes), 1024)
+		}
 		for j, b := range f.OtherBots {
 			v.required(fmt.Sprintf("%s.other_bots[%d]", key, j), b)
 		}

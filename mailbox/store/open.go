@@ -41,11 +41,12 @@ func Engine(databaseURL, dataDir string) (d migrations.Dialect, path string) {
 
 // Open opens the store databaseURL selects (see Engine), applies its migrations and returns
 // it; closing the store closes the database. A SQLite database held by another process is an
-// error wrapping sqlite.ErrLocked. now is the store's clock; nil means time.Now.
-func Open(ctx context.Context, databaseURL, dataDir string, now func() time.Time) (*sqlstore.Store, error) {
+// error wrapping sqlite.ErrLocked. pool sizes a PostgreSQL connection pool (SQLite has one
+// writer connection). now is the store's clock; nil means time.Now.
+func Open(ctx context.Context, databaseURL, dataDir string, pool postgres.Pool, now func() time.Time) (*sqlstore.Store, error) {
 	d, path := Engine(databaseURL, dataDir)
 	if d == migrations.SQLite {
 		return sqlite.Open(ctx, path, now)
 	}
-	return postgres.Open(ctx, databaseURL, now)
+	return postgres.Open(ctx, databaseURL, pool, now)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox/store"
+	"github.com/alfred-bot/alfred/mailbox/store/postgres"
 	"github.com/alfred-bot/alfred/mailbox/store/sqlite"
 	"github.com/alfred-bot/alfred/migrations"
 )
@@ -36,14 +37,14 @@ func TestOpenSQLiteByDefault(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "data")
-	s, err := store.Open(ctx, "", dir, nil)
+	s, err := store.Open(ctx, "", dir, postgres.Pool{}, nil)
 	require.NoError(t, err)
 	require.Equal(t, migrations.SQLite, s.Dialect().Name)
 	require.FileExists(t, filepath.Join(dir, "alfred.db"))
-	_, err = store.Open(ctx, "", dir, nil)
+	_, err = store.Open(ctx, "", dir, postgres.Pool{}, nil)
 	require.ErrorIs(t, err, sqlite.ErrLocked)
 	require.NoError(t, s.Close())
-	s, err = store.Open(ctx, "", dir, nil)
+	s, err = store.Open(ctx, "", dir, postgres.Pool{}, nil)
 	require.NoError(t, err, "closing the store released the lock")
 	require.NoError(t, s.Close())
 }
@@ -51,7 +52,7 @@ func TestOpenSQLiteByDefault(t *testing.T) {
 func TestOpenPostgres(t *testing.T) {
 	t.Parallel()
 	_, dsn := pgtest.New(t)
-	s, err := store.Open(context.Background(), dsn, t.TempDir(), nil)
+	s, err := store.Open(context.Background(), dsn, t.TempDir(), postgres.Pool{}, nil)
 	require.NoError(t, err)
 	require.Equal(t, migrations.Postgres, s.Dialect().Name)
 	require.NoError(t, s.Ping(context.Background()))

@@ -230,6 +230,10 @@ var (
 	ErrForbidden = errors.New("forge: forbidden")
 	// ErrConflict: the forge refused the change as invalid or conflicting (HTTP 409/422).
 	ErrConflict = errors.New("forge: conflict")
+	// ErrRefused: the forge refused the request for another reason of the client's (any other
+	// HTTP 4xx but 408 and 429, which are retried: 400, 405, 413 a body too large…). Sending the
+	// same request again cannot succeed.
+	ErrRefused = errors.New("forge: refused")
 )
 
 // Issue is what Forge.Issue returns.

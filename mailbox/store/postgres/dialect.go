@@ -1,11 +1,51 @@
 package postgres
 
 import (
+	"errors"
+
+	"github.com/lib/pq"
+
 	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/migrations"
 )
 
 // Dialect is PostgreSQL's: claiming a due mailbox locks the candidate row with FOR UPDATE
 // SKIP LOCKED, so concurrent workers of one process or of several `alfred serve` replicas
-// each get a different mailbox without waiting on each other.
-var Dialect = sqlstore.Dialect{Name: migrations.Postgres, LeaseLock: "FOR UPDATE SKIP LOCKED"}
+// each get a different mailbox without waiting on each other. A value is refused by a data
+// exception (SQLSTATE class 22, e.g. a NUL byte in text) or a program limit (class 54); a
+// foreign key violation is 23503.
+var Dialect = sqlstore.Dialect{
+	Name:           migrations.Postgres,
+	LeaseLock:      "FOR UPDATE SKIP LOCKED",
+	DeliverToIssue: sqlDeliverToIssue,
+	BadValue: func(err error) bool {
+		var e *pq.Error
+		if !errors.As(err, &e) {
+			return false
+		}
+		c := e.Code.Class()
+		return c == "22" || c == "54"
+	},
+	ForeignKeyViolation: func(err error) bool {
+		var e *pq.Error
+		return errors.As(err, &e) && e.Code == "23503"
+	},
+}
+
+// sqlDeliverToIssue stores an event in the mailbox of (forge, repo, number, merge_request),
+// creating the mailbox when it does not exist, in one statement. The mailbox row is not locked
+// when it exists. It inserts nothing when the delivery was stored before, and also when another
+// delivery created the mailbox concurrently (its row is not visible to this statement's
+// snapshot); Deliver tells the two apart.
+const sqlDeliverToIssue = `
+WITH existing AS (
+	SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4
+), created AS (
+	INSERT INTO mailboxes (forge, repo, number, merge_request, created_at, updated_at)
+	SELECT $1, $2, $3, $4, $10, $10 WHERE NOT EXISTS (SELECT 1 FROM existing)
+	ON CONFLICT (forge, repo, number, merge_request) DO NOTHING
+	RETURNING id
+)
+INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)
+SELECT id, $1, $5, $6, $7, $8, $9 FROM (SELECT id FROM existing UNION ALL SELECT id FROM created) mb
+ON CONFLICT DO NOTHING`

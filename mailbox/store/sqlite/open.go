@@ -25,7 +25,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	_ "modernc.org/sqlite" // SQLite driver, registered as "sqlite"
+	"modernc.org/sqlite" // SQLite driver, registered as "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/migrations"
@@ -48,8 +49,19 @@ type DB struct {
 }
 
 // Dialect is SQLite's: one writer at a time (one connection, immediate transactions), so the
-// lease claim needs no row lock.
-var Dialect = sqlstore.Dialect{Name: migrations.SQLite}
+// lease claim needs no row lock. SQLite stores any text, so a value is refused only when it is
+// over its limits (SQLITE_TOOBIG); a foreign key violation is SQLITE_CONSTRAINT_FOREIGNKEY.
+var Dialect = sqlstore.Dialect{
+	Name: migrations.SQLite,
+	BadValue: func(err error) bool {
+		var e *sqlite.Error
+		return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_TOOBIG
+	},
+	ForeignKeyViolation: func(err error) bool {
+		var e *sqlite.Error
+		return errors.As(err, &e) && e.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+	},
+}
 
 // New returns the store on an open database; closing the store closes db.
 func New(db *DB, now func() time.Time) *sqlstore.Store { return sqlstore.New(db, Dialect, now) }

@@ -3,45 +3,48 @@ package sqlstore
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
-const sqlEnsureMailbox = `
+// sqlCreateMailbox creates the mailbox of an issue or merge request unless it exists.
+const sqlCreateMailbox = `
 INSERT INTO mailboxes (forge, repo, number, merge_request, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $5)
-ON CONFLICT (forge, repo, number, merge_request) DO UPDATE SET updated_at = mailboxes.updated_at
-RETURNING id`
+ON CONFLICT (forge, repo, number, merge_request) DO NOTHING`
 
-const sqlMailboxByMR = `
-SELECT id FROM mailboxes
-WHERE forge = $1 AND repo = $2 AND merge_request = FALSE AND mr_number = $3
-ORDER BY id LIMIT 1`
+// sqlFindBotMailbox finds the issue mailbox whose merge request an event is about: by the
+// merge request's number, else its source branch, else its head commit; 0 when none.
+const sqlFindBotMailbox = `
+SELECT coalesce(
+	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
+		AND CAST($3 AS BIGINT) <> 0 AND mr_number = $3 ORDER BY id LIMIT 1),
+	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
+		AND CAST($4 AS TEXT) <> '' AND branch = $4 ORDER BY id DESC LIMIT 1),
+	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
+		AND CAST($5 AS TEXT) <> '' AND head_sha = $5 ORDER BY id DESC LIMIT 1),
+	0)`
 
-const sqlMailboxByBranch = `
-SELECT id FROM mailboxes
-WHERE forge = $1 AND repo = $2 AND merge_request = FALSE AND branch = $3
-ORDER BY id DESC LIMIT 1`
-
-const sqlMailboxBySHA = `
-SELECT id FROM mailboxes
-WHERE forge = $1 AND repo = $2 AND merge_request = FALSE AND head_sha = $3
-ORDER BY id DESC LIMIT 1`
+const sqlMailboxID = `SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4`
 
 const sqlInsertEvent = `
 INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT DO NOTHING`
 
-// Deliver implements mailbox.Inbox (and webhook.Inbox): the mailbox is resolved and the event
-// inserted in one transaction; the unique (forge, delivery_id) and (forge, body_hash)
-// constraints make a duplicate insert nothing.
+const sqlEventStored = `SELECT EXISTS (SELECT 1 FROM events WHERE forge = $1 AND (delivery_id = $2 OR body_hash = $3))`
+
+// Deliver implements mailbox.Inbox (and webhook.Inbox) in one statement: a plain insert into a
+// mailbox this process has stored into before (its id remembered), else one statement that
+// finds or creates the mailbox and inserts the event. Events on a merge request or pipeline
+// first look the issue's mailbox up (mailbox.Inbox.Deliver says how). The unique
+// (forge, delivery_id) and (forge, body_hash) constraints make a duplicate insert nothing. A
+// value PostgreSQL refuses (invalid text, an identifier over an index's size) returns an error
+// wrapping forge.ErrBadPayload.
 func (s *Store) Deliver(ctx context.Context, ev forge.Event) (duplicate bool, err error) {
 	if ev.BodyHash == "" {
 		payload, _ := json.Marshal(ev)
@@ -51,67 +54,58 @@ func (s *Store) Deliver(ctx context.Context, ev forge.Event) (duplicate bool, er
 	if ev.ReceivedAt.IsZero() {
 		ev.ReceivedAt = s.now()
 	}
-	payload, err := json.Marshal(ev)
+	payload, err := encodeEvent(ev)
 	if err != nil {
 		return false, fmt.Errorf("encode event: %w", err)
 	}
-	err = s.withTx(ctx, func(q querier) error {
-		id, err := s.resolve(ctx, q, ev)
-		if err != nil {
-			return err
-		}
-		res, err := q.ExecContext(ctx, sqlInsertEvent, id, ev.Forge, ev.DeliveryID, ev.BodyHash,
-			string(ev.Type), string(payload), ev.ReceivedAt)
-		if err != nil {
-			return fmt.Errorf("insert event: %w", err)
-		}
-		n, _ := res.RowsAffected()
-		duplicate = n == 0
-		return nil
-	})
-	return duplicate, err
-}
-
-// resolve finds (or creates) the mailbox an event belongs to; see mailbox.Inbox.Deliver.
-func (s *Store) resolve(ctx context.Context, q querier, ev forge.Event) (int64, error) {
 	t := ev.Target
-	lookup := func(query string, arg any) (int64, bool, error) {
-		var id int64
-		err := q.GetContext(ctx, &id, query, t.Forge, t.Repo, arg)
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, false, nil
-		}
-		if err != nil {
-			return 0, false, fmt.Errorf("find mailbox: %w", err)
-		}
-		return id, true, nil
-	}
 	if t.MergeRequest || ev.Type == forge.EventPipeline {
-		if t.Number != 0 {
-			if id, ok, err := lookup(sqlMailboxByMR, t.Number); ok || err != nil {
-				return id, err
-			}
-		}
 		branch, sha := mailbox.EventBranch(ev)
-		if branch != "" {
-			if id, ok, err := lookup(sqlMailboxByBranch, branch); ok || err != nil {
-				return id, err
-			}
+		var id int64
+		if err := s.db.GetContext(ctx, &id, sqlFindBotMailbox, t.Forge, t.Repo, t.Number, branch, sha); err != nil {
+			return false, s.storeError("find mailbox", err)
 		}
-		if sha != "" {
-			if id, ok, err := lookup(sqlMailboxBySHA, sha); ok || err != nil {
-				return id, err
-			}
+		if id == 0 && t.Number == 0 {
+			return false, mailbox.ErrNoMailboxForPipeline(ev)
 		}
-		if t.Number == 0 {
-			return 0, mailbox.ErrNoMailboxForPipeline(ev)
+		if id != 0 {
+			return s.insertEvent(ctx, id, ev, payload)
 		}
 	}
-	var id int64
-	if err := q.GetContext(ctx, &id, sqlEnsureMailbox, t.Forge, t.Repo, t.Number, t.MergeRequest, s.now()); err != nil {
-		return 0, fmt.Errorf("ensure mailbox: %w", err)
+	// A mailbox this process has seen: one plain insert. A mailbox deleted since makes the
+	// insert fail on the foreign key (23503); it is forgotten and looked up again.
+	key := mailboxKey{forge: t.Forge, repo: t.Repo, number: t.Number, mergeRequest: t.MergeRequest}
+	if id, ok := s.ids.get(key); ok {
+		dup, err := s.insertEvent(ctx, id, ev, payload)
+		if !s.isForeignKeyViolation(err) {
+			return dup, err
+		}
+		s.ids.forget(key)
 	}
-	return id, nil
+	if s.dialect.DeliverToIssue == "" {
+		return s.deliverToNewMailbox(ctx, key, ev, payload)
+	}
+	// Twice at most: a first attempt that raced another delivery creating the mailbox inserts
+	// nothing, and the second sees the mailbox.
+	for range 2 {
+		res, err := s.db.ExecContext(ctx, s.dialect.DeliverToIssue, t.Forge, t.Repo, t.Number, t.MergeRequest,
+			ev.DeliveryID, ev.BodyHash, string(ev.Type), payload, ev.ReceivedAt, s.now())
+		if err != nil {
+			return false, s.storeError("insert event", err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			s.rememberMailbox(ctx, key)
+			return false, nil
+		}
+		var stored bool
+		if err := s.db.GetContext(ctx, &stored, sqlEventStored, ev.Forge, ev.DeliveryID, ev.BodyHash); err != nil {
+			return false, s.storeError("check duplicate", err)
+		}
+		if stored {
+			return true, nil
+		}
+	}
+	return false, fmt.Errorf("insert event: mailbox %s neither found nor created", t)
 }
 
 const sqlPendingEvents = `
@@ -125,7 +119,8 @@ func (s *Store) PendingEvents(ctx context.Context, mailboxID int64) ([]mailbox.S
 		return nil, fmt.Errorf("list pending events: %w", err)
 	}
 	for i := range rows {
-		if err := json.Unmarshal([]byte(rows[i].Payload), &rows[i].Event); err != nil {
+		var err error
+		if rows[i].Event, err = decodeEvent(rows[i].Payload); err != nil {
 			return nil, fmt.Errorf("decode event %d: %w", rows[i].ID, err)
 		}
 	}
@@ -144,4 +139,18 @@ func (s *Store) markProcessed(ctx context.Context, q querier, eventID int64, out
 		return fmt.Errorf("mark event %d processed: %w", eventID, err)
 	}
 	return nil
+}
+
+// deliverToNewMailbox stores an event of a mailbox this process has not stored into yet, with
+// portable statements: create the mailbox unless it exists, read its id, insert the event.
+func (s *Store) deliverToNewMailbox(ctx context.Context, key mailboxKey, ev forge.Event, payload string) (bool, error) {
+	if _, err := s.db.ExecContext(ctx, sqlCreateMailbox, key.forge, key.repo, key.number, key.mergeRequest, s.now()); err != nil {
+		return false, s.storeError("create mailbox", err)
+	}
+	var id int64
+	if err := s.db.GetContext(ctx, &id, sqlMailboxID, key.forge, key.repo, key.number, key.mergeRequest); err != nil {
+		return false, s.storeError("find mailbox", err)
+	}
+	s.ids.put(key, id)
+	return s.insertEvent(ctx, id, ev, payload)
 }

@@ -16,6 +16,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -44,6 +45,7 @@ type DB interface {
 	querier
 	BeginTxx(ctx context.Context, opts *sql.TxOptions) (*sqlx.Tx, error)
 	PingContext(ctx context.Context) error
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 	Close() error
 }
 
@@ -56,6 +58,18 @@ type Dialect struct {
 	// several, each get a different mailbox without waiting on each other; SQLite has one
 	// writer at a time and takes no row locks, so its lock is empty.
 	LeaseLock string
+	// DeliverToIssue, when set, is one statement that finds or creates an issue's mailbox and
+	// inserts the event into it (arguments: forge, repo, number, merge_request, delivery_id,
+	// body_hash, event_type, payload, received_at, now), for the first delivery of a mailbox
+	// this process has not stored into; "" takes three portable statements instead.
+	DeliverToIssue string
+	// BadValue reports an error by which the engine refused a value it was given (PostgreSQL's
+	// data exceptions and program limits, SQLite's "too big"): the input cannot be stored, so
+	// the caller answers it as a bad payload rather than as an outage. nil means none.
+	BadValue func(error) bool
+	// ForeignKeyViolation reports a foreign key violation (the referenced row is gone). nil
+	// means none.
+	ForeignKeyViolation func(error) bool
 }
 
 // Store is Alfred's store on one database.
@@ -64,6 +78,12 @@ type Store struct {
 	dialect  Dialect
 	now      func() time.Time
 	leaseSQL string // sqlLease with the dialect's lock
+	// ids remembers mailbox ids by key for Deliver (mailboxIDs).
+	ids *mailboxIDs
+	// insertStmt is sqlInsertEvent prepared (insertEvent); insertErr why it could not be.
+	insertOnce sync.Once
+	insertStmt *sql.Stmt
+	insertErr  error
 }
 
 // New wraps a connection pool whose schema is migrated (migrations.Apply) for engine d. now is
@@ -72,7 +92,7 @@ func New(db DB, d Dialect, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, dialect: d, now: now, leaseSQL: fmt.Sprintf(sqlLease, d.LeaseLock)}
+	return &Store{db: db, dialect: d, now: now, leaseSQL: fmt.Sprintf(sqlLease, d.LeaseLock), ids: newMailboxIDs(maxCachedMailboxIDs)}
 }
 
 // DB returns the underlying pool.

@@ -11,8 +11,8 @@ import (
 
 // Sentinel returns the forge sentinel error that an HTTP status of a forge API answer means, as
 // the forge.Forge contract lays down: forge.ErrNotFound for 404, forge.ErrForbidden for 401 and
-// 403, forge.ErrConflict for 409 and 422, and nil for every other status (0, no answer,
-// included).
+// 403, forge.ErrConflict for 409 and 422, forge.ErrRefused for every other 4xx but 408 and 429
+// (which are retried), and nil for every other status (0, no answer, included).
 func Sentinel(status int) error {
 	switch status {
 	case http.StatusNotFound:
@@ -21,6 +21,11 @@ func Sentinel(status int) error {
 		return forge.ErrForbidden
 	case http.StatusConflict, http.StatusUnprocessableEntity:
 		return forge.ErrConflict
+	case http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return nil
+	}
+	if status >= 400 && status < 500 {
+		return forge.ErrRefused
 	}
 	return nil
 }

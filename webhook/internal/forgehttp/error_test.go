@@ -32,6 +32,12 @@ func TestErrorMatchesSentinelAndCauseWithoutToken(t *testing.T) {
 	require.Equal(t, "gitlab: op: forge: not found: 404 {message: 404 Not Found}",
 		NewError("gitlab", "op", http.StatusNotFound, errors.New("404 {message: 404 Not Found}"), "tok-9").Error())
 	require.NoError(t, Sentinel(http.StatusInternalServerError))
+	for _, code := range []int{http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, http.StatusGone} {
+		require.ErrorIs(t, Sentinel(code), forge.ErrRefused, "%d", code)
+	}
+	for _, code := range []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 0, http.StatusOK} {
+		require.NoError(t, Sentinel(code), "%d: retried or not an error", code)
+	}
 }
 
 func TestRetriesDefaults(t *testing.T) {

@@ -1,0 +1,236 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/alfred-bot/alfred/internal/config"
+	"github.com/alfred-bot/alfred/internal/httpserve"
+	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/mailbox/store/postgres"
+	"github.com/alfred-bot/alfred/webhook"
+	"github.com/alfred-bot/alfred/webhook/forgejo"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+// pgbenchPath is the PostgreSQL client's benchmark tool (Debian: postgresql-client).
+const pgbenchPath = "/usr/bin/pgbench"
+
+// BenchmarkIngestVsPgbench measures the webhook edge as `alfred serve` runs it (the receiver
+// behind httpserve's limits, the pool sized by the configuration defaults, the real store) at
+// 1, 8 and 32 concurrent senders, and next to it pgbench inserting the same rows (the stored
+// form of the same deliveries, into a copy of the events table with its unique constraints and
+// index) with the same number of clients, in the same run: three rounds of ingest then pgbench
+// for as long (at least 1 s). It reports the median deliveries/s, the p50/p99 acknowledgement
+// in ms over all rounds, pgbench's median TPS and the median ratio ingest/pgbench. Each
+// delivery is a distinct signed Forgejo comment, spread over 50 issues; b.N deliveries per
+// client count.
+//
+//	go test -run '^$' -bench IngestVsPgbench -benchtime 3000x ./webhook/
+func BenchmarkIngestVsPgbench(b *testing.B) {
+	if _, err := os.Stat(pgbenchPath); err != nil {
+		b.Skipf("SKIPPING: %s not installed (postgresql-client)", pgbenchPath)
+	}
+	for _, clients := range []int{1, 8, 32} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchIngestVsPgbench(b, clients) })
+	}
+}
+
+func benchIngestVsPgbench(b *testing.B, clients int) {
+	db, _ := pgtest.New(b)
+	defaults := config.Default()
+	db.SetMaxOpenConns(defaults.Database.MaxOpenConns)
+	db.SetMaxIdleConns(defaults.Database.MaxIdleConns)
+	db.SetConnMaxLifetime(defaults.Database.ConnMaxLifetime)
+	db.SetConnMaxIdleTime(defaults.Database.ConnMaxIdleTime)
+	store := postgres.New(db, nil)
+	src, err := forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{"bench-secret"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc, err := webhook.NewReceiver(webhook.ReceiverConfig{Sources: map[string]webhook.Source{"forgejo": src},
+		Inbox: store, Ready: store.Ping, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := defaults.HTTP
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = httpserve.New(httpserve.Limits{ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
+		WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout, MaxHeaderBytes: h.MaxHeaderBytes,
+		MaxConcurrent: h.MaxConcurrent}, rc)
+	srv.Start()
+	defer srv.Close()
+	tmpl, err := os.ReadFile(fixturePath(b, "forgejo-live/006-issue_comment-created.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	var seq atomic.Int64
+	send := func(n int64) (time.Duration, error) {
+		body := bytes.Replace(tmpl, []byte(`"body": "Date, amount, category."`),
+			fmt.Appendf(nil, `"body": "delivery %d"`, n), 1)
+		body = bytes.Replace(body, []byte(`"number": 1,`), fmt.Appendf(nil, `"number": %d,`, 1+n%50), 1)
+		req := forgetest.NewForgejoRequest(srv.URL+"/webhooks/forgejo", "issue_comment",
+			fmt.Sprintf("bench-%d", n), "bench-secret", body)
+		t0 := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body) // read to the end, so the connection is reused
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			return 0, fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return time.Since(t0), nil
+	}
+	if _, err := send(0); err != nil { // the row pgbench copies
+		b.Fatal(err)
+	}
+	table, err := pgbenchSetup(db)
+	if err != nil {
+		b.Fatal(err)
+	}
+
+	// Rounds of ingest then pgbench, so that both see the same machine: the figures are the
+	// medians over the rounds.
+	const rounds = 3
+	var lat []time.Duration
+	var rates, tpss, ratios []float64
+	b.ResetTimer()
+	for r := range rounds {
+		n := b.N / rounds
+		if r == rounds-1 {
+			n = b.N - (rounds-1)*(b.N/rounds)
+		}
+		got, elapsed := ingestRound(b, clients, n, func() (time.Duration, error) { return send(seq.Add(1)) })
+		lat = append(lat, got...)
+		b.StopTimer()
+		tps, err := pgbenchInserts(b, table, clients, max(elapsed, time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		rate := float64(len(got)) / elapsed.Seconds()
+		rates, tpss, ratios = append(rates, rate), append(tpss, tps), append(ratios, rate/tps)
+	}
+	b.StopTimer()
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(median(rates), "deliveries/s")
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(median(tpss), "pgbench-tps")
+	b.ReportMetric(median(ratios), "ratio")
+}
+
+// ingestRound sends n deliveries with clients concurrent senders and returns the
+// acknowledgement latencies and the round's duration.
+func ingestRound(b *testing.B, clients, n int, send func() (time.Duration, error)) ([]time.Duration, time.Duration) {
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, n)
+	var left atomic.Int64
+	left.Store(int64(n))
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var local []time.Duration
+			for left.Add(-1) >= 0 {
+				d, err := send()
+				if err != nil {
+					b.Error(err)
+					break
+				}
+				local = append(local, d)
+			}
+			mu.Lock()
+			lat = append(lat, local...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return lat, time.Since(start)
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// pgbenchSetup creates pgbench_events, a copy of the events table (columns, defaults, unique
+// constraints and indexes), and returns the name of a pgbench script inserting one row shaped
+// like the first stored delivery (its payload, a fresh delivery id and body hash).
+func pgbenchSetup(db *sqlx.DB) (script string, err error) {
+	ctx := context.Background()
+	var schema, payload string
+	if err := db.GetContext(ctx, &schema, `SELECT current_schema()`); err != nil {
+		return "", err
+	}
+	if err := db.GetContext(ctx, &payload, `SELECT payload FROM events ORDER BY id LIMIT 1`); err != nil {
+		return "", err
+	}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE pgbench_events (LIKE events INCLUDING ALL)`); err != nil {
+		return "", err
+	}
+	sql := fmt.Sprintf(`INSERT INTO %s.pgbench_events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at) `+
+		`VALUES (1 + :client_id %% 50, 'forgejo', gen_random_uuid()::text, md5(random()::text || clock_timestamp()::text), 'comment', $payload$%s$payload$, now()) ON CONFLICT DO NOTHING;`+"\n",
+		schema, payload)
+	f, err := os.CreateTemp("", "alfred-pgbench-*.sql")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := f.WriteString(sql); err != nil {
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// pgbenchInserts runs the pgbench script with clients clients for d (whole seconds, rounded
+// up) and returns its TPS without the initial connection time.
+func pgbenchInserts(b *testing.B, script string, clients int, d time.Duration) (float64, error) {
+	b.Cleanup(func() { _ = os.Remove(script) })
+	u, err := url.Parse(os.Getenv("ALFRED_TEST_DATABASE_URL"))
+	if err != nil {
+		return 0, err
+	}
+	q := u.Query()
+	q.Del("search_path") // lib/pq keys libpq does not know
+	q.Del("binary_parameters")
+	u.RawQuery = q.Encode()
+	secs := int((d + time.Second - 1) / time.Second)
+	cmd := exec.Command(pgbenchPath, "-n", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(clients, 4)),
+		"-T", strconv.Itoa(secs), "-f", script, u.String())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("pgbench: %w: %s", err, out)
+	}
+	m := regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`).FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("pgbench: no tps in %s", out)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
