@@ -74,7 +74,6 @@ type Config struct {
 	Scopes map[string]Scope `yaml:"scopes" env:"-"`
 }
 
-
 // Sessions controls whether a mailbox's runs continue one agent session (spec/sessions.md).
 type Sessions struct {
 	// AgentSessionResume turns resumable sessions on (default true). Off means no session name,
