@@ -33,9 +33,15 @@ test: deps
 	$(GO) vet -tags '$(TEST_TAGS)' ./...
 	$(GO) test -tags '$(TEST_TAGS)' -count=1 -p 2 -timeout 40m ./...
 
-## bench: run the benchmarks only
+# The cost benchmarks report medians and ratios over a fixed number of iterations, one package
+# at a time.
+COST_BENCH      := BenchmarkWorktree|BenchmarkLease|BenchmarkTriggerToAgent
+COST_BENCH_RUNS ?= 20
+
+## bench: run the benchmarks only (the cost benchmarks $(COST_BENCH_RUNS) iterations each)
 bench:
-	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench . -benchmem -count=1 ./...
+	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench . -skip '$(COST_BENCH)' -benchmem -count=1 ./...
+	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench '$(COST_BENCH)' -benchtime $(COST_BENCH_RUNS)x -count=1 -p 1 ./...
 
 ## bench-ingest: webhook ingest at 1, 8 and 32 senders next to pgbench inserting the same rows
 bench-ingest:

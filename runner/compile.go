@@ -190,7 +190,13 @@ func inputFiles(in phase.Input, inv Invocation) (map[string][]byte, error) {
 }
 
 // ContainerName returns the base name of a run: alfred-mbx<mailbox>-r<run>-<phase>-a<attempt>.
-// Worktrees are named by it; containers and run directories by CompileConfig.InstanceName of it.
+// Containers and run directories are named by CompileConfig.InstanceName of it.
 func ContainerName(mailboxID, runID int64, p phase.Phase, attempt int) string {
 	return fmt.Sprintf("alfred-mbx%d-r%d-%s-a%d", mailboxID, runID, p, attempt)
+}
+
+// WorktreeName returns the name of a mailbox's worktree, kept from one of its runs to the next
+// (spec/worktrees.md): alfred-mbx<mailbox>-worktree.
+func WorktreeName(mailboxID int64) string {
+	return fmt.Sprintf("alfred-mbx%d-worktree", mailboxID)
 }

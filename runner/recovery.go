@@ -225,12 +225,10 @@ func (s *Service) Recover(ctx context.Context, job phase.Job, wait bool) (*phase
 	mgr := s.git[job.ForgeName]
 	var wt *gitrepo.Worktree
 	if mgr != nil {
-		wt, err = mgr.Reopen(ctx, name)
+		// The mailbox's worktree as the run left it; it stays for the mailbox's next run.
+		wt, err = mgr.Reopen(ctx, WorktreeName(job.MailboxID))
 		if err != nil && !errors.Is(err, gitrepo.ErrWorktreeNotFound) {
 			return nil, err
-		}
-		if wt != nil {
-			defer s.releaseWorktree(ctx, mgr, wt)
 		}
 	}
 	if r.Gone {
@@ -248,7 +246,7 @@ func (s *Service) Recover(ctx context.Context, job phase.Job, wait bool) (*phase
 		res.Session = s.record(ctx, job, p, out) // the session chain goes on across the restart
 	}
 	if job.Push && out.Status == StatusSucceeded && wt == nil {
-		return interrupted(fmt.Sprintf("its worktree %s was removed while Alfred was not running, so the agent's changes are lost", name)), nil
+		return interrupted(fmt.Sprintf("its worktree %s was removed while Alfred was not running, so the agent's changes are lost", WorktreeName(job.MailboxID))), nil
 	}
 	return s.finish(ctx, job, mgr, wt, out, res)
 }

@@ -37,8 +37,10 @@ func NewService(exec *Executor, git map[string]*gitrepo.Manager, sessions Sessio
 }
 
 // Execute runs job. The error is for infrastructure failures (git or Docker unavailable, the
-// push refused); a run that fails is reported in phase.Outcome.Failure. The worktree and the
-// container are removed before it returns.
+// push refused); a run that fails is reported in phase.Outcome.Failure. The run works in the
+// mailbox's worktree (WorktreeName), prepared by gitrepo.Manager.Prepare and kept for the
+// mailbox's next run; the container is removed before it returns. After the run, when the
+// project has no spare worktree, one is checked out for its next new mailbox (Warm).
 func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, error) {
 	mgr, ok := s.git[job.ForgeName]
 	if !ok {
@@ -47,14 +49,14 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 	p := gitrepo.Project{Forge: job.ForgeName, Path: job.Repository.Path, CloneURL: job.Repository.CloneURL,
 		DefaultBranch: job.Repository.DefaultBranch}
 	name := ContainerName(job.MailboxID, job.RunID, job.Input.Phase, job.Attempt)
-	wt, err := mgr.AddWorktree(ctx, p, name, gitrepo.Checkout{Branch: job.Branch})
+	wt, err := mgr.Prepare(ctx, p, WorktreeName(job.MailboxID), gitrepo.Checkout{Branch: job.Branch})
 	if err != nil {
 		if ctx.Err() != nil {
 			return &phase.Outcome{Interrupted: true, Container: name}, nil
 		}
 		return nil, fmt.Errorf("prepare worktree: %w", err)
 	}
-	defer s.releaseWorktree(ctx, mgr, wt)
+	defer s.warm(ctx, mgr, p)
 
 	req := RunRequest{MailboxID: job.MailboxID, RunID: job.RunID, Attempt: job.Attempt,
 		Input: job.Input, Worktree: wt.Path}
@@ -121,13 +123,17 @@ func publish(ctx context.Context, mgr *gitrepo.Manager, wt *gitrepo.Worktree, me
 	return sha, nil
 }
 
-// releaseWorktree removes wt once its run is over, on a fresh bounded context (ctx may be
-// cancelled by then). A failure is logged: the next sweep removes the worktree.
-func (s *Service) releaseWorktree(ctx context.Context, mgr *gitrepo.Manager, wt *gitrepo.Worktree) {
-	rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+// warm checks out a spare worktree of p for its next new mailbox when it has none
+// (gitrepo.Manager.Warm), on a fresh bounded context, unless ctx is cancelled (Alfred is
+// stopping). A failure is logged: the next new mailbox then checks out its own.
+func (s *Service) warm(ctx context.Context, mgr *gitrepo.Manager, p gitrepo.Project) {
+	if ctx.Err() != nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Minute)
 	defer cancel()
-	if err := mgr.RemoveWorktree(rmCtx, wt); err != nil {
-		s.log.Warn("worktree not removed; the next sweep removes it", "worktree", wt.Path, "err", err)
+	if err := mgr.Warm(wctx, p); err != nil {
+		s.log.Warn("no spare worktree checked out", "repo", p.Path, "err", err)
 	}
 }
 
@@ -177,28 +183,38 @@ func lastLine(s string) string {
 	return l
 }
 
-// Cleanup destroys the mailbox's containers and removes its worktrees (names
-// alfred-mbx<id>-…).
+// Cleanup destroys the mailbox's containers and retires its worktree (gitrepo.Manager.Retire:
+// kept clean as its project's spare when the project has none, removed otherwise), then
+// removes any other worktree of the mailbox (names alfred-mbx<id>-…).
 func (s *Service) Cleanup(ctx context.Context, mailboxID int64) error {
 	id := strconv.FormatInt(mailboxID, 10)
 	_, err := s.exec.Reap(ctx, func(labels map[string]string) bool { return labels[LabelMailbox] != id })
+	var rerr error
+	for _, mgr := range s.git {
+		rerr = mgr.Retire(ctx, WorktreeName(mailboxID)) // every manager shares the data directory
+		break
+	}
 	prefix := fmt.Sprintf("alfred-mbx%d-", mailboxID)
-	return errors.Join(err, s.sweep(ctx, func(name string) bool { return !strings.HasPrefix(name, prefix) }))
+	return errors.Join(err, rerr, s.sweep(ctx, func(name string) bool { return !strings.HasPrefix(name, prefix) }))
 }
 
-// Reap removes every Alfred container and worktree whose mailbox keep rejects; used at start-up
-// to remove what a crashed process left behind. keep gets the mailbox id.
-func (s *Service) Reap(ctx context.Context, keep func(mailboxID int64) bool) error {
+// Reap removes every Alfred container and worktree of a mailbox keep rejects, and every
+// worktree of a run (not the mailbox's own, WorktreeName) of a mailbox keepRuns rejects; used at
+// start-up to remove what a crashed process left behind. Both get the mailbox id.
+func (s *Service) Reap(ctx context.Context, keep, keepRuns func(mailboxID int64) bool) error {
 	_, err := s.exec.Reap(ctx, func(labels map[string]string) bool {
 		id, perr := strconv.ParseInt(labels[LabelMailbox], 10, 64)
-		return perr == nil && keep(id)
+		return perr == nil && keepRuns(id)
 	})
 	return errors.Join(err, s.sweep(ctx, func(name string) bool {
 		var id int64
 		if _, perr := fmt.Sscanf(name, "alfred-mbx%d-", &id); perr != nil {
 			return true // not ours
 		}
-		return keep(id)
+		if name == WorktreeName(id) {
+			return keep(id)
+		}
+		return keepRuns(id)
 	}))
 }
 
@@ -214,9 +230,9 @@ type Mailboxes struct {
 }
 
 // ReapLeftovers is the start-up clean-up policy, run after recovery: it removes the session
-// state of mailboxes that are no longer open, the containers no live container record accounts
-// for (RemoveOrphans), and the containers and worktrees of mailboxes that are neither leased
-// by a live process nor have a live container record. What it removed is logged; failures are
+// state and the worktree of mailboxes that are no longer open, the containers no live
+// container record accounts for (RemoveOrphans), and the containers and run worktrees of
+// mailboxes that are neither leased by a live process nor have a live container record. What it removed is logged; failures are
 // joined.
 func (s *Service) ReapLeftovers(ctx context.Context, mb Mailboxes) error {
 	// Session state lives as long as its mailbox is open; what is left of closed or deleted
@@ -232,7 +248,9 @@ func (s *Service) ReapLeftovers(ctx context.Context, mb Mailboxes) error {
 	if len(orphans) > 0 {
 		s.log.Info("removed containers no live container record accounts for", "containers", orphans)
 	}
-	return errors.Join(err, oerr, s.Reap(ctx, func(id int64) bool { return mb.Leased[id] || mb.LiveContainers[id] }))
+	// A mailbox's own worktree lives as long as the mailbox is open.
+	return errors.Join(err, oerr, s.Reap(ctx, func(id int64) bool { return mb.Open[id] || mb.Leased[id] || mb.LiveContainers[id] },
+		func(id int64) bool { return mb.Leased[id] || mb.LiveContainers[id] }))
 }
 
 // sweep removes the worktrees keep rejects. Every forge's git manager shares the one worktree

@@ -76,7 +76,7 @@ ci_fix:
 // e2e is a wired Alfred (newServer) against the Forgejo stand-in, the store under test (SQLite
 // or PostgreSQL), real Docker and a real bare git repository, fed with the recorded deliveries.
 type e2e struct {
-	t       *testing.T
+	t       testing.TB
 	srv     *server
 	url     string
 	forgejo forgetest.Seeder // the stand-in forge (Forgejo or GitLab)
@@ -97,11 +97,19 @@ func startE2E(t *testing.T, deadline time.Duration) *e2e {
 // holding repo with issue #1 by alice, the bot assigned.
 func startE2EOn(t *testing.T, store string, kind forge.Kind, repo string, deadline time.Duration) *e2e {
 	t.Helper()
-	cli := runtimetest.Client(t)
-	image := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
-	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
-	require.NoError(t, os.WriteFile(scriptPath, []byte(lifecycleScript), 0o644))
-	return startE2EWith(t, store, kind, repo, deadline, fmt.Sprintf(`
+	agents, _ := scriptAgents(t, lifecycleScript)
+	return startE2EWith(t, store, kind, repo, deadline, agents)
+}
+
+// scriptAgents builds the script agent's image and returns the agents and phases configuration
+// that runs script with it in every phase, and the image.
+func scriptAgents(tb testing.TB, script string) (agents, image string) {
+	tb.Helper()
+	cli := runtimetest.Client(tb)
+	image = runtimetest.BuildImage(tb, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	scriptPath := filepath.Join(tb.TempDir(), "script.yaml")
+	require.NoError(tb, os.WriteFile(scriptPath, []byte(script), 0o644))
+	return fmt.Sprintf(`
 agents:
   - name: script
     adapter: script
@@ -109,11 +117,11 @@ agents:
     script: %s
 phases:
   default: script
-`, image, scriptPath))
+`, image, scriptPath), image
 }
 
 // startE2EWith is startE2EOn with the given agents and phases configuration.
-func startE2EWith(t *testing.T, store string, kind forge.Kind, repo string, deadline time.Duration, agents string) *e2e {
+func startE2EWith(t testing.TB, store string, kind forge.Kind, repo string, deadline time.Duration, agents string) *e2e {
 	t.Helper()
 	dsn := testDatabaseURL(t, store)
 	ctx := context.Background()
@@ -189,14 +197,14 @@ admin:
 	return e
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
 
-func seedBareRepo(t *testing.T, dir string) string {
+func seedBareRepo(t testing.TB, dir string) string {
 	t.Helper()
 	bare := filepath.Join(dir, "sandbox.git")
 	work := filepath.Join(dir, "seed")

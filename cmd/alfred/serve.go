@@ -132,9 +132,13 @@ func buildForges(cfg *config.Config, m *metrics.Metrics) (forges, error) {
 		if err != nil {
 			return forges{}, fmt.Errorf("forge %s: %w", f.Name, err)
 		}
+		projects := map[string]gitrepo.ProjectSettings{}
+		for repo, p := range f.Projects {
+			projects[repo] = gitrepo.ProjectSettings{Sparse: p.Sparse, PartialClone: p.PartialClone}
+		}
 		g, err := gitrepo.New(gitrepo.Config{DataDir: cfg.DataDir, Username: f.GitUser, Token: f.Token.Reveal(),
 			AuthorName: cfg.Lifecycle.GitName, AuthorEmail: cfg.Lifecycle.GitEmail,
-			UID: cfg.Runner.UID, GID: cfg.Runner.GID})
+			UID: cfg.Runner.UID, GID: cfg.Runner.GID, Projects: projects})
 		if err != nil {
 			return forges{}, fmt.Errorf("forge %s: git: %w", f.Name, err)
 		}

@@ -24,7 +24,7 @@ const (
 var e2eStores = []string{storeSQLite, storePostgres}
 
 // testDatabaseURL returns the database_url of an Alfred under test on kind.
-func testDatabaseURL(t *testing.T, kind string) string {
+func testDatabaseURL(t testing.TB, kind string) string {
 	t.Helper()
 	if kind == storePostgres {
 		_, dsn := pgtest.New(t)

@@ -133,6 +133,21 @@ type Forge struct {
 	// MaxDescriptionBytes caps an issue or merge request description Alfred writes; a longer
 	// one is cut with a notice (same defaults).
 	MaxDescriptionBytes int `yaml:"max_description_bytes"`
+	// Projects holds checkout settings for large repositories of this forge, by repository
+	// path ("group/sub/repo"); repositories not listed are checked out whole from a full mirror
+	// (spec/worktrees.md).
+	Projects map[string]Project `yaml:"projects,omitempty"`
+}
+
+// Project holds the checkout settings of one repository.
+type Project struct {
+	// Sparse lists the directories (relative to the repository root, e.g. "services/api")
+	// that worktrees check out, in git's cone mode; files at the root always are. Empty means
+	// the whole tree.
+	Sparse []string `yaml:"sparse,omitempty"`
+	// PartialClone makes the repository's mirror a partial clone without file contents
+	// (--filter=blob:none); a file's content is fetched the first time a worktree needs it.
+	PartialClone bool `yaml:"partial_clone,omitempty"`
 }
 
 // Lifecycle tunes the issue life cycle.

@@ -126,6 +126,17 @@ func (c *Config) Validate() error {
 		for j, b := range f.OtherBots {
 			v.required(fmt.Sprintf("%s.other_bots[%d]", key, j), b)
 		}
+		for repo, p := range f.Projects {
+			pkey := fmt.Sprintf("%s.projects[%q]", key, repo)
+			if strings.Trim(repo, "/") != repo || strings.TrimSpace(repo) == "" {
+				v.add(pkey, "a repository path such as group/repo, without leading or trailing '/'")
+			}
+			for j, d := range p.Sparse {
+				if d == "" || strings.HasPrefix(d, "/") || strings.HasPrefix(d, "-") || slices.Contains(strings.Split(d, "/"), "..") {
+					v.add(fmt.Sprintf("%s.sparse[%d]", pkey, j), "%q is not a directory relative to the repository root", d)
+				}
+			}
+		}
 	}
 
 	labels := map[string]string{}

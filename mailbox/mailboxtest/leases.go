@@ -27,7 +27,7 @@ func (s *Store) Lease(_ context.Context, owner string, ttl time.Duration) (*mail
 		if !free(m, now) {
 			continue
 		}
-		woken := m.WakeAt != nil && !m.WakeAt.After(now)
+		woken := m.ClosedAt == nil && m.WakeAt != nil && !m.WakeAt.After(now)
 		pending := slices.ContainsFunc(s.events, func(e event) bool { return e.MailboxID == m.ID && !e.processed })
 		if (woken || pending) && (due == nil || m.UpdatedAt.Before(due.UpdatedAt)) {
 			due = m

@@ -284,6 +284,22 @@ func leaseIsExclusive(t *testing.T, s Store, c *Clock) {
 	require.NoError(t, err)
 	require.NotNil(t, got)
 	require.Equal(t, id, got.ID)
+
+	// A closed mailbox wakes only by an event, never by a timer (closing clears it; this one
+	// kept it).
+	closed := c.Now()
+	got.ClosedAt = &closed
+	require.NoError(t, s.Save(ctx, got))
+	require.NoError(t, s.Release(ctx, id, "p9", 0))
+	mb, err = s.Lease(ctx, "p10", time.Minute)
+	require.NoError(t, err)
+	require.Nil(t, mb, "a closed mailbox's timer does not make it due")
+	_, err = s.Deliver(ctx, Event(got.Number, "after-close", "after-close"))
+	require.NoError(t, err)
+	mb, err = s.Lease(ctx, "p10", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, mb, "an event on a closed mailbox makes it due")
+	require.Equal(t, id, mb.ID)
 }
 
 func questionsInsertedOnce(t *testing.T, s Store, c *Clock) {

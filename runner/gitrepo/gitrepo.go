@@ -1,7 +1,9 @@
 // Package gitrepo manages the git side of runs with the host's git CLI (os/exec): one bare
 // mirror per project under <DataDir>/mirrors/<forge>/<escaped-repo-path>.git, fetched before each
-// run; one worktree per run under <DataDir>/worktrees/<run-name>, removed afterwards; and the
-// commit and push of a run's branch with the bot identity.
+// run; worktrees under <DataDir>/worktrees/<name> — one per mailbox kept between its runs and
+// reset before each (Prepare, Retire), or one per run removed afterwards (AddWorktree,
+// RemoveWorktree); at most one spare worktree per mirror under <DataDir>/spares/ for the next
+// new mailbox; and the commit and push of a run's branch with the bot identity.
 //
 // Authentication never puts the token in a remote URL, argv or a log: every git process gets it
 // through the environment as an http.extraHeader (GIT_CONFIG_COUNT / GIT_CONFIG_KEY_n /
@@ -34,7 +36,8 @@ import (
 
 // Config configures a Manager.
 type Config struct {
-	// DataDir is the root for mirrors/ and worktrees/ (absolute or relative to the cwd).
+	// DataDir is the root for mirrors/, worktrees/ and spares/ (absolute or relative to the
+	// cwd).
 	DataDir string
 	// Username and Token authenticate HTTP(S) fetches and pushes (Basic auth). GitLab accepts
 	// any username with a token ("oauth2" by convention); Forgejo wants the bot's login. An empty
@@ -49,6 +52,9 @@ type Config struct {
 	UID, GID int
 	// GitBinary is the git executable ("git" from PATH if empty).
 	GitBinary string
+	// Projects holds checkout settings by repository path (Project.Path, e.g. "big/monorepo")
+	// for the repositories that need them.
+	Projects map[string]ProjectSettings
 }
 
 // Project identifies one repository on a forge.
@@ -61,6 +67,21 @@ type Project struct {
 	CloneURL string
 	// DefaultBranch is the branch new run branches start from, e.g. "main".
 	DefaultBranch string
+	// ProjectSettings are the project's checkout settings; when both are zero, those of
+	// Config.Projects for Path apply.
+	ProjectSettings
+}
+
+// ProjectSettings are the checkout settings of a large repository.
+type ProjectSettings struct {
+	// Sparse lists the directories (cone mode, relative to the repository root, e.g.
+	// "services/api") that worktrees made by Prepare check out; files at the root are always
+	// checked out. Empty means the whole tree.
+	Sparse []string `yaml:"sparse"`
+	// PartialClone makes the mirror a partial clone without blobs (--filter=blob:none): file
+	// contents are fetched when a worktree first needs them. The forge must allow filters
+	// (GitLab and Forgejo do); for a local remote, use a file:// URL.
+	PartialClone bool `yaml:"partial_clone"`
 }
 
 // Checkout says what a worktree holds.
@@ -75,7 +96,8 @@ type Checkout struct {
 
 // Worktree is a checked-out working directory of one run.
 type Worktree struct {
-	// Name is the run name; Path is <DataDir>/worktrees/<Name>.
+	// Name is the worktree's name (a run's for AddWorktree, a mailbox's for Prepare); Path is
+	// <DataDir>/worktrees/<Name>.
 	Name string
 	Path string
 	// Branch is the checked-out local branch ("" when detached).
@@ -91,10 +113,11 @@ type Worktree struct {
 
 // Manager owns the mirrors and worktrees under a data directory. It is safe for concurrent use.
 type Manager struct {
-	cfg   Config
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
-	trace func(args []string) // test hook: sees every git argv
+	cfg     Config
+	mu      sync.Mutex
+	locks   map[string]*sync.Mutex
+	warming sync.Map            // mirror dir → true while Warm checks out its spare
+	trace   func(args []string) // test hook: sees every git argv
 }
 
 // New returns a Manager. DataDir is made absolute and created if needed.
@@ -110,7 +133,7 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.GitBinary == "" {
 		cfg.GitBinary = "git"
 	}
-	for _, d := range []string{"mirrors", "worktrees"} {
+	for _, d := range []string{"mirrors", "worktrees", "spares"} {
 		if err := os.MkdirAll(filepath.Join(abs, d), 0o755); err != nil {
 			return nil, fmt.Errorf("gitrepo: create %s dir: %w", d, err)
 		}
@@ -139,6 +162,17 @@ func (m *Manager) WorktreeDir(name string) string {
 	return filepath.Join(m.cfg.DataDir, "worktrees", name)
 }
 
+// withSettings returns p with the checkout settings Config.Projects has for its path, unless p
+// sets its own.
+func (m *Manager) withSettings(p Project) Project {
+	if len(p.Sparse) == 0 && !p.PartialClone {
+		if s, ok := m.cfg.Projects[p.Path]; ok {
+			p.ProjectSettings = s
+		}
+	}
+	return p
+}
+
 func (m *Manager) lock(dir string) func() {
 	m.mu.Lock()
 	l, ok := m.locks[dir]
@@ -154,6 +188,7 @@ func (m *Manager) lock(dir string) func() {
 // Sync creates the project's mirror (git clone --bare) if it is missing and fetches it
 // (+refs/heads/*:refs/remotes/origin/*, --prune). It returns the mirror path.
 func (m *Manager) Sync(ctx context.Context, p Project) (string, error) {
+	p = m.withSettings(p)
 	dir, err := m.MirrorDir(p)
 	if err != nil {
 		return "", err
@@ -186,7 +221,14 @@ func (m *Manager) syncLocked(ctx context.Context, p Project, dir string) error {
 	} else if _, err := m.git(ctx, dir, nil, "remote", "set-url", "origin", p.CloneURL); err != nil {
 		return fmt.Errorf("update mirror remote of %s: %w", p.Path, err)
 	}
-	if _, err := m.git(ctx, dir, nil, "fetch", "--prune", "--no-tags", "--quiet", "origin", "+refs/heads/*:refs/remotes/origin/*"); err != nil {
+	fetch := []string{"fetch", "--prune", "--no-tags", "--quiet"}
+	if p.PartialClone {
+		if err := m.partialLocked(ctx, dir); err != nil {
+			return fmt.Errorf("make the mirror of %s a partial clone: %w", p.Path, err)
+		}
+		fetch = append(fetch, "--filter=blob:none")
+	}
+	if _, err := m.git(ctx, dir, nil, append(fetch, "origin", "+refs/heads/*:refs/remotes/origin/*")...); err != nil {
 		return fmt.Errorf("fetch %s: %w", p.Path, err)
 	}
 	return nil
@@ -200,6 +242,7 @@ func (m *Manager) syncLocked(ctx context.Context, p Project, dir string) error {
 // Errors: invalid name; fetch failure; base branch missing on the remote; the branch is checked
 // out in another live worktree.
 func (m *Manager) AddWorktree(ctx context.Context, p Project, name string, co Checkout) (*Worktree, error) {
+	p = m.withSettings(p)
 	if !runNameRe.MatchString(name) {
 		return nil, fmt.Errorf("gitrepo: invalid worktree name %q", name)
 	}
@@ -365,8 +408,8 @@ func (m *Manager) Push(ctx context.Context, wt *Worktree) error {
 }
 
 func (m *Manager) refExists(ctx context.Context, dir, ref string) bool {
-	_, err := m.git(ctx, dir, nil, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
-	return err == nil
+	_, ok := m.commitOf(ctx, dir, ref)
+	return ok
 }
 
 // gitWT runs git on a worktree with its git dir and work tree given explicitly, so nothing the
@@ -439,35 +482,4 @@ func (m *Manager) env(dir string) []string {
 // redact removes the token, its encodings and its Basic credential from s.
 func (m *Manager) redact(s string) string {
 	return censor.New(censor.Config{Secrets: []string{m.cfg.Token}, Users: []string{m.cfg.Username}}).String(s)
-}
-
-// Error is a failed git command: its arguments (never secret), redacted stderr and exit error.
-type Error struct {
-	Args   []string
-	Stderr string
-	Err    error
-}
-
-// Error formats "git <args>: <err>: <stderr>".
-func (e *Error) Error() string {
-	return fmt.Sprintf("git %s: %v: %s", strings.Join(e.Args, " "), e.Err, e.Stderr)
-}
-
-// Unwrap returns the exec error (an *exec.ExitError for a non-zero exit).
-func (e *Error) Unwrap() error { return e.Err }
-
-func isExit(err error, code int) bool {
-	var ee *exec.ExitError
-	return errors.As(err, &ee) && ee.ExitCode() == code
-}
-
-// chownTree changes the owner of path and everything below it (symlinks themselves, not their
-// targets).
-func chownTree(path string, uid, gid int) error {
-	return filepath.WalkDir(path, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
 }

@@ -25,7 +25,7 @@ type testBundle struct {
 }
 
 // run runs git for test setup with a clean identity.
-func run(t *testing.T, dir string, args ...string) string {
+func run(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir

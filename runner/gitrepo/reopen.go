@@ -26,14 +26,7 @@ func (m *Manager) Reopen(ctx context.Context, name string) (*Worktree, error) {
 	if st, err := os.Stat(path); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("%w: %s", ErrWorktreeNotFound, name)
 	}
-	records, _ := filepath.Glob(filepath.Join(m.cfg.DataDir, "mirrors", "*", "*.git", "worktrees", "*", "gitdir"))
-	want := filepath.Join(path, ".git")
-	for _, rec := range records {
-		b, err := os.ReadFile(rec)
-		if err != nil || filepath.Clean(strings.TrimSpace(string(b))) != want {
-			continue
-		}
-		gitDir := filepath.Dir(rec)
+	if gitDir := m.recordedGitDirAny(path); gitDir != "" {
 		wt := &Worktree{Name: name, Path: path, gitDir: gitDir, mirror: filepath.Dir(filepath.Dir(gitDir))}
 		if head, err := os.ReadFile(filepath.Join(gitDir, "HEAD")); err == nil {
 			if ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: refs/heads/"); ok {

@@ -10,13 +10,16 @@ import (
 )
 
 // Dialect is PostgreSQL's: claiming a due mailbox locks the candidate row with FOR UPDATE
-// SKIP LOCKED, so concurrent workers of one process or of several `alfred serve` replicas
-// each get a different mailbox without waiting on each other. A value is refused by a data
+// SKIP LOCKED (of the mailbox row only: OF m), so concurrent workers of one process or of
+// several `alfred serve` replicas each get a different mailbox without waiting on each other;
+// the due timers are bounded by a sub-select, so the prepared claim keeps one generic plan. A
+// value is refused by a data
 // exception (SQLSTATE class 22, e.g. a NUL byte in text) or a program limit (class 54); a
 // foreign key violation is 23503.
 var Dialect = sqlstore.Dialect{
 	Name:           migrations.Postgres,
-	LeaseLock:      "FOR UPDATE SKIP LOCKED",
+	LeaseLock:      "FOR UPDATE OF m SKIP LOCKED",
+	WakeBound:      "(SELECT $3::timestamptz)",
 	DeliverToIssue: sqlDeliverToIssue,
 	BadValue: func(err error) bool {
 		var e *pq.Error

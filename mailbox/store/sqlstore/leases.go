@@ -10,14 +10,21 @@ import (
 	"github.com/alfred-bot/alfred/mailbox"
 )
 
-// sqlLease claims the least recently updated due mailbox (pending events, or a wake_at that
-// has come) whose lease is free or expired: $1 owner, $2 expiry, $3 now. %s is the dialect's
-// LeaseLock.
+// sqlLease claims the least recently updated due mailbox — one with pending events, or an open
+// one whose wake_at has come — whose lease is free or expired: $1 owner, $2 expiry, $3 now. The
+// candidates come from two partial indexes, mailboxes_due_wake (open mailboxes with a timer)
+// and events_pending, so the claim reads the due mailboxes and never the closed or idle ones,
+// however many there are; the conditions are checked again on the chosen row. The first %s is
+// the dialect's WakeBound (how the index scan is bounded by $3), the second its LeaseLock.
 const sqlLease = `
-WITH due AS (
-	SELECT m.id FROM mailboxes m
+WITH candidate AS (
+	SELECT id FROM mailboxes WHERE closed_at IS NULL AND wake_at IS NOT NULL AND wake_at <= %s
+	UNION
+	SELECT mailbox_id FROM events WHERE processed_at IS NULL
+), due AS (
+	SELECT m.id FROM mailboxes m JOIN candidate c ON c.id = m.id
 	WHERE (m.lease_expires_at IS NULL OR m.lease_expires_at < $3)
-	  AND (m.wake_at <= $3
+	  AND ((m.closed_at IS NULL AND m.wake_at <= $3)
 	       OR EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id AND e.processed_at IS NULL))
 	ORDER BY m.updated_at
 	LIMIT 1
@@ -27,11 +34,19 @@ UPDATE mailboxes SET lease_owner = $1, lease_expires_at = $2
 FROM due WHERE mailboxes.id = due.id
 RETURNING mailboxes.id`
 
-// Lease implements mailbox.Leases, with the dialect's lock on the candidate row.
+// Lease implements mailbox.Leases, with the dialect's lock on the candidate row. Workers call
+// it every poll interval, so the statement is prepared once (per pooled connection) rather
+// than parsed and planned on every call.
 func (s *Store) Lease(ctx context.Context, owner string, ttl time.Duration) (*mailbox.Mailbox, error) {
 	now := s.now()
+	args := []any{owner, now.Add(ttl), now}
 	var id int64
-	err := s.db.GetContext(ctx, &id, s.leaseSQL, owner, now.Add(ttl), now)
+	var err error
+	if stmt := s.leaseStmt.get(ctx, s.db, s.leaseSQL); stmt != nil {
+		err = stmt.QueryRowContext(ctx, args...).Scan(&id)
+	} else {
+		err = s.db.GetContext(ctx, &id, s.leaseSQL, args...)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -67,15 +67,12 @@ func (s *Store) rememberMailbox(ctx context.Context, k mailboxKey) {
 // connection (one round trip instead of two) and reports a duplicate; a foreign key violation
 // (the mailbox is gone) is returned as it is, for Deliver to look the mailbox up again.
 func (s *Store) insertEvent(ctx context.Context, id int64, ev forge.Event, payload string) (duplicate bool, err error) {
-	s.insertOnce.Do(func() {
-		s.insertStmt, s.insertErr = s.db.PrepareContext(context.WithoutCancel(ctx), sqlInsertEvent)
-	})
 	args := []any{id, ev.Forge, ev.DeliveryID, ev.BodyHash, string(ev.Type), payload, ev.ReceivedAt}
 	var res sql.Result
-	if s.insertErr != nil {
-		res, err = s.db.ExecContext(ctx, sqlInsertEvent, args...)
+	if stmt := s.insertStmt.get(ctx, s.db, sqlInsertEvent); stmt != nil {
+		res, err = stmt.ExecContext(ctx, args...)
 	} else {
-		res, err = s.insertStmt.ExecContext(ctx, args...)
+		res, err = s.db.ExecContext(ctx, sqlInsertEvent, args...)
 	}
 	if s.isForeignKeyViolation(err) {
 		return false, err

@@ -12,6 +12,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -58,6 +59,11 @@ type Dialect struct {
 	// several, each get a different mailbox without waiting on each other; SQLite has one
 	// writer at a time and takes no row locks, so its lock is empty.
 	LeaseLock string
+	// WakeBound is the expression the lease claim's index scan of due timers is bounded by: $3
+	// (now) when empty. PostgreSQL's is a sub-select, which the planner treats as a run-time
+	// value: given $3 itself it would plan every call anew for the value (probing the index for
+	// the column's range) instead of keeping the prepared statement's one generic plan.
+	WakeBound string
 	// DeliverToIssue, when set, is one statement that finds or creates an issue's mailbox and
 	// inserts the event into it (arguments: forge, repo, number, merge_request, delivery_id,
 	// body_hash, event_type, payload, received_at, now), for the first delivery of a mailbox
@@ -77,13 +83,11 @@ type Store struct {
 	db       DB
 	dialect  Dialect
 	now      func() time.Time
-	leaseSQL string // sqlLease with the dialect's lock
+	leaseSQL string // sqlLease with the dialect's bound and lock
 	// ids remembers mailbox ids by key for Deliver (mailboxIDs).
 	ids *mailboxIDs
-	// insertStmt is sqlInsertEvent prepared (insertEvent); insertErr why it could not be.
-	insertOnce sync.Once
-	insertStmt *sql.Stmt
-	insertErr  error
+	// insertStmt is sqlInsertEvent and leaseStmt leaseSQL, each prepared on first use.
+	insertStmt, leaseStmt onceStmt
 }
 
 // New wraps a connection pool whose schema is migrated (migrations.Apply) for engine d. now is
@@ -92,7 +96,8 @@ func New(db DB, d Dialect, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, dialect: d, now: now, leaseSQL: fmt.Sprintf(sqlLease, d.LeaseLock), ids: newMailboxIDs(maxCachedMailboxIDs)}
+	return &Store{db: db, dialect: d, now: now, leaseSQL: fmt.Sprintf(sqlLease, cmp.Or(d.WakeBound, "$3"), d.LeaseLock),
+		ids: newMailboxIDs(maxCachedMailboxIDs)}
 }
 
 // DB returns the underlying pool.
@@ -120,6 +125,25 @@ func (s *Store) withTx(ctx context.Context, fn func(q querier) error) error {
 		return fmt.Errorf("commit transaction: %w", err)
 	}
 	return nil
+}
+
+// onceStmt is a statement prepared on first use and kept by the store (database/sql prepares
+// it again on each pooled connection that runs it). When the preparation fails, the statement
+// runs unprepared.
+type onceStmt struct {
+	once sync.Once
+	stmt *sql.Stmt
+	err  error
+}
+
+// get returns the prepared statement, preparing query on the first call, or nil when it could
+// not be prepared.
+func (o *onceStmt) get(ctx context.Context, db DB, query string) *sql.Stmt {
+	o.once.Do(func() { o.stmt, o.err = db.PrepareContext(context.WithoutCancel(ctx), query) })
+	if o.err != nil {
+		return nil
+	}
+	return o.stmt
 }
 
 // idSet selects a list of ids into a set.
