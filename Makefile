@@ -1,7 +1,8 @@
 # Alfred. `make deps` once (installs and starts PostgreSQL and Docker), then `make test`.
 # `make run` needs no database server with the default embedded SQLite store.
 
-GO       ?= go
+# go from PATH, else Go's default install directory (scripts/dev-deps.sh checks the version).
+GO       ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 CONFIG   ?= alfred.yaml
@@ -61,15 +62,16 @@ fuzz:
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; done
 
-## run: bring up Docker (and PostgreSQL only when $(CONFIG) or ALFRED_DATABASE_URL names a PostgreSQL database; none or sqlite:PATH = embedded SQLite), build, build the script agent image, serve with $(CONFIG)
+## run: prepare the demo's files, bring up Docker (and PostgreSQL only when $(CONFIG) or ALFRED_DATABASE_URL names a PostgreSQL database; none or sqlite:PATH = embedded SQLite), build, build the script agent image, check (alfred doctor), serve with $(CONFIG)
 run:
-	@test -f $(CONFIG) || { echo "$(CONFIG) is missing: copy deploy/alfred.example.yaml (or deploy/demo/alfred.yaml) to $(CONFIG) and set your forge's base_url, token and webhook_secret"; exit 1; }
+	@CONFIG=$(CONFIG) bash scripts/demo-files.sh
 	@if grep -E '^[[:space:]]*database_url(_file)?:[[:space:]]*["'"'"']?[^[:space:]#"'"'"']' $(CONFIG) | grep -Evq 'database_url:[[:space:]]*["'"'"']?sqlite:' || [ -n "$${ALFRED_DATABASE_URL:-}$${ALFRED_DATABASE_URL_FILE:-}" ]; then \
 		bash scripts/dev-deps.sh; \
 	else \
 		ALFRED_DEPS_SKIP_POSTGRES=1 bash scripts/dev-deps.sh; \
 	fi
 	$(MAKE) build script-agent-image
+	@./bin/alfred doctor --config $(CONFIG) || { echo "make run: fix the failures above (each says how), then make run again"; exit 1; }
 	./bin/alfred serve --config $(CONFIG)
 
 ## script-agent-image: build $(SCRIPT_AGENT_IMAGE) offline (static binary in a FROM scratch image)

@@ -64,8 +64,9 @@ func (m *Machine) askType(ctx context.Context, bot Bot, mb *Mailbox) error {
 func (m *Machine) ask(ctx context.Context, bot Bot, mb *Mailbox, on trigger, intro string, qs []phase.Question) error {
 	mb.Data.Round++
 	round := mb.Data.Round
-	deadline := m.now().Add(m.cfg.QuestionDeadline)
-	if m.cfg.QuestionDeadline >= time.Minute && !deadline.Equal(deadline.Truncate(time.Minute)) {
+	wait := m.settings(mb.Repo).QuestionDeadline
+	deadline := m.now().Add(wait)
+	if wait >= time.Minute && !deadline.Equal(deadline.Truncate(time.Minute)) {
 		// Shown to the minute in the issue: round up, never announce a time earlier than the real one.
 		deadline = deadline.Truncate(time.Minute).Add(time.Minute)
 	}

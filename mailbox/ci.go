@@ -35,7 +35,7 @@ func (m *Machine) checkCI(ctx context.Context, bot Bot, mb *Mailbox) (string, er
 				return "ci failed", m.untilGreenCeiling(ctx, bot, mb, StateCIFix)
 			}
 			mb.Data.UntilGreenRuns++
-		} else if mb.Data.CIAttempts >= m.cfg.CIFixAttempts {
+		} else if mb.Data.CIAttempts >= m.settings(mb.Repo).CIFixAttempts {
 			return "ci failed", m.block(ctx, bot, mb, onCIExhausted, StateCIFix,
 				fmt.Sprintf("CI still fails on %s after %d fix attempts.", sha7, mb.Data.CIAttempts))
 		}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -230,10 +229,11 @@ func (m *Machine) labelsAdded(ctx context.Context, bot Bot, mb *Mailbox, added [
 		switch {
 		case strings.EqualFold(l, m.cfg.Labels.ValidatePlan):
 			return m.validate(ctx, bot, mb, sender, eventID)
+		case strings.EqualFold(l, m.cfg.Labels.RetryOnce):
+			return m.retryOnce(ctx, bot, mb, sender, eventID)
 		case m.cfg.Labels.TypeOf(l) != "" && d.accepts(inputTypeLabel):
 			return m.typeLabel(ctx, bot, mb, m.cfg.Labels.TypeOf(l), sender, eventID)
-		case strings.EqualFold(l, m.cfg.Labels.Retry), strings.EqualFold(l, m.cfg.Labels.RetryOnce),
-			strings.EqualFold(l, m.cfg.Labels.RetryUntilGreen):
+		case strings.EqualFold(l, m.cfg.Labels.Retry), strings.EqualFold(l, m.cfg.Labels.RetryUntilGreen):
 			return m.retryLabel(ctx, bot, mb, l, sender, eventID)
 		case strings.EqualFold(l, m.cfg.Labels.Blocked) && mb.State != StateBlocked:
 			to, err := next(mb.State, onBlockedLabel)
@@ -264,15 +264,8 @@ func (m *Machine) labelsAdded(ctx context.Context, bot Bot, mb *Mailbox, added [
 // validate handles ai::validate_plan: the label is removed whoever set it, and a writer's
 // validation starts the development when the state accepts it.
 func (m *Machine) validate(ctx context.Context, bot Bot, mb *Mailbox, sender string, eventID int64) (string, error) {
-	// The label is a one-shot request: it is removed whoever set it, so it can be set again.
-	if err := bot.Forge.SetLabels(ctx, mb.Ref(), nil, []string{m.cfg.Labels.ValidatePlan}); err != nil {
-		return "", fmt.Errorf("remove %s: %w", m.cfg.Labels.ValidatePlan, err)
-	}
-	mb.Labels = slices.DeleteFunc(mb.Labels, func(s string) bool { return strings.EqualFold(s, m.cfg.Labels.ValidatePlan) })
-	if ok, err := m.canWrite(ctx, bot, mb.Repo, sender); err != nil {
-		return "", err
-	} else if !ok {
-		return m.refuse(ctx, bot, mb, eventID, sender, "validate the plan")
+	if ok, refusal, err := m.oneShot(ctx, bot, mb, m.cfg.Labels.ValidatePlan, sender, eventID, "validate the plan"); !ok {
+		return refusal, err
 	}
 	if !def(mb.State).accepts(inputValidation) {
 		return "ignored: no plan is waiting for validation", nil

@@ -41,7 +41,8 @@ type Labels struct {
 	ValidatePlan string `yaml:"validate_plan" env:"VALIDATE_PLAN"`
 	// Retry is added by a maintainer to run the blocked (or last failed) phase again now.
 	Retry string `yaml:"retry" env:"RETRY"`
-	// RetryOnce grants one more attempt even when the phase's attempts are used up.
+	// RetryOnce grants one more run even when the phase's attempts or the issue's budget are
+	// used up; Alfred removes it.
 	RetryOnce string `yaml:"retry_once" env:"RETRY_ONCE"`
 	// RetryUntilGreen lets ci_fix and review_fix go past their bound until CI is green, up to
 	// lifecycle.retry_until_green_max runs.

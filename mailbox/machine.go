@@ -53,6 +53,12 @@ type Config struct {
 	// SessionResume reports whether runs of a repository continue one agent session per
 	// mailbox (config sessions.agent_session_resume and its overrides); nil means on.
 	SessionResume func(repo string) bool
+	// Settings returns the settings a repository's organization or project overrides (config
+	// scopes); nil applies the fields above everywhere. Empty fields take the fields above.
+	Settings func(repo string) Settings
+	// Usage reads the runs' tokens and cost for the status comment and the budget; nil posts
+	// no status comment and applies no budget.
+	Usage UsageReader
 }
 
 func (c Config) withDefaults() Config {
@@ -153,6 +159,7 @@ func (m *Machine) Advance(ctx context.Context, mb *Mailbox) error {
 				return m.orClose(ctx, bot, mb, err)
 			}
 			ran = true
+			m.postProgress(ctx, bot, mb, "", time.Time{})
 		}
 		if !progressed && !fired && !ran {
 			break
@@ -160,6 +167,9 @@ func (m *Machine) Advance(ctx context.Context, mb *Mailbox) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+	}
+	if !mb.Data.FirstRunAt.IsZero() && !mb.MergeRequest {
+		m.postProgress(ctx, bot, mb, "", time.Time{}) // done, blocked or waiting
 	}
 	// A recovered run the state no longer calls for is not applied later.
 	if err := m.store.DiscardUnapplied(ctx, mb.ID); err != nil {

@@ -111,6 +111,8 @@ func setup(t *testing.T, labels ...string) *bundle {
 type guard struct {
 	limits *mailbox.PostLimits
 	redact func(string) string
+	// config is the machine's configuration; CIWait, CIPoll and Redact are set here.
+	config mailbox.Config
 }
 
 func setupWith(t *testing.T, g guard, labels ...string) *bundle {
@@ -141,7 +143,9 @@ func setupWith(t *testing.T, g guard, labels ...string) *bundle {
 	if g.limits != nil {
 		posts = mailbox.GuardPosts(fake, mailbox.PostGuard{Censor: g.redact, Limits: *g.limits})
 	}
-	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, Redact: g.redact}, store,
+	cfg := g.config
+	cfg.CIWait, cfg.CIPoll, cfg.Redact = 10*time.Minute, time.Minute, g.redact
+	m := mailbox.NewMachine(cfg, store,
 		map[string]mailbox.Bot{"gl": {Forge: posts, Login: forgetest.BotLogin}}, exec, c.Now, log)
 	return &bundle{t: t, store: store, fake: fake, exec: exec, machine: m, clock: c,
 		ref: forge.IssueRef{Forge: "gl", Repo: repo, Number: n}}

@@ -134,6 +134,10 @@ type Data struct {
 	// the head the bot's last posted review covered (the next review covers what changed since).
 	ReviewHead   string `json:"review_head,omitempty"`
 	ReviewedHead string `json:"reviewed_head,omitempty"`
+	// RetryOnce is set by the ai::retry_once label: one more run may start past the budget.
+	RetryOnce bool `json:"retry_once,omitempty"`
+	// FirstRunAt is when the mailbox's first run started, for the status comment.
+	FirstRunAt time.Time `json:"first_run_at,omitempty"`
 }
 
 // Value implements driver.Valuer.

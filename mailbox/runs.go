@@ -49,6 +49,11 @@ func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
 	if applied, err := m.applyRecovered(ctx, bot, mb, state, in, repo); applied || err != nil {
 		return err
 	}
+	if ok, reason, err := m.withinBudget(ctx, mb); err != nil {
+		return err
+	} else if !ok {
+		return m.block(ctx, bot, mb, onRunFailed, state, reason)
+	}
 	run, out, err := m.execute(ctx, bot, mb, in, *repo)
 	if err != nil || out.Interrupted {
 		return err // interrupted: the cancelling event (or the next lease holder) decides what follows
@@ -93,7 +98,7 @@ func (m *Machine) prepareRun(ctx context.Context, bot Bot, mb *Mailbox) (phase.I
 	}
 	// The branch (and with it the session name) is frozen at the first run of the mailbox.
 	if mb.Branch == "" {
-		mb.Branch = BranchName(m.cfg.BranchPrefix, mb.Number, issue.Title)
+		mb.Branch = BranchName(m.settings(mb.Repo).BranchPrefix, mb.Number, issue.Title)
 	}
 	repo, err := bot.Forge.Repository(ctx, mb.Repo)
 	if err != nil {
@@ -129,6 +134,10 @@ func (m *Machine) execute(ctx context.Context, bot Bot, mb *Mailbox, in phase.In
 		return nil, nil, err
 	}
 	job := m.jobFor(mb, *run, in, repo)
+	if mb.Data.FirstRunAt.IsZero() {
+		mb.Data.FirstRunAt = run.StartedAt
+	}
+	m.postProgress(ctx, bot, mb, in.Phase, run.StartedAt)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go m.watchCancel(runCtx, stop, bot, mb)
@@ -166,6 +175,7 @@ func (m *Machine) execute(ctx context.Context, bot Bot, mb *Mailbox, in phase.In
 // names the issue by the title the mailbox knows (kept current by the issue's events).
 func (m *Machine) jobFor(mb *Mailbox, r Run, in phase.Input, repo forge.Repository) phase.Job {
 	in.Phase, in.Step, in.Attempt = phase.Phase(r.Phase), phase.Step(r.Step), r.Attempt
+	in.Agent = cmp.Or(in.Agent, m.settings(mb.Repo).agent(in.Phase))
 	in.Key = phase.KeyOf(in.Phase, in.Step)
 	in.Repo, in.Issue, in.Title, in.Branch = mb.Repo, mb.Number, cmp.Or(in.Title, mb.Title), mb.Branch
 	job := phase.Job{MailboxID: mb.ID, RunID: r.ID, Attempt: r.Attempt, ForgeName: mb.Forge,
@@ -261,7 +271,7 @@ func (m *Machine) applyPush(ctx context.Context, bot Bot, mb *Mailbox, state Sta
 		}
 	} else {
 		msg := fmt.Sprintf("I pushed a fix for the failed CI (attempt %d of %d) as %s.",
-			mb.Data.CIAttempts, m.cfg.CIFixAttempts, short(out.HeadSHA))
+			mb.Data.CIAttempts, m.settings(mb.Repo).CIFixAttempts, short(out.HeadSHA))
 		if err := m.post(ctx, bot, mb, "cifix-"+out.HeadSHA, "ci_fix", msg); err != nil {
 			return err
 		}

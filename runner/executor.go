@@ -201,7 +201,7 @@ func (e *Executor) RunDir(name string) string { return e.cc.RunDir(name) }
 // StatusCanceled). Agent-level failures (non-zero exit, missing or invalid result, timeout)
 // are reported in RunOutcome.Err with a nil error.
 func (e *Executor) Run(ctx context.Context, req RunRequest) (*RunOutcome, error) {
-	agentName, agent, ok := e.Agent(req.Input.Phase)
+	agentName, agent, ok := e.Agent(req.Input)
 	if !ok {
 		return nil, fmt.Errorf("run: no adapter bound to phase %s", req.Input.Phase)
 	}
@@ -268,9 +268,13 @@ func (e *Executor) Run(ctx context.Context, req RunRequest) (*RunOutcome, error)
 	return out, nil
 }
 
-// Agent returns the adapter bound to phase and its name.
-func (e *Executor) Agent(p phase.Phase) (string, Agent, bool) {
-	name, ok := e.cfg.Bindings[p]
+// Agent returns the adapter that runs in and its name: in.Agent when set (the project's own
+// binding of the phase), else the phase's binding.
+func (e *Executor) Agent(in phase.Input) (string, Agent, bool) {
+	name, ok := in.Agent, in.Agent != ""
+	if !ok {
+		name, ok = e.cfg.Bindings[in.Phase]
+	}
 	if !ok {
 		return "", nil, false
 	}

@@ -133,7 +133,7 @@ func (e *Executor) recoveredInput(rec ContainerRecord, runDir string) (phase.Inp
 	}
 	agent, ok := e.cfg.Agents[rec.Adapter]
 	if !ok {
-		if _, agent, ok = e.Agent(in.Phase); !ok {
+		if _, agent, ok = e.Agent(in); !ok {
 			return in, nil, fmt.Errorf("no adapter %q (nor one bound to %s) to read the result of %s", rec.Adapter, in.Phase, rec.ContainerName)
 		}
 	}
@@ -254,7 +254,7 @@ func (s *Service) Recover(ctx context.Context, job phase.Job, wait bool) (*phase
 // resumable is the session hook of an interrupted run: whether the next run can continue the
 // agent session, or why not.
 func (s *Service) resumable(job phase.Job) (bool, string) {
-	name, agent, ok := s.exec.Agent(job.Input.Phase)
+	name, agent, ok := s.exec.Agent(job.Input)
 	switch {
 	case !ok:
 		return false, fmt.Sprintf("no adapter is bound to the %s phase", job.Input.Phase)

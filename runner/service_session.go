@@ -53,7 +53,7 @@ func (s *Service) plan(ctx context.Context, job phase.Job) (*sessionPlan, error)
 	if job.SessionName == "" || s.sessions.Store == nil {
 		return nil, nil
 	}
-	name, agent, ok := s.exec.Agent(job.Input.Phase)
+	name, agent, ok := s.exec.Agent(job.Input)
 	if !ok {
 		return nil, nil
 	}
@@ -304,7 +304,7 @@ func (s *Service) recoveredPlan(ctx context.Context, job phase.Job, in phase.Inp
 	if job.SessionName == "" || s.sessions.Store == nil || in.SessionName == "" {
 		return nil
 	}
-	name, agent, ok := s.exec.Agent(in.Phase)
+	name, agent, ok := s.exec.Agent(in)
 	sa, isSession := agent.(SessionAgent)
 	if !ok || !isSession || !sa.Capabilities().ResumableSessions {
 		return nil

@@ -1,21 +1,50 @@
 #!/usr/bin/env bash
-# Installs and starts what `make test` needs on Debian 12: git, make, PostgreSQL (role alfred,
-# password alfred, superuser; databases alfred and alfred_test) and a Docker engine.
-# Idempotent: what is already installed or running is left alone. Run as root (or with sudo).
+# Checks the prerequisites of `make run` and `make test` on Debian 12 and installs and starts
+# the rest: git, make, PostgreSQL (role alfred, password alfred, superuser; databases alfred
+# and alfred_test), a Docker engine and Chromium (the page tests' headless browser).
+# Idempotent: what is already installed or running is left alone.
 #
-#   ALFRED_DEPS_SKIP_POSTGRES=1 do not install or start PostgreSQL (`make run` with the embedded
-#                               SQLite store needs none)
-#   ALFRED_DEPS_SKIP_DOCKER=1   do not install or start Docker
-#   ALFRED_DEPS_LOG_DIR=DIR     where dockerd logs when this script starts it (default /tmp)
+# Prerequisites it checks but does not install, each with its fix when missing:
+#   - root, or sudo for this user (packages and services);
+#   - Go at the version of go.mod's `go` line or newer, on PATH or in /usr/local/go/bin.
+#
+#   ALFRED_DEPS_SKIP_POSTGRES=1  do not install or start PostgreSQL (`make run` with the embedded
+#                                SQLite store needs none)
+#   ALFRED_DEPS_SKIP_DOCKER=1    do not install or start Docker
+#   ALFRED_DEPS_SKIP_BROWSER=1   do not install Chromium (the page tests then skip, or fail in CI)
+#   ALFRED_DEPS_LOG_DIR=DIR      where dockerd logs when this script starts it (default /tmp)
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 log() { printf 'dev-deps: %s\n' "$*" >&2; }
+die() { log "$1"; [ -z "${2:-}" ] || log "fix: $2"; exit 1; }
 
+# --- prerequisites ----------------------------------------------------------------------
 SUDO=()
 if [ "$(id -u)" -ne 0 ]; then
-	command -v sudo >/dev/null || { log "run as root or install sudo"; exit 1; }
+	command -v sudo >/dev/null || die "not root and no sudo: packages and services need one of them" \
+		"run as root (su -), or install sudo and add $(id -un) to the sudo group (usermod -aG sudo $(id -un))"
+	sudo -n true 2>/dev/null || log "sudo will ask for your password"
 	SUDO=(sudo)
 fi
+[ -r /etc/debian_version ] || log "warning: not Debian; the package names below are Debian 12's"
+
+want_go=$(awk '$1 == "go" { print $2; exit }' go.mod)
+go_bin=$(command -v go || true)
+[ -n "$go_bin" ] || [ ! -x /usr/local/go/bin/go ] || go_bin=/usr/local/go/bin/go
+[ -n "$go_bin" ] || die "Go is not installed (Alfred needs Go $want_go or newer)" \
+	"install Go $want_go or newer from https://go.dev/dl/ into /usr/local/go and add /usr/local/go/bin to PATH (Debian's golang package is too old)"
+have_go=$("$go_bin" env GOVERSION | sed 's/^go//')
+if [ "$(printf '%s\n%s\n' "$want_go" "$have_go" | sort -V | head -n 1)" != "$want_go" ]; then
+	# go.mod's toolchain line lets a newer go download the right one, but only online.
+	die "Go $have_go at $go_bin is older than go.mod's go $want_go" \
+		"install Go $want_go or newer from https://go.dev/dl/ into /usr/local/go and put /usr/local/go/bin first on PATH"
+fi
+case ":$PATH:" in
+*":$(dirname "$go_bin"):"*) ;;
+*) log "warning: $go_bin is not on PATH; add $(dirname "$go_bin") to PATH (make uses plain \`go\`)" ;;
+esac
+log "Go $have_go ($go_bin)"
 
 # as_postgres runs a command as the postgres system user, from a directory it can read.
 as_postgres() { (cd / && "${SUDO[@]}" runuser -u postgres -- "$@"); }
@@ -31,6 +60,9 @@ if [ "${ALFRED_DEPS_SKIP_POSTGRES:-}" != 1 ]; then
 fi
 if [ "${ALFRED_DEPS_SKIP_DOCKER:-}" != 1 ] && ! command -v dockerd >/dev/null; then
 	missing+=(docker.io)
+fi
+if [ "${ALFRED_DEPS_SKIP_BROWSER:-}" != 1 ] && ! command -v chromium >/dev/null; then
+	missing+=(chromium)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
 	log "installing ${missing[*]}"

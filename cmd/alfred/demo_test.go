@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -13,20 +14,41 @@ import (
 	"github.com/alfred-bot/alfred/runner/agent/script"
 )
 
-// The README's demo: deploy/demo/alfred.yaml copied to the root of the repository, with its
-// two secret files beside it, loads, selects the embedded SQLite store in its data_dir, and its
-// script parses.
+// The README's demo: scripts/demo-files.sh (run by make run) copies deploy/demo/alfred.yaml to
+// the root of the repository, creates the secrets it can and names the one it cannot; with
+// that file created, the configuration loads, selects the embedded SQLite store in its
+// data_dir, and its script parses.
 func TestDemoConfigurationLoads(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	deploy, err := filepath.Abs("../../deploy")
+	for _, d := range []string{"deploy", "scripts"} {
+		abs, err := filepath.Abs("../../" + d)
+		require.NoError(t, err)
+		require.NoError(t, os.Symlink(abs, filepath.Join(root, d)))
+	}
+	demo := func() (string, error) {
+		cmd := exec.Command("bash", "scripts/demo-files.sh")
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := demo()
+	require.Error(t, err, "the bot's token is missing:\n%s", out)
+	require.Contains(t, out, "created alfred.yaml from deploy/demo/alfred.yaml")
+	require.Contains(t, out, "missing forgejo.token: only you can create it")
+	for _, f := range []string{"webhook.secret", "admin.token"} {
+		st, err := os.Stat(filepath.Join(root, f))
+		require.NoError(t, err, "demo-files.sh creates %s", f)
+		require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+	}
+	secret, err := os.ReadFile(filepath.Join(root, "webhook.secret"))
 	require.NoError(t, err)
-	require.NoError(t, os.Symlink(deploy, filepath.Join(root, "deploy")))
-	demo, err := os.ReadFile("../../deploy/demo/alfred.yaml")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(root, "alfred.yaml"), demo, 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(root, "forgejo.token"), []byte("0123456789abcdef0123\n"), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(root, "webhook.secret"), []byte("a-webhook-secret\n"), 0o600))
+	out, err = demo()
+	require.NoError(t, err, out)
+	again, err := os.ReadFile(filepath.Join(root, "webhook.secret"))
+	require.NoError(t, err)
+	require.Equal(t, secret, again, "existing files are left alone")
 
 	cfg, err := config.Load(filepath.Join(root, "alfred.yaml"), nil)
 	require.NoError(t, err)
@@ -35,6 +57,7 @@ func TestDemoConfigurationLoads(t *testing.T) {
 	require.Equal(t, migrations.SQLite, d, "the demo needs no database server")
 	require.Equal(t, filepath.Join(root, "alfred-data", "alfred.db"), path)
 	require.Len(t, cfg.Agents, 1)
+	require.Len(t, cfg.Admin.Token.Reveal(), 64)
 	_, err = script.New(script.Config{Image: cfg.Agents[0].Image, ScriptFile: cfg.Agents[0].Script})
 	require.NoError(t, err, "the demo script parses")
 }

@@ -2,7 +2,10 @@
 //
 //	alfred serve          [--config alfred.yaml]   run the webhook server and the workers
 //	alfred migrate        [--config alfred.yaml]   apply the database migrations
-//	alfred config check   [--config alfred.yaml]   load, validate and print the configuration
+//	alfred config check   [--config alfred.yaml] [--project owner/name]
+//	                                               load, validate and print the configuration and
+//	                                               the settings in force for a project
+//	alfred doctor         [--config alfred.yaml]   check everything Alfred needs, print the fixes
 //	alfred replay --url URL --secret-file F [--kind forgejo|gitlab] [--keep-delivery] FIXTURE.json
 //	                                               sign a captured webhook and POST it
 //	alfred version                                 print the version
@@ -34,6 +37,7 @@ commands:
   serve          run the webhook server and the workers
   migrate        apply the database migrations
   config check   load, validate and print the effective configuration (secrets redacted)
+  doctor         check the configuration, database, Docker, agent images and forges; print the fixes
   replay         sign a captured webhook fixture and POST it to a running Alfred
   version        print the version
 
@@ -88,12 +92,14 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.migrate(ctx, rest)
 	case "config":
 		if len(rest) == 0 || rest[0] != "check" {
-			fmt.Fprintln(a.stderr, "usage: alfred config check [--config alfred.yaml]")
+			fmt.Fprintln(a.stderr, "usage: alfred config check [--config alfred.yaml] [--project owner/name]")
 			return errUsage
 		}
 		return a.configCheck(rest[1:])
 	case "replay":
 		return a.replay(ctx, rest)
+	case "doctor":
+		return a.doctor(ctx, rest)
 	case "version":
 		fmt.Fprintln(a.stdout, "alfred", versionString())
 		return nil
@@ -180,9 +186,22 @@ func (a *app) configOnly(name string, args []string) (*config.Config, string, er
 	return cfg, *path, err
 }
 
-// configCheck implements "alfred config check".
+// configCheck implements "alfred config check": the effective configuration, secrets
+// redacted, then the scoped settings in force for --project (or globally) and where each came
+// from.
 func (a *app) configCheck(args []string) error {
-	cfg, path, err := a.configOnly("config check", args)
+	fs := a.flagSet("config check", "[--config alfred.yaml] [--project owner/name]")
+	path := a.configFlag(fs)
+	project := fs.String("project", "", "print the settings in force for this project (owner/name, a GitLab path)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		fs.Usage()
+		return errUsage
+	}
+	cfg, err := a.loadConfig(*path)
 	if err != nil {
 		return err
 	}
@@ -194,6 +213,14 @@ func (a *app) configCheck(args []string) error {
 	if !strings.HasSuffix(dump, "\n") {
 		fmt.Fprintln(a.stdout)
 	}
-	fmt.Fprintf(a.stderr, "%s: OK\n", path)
+	scope := "global"
+	if *project != "" {
+		scope = "project " + *project
+	}
+	fmt.Fprintf(a.stdout, "\n# settings in force (%s)\n", scope)
+	for _, l := range cfg.For(*project).Lines() {
+		fmt.Fprintln(a.stdout, "# "+l)
+	}
+	fmt.Fprintf(a.stderr, "%s: OK\n", *path)
 	return nil
 }

@@ -137,6 +137,23 @@ func TestConfigCheck(t *testing.T) {
 		require.NotContains(t, r.stderr, "s3cr3t")
 	})
 
+	t.Run("project", func(t *testing.T) {
+		t.Parallel()
+		p := writeConfig(t, "postgres://alfred:pw-s3cr3t@db/alfred")
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = f.WriteString("lifecycle: {budget_usd: 3}\nscopes:\n  acme: {branch_prefix: acme/}\n  acme/shop: {budget_usd: 0.5}\n")
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		r := runArgs(t, "config", "check", "--config", p, "--project", "acme/shop")
+		require.Equal(t, 0, r.code, r.stderr)
+		for _, want := range []string{"# settings in force (project acme/shop)",
+			`# branch_prefix = "acme/" (org acme)`, "# budget_usd = 0.50 (project acme/shop)",
+			"# question_deadline = 24h0m0s (default)", "# phases.default = script (global)"} {
+			require.Contains(t, r.stdout, want)
+		}
+	})
+
 	t.Run("missing file", func(t *testing.T) {
 		t.Parallel()
 		r := runArgs(t, "config", "check", "--config", filepath.Join(t.TempDir(), "none.yaml"))

@@ -19,6 +19,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/admin"
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/httpserve"
+	"github.com/alfred-bot/alfred/internal/metrics"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/mailbox/store"
 	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
@@ -50,6 +51,7 @@ func runServe(ctx context.Context, a *app, args []string) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	log.Info("alfred serving", "version", versionString(), "listen", ln.Addr().String(), "forges", len(cfg.Forges))
+	logEndpoints(log, cfg, ln.Addr().String())
 	err = srv.Serve(ctx, ln)
 	log.Info("alfred stopped", "err", err)
 	return err
@@ -64,6 +66,7 @@ type server struct {
 	workers *mailbox.Workers
 	service *runner.Service
 	handler http.Handler
+	metrics *metrics.Metrics
 	// admin serves the status endpoints behind the admin token (on cfg.Admin.Listen).
 	admin http.Handler
 }
@@ -78,7 +81,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 	if err != nil {
 		return nil, err
 	}
-	s := &server{cfg: cfg, log: log, store: st}
+	s := &server{cfg: cfg, log: log, store: st, metrics: newMetrics(st.Gauges)}
 	if err := s.wire(ctx); err != nil {
 		return nil, errors.Join(err, st.Close())
 	}
@@ -88,7 +91,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 // wire builds the components from the configuration and connects them: the forges, the
 // runner service, the mailbox machine and workers, and the HTTP handler.
 func (s *server) wire(ctx context.Context) error {
-	forges, err := buildForges(s.cfg)
+	forges, err := buildForges(s.cfg, s.metrics)
 	if err != nil {
 		return err
 	}
@@ -99,11 +102,14 @@ func (s *server) wire(ctx context.Context) error {
 	machine := mailbox.NewMachine(mailbox.Config{
 		Labels:           cfg.Labels,
 		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
-		CIPoll: cfg.Lifecycle.CIPoll, SessionResume: cfg.Sessions.ResumeEnabled, Redact: cfg.Censor().String,
+		CIPoll: cfg.Lifecycle.CIPoll, Redact: cfg.Censor().String,
 		CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
 		ReviewFixAttempts: cfg.Lifecycle.ReviewFixAttempts, RetryUntilGreenMax: cfg.Lifecycle.RetryUntilGreenMax,
 		ReviewQuiet: cfg.Lifecycle.ReviewQuiet, ReviewVerdicts: cfg.Lifecycle.ReviewVerdicts,
-	}, s.store, forges.bots, s.service, nil, s.log)
+		SessionResume: func(repo string) bool { return cfg.For(repo).SessionResume },
+		Settings:      func(repo string) mailbox.Settings { return scopedSettings(cfg.For(repo)) },
+		Usage:         s.store,
+	}, s.store, forges.bots, s.metrics.InstrumentJobs(s.service), nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
 		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
 	s.handler, err = s.buildHandler(forges.sources)
@@ -118,13 +124,13 @@ type forges struct {
 	gits    map[string]*gitrepo.Manager
 }
 
-// buildForges builds the webhook source, API client and git manager of every configured forge.
-// An error names the forge.
-func buildForges(cfg *config.Config) (forges, error) {
+// buildForges builds the webhook source, API client and git manager of every configured forge;
+// every API call is counted in m (alfred_forge_api_requests_total). An error names the forge.
+func buildForges(cfg *config.Config, m *metrics.Metrics) (forges, error) {
 	fs := forges{sources: map[string]webhook.Source{}, bots: map[string]mailbox.Bot{},
 		gits: map[string]*gitrepo.Manager{}}
 	for _, f := range cfg.Forges {
-		src, client, err := newForge(f)
+		src, client, err := newForge(f, &http.Client{Transport: m.Transport(f.Name, nil)})
 		if err != nil {
 			return forges{}, fmt.Errorf("forge %s: %w", f.Name, err)
 		}
@@ -149,25 +155,26 @@ func buildForges(cfg *config.Config) (forges, error) {
 	return fs, nil
 }
 
-// newForge builds the webhook source and the API client of one forge by its kind.
-func newForge(f config.Forge) (webhook.Source, forge.Forge, error) {
+// newForge builds the webhook source and the API client of one forge by its kind; hc carries
+// the client's requests.
+func newForge(f config.Forge, hc *http.Client) (webhook.Source, forge.Forge, error) {
+	var (
+		src webhook.Source
+		err error
+	)
 	switch f.Kind {
 	case forge.KindGitLab:
-		src, err := gitlab.NewSource(gitlab.SourceConfig{Tokens: []string{f.WebhookSecret.Reveal()}})
-		if err != nil {
-			return nil, nil, err
-		}
-		client, err := gitlab.NewClient(gitlab.ClientConfig{BaseURL: f.BaseURL, Token: f.Token.Reveal()})
-		return src, client, err
+		src, err = gitlab.NewSource(gitlab.SourceConfig{Tokens: []string{f.WebhookSecret.Reveal()}})
 	case forge.KindForgejo:
-		src, err := forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{f.WebhookSecret.Reveal()}})
-		if err != nil {
-			return nil, nil, err
-		}
-		client, err := forgejo.NewClient(forgejo.ClientConfig{BaseURL: f.BaseURL, Token: f.Token.Reveal()})
-		return src, client, err
+		src, err = forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{f.WebhookSecret.Reveal()}})
+	default:
+		return nil, nil, fmt.Errorf("unknown kind %q", f.Kind)
 	}
-	return nil, nil, fmt.Errorf("unknown kind %q", f.Kind)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := forgeClient(f, hc)
+	return src, client, err
 }
 
 // buildService connects to the Docker engine and builds the runner service: the executor with
@@ -202,8 +209,9 @@ func (s *server) buildService(ctx context.Context, gits map[string]*gitrepo.Mana
 		UID: cfg.Runner.UID, GID: cfg.Runner.GID}, s.log), nil
 }
 
-// buildHandler returns the webhook receiver, which stores each delivery and wakes the workers,
-// and sets s.admin: the session endpoint behind the admin token.
+// buildHandler returns the webhook receiver, which stores each delivery and wakes the workers
+// (each delivery counted), and sets s.admin: the session endpoint, the metrics and the pages
+// behind the admin token.
 func (s *server) buildHandler(sources map[string]webhook.Source) (http.Handler, error) {
 	receiver, err := webhook.NewReceiver(webhook.ReceiverConfig{
 		Sources: sources, Inbox: mailbox.WakingInbox{Inbox: s.store, Workers: s.workers},
@@ -217,8 +225,17 @@ func (s *server) buildHandler(sources map[string]webhook.Source) (http.Handler, 
 	ar := chi.NewRouter()
 	ar.Method(http.MethodGet, "/mailboxes/{id}/session",
 		admin.SessionHandler(s.store, func(r *http.Request) string { return chi.URLParam(r, "id") }))
-	s.admin = admin.RequireToken(s.cfg.Admin.Token.Reveal(), ar)
-	return receiver, nil
+	top := chi.NewRouter()
+	if err := s.opsRoutes(top, ar, s.store); err != nil {
+		return nil, err
+	}
+	top.Mount("/", admin.RequireToken(s.cfg.Admin.Token.Reveal(), ar))
+	s.admin = top
+	names := make([]string, 0, len(sources))
+	for name := range sources {
+		names = append(names, name)
+	}
+	return s.metrics.DeliveryMiddleware(names, receiver), nil
 }
 
 // buildAgents builds the configured agent adapters by name. An adapter that cannot be built
@@ -271,6 +288,11 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() {
 		defer wg.Done()
 		s.workers.Run(ctx)
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.retention().Run(ctx, time.Hour)
 	}()
 	var err error
 	select {

@@ -66,6 +66,12 @@ type Config struct {
 	Phases Phases `yaml:"phases" env:"-"`
 	// Sessions controls the one-agent-session-per-issue behaviour.
 	Sessions Sessions `yaml:"sessions" envPrefix:"SESSIONS_"`
+	// RetentionDays purges the events, run logs, prompts and outputs of mailboxes closed more
+	// than this many days ago (0 keeps everything); scopes may override it.
+	RetentionDays int `yaml:"retention_days" env:"RETENTION_DAYS"`
+	// Scopes override some settings per organization ("acme") or project ("acme/shop"; GitLab:
+	// the full path); the most specific scope wins. See Scope and Config.For.
+	Scopes map[string]Scope `yaml:"scopes" env:"-"`
 }
 
 // Sessions controls whether a mailbox's runs continue one agent session (spec/sessions.md).
@@ -115,6 +121,9 @@ type Forge struct {
 	BotUser string `yaml:"bot_user"`
 	// OtherBots are user names whose mentions and events never start work.
 	OtherBots []string `yaml:"other_bots"`
+	// Repositories are repositories ("owner/name", GitLab paths) that alfred doctor checks
+	// besides those with an open mailbox: the bot's permission and the webhook.
+	Repositories []string `yaml:"repositories"`
 	// GitUser is the user name for git basic auth over HTTPS (the password is Token).
 	// Defaults to "oauth2" on GitLab and to BotUser on Forgejo.
 	GitUser string `yaml:"git_user"`
@@ -166,6 +175,10 @@ type Lifecycle struct {
 	ReviewVerdicts bool `yaml:"review_verdicts" env:"REVIEW_VERDICTS"`
 	// BranchPrefix prefixes the branches Alfred creates.
 	BranchPrefix string `yaml:"branch_prefix" env:"BRANCH_PREFIX"`
+	// BudgetUSD is the most an issue may cost, in US dollars as the adapters report it: once
+	// reached, the next run does not start and the issue is blocked until ai::retry_once
+	// allows one more run. Nil or 0: no budget. Runs whose adapter reports no cost count 0.
+	BudgetUSD *float64 `yaml:"budget_usd" env:"BUDGET_USD"`
 	// GitName is the commit author and committer name.
 	GitName string `yaml:"git_name" env:"GIT_NAME"`
 	// GitEmail is the commit author and committer e-mail.
@@ -224,10 +237,11 @@ func (d Database) Pool() postgres.Pool {
 		IdleTime: d.ConnMaxIdleTime}
 }
 
-// Admin configures the status endpoints (GET /mailboxes/{id}/session…). They show state, branch
-// names, container names and worktree paths, so they never share the webhook port: they are
-// served on Listen only, and only to requests carrying Token as "Authorization: Bearer …".
-// With Listen empty they are not served at all.
+// Admin configures the operator's endpoints: the status endpoints (GET /mailboxes/{id}/session…),
+// GET /metrics and the pages under /ui. They show state, branch names, container names and
+// worktree paths, so they never share the webhook port: they are served on Listen only, and
+// only to requests carrying Token as "Authorization: Bearer …" (the pages also take a login
+// with it). With Listen empty they are not served at all.
 type Admin struct {
 	// Listen is the admin listen address ("127.0.0.1:8081"); empty turns the endpoints off.
 	Listen string `yaml:"listen" env:"LISTEN"`

@@ -559,6 +559,7 @@ func TestExampleConfig(t *testing.T) {
 	require.Len(t, c.Forges, 2)
 	require.NotContains(t, c.Dump(), marker)
 	require.Len(t, c.Secrets(), 8)
+	require.InDelta(t, 5, *c.For("acme/other").BudgetUSD, 1e-9, "the example's scopes load")
 }
 
 func TestSessionsResumeEnabled(t *testing.T) {

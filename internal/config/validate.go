@@ -212,6 +212,11 @@ func (c *Config) Validate() error {
 			v.add("phases."+phase, "agent %q is not declared in agents", agent)
 		}
 	}
+	if c.Lifecycle.BudgetUSD != nil && *c.Lifecycle.BudgetUSD < 0 {
+		v.add("lifecycle.budget_usd", "must not be negative")
+	}
+	v.atLeast("retention_days", int64(c.RetentionDays), 0)
+	c.validateScopes(&v)
 	return errors.Join(v...)
 }
 

@@ -71,6 +71,9 @@ type Input struct {
 	Comments []string `json:"comments,omitempty"`
 	// Model is the model name from the phase binding, "" for the CLI's default.
 	Model string `json:"model,omitempty"`
+	// Agent is the configured agent bound to the phase for this issue's project (a scoped
+	// phases setting); "" runs the phase's global binding.
+	Agent string `json:"agent,omitempty"`
 	// SessionName is the mailbox's session name (its branch name, frozen at the first run);
 	// adapters whose CLI takes a human-readable name pass it (Claude Code -n). "" when
 	// sessions are off.

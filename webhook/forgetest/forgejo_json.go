@@ -42,6 +42,7 @@ func (s *ForgejoServer) fjRepo(p *modelRepo) map[string]any {
 		"html_url": s.URL + "/" + p.path, "ssh_url": "ssh://git@forgejo.example/" + p.path + ".git",
 		"clone_url": p.cloneURL, "default_branch": p.defaultBranch, "has_issues": true,
 		"has_pull_requests": true, "created_at": fjTime(s.clock), "updated_at": fjTime(s.clock),
+		"permissions": s.fjBotPermissions(p),
 	}
 }
 

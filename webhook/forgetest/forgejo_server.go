@@ -24,6 +24,7 @@ import (
 //	GET|POST  /repos/{o}/{r}/pulls, GET /repos/{o}/{r}/pulls/{index}
 //	GET  /repos/{o}/{r}/commits/{ref}/status
 //	GET|POST /repos/{o}/{r}/pulls/{index}/reviews, GET|POST …/reviews/{id}/comments
+//	GET  /repos/{o}/{r}/hooks (seeded with AddHook; admins only)
 //
 // Answers follow the JSON shapes of Forgejo's API (the structs of code.gitea.io/sdk/gitea):
 // 401 without "Authorization: token <Token>" (or Bearer), 404 {"message": …, "url": …}, 422
@@ -131,6 +132,8 @@ func (s *ForgejoServer) route(w http.ResponseWriter, r *http.Request, seg []stri
 		fjJSON(w, http.StatusOK, s.fjRepo(p))
 	case len(seg) == 3 && seg[0] == "collaborators" && seg[2] == "permission" && m == http.MethodGet:
 		s.fjPermission(w, p, seg[1])
+	case len(seg) == 1 && seg[0] == "hooks" && m == http.MethodGet:
+		s.fjHooks(w, r, p)
 	case len(seg) == 1 && seg[0] == "labels" && m == http.MethodGet:
 		out := []any{}
 		for _, l := range p.labels {

@@ -37,7 +37,8 @@ func (s *GitLabServer) glProjectJSON(p *modelRepo) map[string]any {
 		"default_branch":      p.defaultBranch, "http_url_to_repo": p.cloneURL,
 		"ssh_url_to_repo": "git@" + strings.TrimPrefix(strings.TrimPrefix(s.URL, "http://"), "https://") + ":" + p.path + ".git",
 		"web_url":         s.URL + "/" + p.path, "visibility": "private",
-		"namespace": map[string]any{"id": p.id + 100000, "name": ns, "path": ns, "kind": "group", "full_path": ns},
+		"namespace":   map[string]any{"id": p.id + 100000, "name": ns, "path": ns, "kind": "group", "full_path": ns},
+		"permissions": s.glBotPermissions(p),
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // webhook/gitlab.Client uses, over in-memory state seeded and read with the Seeder methods:
 //
 //	GET  /user, /users?username=
-//	GET  /projects/:id, /projects/:id/members/all/:user_id
+//	GET  /projects/:id, /projects/:id/members/all/:user_id, /projects/:id/hooks (seeded with AddHook)
 //	GET|POST /projects/:id/labels
 //	GET|PUT  /projects/:id/issues/:iid, /projects/:id/merge_requests/:iid
 //	GET|POST /projects/:id/(issues|merge_requests)/:iid/notes, PUT …/notes/:note_id
@@ -118,6 +118,8 @@ func (s *GitLabServer) route(w http.ResponseWriter, r *http.Request, seg []strin
 		glJSON(w, http.StatusOK, s.glProjectJSON(p))
 	case len(seg) == 3 && seg[0] == "members" && seg[1] == "all" && get:
 		s.glMember(w, p, seg[2])
+	case len(seg) == 1 && seg[0] == "hooks" && get:
+		s.glHooks(w, r, p)
 	case len(seg) == 1 && seg[0] == "labels" && get:
 		out := []any{}
 		for _, l := range p.labels {

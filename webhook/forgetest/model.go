@@ -56,6 +56,7 @@ type modelRepo struct {
 	lastMR        int64
 	branches      map[string]string // branch → head sha
 	runs          map[string][]*modelRun
+	hooks         []forge.Hook
 }
 
 type modelIssue struct {

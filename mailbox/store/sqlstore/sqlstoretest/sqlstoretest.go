@@ -34,6 +34,8 @@ func Run(t *testing.T, newStore NewStore) {
 		"SessionsAndInstallations":      sessionsAndInstallations,
 		"AdminSessionFacts":             adminSessionFacts,
 		"TimesKeepTheirInstant":         timesKeepTheirInstant,
+		"RetentionPurgesAndKeeps":       retention,
+		"WebReader":                     webReader,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/alfred-bot/alfred/internal/admin"
+	"github.com/alfred-bot/alfred/internal/config"
+	"github.com/alfred-bot/alfred/internal/doctor"
+	"github.com/alfred-bot/alfred/internal/metrics"
+	"github.com/alfred-bot/alfred/internal/web"
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner/docker"
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// opsRoutes adds the operator's side to the admin listener: GET /metrics on guarded (the
+// routes behind the admin token) and the pages under /ui on top, behind admin.PageAuth with
+// the same token (a browser signs in once; scripts send the Bearer header).
+func (s *server) opsRoutes(top, guarded chi.Router, reader web.Reader) error {
+	guarded.Method(http.MethodGet, "/metrics", s.metrics.Handler())
+	cli, err := docker.NewClient()
+	if err != nil {
+		return err
+	}
+	pages, err := web.New(web.Config{Reader: reader, Logs: dockerLogs{cli}, Settings: settingsView{s.cfg},
+		Redact: s.cfg.Censor().String, Logger: s.log, IssueURL: issueURL(s.cfg)})
+	if err != nil {
+		return err
+	}
+	top.Handle(web.Prefix+"/*", admin.PageAuth(web.Prefix, s.cfg.Admin.Token.Reveal(), pages))
+	top.Handle(web.Prefix, http.RedirectHandler(web.Prefix+"/", http.StatusMovedPermanently))
+	return nil
+}
+
+// dockerLogs is web.LiveLogs on the Docker engine: the combined output of a run's container.
+type dockerLogs struct{ cli *client.Client }
+
+func (d dockerLogs) RunLog(ctx context.Context, name string, maxBytes int) (string, error) {
+	if d.cli == nil {
+		return "", fmt.Errorf("no Docker engine: %w", web.ErrNotFound)
+	}
+	rc, err := d.cli.ContainerLogs(ctx, name, container.LogsOptions{ShowStdout: true, ShowStderr: true})
+	if cerrdefs.IsNotFound(err) {
+		return "", fmt.Errorf("container %s: %w", name, web.ErrNotFound)
+	}
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	var buf bytes.Buffer
+	if _, err := stdcopy.StdCopy(&buf, &buf, rc); err != nil {
+		return "", err
+	}
+	b := buf.Bytes()
+	if len(b) > maxBytes {
+		b = b[len(b)-maxBytes:]
+	}
+	return string(b), nil
+}
+
+// settingsView is web.Settings on the configuration.
+type settingsView struct{ cfg *config.Config }
+
+func (v settingsView) Effective(project string) ([]web.Setting, error) {
+	var out []web.Setting
+	for _, x := range v.cfg.For(project).Entries() {
+		out = append(out, web.Setting{Name: x.Key, Value: x.Value, Source: x.Source})
+	}
+	return out, nil
+}
+
+func (v settingsView) Projects() []string {
+	set := map[string]bool{}
+	for k := range v.cfg.Scopes {
+		set[k] = true
+	}
+	for k := range v.cfg.Sessions.Overrides {
+		set[k] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// newMetrics builds the registry; gauges reads the store at scrape time (nil: none).
+func newMetrics(gauges func(context.Context) (metrics.Gauges, error)) *metrics.Metrics {
+	return metrics.New(metrics.Config{Gauges: gauges,
+		ReconciliationFindings: []string{"missed_event", "label_drift", "orphan_container"}})
+}
+
+// scopedSettings is what the machine needs of a project's effective settings. A phase binding
+// is passed only when the project's scope (not the global configuration) sets it, so the runner
+// keeps its own binding otherwise.
+func scopedSettings(e config.Effective) mailbox.Settings {
+	s := mailbox.Settings{BranchPrefix: e.BranchPrefix, QuestionDeadline: e.QuestionDeadline,
+		CIFixAttempts: e.CIFixAttempts, BudgetUSD: e.BudgetUSD}
+	for p, a := range e.Phases {
+		if src := e.Sources["phases."+p]; strings.HasPrefix(src, "org ") || strings.HasPrefix(src, "project ") {
+			if s.Agents == nil {
+				s.Agents = map[string]string{}
+			}
+			s.Agents[p] = a
+		}
+	}
+	return s
+}
+
+// retention is the sweep of closed mailboxes' texts, with each project's retention_days.
+func (s *server) retention() *mailbox.Retention {
+	return &mailbox.Retention{Store: s.store, Logger: s.log,
+		Days: func(repo string) int { return s.cfg.For(repo).RetentionDays }}
+}
+
+// logEndpoints says, at start-up, where each forge's webhook must point and where the pages are.
+func logEndpoints(log *slog.Logger, cfg *config.Config, listen string) {
+	base := cfg.PublicURL
+	if base == "" {
+		base = "http://" + listen
+	}
+	for _, f := range cfg.Forges {
+		log.Info("set this webhook URL on "+f.Name, "forge", f.Name, "url", doctor.WebhookURL(base, f.Name))
+	}
+	if cfg.Admin.Listen != "" {
+		log.Info("operator pages and metrics (admin token)", "pages", "http://"+cfg.Admin.Listen+web.Prefix+"/",
+			"metrics", "http://"+cfg.Admin.Listen+"/metrics")
+	} else {
+		log.Info("operator pages and metrics off: set admin.listen and admin.token_file to serve them")
+	}
+}
+
+// issueURL links an issue or merge request on its configured forge: Forgejo
+// <base>/<repo>/issues/<n> (pulls for a pull request), GitLab <base>/<path>/-/issues/<n>
+// (merge_requests).
+func issueURL(cfg *config.Config) func(forgeName, repo string, number int64, mr bool) string {
+	return func(forgeName, repo string, number int64, mr bool) string {
+		f, ok := cfg.Forge(forgeName)
+		if !ok {
+			return ""
+		}
+		kind := "issues"
+		if f.Kind == forge.KindGitLab {
+			if mr {
+				kind = "merge_requests"
+			}
+			return fmt.Sprintf("%s/%s/-/%s/%d", f.BaseURL, repo, kind, number)
+		}
+		if mr {
+			kind = "pulls"
+		}
+		return fmt.Sprintf("%s/%s/%s/%d", f.BaseURL, repo, kind, number)
+	}
+}

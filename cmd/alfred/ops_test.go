@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/internal/web"
+	"github.com/alfred-bot/alfred/internal/web/webtest"
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner/agent/agenttest"
+	"github.com/alfred-bot/alfred/runner/runtimetest"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+// opsScript is the development step of the operations test: slow enough for the live log page.
+const opsScript = `
+development:
+  summary: Added the CSV export.
+  commit_message: "Add CSV export"
+  log: ["step 1: reading report.go", "step 2: writing export.csv"]
+  sleep_seconds: 12
+  files:
+    export.csv: "date;amount;category\n"
+`
+
+// TestOperations runs a lifecycle with the stand-in claude-code CLI for the analyses and a slow
+// scripted development, and checks what an operator sees: the pages (loaded in headless
+// Chromium, screenshots saved) while the development runs and after, the metrics, and the
+// status comment of the finished lifecycle (golden).
+func TestOperations(t *testing.T) {
+	cli := runtimetest.Client(t)
+	claude := agenttest.BuildImage(t, context.Background(), cli)
+	script := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:ops", "../alfred-script-agent")
+	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
+	require.NoError(t, os.WriteFile(scriptPath, []byte(opsScript), 0o644))
+	browser := webtest.NewBrowser(t)
+	e := startE2EWith(t, storeSQLite, forge.KindForgejo, "acceptance/sandbox", time.Hour, fmt.Sprintf(`
+agents:
+  - name: claude
+    adapter: claude-code
+    image: %s
+    api_key: sk-test-key-1234567890
+  - name: script
+    adapter: script
+    image: %s
+    script: %s
+phases:
+  default: claude
+  development: script
+`, claude, script, scriptPath))
+	ctx := context.Background()
+	// The admin listener (admin.listen): the pages and the metrics, behind the admin token.
+	adminSrv := httptest.NewServer(e.srv.admin)
+	t.Cleanup(adminSrv.Close)
+	login := adminSrv.URL + web.Prefix + "/login?token=" + e2eAdminToken + "&next="
+
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
+	require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", setLabels("type::task")))
+	e.waitStatus("status::waiting_validation")
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
+	require.Equal(t, http.StatusAccepted, e.send("003-issue_label-label_updated", setLabels(e.forgejo.IssueLabels(e.issue)...)))
+
+	// The development runs: wait until its container's log shows the agent's lines.
+	mb, err := e.srv.store.Find(ctx, e.issue)
+	require.NoError(t, err)
+	var devRun int64
+	require.Eventually(t, func() bool {
+		d, err := e.srv.store.Mailbox(ctx, mb.ID)
+		require.NoError(t, err)
+		if len(d.Runs) == 0 {
+			return false
+		}
+		r := d.Runs[len(d.Runs)-1]
+		if r.Phase != "development" || !r.Running() || r.Container == "" {
+			return false
+		}
+		devRun = r.ID
+		return strings.Contains(opsGet(t, adminSrv.URL+fmt.Sprintf("%s/runs/%d/log", web.Prefix, r.ID)), "step 2: writing export.csv")
+	}, 90*time.Second, 200*time.Millisecond, "the development never showed its log")
+
+	p := browser.Load(t, login+web.Prefix+"/", "ops-mailboxes")
+	require.Contains(t, p.DOM, "acceptance/sandbox#1")
+	require.Contains(t, p.DOM, `/acceptance/sandbox/issues/1"`, "linked to the forge")
+	require.Contains(t, p.DOM, `<span class="badge running">running</span>`)
+	require.Contains(t, p.DOM, "development")
+	p = browser.Load(t, login+fmt.Sprintf("%s/mailboxes/%d", web.Prefix, mb.ID), "ops-mailbox")
+	require.Contains(t, p.DOM, "<div>claude</div>", "the agent of the session")
+	require.Contains(t, p.DOM, mb.Branch, "the session name")
+	require.Contains(t, p.DOM, "resumed")
+	require.Regexp(t, `native id <code>[0-9a-f-]{36}</code>`, p.DOM)
+	p = browser.Load(t, login+fmt.Sprintf("%s/runs/%d", web.Prefix, devRun), "ops-run-live")
+	require.Contains(t, p.DOM, "live container log")
+	require.Contains(t, p.DOM, "step 1: reading report.go")
+	require.NotContains(t, p.DOM, "sk-test-key-1234567890")
+
+	e.waitStatus("status::in_ci")
+	mr := e.forgejo.MergeRequests(e.issue.Repo)[0]
+	e.forgejo.SetCI(e.issue.Repo, headOf(t, e.bare, mr.SourceBranch), forgetest.CIJob{Name: "ci/test", State: forge.CISuccess})
+	e.waitStatus("status::in_review")
+	e.forgejo.MarkMerged(e.issue.Repo, mr.Number)
+	require.Equal(t, http.StatusAccepted, e.send("022-pull_request-closed", func(doc map[string]any) {
+		doc["number"] = mr.Number
+		doc["pull_request"].(map[string]any)["number"] = mr.Number
+		doc["pull_request"].(map[string]any)["head"].(map[string]any)["ref"] = mr.SourceBranch
+	}))
+	e.waitStatus("status::done")
+	e.requireUniqueMarkers()
+
+	// The status comment of the finished lifecycle: cost per phase and in total.
+	var status string
+	require.Eventually(t, func() bool {
+		for _, c := range e.comments() {
+			if k, _, ok := mailbox.ParseMarker(c); ok && k == mailbox.ProgressKey && strings.Contains(c, "**Finished**") {
+				status = c
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 100*time.Millisecond, "no finished status comment")
+	goldenOps(t, "status_finished.md", regexp.MustCompile(`\b\d+(h|m|s)(\d+m)?(\d+s)?\b`).ReplaceAllString(status, "<t>"))
+
+	p = browser.Load(t, login+fmt.Sprintf("%s/runs/%d", web.Prefix, devRun), "ops-run-finished")
+	require.Contains(t, p.DOM, "stored output of the finished run")
+
+	// Every family, with values where work happened.
+	require.Contains(t, opsGetToken(t, adminSrv.URL+"/metrics", "wrong"), "unauthorized")
+	metricsText := opsGet(t, adminSrv.URL+"/metrics")
+	for _, re := range []string{
+		`alfred_webhook_deliveries_total\{answer="accepted",event="issue_assign",forge="forgejo"\} [1-9]`,
+		`alfred_webhook_ack_duration_seconds_count\{forge="forgejo"\} [1-9]`,
+		`alfred_mailboxes\{state="done"\} 1`,
+		`alfred_runs_total\{outcome="succeeded",phase="analysis"\} 2`,
+		`alfred_runs_total\{outcome="succeeded",phase="development"\} 1`,
+		`alfred_run_duration_seconds_count\{phase="development"\} 1`,
+		`alfred_runs_queued 0`,
+		`alfred_llm_tokens_total\{adapter="claude",direction="input"\} [1-9]`,
+		`alfred_llm_cost_usd_total\{adapter="claude"\} 0\.000[1-9]`,
+		`alfred_forge_api_requests_total\{forge="forgejo",operation="POST /api/v1/repos/\{owner\}/\{repo\}/issues/\{n\}/comments",status="201"\} [1-9]`,
+		`alfred_forge_api_request_duration_seconds_count\{forge="forgejo",operation="GET /api/v1/repos/\{owner\}/\{repo\}/issues/\{n\}"\} [1-9]`,
+		`alfred_reconciliation_passes_total\{result="ok"\} 0`,
+		`alfred_reconciliation_findings_total\{kind="missed_event"\} 0`,
+	} {
+		require.Regexp(t, re, metricsText)
+	}
+	require.NotContains(t, metricsText, "acceptance/sandbox")
+}
+
+func opsGet(t *testing.T, url string) string {
+	t.Helper()
+	return opsGetToken(t, url, e2eAdminToken)
+}
+
+func opsGetToken(t *testing.T, url, token string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func headOf(t *testing.T, bare, branch string) string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", bare, "rev-parse", branch).Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
+}
+
+// goldenOps compares got with testdata/name; UPDATE_GOLDEN=1 rewrites it.
+func goldenOps(t *testing.T, name, got string) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		require.NoError(t, os.WriteFile(p, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(p)
+	require.NoError(t, err, "UPDATE_GOLDEN=1 writes %s", p)
+	require.Equal(t, string(want), got)
+}

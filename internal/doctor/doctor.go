@@ -1,0 +1,285 @@
+// Package doctor checks that an installation can work before it serves: the configuration,
+// the database, the Docker engine, each agent image and CLI, and on each forge the bot's
+// token, its permission on the repositories and their webhooks. Each check says what is wrong
+// and how to fix it; Report.Blocking tells whether anything stops Alfred from working.
+// Every dependency is a small interface, so the checks run against the real services in
+// "alfred doctor" and against stand-ins in tests.
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// Status is a check's verdict.
+type Status string
+
+// The verdicts. Only Fail blocks work.
+const (
+	OK   Status = "ok"
+	Warn Status = "warn"
+	Fail Status = "FAIL"
+	Skip Status = "skip"
+)
+
+// Result is one line of the checklist.
+type Result struct {
+	// Check names what was checked ("forge gitea: token").
+	Check string
+	Status
+	// Detail says what was found.
+	Detail string
+	// Fix says what to do when Status is Warn or Fail.
+	Fix string
+}
+
+// Report is the checklist, in the order the checks ran.
+type Report struct {
+	Results []Result
+}
+
+// Blocking reports whether a check failed: Alfred cannot work until it is fixed.
+func (r *Report) Blocking() bool {
+	for _, x := range r.Results {
+		if x.Status == Fail {
+			return true
+		}
+	}
+	return false
+}
+
+// Failed returns the failed checks.
+func (r *Report) Failed() []Result {
+	var out []Result
+	for _, x := range r.Results {
+		if x.Status == Fail {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (r *Report) add(check string, s Status, detail, fix string) {
+	r.Results = append(r.Results, Result{Check: check, Status: s, Detail: detail, Fix: fix})
+}
+
+// Write prints the checklist, one check a line with its fix below it, and a last line with
+// the verdict.
+func (r *Report) Write(w io.Writer) error {
+	var b strings.Builder
+	fails, warns := 0, 0
+	for _, x := range r.Results {
+		fmt.Fprintf(&b, "%-6s %s: %s\n", "["+string(x.Status)+"]", x.Check, x.Detail)
+		if x.Fix != "" && (x.Status == Fail || x.Status == Warn) {
+			for i, line := range strings.Split(x.Fix, "\n") {
+				lead := "       fix: "
+				if i > 0 {
+					lead = "            "
+				}
+				b.WriteString(lead + line + "\n")
+			}
+		}
+		switch x.Status {
+		case Fail:
+			fails++
+		case Warn:
+			warns++
+		}
+	}
+	switch {
+	case fails > 0:
+		fmt.Fprintf(&b, "%d check(s) failed, %d warning(s): Alfred cannot work until the failures are fixed.\n", fails, warns)
+	case warns > 0:
+		fmt.Fprintf(&b, "All blocking checks passed, %d warning(s).\n", warns)
+	default:
+		b.WriteString("All checks passed.\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Engine is the Docker engine as the checks need it.
+type Engine interface {
+	// Ping reaches the engine.
+	Ping(ctx context.Context) error
+	// ImageExists reports whether image is present locally (Alfred pulls nothing at run time
+	// when no registry is reachable).
+	ImageExists(ctx context.Context, image string) (bool, error)
+}
+
+// Agent is one configured agent.
+type Agent struct {
+	// Name is the agent's name in the configuration; Adapter its runner adapter; Image the
+	// container image it runs in.
+	Name, Adapter, Image string
+	// Phases are the phases bound to it; an agent bound to none is only warned about.
+	Phases []string
+}
+
+// CLIProbe is what a prober found in an agent image.
+type CLIProbe struct {
+	// Version is the CLI version detected in the image ("2.1.332").
+	Version string
+	// Sessions is true when the adapter resumes sessions; ResumeVerified when Version is one
+	// the adapter is verified to resume with.
+	Sessions, ResumeVerified bool
+}
+
+// Prober detects an agent CLI's version in its image (a disposable container running the
+// adapter's version command).
+type Prober interface {
+	ProbeCLI(ctx context.Context, a Agent) (CLIProbe, error)
+}
+
+// ForgeClient is the forge API the checks call; webhook/forgejo.Client and
+// webhook/gitlab.Client implement it.
+type ForgeClient interface {
+	// BotUser returns the token's account.
+	BotUser(ctx context.Context) (forge.User, error)
+	// Permission returns the token account's own access to repo.
+	Permission(ctx context.Context, repo string) (forge.Permission, error)
+	// Hooks lists repo's webhooks.
+	Hooks(ctx context.Context, repo string) ([]forge.Hook, error)
+}
+
+// Forge is one configured forge.
+type Forge struct {
+	// Name is the configured forge name (the {name} of /webhooks/{name}).
+	Name string
+	Kind forge.Kind
+	// BotUser is the configured bot_user the token must belong to.
+	BotUser string
+	// Repos are the repositories to check: those with a mailbox and those listed in the
+	// configuration.
+	Repos  []string
+	Client ForgeClient
+}
+
+// Config is what Run checks.
+type Config struct {
+	// ConfigFile names the configuration file, for the messages.
+	ConfigFile string
+	// ConfigErr is the error of loading and validating the configuration; when set, Run
+	// reports it and checks nothing else.
+	ConfigErr error
+	// PublicURL is Alfred's external URL (public_url); the webhook URL the forges must call is
+	// PublicURL + "/webhooks/" + forge name. Empty: the webhooks' URLs are checked only for
+	// their path, with a warning.
+	PublicURL string
+	// Database checks the database (reachable, migrations applicable); nil skips it.
+	Database func(ctx context.Context) error
+	// Engine is the Docker engine; nil skips the engine and image checks.
+	Engine Engine
+	Agents []Agent
+	// Prober detects CLI versions; nil skips that check.
+	Prober Prober
+	Forges []Forge
+}
+
+// WebhookURL is the URL a forge's webhook must point at.
+func WebhookURL(publicURL, forgeName string) string {
+	return strings.TrimRight(publicURL, "/") + "/webhooks/" + forgeName
+}
+
+// Run runs every check and returns the checklist. It never fails itself: what it cannot
+// check is a Fail or a Skip in the report.
+func Run(ctx context.Context, cfg Config) *Report {
+	r := &Report{}
+	if cfg.ConfigErr != nil {
+		r.add("configuration", Fail, cfg.ConfigErr.Error(),
+			"correct "+cmpOr(cfg.ConfigFile, "the configuration")+" (deploy/alfred.example.yaml documents every setting), then run `alfred config check`")
+		return r
+	}
+	r.add("configuration", OK, cmpOr(cfg.ConfigFile, "configuration")+" is valid", "")
+	if cfg.PublicURL == "" {
+		r.add("public_url", Warn, "not set: the webhooks' URLs can only be checked for their path",
+			"set public_url to the URL the forges reach Alfred at (e.g. http://alfred.example:8080)")
+	}
+	checkDatabase(ctx, r, cfg.Database)
+	checkEngine(ctx, r, cfg)
+	for _, f := range cfg.Forges {
+		checkForge(ctx, r, cfg.PublicURL, f)
+	}
+	return r
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func checkDatabase(ctx context.Context, r *Report, db func(context.Context) error) {
+	if db == nil {
+		r.add("database", Skip, "not checked", "")
+		return
+	}
+	if err := db(ctx); err != nil {
+		r.add("database", Fail, err.Error(),
+			"start PostgreSQL (`make deps` does) and check database_url (or database_url_file)")
+		return
+	}
+	r.add("database", OK, "reachable", "")
+}
+
+func checkEngine(ctx context.Context, r *Report, cfg Config) {
+	if cfg.Engine == nil {
+		r.add("docker", Skip, "not checked", "")
+		return
+	}
+	if err := cfg.Engine.Ping(ctx); err != nil {
+		r.add("docker", Fail, "engine unreachable: "+err.Error(),
+			"start dockerd (`make deps` does) and let this user reach /var/run/docker.sock (or set DOCKER_HOST)")
+		return
+	}
+	r.add("docker", OK, "engine reachable", "")
+	for _, a := range cfg.Agents {
+		checkAgent(ctx, r, cfg, a)
+	}
+}
+
+func checkAgent(ctx context.Context, r *Report, cfg Config, a Agent) {
+	name := "agent " + a.Name
+	ok, err := cfg.Engine.ImageExists(ctx, a.Image)
+	switch {
+	case err != nil:
+		r.add(name+": image", Fail, "cannot inspect "+a.Image+": "+err.Error(), "check the Docker engine")
+		return
+	case !ok:
+		s := Fail
+		if len(a.Phases) == 0 {
+			s = Warn
+		}
+		r.add(name+": image", s, a.Image+" is missing", imageFix(a))
+		return
+	}
+	r.add(name+": image", OK, a.Image+" present", "")
+	if cfg.Prober == nil || a.Adapter == "script" {
+		return
+	}
+	p, err := cfg.Prober.ProbeCLI(ctx, a)
+	switch {
+	case err != nil:
+		r.add(name+": CLI", Warn, "version not detected ("+err.Error()+"): sessions start fresh on every run",
+			"check that "+a.Image+" runs the "+a.Adapter+" CLI (deploy/agents/Dockerfile --target "+a.Adapter+")")
+	case !p.Sessions:
+		r.add(name+": CLI", OK, a.Adapter+" "+p.Version+" (the adapter does not resume sessions)", "")
+	case !p.ResumeVerified:
+		r.add(name+": CLI", Warn, a.Adapter+" "+p.Version+" is not a version verified to resume sessions: every run starts fresh",
+			"build the image at a verified version (deploy/agents/Dockerfile pins them)")
+	default:
+		r.add(name+": CLI", OK, a.Adapter+" "+p.Version+", verified to resume sessions", "")
+	}
+}
+
+func imageFix(a Agent) string {
+	if a.Adapter == "script" {
+		return "make script-agent-image (builds alfred/script-agent:dev offline), or set the agent's image"
+	}
+	return fmt.Sprintf("docker build -f deploy/agents/Dockerfile --target %s -t %s .", a.Adapter, a.Image)
+}

@@ -1,0 +1,168 @@
+package doctor_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/internal/doctor"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgejo"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+	"github.com/alfred-bot/alfred/webhook/gitlab"
+)
+
+// images is an Engine holding a fixed set of images.
+type images map[string]bool
+
+func (images) Ping(context.Context) error { return nil }
+func (i images) ImageExists(_ context.Context, image string) (bool, error) {
+	return i[image], nil
+}
+
+type prober map[string]doctor.CLIProbe
+
+func (p prober) ProbeCLI(_ context.Context, a doctor.Agent) (doctor.CLIProbe, error) {
+	v, ok := p[a.Image]
+	if !ok {
+		return v, errors.New("exec: no such file")
+	}
+	return v, nil
+}
+
+const public = "http://alfred.example:8080"
+
+func forgejoClient(t *testing.T, s *forgetest.ForgejoServer, token string) *forgejo.Client {
+	t.Helper()
+	c, err := forgejo.NewClient(forgejo.ClientConfig{BaseURL: s.URL, Token: token, MaxRetries: -1})
+	require.NoError(t, err)
+	return c
+}
+
+func good(t *testing.T) (*forgetest.ForgejoServer, doctor.Config) {
+	t.Helper()
+	s := forgetest.NewForgejoServer(t)
+	s.AddRepo("alice/shop", "main", s.URL+"/alice/shop.git")
+	s.SetAccessLevel("alice/shop", forgetest.BotLogin, 40)
+	s.AddHook("alice/shop", forge.Hook{URL: public + "/webhooks/fj", ContentType: "json", Active: true,
+		Events: append(append([]string{}, doctor.ForgejoEvents...), "status")})
+	return s, doctor.Config{
+		ConfigFile: "alfred.yaml", PublicURL: public,
+		Database: func(context.Context) error { return nil },
+		Engine:   images{"alfred/script-agent:dev": true, "alfred/claude-code:2.1.332": true},
+		Agents: []doctor.Agent{{Name: "script", Adapter: "script", Image: "alfred/script-agent:dev", Phases: []string{"default"}},
+			{Name: "claude", Adapter: "claude-code", Image: "alfred/claude-code:2.1.332", Phases: []string{"analysis"}}},
+		Prober: prober{"alfred/claude-code:2.1.332": {Version: "2.1.332", Sessions: true, ResumeVerified: true}},
+		Forges: []doctor.Forge{{Name: "fj", Kind: forge.KindForgejo, BotUser: forgetest.BotLogin,
+			Repos: []string{"alice/shop"}, Client: forgejoClient(t, s, s.Token)}},
+	}
+}
+
+func write(t *testing.T, r *doctor.Report, name string) string {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, r.Write(&b))
+	golden := filepath.Join("testdata", name+".golden.txt")
+	if os.Getenv("UPDATE_GOLDEN") != "" {
+		require.NoError(t, os.WriteFile(golden, b.Bytes(), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err, "UPDATE_GOLDEN=1 writes it")
+	require.Equal(t, string(want), b.String())
+	return b.String()
+}
+
+func TestAllGood(t *testing.T) {
+	t.Parallel()
+	_, cfg := good(t)
+	r := doctor.Run(t.Context(), cfg)
+	write(t, r, "all_good")
+	require.False(t, r.Blocking(), "%+v", r.Results)
+}
+
+func TestFindsWrongTokenMissingWebhookMissingImage(t *testing.T) {
+	t.Parallel()
+	s, cfg := good(t)
+	cfg.Engine = images{"alfred/script-agent:dev": true} // claude's image is gone
+	other := forgetest.NewForgejoServer(t)
+	other.AddRepo("alice/shop", "main", "")
+	other.SetAccessLevel("alice/shop", forgetest.BotLogin, 40) // no hook on this one
+	cfg.Forges = []doctor.Forge{
+		{Name: "fj", Kind: forge.KindForgejo, BotUser: forgetest.BotLogin, Repos: []string{"alice/shop"},
+			Client: forgejoClient(t, s, "not-the-token")},
+		{Name: "fj2", Kind: forge.KindForgejo, BotUser: forgetest.BotLogin, Repos: []string{"alice/shop"},
+			Client: forgejoClient(t, other, other.Token)},
+	}
+	r := doctor.Run(t.Context(), cfg)
+	out := write(t, r, "three_failures")
+	require.True(t, r.Blocking())
+	require.Len(t, r.Failed(), 3, out)
+	require.NotContains(t, out, other.Token)
+}
+
+func TestForgeProblems(t *testing.T) {
+	t.Parallel()
+	s, cfg := good(t)
+	s.AddRepo("alice/readonly", "main", "")
+	s.AddRepo("alice/badhook", "main", "")
+	s.SetAccessLevel("alice/badhook", forgetest.BotLogin, 40)
+	s.AddHook("alice/badhook", forge.Hook{URL: public + "/webhooks/fj", ContentType: "form", Active: true,
+		Events: []string{"issues", "push"}})
+	cfg.Forges[0].Repos = []string{"alice/readonly", "alice/badhook", "alice/missing"}
+	cfg.Forges[0].BotUser = "someone-else"
+	r := doctor.Run(t.Context(), cfg)
+	require.True(t, r.Blocking())
+	write(t, r, "wrong_bot_user")
+
+	cfg.Forges[0].BotUser = forgetest.BotLogin
+	r = doctor.Run(t.Context(), cfg)
+	write(t, r, "forge_problems")
+	require.Len(t, r.Failed(), 3, "read-only, bad hook, missing repository")
+}
+
+func TestGitLab(t *testing.T) {
+	t.Parallel()
+	s := forgetest.NewGitLabServer(t)
+	s.AddRepo("grp/proj", "main", "")
+	s.SetAccessLevel("grp/proj", forgetest.BotLogin, 30)
+	c, err := gitlab.NewClient(gitlab.ClientConfig{BaseURL: s.URL, Token: s.Token, MaxRetries: -1, RetryWaitMax: time.Millisecond})
+	require.NoError(t, err)
+	cfg := doctor.Config{Forges: []doctor.Forge{{Name: "gl", Kind: forge.KindGitLab, BotUser: forgetest.BotLogin,
+		Repos: []string{"grp/proj"}, Client: c}}}
+	r := doctor.Run(t.Context(), cfg)
+	require.False(t, r.Blocking(), "a Developer works; the hook is only unverified")
+	write(t, r, "gitlab_developer")
+
+	s.SetAccessLevel("grp/proj", forgetest.BotLogin, 40)
+	s.AddHook("grp/proj", forge.Hook{URL: "http://elsewhere.example/webhooks/gl", Active: true, Events: doctor.GitLabEvents})
+	r = doctor.Run(t.Context(), cfg)
+	require.False(t, r.Blocking(), "no public_url: the path is what is checked")
+	write(t, r, "gitlab_maintainer")
+}
+
+func TestConfigErrorStopsEarly(t *testing.T) {
+	t.Parallel()
+	r := doctor.Run(t.Context(), doctor.Config{ConfigFile: "alfred.yaml", ConfigErr: errors.New("forges[0].base_url: required")})
+	require.True(t, r.Blocking())
+	require.Len(t, r.Results, 1)
+}
+
+// Gitea 1.25 answers the events of a hook created with the review events as one group.
+func TestGiteaReviewGroup(t *testing.T) {
+	t.Parallel()
+	s, cfg := good(t)
+	s.AddRepo("alice/gitea", "main", "")
+	s.SetAccessLevel("alice/gitea", forgetest.BotLogin, 40)
+	s.AddHook("alice/gitea", forge.Hook{URL: public + "/webhooks/fj", ContentType: "json", Active: true,
+		Events: []string{"issue_assign", "pull_request_review", "issue_comment", "pull_request", "pull_request_sync",
+			"issues", "pull_request_comment", "status", "issue_label"}})
+	cfg.Forges[0].Repos = []string{"alice/gitea"}
+	r := doctor.Run(t.Context(), cfg)
+	require.False(t, r.Blocking(), "%+v", r.Failed())
+}

@@ -1,0 +1,355 @@
+// Package web is Alfred's operator page, served by "alfred serve" under Prefix: the list of
+// mailboxes, one mailbox (timeline, runs and their sessions), one run (its container log, live
+// while it runs) and the settings in force for a project. Pages are server-rendered
+// html/template with embedded assets and no script: a running run's page refreshes itself.
+// The page reads through Reader, LiveLogs and Settings; it never writes. Authentication is the
+// caller's: mount the handler behind a token check.
+package web
+
+import (
+	"cmp"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// Prefix is where cmd mounts the pages.
+const Prefix = "/ui"
+
+// DefaultLogBytes is how much of a running container's log a run page shows.
+const DefaultLogBytes = 256 << 10
+
+//go:embed templates/*.html assets/*
+var files embed.FS
+
+// Config configures New.
+type Config struct {
+	// Reader reads mailboxes and runs; required.
+	Reader Reader
+	// Logs reads running containers' logs; nil shows stored output only.
+	Logs LiveLogs
+	// Settings answers the effective settings; nil hides the settings page.
+	Settings Settings
+	// Redact censors every secret in a text; it is applied to every log shown. Required: a page
+	// that shows a run log must never show a secret.
+	Redact func(string) string
+	// Now is the clock for durations; nil means time.Now.
+	Now func() time.Time
+	// Refresh is how often a running run's page reloads; 0 means 2 s.
+	Refresh time.Duration
+	// Limit caps the mailbox list; 0 means 200.
+	Limit int
+	// Logger logs read failures; nil discards them.
+	Logger *slog.Logger
+	// IssueURL links an issue (or merge request) on its forge when the Reader gives no link;
+	// nil or "" shows no link.
+	IssueURL func(forgeName, repo string, number int64, mergeRequest bool) string
+}
+
+// Handler serves the pages; build it with New.
+type Handler struct {
+	cfg   Config
+	pages map[string]*template.Template
+	mux   http.Handler
+}
+
+// New checks cfg and parses the templates.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Reader == nil {
+		return nil, errors.New("web: Reader is required")
+	}
+	if cfg.Redact == nil {
+		return nil, errors.New("web: Redact is required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Refresh = cmp.Or(cfg.Refresh, 2*time.Second)
+	cfg.Limit = cmp.Or(cfg.Limit, 200)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := &Handler{cfg: cfg, pages: map[string]*template.Template{}}
+	funcs := template.FuncMap{
+		"prefix":   func() string { return Prefix },
+		"ago":      func(t time.Time) string { return ago(cfg.Now(), t) },
+		"utc":      func(t time.Time) string { return utc(t) },
+		"duration": func(r RunSummary) string { return r.Duration(cfg.Now()).String() },
+		"cost":     Cost,
+		"tokens":   Tokens,
+	}
+	for _, page := range []string{"mailboxes", "mailbox", "run", "settings"} {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
+		if err != nil {
+			return nil, fmt.Errorf("web: parse %s: %w", page, err)
+		}
+		h.pages[page] = t
+	}
+	assets, err := fs.Sub(files, "assets")
+	if err != nil {
+		return nil, err
+	}
+	r := chi.NewRouter()
+	r.Get("/", h.mailboxes)
+	r.Get("/mailboxes/{id}", h.mailbox)
+	r.Get("/runs/{id}", h.run)
+	r.Get("/runs/{id}/log", h.runLog)
+	r.Get("/settings", h.settings)
+	r.Handle("/assets/*", http.StripPrefix("/assets/", http.FileServerFS(assets)))
+	h.mux = http.StripPrefix(Prefix, r)
+	return h, nil
+}
+
+// ServeHTTP serves the pages under Prefix.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'none'")
+	w.Header().Set("Cache-Control", "no-store")
+	h.mux.ServeHTTP(w, r)
+}
+
+type pageData struct {
+	Title   string
+	Refresh int // seconds; 0 for no refresh
+	Body    any
+}
+
+func (h *Handler) render(w http.ResponseWriter, r *http.Request, page, title string, refresh int, body any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := h.pages[page].Execute(w, pageData{Title: title, Refresh: refresh, Body: body}); err != nil {
+		h.cfg.Logger.WarnContext(r.Context(), "web: render page", "page", page, "err", err)
+	}
+}
+
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, ErrNotFound) {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	h.cfg.Logger.WarnContext(r.Context(), "web: read", "path", r.URL.Path, "err", err)
+	http.Error(w, "cannot read the store", http.StatusServiceUnavailable)
+}
+
+func (h *Handler) mailboxes(w http.ResponseWriter, r *http.Request) {
+	list, err := h.cfg.Reader.Mailboxes(r.Context(), h.cfg.Limit)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var body struct {
+		Mailboxes        []MailboxSummary
+		Open, Running    int
+		Queued           int
+		CostUSD          float64
+		Unrated          int
+		SettingsLinkable bool
+	}
+	body.Mailboxes, body.SettingsLinkable = list, h.cfg.Settings != nil
+	for i := range list {
+		h.link(&list[i])
+	}
+	for _, m := range list {
+		if !m.Closed {
+			body.Open++
+		}
+		if m.Running {
+			body.Running++
+		}
+		if m.Queued {
+			body.Queued++
+		}
+		body.CostUSD += m.CostUSD
+		body.Unrated += m.Unrated
+	}
+	h.render(w, r, "mailboxes", "Mailboxes", 0, body)
+}
+
+// link fills m.IssueURL from Config.IssueURL when the reader gave none.
+func (h *Handler) link(m *MailboxSummary) {
+	if m.IssueURL == "" && h.cfg.IssueURL != nil {
+		m.IssueURL = h.cfg.IssueURL(m.Forge, m.Repo, m.Number, m.MergeRequest)
+	}
+}
+
+func pathID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, fmt.Errorf("id %q: %w", chi.URLParam(r, "id"), ErrNotFound)
+	}
+	return id, nil
+}
+
+func (h *Handler) mailbox(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err == nil {
+		var mb *MailboxDetail
+		if mb, err = h.cfg.Reader.Mailbox(r.Context(), id); err == nil {
+			h.link(&mb.MailboxSummary)
+			refresh := 0
+			if mb.Running {
+				refresh = int(h.cfg.Refresh.Seconds())
+			}
+			h.render(w, r, "mailbox", fmt.Sprintf("%s#%d", mb.Repo, mb.Number), refresh, mb)
+			return
+		}
+	}
+	h.fail(w, r, err)
+}
+
+// runBody is what the run page shows.
+type runBody struct {
+	*RunDetail
+	Log  string
+	Live bool
+	// LogNote says where the log comes from or why it is missing.
+	LogNote string
+}
+
+func (h *Handler) runView(ctx context.Context, id int64) (*runBody, error) {
+	run, err := h.cfg.Reader.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	b := &runBody{RunDetail: run, Log: run.Output, LogNote: "stored output of the finished run"}
+	if run.Running() {
+		b.Live, b.LogNote = true, "live container log"
+		switch {
+		case h.cfg.Logs == nil || run.Container == "":
+			b.LogNote = "the run is starting: no container log yet"
+		default:
+			live, err := h.cfg.Logs.RunLog(ctx, run.Container, DefaultLogBytes)
+			if err != nil {
+				b.LogNote = "container log unavailable: " + errorWords(err)
+			} else {
+				b.Log = live
+			}
+		}
+	}
+	b.Log = h.cfg.Redact(b.Log)
+	return b, nil
+}
+
+// errorWords keeps an error's text short for a page (the log has the detail).
+func errorWords(err error) string {
+	if errors.Is(err, ErrNotFound) {
+		return "the container is gone"
+	}
+	s := err.Error()
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err == nil {
+		var b *runBody
+		if b, err = h.runView(r.Context(), id); err == nil {
+			refresh := 0
+			if b.Live {
+				refresh = int(h.cfg.Refresh.Seconds())
+			}
+			h.render(w, r, "run", fmt.Sprintf("run %d: %s", b.ID, b.Phase), refresh, b)
+			return
+		}
+	}
+	h.fail(w, r, err)
+}
+
+// runLog serves the censored log as plain text, for curl and for following a run.
+func (h *Handler) runLog(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err == nil {
+		var b *runBody
+		if b, err = h.runView(r.Context(), id); err == nil {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = fmt.Fprint(w, b.Log)
+			return
+		}
+	}
+	h.fail(w, r, err)
+}
+
+func (h *Handler) settings(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.Settings == nil {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	project := strings.Trim(strings.TrimSpace(r.URL.Query().Get("project")), "/")
+	list, err := h.cfg.Settings.Effective(project)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	body := struct {
+		Project  string
+		Settings []Setting
+		Projects []string
+	}{project, list, h.cfg.Settings.Projects()}
+	title := "Settings (global)"
+	if project != "" {
+		title = "Settings for " + project
+	}
+	h.render(w, r, "settings", title, 0, body)
+}
+
+// Cost formats a cost in US dollars with the runs whose adapter reported none: "$0.0123",
+// "$0.0123 + 2 unrated", "unrated" — never "free" or "$0" for work whose cost is unknown.
+func Cost(usd float64, unrated int) string {
+	switch {
+	case unrated > 0 && usd == 0:
+		return "unrated"
+	case unrated > 0:
+		return fmt.Sprintf("$%.4f + %d unrated", usd, unrated)
+	}
+	return fmt.Sprintf("$%.4f", usd)
+}
+
+// Tokens formats input and output tokens ("1.2k in / 340 out").
+func Tokens(in, out int64) string { return short(in) + " in / " + short(out) + " out" }
+
+func short(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + "M"
+	case n >= 10_000:
+		return strconv.FormatInt(n/1000, 10) + "k"
+	case n >= 1000:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + "k"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func utc(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+}

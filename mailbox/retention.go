@@ -1,0 +1,93 @@
+package mailbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// ClosedMailbox is a closed mailbox that still holds texts retention may purge.
+type ClosedMailbox struct {
+	ID       int64     `db:"id"`
+	Forge    string    `db:"forge"`
+	Repo     string    `db:"repo"`
+	ClosedAt time.Time `db:"closed_at"`
+}
+
+// RetentionStore is what the retention sweep needs from the store.
+type RetentionStore interface {
+	// Purgeable lists the mailboxes closed before before that still hold events, run logs,
+	// outputs or question contexts, oldest first.
+	Purgeable(ctx context.Context, before time.Time) ([]ClosedMailbox, error)
+	// Purge deletes the mailbox's events and blanks its runs' logs and outputs and its
+	// questions' context, keeping the mailbox, the runs' phases, times and outcomes, the
+	// answers and the session records (tokens, cost). A mailbox reopened since is left alone.
+	Purge(ctx context.Context, mailboxID int64) error
+}
+
+// Retention purges the texts of closed mailboxes once their project's retention_days have
+// passed since they closed. Session state is not its business: it is removed when the mailbox
+// closes.
+type Retention struct {
+	// Store lists and purges; required.
+	Store RetentionStore
+	// Days returns retention_days for a repository (its scope's, else the global value); 0
+	// keeps everything.
+	Days func(repo string) int
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger logs each purge; nil discards.
+	Logger *slog.Logger
+}
+
+// Sweep purges every mailbox past its retention and returns how many it purged. Errors of
+// single mailboxes are joined; the others are still purged.
+func (r *Retention) Sweep(ctx context.Context) (int, error) {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	log := r.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	t := now()
+	list, err := r.Store.Purgeable(ctx, t)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	n := 0
+	for _, mb := range list {
+		days := r.Days(mb.Repo)
+		if days <= 0 || t.Sub(mb.ClosedAt) < time.Duration(days)*24*time.Hour {
+			continue
+		}
+		if err := r.Store.Purge(ctx, mb.ID); err != nil {
+			errs = append(errs, fmt.Errorf("purge mailbox %d: %w", mb.ID, err))
+			continue
+		}
+		n++
+		log.Info("retention: purged the events, run logs and outputs of a closed mailbox",
+			"mailbox_id", mb.ID, "repo", mb.Repo, "closed_at", mb.ClosedAt, "retention_days", days)
+	}
+	return n, errors.Join(errs...)
+}
+
+// Run sweeps every interval until ctx ends, logging failures.
+func (r *Retention) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if _, err := r.Sweep(ctx); err != nil && ctx.Err() == nil && r.Logger != nil {
+			r.Logger.Warn("retention sweep incomplete; the next one tries again", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,127 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/alfred-bot/alfred/internal/metrics"
+	"github.com/alfred-bot/alfred/mailbox"
+)
+
+// Gauges implements what internal/metrics reads at scrape time.
+func (s *Store) Gauges(ctx context.Context) (metrics.Gauges, error) {
+	g := metrics.Gauges{MailboxesByState: map[string]int{}}
+	var states []struct {
+		State string `db:"state"`
+		N     int    `db:"n"`
+	}
+	if err := s.db.SelectContext(ctx, &states, `SELECT state, count(*) AS n FROM mailboxes GROUP BY state`); err != nil {
+		return g, fmt.Errorf("count mailboxes: %w", err)
+	}
+	for _, st := range states {
+		g.MailboxesByState[st.State] = st.N
+	}
+	const queued = `SELECT count(*) FROM mailboxes m
+WHERE (m.lease_owner IS NULL OR m.lease_expires_at <= $1)
+AND (EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id AND e.processed_at IS NULL)
+	OR (m.wake_at IS NOT NULL AND m.wake_at <= $1))`
+	if err := s.db.GetContext(ctx, &g.RunsQueued, queued, s.now()); err != nil {
+		return g, fmt.Errorf("count queued mailboxes: %w", err)
+	}
+	if err := s.db.GetContext(ctx, &g.RunsRunning, `SELECT count(*) FROM runs WHERE status = 'running'`); err != nil {
+		return g, fmt.Errorf("count running runs: %w", err)
+	}
+	return g, nil
+}
+
+const sqlUsage = `SELECT r.phase, r.started_at, r.finished_at, coalesce(s.tokens_in, 0) AS tokens_in,
+	coalesce(s.tokens_out, 0) AS tokens_out, coalesce(s.cost_usd, 0) AS cost_usd,
+	coalesce(s.reported_cost, 0) > 0 AS rated
+FROM runs r LEFT JOIN llm_sessions s ON s.run_id = r.id
+WHERE r.mailbox_id = $1 AND r.finished_at IS NOT NULL ORDER BY r.id, s.id`
+
+// Usage implements mailbox.UsageReader: the finished runs of a mailbox with their tokens and
+// cost, oldest first (a run without a session record counts no tokens and is unrated).
+func (s *Store) Usage(ctx context.Context, mailboxID int64) ([]mailbox.ProgressRun, error) {
+	var rows []struct {
+		Phase      string    `db:"phase"`
+		StartedAt  time.Time `db:"started_at"`
+		FinishedAt time.Time `db:"finished_at"`
+		TokensIn   int64     `db:"tokens_in"`
+		TokensOut  int64     `db:"tokens_out"`
+		CostUSD    float64   `db:"cost_usd"`
+		Rated      bool      `db:"rated"`
+	}
+	if err := s.db.SelectContext(ctx, &rows, sqlUsage, mailboxID); err != nil {
+		return nil, fmt.Errorf("read usage of mailbox %d: %w", mailboxID, err)
+	}
+	out := make([]mailbox.ProgressRun, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, mailbox.ProgressRun{Phase: r.Phase, Duration: r.FinishedAt.Sub(r.StartedAt),
+			TokensIn: r.TokensIn, TokensOut: r.TokensOut, CostUSD: r.CostUSD, Rated: r.Rated})
+	}
+	return out, nil
+}
+
+// OpenRepositories lists, by forge name, the repositories with an open mailbox.
+func (s *Store) OpenRepositories(ctx context.Context) (map[string][]string, error) {
+	var rows []struct {
+		Forge string `db:"forge"`
+		Repo  string `db:"repo"`
+	}
+	const q = `SELECT DISTINCT forge, repo FROM mailboxes WHERE closed_at IS NULL ORDER BY forge, repo`
+	if err := s.db.SelectContext(ctx, &rows, q); err != nil {
+		return nil, fmt.Errorf("list repositories: %w", err)
+	}
+	out := map[string][]string{}
+	for _, r := range rows {
+		out[r.Forge] = append(out[r.Forge], r.Repo)
+	}
+	return out, nil
+}
+
+// Purgeable implements mailbox.RetentionStore.
+func (s *Store) Purgeable(ctx context.Context, before time.Time) ([]mailbox.ClosedMailbox, error) {
+	const q = `SELECT m.id, m.forge, m.repo, m.closed_at FROM mailboxes m
+WHERE m.closed_at IS NOT NULL AND m.closed_at < $1
+AND (EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id)
+	OR EXISTS (SELECT 1 FROM runs r WHERE r.mailbox_id = m.id AND (r.output <> '' OR r.result <> ''))
+	OR EXISTS (SELECT 1 FROM questions q WHERE q.mailbox_id = m.id AND q.context <> ''))
+ORDER BY m.closed_at`
+	var out []mailbox.ClosedMailbox
+	if err := s.db.SelectContext(ctx, &out, q, before); err != nil {
+		return nil, fmt.Errorf("list purgeable mailboxes: %w", err)
+	}
+	return out, nil
+}
+
+// Purge implements mailbox.RetentionStore: it deletes the mailbox's events (the received
+// payloads) and blanks the runs' logs and outputs and the questions' context, in one
+// transaction. Idempotent.
+func (s *Store) Purge(ctx context.Context, mailboxID int64) error {
+	return s.withTx(ctx, func(q querier) error {
+		var closed bool
+		if err := q.GetContext(ctx, &closed, `SELECT closed_at IS NOT NULL FROM mailboxes WHERE id = $1`, mailboxID); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil
+			}
+			return fmt.Errorf("read mailbox %d: %w", mailboxID, err)
+		}
+		if !closed {
+			return nil
+		}
+		for _, st := range []string{
+			`DELETE FROM events WHERE mailbox_id = $1`,
+			`UPDATE runs SET output = '', result = '' WHERE mailbox_id = $1 AND (output <> '' OR result <> '')`,
+			`UPDATE questions SET context = '' WHERE mailbox_id = $1 AND context <> ''`,
+		} {
+			if _, err := q.ExecContext(ctx, st, mailboxID); err != nil {
+				return fmt.Errorf("purge mailbox %d: %w", mailboxID, err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Prepares the demo before `make run`: copies deploy/demo/alfred.yaml to ./alfred.yaml when
+# there is none, creates the secrets Alfred can make itself (the webhook secret and the token
+# of the operator pages, random, mode 600) and says exactly which file only you can create
+# (the bot's API token). Leaves every existing file alone. Exits 1 while a file is missing.
+#
+#   CONFIG=FILE   the configuration (default alfred.yaml); only the demo's files are created
+set -euo pipefail
+cd "$(dirname "$0")/.."
+config=${CONFIG:-alfred.yaml}
+say() { printf 'demo: %s\n' "$*" >&2; }
+
+if [ ! -f "$config" ]; then
+	cp deploy/demo/alfred.yaml "$config"
+	say "created $config from deploy/demo/alfred.yaml (a Forgejo/Gitea at http://127.0.0.1:3000, bot user \"bot\"); edit base_url and bot_user if yours differ"
+fi
+dir=$(dirname "$config")
+
+# value KEY prints the first "KEY: value" of the configuration, without comments or quotes.
+value() { sed -n "s/^[[:space:]-]*$1:[[:space:]]*\([^#[:space:]]*\).*/\1/p" "$config" | head -n 1 | tr -d '"'"'"; }
+
+# path_of FILE is FILE as given in the configuration, relative to the configuration's folder.
+path_of() {
+	local f=${1#./}
+	case $f in /*) ;; *) [ "$dir" = . ] || f=$dir/$f ;; esac
+	printf '%s' "$f"
+}
+
+random_secret() { # FILE WHAT
+	local f
+	f=$(path_of "$1")
+	if [ ! -s "$f" ]; then
+		(umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$f" && echo >>"$f")
+		say "created $f ($2, random)"
+	fi
+}
+
+hook=$(value webhook_secret_file)
+[ -z "$hook" ] || random_secret "$hook" "the webhook secret: set the same secret on the repository's webhook"
+admin=$(sed -n '/^admin:/,/^[^[:space:]]/s/^[[:space:]]*token_file:[[:space:]]*\([^#[:space:]]*\).*/\1/p' "$config" | head -n 1)
+[ -z "$admin" ] || random_secret "$admin" "the token of the operator pages at /ui"
+
+token=$(value token_file)
+if [ -n "$token" ]; then
+	token=$(path_of "$token")
+	if [ ! -s "$token" ]; then
+		say "missing $token: only you can create it. It holds the API token of the bot user $(value bot_user) on $(value base_url):"
+		say "  Forgejo/Gitea: sign in as $(value bot_user), Settings → Applications → Generate New Token, permissions issue and repository: Read and Write;"
+		say "  then: printf '%s\\n' 'THE-TOKEN' > $token && chmod 600 $token"
+		exit 1
+	fi
+fi
+say "secret files present; the webhook secret is in ${hook:-(none)}"
