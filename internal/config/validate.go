@@ -79,6 +79,19 @@ func (v *validator) name(key, name string, seen map[string]bool) {
 // (errors.Join of *FieldError).
 func (c *Config) Validate() error {
 	var v validator
+	c.validateServer(&v)
+	c.validateForges(&v)
+	c.validateLabels(&v)
+	c.validateLifecycle(&v)
+	c.validateWorkers(&v)
+	c.validateRunner(&v)
+	c.validateAgents(&v)
+	c.validatePhases(&v)
+	return errors.Join(v...)
+}
+
+// validateServer checks the listeners, the HTTP limits, the database pool and the admin listener.
+func (c *Config) validateServer(v *validator) {
 	v.required("listen", c.Listen)
 	if c.PublicURL != "" {
 		v.httpURL("public_url", c.PublicURL)
@@ -101,7 +114,10 @@ func (c *Config) Validate() error {
 			v.add("admin.listen", "must differ from listen: the webhook port serves webhooks, health and readiness only")
 		}
 	}
+}
 
+// validateForges checks every forge: kind, URL, secrets, bot and git users, post limits, projects.
+func (c *Config) validateForges(v *validator) {
 	if len(c.Forges) == 0 {
 		v.add("forges", "at least one forge is required")
 	}
@@ -138,7 +154,10 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+}
 
+// validateLabels checks the label names: each set, none used twice.
+func (c *Config) validateLabels(v *validator) {
 	labels := map[string]string{}
 	for _, l := range c.labelsByKey() {
 		key, name := l[0], l[1]
@@ -152,7 +171,10 @@ func (c *Config) Validate() error {
 		}
 		labels[name] = key
 	}
+}
 
+// validateLifecycle checks the lifecycle timers and bounds.
+func (c *Config) validateLifecycle(v *validator) {
 	v.positive("lifecycle.question_deadline", c.Lifecycle.QuestionDeadline)
 	v.positive("lifecycle.ci_wait", c.Lifecycle.CIWait)
 	v.positive("lifecycle.ci_poll", c.Lifecycle.CIPoll)
@@ -163,11 +185,17 @@ func (c *Config) Validate() error {
 	v.required("lifecycle.branch_prefix", c.Lifecycle.BranchPrefix)
 	v.required("lifecycle.git_name", c.Lifecycle.GitName)
 	v.required("lifecycle.git_email", c.Lifecycle.GitEmail)
+}
 
+// validateWorkers checks the workers.
+func (c *Config) validateWorkers(v *validator) {
 	v.atLeast("workers.count", int64(c.Workers.Count), 1)
 	v.positive("workers.lease_ttl", c.Workers.LeaseTTL)
 	v.positive("workers.poll_interval", c.Workers.PollInterval)
+}
 
+// validateRunner checks the container limits: never root, positive limits.
+func (c *Config) validateRunner(v *validator) {
 	if c.Runner.UID == 0 {
 		v.add("runner.uid", "must not be 0: agents never run as root")
 	}
@@ -180,11 +208,14 @@ func (c *Config) Validate() error {
 	v.atLeast("runner.pids", c.Runner.PIDs, 1)
 	v.positive("runner.timeout", c.Runner.Timeout)
 	v.atLeast("runner.max_output_bytes", c.Runner.MaxOutputBytes, 1)
+}
 
+// validateAgents checks the agents: unique names, known adapters, an image each.
+func (c *Config) validateAgents(v *validator) {
 	if len(c.Agents) == 0 {
 		v.add("agents", "at least one agent is required")
 	}
-	seen = map[string]bool{}
+	seen := map[string]bool{}
 	for i, a := range c.Agents {
 		key := fmt.Sprintf("agents[%d]", i)
 		v.name(key+".name", a.Name, seen)
@@ -198,7 +229,10 @@ func (c *Config) Validate() error {
 		}
 		v.required(key+".image", a.Image)
 	}
+}
 
+// validatePhases checks the phase bindings, the budget, retention and the scoped settings.
+func (c *Config) validatePhases(v *validator) {
 	if c.Phases[PhaseDefault] == "" {
 		v.add("phases.default", "required unless exactly one agent is declared")
 	}
@@ -216,8 +250,7 @@ func (c *Config) Validate() error {
 		v.add("lifecycle.budget_usd", "must not be negative")
 	}
 	v.atLeast("retention_days", int64(c.RetentionDays), 0)
-	c.validateScopes(&v)
-	return errors.Join(v...)
+	c.validateScopes(v)
 }
 
 // labelsByKey returns {YAML key, label name} pairs of c.Labels in declaration order, read from

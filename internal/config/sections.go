@@ -1,0 +1,131 @@
+package config
+
+import (
+	"time"
+
+	"github.com/alfred-bot/alfred/mailbox/store/postgres"
+)
+
+// Workers tunes the mailbox workers.
+type Workers struct {
+	// Count is the number of concurrent workers.
+	Count int `yaml:"count" env:"COUNT"`
+	// LeaseTTL is how long a mailbox lease lives without a heartbeat.
+	LeaseTTL time.Duration `yaml:"lease_ttl" env:"LEASE_TTL"`
+	// PollInterval is how often an idle worker looks for work.
+	PollInterval time.Duration `yaml:"poll_interval" env:"POLL_INTERVAL"`
+}
+
+// HTTP limits the webhook server (spec/edge.md, "Server limits"). A forge sends a delivery in
+// one request of a few KiB and waits at most 10 s (GitLab) or 5 s (Gitea) for the answer, so
+// the defaults leave ample room for real forges and none for a client that holds a connection.
+type HTTP struct {
+	// ReadHeaderTimeout bounds reading the request line and headers (default 10s).
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" env:"READ_HEADER_TIMEOUT"`
+	// ReadTimeout bounds reading the whole request, body included (default 30s).
+	ReadTimeout time.Duration `yaml:"read_timeout" env:"READ_TIMEOUT"`
+	// WriteTimeout bounds a request from the end of its headers to the end of the answer
+	// (default 60s; it covers storing the event, which waits for a database connection).
+	WriteTimeout time.Duration `yaml:"write_timeout" env:"WRITE_TIMEOUT"`
+	// IdleTimeout closes a keep-alive connection idle for this long (default 60s).
+	IdleTimeout time.Duration `yaml:"idle_timeout" env:"IDLE_TIMEOUT"`
+	// MaxConcurrent is the number of requests read and handled at once (default 64); more
+	// wait for a slot until their read timeout, they are not refused.
+	MaxConcurrent int `yaml:"max_concurrent" env:"MAX_CONCURRENT"`
+	// MaxHeaderBytes caps the request headers (default 64 KiB).
+	MaxHeaderBytes int `yaml:"max_header_bytes" env:"MAX_HEADER_BYTES"`
+}
+
+// Database sizes the connection pool of one process (database/sql settings). The pool waits
+// for a free connection instead of opening more than MaxOpenConns, so a burst of deliveries
+// queues instead of exhausting PostgreSQL's max_connections (100 by default, shared with every
+// other client of the server).
+type Database struct {
+	// MaxOpenConns caps the open connections (default 16).
+	MaxOpenConns int `yaml:"max_open_conns" env:"MAX_OPEN_CONNS"`
+	// MaxIdleConns is how many connections stay open while idle (default 16, so a steady load
+	// never reconnects; database/sql lowers it to MaxOpenConns when that is smaller).
+	MaxIdleConns int `yaml:"max_idle_conns" env:"MAX_IDLE_CONNS"`
+	// ConnMaxLifetime closes a connection this old (default 30m).
+	ConnMaxLifetime time.Duration `yaml:"conn_max_lifetime" env:"CONN_MAX_LIFETIME"`
+	// ConnMaxIdleTime closes a connection idle this long (default 5m).
+	ConnMaxIdleTime time.Duration `yaml:"conn_max_idle_time" env:"CONN_MAX_IDLE_TIME"`
+}
+
+// Pool returns the settings as the PostgreSQL store's pool sizes.
+func (d Database) Pool() postgres.Pool {
+	return postgres.Pool{MaxOpen: d.MaxOpenConns, MaxIdle: d.MaxIdleConns, Lifetime: d.ConnMaxLifetime,
+		IdleTime: d.ConnMaxIdleTime}
+}
+
+// Admin configures the operator's endpoints: the status endpoints (GET /mailboxes/{id}/session…),
+// GET /metrics and the pages under /ui. They show state, branch names, container names and
+// worktree paths, so they never share the webhook port: they are served on Listen only, and
+// only to requests carrying Token as "Authorization: Bearer …" (the pages also take a login
+// with it). With Listen empty they are not served at all.
+type Admin struct {
+	// Listen is the admin listen address ("127.0.0.1:8081"); empty turns the endpoints off.
+	Listen string `yaml:"listen" env:"LISTEN"`
+	// Token is the bearer token the admin endpoints require; required with Listen.
+	Token Secret `yaml:"token" env:"-"`
+	// TokenFile is the file Token was read from, if any (admin.token_file).
+	TokenFile string `yaml:"token_file,omitempty" env:"-"`
+}
+
+// Runner limits the disposable agent containers.
+type Runner struct {
+	// UID is the numeric user the agent runs as; never 0.
+	UID int `yaml:"uid" env:"UID"`
+	// GID is the numeric group the agent runs as.
+	GID int `yaml:"gid" env:"GID"`
+	// MemoryBytes is the container memory limit.
+	MemoryBytes int64 `yaml:"memory_bytes" env:"MEMORY_BYTES"`
+	// CPUs is the container CPU limit (1.5 = one and a half cores).
+	CPUs float64 `yaml:"cpus" env:"CPUS"`
+	// PIDs is the container process limit.
+	PIDs int64 `yaml:"pids" env:"PIDS"`
+	// Timeout bounds one phase.
+	Timeout time.Duration `yaml:"timeout" env:"TIMEOUT"`
+	// MaxOutputBytes caps the agent output kept from one phase.
+	MaxOutputBytes int64 `yaml:"max_output_bytes" env:"MAX_OUTPUT_BYTES"`
+	// HostNetwork runs containers on the host network instead of the default bridge.
+	HostNetwork bool `yaml:"host_network" env:"HOST_NETWORK"`
+}
+
+// Agent is one coding-agent configuration.
+type Agent struct {
+	// Name identifies the agent in Phases. Same syntax as a forge name.
+	Name string `yaml:"name"`
+	// Adapter is the runner/agent adapter: "script", "claude-code", "codex", "opencode",
+	// "copilot" or "gemini". Defaults to Name, so `name: script` alone selects the script
+	// adapter.
+	Adapter string `yaml:"adapter"`
+	// Image is the container image the agent runs in.
+	Image string `yaml:"image"`
+	// Script is the scenario file of the script adapter.
+	Script string `yaml:"script,omitempty"`
+	// APIKey is the model provider's key, passed only in the container's environment
+	// (claude-code: ANTHROPIC_API_KEY; codex: CODEX_API_KEY; opencode: the variable named by
+	// APIKeyEnv; copilot: COPILOT_GITHUB_TOKEN; gemini: GEMINI_API_KEY — spec/agents.md).
+	APIKey Secret `yaml:"api_key,omitempty"`
+	// APIKeyFile is the file APIKey was read from, if any.
+	APIKeyFile string `yaml:"api_key_file,omitempty"`
+	// Model overrides the adapter's default model.
+	Model string `yaml:"model,omitempty"`
+	// BaseURL points the CLI at another model endpoint (a proxy): claude-code, codex, gemini;
+	// for copilot it selects bring-your-own-key mode with APIKey as the provider's key.
+	BaseURL string `yaml:"base_url,omitempty"`
+	// APIKeyEnv names the environment variable opencode reads the key from
+	// (e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY).
+	APIKeyEnv string `yaml:"api_key_env,omitempty"`
+}
+
+// Adapter names known to the runner.
+const (
+	AdapterScript     = "script"
+	AdapterClaudeCode = "claude-code"
+	AdapterCodex      = "codex"
+	AdapterOpencode   = "opencode"
+	AdapterCopilot    = "copilot"
+	AdapterGemini     = "gemini"
+)
