@@ -20,7 +20,7 @@ func event(n int64, delivery, body string) forge.Event {
 		Sender: forge.User{Login: "alice"}, Comment: &forge.Comment{Body: "hi"}}
 }
 
-func TestDeliverDeduplicatesByDeliveryAndBody(t *testing.T) {
+func TestDeliverDeduplicatesByDeliveryIdentityOnly(t *testing.T) {
 	t.Parallel()
 	db, _ := pgtest.New(t)
 	s := mailbox.NewStore(db)
@@ -28,17 +28,23 @@ func TestDeliverDeduplicatesByDeliveryAndBody(t *testing.T) {
 	dup, err := s.Deliver(ctx, event(1, "d1", "h1"))
 	require.NoError(t, err)
 	require.False(t, dup)
-	dup, err = s.Deliver(ctx, event(1, "d1", "h2"))
+	dup, err = s.Deliver(ctx, event(1, "d1", "h1"))
 	require.NoError(t, err)
-	require.True(t, dup, "same delivery id (a GitLab retry)")
+	require.True(t, dup, "same delivery id and body (a GitLab retry)")
 	dup, err = s.Deliver(ctx, event(1, "d2", "h1"))
 	require.NoError(t, err)
-	require.True(t, dup, "same body under a new id (a Forgejo manual redelivery)")
+	require.False(t, dup, "identical bodies under a new id are a new event (assign, unassign, assign)")
+	dup, err = s.Deliver(ctx, event(1, "d3", "h1"))
+	require.NoError(t, err)
+	require.False(t, dup)
+	dup, err = s.Deliver(ctx, event(1, "d1", "h9"))
+	require.NoError(t, err)
+	require.False(t, dup, "the same id with another body is kept")
 	mb, err := s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 1})
 	require.NoError(t, err)
 	evs, err := s.PendingEvents(ctx, mb.ID)
 	require.NoError(t, err)
-	require.Len(t, evs, 1)
+	require.Len(t, evs, 4)
 }
 
 func TestPipelineOfNoMailboxIsIgnored(t *testing.T) {

@@ -16,7 +16,7 @@ func TestApplyIsIdempotentAndVersioned(t *testing.T) {
 	require.NoError(t, migrations.Apply(ctx, db.DB))
 	v, err := migrations.Version(ctx, db.DB)
 	require.NoError(t, err)
-	require.EqualValues(t, 3, v)
+	require.EqualValues(t, 4, v)
 	var n int
 	require.NoError(t, db.Get(&n, `SELECT count(*) FROM mailboxes`))
 }

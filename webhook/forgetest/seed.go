@@ -197,6 +197,7 @@ func (m *model) addCommentLocked(is *modelIssue, u *modelUser, body string, syst
 	now := m.now()
 	c := &modelComment{id: m.nextID(), body: body, author: u, system: system, created: now, updated: now}
 	is.comments = append(is.comments, c)
+	is.updated = now // both forges move the issue's updated time on a new comment
 	return c.id
 }
 
@@ -377,7 +378,7 @@ func (m *model) MergeRequests(repo string) []forge.MergeRequest {
 func (mi *modelIssue) forgeMR() *forge.MergeRequest {
 	return &forge.MergeRequest{
 		Number: mi.number, Title: mi.title, Body: mi.body, SourceBranch: mi.source, TargetBranch: mi.target,
-		HeadSHA: mi.sha, State: mi.state, Merged: mi.state == "merged",
+		HeadSHA: mi.sha, State: mi.state, Merged: mi.state == "merged", UpdatedAt: mi.updated,
 		Author: forge.User{ID: mi.author.id, Login: mi.author.login, Bot: mi.author.bot},
 	}
 }

@@ -83,6 +83,9 @@ func clientMergeRequest(m *gl.BasicMergeRequest) *forge.MergeRequest {
 	if m.Author != nil {
 		out.Author = forge.User{ID: m.Author.ID, Login: m.Author.Username}
 	}
+	if m.UpdatedAt != nil {
+		out.UpdatedAt = *m.UpdatedAt
+	}
 	return out
 }
 
