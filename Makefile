@@ -52,7 +52,7 @@ image:
 	docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t alfred:$(VERSION) .
 
 ## realcli-test: install the real agent CLIs from npm into $(REALCLI_DIR) and run the adapters against them (host, mock model; -update via REALCLI_ARGS)
-# Claude Code 2.1.197 is the last release whose engines allow Node < 22 (agent-clis.md §1 Install note).
+# Claude Code 2.1.197 is the last release whose engines allow Node < 22 (spec/agents.md §1 Install note).
 # The list holds every CLI that runner/agent/realcli tests.
 REALCLI_DIR  ?= .cache/realcli
 REALCLI_NPM  ?= @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0 @google/gemini-cli@0.61.0 opencode-ai@1.18.33 @github/copilot@1.0.102

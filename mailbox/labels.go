@@ -82,26 +82,30 @@ func (l Labels) WithDefaults() Labels {
 	}
 }
 
-// Status returns the status label of a state; "" for states without one (idle, cancelled).
-func (l Labels) Status(s State) string {
-	switch s {
-	case StateWaitingType, StateWaitingInfo:
-		return l.WaitingInfo
-	case StateFunctionalAnalysis:
+// Status returns the status label of a state (its row in the lifecycle table); "" for states
+// without one (idle, cancelled).
+func (l Labels) Status(s State) string { return l.status(def(s).Status) }
+
+// status returns the label a status key names; "" for statusNone.
+func (l Labels) status(k statusKey) string {
+	switch k {
+	case statusFunctionalAnalysis:
 		return l.FunctionalAnalysis
-	case StateTechnicalAnalysis:
+	case statusWaitingInfo:
+		return l.WaitingInfo
+	case statusTechnicalAnalysis:
 		return l.TechnicalAnalysis
-	case StateWaitingValidation:
+	case statusWaitingValidation:
 		return l.WaitingValidation
-	case StateInDevelopment, StateCIFix, StateAnswering:
+	case statusInDevelopment:
 		return l.InDevelopment
-	case StateInCI:
+	case statusInCI:
 		return l.InCI
-	case StateInReview:
+	case statusInReview:
 		return l.InReview
-	case StateBlocked:
+	case statusBlocked:
 		return l.Blocked
-	case StateDone:
+	case statusDone:
 		return l.Done
 	}
 	return ""

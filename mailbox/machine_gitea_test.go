@@ -18,17 +18,17 @@ func TestLateOpenedDeliveryStillHandsBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "type::task")
 	b.deliver(assign("alice"))
-	mb := b.step()
+	mb := b.advance()
 	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
 	require.Contains(t, b.fake.IssueAssignees(b.ref), "alice")
 
 	b.deliver(forge.Event{Type: forge.EventIssueOpened, Sender: forge.User{Login: "alice"},
 		Author: forge.User{Login: "alice"}, AssigneesKnown: true, Assignees: []string{forgetest.BotLogin}})
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
 
 	b.deliver(comment("alice", "q1: b"))
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
 	require.NotContains(t, b.fake.IssueAssignees(b.ref), "alice", "the turn is handed back")
 }
@@ -39,12 +39,12 @@ func TestRetryThatFailsAgainPostsANewBlockComment(t *testing.T) {
 	b := setup(t, "type::task")
 	b.exec.failures["analysis.functional"] = "agent wrote no result"
 	b.deliver(assign("alice"))
-	mb := b.step()
+	mb := b.advance()
 	require.Equal(t, mailbox.StateBlocked, mb.State)
 	require.Contains(t, b.lastComment(), "(attempt 1) failed")
 
 	b.deliver(comment("alice", "retry"))
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateBlocked, mb.State)
 	require.Contains(t, b.lastComment(), "(attempt 2) failed", "comments:\n%s", strings.Join(b.comments(), "\n---\n"))
 	require.Contains(t, strings.Join(b.comments(), "\n"), "(attempt 1) failed", "the first block comment is kept")

@@ -12,17 +12,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/mailboxtest"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
-// scriptedExecutor stands in for runner.Service at the Executor seam: it answers each run key
+// scriptedJobs stands in for runner.Service at the JobRunner seam: it answers each run key
 // with a scripted result and "pushes" by moving the branch head in the fake forge. The real
 // Service, with Docker and git, runs the same lifecycle in the end-to-end tests.
-type scriptedExecutor struct {
+type scriptedJobs struct {
 	mu       sync.Mutex
 	fake     *forgetest.Fake
 	results  map[string]*phase.Result
@@ -34,7 +34,7 @@ type scriptedExecutor struct {
 	block           chan struct{} // when set, Execute waits on it or on ctx
 }
 
-func (e *scriptedExecutor) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, error) {
+func (e *scriptedJobs) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, error) {
 	e.mu.Lock()
 	e.jobs = append(e.jobs, job)
 	block := e.block
@@ -62,14 +62,14 @@ func (e *scriptedExecutor) Execute(ctx context.Context, job phase.Job) (*phase.O
 	return out, nil
 }
 
-func (e *scriptedExecutor) RemoveSessions(id int64) error {
+func (e *scriptedJobs) RemoveSessions(id int64) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.removedSessions = append(e.removedSessions, id)
 	return nil
 }
 
-func (e *scriptedExecutor) Cleanup(_ context.Context, id int64) error {
+func (e *scriptedJobs) Cleanup(_ context.Context, id int64) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.cleanups = append(e.cleanups, id)
@@ -90,9 +90,9 @@ func (c *clock) Add(d time.Duration) {
 
 type bundle struct {
 	t       *testing.T
-	store   *mailbox.Store
+	store   *mailboxtest.Store
 	fake    *forgetest.Fake
-	exec    *scriptedExecutor
+	exec    *scriptedJobs
 	machine *mailbox.Machine
 	clock   *clock
 	ref     forge.IssueRef
@@ -103,7 +103,6 @@ const repo = "acme/shop"
 
 func setup(t *testing.T, labels ...string) *bundle {
 	t.Helper()
-	db, _ := pgtest.New(t)
 	fake := forgetest.NewFake(forge.KindGitLab)
 	fake.AddUser("alice")
 	fake.AddUser("mallory")
@@ -112,7 +111,7 @@ func setup(t *testing.T, labels ...string) *bundle {
 	fake.SetAccess(repo, "mallory", false)
 	n := fake.AddIssue(repo, forgetest.SeedIssue{Title: "Export the monthly report as CSV", Body: "We need a CSV export.",
 		Author: "alice", Labels: labels})
-	exec := &scriptedExecutor{fake: fake, results: map[string]*phase.Result{
+	exec := &scriptedJobs{fake: fake, results: map[string]*phase.Result{
 		"analysis.functional": {Summary: "understood", Understanding: "You want a CSV export of the monthly report.",
 			Questions: []phase.Question{{ID: "q1", Title: "Which separator?", Default: "a", Options: []phase.Option{
 				{ID: "a", Label: "Comma", Description: "RFC 4180"}, {ID: "b", Label: "Semicolon", Description: "Excel in Europe"}}}},
@@ -124,7 +123,7 @@ func setup(t *testing.T, labels ...string) *bundle {
 		"answer":             {Summary: "answered", Answer: "Use the export button."},
 	}, failures: map[string]string{}}
 	c := &clock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
-	store := mailbox.NewStore(db)
+	store := mailboxtest.NewStore(c.Now)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, store,
 		map[string]mailbox.Bot{"gl": {Forge: fake, Login: forgetest.BotLogin}}, exec, c.Now, log)
@@ -152,11 +151,11 @@ func (b *bundle) deliver(ev forge.Event) {
 	require.False(b.t, dup)
 }
 
-func (b *bundle) step() *mailbox.Mailbox {
+func (b *bundle) advance() *mailbox.Mailbox {
 	b.t.Helper()
 	mb, err := b.store.Find(context.Background(), b.ref)
 	require.NoError(b.t, err)
-	require.NoError(b.t, b.machine.Step(context.Background(), mb))
+	require.NoError(b.t, b.machine.Advance(context.Background(), mb))
 	mb, err = b.store.Find(context.Background(), b.ref)
 	require.NoError(b.t, err)
 	return mb
@@ -212,7 +211,7 @@ func TestLifecycleTaskWithReply(t *testing.T) {
 	b := setup(t, "type::task")
 
 	b.deliver(assign("alice"))
-	mb := b.step()
+	mb := b.advance()
 	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
 	require.Equal(t, []string{"status::waiting_info"}, b.status())
 	require.Contains(t, b.comments()[0], "Thanks @alice, I am on it")
@@ -224,7 +223,7 @@ func TestLifecycleTaskWithReply(t *testing.T) {
 	require.Equal(t, "agent/issue-1-export-the-monthly-report-as-csv", mb.Branch, "branch frozen at the first run")
 
 	b.deliver(comment("alice", "q1: b 🙂"))
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
 	answered := b.comments()[1] // the question block, edited in place
 	require.Contains(t, answered, "- [x] **b. Semicolon** — Excel in Europe")
@@ -242,14 +241,14 @@ func TestLifecycleTaskWithReply(t *testing.T) {
 	// Someone without write access cannot validate.
 	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "mallory"}, LabelsKnown: true,
 		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
 	require.Contains(t, b.lastComment(), "@mallory, only a project member with write access can validate the plan")
 	require.NotContains(t, b.fake.IssueLabels(b.ref), "ai::validate_plan")
 
 	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
 		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateInCI, mb.State)
 	require.Equal(t, []string{"status::in_ci"}, b.status())
 	require.NotContains(t, b.fake.IssueLabels(b.ref), "ai::validate_plan")
@@ -266,7 +265,7 @@ func TestLifecycleTaskWithReply(t *testing.T) {
 	b.deliver(forge.Event{Type: forge.EventPipeline, Target: forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true},
 		Pipeline: &forge.Pipeline{State: forge.CIFailed, SHA: mb.HeadSHA}})
 	firstSHA := mb.HeadSHA
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateInCI, mb.State)
 	require.NotEqual(t, firstSHA, mb.HeadSHA)
 	last := b.exec.jobs[len(b.exec.jobs)-1]
@@ -275,7 +274,7 @@ func TestLifecycleTaskWithReply(t *testing.T) {
 
 	b.fake.SetCI(repo, mb.HeadSHA, forgetest.CIJob{Name: "test", State: forge.CISuccess})
 	b.clock.Add(2 * time.Minute) // the poll timer
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateInReview, mb.State)
 	require.Equal(t, []string{"status::in_review"}, b.status())
 
@@ -283,7 +282,7 @@ func TestLifecycleTaskWithReply(t *testing.T) {
 	b.deliver(forge.Event{Type: forge.EventMergeRequestMerged, Sender: forge.User{Login: "alice"},
 		Target:       forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true},
 		MergeRequest: &forge.MergeRequest{Number: mb.MRNumber, SourceBranch: mb.Branch, Merged: true}})
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateDone, mb.State)
 	require.NotNil(t, mb.ClosedAt)
 	require.Equal(t, []string{"status::done"}, b.status())
@@ -311,7 +310,7 @@ func TestTypeQuestionThenDeadlineAppliesDefaults(t *testing.T) {
 	b := setup(t) // no type label
 
 	b.deliver(assign("alice"))
-	mb := b.step()
+	mb := b.advance()
 	require.Equal(t, mailbox.StateWaitingType, mb.State)
 	require.Equal(t, []string{"status::waiting_info"}, b.status())
 	require.Contains(t, b.lastComment(), "**d. question**")
@@ -319,20 +318,20 @@ func TestTypeQuestionThenDeadlineAppliesDefaults(t *testing.T) {
 
 	// Nothing happens before the deadline.
 	b.clock.Add(23 * time.Hour)
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateWaitingType, mb.State)
 
 	// At the deadline the default (analysis) applies: the analysis asks its own question,
 	// whose deadline applies the default again, and the analysis is the deliverable.
 	b.clock.Add(2 * time.Hour)
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, "analysis", mb.Type)
 	require.Contains(t, b.fake.IssueLabels(b.ref), "type::analysis")
 	require.Contains(t, strings.Join(b.comments(), "\n"), "so I applied the defaults:\n\n- **q1. What kind of work is this issue?** → c. analysis")
 	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
 
 	b.clock.Add(25 * time.Hour)
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateInReview, mb.State)
 	require.Contains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | a. Comma | default |")
 	require.Contains(t, b.lastComment(), "The analysis is in the issue description")
@@ -343,10 +342,10 @@ func TestTypeLabelAndQuestionAnswer(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.deliver(assign("alice"))
-	b.step()
+	b.advance()
 	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
 		Labels: append(b.fake.IssueLabels(b.ref), "type::question")})
-	mb := b.step()
+	mb := b.advance()
 	require.Equal(t, mailbox.StateInReview, mb.State)
 	require.Contains(t, b.lastComment(), "Use the export button.")
 }
@@ -355,13 +354,13 @@ func TestStartNeedsWriteAccessAndIgnoresBots(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "type::task")
 	b.deliver(assign("mallory"))
-	mb := b.step()
+	mb := b.advance()
 	require.Equal(t, mailbox.StateIdle, mb.State)
 	require.Contains(t, b.lastComment(), "@mallory, only a project member with write access can assign me")
 
 	// The bot's own assignment events never start work.
 	b.deliver(assign(forgetest.BotLogin))
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateIdle, mb.State)
 	require.Len(t, b.exec.jobs, 0)
 }
@@ -371,18 +370,18 @@ func TestRunFailureBlocksAndRetryResumes(t *testing.T) {
 	b := setup(t, "type::task")
 	b.exec.failures["analysis.functional"] = "agent wrote no result"
 	b.deliver(assign("alice"))
-	mb := b.step()
+	mb := b.advance()
 	require.Equal(t, mailbox.StateBlocked, mb.State)
 	require.Equal(t, []string{"status::blocked"}, b.status())
 	require.Contains(t, b.lastComment(), "the analysis.functional run (attempt 1) failed: agent wrote no result")
 
 	delete(b.exec.failures, "analysis.functional")
 	b.deliver(comment("mallory", "retry"))
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateBlocked, mb.State, "retry needs write access")
 
 	b.deliver(comment("alice", "retry"))
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
 	runs, err := b.store.Runs(context.Background(), mb.ID)
 	require.NoError(t, err)
@@ -397,7 +396,7 @@ func TestUnassignDuringRunStopsIt(t *testing.T) {
 	b.exec.block = make(chan struct{})
 	b.deliver(assign("alice"))
 	done := make(chan *mailbox.Mailbox)
-	go func() { done <- b.step() }()
+	go func() { done <- b.advance() }()
 	require.Eventually(t, func() bool {
 		b.exec.mu.Lock()
 		defer b.exec.mu.Unlock()
@@ -417,16 +416,16 @@ func TestNoPipelineWithinWait(t *testing.T) {
 	b := setup(t, "type::task")
 	b.exec.results["analysis.functional"] = &phase.Result{Summary: "ok", Understanding: "clear"}
 	b.deliver(assign("alice"))
-	b.step()
+	b.advance()
 	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
 		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
-	mb := b.step()
+	mb := b.advance()
 	require.Equal(t, mailbox.StateInCI, mb.State)
 	b.clock.Add(5 * time.Minute)
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateInCI, mb.State, "still within ci_wait")
 	b.clock.Add(6 * time.Minute)
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateInReview, mb.State)
 	require.Contains(t, b.lastComment(), "No pipeline ran on this merge request. It is ready for review.")
 }
@@ -435,14 +434,14 @@ func TestCommentPostedOnceAcrossCrash(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "type::task")
 	// The first Comment call fails after the forge stored it? Simulate the window: the post
-	// succeeds but recording fails because the step errors right after — here by failing the
-	// next forge call, so the step is retried with the ack already on the forge.
+	// succeeds but recording fails because the pass errors right after — here by failing the
+	// next forge call, so the pass is retried with the ack already on the forge.
 	b.deliver(assign("alice"))
 	b.fake.FailNextCall("SetAssignees", fmt.Errorf("boom: %w", forge.ErrConflict))
 	mb, err := b.store.Find(context.Background(), b.ref)
 	require.NoError(t, err)
-	require.Error(t, b.machine.Step(context.Background(), mb))
-	mb = b.step()
+	require.Error(t, b.machine.Advance(context.Background(), mb))
+	mb = b.advance()
 	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
 	b.requireUniqueMarkers()
 }
@@ -451,7 +450,7 @@ func TestIssueGoneClosesMailboxQuietly(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "type::task")
 	b.deliver(assign("alice"))
-	mb := b.step()
+	mb := b.advance()
 	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
 	before := len(b.comments())
 
@@ -463,7 +462,7 @@ func TestIssueGoneClosesMailboxQuietly(t *testing.T) {
 		return nil
 	})
 	b.deliver(comment("alice", "q1: a"))
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateCancelled, mb.State)
 	require.NotNil(t, mb.ClosedAt)
 	require.Contains(t, b.exec.cleanups, mb.ID)
@@ -480,21 +479,21 @@ func TestMergeRequestClosedWithoutMergeCancels(t *testing.T) {
 	b := setup(t, "type::task")
 	b.exec.results["analysis.functional"] = &phase.Result{Summary: "ok", Understanding: "clear"}
 	b.deliver(assign("alice"))
-	b.step()
+	b.advance()
 	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
 		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
-	mb := b.step()
+	mb := b.advance()
 	require.Equal(t, mailbox.StateInCI, mb.State)
 
 	// Events on someone else's merge request are not the issue's.
 	b.deliver(forge.Event{Type: forge.EventMergeRequestClosed, Sender: forge.User{Login: "alice"},
 		Target: forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber + 50, MergeRequest: true}})
-	require.Equal(t, mailbox.StateInCI, b.step().State)
+	require.Equal(t, mailbox.StateInCI, b.advance().State)
 
 	b.deliver(forge.Event{Type: forge.EventMergeRequestClosed, Sender: forge.User{Login: "alice"},
 		Target:       forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true},
 		MergeRequest: &forge.MergeRequest{Number: mb.MRNumber, SourceBranch: mb.Branch}})
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateCancelled, mb.State)
 	require.Contains(t, b.exec.cleanups, mb.ID)
 	require.Contains(t, b.exec.removedSessions, mb.ID)
@@ -505,14 +504,14 @@ func TestTicksInTheQuestionBlockAnswer(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "type::task")
 	b.deliver(assign("alice"))
-	b.step()
+	b.advance()
 	block := b.lastComment()
 	edited := strings.Replace(block, "- [ ] **b. Semicolon**", "- [x] **b. Semicolon**", 1)
 	require.NotEqual(t, block, edited)
 	// The forge reports the edit of Alfred's comment as an edit by alice.
 	b.deliver(forge.Event{Type: forge.EventCommentEdited, Sender: forge.User{Login: "alice"},
 		Comment: &forge.Comment{ID: 1, Body: edited}})
-	mb := b.step()
+	mb := b.advance()
 	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
 	require.Contains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | b. Semicolon | @alice |")
 }
@@ -524,21 +523,21 @@ func TestSessionNameAndLifetime(t *testing.T) {
 	b := setup(t, "type::task")
 	b.exec.failures["analysis.technical"] = "boom"
 	b.deliver(assign("alice"))
-	mb := b.step()
+	mb := b.advance()
 	first := b.exec.jobs[0]
 	require.Equal(t, phase.Analysis, first.Input.Phase)
 	require.Equal(t, "agent/issue-1-export-the-monthly-report-as-csv", first.SessionName)
 
 	b.deliver(forge.Event{Type: forge.EventIssueEdited, Sender: forge.User{Login: "alice"}, Title: "Export every report as XLSX"})
 	b.deliver(comment("alice", "ok"))
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateBlocked, mb.State)
 	require.Equal(t, "Export every report as XLSX", mb.Title)
 	require.Equal(t, first.SessionName, b.exec.jobs[1].SessionName, "name stable after a title edit")
 	require.Empty(t, b.exec.removedSessions, "kept while blocked")
 
 	b.deliver(forge.Event{Type: forge.EventIssueClosed, Sender: forge.User{Login: "alice"}})
-	mb = b.step()
+	mb = b.advance()
 	require.Equal(t, mailbox.StateDone, mb.State)
 	require.Equal(t, []int64{mb.ID}, b.exec.removedSessions, "removed when the mailbox closes")
 }
@@ -549,7 +548,7 @@ func TestSessionSettingOff(t *testing.T) {
 	b.machine = mailbox.NewMachine(mailbox.Config{SessionResume: func(repo string) bool { return repo != "acme/shop" }},
 		b.store, map[string]mailbox.Bot{"gl": {Forge: b.fake, Login: forgetest.BotLogin}}, b.exec, b.clock.Now, nil)
 	b.deliver(assign("alice"))
-	b.step()
+	b.advance()
 	require.NotEmpty(t, b.exec.jobs)
 	require.Empty(t, b.exec.jobs[0].SessionName, "setting off: no session name")
 }
@@ -559,22 +558,22 @@ func TestStartCreatesTheLabelsMaintainersAdd(t *testing.T) {
 	b := setup(t, "type::task")
 	require.NotContains(t, b.fake.RepoLabels(repo), "ai::validate_plan")
 	b.deliver(assign("alice"))
-	b.step()
+	b.advance()
 	for _, l := range []string{"ai::validate_plan", "type::bug", "type::question", "status::done"} {
 		require.Contains(t, b.fake.RepoLabels(repo), l)
 	}
 }
 
-// Failed steps (the agent infrastructure down) are retried silently at first; the third in a
+// Failed passes (the agent infrastructure down) are retried silently at first; the third in a
 // row says so in the issue, once, with secrets censored.
-func TestRepeatedStepFailuresAreReportedOnce(t *testing.T) {
+func TestRepeatedFailedPassesAreReportedOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "type::task")
 	b.machine = mailbox.NewMachine(mailbox.Config{Redact: func(s string) string {
 		return strings.ReplaceAll(s, "tok-s3cr3t", "[redacted]")
 	}}, b.store, map[string]mailbox.Bot{"gl": {Forge: b.fake, Login: forgetest.BotLogin}}, b.exec, b.clock.Now, nil)
 	b.deliver(assign("alice"))
-	mb := b.step() // questions asked
+	mb := b.advance() // questions asked
 	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
 	before := len(b.comments())
 	boom := fmt.Errorf("dial docker with tok-s3cr3t: connection refused")
@@ -588,9 +587,9 @@ func TestRepeatedStepFailuresAreReportedOnce(t *testing.T) {
 	b.machine.ReportFailure(context.Background(), mb.ID, boom)
 	require.Len(t, b.comments(), before+1, "once per streak")
 
-	// A successful step ends the streak; the next streak is reported again, in a new comment.
+	// A successful pass ends the streak; the next streak is reported again, in a new comment.
 	b.deliver(comment("alice", "ok"))
-	b.step()
+	b.advance()
 	n := len(b.comments())
 	for range 3 {
 		b.machine.ReportFailure(context.Background(), mb.ID, boom)

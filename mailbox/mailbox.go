@@ -1,11 +1,30 @@
 // Package mailbox makes Alfred's decisions. Every issue (and every merge request that is not
 // the bot's own) has a mailbox: an inbox of normalised events, a state in the lifecycle, the
-// questions asked, the runs made and the comments posted. A worker leases one mailbox at a
-// time, folds its pending events into the state machine (machine.go), starts the next phase
-// when one is due, and writes the visible state back as scoped labels.
+// questions asked, the runs made and the comments posted. A worker (worker.go) leases one
+// mailbox at a time and makes one pass over it (Machine.Advance): it folds the pending events
+// into the state machine, fires due timers, starts the run the state calls for through a
+// JobRunner, and writes the visible state back as scoped labels.
 //
-// The lifecycle is specified in spec/lifecycle.md; the transition table in machine.go and
-// that document are kept the same.
+// What a state means is one table, lifecycle in states.go: for each State its status label
+// (a key into Labels), the run it starts (phase and step, or none), the timer that wakes it
+// (question deadline, CI poll, a due run, or none), the inputs it accepts (answers, a type
+// label, the plan validation, retry, CI) and, for each trigger, the state it leads to; plus
+// the transitions every working state accepts. The machine reads the table; the files hold
+// what is procedural:
+//
+//   - machine.go: the pass, timers and wake-ups, state changes and their labels;
+//   - events.go: folding and dispatching events (assignees, labels, comments, merge requests);
+//   - asking.go: starting, asking a question block, answers, the deadline;
+//     questions.go renders the block and parses replies and ticks;
+//   - runs.go: preparing a run, the one Job builder (jobFor), applying results; analysis.go
+//     the functional analysis; recovery.go runs a restart finds again;
+//   - ci.go: CI results and ci_fix; comments.go: the marker-keyed post-or-edit protocol
+//     (markers.go); closing.go: done, cancel, block, retry.
+//
+// Persistence is the Store interface (store.go), implemented by mailbox/store/postgres and, in
+// memory, by mailbox/mailboxtest; mailbox/storetest is the conformance suite both pass. The
+// lifecycle is specified in spec/lifecycle.md, and spec_test.go fails when the document and
+// the table differ.
 package mailbox
 
 import (
@@ -17,31 +36,6 @@ import (
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
-
-// State is a mailbox's place in the lifecycle. Each state maps to exactly one status label
-// (Labels.StatusFor), except StateIdle and StateClosed which have none of their own.
-type State string
-
-// The states; see spec/lifecycle.md for the transitions.
-const (
-	StateIdle               State = "idle"                // the bot is not assigned
-	StateWaitingType        State = "waiting_type"        // asked which type the issue is
-	StateFunctionalAnalysis State = "functional_analysis" // analysis.functional run due
-	StateWaitingInfo        State = "waiting_info"        // clarification questions open
-	StateTechnicalAnalysis  State = "technical_analysis"  // analysis.technical run due
-	StateWaitingValidation  State = "waiting_validation"  // plan posted, waiting for ai::validate_plan
-	StateInDevelopment      State = "in_development"      // development run due
-	StateAnswering          State = "answering"           // answer run due (type::question)
-	StateInCI               State = "in_ci"               // merge request open, waiting for CI
-	StateCIFix              State = "ci_fix"              // ci_fix run due
-	StateInReview           State = "in_review"           // waiting for review and merge
-	StateBlocked            State = "blocked"             // needs a human; "retry" resumes
-	StateDone               State = "done"                // merged or closed: mailbox closed
-	StateCancelled          State = "cancelled"           // unassigned or closed without merge
-)
-
-// Closed reports whether the mailbox no longer acts on events (except a new assignment).
-func (s State) Closed() bool { return s == StateDone || s == StateCancelled }
 
 // StringList is a []string stored as a JSON array in a TEXT column (portable to SQLite).
 type StringList []string
@@ -104,9 +98,10 @@ type Data struct {
 	BlockedFrom State  `json:"blocked_from,omitempty"`
 	// Failures counts failed runs in a row of the current phase.
 	Failures int `json:"failures,omitempty"`
-	// StepFailures counts failed steps in a row (infrastructure unavailable); reset by a
-	// successful step.
-	StepFailures int `json:"step_failures,omitempty"`
+	// FailedPasses counts the passes (Machine.Advance) in a row that failed for a reason
+	// outside the issue (forge, database, Docker or git unavailable); a successful pass
+	// resets it.
+	FailedPasses int `json:"failed_passes,omitempty"`
 	// StuckReports counts the "I cannot go on" comments posted, for their keys.
 	StuckReports int `json:"stuck_reports,omitempty"`
 	// Blocks counts the blocks of this lifecycle; it keys each block comment.

@@ -11,7 +11,7 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
-// RunRecoverer is implemented by Executors that can find a run again after the process running
+// RunRecoverer is implemented by JobRunners that can find a run again after the process running
 // it stopped (runner.Service). Without it the machine interrupts every unfinished run and runs
 // the phase again.
 type RunRecoverer interface {
@@ -26,7 +26,7 @@ type RunRecoverer interface {
 // still in status running is looked up without waiting (runner.Service.Recover with wait
 // false) — a vanished container or a run with no live executor is marked interrupted with the
 // reason, an exited container's outcome is collected and recorded as a finished, unapplied run
-// that the next Step applies. It reports whether a container still runs; the next Step
+// that the next pass applies. It reports whether a container still runs; the next pass
 // reattaches to it.
 func (m *Machine) RecoverRuns(ctx context.Context, mb *Mailbox) (running bool, err error) {
 	return m.recoverRuns(ctx, nil, mb, false)
@@ -38,14 +38,14 @@ func (m *Machine) RecoverRuns(ctx context.Context, mb *Mailbox) (running bool, e
 // run. For an interrupted run the mailbox's containers and worktrees are cleaned up, and the
 // state's phase runs again.
 func (m *Machine) recoverRuns(ctx context.Context, bot *Bot, mb *Mailbox, wait bool) (running bool, err error) {
-	rec, ok := m.exec.(RunRecoverer)
+	rec, ok := m.jobs.(RunRecoverer)
 	if !ok {
 		interrupted, err := m.store.InterruptRuns(ctx, mb.ID)
 		if err != nil || len(interrupted) == 0 {
 			return false, err
 		}
 		m.log.Warn("runs interrupted by a stopped worker; cleaning up and running again", "mailbox_id", mb.ID, "runs", len(interrupted))
-		if err := m.exec.Cleanup(ctx, mb.ID); err != nil {
+		if err := m.jobs.Cleanup(ctx, mb.ID); err != nil {
 			return false, fmt.Errorf("clean up interrupted runs: %w", err)
 		}
 		return false, nil
@@ -56,7 +56,7 @@ func (m *Machine) recoverRuns(ctx context.Context, bot *Bot, mb *Mailbox, wait b
 	}
 	cleanup := false
 	for _, r := range runs {
-		job := m.recoveryJob(mb, r)
+		job := m.jobFor(mb, r, phase.Input{}, forge.Repository{Path: mb.Repo})
 		runCtx, stop := context.WithCancel(ctx)
 		if wait && bot != nil {
 			go m.watchCancel(runCtx, stop, *bot, mb)
@@ -68,7 +68,7 @@ func (m *Machine) recoverRuns(ctx context.Context, bot *Bot, mb *Mailbox, wait b
 		}
 		if out == nil {
 			running = true
-			m.log.Info("run still running after a restart; the next step reattaches to it", "mailbox_id", mb.ID, "run_id", r.ID)
+			m.log.Info("run still running after a restart; the next pass reattaches to it", "mailbox_id", mb.ID, "run_id", r.ID)
 			continue
 		}
 		recoveredRow(&r, out)
@@ -80,25 +80,11 @@ func (m *Machine) recoverRuns(ctx context.Context, bot *Bot, mb *Mailbox, wait b
 		cleanup = cleanup || out.Interrupted
 	}
 	if cleanup && !running {
-		if err := m.exec.Cleanup(ctx, mb.ID); err != nil {
+		if err := m.jobs.Cleanup(ctx, mb.ID); err != nil {
 			return false, fmt.Errorf("clean up interrupted runs: %w", err)
 		}
 	}
 	return running, nil
-}
-
-// recoveryJob rebuilds the Job of a recorded run, as runPhase asked for it.
-func (m *Machine) recoveryJob(mb *Mailbox, r Run) phase.Job {
-	in := phase.Input{Phase: phase.Phase(r.Phase), Step: phase.Step(r.Step), Attempt: r.Attempt,
-		Repo: mb.Repo, Issue: mb.Number, Title: mb.Title, Branch: mb.Branch}
-	in.Key = phase.KeyOf(in.Phase, in.Step)
-	job := phase.Job{MailboxID: mb.ID, RunID: r.ID, Attempt: r.Attempt, ForgeName: mb.Forge,
-		Repository: forge.Repository{Path: mb.Repo}, Branch: mb.Branch, Input: in, Push: !in.Phase.ReadOnly(),
-		CommitMessage: fmt.Sprintf("%s for #%d: %s", in.Phase, mb.Number, mb.Title)}
-	if !mb.MergeRequest && (m.cfg.SessionResume == nil || m.cfg.SessionResume(mb.Repo)) {
-		job.SessionName = mb.Branch
-	}
-	return job
 }
 
 // recoveredRow fills the run row from a recovered outcome. A collected outcome (succeeded or
@@ -152,24 +138,19 @@ func (m *Machine) applyRecovered(ctx context.Context, bot Bot, mb *Mailbox, stat
 		err = m.applyResult(ctx, bot, mb, state, out, repo)
 	case prev.Status == RunFailed:
 		mb.Data.Failures++
-		err = m.block(ctx, bot, mb, state, fmt.Sprintf("the %s run (attempt %d) failed: %s", in.Key, prev.Attempt, prev.Outcome))
+		err = m.block(ctx, bot, mb, onRunFailed, state, fmt.Sprintf("the %s run (attempt %d) failed: %s", in.Key, prev.Attempt, prev.Outcome))
 	}
 	if err != nil {
 		return true, err
 	}
-	return true, m.store.WithTx(ctx, func(q Querier) error {
-		if err := m.store.Save(ctx, q, mb); err != nil {
-			return err
-		}
-		return m.store.MarkApplied(ctx, q, prev.ID)
-	})
+	return true, m.store.SaveApplied(ctx, mb, prev.ID)
 }
 
 // Recover is the start-up recovery, run before the workers start: for every mailbox with a
 // live executor or a run still running, it claims the mailbox's lease (one held by a live
-// lease is left to the Step of whoever gets it next, which recovers the same way), calls
+// lease is left to the pass of whoever gets it next, which recovers the same way), calls
 // Machine.RecoverRuns, makes the mailbox due at once so it continues by its normal rules, and
-// releases the lease. A container that still runs is left to the first Step, which reattaches
+// releases the lease. A container that still runs is left to the first pass, which reattaches
 // to it. Failures are logged per mailbox and the first is returned.
 func (w *Workers) Recover(ctx context.Context) error {
 	ids, err := w.store.UnfinishedMailboxes(ctx)
@@ -179,7 +160,7 @@ func (w *Workers) Recover(ctx context.Context) error {
 	var first error
 	for _, id := range ids {
 		if err := w.recoverOne(ctx, id); err != nil {
-			w.log.Error("start-up recovery failed; the mailbox's next step tries again", "mailbox_id", id, "err", err)
+			w.log.Error("start-up recovery failed; the mailbox's next pass tries again", "mailbox_id", id, "err", err)
 			first = cmp.Or(first, err)
 		}
 	}
@@ -192,7 +173,7 @@ func (w *Workers) recoverOne(ctx context.Context, id int64) error {
 		return err
 	}
 	if mb == nil {
-		w.log.Info("mailbox held by a live lease at start-up; its next step recovers its runs", "mailbox_id", id)
+		w.log.Info("mailbox held by a live lease at start-up; its next pass recovers its runs", "mailbox_id", id)
 		return nil
 	}
 	holdCtx, cancel := context.WithCancel(ctx)
@@ -214,9 +195,9 @@ func (w *Workers) recoverOne(ctx context.Context, id int64) error {
 	relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer relCancel()
 	if rerr == nil && !mb.State.Closed() && mb.State != StateIdle {
-		now := time.Now()
+		now := w.machine.now()
 		mb.WakeAt = &now // due at once: the mailbox continues by its normal rules
-		rerr = w.store.Save(relCtx, nil, mb)
+		rerr = w.store.Save(relCtx, mb)
 	}
 	if err := w.store.Release(relCtx, id, w.cfg.Owner, 0); err != nil {
 		return cmp.Or(rerr, err)

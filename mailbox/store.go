@@ -1,356 +1,143 @@
 package mailbox
 
 import (
+	"cmp"
 	"context"
-	"crypto/sha256"
-	"database/sql"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
-// ErrLeaseLost is returned by Extend when another worker holds the mailbox (our lease expired
-// and was taken over).
+// ErrLeaseLost is returned by Leases.Extend when another worker holds the mailbox (our lease
+// expired and was taken over).
 var ErrLeaseLost = errors.New("mailbox: lease lost")
 
-// Querier is what *sqlx.DB and *sqlx.Tx have in common.
-type Querier interface {
-	sqlx.ExtContext
-	GetContext(ctx context.Context, dest any, query string, args ...any) error
-	SelectContext(ctx context.Context, dest any, query string, args ...any) error
+// ErrNotFound is wrapped by a Store's errors for a mailbox that does not exist.
+var ErrNotFound = errors.New("mailbox: not found")
+
+// Store is what the machine, the workers and the inbox need from persistence. Every method is
+// safe for concurrent use by several workers and several processes sharing one database; an
+// error other than the sentinels documented per method means the storage is unavailable and
+// the caller retries later. mailbox/store/postgres implements it on PostgreSQL and
+// mailbox/mailboxtest in memory; mailbox/storetest holds the conformance suite both pass.
+type Store interface {
+	Inbox
+	Mailboxes
+	Leases
+	Questions
+	Runs
+	Comments
 }
 
-// Store is the one place where Alfred's SQL lives. Portable SQL is here; the
-// PostgreSQL-only statements (row locking with SKIP LOCKED, interval arithmetic) are in
-// store_pg.go.
-type Store struct {
-	db *sqlx.DB
+// Inbox is the events table: normalised deliveries waiting to be applied. It is what
+// webhook.Inbox needs (Deliver) plus what the machine reads.
+type Inbox interface {
+	// Deliver stores an event in the inbox of the mailbox it belongs to, creating that
+	// mailbox (state idle) when needed, and reports whether it was a duplicate: same forge,
+	// delivery id and body hash (a forge's retry). Identical bodies under other delivery ids are
+	// new events and are stored (assign, unassign, assign within a second); so is the same id
+	// with another body. An empty BodyHash is computed from the event, a zero ReceivedAt set to
+	// the store's clock. Events on the bot's merge request (found by
+	// its number, else its source branch, else its head commit) go to the issue's mailbox;
+	// events on other merge requests to the merge request's own mailbox. A pipeline that
+	// matches no mailbox returns a *forge.IgnoreError and stores nothing.
+	Deliver(ctx context.Context, ev forge.Event) (duplicate bool, err error)
+	// PendingEvents returns the mailbox's unprocessed events in arrival order (by id).
+	PendingEvents(ctx context.Context, mailboxID int64) ([]StoredEvent, error)
+	// MarkProcessed marks one event handled at the store's clock, with a short outcome for
+	// debugging. Marking an unknown id is a no-op.
+	MarkProcessed(ctx context.Context, eventID int64, outcome string) error
 }
 
-// NewStore wraps a connection pool whose schema is migrated (migrations.Apply).
-func NewStore(db *sqlx.DB) *Store { return &Store{db: db} }
-
-// DB returns the underlying pool.
-func (s *Store) DB() *sqlx.DB { return s.db }
-
-// Ping reports whether the database answers; used by GET /readyz.
-func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
-
-// WithTx runs fn in a transaction, committed when fn returns nil and rolled back otherwise.
-func (s *Store) WithTx(ctx context.Context, fn func(q Querier) error) error {
-	tx, err := s.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin transaction: %w", err)
-	}
-	if err := fn(tx); err != nil {
-		return errors.Join(err, tx.Rollback())
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit transaction: %w", err)
-	}
-	return nil
+// Mailboxes reads and writes mailbox rows.
+type Mailboxes interface {
+	// Get reads a mailbox by id; an error wrapping ErrNotFound when there is none.
+	Get(ctx context.Context, id int64) (*Mailbox, error)
+	// Save writes the mutable fields of mb (everything but its identity and its lease) and
+	// sets updated_at to the store's clock.
+	Save(ctx context.Context, mb *Mailbox) error
+	// SaveProcessed saves mb and marks the events processed with outcome in one transaction:
+	// either the effect of the events is recorded and they are done, or neither.
+	SaveProcessed(ctx context.Context, mb *Mailbox, eventIDs []int64, outcome string) error
+	// SaveData writes only mb.Data, without a lease (a failure count outside a pass).
+	SaveData(ctx context.Context, mb *Mailbox) error
 }
 
-const sqlEnsureMailbox = `
-INSERT INTO mailboxes (forge, repo, number, merge_request)
-VALUES ($1, $2, $3, $4)
-ON CONFLICT (forge, repo, number, merge_request) DO UPDATE SET updated_at = mailboxes.updated_at
-RETURNING id`
-
-const sqlMailboxByMR = `
-SELECT id FROM mailboxes
-WHERE forge = $1 AND repo = $2 AND merge_request = FALSE AND mr_number = $3
-ORDER BY id LIMIT 1`
-
-const sqlMailboxByBranch = `
-SELECT id FROM mailboxes
-WHERE forge = $1 AND repo = $2 AND merge_request = FALSE AND branch = $3
-ORDER BY id DESC LIMIT 1`
-
-const sqlMailboxBySHA = `
-SELECT id FROM mailboxes
-WHERE forge = $1 AND repo = $2 AND merge_request = FALSE AND head_sha = $3
-ORDER BY id DESC LIMIT 1`
-
-const sqlInsertEvent = `
-INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT DO NOTHING`
-
-// Deliver stores an event in the inbox of the mailbox it belongs to and reports whether it
-// was a duplicate (same forge and delivery id, or same body). Events on the bot's merge
-// request (found by its number, its source branch or its head commit) go to the issue's
-// mailbox; events on other merge requests to the merge request's own mailbox. A pipeline that
-// matches no mailbox returns a *forge.IgnoreError. It implements webhook.Inbox.
-func (s *Store) Deliver(ctx context.Context, ev forge.Event) (duplicate bool, err error) {
-	if ev.BodyHash == "" {
-		payload, _ := json.Marshal(ev)
-		sum := sha256.Sum256(payload)
-		ev.BodyHash = hex.EncodeToString(sum[:])
-	}
-	if ev.ReceivedAt.IsZero() {
-		ev.ReceivedAt = time.Now()
-	}
-	payload, err := json.Marshal(ev)
-	if err != nil {
-		return false, fmt.Errorf("encode event: %w", err)
-	}
-	err = s.WithTx(ctx, func(q Querier) error {
-		id, err := s.resolve(ctx, q, ev)
-		if err != nil {
-			return err
-		}
-		res, err := q.ExecContext(ctx, sqlInsertEvent, id, ev.Forge, ev.DeliveryID, ev.BodyHash,
-			string(ev.Type), string(payload), ev.ReceivedAt)
-		if err != nil {
-			return fmt.Errorf("insert event: %w", err)
-		}
-		n, _ := res.RowsAffected()
-		duplicate = n == 0
-		return nil
-	})
-	return duplicate, err
+// Leases hand a mailbox to one worker at a time. A lease lasts ttl from the store's clock
+// unless extended; once expired anyone may claim the mailbox again (that is the rescue).
+type Leases interface {
+	// Lease claims, for owner and ttl, the least recently updated mailbox that is due (it has
+	// pending events, or its wake_at has come) and whose lease is free or expired, and returns
+	// it; nil when none is due. Two concurrent callers never get the same mailbox.
+	Lease(ctx context.Context, owner string, ttl time.Duration) (*Mailbox, error)
+	// Claim takes the lease of mailbox id for owner and ttl when it is free or expired, due or
+	// not, and returns the mailbox; nil when a live lease holds it.
+	Claim(ctx context.Context, id int64, owner string, ttl time.Duration) (*Mailbox, error)
+	// Extend renews owner's lease for ttl, only while it is still owner's and unexpired;
+	// otherwise ErrLeaseLost.
+	Extend(ctx context.Context, id int64, owner string, ttl time.Duration) error
+	// Release gives owner's lease back (a no-op when owner does not hold it). With backoff > 0
+	// the mailbox is not leased again before backoff has passed.
+	Release(ctx context.Context, id int64, owner string, backoff time.Duration) error
+	// ExpiredLeases counts held leases that have expired (their holder stopped renewing).
+	ExpiredLeases(ctx context.Context) (int, error)
+	// UnfinishedMailboxes returns, in id order, the mailboxes a restart must look at: those
+	// with a run still in status running or a container the runner records as live.
+	UnfinishedMailboxes(ctx context.Context) ([]int64, error)
 }
 
-func (s *Store) resolve(ctx context.Context, q Querier, ev forge.Event) (int64, error) {
-	t := ev.Target
-	lookup := func(query string, arg any) (int64, bool, error) {
-		var id int64
-		err := q.GetContext(ctx, &id, query, t.Forge, t.Repo, arg)
-		if errors.Is(err, sql.ErrNoRows) {
-			return 0, false, nil
-		}
-		if err != nil {
-			return 0, false, fmt.Errorf("find mailbox: %w", err)
-		}
-		return id, true, nil
-	}
-	if t.MergeRequest || ev.Type == forge.EventPipeline {
-		if t.Number != 0 {
-			if id, ok, err := lookup(sqlMailboxByMR, t.Number); ok || err != nil {
-				return id, err
-			}
-		}
-		branch, sha := "", ""
-		if ev.MergeRequest != nil {
-			branch, sha = ev.MergeRequest.SourceBranch, ev.MergeRequest.HeadSHA
-		}
-		if ev.Pipeline != nil {
-			branch, sha = firstNonEmpty(branch, ev.Pipeline.Ref), firstNonEmpty(sha, ev.Pipeline.SHA)
-		}
-		if branch != "" {
-			if id, ok, err := lookup(sqlMailboxByBranch, branch); ok || err != nil {
-				return id, err
-			}
-		}
-		if sha != "" {
-			if id, ok, err := lookup(sqlMailboxBySHA, sha); ok || err != nil {
-				return id, err
-			}
-		}
-		if t.Number == 0 {
-			return 0, forge.Ignore(ev.Header, "the pipeline belongs to no merge request or branch of Alfred's")
-		}
-	}
-	var id int64
-	if err := q.GetContext(ctx, &id, sqlEnsureMailbox, t.Forge, t.Repo, t.Number, t.MergeRequest); err != nil {
-		return 0, fmt.Errorf("ensure mailbox: %w", err)
-	}
-	return id, nil
+// Questions keeps the question blocks.
+type Questions interface {
+	// InsertQuestions stores a question block; a question whose (mailbox, round, qid) is
+	// already stored is left as it is, so a retried round keeps its first deadline.
+	InsertQuestions(ctx context.Context, qs []Question) error
+	// Questions returns the questions of one round in insertion order; empty when none.
+	Questions(ctx context.Context, mailboxID int64, round int) ([]Question, error)
+	// AnswerQuestion records the answer (an option id), who gave it ("default" when the
+	// deadline applied it) and when.
+	AnswerQuestion(ctx context.Context, id int64, answer, by string, at time.Time) error
 }
 
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
+// Runs keeps one row per agent run.
+type Runs interface {
+	// StartRun inserts r in status running, started at the store's clock, and sets r.ID,
+	// r.Attempt (1 + the number of earlier runs of the same phase and step in the mailbox),
+	// r.Status and r.StartedAt.
+	StartRun(ctx context.Context, r *Run) error
+	// FinishRun records the end of r: status, container, exit code, outcome, output, result,
+	// finished at the store's clock.
+	FinishRun(ctx context.Context, r *Run) error
+	// InterruptRuns marks the mailbox's runs still running as interrupted (their worker
+	// stopped) and returns them.
+	InterruptRuns(ctx context.Context, mailboxID int64) ([]Run, error)
+	// RunningRuns returns the mailbox's runs still in status running, oldest first.
+	RunningRuns(ctx context.Context, mailboxID int64) ([]Run, error)
+	// FinishRecoveredRun records the end of a run found by recovery (status, outcome, output,
+	// result, pushed commit, session hook, Applied). Only a run still running changes; it
+	// reports whether r did.
+	FinishRecoveredRun(ctx context.Context, r *Run) (bool, error)
+	// UnappliedRun returns the latest run of the mailbox's phase and step when it is finished
+	// and not yet applied (Applied false), else nil.
+	UnappliedRun(ctx context.Context, mailboxID int64, phase, step string) (*Run, error)
+	// SaveApplied saves mb and marks run runID applied in one transaction.
+	SaveApplied(ctx context.Context, mb *Mailbox, runID int64) error
+	// DiscardUnapplied marks every unapplied run of the mailbox applied: the machine moved on
+	// without needing them.
+	DiscardUnapplied(ctx context.Context, mailboxID int64) error
 }
 
-const mailboxColumns = `id, forge, repo, number, merge_request, state, issue_type, author, title,
-labels, assignees, branch, mr_number, head_sha, data, wake_at, lease_owner, lease_expires_at,
-closed_at, created_at, updated_at`
-
-// Get reads a mailbox by id.
-func (s *Store) Get(ctx context.Context, id int64) (*Mailbox, error) {
-	var m Mailbox
-	if err := s.db.GetContext(ctx, &m, `SELECT `+mailboxColumns+` FROM mailboxes WHERE id = $1`, id); err != nil {
-		return nil, fmt.Errorf("get mailbox %d: %w", id, err)
-	}
-	return &m, nil
+// Comments records the comments the bot posted, keyed by their marker key (see post).
+type Comments interface {
+	// PostedComment returns the comment recorded under key in the mailbox, nil when none.
+	PostedComment(ctx context.Context, mailboxID int64, key string) (*PostedComment, error)
+	// RecordComment stores c, replacing the kind, comment id and body hash of a row with the
+	// same mailbox and key.
+	RecordComment(ctx context.Context, c PostedComment) error
 }
 
-// Find reads the mailbox of an issue or merge request; sql.ErrNoRows (wrapped) when none.
-func (s *Store) Find(ctx context.Context, ref forge.IssueRef) (*Mailbox, error) {
-	var m Mailbox
-	err := s.db.GetContext(ctx, &m, `SELECT `+mailboxColumns+` FROM mailboxes
-		WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4`,
-		ref.Forge, ref.Repo, ref.Number, ref.MergeRequest)
-	if err != nil {
-		return nil, fmt.Errorf("find mailbox %s: %w", ref, err)
-	}
-	return &m, nil
-}
-
-const sqlSaveMailbox = `
-UPDATE mailboxes SET state = $2, issue_type = $3, author = $4, title = $5, labels = $6,
-	assignees = $7, branch = $8, mr_number = $9, head_sha = $10, data = $11, wake_at = $12,
-	closed_at = $13, updated_at = now()
-WHERE id = $1`
-
-// Save writes the mutable fields of m (not the lease).
-func (s *Store) Save(ctx context.Context, q Querier, m *Mailbox) error {
-	if q == nil {
-		q = s.db
-	}
-	_, err := q.ExecContext(ctx, sqlSaveMailbox, m.ID, m.State, m.Type, m.Author, m.Title, m.Labels,
-		m.Assignees, m.Branch, m.MRNumber, m.HeadSHA, m.Data, m.WakeAt, m.ClosedAt)
-	if err != nil {
-		return fmt.Errorf("save mailbox %d: %w", m.ID, err)
-	}
-	return nil
-}
-
-// SaveData writes only the mailbox's data document (used outside a step, without the lease).
-func (s *Store) SaveData(ctx context.Context, m *Mailbox) error {
-	if _, err := s.db.ExecContext(ctx, `UPDATE mailboxes SET data = $2 WHERE id = $1`, m.ID, m.Data); err != nil {
-		return fmt.Errorf("save mailbox data %d: %w", m.ID, err)
-	}
-	return nil
-}
-
-// PendingEvents returns the unprocessed events of a mailbox in arrival order.
-func (s *Store) PendingEvents(ctx context.Context, mailboxID int64) ([]StoredEvent, error) {
-	var rows []StoredEvent
-	err := s.db.SelectContext(ctx, &rows, `SELECT id, mailbox_id, payload, received_at FROM events
-		WHERE mailbox_id = $1 AND processed_at IS NULL ORDER BY id`, mailboxID)
-	if err != nil {
-		return nil, fmt.Errorf("list pending events: %w", err)
-	}
-	for i := range rows {
-		if err := json.Unmarshal([]byte(rows[i].Payload), &rows[i].Event); err != nil {
-			return nil, fmt.Errorf("decode event %d: %w", rows[i].ID, err)
-		}
-	}
-	return rows, nil
-}
-
-// MarkProcessed marks events as handled, with a short outcome for debugging.
-func (s *Store) MarkProcessed(ctx context.Context, q Querier, id int64, outcome string) error {
-	if q == nil {
-		q = s.db
-	}
-	_, err := q.ExecContext(ctx, `UPDATE events SET processed_at = now(), outcome = $2 WHERE id = $1`, id, outcome)
-	if err != nil {
-		return fmt.Errorf("mark event %d processed: %w", id, err)
-	}
-	return nil
-}
-
-// InsertQuestions stores a question block; re-inserting the same (mailbox, round, qid) is a
-// no-op, so a retried round does not duplicate questions.
-func (s *Store) InsertQuestions(ctx context.Context, q Querier, qs []Question) error {
-	if q == nil {
-		q = s.db
-	}
-	for _, x := range qs {
-		_, err := q.ExecContext(ctx, `INSERT INTO questions
-			(mailbox_id, round, qid, title, context, options, default_option, deadline_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
-			x.MailboxID, x.Round, x.QID, x.Title, x.Context, x.OptionsJSON, x.Default, x.DeadlineAt)
-		if err != nil {
-			return fmt.Errorf("insert question %s: %w", x.QID, err)
-		}
-	}
-	return nil
-}
-
-// Questions returns the questions of one round, in qid order.
-func (s *Store) Questions(ctx context.Context, mailboxID int64, round int) ([]Question, error) {
-	var qs []Question
-	err := s.db.SelectContext(ctx, &qs, `SELECT id, mailbox_id, round, qid, title, context, options,
-		default_option, deadline_at, answer, answered_by, answered_at
-		FROM questions WHERE mailbox_id = $1 AND round = $2 ORDER BY id`, mailboxID, round)
-	if err != nil {
-		return nil, fmt.Errorf("list questions: %w", err)
-	}
-	return qs, nil
-}
-
-// AnswerQuestion records the answer (an option id) and who gave it ("default" when the
-// deadline applied it).
-func (s *Store) AnswerQuestion(ctx context.Context, q Querier, id int64, answer, by string, at time.Time) error {
-	if q == nil {
-		q = s.db
-	}
-	_, err := q.ExecContext(ctx, `UPDATE questions SET answer = $2, answered_by = $3, answered_at = $4
-		WHERE id = $1`, id, answer, by, at)
-	if err != nil {
-		return fmt.Errorf("answer question %d: %w", id, err)
-	}
-	return nil
-}
-
-// StartRun inserts a run row in status running and sets r.ID and r.Attempt (1 + the number of
-// earlier runs of the same phase and step in the mailbox).
-func (s *Store) StartRun(ctx context.Context, r *Run) error {
-	err := s.db.GetContext(ctx, &r.Attempt, `SELECT count(*) + 1 FROM runs
-		WHERE mailbox_id = $1 AND phase = $2 AND step = $3`, r.MailboxID, r.Phase, r.Step)
-	if err != nil {
-		return fmt.Errorf("count runs: %w", err)
-	}
-	err = s.db.GetContext(ctx, r, `INSERT INTO runs (mailbox_id, phase, step, attempt, status, container)
-		VALUES ($1, $2, $3, $4, 'running', $5)
-		RETURNING id, mailbox_id, phase, step, attempt, status, container, started_at`,
-		r.MailboxID, r.Phase, r.Step, r.Attempt, r.Container)
-	if err != nil {
-		return fmt.Errorf("insert run: %w", err)
-	}
-	return nil
-}
-
-// FinishRun records the end of a run.
-func (s *Store) FinishRun(ctx context.Context, r *Run) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE runs SET status = $2, container = $3, finished_at = now(),
-		exit_code = $4, outcome = $5, output = $6, result = $7 WHERE id = $1`,
-		r.ID, r.Status, r.Container, r.ExitCode, r.Outcome, r.Output, r.Result)
-	if err != nil {
-		return fmt.Errorf("finish run %d: %w", r.ID, err)
-	}
-	return nil
-}
-
-// Runs lists a mailbox's runs, oldest first.
-func (s *Store) Runs(ctx context.Context, mailboxID int64) ([]Run, error) {
-	var rs []Run
-	err := s.db.SelectContext(ctx, &rs, `SELECT `+runColumns+` FROM runs
-		WHERE mailbox_id = $1 ORDER BY id`, mailboxID)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	return rs, nil
-}
-
-// InterruptRuns marks the mailbox's runs still "running" as interrupted (their worker died)
-// and returns them.
-func (s *Store) InterruptRuns(ctx context.Context, mailboxID int64) ([]Run, error) {
-	var rs []Run
-	err := s.db.SelectContext(ctx, &rs, `UPDATE runs SET status = 'interrupted', finished_at = now(),
-		outcome = 'interrupted: the worker running it stopped'
-		WHERE mailbox_id = $1 AND status = 'running'
-		RETURNING id, mailbox_id, phase, step, attempt, status, container, started_at`, mailboxID)
-	if err != nil {
-		return nil, fmt.Errorf("interrupt runs: %w", err)
-	}
-	return rs, nil
-}
-
-// PostedComment is one row of comments.
+// PostedComment is one row of comments: CommentID 0 records the intent to post before the
+// forge has answered.
 type PostedComment struct {
 	MailboxID int64  `db:"mailbox_id"`
 	Key       string `db:"key"`
@@ -359,57 +146,21 @@ type PostedComment struct {
 	BodyHash  string `db:"body_hash"`
 }
 
-// PostedComment returns the comment recorded under key, or nil.
-func (s *Store) PostedComment(ctx context.Context, mailboxID int64, key string) (*PostedComment, error) {
-	var c PostedComment
-	err := s.db.GetContext(ctx, &c, `SELECT mailbox_id, key, kind, comment_id, body_hash FROM comments
-		WHERE mailbox_id = $1 AND key = $2`, mailboxID, key)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+// EventBranch returns the source branch and head commit an event on a merge request or a
+// pipeline names, "" for what it does not say; a Store resolves the mailbox of such an event
+// by them.
+func EventBranch(ev forge.Event) (branch, sha string) {
+	if ev.MergeRequest != nil {
+		branch, sha = ev.MergeRequest.SourceBranch, ev.MergeRequest.HeadSHA
 	}
-	if err != nil {
-		return nil, fmt.Errorf("get posted comment: %w", err)
+	if ev.Pipeline != nil {
+		branch, sha = cmp.Or(branch, ev.Pipeline.Ref), cmp.Or(sha, ev.Pipeline.SHA)
 	}
-	return &c, nil
+	return branch, sha
 }
 
-// RecordComment stores or updates the comment posted under key.
-func (s *Store) RecordComment(ctx context.Context, c PostedComment) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO comments (mailbox_id, key, kind, comment_id, body_hash)
-		VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (mailbox_id, key) DO UPDATE SET comment_id = EXCLUDED.comment_id,
-			body_hash = EXCLUDED.body_hash, kind = EXCLUDED.kind`,
-		c.MailboxID, c.Key, c.Kind, c.CommentID, c.BodyHash)
-	if err != nil {
-		return fmt.Errorf("record comment: %w", err)
-	}
-	return nil
-}
-
-// OpenMailboxes returns the ids of mailboxes that are not closed.
-func (s *Store) OpenMailboxes(ctx context.Context) (map[int64]bool, error) {
-	var ids []int64
-	if err := s.db.SelectContext(ctx, &ids, `SELECT id FROM mailboxes WHERE closed_at IS NULL`); err != nil {
-		return nil, fmt.Errorf("list open mailboxes: %w", err)
-	}
-	out := make(map[int64]bool, len(ids))
-	for _, id := range ids {
-		out[id] = true
-	}
-	return out, nil
-}
-
-// LeasedMailboxes returns the ids of mailboxes whose lease is live (held and unexpired).
-func (s *Store) LeasedMailboxes(ctx context.Context) (map[int64]bool, error) {
-	var ids []int64
-	err := s.db.SelectContext(ctx, &ids, `SELECT id FROM mailboxes
-		WHERE lease_owner IS NOT NULL AND lease_expires_at > now()`)
-	if err != nil {
-		return nil, fmt.Errorf("list leased mailboxes: %w", err)
-	}
-	out := make(map[int64]bool, len(ids))
-	for _, id := range ids {
-		out[id] = true
-	}
-	return out, nil
+// ErrNoMailboxForPipeline is the error a Store's Deliver returns for a pipeline that belongs to
+// no mailbox: a *forge.IgnoreError (the receiver answers 200 with the reason).
+func ErrNoMailboxForPipeline(ev forge.Event) error {
+	return forge.Ignore(ev.Header, "the pipeline belongs to no merge request or branch of Alfred's")
 }

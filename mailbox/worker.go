@@ -25,22 +25,22 @@ type WorkerConfig struct {
 	// Poll is how often an idle worker looks for due mailboxes (default 1s); deliveries to
 	// this process wake a worker at once.
 	Poll time.Duration
-	// Backoff is how long a mailbox whose step failed waits before it is tried again
+	// Backoff is how long a mailbox whose pass failed waits before it is tried again
 	// (default 15s).
 	Backoff time.Duration
 }
 
-// Workers lease due mailboxes and step them through the machine.
+// Workers lease due mailboxes and advance them through the machine (one pass each).
 type Workers struct {
 	cfg     WorkerConfig
-	store   *Store
+	store   Store
 	machine *Machine
 	log     *slog.Logger
 	wake    chan struct{}
 }
 
 // NewWorkers wires workers.
-func NewWorkers(cfg WorkerConfig, store *Store, machine *Machine, log *slog.Logger) *Workers {
+func NewWorkers(cfg WorkerConfig, store Store, machine *Machine, log *slog.Logger) *Workers {
 	host, _ := os.Hostname()
 	cfg.Owner = cmp.Or(cfg.Owner, fmt.Sprintf("%s-%d", host, os.Getpid()))
 	cfg.Count = cmp.Or(cfg.Count, 2)
@@ -62,7 +62,7 @@ func (w *Workers) Notify() {
 	}
 }
 
-// Run processes mailboxes until ctx ends, then waits for the steps in progress to stop.
+// Run processes mailboxes until ctx ends, then waits for the passes in progress to stop.
 func (w *Workers) Run(ctx context.Context) {
 	if n, err := w.store.ExpiredLeases(ctx); err == nil && n > 0 {
 		w.log.Warn("rescuing mailboxes whose lease expired (a worker stopped)", "count", n)
@@ -84,7 +84,7 @@ func (w *Workers) loop(ctx context.Context) {
 	for ctx.Err() == nil {
 		worked, err := w.Once(ctx)
 		if err != nil && ctx.Err() == nil {
-			w.log.Error("mailbox step failed", "err", err)
+			w.log.Error("mailbox pass failed", "err", err)
 		}
 		if worked {
 			continue
@@ -97,14 +97,14 @@ func (w *Workers) loop(ctx context.Context) {
 	}
 }
 
-// Once leases one due mailbox and steps it. It reports whether a mailbox was due.
+// Once leases one due mailbox and advances it (Machine.Advance). It reports whether a mailbox was due.
 func (w *Workers) Once(ctx context.Context) (bool, error) {
 	mb, err := w.store.Lease(ctx, w.cfg.Owner, w.cfg.LeaseTTL)
 	if err != nil || mb == nil {
 		return false, err
 	}
 	log := w.log.With("mailbox_id", mb.ID, "forge", mb.Forge, "repo", mb.Repo, "issue", mb.Number)
-	stepCtx, cancel := context.WithCancel(ctx)
+	passCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	lost := make(chan struct{})
 	go func() {
@@ -112,11 +112,11 @@ func (w *Workers) Once(ctx context.Context) (bool, error) {
 		defer t.Stop()
 		for {
 			select {
-			case <-stepCtx.Done():
+			case <-passCtx.Done():
 				return
 			case <-t.C:
-				if err := w.store.Extend(stepCtx, mb.ID, w.cfg.Owner, w.cfg.LeaseTTL); errors.Is(err, ErrLeaseLost) {
-					log.Error("lease lost; stopping the step")
+				if err := w.store.Extend(passCtx, mb.ID, w.cfg.Owner, w.cfg.LeaseTTL); errors.Is(err, ErrLeaseLost) {
+					log.Error("lease lost; stopping the pass")
 					close(lost)
 					cancel()
 					return
@@ -124,45 +124,45 @@ func (w *Workers) Once(ctx context.Context) (bool, error) {
 			}
 		}
 	}()
-	stepErr := w.machine.Step(stepCtx, mb)
+	passErr := w.machine.Advance(passCtx, mb)
 	cancel()
 	select {
 	case <-lost:
-		return true, fmt.Errorf("mailbox %d: lease lost during the step: %w", mb.ID, ErrLeaseLost)
+		return true, fmt.Errorf("mailbox %d: lease lost during the pass: %w", mb.ID, ErrLeaseLost)
 	default:
 	}
 	backoff := time.Duration(0)
-	if stepErr != nil && ctx.Err() == nil {
+	if passErr != nil && ctx.Err() == nil {
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		w.machine.ReportFailure(rctx, mb.ID, stepErr)
+		w.machine.ReportFailure(rctx, mb.ID, passErr)
 		rcancel()
 	}
-	if stepErr != nil {
+	if passErr != nil {
 		backoff = w.cfg.Backoff
-		if errors.Is(stepErr, forge.ErrForbidden) {
+		if errors.Is(passErr, forge.ErrForbidden) {
 			backoff = 4 * w.cfg.Backoff
 		}
 	}
 	relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer relCancel()
 	if err := w.store.Release(relCtx, mb.ID, w.cfg.Owner, backoff); err != nil {
-		return true, errors.Join(stepErr, err)
+		return true, errors.Join(passErr, err)
 	}
-	if stepErr != nil {
-		return true, fmt.Errorf("mailbox %d: %w", mb.ID, stepErr)
+	if passErr != nil {
+		return true, fmt.Errorf("mailbox %d: %w", mb.ID, passErr)
 	}
 	return true, nil
 }
 
-// Inbox stores deliveries and wakes the workers; it implements webhook.Inbox.
-type Inbox struct {
-	Store   *Store
+// WakingInbox stores deliveries and wakes the workers; it implements webhook.Inbox.
+type WakingInbox struct {
+	Inbox   Inbox
 	Workers *Workers
 }
 
-// Deliver stores ev (see Store.Deliver) and wakes a worker when it is new.
-func (i Inbox) Deliver(ctx context.Context, ev forge.Event) (bool, error) {
-	dup, err := i.Store.Deliver(ctx, ev)
+// Deliver stores ev (see Inbox.Deliver) and wakes a worker when it is new.
+func (i WakingInbox) Deliver(ctx context.Context, ev forge.Event) (bool, error) {
+	dup, err := i.Inbox.Deliver(ctx, ev)
 	if err == nil && !dup && i.Workers != nil {
 		i.Workers.Notify()
 	}

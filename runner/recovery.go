@@ -8,18 +8,17 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	gitrepo "github.com/alfred-bot/alfred/runner/git"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
-// Reattached is what Executor.Reattach found for one executor row.
+// Reattached is what Executor.Reattach found for one container record.
 type Reattached struct {
 	// Gone is true when the run cannot be collected: its container vanished (or its name is
 	// held by a container that is not the run's), or its run directory was lost. Reason says
-	// which; the executor row is then in status error.
+	// which; the container record is then in status error.
 	Gone   bool
 	Reason string
 	// StillRunning is true when the container runs and the caller asked not to wait; nothing
@@ -33,24 +32,26 @@ type Reattached struct {
 	Input phase.Input
 }
 
-// Reattach finds again the container of an executor row left live (starting or ready) by a
-// process that stopped, and finishes the run the way Run would have: it adopts the container
-// (Runtime.Adopt, by id, or by name when the id was never recorded), waits for it when it still
-// runs and wait is set (within what is left of the run's timeout, renewing the row's
-// heartbeat), reads its logs and the adapter's Result from the run's output directory, then
-// explicitly destroys the adopted container, removes the run directory and ends the row
-// (stopped, or error when the container is gone).
+// Reattach finds again the container of a container record left live (starting or ready) by
+// a process that stopped, and finishes the run the way Run would have: it adopts the container
+// (Runtime.Adopt, by id, or by name when the id was never recorded), then collects it with the
+// same collect as Run — waiting for it when it still runs and wait is set (within what is left
+// of the run's timeout, renewing the record's heartbeat), reading its logs and the adapter's
+// Result from the run's output directory — and explicitly destroys the adopted container,
+// removes the run directory and ends the record (stopped, or error when the container is gone).
 //
-// When ctx ends while waiting, the container is stopped and the outcome is StatusCanceled, as
-// for a run. The error is for a runtime or log failure (Docker unreachable): the row is left
-// live and recovery can be tried again.
-func (e *Executor) Reattach(ctx context.Context, rec ExecutorRecord, wait bool) (*Reattached, error) {
-	life := e.adoptExecutor(rec)
+// The adapter is the one the record names (its configured agent name), else the one bound to
+// the run's phase. When ctx ends while waiting, the container is stopped and the outcome is
+// StatusCanceled, as for a run. The error is for an adoption failure, and, as in Run, for a
+// Runtime failure while waiting or reading the logs (collect); after a failed collect the
+// adopted container is removed and its record ended all the same.
+func (e *Executor) Reattach(ctx context.Context, rec ContainerRecord, wait bool) (*Reattached, error) {
+	life := e.adoptContainer(rec)
 	runDir := e.RunDir(rec.ContainerName)
 	gone := func(reason string) (*Reattached, error) {
 		cctx, cancel := e.cleanupCtx(ctx)
 		defer cancel()
-		err := errors.Join(life.end(cctx, ExecutorError, reason), os.RemoveAll(runDir))
+		err := errors.Join(life.end(cctx, ContainerError, reason), os.RemoveAll(runDir))
 		return &Reattached{Gone: true, Reason: reason}, err
 	}
 	ref := rec.ContainerID
@@ -103,65 +104,25 @@ func (e *Executor) Reattach(ctx context.Context, rec ExecutorRecord, wait bool) 
 	if out.Started.IsZero() {
 		out.Started = rec.CreatedAt
 	}
-	if rec.Status == ExecutorStarting || rec.ContainerID == "" {
+	if rec.Status == ContainerStarting || rec.ContainerID == "" {
 		out.RecordErr = life.ready(ctx, h.ID)
 	}
 	defer teardown(out)
 
-	var exit ExitState
-	var waitErr error
-	var waitCtx context.Context
+	c := collection{h: h, agent: agent, in: in, outDir: filepath.Join(runDir, "out"), limit: e.cfg.Timeout, life: life}
 	if h.Running {
-		stopBeat := life.heartbeat(ctx)
-		left := e.cfg.Timeout - time.Since(out.Started)
-		var cancelWait context.CancelFunc
-		waitCtx, cancelWait = context.WithTimeout(ctx, max(left, time.Millisecond))
-		exit, waitErr = e.cfg.Runtime.Wait(waitCtx, h.ID)
-		cancelWait()
-		stopBeat()
-	} else {
-		// Exited while Alfred was down: Wait returns its exit state at once.
-		waitCtx = ctx
-		exit, waitErr = e.cfg.Runtime.Wait(ctx, h.ID)
+		// What is left of the run's time limit; an exited container (wait 0) returns at once.
+		c.wait = max(e.cfg.Timeout-time.Since(out.Started), time.Millisecond)
 	}
-	out.Duration = time.Since(out.Started)
-	if waitErr != nil {
-		if waitCtx.Err() == nil {
-			return nil, fmt.Errorf("reattach %s: %w", h.Name, waitErr)
-		}
-		if ctx.Err() != nil {
-			out.Status, out.Err = StatusCanceled, ctx.Err()
-		} else {
-			out.Status, out.Err = StatusTimedOut, fmt.Errorf("%w after %s", ErrTimeout, e.cfg.Timeout)
-		}
-		exit = e.stop(ctx, h.ID)
+	if err := e.collect(ctx, c, out); err != nil {
+		return nil, fmt.Errorf("reattach %s: %w", h.Name, err)
 	}
-	out.Exit = exit
-
-	lctx, cancelLogs := e.cleanupCtx(ctx)
-	stdout, stderr, logErr := e.cfg.Runtime.Logs(lctx, h.ID)
-	cancelLogs()
-	out.Stdout, out.StdoutTruncated = tail(e.cfg.Redact(string(stdout)), e.cfg.MaxOutputBytes)
-	out.Stderr, out.StderrTruncated = tail(e.cfg.Redact(string(stderr)), e.cfg.MaxOutputBytes)
-	if out.Status != "" {
-		return &Reattached{Outcome: out, Input: in}, nil
-	}
-	if logErr != nil {
-		out.Status, out.Err = StatusFailed, fmt.Errorf("read the logs of the recovered container: %w", logErr)
-		return &Reattached{Outcome: out, Input: in}, nil
-	}
-	res, err := agentResult(agent, in, exit, stdout, stderr, filepath.Join(runDir, "out"))
-	if err != nil {
-		out.Status, out.Err = StatusFailed, err
-		return &Reattached{Outcome: out, Input: in}, nil
-	}
-	out.Status, out.Result = StatusSucceeded, res
 	return &Reattached{Outcome: out, Input: in}, nil
 }
 
 // recoveredInput reads the run's input.json back from its run directory and resolves the
 // adapter that ran it (the recorded one, else the phase's binding).
-func (e *Executor) recoveredInput(rec ExecutorRecord, runDir string) (phase.Input, Agent, error) {
+func (e *Executor) recoveredInput(rec ContainerRecord, runDir string) (phase.Input, Agent, error) {
 	var in phase.Input
 	b, err := os.ReadFile(filepath.Join(runDir, "in", "input.json"))
 	if err != nil {
@@ -180,19 +141,19 @@ func (e *Executor) recoveredInput(rec ExecutorRecord, runDir string) (phase.Inpu
 }
 
 // RemoveOrphans destroys every Alfred-managed container (LabelManaged=true) that no live
-// executor row accounts for: containers whose run was never recorded or has ended. Containers
+// container record accounts for: containers whose run was never recorded or has ended. Containers
 // are listed before the rows are read, and a row is always written before its container is
 // created, so a container another process is starting is never taken for an orphan. Without
-// an ExecutorLog it does nothing. It returns the names destroyed.
+// a ContainerLog it does nothing. It returns the names destroyed.
 func (e *Executor) RemoveOrphans(ctx context.Context) ([]string, error) {
-	if e.cfg.ExecutorLog == nil {
+	if e.cfg.ContainerLog == nil {
 		return nil, nil
 	}
 	list, err := e.cfg.Runtime.List(ctx, e.ManagedLabels(nil))
 	if err != nil {
 		return nil, fmt.Errorf("remove orphans: %w", err)
 	}
-	live, err := e.cfg.ExecutorLog.LiveExecutors(ctx)
+	live, err := e.cfg.ContainerLog.LiveExecutors(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("remove orphans: %w", err)
 	}
@@ -220,7 +181,7 @@ func (e *Executor) RemoveOrphans(ctx context.Context) ([]string, error) {
 
 // Recover finishes a run whose worker stopped (the process was killed) while the run was in
 // progress; job is the run as the mailbox would have asked for it. It finds the run's live
-// executor row and, through Executor.Reattach:
+// container record and, through Executor.Reattach:
 //
 //   - no live row (the worker stopped before the container was created, or after it was
 //     removed), or the container is gone: an Interrupted outcome with InterruptReason — the
@@ -241,7 +202,7 @@ func (s *Service) Recover(ctx context.Context, job phase.Job, wait bool) (*phase
 		out.Resumable, out.NotResumableReason = s.resumable(job)
 		return out
 	}
-	xlog := s.exec.cfg.ExecutorLog
+	xlog := s.exec.cfg.ContainerLog
 	if xlog == nil {
 		return interrupted("the worker running it stopped"), nil
 	}
@@ -249,7 +210,7 @@ func (s *Service) Recover(ctx context.Context, job phase.Job, wait bool) (*phase
 	if err != nil {
 		return nil, err
 	}
-	var live []ExecutorRecord
+	var live []ContainerRecord
 	for _, r := range recs {
 		if r.Status.Live() {
 			live = append(live, r)
@@ -281,13 +242,7 @@ func (s *Service) Recover(ctx context.Context, job phase.Job, wait bool) (*phase
 			return nil, err
 		}
 		if wt != nil {
-			defer func() {
-				rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-				defer cancel()
-				if err := mgr.RemoveWorktree(rmCtx, wt); err != nil {
-					s.log.Warn("worktree not removed; the next sweep removes it", "worktree", wt.Path, "err", err)
-				}
-			}()
+			defer s.releaseWorktree(ctx, mgr, wt)
 		}
 	}
 	if r.Gone {
@@ -304,33 +259,10 @@ func (s *Service) Recover(ctx context.Context, job phase.Job, wait bool) (*phase
 	if p := s.recoveredPlan(ctx, job, r.Input); p != nil {
 		res.Session = s.record(ctx, job, p, out) // the session chain goes on across the restart
 	}
-	if out.Status != StatusSucceeded {
-		res.Failure = describeFailure(out)
-		return res, nil
-	}
-	res.Result = out.Result
-	if !job.Push {
-		return res, nil
-	}
-	if wt == nil {
+	if job.Push && out.Status == StatusSucceeded && wt == nil {
 		return interrupted(fmt.Sprintf("its worktree %s was removed while Alfred was not running, so the agent's changes are lost", name)), nil
 	}
-	msg := strings.TrimSpace(out.Result.CommitMessage)
-	if msg == "" {
-		msg = job.CommitMessage
-	}
-	sha, err := mgr.Commit(ctx, wt, msg)
-	if err != nil {
-		return nil, fmt.Errorf("commit the recovered run's changes: %w", err)
-	}
-	if sha == "" {
-		return res, nil
-	}
-	if err := mgr.Push(ctx, wt); err != nil {
-		return nil, fmt.Errorf("push %s: %w", wt.Branch, err)
-	}
-	res.HeadSHA = sha
-	return res, nil
+	return s.finish(ctx, job, mgr, wt, out, res)
 }
 
 // resumable is the session hook of an interrupted run: whether the next run can continue the
@@ -350,7 +282,7 @@ func (s *Service) resumable(job phase.Job) (bool, string) {
 	return true, ""
 }
 
-// RemoveOrphans destroys the managed containers no live executor row accounts for (see
+// RemoveOrphans destroys the managed containers no live container record accounts for (see
 // Executor.RemoveOrphans) and returns their names.
 func (s *Service) RemoveOrphans(ctx context.Context) ([]string, error) {
 	return s.exec.RemoveOrphans(ctx)

@@ -18,14 +18,14 @@ import (
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 )
 
-// memLog is an in-memory runner.ExecutorLog (mailbox.Store is the real one, tested in mailbox).
+// memLog is an in-memory runner.ContainerLog (mailbox.Store is the real one, tested in mailbox).
 type memLog struct {
 	mu   sync.Mutex
-	rows []runner.ExecutorRecord
+	rows []runner.ContainerRecord
 	seen int
 }
 
-func (l *memLog) InsertExecutor(_ context.Context, r *runner.ExecutorRecord) error {
+func (l *memLog) InsertExecutor(_ context.Context, r *runner.ContainerRecord) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, x := range l.rows {
@@ -33,12 +33,12 @@ func (l *memLog) InsertExecutor(_ context.Context, r *runner.ExecutorRecord) err
 			return runner.ErrNameConflict
 		}
 	}
-	r.ID, r.Status, r.CreatedAt = int64(len(l.rows)+1), runner.ExecutorStarting, time.Now()
+	r.ID, r.Status, r.CreatedAt = int64(len(l.rows)+1), runner.ContainerStarting, time.Now()
 	l.rows = append(l.rows, *r)
 	return nil
 }
 
-func (l *memLog) row(id int64) *runner.ExecutorRecord {
+func (l *memLog) row(id int64) *runner.ContainerRecord {
 	for i := range l.rows {
 		if l.rows[i].ID == id {
 			return &l.rows[i]
@@ -51,7 +51,7 @@ func (l *memLog) ExecutorReady(_ context.Context, id int64, c runner.ContainerID
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := l.row(id)
-	r.ContainerID, r.Status = string(c), runner.ExecutorReady
+	r.ContainerID, r.Status = string(c), runner.ContainerReady
 	return nil
 }
 
@@ -62,7 +62,7 @@ func (l *memLog) ExecutorSeen(context.Context, int64) error {
 	return nil
 }
 
-func (l *memLog) EndExecutor(_ context.Context, id int64, st runner.ExecutorStatus, msg string) error {
+func (l *memLog) EndExecutor(_ context.Context, id int64, st runner.ContainerStatus, msg string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := l.row(id)
@@ -70,10 +70,10 @@ func (l *memLog) EndExecutor(_ context.Context, id int64, st runner.ExecutorStat
 	return nil
 }
 
-func (l *memLog) LiveExecutors(context.Context) ([]runner.ExecutorRecord, error) {
+func (l *memLog) LiveExecutors(context.Context) ([]runner.ContainerRecord, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []runner.ExecutorRecord
+	var out []runner.ContainerRecord
 	for _, r := range l.rows {
 		if r.Status.Live() {
 			out = append(out, r)
@@ -82,10 +82,10 @@ func (l *memLog) LiveExecutors(context.Context) ([]runner.ExecutorRecord, error)
 	return out, nil
 }
 
-func (l *memLog) RunExecutors(_ context.Context, run int64) ([]runner.ExecutorRecord, error) {
+func (l *memLog) RunExecutors(_ context.Context, run int64) ([]runner.ContainerRecord, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []runner.ExecutorRecord
+	var out []runner.ContainerRecord
 	for _, r := range l.rows {
 		if r.RunID == run {
 			out = append(out, r)
@@ -94,7 +94,7 @@ func (l *memLog) RunExecutors(_ context.Context, run int64) ([]runner.ExecutorRe
 	return out, nil
 }
 
-func (l *memLog) get(i int) runner.ExecutorRecord {
+func (l *memLog) get(i int) runner.ContainerRecord {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.rows[i]
@@ -105,7 +105,7 @@ func (l *memLog) get(i int) runner.ExecutorRecord {
 func TestExecutorRecordsItsContainer(t *testing.T) {
 	t.Parallel()
 	xl := &memLog{}
-	b := setupFake(t, func(c *runner.Config) { c.ExecutorLog = xl })
+	b := setupFake(t, func(c *runner.Config) { c.ContainerLog = xl })
 	b.rt.onStart = playOnHost(t)
 	out, err := b.exec.Run(t.Context(), runner.RunRequest{MailboxID: 4, RunID: 9, Attempt: 1, Worktree: b.worktree,
 		Input: phase.Input{Phase: phase.Answer, Branch: "agent/issue-4"}})
@@ -113,7 +113,7 @@ func TestExecutorRecordsItsContainer(t *testing.T) {
 	require.NoError(t, out.RecordErr)
 	require.Len(t, xl.rows, 1)
 	r := xl.get(0)
-	require.Equal(t, runner.ExecutorStopped, r.Status)
+	require.Equal(t, runner.ContainerStopped, r.Status)
 	require.Equal(t, string(out.ID), r.ContainerID)
 	require.Equal(t, out.Name, r.ContainerName)
 	require.Equal(t, int64(9), r.RunID)
@@ -142,11 +142,11 @@ func TestExecutorStartFailureEndsTheRowAndDestroysNothing(t *testing.T) {
 	t.Parallel()
 	xl := &memLog{}
 	rt := &failingStart{}
-	b := setupFake(t, func(c *runner.Config) { c.ExecutorLog, c.Runtime = xl, rt })
+	b := setupFake(t, func(c *runner.Config) { c.ContainerLog, c.Runtime = xl, rt })
 	_, err := b.exec.Run(t.Context(), runner.RunRequest{MailboxID: 1, RunID: 2, Attempt: 1, Worktree: b.worktree,
 		Input: phase.Input{Phase: phase.Answer}})
 	require.ErrorIs(t, err, runner.ErrNameConflict)
-	require.Equal(t, runner.ExecutorError, xl.get(0).Status)
+	require.Equal(t, runner.ContainerError, xl.get(0).Status)
 	require.Empty(t, rt.destroyed, "a failed create removes nothing")
 }
 
@@ -154,8 +154,8 @@ func TestExecutorStartFailureEndsTheRowAndDestroysNothing(t *testing.T) {
 func TestRemoveOrphans(t *testing.T) {
 	t.Parallel()
 	xl := &memLog{}
-	b := setupFake(t, func(c *runner.Config) { c.ExecutorLog = xl })
-	require.NoError(t, xl.InsertExecutor(t.Context(), &runner.ExecutorRecord{RunID: 1, ContainerName: "alfred-mbx1-r1-development-a1"}))
+	b := setupFake(t, func(c *runner.Config) { c.ContainerLog = xl })
+	require.NoError(t, xl.InsertExecutor(t.Context(), &runner.ContainerRecord{RunID: 1, ContainerName: "alfred-mbx1-r1-development-a1"}))
 	names, err := b.exec.RemoveOrphans(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, []string{"alfred-mbx2-r2-development-a1"}, names)
@@ -176,7 +176,7 @@ development:
 
 // crashed sets up what a process killed during a run leaves: the run directory, the container
 // (started as Executor.Run starts it) and a live executor row. attempt picks the script's sleep.
-func crashed(t *testing.T, b *dockerBundle, ex *runner.Executor, xl *memLog, attempt int, ready bool) (runner.ExecutorRecord, runner.Handle, string) {
+func crashed(t *testing.T, b *dockerBundle, ex *runner.Executor, xl *memLog, attempt int, ready bool) (runner.ContainerRecord, runner.Handle, string) {
 	t.Helper()
 	runID := runSeq.Add(1)
 	in := phase.Input{Phase: phase.Development, Key: "development", Attempt: attempt}
@@ -194,7 +194,7 @@ func crashed(t *testing.T, b *dockerBundle, ex *runner.Executor, xl *memLog, att
 	for f, content := range inv.Files {
 		require.NoError(t, os.WriteFile(filepath.Join(inDir, f), content, 0o644))
 	}
-	rec := &runner.ExecutorRecord{RunID: runID, MailboxID: 98, ContainerName: name, Adapter: b.agent.Name(), WorkspacePath: wt}
+	rec := &runner.ContainerRecord{RunID: runID, MailboxID: 98, ContainerName: name, Adapter: b.agent.Name(), WorkspacePath: wt}
 	require.NoError(t, xl.InsertExecutor(t.Context(), rec))
 	h, err := b.rt.Start(t.Context(), runner.ContainerSpec{Name: name, Image: inv.Image, Cmd: inv.Cmd,
 		Env: []string{"HOME=" + runner.HomeDir}, WorkingDir: runner.WorkspaceDir, User: runtimetest.ImageUser,
@@ -207,7 +207,7 @@ func crashed(t *testing.T, b *dockerBundle, ex *runner.Executor, xl *memLog, att
 	t.Cleanup(func() { _ = b.rt.Destroy(context.Background(), h.ID) })
 	if ready {
 		require.NoError(t, xl.ExecutorReady(t.Context(), rec.ID, h.ID))
-		rec.ContainerID, rec.Status = string(h.ID), runner.ExecutorReady
+		rec.ContainerID, rec.Status = string(h.ID), runner.ContainerReady
 	}
 	return *rec, h, wt
 }
@@ -225,9 +225,9 @@ func TestReattachDocker(t *testing.T) {
 	ex, err := runner.NewExecutor(runner.Config{Runtime: b.rt, Agents: map[string]runner.Agent{b.agent.Name(): b.agent},
 		Bindings: map[phase.Phase]string{phase.Development: b.agent.Name()}, DataDir: t.TempDir(),
 		UID: runtimetest.ImageUID, GID: runtimetest.ImageGID, Timeout: time.Minute, StopGrace: time.Second,
-		ExecutorLog: xl, Heartbeat: 100 * time.Millisecond})
+		ContainerLog: xl, Heartbeat: 100 * time.Millisecond})
 	require.NoError(t, err)
-	requireCollected := func(t *testing.T, rec runner.ExecutorRecord, h runner.Handle, r *runner.Reattached, wt string) {
+	requireCollected := func(t *testing.T, rec runner.ContainerRecord, h runner.Handle, r *runner.Reattached, wt string) {
 		t.Helper()
 		require.False(t, r.Gone)
 		require.False(t, r.StillRunning)
@@ -238,7 +238,7 @@ func TestReattachDocker(t *testing.T) {
 		require.ErrorIs(t, err, runner.ErrContainerNotFound, "the adopted container is removed once collected")
 		require.NoDirExists(t, ex.RunDir(rec.ContainerName))
 		rows, _ := xl.RunExecutors(ctx, rec.RunID)
-		require.Equal(t, runner.ExecutorStopped, rows[0].Status)
+		require.Equal(t, runner.ContainerStopped, rows[0].Status)
 		require.Contains(t, rows[0].ErrorMessage, "recovered after a restart")
 	}
 
@@ -283,7 +283,7 @@ func TestReattachDocker(t *testing.T) {
 		require.True(t, r.Gone)
 		require.Contains(t, r.Reason, "was removed while Alfred was not running")
 		rows, _ := xl.RunExecutors(ctx, rec.RunID)
-		require.Equal(t, runner.ExecutorError, rows[0].Status)
+		require.Equal(t, runner.ContainerError, rows[0].Status)
 		require.Equal(t, r.Reason, rows[0].ErrorMessage)
 		require.NoDirExists(t, ex.RunDir(rec.ContainerName))
 	})
@@ -292,7 +292,7 @@ func TestReattachDocker(t *testing.T) {
 		short, err := runner.NewExecutor(runner.Config{Runtime: b.rt, Agents: map[string]runner.Agent{b.agent.Name(): b.agent},
 			Bindings: map[phase.Phase]string{phase.Development: b.agent.Name()}, DataDir: t.TempDir(),
 			UID: runtimetest.ImageUID, GID: runtimetest.ImageGID, Timeout: 3 * time.Second, StopGrace: time.Second,
-			ExecutorLog: xl})
+			ContainerLog: xl})
 		require.NoError(t, err)
 		rec, h, _ := crashed(t, b, short, xl, 3, true)
 		r, err := short.Reattach(ctx, rec, true)

@@ -54,13 +54,7 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 		}
 		return nil, fmt.Errorf("prepare worktree: %w", err)
 	}
-	defer func() {
-		rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := mgr.RemoveWorktree(rmCtx, wt); err != nil {
-			s.log.Warn("worktree not removed; the next sweep removes it", "worktree", wt.Path, "err", err)
-		}
-	}()
+	defer s.releaseWorktree(ctx, mgr, wt)
 
 	req := RunRequest{MailboxID: job.MailboxID, RunID: job.RunID, Attempt: job.Attempt,
 		Input: job.Input, Worktree: wt.Path}
@@ -84,6 +78,14 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
 	res := &phase.Outcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Session: session}
+	return s.finish(ctx, job, mgr, wt, out, res)
+}
+
+// finish completes the job's Outcome from a collected run, for Execute and Recover alike: a
+// failed run gets its Failure; a succeeded one its Result and, when the job pushes, is
+// published (publish) with HeadSHA set to the commit pushed.
+func (s *Service) finish(ctx context.Context, job phase.Job, mgr *gitrepo.Manager, wt *gitrepo.Worktree,
+	out *RunOutcome, res *phase.Outcome) (*phase.Outcome, error) {
 	if out.Status != StatusSucceeded {
 		res.Failure = describeFailure(out)
 		return res, nil
@@ -92,19 +94,41 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 	if !job.Push {
 		return res, nil
 	}
-	msg := cmp.Or(strings.TrimSpace(out.Result.CommitMessage), job.CommitMessage)
-	sha, err := mgr.Commit(ctx, wt, msg)
+	sha, err := publish(ctx, mgr, wt, cmp.Or(strings.TrimSpace(out.Result.CommitMessage), job.CommitMessage))
 	if err != nil {
-		return nil, fmt.Errorf("commit the agent's changes: %w", err)
-	}
-	if sha == "" {
-		return res, nil // nothing changed; the machine decides what that means
-	}
-	if err := mgr.Push(ctx, wt); err != nil {
-		return nil, fmt.Errorf("push %s: %w", job.Branch, err)
+		return nil, err
 	}
 	res.HeadSHA = sha
 	return res, nil
+}
+
+// publish is the one path by which a read-write phase's work leaves its worktree, for a live
+// run and a recovered one alike: it commits everything the agent changed in wt with the bot
+// identity (the git manager's author) and message, and pushes wt's branch. It returns the
+// commit's SHA, or "" when the agent changed nothing (then nothing is pushed; the machine
+// decides what that means). Errors name the step that failed.
+func publish(ctx context.Context, mgr *gitrepo.Manager, wt *gitrepo.Worktree, message string) (string, error) {
+	sha, err := mgr.Commit(ctx, wt, message)
+	if err != nil {
+		return "", fmt.Errorf("commit the agent's changes: %w", err)
+	}
+	if sha == "" {
+		return "", nil
+	}
+	if err := mgr.Push(ctx, wt); err != nil {
+		return "", fmt.Errorf("push %s: %w", wt.Branch, err)
+	}
+	return sha, nil
+}
+
+// releaseWorktree removes wt once its run is over, on a fresh bounded context (ctx may be
+// cancelled by then). A failure is logged: the next sweep removes the worktree.
+func (s *Service) releaseWorktree(ctx context.Context, mgr *gitrepo.Manager, wt *gitrepo.Worktree) {
+	rmCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := mgr.RemoveWorktree(rmCtx, wt); err != nil {
+		s.log.Warn("worktree not removed; the next sweep removes it", "worktree", wt.Path, "err", err)
+	}
 }
 
 func joinOutput(out *RunOutcome) string {
@@ -176,6 +200,39 @@ func (s *Service) Reap(ctx context.Context, keep func(mailboxID int64) bool) err
 		}
 		return keep(id)
 	}))
+}
+
+// Mailboxes is what the store knows about the mailboxes when leftovers are reaped; each map
+// holds the ids for which the statement is true.
+type Mailboxes struct {
+	// Leased: a live process holds the mailbox's lease.
+	Leased map[int64]bool
+	// Open: the mailbox is not closed (its session state is kept).
+	Open map[int64]bool
+	// LiveContainers: the mailbox has a live container record (its recovery owns its runs).
+	LiveContainers map[int64]bool
+}
+
+// ReapLeftovers is the start-up clean-up policy, run after recovery: it removes the session
+// state of mailboxes that are no longer open, the containers no live container record accounts
+// for (RemoveOrphans), and the containers and worktrees of mailboxes that are neither leased
+// by a live process nor have a live container record. What it removed is logged; failures are
+// joined.
+func (s *Service) ReapLeftovers(ctx context.Context, mb Mailboxes) error {
+	// Session state lives as long as its mailbox is open; what is left of closed or deleted
+	// mailboxes is an orphan.
+	removed, err := s.SweepSessions(func(id int64) bool { return mb.Open[id] })
+	if len(removed) > 0 {
+		s.log.Info("removed orphaned agent session state", "mailboxes", removed)
+	}
+	// Containers no live container record accounts for are orphans; the containers and
+	// worktrees of a mailbox with a live record belong to its recovery (the next step
+	// reattaches).
+	orphans, oerr := s.RemoveOrphans(ctx)
+	if len(orphans) > 0 {
+		s.log.Info("removed containers no executor accounts for", "containers", orphans)
+	}
+	return errors.Join(err, oerr, s.Reap(ctx, func(id int64) bool { return mb.Leased[id] || mb.LiveContainers[id] }))
 }
 
 // sweep removes the worktrees keep rejects. Every forge's git manager shares the one worktree

@@ -12,6 +12,7 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/store/postgres"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/agenttest"
 	"github.com/alfred-bot/alfred/runner/agent/claudecode"
@@ -26,7 +27,7 @@ import (
 // real git and a real PostgreSQL store.
 type sessionBundle struct {
 	t        *testing.T
-	store    *mailbox.Store
+	store    *postgres.Store
 	repo     forge.Repository
 	image    string
 	dataDir  string
@@ -55,7 +56,7 @@ func newSessionBundle(t *testing.T) *sessionBundle {
 	mgr, err := gitrepo.New(gitrepo.Config{DataDir: data, AuthorName: "Alfred", AuthorEmail: "a@example.org",
 		UID: 65532, GID: 65532})
 	require.NoError(t, err)
-	store := mailbox.NewStore(db)
+	store := postgres.New(db, nil)
 	return &sessionBundle{t: t, store: store, image: image, dataDir: data, git: map[string]*gitrepo.Manager{"gl": mgr},
 		repo: forge.Repository{Path: "acme/shop", DefaultBranch: "main", CloneURL: bare}, rt: docker.New(cli),
 		sessions: runner.SessionConfig{Store: store, Dir: filepath.Join(data, "sessions"), UID: 65532, GID: 65532}}

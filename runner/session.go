@@ -18,7 +18,7 @@ type Capabilities struct {
 	// SessionStatePath is the absolute directory inside the container that holds the CLI's
 	// sessions and nothing else (no credentials, settings or hooks), e.g.
 	// /alfred/home/.claude/projects/-workspace for Claude Code with its cwd at /workspace
-	// (shared/reference/agent-clis.md, "Dir to persist for /workspace"). Alfred mounts the
+	// (spec/agents.md, "Dir to persist for /workspace"). Alfred mounts the
 	// mailbox's state directory there, read-write, for every phase.
 	SessionStatePath string `json:"session_state_path,omitempty"`
 	// CallerChosenID is true when the caller picks the session id of a new session (e.g.
@@ -47,7 +47,7 @@ type SessionAgent interface {
 }
 
 // StderrResulter is implemented by adapters whose CLI reports some failures only on stderr
-// (Codex, opencode, Copilot and Gemini say "cannot resume" there, agent-clis.md "Resume-miss
+// (Codex, opencode, Copilot and Gemini say "cannot resume" there, spec/agents.md "Resume-miss
 // signal"). The Executor then calls ResultStderr instead of Agent.Result.
 type StderrResulter interface {
 	ResultStderr(in phase.Input, exit ExitState, stdout, stderr []byte, outDir string) (*phase.Result, error)

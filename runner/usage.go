@@ -8,7 +8,7 @@ import "github.com/alfred-bot/alfred/runner/phase"
 // When cumulative is false (the CLI reports each run on its own), it returns cur's counters
 // unchanged. When cumulative is true (Capabilities.CumulativeUsage: the CLI reports totals for
 // the whole session after a resume — Claude Code's total_cost_usd and modelUsage, Codex's
-// turn.completed.usage; shared/reference/agent-clis.md, "Adapter notes" 6), it returns cur − prev.
+// turn.completed.usage; spec/agents.md, "Adapter notes" 6), it returns cur − prev.
 //
 // The difference is only meaningful inside one session, so cur's counters are returned unchanged
 // when prev and cur name different sessions (a fresh session after a refused resume starts its

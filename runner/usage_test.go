@@ -20,7 +20,7 @@ func TestUsageDelta(t *testing.T) {
 		in, out    int64
 		cost       float64
 	}{
-		// agent-clis.md §1 Output: total_cost_usd 0.000495 → 0.00099 after one resume.
+		// spec/agents.md §1 Output: total_cost_usd 0.000495 → 0.00099 after one resume.
 		"cumulative after resume": {run1, run2, true, 120, 9, 0.000495},
 		"per-run counters":        {run1, run2, false, 240, 18, 0.00099},
 		"first run (no prev)":     {phase.Result{}, run1, true, 120, 9, 0.000495},

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
-	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/store/postgres"
 	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -26,7 +26,7 @@ import (
 // Each delivery has its own id and body (a distinct comment), spread over 50 issues.
 func BenchmarkIngest(b *testing.B) {
 	db, _ := pgtest.New(b)
-	store := mailbox.NewStore(db)
+	store := postgres.New(db, nil)
 	src, err := forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{"bench-secret"}})
 	if err != nil {
 		b.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/internal/admin"
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
@@ -377,14 +378,14 @@ func TestLifecycleForgejoRecordedDeliveries(t *testing.T) {
 	// The session status endpoint: the script agent keeps no session.
 	resp, err := http.Get(e.url + "/mailboxes/1/session")
 	require.NoError(t, err)
-	var st mailbox.SessionStatus
+	var st admin.SessionStatus
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, mr.SourceBranch, st.Branch)
 	require.Equal(t, mailbox.StateDone, st.State)
 	require.False(t, st.IsResumable)
-	require.Equal(t, mailbox.ReasonMissingResumeToken, st.ResumeReason)
+	require.Equal(t, admin.ReasonMissingResumeToken, st.ResumeReason)
 	resp, err = http.Get(e.url + "/mailboxes/999/session")
 	require.NoError(t, err)
 	_ = resp.Body.Close()

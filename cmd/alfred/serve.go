@@ -18,16 +18,13 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // PostgreSQL driver
 
+	"github.com/alfred-bot/alfred/internal/admin"
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/store/postgres"
 	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner"
-	"github.com/alfred-bot/alfred/runner/agent/claudecode"
-	"github.com/alfred-bot/alfred/runner/agent/codex"
-	"github.com/alfred-bot/alfred/runner/agent/copilot"
-	"github.com/alfred-bot/alfred/runner/agent/gemini"
-	"github.com/alfred-bot/alfred/runner/agent/opencode"
-	"github.com/alfred-bot/alfred/runner/agent/script"
+	"github.com/alfred-bot/alfred/runner/agent"
 	"github.com/alfred-bot/alfred/runner/docker"
 	gitrepo "github.com/alfred-bot/alfred/runner/git"
 	"github.com/alfred-bot/alfred/runner/phase"
@@ -66,7 +63,7 @@ type server struct {
 	cfg     *config.Config
 	log     *slog.Logger
 	db      *sqlx.DB
-	store   *mailbox.Store
+	store   *postgres.Store
 	workers *mailbox.Workers
 	service *runner.Service
 	handler http.Handler
@@ -90,7 +87,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 		_ = db.Close()
 		return nil, fmt.Errorf("create data_dir: %w", err)
 	}
-	s := &server{cfg: cfg, log: log, db: db, store: mailbox.NewStore(db)}
+	s := &server{cfg: cfg, log: log, db: db, store: postgres.New(db, nil)}
 	if err := s.wire(ctx); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -165,7 +162,7 @@ func (s *server) wire(ctx context.Context) error {
 			PIDs: cfg.Runner.PIDs},
 		Timeout: cfg.Runner.Timeout, HostNetwork: cfg.Runner.HostNetwork, Redact: redact,
 		MaxOutputBytes: int(cfg.Runner.MaxOutputBytes),
-		ExecutorLog:    s.store, // every run container is recorded, so a restart finds it again
+		ContainerLog:   s.store, // every run container is recorded, so a restart finds it again
 		Instance:       instanceID(cfg.DataDir),
 	})
 	if err != nil {
@@ -182,7 +179,7 @@ func (s *server) wire(ctx context.Context) error {
 		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
 
 	receiver, err := webhook.NewReceiver(webhook.ReceiverConfig{
-		Sources: sources, Inbox: mailbox.Inbox{Store: s.store, Workers: s.workers},
+		Sources: sources, Inbox: mailbox.WakingInbox{Inbox: s.store, Workers: s.workers},
 		Ready: s.store.Ping, MaxBodyBytes: cfg.MaxBodyBytes, Logger: s.log,
 	})
 	if err != nil {
@@ -190,43 +187,20 @@ func (s *server) wire(ctx context.Context) error {
 	}
 	r := chi.NewRouter()
 	r.Method(http.MethodGet, "/mailboxes/{id}/session",
-		mailbox.StatusHandler(s.store, func(r *http.Request) string { return chi.URLParam(r, "id") }))
+		admin.SessionHandler(s.store, func(r *http.Request) string { return chi.URLParam(r, "id") }))
 	r.Mount("/", receiver)
 	s.handler = r
 	return nil
 }
 
 // buildAgents builds the configured agent adapters by name. An adapter that cannot be built
-// (an unreadable or invalid script, a missing API key) is an error naming the agent.
+// (an unknown kind, an unreadable or invalid script, a missing API key) is an error naming the
+// agent.
 func buildAgents(cfg *config.Config) (map[string]runner.Agent, error) {
 	agents := map[string]runner.Agent{}
 	for _, ag := range cfg.Agents {
-		var (
-			a   runner.Agent
-			err error
-		)
-		switch ag.Adapter {
-		case config.AdapterScript:
-			a, err = script.New(script.Config{Image: ag.Image, ScriptFile: ag.Script})
-		case config.AdapterClaudeCode:
-			a, err = claudecode.New(claudecode.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
-				BaseURL: ag.BaseURL})
-		case config.AdapterCodex:
-			a, err = codex.New(codex.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(), BaseURL: ag.BaseURL})
-		case config.AdapterOpencode:
-			a, err = opencode.New(opencode.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
-				APIKeyEnv: ag.APIKeyEnv})
-		case config.AdapterCopilot:
-			c := copilot.Config{Image: ag.Image, Model: ag.Model, Token: ag.APIKey.Reveal()}
-			if ag.BaseURL != "" { // bring your own key: the key is the provider's, not GitHub's
-				c.Token, c.ProviderBaseURL, c.ProviderAPIKey = "", ag.BaseURL, ag.APIKey.Reveal()
-			}
-			a, err = copilot.New(c)
-		case config.AdapterGemini:
-			a, err = gemini.New(gemini.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(), BaseURL: ag.BaseURL})
-		default:
-			err = fmt.Errorf("unknown adapter %q", ag.Adapter)
-		}
+		a, err := agent.New(ag.Adapter, agent.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
+			BaseURL: ag.BaseURL, APIKeyEnv: ag.APIKeyEnv, Script: ag.Script})
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
 		}
@@ -274,9 +248,8 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// reap removes the containers and worktrees of mailboxes nobody holds a live lease on and that
-// have no live executor: what a process killed during a run left behind and recovery did not
-// keep. Runs of mailboxes leased by a live process, or with a live executor, are kept.
+// reap removes what a process killed during a run left behind and recovery did not keep
+// (runner.Service.ReapLeftovers), from the store's view of the mailboxes.
 func (s *server) reap(ctx context.Context) error {
 	leased, err := s.store.LeasedMailboxes(ctx)
 	if err != nil {
@@ -286,23 +259,11 @@ func (s *server) reap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Session state lives as long as its mailbox is open; what is left of closed or deleted
-	// mailboxes is an orphan.
-	removed, err := s.service.SweepSessions(func(id int64) bool { return open[id] })
-	if len(removed) > 0 {
-		s.log.Info("removed orphaned agent session state", "mailboxes", removed)
+	live, err := s.store.LiveExecutorMailboxes(ctx)
+	if err != nil {
+		return err
 	}
-	// Containers no live executor row accounts for are orphans; the containers and worktrees
-	// of a mailbox with a live executor belong to its recovery (the next Step reattaches).
-	orphans, oerr := s.service.RemoveOrphans(ctx)
-	if len(orphans) > 0 {
-		s.log.Info("removed containers no executor accounts for", "containers", orphans)
-	}
-	live, lerr := s.store.LiveExecutorMailboxes(ctx)
-	if lerr != nil {
-		return errors.Join(err, oerr, lerr)
-	}
-	return errors.Join(err, oerr, s.service.Reap(ctx, func(id int64) bool { return leased[id] || live[id] }))
+	return s.service.ReapLeftovers(ctx, runner.Mailboxes{Leased: leased, Open: open, LiveContainers: live})
 }
 
 // instanceID names this installation on a shared Docker daemon: the first 12 hex digits of the

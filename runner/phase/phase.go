@@ -72,10 +72,10 @@ type Input struct {
 	SessionName string `json:"session_name,omitempty"`
 	// SessionID is the CLI session to continue (Resume) or, for CLIs whose new-session id is
 	// chosen by the caller (Capabilities.CallerChosenID: a UUID for Claude Code, see
-	// agent-clis.md "Adapter notes" 1), the id of the new session; "" for none.
+	// spec/agents.md "Adapter notes" 1), the id of the new session; "" for none.
 	SessionID string `json:"session_id,omitempty"`
 	// Resume is true when SessionID names an existing session to continue rather than a new
-	// one to create. Adapters resume by exact id only (agent-clis.md "Adapter notes" 2).
+	// one to create. Adapters resume by exact id only (spec/agents.md "Adapter notes" 2).
 	Resume bool `json:"resume,omitempty"`
 }
 

@@ -148,7 +148,7 @@ type Outcome struct {
 }
 
 // StderrResulter is implemented by the adapters of this repository: Result with the CLI's
-// stderr, where four of the five CLIs report a refused resume (agent-clis.md, "Adapter
+// stderr, where four of the five CLIs report a refused resume (spec/agents.md, "Adapter
 // notes" 3).
 type StderrResulter = runner.StderrResulter
 

@@ -32,7 +32,7 @@ func adapters(t *testing.T, image string) []runner.SessionAgent {
 	require.NoError(t, err)
 	oc, err := opencode.New(opencode.Config{Image: image, APIKey: "sk-opencode-standin-key", Model: "anthropic/claude-sonnet-4-5"})
 	require.NoError(t, err)
-	cp, err := copilot.New(copilot.Config{Image: image, Token: "github_pat_standin_token_0123456789"})
+	cp, err := copilot.New(copilot.Config{Image: image, APIKey: "github_pat_standin_token_0123456789"})
 	require.NoError(t, err)
 	gm, err := gemini.New(gemini.Config{Image: image, APIKey: "AIza-standin-key"})
 	require.NoError(t, err)

@@ -28,7 +28,7 @@ func inputs(a runner.SessionAgent) []phase.Input {
 }
 
 // TestTrapLatestResumeNeverUsed: every "latest"-style resume falls back to a new session
-// without an error when nothing matches (agent-clis.md, "Adapter notes" 2); no adapter emits one.
+// without an error when nothing matches (spec/agents.md, "Adapter notes" 2); no adapter emits one.
 func TestTrapLatestResumeNeverUsed(t *testing.T) {
 	t.Parallel()
 	for _, a := range adapters(t, "img") {
@@ -48,7 +48,7 @@ func TestTrapLatestResumeNeverUsed(t *testing.T) {
 }
 
 // TestTrapStdinClosed: containers run with stdin closed (no OpenStdin), and Codex, opencode and
-// Gemini would combine piped stdin with the prompt (agent-clis.md "General rules"). Every
+// Gemini would combine piped stdin with the prompt (spec/agents.md "General rules"). Every
 // invocation carries the prompt in argv and never asks for stdin with "-".
 func TestTrapStdinClosed(t *testing.T) {
 	t.Parallel()

@@ -1,12 +1,13 @@
 // Package claudecode is the "claude-code" agent adapter for Anthropic's Claude Code CLI.
 //
-// Facts about the CLI come from /work/shared/reference/agent-clis.md, section 1 (Claude Code
-// 2.1.332) and its "Adapter notes"; each use below cites the subsection.
+// Facts about the CLI come from spec/agents.md §1 (Claude Code 2.1.332) and its "Adapter
+// notes"; each use below cites the subsection. What every CLI adapter shares (configuration,
+// capabilities, the order of result checks) is clikit.Agent; this package declares the CLI.
 //
 // The run is headless: `claude -p <prompt> --output-format stream-json --verbose
 // --permission-mode bypassPermissions [--model M] [--max-turns N] [--session-id ID [-n NAME] |
 // --resume ID]` (§1 Invocation, §1 Sessions). The prompt is not secret and travels as the -p
-// argument, never on stdin (the container's stdin is closed, agent-clis.md "General rules"); the
+// argument, never on stdin (the container's stdin is closed, spec/agents.md "General rules"); the
 // API key travels only in the environment (ANTHROPIC_API_KEY, §1 Auth and version). The
 // container user is not root, so bypassPermissions needs no IS_SANDBOX (§1 Invocation, root
 // trap). The agent writes its result to /alfred/out/result.json; the stream on stdout gives the
@@ -14,7 +15,6 @@
 package claudecode
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -46,168 +46,70 @@ const SIGTERMExitCode = 143
 // exact versions an operator has checked.
 var VerifiedVersions = clikit.Versions{MinPatch: map[string]int{"2.1": 332}}
 
-// Config configures the adapter.
-type Config struct {
-	// Image has the claude binary (npm @anthropic-ai/claude-code) on PATH and runs as non-root.
-	Image string `json:"image" yaml:"image"`
-	// Binary is the CLI executable ("claude" if empty).
-	Binary string `json:"binary,omitempty" yaml:"binary"`
-	// Model is the default --model (alias such as "sonnet" or a full id) when Input.Model is
-	// empty; "" leaves the CLI's default (§1 Invocation).
-	Model string `json:"model,omitempty" yaml:"model"`
-	// MaxTurns adds --max-turns N when > 0; hitting it fails the run with subtype
-	// error_max_turns (§1 Failure detection; the flag works although --help omits it).
-	MaxTurns int `json:"max_turns,omitempty" yaml:"max_turns"`
-	// APIKey is passed as ANTHROPIC_API_KEY (§1 Auth and version). Secret: env only.
-	APIKey string `json:"-" yaml:"-"`
-	// BaseURL, when set, is passed as ANTHROPIC_BASE_URL (§1 Auth and version) — e.g. a proxy.
-	BaseURL string `json:"base_url,omitempty" yaml:"base_url"`
-	// VerifiedVersions lists further CLI versions (exact, "2.1.400") on which resume by id was
-	// checked by the operator; see VerifiedVersions.
-	VerifiedVersions []string `json:"verified_versions,omitempty" yaml:"verified_versions"`
+// Config configures the adapter: Image (the claude binary, npm @anthropic-ai/claude-code, on
+// PATH), APIKey (passed as ANTHROPIC_API_KEY, §1 Auth and version; env only), and optionally
+// Binary ("claude"), Model (--model alias or full id, §1 Invocation), MaxTurns (--max-turns N:
+// hitting it fails the run with subtype error_max_turns, §1 Failure detection), BaseURL
+// (ANTHROPIC_BASE_URL, e.g. a proxy) and VerifiedVersions (see VerifiedVersions).
+type Config = clikit.Config
+
+// cli declares Claude Code for the shared adapter base. The session id of a new session is
+// chosen by Alfred: --session-id (plus -n SessionName, which works with -p) on the first run,
+// --resume after (§1 Sessions: --session-id a second time fails with "already in use"); never
+// -c/--continue, which silently starts a new session when nothing matches (Adapter notes 2).
+// Usage is cumulative after a resume (§1 Output "Cost after resume"; tokens are read from
+// modelUsage so that tokens and cost are both session totals).
+var cli = &clikit.CLI{
+	Name:   Name,
+	Binary: "claude",
+	Args: []string{"-p", clikit.PromptArg,
+		"--output-format", "stream-json", "--verbose", // stream-json needs --verbose (§1 Invocation)
+		"--permission-mode", "bypassPermissions"},
+	ModelFlag: "--model",
+	Extra: func(cfg Config, _ phase.Input) []string {
+		if cfg.MaxTurns > 0 {
+			return []string{"--max-turns", strconv.Itoa(cfg.MaxTurns)}
+		}
+		return nil
+	},
+	Sessions: clikit.Sessions{NewFlag: "--session-id", NameFlag: "-n", ResumeFlag: "--resume",
+		ValidID: clikit.IsUUID, IDKind: "a UUID"},
+	KeyEnv:           "ANTHROPIC_API_KEY",
+	BaseURLEnv:       "ANTHROPIC_BASE_URL",
+	SessionStatePath: SessionStatePath,
+	CallerChosenID:   true,
+	CumulativeUsage:  true,
+	Verified:         VerifiedVersions,
+	ResumeMiss:       clikit.ResumeMiss{Text: resumeMissText},
+	Read:             read,
 }
 
-// Agent is the Claude Code adapter; it implements runner.SessionAgent.
-type Agent struct {
-	cfg Config
-}
-
-var _ runner.SessionAgent = (*Agent)(nil)
+// Agent is the Claude Code adapter (clikit.Agent over cli); it implements runner.SessionAgent.
+type Agent = clikit.Agent
 
 // New returns the adapter. Errors: no image, or no API key.
-func New(cfg Config) (*Agent, error) {
-	if cfg.Image == "" {
-		return nil, errors.New("claude-code: image is required")
-	}
-	if cfg.APIKey == "" {
-		return nil, errors.New("claude-code: API key is required")
-	}
-	if cfg.Binary == "" {
-		cfg.Binary = "claude"
-	}
-	return &Agent{cfg: cfg}, nil
-}
+func New(cfg Config) (*Agent, error) { return clikit.New(cli, cfg) }
 
-// Name returns "claude-code".
-func (a *Agent) Name() string { return Name }
-
-// Capabilities declares resumable sessions with caller-chosen UUIDs (§1 Sessions), stored under
-// SessionStatePath, and cumulative usage after a resume (§1 Output "Cost after resume"; Result
-// reports tokens from modelUsage so that tokens and cost are both session totals).
-func (a *Agent) Capabilities() runner.Capabilities {
-	return runner.Capabilities{
-		ResumableSessions: true,
-		SessionStatePath:  SessionStatePath,
-		CallerChosenID:    true,
-		CumulativeUsage:   true,
-		VersionCommand:    []string{a.cfg.Binary, "--version"},
-	}
-}
-
-// ParseVersion extracts "2.1.332" from `claude --version` output "2.1.332 (Claude Code)"
-// (§1 Auth and version).
-func (a *Agent) ParseVersion(output string) (string, error) { return clikit.ParseVersion(Name, output) }
-
-// ResumeVerified reports whether version is in VerifiedVersions or Config.VerifiedVersions.
-func (a *Agent) ResumeVerified(version string) bool {
-	return VerifiedVersions.VerifiedWith(version, a.cfg.VerifiedVersions)
-}
-
-// Command compiles the headless invocation (see the package doc). A SessionID in the input
-// adds --session-id (new session, plus -n SessionName when set: §1 Sessions, -n works with -p)
-// or, with Resume, --resume (§1 Sessions: --session-id a second time fails with "already in
-// use"). It never emits -c/--continue, which silently starts a new session when nothing matches
-// (Adapter notes 2). The session id must be a UUID. No secret is in Cmd.
-func (a *Agent) Command(in phase.Input) (runner.Invocation, error) {
-	prompt, err := Prompt(in)
-	if err != nil {
-		return runner.Invocation{}, err
-	}
-	cmd := []string{a.cfg.Binary, "-p", prompt,
-		"--output-format", "stream-json", "--verbose", // stream-json needs --verbose (§1 Invocation)
-		"--permission-mode", "bypassPermissions"}
-	if model := clikit.Model(in, a.cfg.Model); model != "" {
-		cmd = append(cmd, "--model", model)
-	}
-	if a.cfg.MaxTurns > 0 {
-		cmd = append(cmd, "--max-turns", strconv.Itoa(a.cfg.MaxTurns))
-	}
-	if in.SessionID != "" {
-		if !clikit.IsUUID(in.SessionID) {
-			return runner.Invocation{}, fmt.Errorf("claude-code: session id %q is not a UUID", in.SessionID)
-		}
-		if in.Resume {
-			cmd = append(cmd, "--resume", in.SessionID)
-		} else {
-			cmd = append(cmd, "--session-id", in.SessionID)
-			if in.SessionName != "" {
-				cmd = append(cmd, "-n", in.SessionName)
-			}
-		}
-	}
-	env := []string{"ANTHROPIC_API_KEY=" + a.cfg.APIKey}
-	if a.cfg.BaseURL != "" {
-		env = append(env, "ANTHROPIC_BASE_URL="+a.cfg.BaseURL)
-	}
-	return runner.Invocation{Image: a.cfg.Image, Cmd: cmd, Env: env}, nil
-}
-
-// Result is ResultStderr without stderr: Claude Code also reports a resume miss in the stream
-// (§1 Failure detection), so nothing is lost.
-func (a *Agent) Result(in phase.Input, exit runner.ExitState, stdout []byte, outDir string) (*phase.Result, error) {
-	return a.ResultStderr(in, exit, stdout, nil, outDir)
-}
-
-// ResultStderr reads the run's outcome. Order of checks:
-//
-//  1. a resume that found no session (stream result.errors or stderr contain "No conversation
-//     found with session ID", §1 Failure detection) → *SessionNotFoundError (errors.Is
-//     runner.ErrSessionNotFound);
-//  2. killed by Alfred → error;
-//  3. no final result event, exit ≠ 0 or result.is_error → error with subtype and errors
-//     (§1 Failure detection: "exit≠0 or result.is_error means failure");
-//  4. a run with a chosen or resumed id whose stream reports another session id → error
-//     (*clikit.MismatchError, Adapter notes 2);
-//  5. /alfred/out/result.json (validated); if it is missing but the final result text is a
-//     JSON object satisfying the contract, that is accepted; otherwise runner.ErrNoResult.
-//
-// The Result gets SessionID, token counts and total_cost_usd from the stream. Tokens are the sum
-// over modelUsage (input includes cache reads and writes) when the stream has per-model counts,
-// else result.usage. After a resume total_cost_usd and modelUsage are cumulative for the session
-// (§1 Output, Adapter notes 6); result.usage is not, which is why modelUsage is preferred: then
-// all three are session totals, as Capabilities().CumulativeUsage says, and callers take the
-// difference with runner.UsageDelta.
-func (a *Agent) ResultStderr(in phase.Input, exit runner.ExitState, stdout, stderr []byte, outDir string) (*phase.Result, error) {
+// read reads the stream (§1 Output, Failure detection): a resume miss is reported in the final
+// result's errors as well as on stderr; the run failed without a final result event, with
+// exit ≠ 0 or with result.is_error. Tokens are the sum over modelUsage (input includes cache
+// reads and writes) when the stream has per-model counts, else result.usage; cost is
+// total_cost_usd.
+func read(_ phase.Input, exit runner.ExitState, stdout, _ []byte, _ string) clikit.Reading {
 	s := ParseStream(stdout)
-	if s.ResumeFailed() {
-		return nil, &SessionNotFoundError{Agent: Name, SessionID: in.SessionID, Signal: resumeMissText}
-	}
-	if in.Resume {
-		if l := clikit.StderrLine(stderr, resumeMissText); l != "" {
-			return nil, &SessionNotFoundError{Agent: Name, SessionID: in.SessionID, Signal: l}
-		}
-	}
-	if exit.Killed {
-		return nil, fmt.Errorf("claude-code: killed (exit code %d)", exit.Code)
-	}
-	if s.Final == nil {
-		return nil, fmt.Errorf("claude-code: no result event in the output (exit code %d)", exit.Code)
-	}
-	if exit.Code != 0 || s.Final.IsError {
-		return nil, fmt.Errorf("claude-code: run failed (exit code %d, subtype %s, is_error %t): %s",
+	r := clikit.Reading{Started: s.Events > 0, ResumeRefused: s.ResumeFailed(), SessionID: s.SessionID}
+	switch {
+	case s.Final == nil:
+		r.Failure = fmt.Errorf("claude-code: no result event in the output (exit code %d)", exit.Code)
+	case exit.Code != 0 || s.Final.IsError:
+		r.Failure = fmt.Errorf("claude-code: run failed (exit code %d, subtype %s, is_error %t): %s",
 			exit.Code, s.Final.Subtype, s.Final.IsError, strings.Join(s.Final.Errors, "; "))
+	default:
+		r.FinalText = s.Final.Result
+		r.InputTokens, r.OutputTokens = s.Final.Tokens()
+		r.CostUSD = s.Final.TotalCostUSD
 	}
-	if in.SessionID != "" && s.SessionID != in.SessionID {
-		return nil, &clikit.MismatchError{Agent: Name, Requested: in.SessionID, Got: s.SessionID}
-	}
-	r, err := clikit.ReadResult(in, outDir, s.Final.Result)
-	if err != nil {
-		return nil, err
-	}
-	r.SessionID = s.SessionID
-	r.InputTokens, r.OutputTokens = s.Final.Tokens()
-	r.CostUSD = s.Final.TotalCostUSD
-	return r, nil
+	return r
 }
 
 // SessionNotFoundError is returned by Result when `--resume <id>` found no session

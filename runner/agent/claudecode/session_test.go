@@ -62,7 +62,7 @@ func TestCommandSessionFlags(t *testing.T) {
 }
 
 // TestTrapLatestResumeNeverUsed: -c/--continue silently starts a new session in an empty dir
-// (agent-clis.md §1 Sessions), so it is never emitted.
+// (spec/agents.md §1 Sessions), so it is never emitted.
 func TestTrapLatestResumeNeverUsed(t *testing.T) {
 	t.Parallel()
 	a := newAgent(t)

@@ -12,7 +12,7 @@ import (
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
-// Recorded streams: testdata/stream_fresh.jsonl is agent-clis.md §2 Output verbatim;
+// Recorded streams: testdata/stream_fresh.jsonl is spec/agents.md §2 Output verbatim;
 // stream_resumed.jsonl is the same thread after `exec resume`, with the cumulative usage
 // observed there (120 → 240); the others are built from §2's event types.
 

@@ -14,7 +14,7 @@ import (
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
-// Recorded streams: testdata/stream_fresh.jsonl follows agent-clis.md §4 Output (BYOK mock);
+// Recorded streams: testdata/stream_fresh.jsonl follows spec/agents.md §4 Output (BYOK mock);
 // stream_sigterm.jsonl is the aborted stream of §4 Failure detection; usage.json has the
 // --usage-output-file fields of §4 Output.
 
@@ -27,7 +27,7 @@ var answer = phase.Input{Phase: phase.Answer, Key: "answer", Attempt: 1, Repo: "
 
 func newAgent(t *testing.T) *copilot.Agent {
 	t.Helper()
-	a, err := copilot.New(copilot.Config{Image: "alfred/copilot:1.0.102", Model: "gpt-5", Token: testToken})
+	a, err := copilot.New(copilot.Config{Image: "alfred/copilot:1.0.102", Model: "gpt-5", APIKey: testToken})
 	require.NoError(t, err)
 	return a
 }
@@ -55,7 +55,7 @@ func TestCommandGolden(t *testing.T) {
 		require.Contains(t, inv.Env, "COPILOT_GITHUB_TOKEN="+testToken)
 		clitest.Golden(t, "command_"+name+".golden.json", inv)
 	}
-	byok, err := copilot.New(copilot.Config{Image: "i", ProviderBaseURL: "http://127.0.0.1:9/v1", ProviderType: "openai", ProviderAPIKey: "sk-byok-secret"})
+	byok, err := copilot.New(copilot.Config{Image: "i", BaseURL: "http://127.0.0.1:9/v1", ProviderType: "openai", APIKey: "sk-byok-secret"})
 	require.NoError(t, err)
 	inv, err := byok.Command(answer)
 	require.NoError(t, err)

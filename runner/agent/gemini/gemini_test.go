@@ -12,7 +12,7 @@ import (
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
-// Recorded streams: testdata/stream_fresh.jsonl is agent-clis.md §5 Output (mock model); the
+// Recorded streams: testdata/stream_fresh.jsonl is spec/agents.md §5 Output (mock model); the
 // others are built from §5's event types.
 
 const (

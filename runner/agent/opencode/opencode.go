@@ -1,12 +1,13 @@
 // Package opencode is the "opencode" agent adapter for the opencode CLI (npm opencode-ai).
 //
-// Facts about the CLI come from /work/shared/reference/agent-clis.md, section 3 (opencode
-// 1.18.33) and its "Adapter notes"; each use below cites the subsection.
+// Facts about the CLI come from spec/agents.md §3 (opencode 1.18.33) and its "Adapter notes";
+// each use below cites the subsection. What every CLI adapter shares is clikit.Agent; this
+// package declares the CLI.
 //
 // The run is headless: `opencode run --format json --auto [-m provider/model]
 // [--session <id> | --title NAME] <prompt>` (§3 Invocation). The prompt is one positional
 // argument: stdin is closed, and a non-TTY stdin would be combined with the message (§3
-// Invocation, agent-clis.md "General rules"). --auto approves permissions; without it `run`
+// Invocation, spec/agents.md "General rules"). --auto approves permissions; without it `run`
 // auto-rejects every "ask" (§3 Invocation). The session id (ses_…) is assigned by opencode and
 // read from the events' sessionID; resume is `--session <id>` by exact id only, never
 // --continue (§3 Sessions). Sessions live in a SQLite database that OPENCODE_DB moves into
@@ -15,7 +16,7 @@
 package opencode
 
 import (
-	"errors"
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -53,165 +54,69 @@ const DefaultAPIKeyEnv = "ANTHROPIC_API_KEY"
 // older lines differ).
 var VerifiedVersions = clikit.Versions{MinPatch: map[string]int{"1.18": 33}}
 
-// Config configures the adapter.
-type Config struct {
-	// Image has the opencode binary on PATH (warmed: its first run installs npm packages, §3
-	// Invocation) and runs as non-root.
-	Image string `json:"image" yaml:"image"`
-	// Binary is the CLI executable ("opencode" if empty).
-	Binary string `json:"binary,omitempty" yaml:"binary"`
-	// Model is the default -m, "provider/model", when Input.Model is empty; "" leaves the
-	// configured default.
-	Model string `json:"model,omitempty" yaml:"model"`
-	// APIKeyEnv names the provider's key variable (DefaultAPIKeyEnv if empty; e.g.
-	// OPENAI_API_KEY, GEMINI_API_KEY — §3 Auth and version).
-	APIKeyEnv string `json:"api_key_env,omitempty" yaml:"api_key_env"`
-	// APIKey is the provider key, passed as APIKeyEnv. Secret: env only.
-	APIKey string `json:"-" yaml:"-"`
-	// ConfigContent, when set, is passed as OPENCODE_CONFIG_CONTENT (inline opencode.json,
-	// e.g. a provider baseURL or the agent's steps limit, §3 Failure detection). Env only,
-	// since it may hold credentials.
-	ConfigContent string `json:"-" yaml:"-"`
-	// VerifiedVersions lists further CLI versions (exact) on which resume by id was checked.
-	VerifiedVersions []string `json:"verified_versions,omitempty" yaml:"verified_versions"`
+// Config configures the adapter: Image (the opencode binary on PATH, warmed: its first run
+// installs npm packages, §3 Invocation), APIKey (the provider key, passed as APIKeyEnv; env
+// only), and optionally Binary ("opencode"), Model (-m "provider/model"), APIKeyEnv
+// (DefaultAPIKeyEnv if empty; e.g. OPENAI_API_KEY, GEMINI_API_KEY, §3 Auth and version),
+// ConfigContent (OPENCODE_CONFIG_CONTENT: inline opencode.json, e.g. a provider baseURL or the
+// agent's steps limit, §3 Failure detection; env only) and VerifiedVersions.
+type Config = clikit.Config
+
+// cli declares opencode for the shared adapter base. With Resume it passes `--session <id>`
+// (an id starting with "ses_"); otherwise a SessionName becomes --title (a readable title only:
+// opencode cannot resume by title, §3 Sessions). A SessionID without Resume is ignored:
+// opencode assigns ids. Usage is per run: step_finish events count this run's steps (not
+// observed after a resume; no cumulative report is recorded for opencode).
+var cli = &clikit.CLI{
+	Name:      Name,
+	Binary:    "opencode",
+	Args:      []string{"run", "--format", "json", "--auto"},
+	ModelFlag: "-m",
+	Sessions: clikit.Sessions{NameFlag: "--title", ResumeFlag: "--session",
+		ValidID: func(id string) bool { return strings.HasPrefix(id, "ses_") }, IDKind: "a ses_… session id"},
+	Env:              env,
+	SessionStatePath: SessionStatePath,
+	Verified:         VerifiedVersions,
+	// Without stderr, a refusal is inferred from its shape: exit 1 and no event at all (§3
+	// Failure detection; the stderr line is in ANSI colours, stripped).
+	ResumeMiss: clikit.ResumeMiss{Text: resumeMissText, ExitCode: ResumeMissExitCode,
+		Inferred: "exit 1 with no event (inferred; stderr not available)"},
+	Read: read,
 }
 
-// Agent is the opencode adapter; it implements runner.SessionAgent.
-type Agent struct {
-	cfg Config
-}
-
-var _ runner.SessionAgent = (*Agent)(nil)
-
-// New returns the adapter. Errors: no image, or no API key.
-func New(cfg Config) (*Agent, error) {
-	if cfg.Image == "" {
-		return nil, errors.New("opencode: image is required")
-	}
-	if cfg.APIKey == "" {
-		return nil, errors.New("opencode: API key is required")
-	}
-	if cfg.Binary == "" {
-		cfg.Binary = "opencode"
-	}
-	if cfg.APIKeyEnv == "" {
-		cfg.APIKeyEnv = DefaultAPIKeyEnv
-	}
-	return &Agent{cfg: cfg}, nil
-}
-
-// Name returns "opencode".
-func (a *Agent) Name() string { return Name }
-
-// Capabilities declares resumable sessions whose id opencode assigns (§3 Sessions), stored in
-// SessionStatePath. Usage is per run: step_finish events count this run's steps (not observed
-// after a resume; the reference records no cumulative report for opencode).
-func (a *Agent) Capabilities() runner.Capabilities {
-	return runner.Capabilities{
-		ResumableSessions: true,
-		SessionStatePath:  SessionStatePath,
-		CallerChosenID:    false,
-		CumulativeUsage:   false,
-		VersionCommand:    []string{a.cfg.Binary, "--version"},
-	}
-}
-
-// ParseVersion extracts "1.18.33" from `opencode --version` output "1.18.33" (§3 Auth and
-// version).
-func (a *Agent) ParseVersion(output string) (string, error) { return clikit.ParseVersion(Name, output) }
-
-// ResumeVerified reports whether version is in VerifiedVersions or Config.VerifiedVersions.
-func (a *Agent) ResumeVerified(version string) bool {
-	return VerifiedVersions.VerifiedWith(version, a.cfg.VerifiedVersions)
-}
-
-// Command compiles the headless invocation (see the package doc). With Resume it adds
-// `--session <id>` (an id starting with "ses_"); otherwise a SessionName becomes --title (a
-// readable title only: opencode cannot resume by title, §3 Sessions). A SessionID without
-// Resume is ignored: opencode assigns ids. OPENCODE_DB is set whenever the run has a session
-// (SessionName or Resume, i.e. the Executor mounts SessionStatePath), so even a first run
-// writes its session where it will persist; without a session it is left unset, since opencode
-// cannot open a database in a directory that does not exist. No secret is in Cmd.
-func (a *Agent) Command(in phase.Input) (runner.Invocation, error) {
-	prompt, err := clikit.Prompt(Name, in)
-	if err != nil {
-		return runner.Invocation{}, err
-	}
-	cmd := []string{a.cfg.Binary, "run", "--format", "json", "--auto"}
-	if model := clikit.Model(in, a.cfg.Model); model != "" {
-		cmd = append(cmd, "-m", model)
-	}
-	if in.Resume {
-		if !strings.HasPrefix(in.SessionID, "ses_") {
-			return runner.Invocation{}, fmt.Errorf("opencode: resume needs a ses_… session id, got %q", in.SessionID)
-		}
-		cmd = append(cmd, "--session", in.SessionID)
-	} else if in.SessionName != "" {
-		cmd = append(cmd, "--title", in.SessionName)
-	}
-	cmd = append(cmd, prompt)
+// env is the run's environment. OPENCODE_DB is set whenever the run has a session (SessionName
+// or Resume, i.e. the Executor mounts SessionStatePath), so even a first run writes its session
+// where it will persist; without a session it is left unset, since opencode does not create
+// OPENCODE_DB's directory (exit 1 "unable to open database file" [obs 1.18.33,
+// runner/agent/realcli]).
+func env(cfg Config, in phase.Input) []string {
 	var env []string
 	if in.SessionName != "" || in.Resume {
-		// The Executor mounts SessionStatePath only for runs with a session; opencode does not
-		// create OPENCODE_DB's directory (exit 1 "unable to open database file" [obs 1.18.33,
-		// runner/agent/realcli]), so a run without a session keeps the default database.
 		env = append(env, "OPENCODE_DB="+DBPath)
 	}
-	env = append(env, "OPENCODE_DISABLE_AUTOUPDATE=true", a.cfg.APIKeyEnv+"="+a.cfg.APIKey)
-	if a.cfg.ConfigContent != "" {
-		env = append(env, "OPENCODE_CONFIG_CONTENT="+a.cfg.ConfigContent)
+	env = append(env, "OPENCODE_DISABLE_AUTOUPDATE=true", cmp.Or(cfg.APIKeyEnv, DefaultAPIKeyEnv)+"="+cfg.APIKey)
+	if cfg.ConfigContent != "" {
+		env = append(env, "OPENCODE_CONFIG_CONTENT="+cfg.ConfigContent)
 	}
-	return runner.Invocation{Image: a.cfg.Image, Cmd: cmd, Env: env}, nil
+	return env
 }
 
-// Result is ResultStderr without stderr. A resume refusal is then inferred from its shape:
-// Resume, exit code ResumeMissExitCode and no event at all on stdout (§3 Failure detection).
-func (a *Agent) Result(in phase.Input, exit runner.ExitState, stdout []byte, outDir string) (*phase.Result, error) {
-	return a.ResultStderr(in, exit, stdout, nil, outDir)
-}
+// Agent is the opencode adapter (clikit.Agent over cli); it implements runner.SessionAgent.
+type Agent = clikit.Agent
 
-// ResultStderr reads the run's outcome. Order of checks:
-//
-//  1. a resume refused (stderr "Error: Session not found", ANSI codes stripped; or, without
-//     stderr, exit 1 and no event) → *clikit.SessionNotFoundError (errors.Is
-//     runner.ErrSessionNotFound);
-//  2. killed by Alfred → error;
-//  3. exit ≠ 0, an error event, or no event with a sessionID → error (§3 Failure detection);
-//  4. a resumed run whose events carry another sessionID → error (*clikit.MismatchError);
-//  5. /alfred/out/result.json, or the text of the last step as a JSON object (§3 Output "Final
-//     text"); otherwise runner.ErrNoResult.
-//
-// The Result gets SessionID and the sums over this run's step_finish events: input tokens
-// (input plus cache reads and writes), output tokens (output plus reasoning) and cost (USD).
-func (a *Agent) ResultStderr(in phase.Input, exit runner.ExitState, stdout, stderr []byte, outDir string) (*phase.Result, error) {
+// New returns the adapter. Errors: no image, or no API key.
+func New(cfg Config) (*Agent, error) { return clikit.New(cli, cfg) }
+
+// read reads the JSON events (§3 Output, Failure detection): the run failed with exit ≠ 0, an
+// error event, or no event with a sessionID. Usage is the sum over this run's step_finish
+// events: input tokens (input plus cache reads and writes), output tokens (output plus
+// reasoning) and cost (USD); the final text is the text of the last step.
+func read(_ phase.Input, exit runner.ExitState, stdout, _ []byte, _ string) clikit.Reading {
 	s := ParseStream(stdout)
-	if in.Resume {
-		if l := clikit.StderrLine(stderr, resumeMissText); l != "" {
-			return nil, &clikit.SessionNotFoundError{Agent: Name, SessionID: in.SessionID, Signal: l}
-		}
-		if stderr == nil && exit.Code == ResumeMissExitCode && !exit.Killed && s.Events == 0 {
-			return nil, &clikit.SessionNotFoundError{Agent: Name, SessionID: in.SessionID,
-				Signal: "exit 1 with no event (inferred; stderr not available)"}
-		}
-	}
-	if exit.Killed {
-		return nil, fmt.Errorf("opencode: killed (exit code %d)", exit.Code)
-	}
+	r := clikit.Reading{Started: s.Events > 0, SessionID: s.SessionID, OtherSessionID: s.OtherSessionID,
+		FinalText: s.FinalText, InputTokens: s.InputTokens, OutputTokens: s.OutputTokens, CostUSD: s.CostUSD}
 	if exit.Code != 0 || len(s.Errors) > 0 || s.SessionID == "" {
-		return nil, fmt.Errorf("opencode: run failed (exit code %d, session %q): %s", exit.Code, s.SessionID, strings.Join(s.Errors, "; "))
+		r.Failure = fmt.Errorf("opencode: run failed (exit code %d, session %q): %s", exit.Code, s.SessionID, strings.Join(s.Errors, "; "))
 	}
-	if in.Resume && (s.SessionID != in.SessionID || s.OtherSessionID != "") {
-		got := s.SessionID
-		if got == in.SessionID {
-			got = s.OtherSessionID
-		}
-		return nil, &clikit.MismatchError{Agent: Name, Requested: in.SessionID, Got: got}
-	}
-	r, err := clikit.ReadResult(in, outDir, s.FinalText)
-	if err != nil {
-		return nil, err
-	}
-	r.SessionID = s.SessionID
-	r.InputTokens, r.OutputTokens, r.CostUSD = s.InputTokens, s.OutputTokens, s.CostUSD
-	return r, nil
+	return r
 }

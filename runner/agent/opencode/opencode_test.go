@@ -12,7 +12,7 @@ import (
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
-// Recorded streams: testdata/stream_fresh.jsonl follows agent-clis.md §3 Output (a tool step,
+// Recorded streams: testdata/stream_fresh.jsonl follows spec/agents.md §3 Output (a tool step,
 // then the text step with the mock's reply); the others are built from §3's event types.
 
 const (

@@ -24,7 +24,7 @@ func TestClaudeCode(t *testing.T) {
 	var extra []string
 	if os.Getuid() == 0 {
 		// Alfred's containers run as non-root; on a root host bypassPermissions needs this
-		// (agent-clis.md §1 Invocation, root trap).
+		// (spec/agents.md §1 Invocation, root trap).
 		extra = append(extra, "IS_SANDBOX=1")
 	}
 

@@ -17,7 +17,7 @@ import (
 
 // Copilot CLI: the caller chooses the session UUID (--session-id on the first run, then
 // --resume=<id>). The BYOK key is long: Copilot redacts secret values from its output, and a
-// short one mangles unrelated words (agent-clis.md §4 Output).
+// short one mangles unrelated words (spec/agents.md §4 Output).
 const (
 	copilotTestdata  = "../copilot/testdata"
 	copilotSessionID = "77777777-2222-4333-8444-555555555555"
@@ -31,7 +31,7 @@ const (
 func newCopilot(t *testing.T, baseURL string) *copilot.Agent {
 	t.Helper()
 	a, err := copilot.New(copilot.Config{Image: "realcli-host", Model: mockmodel.ChatModel,
-		ProviderBaseURL: baseURL, ProviderType: "openai", ProviderAPIKey: copilotKey})
+		BaseURL: baseURL, ProviderType: "openai", APIKey: copilotKey})
 	require.NoError(t, err)
 	return a
 }

@@ -21,7 +21,7 @@ import (
 // so the history was sent back), and a resume of an unknown id.
 //
 // What the CLI needed from the mock and the host:
-//   - BYOK only, no GitHub token: COPILOT_PROVIDER_BASE_URL (Config.ProviderBaseURL) = the
+//   - BYOK only, no GitHub token: COPILOT_PROVIDER_BASE_URL (Config.BaseURL) = the
 //     mock's URL + "/v1", COPILOT_PROVIDER_TYPE "openai" with the default wire API
 //     ("completions"), COPILOT_PROVIDER_API_KEY, --model mock-model. One
 //     POST /v1/chat/completions ("stream": true) per run, served by mockmodel's chat.go;

@@ -20,7 +20,7 @@ import (
 //     in x-goog-api-key). Nothing else was requested.
 //   - ~/.gemini/settings.json with security.auth.selectedType "gemini-api-key": with a base
 //     URL in the env the CLI picks its "gateway" auth type and exits 41 "Invalid auth method
-//     selected." (agent-clis.md §5 Auth). HOME is a tmpfs in Alfred's containers, so the image
+//     selected." (spec/agents.md §5 Auth). HOME is a tmpfs in Alfred's containers, so the image
 //     must provide this as system settings (/etc/gemini-cli/settings.json; the CLI ignores a
 //     system settings file whose parent directories are writable by others).
 //   - a cwd named "workspace" like /workspace (sessions are keyed by the cwd's basename), so

@@ -24,7 +24,7 @@ import (
 )
 
 // runTimeout bounds one CLI run: none of the CLIs has a wall-clock limit of its own
-// (agent-clis.md "General rules").
+// (spec/agents.md "General rules").
 const runTimeout = 3 * time.Minute
 
 // cliBin returns the npm-installed binary name under $ALFRED_REALCLI_DIR (an npm --prefix
@@ -136,7 +136,7 @@ func (h *host) sanitize(b []byte) []byte {
 
 var nonAlnum = regexp.MustCompile(`[^A-Za-z0-9]`)
 
-// slug is Claude Code's project dir name for a cwd (agent-clis.md §1 Sessions).
+// slug is Claude Code's project dir name for a cwd (spec/agents.md §1 Sessions).
 func slug(dir string) string { return nonAlnum.ReplaceAllString(dir, "-") }
 
 // record writes the run under -update: dir/real_<version>_<run>.jsonl (sanitized stdout) and

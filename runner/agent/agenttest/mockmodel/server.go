@@ -7,7 +7,7 @@
 //
 // listing, in order of first appearance and without duplicates, the MARK-… tokens found
 // anywhere in the request body. A resumed run whose CLI sent the earlier history back therefore
-// names the first run's mark (agent-clis.md uses the same convention). Token usage is fixed
+// names the first run's mark (spec/agents.md uses the same convention). Token usage is fixed
 // (InputTokens, OutputTokens per request) so recorded streams are stable.
 //
 // Protocols live in one file each and register their routes from init with register:

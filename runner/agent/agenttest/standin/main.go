@@ -1,7 +1,7 @@
 // Command standin is a stand-in for the five coding-agent CLIs the adapters drive — claude,
 // codex, opencode, copilot and gemini — for the fast container suite. It behaves as the CLI
 // named by the base name of argv[0] (or by its first argument when invoked as "standin"),
-// following /work/shared/reference/agent-clis.md:
+// following spec/agents.md:
 //
 //   - it accepts exactly the flags the adapters use (anything else exits 2, so a changed
 //     command line is noticed) and reads the prompt from argv only, never from stdin;

@@ -1,7 +1,10 @@
-// Package clikit holds what the coding-agent CLI adapters (claudecode, codex, opencode, copilot,
-// gemini) share: the prompt, JSONL scanning, the result-file fallback, UUID and version checks,
-// and the typed "cannot resume" error. Facts about the CLIs are in
-// /work/shared/reference/agent-clis.md; each adapter cites its own section.
+// Package clikit is the shared base of the coding-agent CLI adapters (claudecode, codex,
+// opencode, copilot, gemini). An adapter declares its CLI (CLI: name, executable, command line,
+// key variable, session flags, verified versions, how a resume is refused, how its output is
+// read) and clikit.Agent does the rest: configuration (Config, New), Capabilities, version
+// checks, the command line, and the order of the result checks. It also holds the prompt,
+// JSONL scanning, the result-file fallback, UUID and version checks, and the typed "cannot
+// resume" error. Facts about the CLIs are in spec/agents.md; each adapter cites its own section.
 package clikit
 
 import (
@@ -92,7 +95,7 @@ func IsUUID(s string) bool {
 }
 
 // SessionNotFoundError is returned by an adapter's Result when the CLI refused to resume the
-// requested session (agent-clis.md, "Adapter notes" 3). It matches runner.ErrSessionNotFound
+// requested session (spec/agents.md, "Adapter notes" 3). It matches runner.ErrSessionNotFound
 // with errors.Is.
 type SessionNotFoundError struct {
 	// Agent is the adapter name ("codex", …).
@@ -113,7 +116,7 @@ func (e *SessionNotFoundError) Error() string {
 func (e *SessionNotFoundError) Is(target error) bool { return target == runner.ErrSessionNotFound }
 
 // MismatchError is returned when the CLI's stream reports another session than the one asked
-// for: the "silent new session" trap (agent-clis.md, "Adapter notes" 2).
+// for: the "silent new session" trap (spec/agents.md, "Adapter notes" 2).
 type MismatchError struct {
 	// Agent is the adapter name.
 	Agent string
@@ -128,7 +131,7 @@ func (e *MismatchError) Error() string {
 }
 
 // StderrLine returns the first line of stderr containing substr, without ANSI colour codes
-// (opencode colours its errors, agent-clis.md §3 Failure detection), trimmed; "" if none.
+// (opencode colours its errors, spec/agents.md §3 Failure detection), trimmed; "" if none.
 func StderrLine(stderr []byte, substr string) string {
 	for _, l := range strings.Split(StripANSI(string(stderr)), "\n") {
 		if strings.Contains(l, substr) {

@@ -13,7 +13,7 @@ import (
 // MaxPromptBytes bounds the prompt argument. Linux refuses a single argv string over 128 KiB
 // (MAX_ARG_STRLEN); above this size the prompt leaves the long fields (description, CI log,
 // comments) in /alfred/in/input.json and tells the agent to read them there. Every adapter
-// passes the prompt in argv, never on stdin (agent-clis.md, "General rules": stdin is closed).
+// passes the prompt in argv, never on stdin (spec/agents.md, "General rules": stdin is closed).
 const MaxPromptBytes = 96 << 10
 
 //go:embed prompt.tmpl

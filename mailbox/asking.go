@@ -1,0 +1,305 @@
+package mailbox
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/alfred-bot/alfred/runner/phase"
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// start begins (or begins again) the lifecycle after the bot was assigned.
+func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string, eventID int64) (string, error) {
+	if mb.State.Working() {
+		return "already working on it", nil
+	}
+	if ok, err := m.canWrite(ctx, bot, mb.Repo, sender); err != nil {
+		return "", err
+	} else if !ok {
+		return m.refuse(ctx, bot, mb, eventID, sender, "assign me to an issue")
+	}
+	issue, err := bot.Forge.Issue(ctx, mb.Ref())
+	if err != nil {
+		return "", fmt.Errorf("read issue: %w", err)
+	}
+	m.ensureLabels(ctx, bot, mb)
+	mb.Title, mb.Author, mb.Labels, mb.Assignees = issue.Title, issue.Author.Login, issue.Labels, issue.Assignees
+	gen := mb.Data.Round + 1 // a restarted lifecycle asks its questions in new rounds
+	// A new lifecycle: fresh data, but the counters in comment keys go on, so that a restarted
+	// lifecycle posts new comments instead of editing the previous lifecycle's.
+	mb.Data = Data{Round: gen, Blocks: mb.Data.Blocks, StuckReports: mb.Data.StuckReports}
+	mb.ClosedAt, mb.MRNumber, mb.HeadSHA = nil, 0, ""
+	ack := fmt.Sprintf("Thanks @%s, I am on it. You can follow where I am in the `status::` label of this issue.",
+		cmp.Or(mb.Author, sender))
+	if err := m.post(ctx, bot, mb, fmt.Sprintf("ack-%d", gen), "ack", ack); err != nil {
+		return "", err
+	}
+	mb.Data.Acknowledged = true
+	for _, l := range mb.Labels {
+		if t := m.cfg.Labels.TypeOf(l); t != "" {
+			mb.Type = t
+			break
+		}
+	}
+	if mb.Type == "" {
+		return "started: asked for the type", m.askType(ctx, bot, mb)
+	}
+	return "started", m.afterType(ctx, bot, mb)
+}
+
+func (m *Machine) askType(ctx context.Context, bot Bot, mb *Mailbox) error {
+	q := TypeQuestion()
+	q.Context = fmt.Sprintf("I could not find a type label on the issue. You can also add `%s`, `%s`, `%s` or `%s` yourself.",
+		m.cfg.Labels.TypeTask, m.cfg.Labels.TypeBug, m.cfg.Labels.TypeAnalysis, m.cfg.Labels.TypeQuestion)
+	return m.ask(ctx, bot, mb, onNoType, "Before I start, tell me what kind of work this is.", []phase.Question{q})
+}
+
+// ask stores and posts a question block as a new round, hands the turn to the author and
+// follows trigger on to the state that waits for the answers.
+func (m *Machine) ask(ctx context.Context, bot Bot, mb *Mailbox, on trigger, intro string, qs []phase.Question) error {
+	mb.Data.Round++
+	round := mb.Data.Round
+	deadline := m.now().Add(m.cfg.QuestionDeadline)
+	if m.cfg.QuestionDeadline >= time.Minute && !deadline.Equal(deadline.Truncate(time.Minute)) {
+		// Shown to the minute in the issue: round up, never announce a time earlier than the real one.
+		deadline = deadline.Truncate(time.Minute).Add(time.Minute)
+	}
+	rows := make([]Question, 0, len(qs))
+	for _, q := range qs {
+		opts, _ := json.Marshal(q.Options)
+		rows = append(rows, Question{MailboxID: mb.ID, Round: round, QID: q.ID, Title: q.Title,
+			Context: q.Context, OptionsJSON: string(opts), Default: q.Default, DeadlineAt: deadline})
+	}
+	if err := m.store.InsertQuestions(ctx, rows); err != nil {
+		return err
+	}
+	stored, err := m.store.Questions(ctx, mb.ID, round)
+	if err != nil {
+		return err
+	}
+	if len(stored) > 0 {
+		deadline = stored[0].DeadlineAt // a retried round keeps its first deadline
+	}
+	mb.Data.QuestionIntro = intro
+	body := RenderQuestions(intro, qs, deadline)
+	if err := m.post(ctx, bot, mb, fmt.Sprintf("questions-%d", round), "questions", body); err != nil {
+		return err
+	}
+	if mb.Author != "" && !strings.EqualFold(mb.Author, bot.Login) && !containsFold(mb.Assignees, mb.Author) {
+		if err := bot.Forge.SetAssignees(ctx, mb.Ref(), []string{mb.Author}, nil); err != nil {
+			return fmt.Errorf("assign the author: %w", err)
+		}
+		mb.Assignees = append(mb.Assignees, mb.Author)
+	}
+	return m.follow(ctx, bot, mb, on)
+}
+
+// afterType moves on once the type is known.
+func (m *Machine) afterType(ctx context.Context, bot Bot, mb *Mailbox) error {
+	if mb.Type == "question" {
+		return m.follow(ctx, bot, mb, onQuestionType)
+	}
+	return m.follow(ctx, bot, mb, onWorkType)
+}
+
+// answer handles a reply, or ticks edited in the question block, by the author or a writer.
+func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Event, eventID int64) (string, error) {
+	c, author := ev.Comment, ev.Sender.Login
+	qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round)
+	if err != nil {
+		return "", err
+	}
+	if len(qs) == 0 {
+		return "no open questions", nil
+	}
+	if ok, err := m.canWrite(ctx, bot, mb.Repo, author); err != nil {
+		return "", err
+	} else if !ok && !strings.EqualFold(author, mb.Author) {
+		return m.refuse(ctx, bot, mb, eventID, author, "answer my questions")
+	}
+	rq := toRunnerQuestions(qs)
+	var a Answers
+	if key, _, ok := ParseMarker(c.Body); ok {
+		if key != fmt.Sprintf("questions-%d", mb.Data.Round) {
+			return "edit of another Alfred comment", nil
+		}
+		a = Answers{Choices: ParseTicks(c.Body, rq)}
+	} else {
+		if ev.Type == forge.EventCommentEdited {
+			return "edited comment recorded", nil
+		}
+		a = ParseReply(c.Body, rq)
+	}
+	if err := m.answerRound(ctx, mb, a.Choices, author); err != nil {
+		return "", err
+	}
+	if a.FreeText != "" {
+		mb.Data.FreeText = strings.TrimSpace(mb.Data.FreeText + "\n\n@" + author + ": " + a.FreeText)
+	}
+	return "answered by @" + author, m.afterAnswers(ctx, bot, mb, "@"+author)
+}
+
+// typeLabel answers the type question with a type:: label the author or a writer added.
+func (m *Machine) typeLabel(ctx context.Context, bot Bot, mb *Mailbox, typ, sender string, eventID int64) (string, error) {
+	if ok, err := m.canWrite(ctx, bot, mb.Repo, sender); err != nil {
+		return "", err
+	} else if !ok && !strings.EqualFold(sender, mb.Author) {
+		return m.refuse(ctx, bot, mb, eventID, sender, "set the type")
+	}
+	mb.Type = typ
+	if err := m.answerRound(ctx, mb, map[string]string{"q1": mb.Type}, sender); err != nil {
+		return "", err
+	}
+	if err := m.markAnswered(ctx, bot, mb, "@"+sender); err != nil {
+		return "", err
+	}
+	if err := m.handBack(ctx, bot, mb); err != nil {
+		return "", err
+	}
+	return "type set by label", m.afterType(ctx, bot, mb)
+}
+
+func toRunnerQuestions(qs []Question) []phase.Question {
+	out := make([]phase.Question, 0, len(qs))
+	for _, q := range qs {
+		out = append(out, phase.Question{ID: q.QID, Title: q.Title, Context: q.Context, Options: q.Options(), Default: q.Default})
+	}
+	return out
+}
+
+// answerRound records the choices for the current round; questions left open get their
+// default, answered by "default".
+func (m *Machine) answerRound(ctx context.Context, mb *Mailbox, choices map[string]string, by string) error {
+	qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round)
+	if err != nil {
+		return err
+	}
+	if mb.Data.Decisions == nil {
+		mb.Data.Decisions = map[string]string{}
+	}
+	asksType := def(mb.State).AsksType
+	for _, q := range qs {
+		if q.Answer != nil {
+			continue
+		}
+		ans, who := choices[q.QID], by
+		if ans == "" {
+			ans, who = q.Default, "default"
+		}
+		if err := m.store.AnswerQuestion(ctx, q.ID, ans, who, m.now()); err != nil {
+			return err
+		}
+		label := ans
+		for _, o := range q.Options() {
+			if o.ID == ans {
+				label = o.Label
+			}
+		}
+		if asksType {
+			mb.Type = ans
+		} else {
+			mb.Data.Decisions[q.QID] = label
+		}
+	}
+	return nil
+}
+
+// handBack unassigns the author Alfred assigned to answer. It does not trust mb.Assignees: a
+// late delivery (Gitea sends "opened" after "assigned" for an issue opened with assignees)
+// can overwrite it with a list from before the author was assigned. SetAssignees reads the
+// issue and changes nothing when the author is not assigned.
+func (m *Machine) handBack(ctx context.Context, bot Bot, mb *Mailbox) error {
+	if mb.Author == "" || strings.EqualFold(mb.Author, bot.Login) {
+		return nil
+	}
+	if err := bot.Forge.SetAssignees(ctx, mb.Ref(), nil, []string{mb.Author}); err != nil {
+		return fmt.Errorf("unassign the author: %w", err)
+	}
+	mb.Assignees = slices.DeleteFunc(mb.Assignees, func(s string) bool { return strings.EqualFold(s, mb.Author) })
+	return nil
+}
+
+// afterAnswers continues once a question round is answered (by a reply, ticks or defaults).
+func (m *Machine) afterAnswers(ctx context.Context, bot Bot, mb *Mailbox, by string) error {
+	if err := m.markAnswered(ctx, bot, mb, by); err != nil {
+		return err
+	}
+	if err := m.handBack(ctx, bot, mb); err != nil {
+		return err
+	}
+	if def(mb.State).AsksType {
+		if l := m.cfg.Labels.TypeLabel(mb.Type); l != "" {
+			if err := bot.Forge.SetLabels(ctx, mb.Ref(), []string{l}, nil); err != nil {
+				return fmt.Errorf("set the type label: %w", err)
+			}
+			mb.Labels = append(mb.Labels, l)
+		}
+		return m.afterType(ctx, bot, mb)
+	}
+	return m.finishFunctional(ctx, bot, mb)
+}
+
+// markAnswered edits the round's question block in place: the chosen options ticked and who
+// answered instead of the deadline, so the block tells what was decided.
+func (m *Machine) markAnswered(ctx context.Context, bot Bot, mb *Mailbox, by string) error {
+	qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round)
+	if err != nil || len(qs) == 0 {
+		return err
+	}
+	chosen := map[string]string{}
+	for _, q := range qs {
+		chosen[q.QID] = deref(q.Answer)
+	}
+	notice := "Answered by " + by + "."
+	if by == "default" {
+		notice = fmt.Sprintf("No answer by %s: the defaults apply.", qs[0].DeadlineAt.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	body := RenderAnswered(mb.Data.QuestionIntro, toRunnerQuestions(qs), chosen, notice)
+	return m.post(ctx, bot, mb, fmt.Sprintf("questions-%d", mb.Data.Round), "questions", body)
+}
+
+// deadline applies the defaults of the open question block once its deadline has passed, says
+// so in the issue and moves on. It reports whether it fired.
+func (m *Machine) deadline(ctx context.Context, bot Bot, mb *Mailbox) (bool, error) {
+	qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round)
+	if err != nil || len(qs) == 0 || m.now().Before(qs[0].DeadlineAt) {
+		return false, err
+	}
+	if err := m.answerRound(ctx, mb, nil, ""); err != nil {
+		return false, err
+	}
+	qs, err = m.store.Questions(ctx, mb.ID, mb.Data.Round)
+	if err != nil {
+		return false, err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "No answer by %s, so I applied the defaults:\n", qs[0].DeadlineAt.UTC().Format("2006-01-02 15:04 UTC"))
+	for _, q := range qs {
+		fmt.Fprintf(&b, "\n- **%s. %s** → %s", q.QID, q.Title, optionText(q, deref(q.Answer)))
+	}
+	if err := m.post(ctx, bot, mb, fmt.Sprintf("defaults-%d", mb.Data.Round), "defaults", b.String()); err != nil {
+		return false, err
+	}
+	return true, m.afterAnswers(ctx, bot, mb, "default")
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func optionText(q Question, id string) string {
+	for i, o := range q.Options() {
+		if o.ID == id {
+			return fmt.Sprintf("%s. %s", optionLetter(i), o.Label)
+		}
+	}
+	return id
+}

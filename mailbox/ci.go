@@ -1,0 +1,63 @@
+package mailbox
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// checkCI reads the CI state of the merge request's head commit and moves on: success (or no
+// pipeline once ci_wait is over) to review, a failure to a ci_fix run while attempts are left,
+// else to blocked.
+func (m *Machine) checkCI(ctx context.Context, bot Bot, mb *Mailbox) (string, error) {
+	p, err := bot.Forge.CIStatus(ctx, mb.Repo, mb.HeadSHA)
+	if err != nil {
+		return "", fmt.Errorf("read CI status: %w", err)
+	}
+	sha7 := short(mb.HeadSHA)
+	switch p.State {
+	case forge.CISuccess:
+		body := fmt.Sprintf("CI passed on %s. The %s is ready for review.", sha7, m.mrWord(bot))
+		if err := m.post(ctx, bot, mb, "ci-"+mb.HeadSHA, "ci", body); err != nil {
+			return "", err
+		}
+		return "ci passed", m.follow(ctx, bot, mb, onCIPassed)
+	case forge.CIFailed:
+		if mb.Data.CIAttempts >= m.cfg.CIFixAttempts {
+			return "ci failed", m.block(ctx, bot, mb, onCIExhausted, StateCIFix,
+				fmt.Sprintf("CI still fails on %s after %d fix attempts.", sha7, mb.Data.CIAttempts))
+		}
+		mb.Data.CIAttempts++
+		mb.Data.CILog = formatFailedJobs(p.FailedJobs)
+		return "ci failed: fixing", m.follow(ctx, bot, mb, onCIFailed)
+	case forge.CIPending:
+		return "ci pending", nil
+	}
+	if m.now().Before(mb.Data.CIWaitUntil) {
+		return "waiting for a pipeline", nil
+	}
+	body := fmt.Sprintf("No pipeline ran on this %s. It is ready for review.", m.mrWord(bot))
+	if err := m.post(ctx, bot, mb, "no-pipeline-"+mb.HeadSHA, "ci", body); err != nil {
+		return "", err
+	}
+	return "no pipeline", m.follow(ctx, bot, mb, onCIPassed)
+}
+
+// short returns the 7-character abbreviation of a commit id.
+func short(sha string) string { return sha[:min(7, len(sha))] }
+
+func formatFailedJobs(jobs []forge.FailedJob) string {
+	var b strings.Builder
+	for _, j := range jobs {
+		fmt.Fprintf(&b, "## %s\n", j.Name)
+		if j.WebURL != "" {
+			fmt.Fprintf(&b, "%s\n", j.WebURL)
+		}
+		if j.Log != "" {
+			fmt.Fprintf(&b, "```\n%s\n```\n", strings.TrimSpace(j.Log))
+		}
+	}
+	return b.String()
+}

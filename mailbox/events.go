@@ -1,0 +1,290 @@
+package mailbox
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// applyEvents applies the pending events, folded (foldEvents), each saved with its processed
+// mark in one transaction. It reports whether there were any.
+func (m *Machine) applyEvents(ctx context.Context, bot Bot, mb *Mailbox) (bool, error) {
+	evs, err := m.store.PendingEvents(ctx, mb.ID)
+	if err != nil || len(evs) == 0 {
+		return false, err
+	}
+	for _, g := range foldEvents(evs) {
+		outcome, err := m.handle(ctx, bot, mb, g.last)
+		if err != nil {
+			return true, err
+		}
+		if err := m.store.SaveProcessed(ctx, mb, g.ids, outcome); err != nil {
+			return true, err
+		}
+		m.log.Debug("event applied", "mailbox_id", mb.ID, "event", g.last.Event.Type, "outcome", outcome)
+	}
+	return true, nil
+}
+
+type eventGroup struct {
+	ids  []int64
+	last StoredEvent
+}
+
+// foldEvents folds consecutive label (or assignee) events of one target into one: Forgejo
+// sends the whole list each time, so only the last list counts; GitLab's previous list is
+// taken from the first event of the run.
+func foldEvents(evs []StoredEvent) []eventGroup {
+	var out []eventGroup
+	for _, e := range evs {
+		if n := len(out); n > 0 {
+			prev := &out[n-1]
+			p, c := prev.last.Event, e.Event
+			if (c.Type == forge.EventLabels || c.Type == forge.EventAssignees) && p.Type == c.Type &&
+				p.Target == c.Target && strings.EqualFold(p.Sender.Login, c.Sender.Login) {
+				merged := e
+				if c.Type == forge.EventLabels && p.PreviousLabels != nil {
+					merged.Event.PreviousLabels = p.PreviousLabels
+				}
+				if c.Type == forge.EventAssignees && p.PreviousAssignees != nil {
+					merged.Event.PreviousAssignees = p.PreviousAssignees
+				}
+				prev.ids = append(prev.ids, e.ID)
+				prev.last = merged
+				continue
+			}
+		}
+		out = append(out, eventGroup{ids: []int64{e.ID}, last: e})
+	}
+	return out
+}
+
+// origin is who sent an event and what it is about, as the machine sees it.
+type origin struct {
+	fromBot, otherBot bool // sent by this bot; by another bot
+	onIssue, onOurMR  bool // about the mailbox's issue; about the bot's merge request
+}
+
+func originOf(ev forge.Event, bot Bot, mb *Mailbox) origin {
+	o := origin{
+		fromBot:  strings.EqualFold(ev.Sender.Login, bot.Login),
+		otherBot: ev.Sender.Bot || containsFold(bot.OtherBots, ev.Sender.Login),
+		onIssue:  !ev.Target.MergeRequest && ev.Target.Number == mb.Number && !mb.MergeRequest,
+		onOurMR:  ev.Target.MergeRequest && mb.MRNumber != 0 && ev.Target.Number == mb.MRNumber,
+	}
+	if ev.MergeRequest != nil && mb.Branch != "" && ev.MergeRequest.SourceBranch == mb.Branch && !mb.MergeRequest {
+		o.onOurMR = true
+	}
+	return o
+}
+
+// handle applies one event to the mailbox and returns a short outcome for the events table.
+func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEvent) (string, error) {
+	ev := se.Event
+	o := originOf(ev, bot, mb)
+	if o.onIssue {
+		mb.Title = cmp.Or(ev.Title, mb.Title)
+		mb.Author = cmp.Or(mb.Author, ev.Author.Login)
+	}
+	if mb.MergeRequest {
+		return "recorded: merge requests that are not Alfred's are not acted on", nil
+	}
+	switch ev.Type {
+	case forge.EventIssueOpened, forge.EventAssignees:
+		return m.assignees(ctx, bot, mb, se, o)
+	case forge.EventLabels:
+		return m.labelEvent(ctx, bot, mb, se, o)
+	case forge.EventComment, forge.EventCommentEdited:
+		switch {
+		case o.fromBot:
+			return "own comment", nil
+		case o.otherBot:
+			return "ignored: comment by another bot", nil
+		case !o.onIssue || ev.Comment == nil:
+			return "comment recorded", nil
+		}
+		return m.comment(ctx, bot, mb, ev, se.ID)
+	case forge.EventIssueClosed:
+		if !o.onIssue || !mb.State.Working() {
+			return "closed: nothing running", nil
+		}
+		return m.done(ctx, bot, mb, onIssueClosed, "the issue was closed")
+	case forge.EventIssueEdited:
+		return "title and description recorded", nil
+	case forge.EventMergeRequestMerged, forge.EventMergeRequestClosed:
+		if !o.onOurMR || !mb.State.Working() {
+			return "ignored: not Alfred's merge request", nil
+		}
+		if ev.Type == forge.EventMergeRequestMerged {
+			return m.done(ctx, bot, mb, onMerged, "the merge request was merged")
+		}
+		return m.cancel(ctx, mb, onMRClosed, "the merge request was closed without merge")
+	case forge.EventMergeRequestOpened, forge.EventMergeRequestUpdated:
+		if o.onOurMR && ev.MergeRequest != nil && ev.MergeRequest.HeadSHA != "" && mb.MRNumber != 0 {
+			mb.HeadSHA = ev.MergeRequest.HeadSHA
+		}
+		return "merge request recorded", nil
+	case forge.EventPipeline:
+		if !def(mb.State).accepts(inputCI) {
+			return "pipeline recorded", nil
+		}
+		if ev.Pipeline != nil && ev.Pipeline.SHA != "" && ev.Pipeline.SHA != mb.HeadSHA {
+			return "ignored: pipeline of an older commit", nil
+		}
+		return m.checkCI(ctx, bot, mb)
+	}
+	return "recorded", nil
+}
+
+// assignees handles an issue opened or its assignees changed: the bot assigned starts the
+// lifecycle, the bot unassigned cancels it.
+func (m *Machine) assignees(ctx context.Context, bot Bot, mb *Mailbox, se StoredEvent, o origin) (string, error) {
+	ev := se.Event
+	if !o.onIssue {
+		return "ignored: assignees of a merge request", nil
+	}
+	prev := []string(mb.Assignees)
+	if ev.PreviousAssignees != nil {
+		prev = ev.PreviousAssignees
+	}
+	if ev.Type == forge.EventIssueOpened && ev.LabelsKnown {
+		mb.Labels = ev.Labels
+	}
+	if !ev.AssigneesKnown {
+		return "no assignee information", nil
+	}
+	if o.fromBot {
+		return "own change", nil
+	}
+	added, removed := diff(prev, ev.Assignees)
+	mb.Assignees = ev.Assignees
+	if containsFold(added, bot.Login) {
+		if o.otherBot {
+			return "ignored: assigned by another bot", nil
+		}
+		return m.start(ctx, bot, mb, ev.Sender.Login, se.ID)
+	}
+	if mb.State.Working() && (containsFold(removed, bot.Login) || !containsFold(ev.Assignees, bot.Login)) {
+		return m.cancel(ctx, mb, onUnassigned, "the bot was unassigned by @"+ev.Sender.Login)
+	}
+	return "assignees recorded", nil
+}
+
+// labelEvent handles a change of the issue's labels by a human.
+func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se StoredEvent, o origin) (string, error) {
+	ev := se.Event
+	if !o.onIssue {
+		return "ignored: labels of a merge request", nil
+	}
+	if o.fromBot || !ev.LabelsKnown {
+		return "own change", nil
+	}
+	prev := []string(mb.Labels)
+	if ev.PreviousLabels != nil {
+		prev = ev.PreviousLabels
+	}
+	added, _ := diff(prev, ev.Labels)
+	mb.Labels = ev.Labels
+	return m.labelsAdded(ctx, bot, mb, added, ev.Sender.Login, se.ID)
+}
+
+// labelsAdded reacts to labels a human added, as far as the state accepts them.
+func (m *Machine) labelsAdded(ctx context.Context, bot Bot, mb *Mailbox, added []string, sender string, eventID int64) (string, error) {
+	if !mb.State.Working() {
+		return "labels recorded", nil
+	}
+	d := def(mb.State)
+	for _, l := range added {
+		switch {
+		case strings.EqualFold(l, m.cfg.Labels.ValidatePlan):
+			return m.validate(ctx, bot, mb, sender, eventID)
+		case m.cfg.Labels.TypeOf(l) != "" && d.accepts(inputTypeLabel):
+			return m.typeLabel(ctx, bot, mb, m.cfg.Labels.TypeOf(l), sender, eventID)
+		case strings.EqualFold(l, m.cfg.Labels.Blocked) && mb.State != StateBlocked:
+			to, err := next(mb.State, onBlockedLabel)
+			if err != nil {
+				return "", err
+			}
+			mb.Data.BlockedFrom, mb.Data.Blocked = mb.State, "blocked by @"+sender
+			mb.State = to // the human set the label already
+			return "blocked by a human", nil
+		}
+	}
+	return "labels recorded", nil
+}
+
+// validate handles ai::validate_plan: the label is removed whoever set it, and a writer's
+// validation starts the development when the state accepts it.
+func (m *Machine) validate(ctx context.Context, bot Bot, mb *Mailbox, sender string, eventID int64) (string, error) {
+	// The label is a one-shot request: it is removed whoever set it, so it can be set again.
+	if err := bot.Forge.SetLabels(ctx, mb.Ref(), nil, []string{m.cfg.Labels.ValidatePlan}); err != nil {
+		return "", fmt.Errorf("remove %s: %w", m.cfg.Labels.ValidatePlan, err)
+	}
+	mb.Labels = slices.DeleteFunc(mb.Labels, func(s string) bool { return strings.EqualFold(s, m.cfg.Labels.ValidatePlan) })
+	if ok, err := m.canWrite(ctx, bot, mb.Repo, sender); err != nil {
+		return "", err
+	} else if !ok {
+		return m.refuse(ctx, bot, mb, eventID, sender, "validate the plan")
+	}
+	if !def(mb.State).accepts(inputValidation) {
+		return "ignored: no plan is waiting for validation", nil
+	}
+	mb.Data.ValidatedBy = sender
+	body := fmt.Sprintf("Plan validated by @%s. Starting the development.", sender)
+	if err := m.post(ctx, bot, mb, fmt.Sprintf("validated-%d", mb.Data.Round), "validated", body); err != nil {
+		return "", err
+	}
+	return "plan validated", m.follow(ctx, bot, mb, onValidated)
+}
+
+// comment handles a human comment (or an edit of one, including ticks in Alfred's own
+// question block, which the forge reports as an edit by the human) as the state accepts it:
+// answers to the open questions, or a retry.
+func (m *Machine) comment(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Event, eventID int64) (string, error) {
+	d := def(mb.State)
+	switch {
+	case d.accepts(inputAnswers):
+		return m.answer(ctx, bot, mb, ev, eventID)
+	case d.accepts(inputRetry):
+		if !isRetry(ev.Comment.Body, bot.Login) || ev.Type != forge.EventComment {
+			return "comment recorded", nil
+		}
+		return m.retry(ctx, bot, mb, ev.Sender.Login, eventID)
+	}
+	return "comment recorded", nil
+}
+
+func isRetry(body, login string) bool {
+	b := strings.ToLower(strings.TrimSpace(body))
+	b = strings.TrimSpace(strings.TrimPrefix(b, "@"+strings.ToLower(login)))
+	return b == "retry" || b == "/retry" || b == "retry please" || b == "please retry"
+}
+
+// refuse posts, once per event, that login may not do what they tried.
+func (m *Machine) refuse(ctx context.Context, bot Bot, mb *Mailbox, eventID int64, login, what string) (string, error) {
+	body := fmt.Sprintf("@%s, only a project member with write access can %s, so I am leaving this as it is.", login, what)
+	if err := m.post(ctx, bot, mb, fmt.Sprintf("refused-%d", eventID), "refused", body); err != nil {
+		return "", err
+	}
+	return "refused: @" + login + " has no write access", nil
+}
+
+// cancels reports whether ev ends the mailbox's work (so a running container is stopped).
+func cancels(ev forge.Event, bot Bot, mb *Mailbox) bool {
+	switch ev.Type {
+	case forge.EventIssueClosed:
+		return !ev.Target.MergeRequest
+	case forge.EventMergeRequestClosed, forge.EventMergeRequestMerged:
+		return ev.Target.MergeRequest && ev.Target.Number == mb.MRNumber
+	case forge.EventAssignees:
+		if ev.Target.MergeRequest || !ev.AssigneesKnown {
+			return false
+		}
+		return !containsFold(ev.Assignees, bot.Login) && !strings.EqualFold(ev.Sender.Login, bot.Login)
+	}
+	return false
+}

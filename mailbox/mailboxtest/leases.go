@@ -1,0 +1,117 @@
+package mailboxtest
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/alfred-bot/alfred/mailbox"
+)
+
+// free reports whether m's lease is free or expired at now.
+func free(m *mailbox.Mailbox, now time.Time) bool {
+	return m.LeaseExpires == nil || m.LeaseExpires.Before(now)
+}
+
+func (s *Store) hold(m *mailbox.Mailbox, owner string, until time.Time) {
+	m.LeaseOwner, m.LeaseExpires = &owner, &until
+}
+
+// Lease implements mailbox.Leases.
+func (s *Store) Lease(_ context.Context, owner string, ttl time.Duration) (*mailbox.Mailbox, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var due *mailbox.Mailbox
+	for _, m := range s.mailboxes {
+		if !free(m, now) {
+			continue
+		}
+		woken := m.WakeAt != nil && !m.WakeAt.After(now)
+		pending := slices.ContainsFunc(s.events, func(e event) bool { return e.MailboxID == m.ID && !e.processed })
+		if (woken || pending) && (due == nil || m.UpdatedAt.Before(due.UpdatedAt)) {
+			due = m
+		}
+	}
+	if due == nil {
+		return nil, nil
+	}
+	s.hold(due, owner, now.Add(ttl))
+	return clone(due), nil
+}
+
+// Claim implements mailbox.Leases.
+func (s *Store) Claim(_ context.Context, id int64, owner string, ttl time.Duration) (*mailbox.Mailbox, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := s.mailbox(id)
+	if err != nil {
+		return nil, nil
+	}
+	now := s.now()
+	if !free(m, now) {
+		return nil, nil
+	}
+	s.hold(m, owner, now.Add(ttl))
+	return clone(m), nil
+}
+
+// Extend implements mailbox.Leases.
+func (s *Store) Extend(_ context.Context, id int64, owner string, ttl time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := s.mailbox(id)
+	now := s.now()
+	if err != nil || m.LeaseOwner == nil || *m.LeaseOwner != owner || !m.LeaseExpires.After(now) {
+		return mailbox.ErrLeaseLost
+	}
+	s.hold(m, owner, now.Add(ttl))
+	return nil
+}
+
+// Release implements mailbox.Leases.
+func (s *Store) Release(_ context.Context, id int64, owner string, backoff time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := s.mailbox(id)
+	if err != nil || m.LeaseOwner == nil || *m.LeaseOwner != owner {
+		return nil
+	}
+	m.LeaseOwner, m.LeaseExpires = nil, nil
+	if backoff > 0 {
+		t := s.now().Add(backoff)
+		m.LeaseExpires = &t
+	}
+	return nil
+}
+
+// ExpiredLeases implements mailbox.Leases.
+func (s *Store) ExpiredLeases(context.Context) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	n := 0
+	for _, m := range s.mailboxes {
+		if m.LeaseOwner != nil && m.LeaseExpires.Before(now) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// UnfinishedMailboxes implements mailbox.Leases: live containers are those set with
+// SetLiveContainer.
+func (s *Store) UnfinishedMailboxes(context.Context) ([]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []int64
+	for _, m := range s.mailboxes {
+		running := slices.ContainsFunc(s.runs, func(r mailbox.Run) bool {
+			return r.MailboxID == m.ID && r.Status == mailbox.RunRunning
+		})
+		if running || s.live[m.ID] {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids, nil
+}

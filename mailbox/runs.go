@@ -1,0 +1,263 @@
+package mailbox
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gosimple/slug"
+
+	"github.com/alfred-bot/alfred/runner/phase"
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// JobRunner runs the phase jobs the machine decides on, each in a disposable container;
+// runner.Service implements it. The machine only decides which phase runs, with which input.
+type JobRunner interface {
+	// Execute prepares a worktree on job.Branch, runs the phase's agent in a container and,
+	// when job.Push is set, commits what the agent changed with the bot identity and pushes the
+	// branch. A run that fails (bad exit, no or invalid result, timeout) is reported in
+	// phase.Outcome.Failure with a nil error; the error is for infrastructure failures (Docker or
+	// git unavailable), after which the mailbox retries later. The container and worktree are
+	// removed before Execute returns, whatever happened.
+	Execute(ctx context.Context, job phase.Job) (*phase.Outcome, error)
+	// Cleanup removes every container and worktree left for a mailbox (after a crash, or when
+	// the mailbox closes). It returns nil when there is nothing to remove.
+	Cleanup(ctx context.Context, mailboxID int64) error
+	// RemoveSessions deletes the mailbox's agent session state. Called when the mailbox closes
+	// (done, cancelled, issue gone) — never on blocked or a reclaimed lease, where the session
+	// must survive.
+	RemoveSessions(mailboxID int64) error
+}
+
+// cancelPollInterval is how often a running phase looks for an event that cancels it
+// (the issue closed, the bot unassigned, the merge request closed).
+const cancelPollInterval = 2 * time.Second
+
+// runPhase runs the phase the state calls for (its row in the lifecycle table) and applies its
+// result. A run recovery finished and the machine has not acted on yet is applied instead of
+// starting a new one.
+func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
+	state := mb.State
+	in, repo, err := m.prepareRun(ctx, bot, mb)
+	if err != nil || repo == nil {
+		return err
+	}
+	if applied, err := m.applyRecovered(ctx, bot, mb, state, in, repo); applied || err != nil {
+		return err
+	}
+	run, out, err := m.execute(ctx, bot, mb, in, *repo)
+	if err != nil || out.Interrupted {
+		return err // interrupted: the cancelling event (or the next lease holder) decides what follows
+	}
+	if out.Failure != "" {
+		mb.Data.Failures++
+		reason := fmt.Sprintf("the %s run (attempt %d) failed: %s", def(state).runKey(), run.Attempt, out.Failure)
+		return m.block(ctx, bot, mb, onRunFailed, state, reason)
+	}
+	mb.Data.Failures = 0
+	return m.applyResult(ctx, bot, mb, state, out, repo)
+}
+
+// prepareRun reads the issue and the repository, freezes the branch at the first run, writes
+// the status label and saves the mailbox due at once, so the next lease holder redoes the run
+// if this process dies during it. It returns the run's input; a nil repository (and nil
+// error) when the issue turned out closed and the mailbox is done.
+func (m *Machine) prepareRun(ctx context.Context, bot Bot, mb *Mailbox) (phase.Input, *forge.Repository, error) {
+	d := def(mb.State)
+	in := phase.Input{Phase: d.Phase, Step: d.Step, Type: mb.Type, Decisions: mb.Data.Decisions,
+		FreeText: mb.Data.FreeText, Plan: mb.Data.Plan}
+	if d.Phase == phase.CIFix {
+		in.CILog = mb.Data.CILog
+	}
+	issue, err := bot.Forge.Issue(ctx, mb.Ref())
+	if err != nil {
+		return in, nil, fmt.Errorf("read issue: %w", err)
+	}
+	if issue.State == "closed" {
+		_, err := m.done(ctx, bot, mb, onIssueClosed, "the issue was closed")
+		return in, nil, err
+	}
+	in.Title, in.Description = issue.Title, issue.Body
+	if fa, ok := Section(issue.Body, sectionFunctional); ok {
+		in.Analysis = fa
+	}
+	// The branch (and with it the session name) is frozen at the first run of the mailbox.
+	if mb.Branch == "" {
+		mb.Branch = BranchName(m.cfg.BranchPrefix, mb.Number, issue.Title)
+	}
+	repo, err := bot.Forge.Repository(ctx, mb.Repo)
+	if err != nil {
+		return in, nil, fmt.Errorf("read repository: %w", err)
+	}
+	if err := m.setState(ctx, bot, mb, mb.State); err != nil {
+		return in, nil, err
+	}
+	now := m.now()
+	mb.WakeAt = &now
+	if err := m.store.Save(ctx, mb); err != nil {
+		return in, nil, err
+	}
+	return in, repo, nil
+}
+
+// execute records a new run, hands its job to the JobRunner (stopped early by a cancelling
+// event) and records how it ended.
+func (m *Machine) execute(ctx context.Context, bot Bot, mb *Mailbox, in phase.Input, repo forge.Repository) (*Run, *phase.Outcome, error) {
+	run := &Run{MailboxID: mb.ID, Phase: string(in.Phase), Step: string(in.Step)}
+	if err := m.store.StartRun(ctx, run); err != nil {
+		return nil, nil, err
+	}
+	job := m.jobFor(mb, *run, in, repo)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go m.watchCancel(runCtx, stop, bot, mb)
+	m.log.Info("run started", "mailbox_id", mb.ID, "phase", in.Phase, "step", in.Step, "attempt", run.Attempt)
+	out, err := m.jobs.Execute(runCtx, job)
+	if err != nil {
+		run.Status, run.Outcome = RunInterrupted, "infrastructure error: "+err.Error()
+		_ = m.store.FinishRun(context.WithoutCancel(ctx), run)
+		return nil, nil, fmt.Errorf("execute %s: %w", job.Input.Key, err)
+	}
+	code := out.ExitCode
+	run.ExitCode, run.Container, run.Output = &code, out.Container, out.Output
+	if out.Result != nil {
+		b, _ := json.Marshal(out.Result)
+		run.Result = string(b)
+	}
+	switch {
+	case out.Interrupted:
+		run.Status, run.Outcome = RunInterrupted, "interrupted"
+	case out.Failure != "":
+		run.Status, run.Outcome = RunFailed, out.Failure
+	default:
+		run.Status, run.Outcome = RunSucceeded, "ok"
+	}
+	if err := m.store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
+		return nil, nil, err
+	}
+	m.log.Info("run finished", "mailbox_id", mb.ID, "phase", in.Phase, "status", run.Status, "outcome", run.Outcome)
+	return run, out, nil
+}
+
+// jobFor builds the job of run r of the mailbox: the one place a phase.Job is made, for a live
+// run (in carries the issue as just read and the decisions) and for a run recovery finds again
+// (in is empty), so both name the same branch, session and commit message. The commit message
+// names the issue by the title the mailbox knows (kept current by the issue's events).
+func (m *Machine) jobFor(mb *Mailbox, r Run, in phase.Input, repo forge.Repository) phase.Job {
+	in.Phase, in.Step, in.Attempt = phase.Phase(r.Phase), phase.Step(r.Step), r.Attempt
+	in.Key = phase.KeyOf(in.Phase, in.Step)
+	in.Repo, in.Issue, in.Title, in.Branch = mb.Repo, mb.Number, cmp.Or(in.Title, mb.Title), mb.Branch
+	job := phase.Job{MailboxID: mb.ID, RunID: r.ID, Attempt: r.Attempt, ForgeName: mb.Forge,
+		Repository: repo, Branch: mb.Branch, Input: in, Push: !in.Phase.ReadOnly(),
+		CommitMessage: fmt.Sprintf("%s for #%d: %s", in.Phase, mb.Number, mb.Title)}
+	if !mb.MergeRequest && (m.cfg.SessionResume == nil || m.cfg.SessionResume(mb.Repo)) {
+		job.SessionName = mb.Branch // the session is named after the branch, frozen with it
+	}
+	return job
+}
+
+// watchCancel stops a running phase when an event that cancels it arrives.
+func (m *Machine) watchCancel(ctx context.Context, stop func(), bot Bot, mb *Mailbox) {
+	t := time.NewTicker(cancelPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		evs, err := m.store.PendingEvents(ctx, mb.ID)
+		if err != nil {
+			continue
+		}
+		for _, e := range evs {
+			if cancels(e.Event, bot, mb) {
+				m.log.Info("stopping the run: a cancelling event arrived", "mailbox_id", mb.ID, "event", e.Event.Type)
+				stop()
+				return
+			}
+		}
+	}
+}
+
+// applyResult acts on the successful result of the run state called for: what each phase's
+// result means is procedural, where it leads is the table's.
+func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state State, out *phase.Outcome, repo *forge.Repository) error {
+	r := out.Result
+	d := def(state)
+	switch {
+	case d.Phase == phase.Analysis && d.Step == phase.StepFunctional:
+		return m.applyFunctional(ctx, bot, mb, r)
+	case d.Phase == phase.Analysis:
+		mb.Data.Plan = r.Plan
+		body := fmt.Sprintf("## Technical plan\n\n%s\n\nAdd the `%s` label to let me start the development.",
+			strings.TrimSpace(r.Plan), m.cfg.Labels.ValidatePlan)
+		if err := m.post(ctx, bot, mb, fmt.Sprintf("plan-%d", mb.Data.Round), "plan", body); err != nil {
+			return err
+		}
+		return m.follow(ctx, bot, mb, onPlanPosted)
+	case d.Phase == phase.Answer:
+		if err := m.post(ctx, bot, mb, fmt.Sprintf("answer-%d", mb.Data.Round), "answer", strings.TrimSpace(r.Answer)); err != nil {
+			return err
+		}
+		return m.follow(ctx, bot, mb, onAnswerPosted)
+	case !d.Phase.ReadOnly():
+		return m.applyPush(ctx, bot, mb, state, out, repo)
+	}
+	return nil
+}
+
+// applyPush acts on a read-write run: nothing pushed blocks; otherwise the first push opens
+// the merge request and a later one (ci_fix) says what it fixed, and CI is awaited.
+func (m *Machine) applyPush(ctx context.Context, bot Bot, mb *Mailbox, state State, out *phase.Outcome, repo *forge.Repository) error {
+	if out.HeadSHA == "" {
+		return m.block(ctx, bot, mb, onNothingPushed, state,
+			fmt.Sprintf("the %s run changed no file, so there is nothing to push.", def(state).runKey()))
+	}
+	mb.HeadSHA = out.HeadSHA
+	if mb.MRNumber == 0 {
+		body := fmt.Sprintf("Closes #%d\n\n%s", mb.Number, m.cfg.Redact(strings.TrimSpace(out.Result.Summary)))
+		mr, err := bot.Forge.CreateMergeRequest(ctx, mb.Repo, forge.NewMergeRequest{
+			SourceBranch: mb.Branch, TargetBranch: repo.DefaultBranch, Title: mb.Title, Body: body})
+		if err != nil {
+			return fmt.Errorf("open the merge request: %w", err)
+		}
+		mb.MRNumber = mr.Number
+		msg := fmt.Sprintf("I opened %s from `%s`.", m.mrRef(bot, mr.Number), mb.Branch)
+		if mr.WebURL != "" {
+			msg += " " + mr.WebURL
+		}
+		if err := m.post(ctx, bot, mb, fmt.Sprintf("mr-%d", mb.Data.Round), "merge_request", msg); err != nil {
+			return err
+		}
+	} else {
+		msg := fmt.Sprintf("I pushed a fix for the failed CI (attempt %d of %d) as %s.",
+			mb.Data.CIAttempts, m.cfg.CIFixAttempts, short(out.HeadSHA))
+		if err := m.post(ctx, bot, mb, "cifix-"+out.HeadSHA, "ci_fix", msg); err != nil {
+			return err
+		}
+	}
+	mb.Data.CIWaitUntil = m.now().Add(m.cfg.CIWait)
+	return m.follow(ctx, bot, mb, onPushed)
+}
+
+// BranchName returns "{prefix}issue-{number}-{slug of the title}", the slug transliterated to
+// ASCII and cut at 40 characters on a word boundary.
+func BranchName(prefix string, number int64, title string) string {
+	s := slug.Make(title)
+	if len(s) > 40 {
+		s = s[:40]
+		if i := strings.LastIndex(s, "-"); i > 10 {
+			s = s[:i]
+		}
+	}
+	name := fmt.Sprintf("%sissue-%d", prefix, number)
+	if s != "" {
+		name += "-" + s
+	}
+	return name
+}

@@ -1,0 +1,101 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+const mailboxColumns = `id, forge, repo, number, merge_request, state, issue_type, author, title,
+labels, assignees, branch, mr_number, head_sha, data, wake_at, lease_owner, lease_expires_at,
+closed_at, created_at, updated_at`
+
+const sqlGetMailbox = `SELECT ` + mailboxColumns + ` FROM mailboxes WHERE id = $1`
+
+// Get implements mailbox.Mailboxes.
+func (s *Store) Get(ctx context.Context, id int64) (*mailbox.Mailbox, error) {
+	var m mailbox.Mailbox
+	err := s.db.GetContext(ctx, &m, sqlGetMailbox, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("get mailbox %d: %w", id, mailbox.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get mailbox %d: %w", id, err)
+	}
+	return &m, nil
+}
+
+const sqlFindMailbox = `SELECT ` + mailboxColumns + ` FROM mailboxes
+WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4`
+
+// Find reads the mailbox of an issue or merge request; an error wrapping mailbox.ErrNotFound
+// when there is none.
+func (s *Store) Find(ctx context.Context, ref forge.IssueRef) (*mailbox.Mailbox, error) {
+	var m mailbox.Mailbox
+	err := s.db.GetContext(ctx, &m, sqlFindMailbox, ref.Forge, ref.Repo, ref.Number, ref.MergeRequest)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("find mailbox %s: %w", ref, mailbox.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find mailbox %s: %w", ref, err)
+	}
+	return &m, nil
+}
+
+const sqlSaveMailbox = `
+UPDATE mailboxes SET state = $2, issue_type = $3, author = $4, title = $5, labels = $6,
+	assignees = $7, branch = $8, mr_number = $9, head_sha = $10, data = $11, wake_at = $12,
+	closed_at = $13, updated_at = $14
+WHERE id = $1`
+
+// Save implements mailbox.Mailboxes.
+func (s *Store) Save(ctx context.Context, m *mailbox.Mailbox) error { return s.save(ctx, s.db, m) }
+
+func (s *Store) save(ctx context.Context, q querier, m *mailbox.Mailbox) error {
+	_, err := q.ExecContext(ctx, sqlSaveMailbox, m.ID, m.State, m.Type, m.Author, m.Title, m.Labels,
+		m.Assignees, m.Branch, m.MRNumber, m.HeadSHA, m.Data, m.WakeAt, m.ClosedAt, s.now())
+	if err != nil {
+		return fmt.Errorf("save mailbox %d: %w", m.ID, err)
+	}
+	return nil
+}
+
+// SaveProcessed implements mailbox.Mailboxes.
+func (s *Store) SaveProcessed(ctx context.Context, m *mailbox.Mailbox, eventIDs []int64, outcome string) error {
+	return s.withTx(ctx, func(q querier) error {
+		if err := s.save(ctx, q, m); err != nil {
+			return err
+		}
+		for _, id := range eventIDs {
+			if err := s.markProcessed(ctx, q, id, outcome); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+const sqlSaveData = `UPDATE mailboxes SET data = $2 WHERE id = $1`
+
+// SaveData implements mailbox.Mailboxes.
+func (s *Store) SaveData(ctx context.Context, m *mailbox.Mailbox) error {
+	if _, err := s.db.ExecContext(ctx, sqlSaveData, m.ID, m.Data); err != nil {
+		return fmt.Errorf("save mailbox data %d: %w", m.ID, err)
+	}
+	return nil
+}
+
+// OpenMailboxes returns the ids of mailboxes that are not closed.
+func (s *Store) OpenMailboxes(ctx context.Context) (map[int64]bool, error) {
+	return s.idSet(ctx, "open mailboxes", `SELECT id FROM mailboxes WHERE closed_at IS NULL`)
+}
+
+// LeasedMailboxes returns the ids of mailboxes whose lease is live (held and unexpired).
+func (s *Store) LeasedMailboxes(ctx context.Context) (map[int64]bool, error) {
+	return s.idSet(ctx, "leased mailboxes", `SELECT id FROM mailboxes
+		WHERE lease_owner IS NOT NULL AND lease_expires_at > $1`, s.now())
+}

@@ -1,0 +1,408 @@
+// Package storetest is the conformance suite of mailbox.Store: Run proves a store keeps the
+// contracts the mailbox package relies on. The in-memory store (mailbox/mailboxtest) and the
+// PostgreSQL store (mailbox/store/postgres) both run it; a new store plugs into the same suite.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// Store is a mailbox.Store plus the reads tests inspect it with.
+type Store interface {
+	mailbox.Store
+	// Find reads the mailbox of an issue or merge request; an error wrapping
+	// mailbox.ErrNotFound when there is none.
+	Find(ctx context.Context, ref forge.IssueRef) (*mailbox.Mailbox, error)
+	// Runs lists a mailbox's runs, oldest first.
+	Runs(ctx context.Context, mailboxID int64) ([]mailbox.Run, error)
+}
+
+// Clock is a settable clock for the store under test.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock at t.
+func NewClock(t time.Time) *Clock { return &Clock{t: t} }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Add moves the clock on by d.
+func (c *Clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
+
+// NewStore returns an empty store of the kind under test, reading time from now.
+type NewStore func(t *testing.T, now func() time.Time) Store
+
+// Run runs the suite; every subtest gets its own store.
+func Run(t *testing.T, newStore NewStore) {
+	for name, test := range map[string]func(*testing.T, Store, *Clock){
+		"DeliverDeduplicatesByDeliveryIdentity": deliverDeduplicates,
+		"PipelineOfNoMailboxIsIgnored":         pipelineOfNoMailbox,
+		"MergeRequestEventsFindTheIssue":       mergeRequestEventsFindTheIssue,
+		"SaveProcessed":                        saveProcessed,
+		"LeaseIsExclusiveExpiresAndBacksOff":   leaseIsExclusive,
+		"QuestionsAreInsertedOnce":             questionsInsertedOnce,
+		"RunsCountAttemptsAndRecover":          runsCountAttempts,
+		"CommentsAreReplacedByKey":             commentsReplacedByKey,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := NewClock(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+			test(t, newStore(t, c.Now), c)
+		})
+	}
+}
+
+// Event returns a comment event on issue n of acme/shop with the given delivery id and body hash.
+func Event(n int64, delivery, body string) forge.Event {
+	return forge.Event{Forge: "gl", Kind: forge.KindGitLab, DeliveryID: delivery, BodyHash: body,
+		Type: forge.EventComment, Target: forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: n},
+		Sender: forge.User{Login: "alice"}, Comment: &forge.Comment{Body: "hi"}}
+}
+
+func issue(n int64) forge.IssueRef { return forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: n} }
+
+// deliverOn delivers a fresh event to issue n and returns its mailbox.
+func deliverOn(t *testing.T, s Store, n int64) *mailbox.Mailbox {
+	t.Helper()
+	ctx := context.Background()
+	_, err := s.Deliver(ctx, Event(n, fmt.Sprintf("d%d", n), fmt.Sprintf("h%d", n)))
+	require.NoError(t, err)
+	mb, err := s.Find(ctx, issue(n))
+	require.NoError(t, err)
+	return mb
+}
+
+func deliverDeduplicates(t *testing.T, s Store, _ *Clock) {
+	ctx := context.Background()
+	dup, err := s.Deliver(ctx, Event(1, "d1", "h1"))
+	require.NoError(t, err)
+	require.False(t, dup)
+	dup, err = s.Deliver(ctx, Event(1, "d1", "h1"))
+	require.NoError(t, err)
+	require.True(t, dup, "same delivery id and body (a GitLab retry)")
+	dup, err = s.Deliver(ctx, Event(1, "d2", "h1"))
+	require.NoError(t, err)
+	require.False(t, dup, "identical bodies under a new id are a new event (assign, unassign, assign)")
+	dup, err = s.Deliver(ctx, Event(1, "d3", "h1"))
+	require.NoError(t, err)
+	require.False(t, dup)
+	dup, err = s.Deliver(ctx, Event(1, "d1", "h2"))
+	require.NoError(t, err)
+	require.False(t, dup, "the same id with another body is kept")
+	mb, err := s.Find(ctx, issue(1))
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateIdle, mb.State)
+	evs, err := s.PendingEvents(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, evs, 4)
+	require.Equal(t, "hi", evs[0].Event.Comment.Body, "the event is decoded")
+	_, err = s.Get(ctx, mb.ID+100)
+	require.ErrorIs(t, err, mailbox.ErrNotFound)
+}
+
+func pipelineOfNoMailbox(t *testing.T, s Store, _ *Clock) {
+	ev := forge.Event{Forge: "gl", DeliveryID: "p1", BodyHash: "p1", Type: forge.EventPipeline,
+		Target: forge.IssueRef{Forge: "gl", Repo: "acme/shop"}, Pipeline: &forge.Pipeline{Ref: "main", SHA: "abc"}}
+	_, err := s.Deliver(context.Background(), ev)
+	var ignore *forge.IgnoreError
+	require.ErrorAs(t, err, &ignore)
+}
+
+func mergeRequestEventsFindTheIssue(t *testing.T, s Store, _ *Clock) {
+	ctx := context.Background()
+	mb := deliverOn(t, s, 1)
+	mb.Branch, mb.MRNumber, mb.HeadSHA = "agent/issue-1", 7, "abc"
+	require.NoError(t, s.Save(ctx, mb))
+	mr := func(delivery string, number int64, branch, sha string) forge.Event {
+		return forge.Event{Forge: "gl", DeliveryID: delivery, BodyHash: delivery, Type: forge.EventPipeline,
+			Target:   forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: number, MergeRequest: number != 0},
+			Pipeline: &forge.Pipeline{Ref: branch, SHA: sha}}
+	}
+	for _, ev := range []forge.Event{mr("by-number", 7, "", ""), mr("by-branch", 0, "agent/issue-1", ""), mr("by-sha", 0, "", "abc")} {
+		_, err := s.Deliver(ctx, ev)
+		require.NoError(t, err, ev.DeliveryID)
+	}
+	evs, err := s.PendingEvents(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, evs, 4, "the three merge request events are the issue's")
+
+	_, err = s.Deliver(ctx, forge.Event{Forge: "gl", DeliveryID: "other", BodyHash: "other", Type: forge.EventComment,
+		Target: forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 9, MergeRequest: true}})
+	require.NoError(t, err)
+	other, err := s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 9, MergeRequest: true})
+	require.NoError(t, err, "someone else's merge request has its own mailbox")
+	require.NotEqual(t, mb.ID, other.ID)
+}
+
+func saveProcessed(t *testing.T, s Store, c *Clock) {
+	ctx := context.Background()
+	mb := deliverOn(t, s, 1)
+	_, err := s.Deliver(ctx, Event(1, "d-2", "h-2"))
+	require.NoError(t, err)
+	evs, err := s.PendingEvents(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, evs, 2)
+	c.Add(time.Minute)
+	mb.State, mb.Data.Round = mailbox.StateWaitingInfo, 3
+	mb.Data.Decisions = map[string]string{"q1": "Comma"}
+	require.NoError(t, s.SaveProcessed(ctx, mb, []int64{evs[0].ID}, "applied"))
+	mb.Data.Decisions["q1"] = "changed after the save"
+	got, err := s.Get(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateWaitingInfo, got.State)
+	require.Equal(t, "Comma", got.Data.Decisions["q1"], "the store keeps what was saved")
+	require.True(t, got.UpdatedAt.Equal(c.Now()), "updated at the store's clock")
+	left, err := s.PendingEvents(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, left, 1)
+	require.Equal(t, evs[1].ID, left[0].ID)
+	require.NoError(t, s.MarkProcessed(ctx, evs[1].ID, "done"))
+	left, err = s.PendingEvents(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Empty(t, left)
+
+	got.Data.FailedPasses = 2
+	got.State = mailbox.StateBlocked
+	require.NoError(t, s.SaveData(ctx, got))
+	again, err := s.Get(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2, again.Data.FailedPasses)
+	require.Equal(t, mailbox.StateWaitingInfo, again.State, "SaveData writes the data only")
+}
+
+// LeaseConcurrently leases, with one goroutine per store (owners p1, p2, …), every due mailbox
+// for a minute until none is left, failing t when one is leased twice; it returns the owner of
+// each mailbox. Several stores on one database stand for several processes.
+func LeaseConcurrently(t *testing.T, stores ...mailbox.Leases) map[int64]string {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	held := map[int64]string{}
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := fmt.Sprintf("p%d", i+1)
+			for {
+				mb, err := s.Lease(ctx, owner, time.Minute)
+				if err != nil || mb == nil {
+					assert.NoError(t, err)
+					return
+				}
+				mu.Lock()
+				prev, dup := held[mb.ID]
+				held[mb.ID] = owner
+				mu.Unlock()
+				assert.False(t, dup, "mailbox %d leased by %s and %s", mb.ID, prev, owner)
+			}
+		}()
+	}
+	wg.Wait()
+	return held
+}
+
+func leaseIsExclusive(t *testing.T, s Store, c *Clock) {
+	ctx := context.Background()
+	for n := int64(1); n <= 20; n++ {
+		deliverOn(t, s, n)
+	}
+	held := LeaseConcurrently(t, s, s, s, s)
+	require.Len(t, held, 20)
+
+	// Every lease is live: nothing is due. Extend works for the owner only.
+	mb, err := s.Lease(ctx, "p5", time.Minute)
+	require.NoError(t, err)
+	require.Nil(t, mb)
+	var id int64
+	var owner string
+	for id, owner = range held {
+		break
+	}
+	require.NoError(t, s.Extend(ctx, id, owner, time.Minute))
+	require.ErrorIs(t, s.Extend(ctx, id, "intruder", time.Minute), mailbox.ErrLeaseLost)
+	got, err := s.Claim(ctx, id, "intruder", time.Minute)
+	require.NoError(t, err)
+	require.Nil(t, got, "a live lease is not claimed")
+
+	// The holder stops renewing: once its lease expires the mailbox is leased again (rescued).
+	require.NoError(t, s.Extend(ctx, id, owner, time.Second))
+	c.Add(2 * time.Second)
+	require.ErrorIs(t, s.Extend(ctx, id, owner, time.Minute), mailbox.ErrLeaseLost)
+	n, err := s.ExpiredLeases(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	mb, err = s.Lease(ctx, "p6", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, mb)
+	require.Equal(t, id, mb.ID)
+
+	// A failed pass releases with a backoff: not due again before it passes.
+	require.NoError(t, s.Release(ctx, id, "p6", time.Hour))
+	mb, err = s.Lease(ctx, "p7", time.Minute)
+	require.NoError(t, err)
+	require.Nil(t, mb)
+	c.Add(2 * time.Hour)
+	c.Add(time.Minute) // every other lease expired too; the released one is the only one with no holder
+	mb, err = s.Claim(ctx, id, "p8", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, mb, "after the backoff the mailbox can be claimed")
+	require.NoError(t, s.Release(ctx, id, "p8", 0))
+
+	// A mailbox with nothing pending and no timer is not due; a timer that has come makes it due.
+	all, err := s.PendingEvents(ctx, id)
+	require.NoError(t, err)
+	for _, e := range all {
+		require.NoError(t, s.MarkProcessed(ctx, e.ID, "done"))
+	}
+	for {
+		other, err := s.Lease(ctx, "sweeper", time.Hour)
+		require.NoError(t, err)
+		if other == nil {
+			break
+		}
+		require.NotEqual(t, id, other.ID, "nothing pending: not due")
+	}
+	mb, err = s.Get(ctx, id)
+	require.NoError(t, err)
+	wake := c.Now().Add(time.Minute)
+	mb.WakeAt = &wake
+	require.NoError(t, s.Save(ctx, mb))
+	got, err = s.Lease(ctx, "p9", time.Minute)
+	require.NoError(t, err)
+	require.Nil(t, got, "the timer has not come")
+	c.Add(2 * time.Minute)
+	got, err = s.Lease(ctx, "p9", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, got)
+	require.Equal(t, id, got.ID)
+}
+
+func questionsInsertedOnce(t *testing.T, s Store, c *Clock) {
+	ctx := context.Background()
+	mb := deliverOn(t, s, 1)
+	first := c.Now().Add(time.Hour)
+	q := func(qid string, deadline time.Time) mailbox.Question {
+		return mailbox.Question{MailboxID: mb.ID, Round: 2, QID: qid, Title: "t " + qid, OptionsJSON: `[{"id":"a","label":"A"}]`,
+			Default: "a", DeadlineAt: deadline}
+	}
+	require.NoError(t, s.InsertQuestions(ctx, []mailbox.Question{q("q1", first), q("q2", first)}))
+	require.NoError(t, s.InsertQuestions(ctx, []mailbox.Question{q("q1", first.Add(time.Hour))}))
+	qs, err := s.Questions(ctx, mb.ID, 2)
+	require.NoError(t, err)
+	require.Len(t, qs, 2)
+	require.Equal(t, "q1", qs[0].QID)
+	require.True(t, qs[0].DeadlineAt.Equal(first), "a retried round keeps its first deadline")
+	require.Equal(t, "A", qs[0].Options()[0].Label)
+	require.NoError(t, s.AnswerQuestion(ctx, qs[1].ID, "a", "default", c.Now()))
+	qs, err = s.Questions(ctx, mb.ID, 2)
+	require.NoError(t, err)
+	require.Nil(t, qs[0].Answer)
+	require.Equal(t, "default", *qs[1].AnsweredBy)
+	none, err := s.Questions(ctx, mb.ID, 3)
+	require.NoError(t, err)
+	require.Empty(t, none)
+}
+
+func runsCountAttempts(t *testing.T, s Store, _ *Clock) {
+	ctx := context.Background()
+	mb := deliverOn(t, s, 1)
+	r1 := &mailbox.Run{MailboxID: mb.ID, Phase: "development"}
+	require.NoError(t, s.StartRun(ctx, r1))
+	require.Equal(t, 1, r1.Attempt)
+	code := 1
+	r1.Status, r1.Outcome, r1.ExitCode = mailbox.RunFailed, "boom", &code
+	require.NoError(t, s.FinishRun(ctx, r1))
+	other := &mailbox.Run{MailboxID: mb.ID, Phase: "analysis", Step: "functional"}
+	require.NoError(t, s.StartRun(ctx, other))
+	require.Equal(t, 1, other.Attempt, "attempts count per phase and step")
+
+	ids, err := s.UnfinishedMailboxes(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []int64{mb.ID}, ids)
+	interrupted, err := s.InterruptRuns(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, interrupted, 1)
+	require.Equal(t, other.ID, interrupted[0].ID)
+	require.Equal(t, mailbox.RunInterrupted, interrupted[0].Status)
+	ids, err = s.UnfinishedMailboxes(ctx)
+	require.NoError(t, err)
+	require.Empty(t, ids)
+
+	r2 := &mailbox.Run{MailboxID: mb.ID, Phase: "development"}
+	require.NoError(t, s.StartRun(ctx, r2))
+	require.Equal(t, 2, r2.Attempt)
+
+	// A run finished by recovery is unapplied until the machine acts on it.
+	running, err := s.RunningRuns(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, running, 1)
+	r := running[0]
+	require.Equal(t, r2.ID, r.ID)
+	un, err := s.UnappliedRun(ctx, mb.ID, "development", "")
+	require.NoError(t, err)
+	require.Nil(t, un, "a running run is not unapplied")
+	r.Status, r.Outcome, r.Result, r.HeadSHA, r.Applied = mailbox.RunSucceeded, "ok", `{"summary":"x"}`, "abc", false
+	changed, err := s.FinishRecoveredRun(ctx, &r)
+	require.NoError(t, err)
+	require.True(t, changed)
+	changed, err = s.FinishRecoveredRun(ctx, &r)
+	require.NoError(t, err)
+	require.False(t, changed, "only a running run is finished")
+	un, err = s.UnappliedRun(ctx, mb.ID, "development", "")
+	require.NoError(t, err)
+	require.NotNil(t, un)
+	require.Equal(t, "abc", un.HeadSHA)
+	mb.State = mailbox.StateInCI
+	require.NoError(t, s.SaveApplied(ctx, mb, un.ID))
+	un, err = s.UnappliedRun(ctx, mb.ID, "development", "")
+	require.NoError(t, err)
+	require.Nil(t, un)
+	got, err := s.Get(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateInCI, got.State, "saved with the mark")
+
+	r3 := &mailbox.Run{MailboxID: mb.ID, Phase: "development"}
+	require.NoError(t, s.StartRun(ctx, r3))
+	r3.Status, r3.Outcome, r3.Applied = mailbox.RunFailed, "boom", false
+	_, err = s.FinishRecoveredRun(ctx, r3)
+	require.NoError(t, err)
+	un, err = s.UnappliedRun(ctx, mb.ID, "development", "")
+	require.NoError(t, err)
+	require.NotNil(t, un)
+	require.NoError(t, s.DiscardUnapplied(ctx, mb.ID))
+	un, err = s.UnappliedRun(ctx, mb.ID, "development", "")
+	require.NoError(t, err)
+	require.Nil(t, un)
+	runs, err := s.Runs(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, runs, 4)
+	require.Equal(t, mailbox.RunFailed, runs[0].Status)
+	require.NotNil(t, runs[0].FinishedAt)
+}
+
+func commentsReplacedByKey(t *testing.T, s Store, _ *Clock) {
+	ctx := context.Background()
+	mb := deliverOn(t, s, 1)
+	got, err := s.PostedComment(ctx, mb.ID, "ack-1")
+	require.NoError(t, err)
+	require.Nil(t, got)
+	require.NoError(t, s.RecordComment(ctx, mailbox.PostedComment{MailboxID: mb.ID, Key: "ack-1", Kind: "ack"}))
+	require.NoError(t, s.RecordComment(ctx, mailbox.PostedComment{MailboxID: mb.ID, Key: "ack-1", Kind: "ack", CommentID: 5, BodyHash: "x"}))
+	got, err = s.PostedComment(ctx, mb.ID, "ack-1")
+	require.NoError(t, err)
+	require.Equal(t, mailbox.PostedComment{MailboxID: mb.ID, Key: "ack-1", Kind: "ack", CommentID: 5, BodyHash: "x"}, *got)
+}
