@@ -3,6 +3,7 @@ package mailbox
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,15 +20,50 @@ func (m *Machine) applyEvents(ctx context.Context, bot Bot, mb *Mailbox) (bool, 
 	}
 	for _, g := range foldEvents(evs) {
 		outcome, err := m.handle(ctx, bot, mb, g.last)
-		if err != nil {
-			return true, err
+		if err == nil {
+			err = m.store.SaveProcessed(ctx, mb, g.ids, outcome)
 		}
-		if err := m.store.SaveProcessed(ctx, mb, g.ids, outcome); err != nil {
-			return true, err
+		if err != nil {
+			if aside, ferr := m.setAside(ctx, bot, mb, g, err); ferr != nil || !aside {
+				return true, cmp.Or(ferr, err)
+			}
+			continue
 		}
 		m.log.Debug("event applied", "mailbox_id", mb.ID, "event", g.last.Event.Type, "outcome", outcome)
 	}
 	return true, nil
+}
+
+// setAside counts a failed attempt to apply the events of g and, once they have failed
+// PoisonAttempts times, sets them aside so the mailbox goes on with the rest: the mailbox is
+// read again (the failed attempt may have changed it in memory only) and the issue says once
+// what could not be processed. Failures worth waiting for — the forge unavailable, the issue
+// gone, the pass stopped — are not counted. It reports whether g was set aside.
+func (m *Machine) setAside(ctx context.Context, bot Bot, mb *Mailbox, g eventGroup, applyErr error) (bool, error) {
+	if errors.Is(applyErr, forge.ErrUnavailable) || errors.Is(applyErr, forge.ErrNotFound) ||
+		errors.Is(applyErr, context.Canceled) || errors.Is(applyErr, context.DeadlineExceeded) || ctx.Err() != nil {
+		return false, nil
+	}
+	n, err := m.store.FailEvents(ctx, g.ids, m.cfg.Redact(applyErr.Error()), m.cfg.PoisonAttempts)
+	if err != nil || n == 0 {
+		return false, err
+	}
+	ev := g.last.Event
+	m.log.Error("event set aside after repeated failures", "mailbox_id", mb.ID, "event_id", g.last.ID,
+		"event", ev.Type, "delivery_id", ev.DeliveryID, "attempts", m.cfg.PoisonAttempts, "err", applyErr)
+	fresh, err := m.store.Get(ctx, mb.ID)
+	if err != nil {
+		return true, err
+	}
+	*mb = *fresh
+	what := string(ev.Type)
+	if ev.Sender.Login != "" {
+		what += " by @" + ev.Sender.Login
+	}
+	body := fmt.Sprintf("I could not process an update of this issue (%s, received %s) after %d tries, so I set it aside: %s\n\n"+
+		"I go on with everything else. If something you did here had no effect, please do it again.",
+		what, ev.ReceivedAt.UTC().Format("2006-01-02 15:04 UTC"), m.cfg.PoisonAttempts, m.cfg.Redact(applyErr.Error()))
+	return true, m.post(ctx, bot, mb, fmt.Sprintf("set-aside-%d", g.last.ID), "set_aside", body)
 }
 
 type eventGroup struct {
@@ -106,6 +142,15 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 			return "ignored: comment by another bot", nil
 		case !o.onIssue || ev.Comment == nil:
 			return "comment recorded", nil
+		}
+		if ev.Type == forge.EventComment && ev.Comment.ID != 0 {
+			mine, err := m.store.ApplyComment(ctx, mb.ID, ev.Comment.ID, se.ID)
+			if err != nil {
+				return "", err
+			}
+			if !mine {
+				return "comment already applied (it came twice: delivered and reconciled)", nil
+			}
 		}
 		return m.comment(ctx, bot, mb, ev, se.ID)
 	case forge.EventIssueClosed:

@@ -41,6 +41,10 @@ type Config struct {
 	// SessionResume reports whether runs of a repository continue one agent session per
 	// mailbox (config sessions.agent_session_resume and its overrides); nil means on.
 	SessionResume func(repo string) bool
+	// PoisonAttempts is how many times an event may fail to apply before it is set aside, and
+	// how many claims of a mailbox may end without the pass finishing (the process died) before
+	// the mailbox is blocked (default 5).
+	PoisonAttempts int
 }
 
 func (c Config) withDefaults() Config {
@@ -51,6 +55,7 @@ func (c Config) withDefaults() Config {
 	c.CIFixAttempts = cmp.Or(c.CIFixAttempts, 3)
 	c.BranchPrefix = cmp.Or(c.BranchPrefix, "agent/")
 	c.FailureStreak = cmp.Or(c.FailureStreak, 3)
+	c.PoisonAttempts = cmp.Or(c.PoisonAttempts, 5)
 	if c.Redact == nil {
 		c.Redact = func(s string) string { return s }
 	}
@@ -115,6 +120,9 @@ func (m *Machine) Advance(ctx context.Context, mb *Mailbox) error {
 	if !ok {
 		return m.drain(ctx, mb, "no forge named "+mb.Forge+" is configured")
 	}
+	if crashed, err := m.crashLooping(ctx, bot, mb); crashed || err != nil {
+		return err
+	}
 	// Runs left running by a stopped worker: reattach to a live container and collect its
 	// outcome (applied by runPhase), or interrupt the run when nothing is left to collect.
 	if _, err := m.recoverRuns(ctx, &bot, mb, true); err != nil {
@@ -154,6 +162,24 @@ func (m *Machine) Advance(ctx context.Context, mb *Mailbox) error {
 	m.setWake(ctx, mb)
 	mb.Data.FailedPasses = 0
 	return m.store.Save(ctx, mb)
+}
+
+// crashLooping blocks a working mailbox whose last PoisonAttempts claims all ended without the
+// pass releasing its lease: each of them stopped the process (a panic, the OOM killer), and
+// trying again would only do it again. A human's "retry" resumes it. It reports whether it
+// blocked the mailbox.
+func (m *Machine) crashLooping(ctx context.Context, bot Bot, mb *Mailbox) (bool, error) {
+	if mb.LeaseAttempts <= m.cfg.PoisonAttempts || !mb.State.Working() || mb.State == StateBlocked {
+		return false, nil
+	}
+	m.log.Error("mailbox blocked: its passes keep stopping the process", "mailbox_id", mb.ID, "claims", mb.LeaseAttempts)
+	from := mb.State
+	reason := fmt.Sprintf("the last %d attempts to work on this issue stopped Alfred itself (in the %s step), so I stopped trying.",
+		mb.LeaseAttempts-1, from)
+	if err := m.block(ctx, bot, mb, onBlockedLabel, from, reason); err != nil {
+		return true, err
+	}
+	return true, m.store.Save(ctx, mb)
 }
 
 // ReportFailure counts a failed pass of the mailbox; at the FailureStreak-th failure in a row

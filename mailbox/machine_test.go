@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/mailbox/mailboxtest"
+	"github.com/alfred-bot/alfred/mailbox/storetest"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -32,13 +34,18 @@ type scriptedJobs struct {
 	// removedSessions lists the mailboxes whose session state was removed.
 	removedSessions []int64
 	block           chan struct{} // when set, Execute waits on it or on ctx
+	// during, when set, is called inside Execute, as the agent runs.
+	during func(job phase.Job)
 }
 
 func (e *scriptedJobs) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, error) {
 	e.mu.Lock()
 	e.jobs = append(e.jobs, job)
-	block := e.block
+	block, during := e.block, e.during
 	e.mu.Unlock()
+	if during != nil {
+		during(job)
+	}
 	if block != nil {
 		select {
 		case <-block:
@@ -90,18 +97,26 @@ func (c *clock) Add(d time.Duration) {
 
 type bundle struct {
 	t       *testing.T
-	store   *mailboxtest.Store
+	store   storetest.Store
 	fake    *forgetest.Fake
 	exec    *scriptedJobs
 	machine *mailbox.Machine
 	clock   *clock
 	ref     forge.IssueRef
 	seq     int
+	bots    map[string]mailbox.Bot
+	log     *slog.Logger
 }
 
 const repo = "acme/shop"
 
 func setup(t *testing.T, labels ...string) *bundle {
+	t.Helper()
+	return setupWith(t, func(now func() time.Time) storetest.Store { return mailboxtest.NewStore(now) }, labels...)
+}
+
+// setupWith is setup on the store newStore builds (mailboxtest's, or PostgreSQL's).
+func setupWith(t *testing.T, newStore func(now func() time.Time) storetest.Store, labels ...string) *bundle {
 	t.Helper()
 	fake := forgetest.NewFake(forge.KindGitLab)
 	fake.AddUser("alice")
@@ -123,11 +138,11 @@ func setup(t *testing.T, labels ...string) *bundle {
 		"answer":             {Summary: "answered", Answer: "Use the export button."},
 	}, failures: map[string]string{}}
 	c := &clock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
-	store := mailboxtest.NewStore(c.Now)
+	store := newStore(c.Now)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, store,
-		map[string]mailbox.Bot{"gl": {Forge: fake, Login: forgetest.BotLogin}}, exec, c.Now, log)
-	return &bundle{t: t, store: store, fake: fake, exec: exec, machine: m, clock: c,
+	bots := map[string]mailbox.Bot{"gl": {Forge: fake, Login: forgetest.BotLogin}}
+	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, store, bots, exec, c.Now, log)
+	return &bundle{t: t, store: store, fake: fake, exec: exec, machine: m, clock: c, bots: bots, log: log,
 		ref: forge.IssueRef{Forge: "gl", Repo: repo, Number: n}}
 }
 
@@ -202,8 +217,12 @@ func assign(by string) forge.Event {
 		Assignees: []string{forgetest.BotLogin}}
 }
 
+// commentIDs numbers the comments of comment as a forge does: each comment has its own id.
+var commentIDs atomic.Int64
+
 func comment(by, body string) forge.Event {
-	return forge.Event{Type: forge.EventComment, Sender: forge.User{Login: by}, Comment: &forge.Comment{ID: 999, Body: body}}
+	return forge.Event{Type: forge.EventComment, Sender: forge.User{Login: by},
+		Comment: &forge.Comment{ID: 1000 + commentIDs.Add(1), Body: body}}
 }
 
 func TestLifecycleTaskWithReply(t *testing.T) {

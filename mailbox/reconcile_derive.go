@@ -30,8 +30,13 @@ type ReconcileView struct {
 	MRNumber int64
 	HeadSHA  string
 	// IssueUpdatedAt and MRUpdatedAt are the updated times seen at the last pass (zero: never);
-	// CommentsSince is the time from which comments are still to be read.
+	// CommentsSince is the time from which comments are still to be read (the newest comment
+	// seen is read again; its derived event has the same delivery id and is a duplicate).
 	IssueUpdatedAt, MRUpdatedAt, CommentsSince time.Time
+	// OwnBody reports whether body is what the bot last wrote in its comment with marker key:
+	// an edit of the bot's comment that it made itself is not an event. Nil: every edit of a bot
+	// comment is taken as the bot's own.
+	OwnBody func(key, body string) bool
 }
 
 // Derived is what one comparison of a mailbox with its forge found.
@@ -110,14 +115,14 @@ func (d *Derived) issue(ctx context.Context, f forge.Forge, bot string, v Reconc
 		if containsFold(changed, bot) { // the change that matters is the bot's own (un)assignment
 			changed = []string{bot}
 		}
-		d.attributed(v, ev, history, "assignees "+strings.Join(is.Assignees, ","), func(a forge.Activity) bool {
+		d.attributed(v, bot, ev, history, "assignees "+strings.Join(is.Assignees, ","), func(a forge.Activity) bool {
 			return (a.Kind == forge.ActivityAssigned || a.Kind == forge.ActivityUnassigned) && containsFold(changed, a.Login)
 		})
 	}
 	if len(addedLabels)+len(removedLabels) > 0 {
 		ev := base
 		ev.Type, ev.LabelsKnown, ev.Labels = forge.EventLabels, true, slices.Clone(is.Labels)
-		d.attributed(v, ev, history, "labels "+strings.Join(is.Labels, ","), func(a forge.Activity) bool {
+		d.attributed(v, bot, ev, history, "labels "+strings.Join(is.Labels, ","), func(a forge.Activity) bool {
 			if len(addedLabels) > 0 {
 				return a.Kind == forge.ActivityLabelAdded && containsFold(addedLabels, a.Label)
 			}
@@ -130,7 +135,7 @@ func (d *Derived) issue(ctx context.Context, f forge.Forge, bot string, v Reconc
 	if closed {
 		ev := base
 		ev.Type, ev.State = forge.EventIssueClosed, "closed"
-		d.attributed(v, ev, history, "closed", func(a forge.Activity) bool { return a.Kind == forge.ActivityClosed })
+		d.attributed(v, bot, ev, history, "closed", func(a forge.Activity) bool { return a.Kind == forge.ActivityClosed })
 	}
 	return nil
 }
@@ -146,16 +151,22 @@ func (d *Derived) comments(ctx context.Context, f forge.Forge, bot string, v Rec
 		ev := base
 		ev.Type, ev.Comment, ev.Sender = forge.EventComment, &c, c.Author
 		edited := c.UpdatedAt.After(c.CreatedAt) && c.CreatedAt.Before(v.CommentsSince)
-		if edited {
-			ev.Type = forge.EventCommentEdited
-			if strings.EqualFold(c.Author.Login, bot) {
-				ev.Sender = forge.User{Login: v.Author} // ticks in the bot's question block
-			}
-		}
-		d.add(v, ev, fmt.Sprintf("comment %d %s", c.ID, c.UpdatedAt.UTC().Format(time.RFC3339Nano)))
 		if c.UpdatedAt.After(d.CommentsSince) {
 			d.CommentsSince = c.UpdatedAt
 		}
+		if strings.EqualFold(c.Author.Login, bot) {
+			// The bot's own comment: only a human's edit of it (ticks in the question block) is
+			// an event, attributed to the issue's author.
+			key, _, marked := ParseMarker(c.Body)
+			if !marked || v.OwnBody == nil || v.OwnBody(key, c.Body) {
+				continue
+			}
+			edited, ev.Sender = true, forge.User{Login: v.Author}
+		}
+		if edited {
+			ev.Type = forge.EventCommentEdited
+		}
+		d.addStable(v, ev, fmt.Sprintf("comment %d %s", c.ID, c.UpdatedAt.UTC().Format(time.RFC3339Nano)))
 	}
 	return nil
 }
@@ -187,15 +198,18 @@ func (d *Derived) mergeRequest(ctx context.Context, f forge.Forge, v ReconcileVi
 	default:
 		return nil
 	}
-	d.add(v, ev, "merge request "+string(ev.Type)+" "+mr.HeadSHA)
+	d.addStable(v, ev, "merge request "+string(ev.Type)+" "+mr.HeadSHA)
 	return nil
 }
 
 // attributed adds ev with the actor of the newest history entry that matches, or records the
-// change as unattributed when none does.
-func (d *Derived) attributed(v ReconcileView, ev forge.Event, history []forge.Activity, what string, match func(forge.Activity) bool) {
+// change as unattributed when none does. A change the bot made itself is dropped.
+func (d *Derived) attributed(v ReconcileView, bot string, ev forge.Event, history []forge.Activity, what string, match func(forge.Activity) bool) {
 	for i := len(history) - 1; i >= 0; i-- {
 		if match(history[i]) {
+			if strings.EqualFold(history[i].Actor.Login, bot) {
+				return // the bot's own change: the machine made it and knows it
+			}
 			ev.Sender = history[i].Actor
 			ev.OccurredAt = history[i].At
 			d.add(v, ev, what)
@@ -209,8 +223,13 @@ func (d *Derived) attributed(v ReconcileView, ev forge.Event, history []forge.Ac
 // what was seen and the issue's updated time, so a later, different change with the same
 // content (a label added again) is a new event while the same finding twice is one.
 func (d *Derived) add(v ReconcileView, ev forge.Event, what string) {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%d\x00%s\x00%s\x00%s\x00%s", v.MailboxID, ev.Target, ev.Type, what,
-		d.IssueUpdatedAt.UTC().Format(time.RFC3339Nano)))
+	d.addStable(v, ev, what+"\x00"+d.IssueUpdatedAt.UTC().Format(time.RFC3339Nano))
+}
+
+// addStable is add for findings that name themselves (a comment by its id and edit time, a
+// merge request by its head): their id does not depend on the issue's updated time.
+func (d *Derived) addStable(v ReconcileView, ev forge.Event, what string) {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d\x00%s\x00%s\x00%s", v.MailboxID, ev.Target, ev.Type, what))
 	h := hex.EncodeToString(sum[:])
 	ev.DeliveryID, ev.BodyHash, ev.Action = "reconcile:"+h[:32], h, "reconcile"
 	d.Events = append(d.Events, ev)
@@ -250,7 +269,7 @@ func DeriveAssignments(ctx context.Context, f forge.Forge, forgeName, bot string
 		}
 		view := ReconcileView{Ref: ref}
 		d.IssueUpdatedAt = is.UpdatedAt
-		d.attributed(view, ev, history, "assigned "+strings.Join(is.Assignees, ","), func(a forge.Activity) bool {
+		d.attributed(view, bot, ev, history, "assigned "+strings.Join(is.Assignees, ","), func(a forge.Activity) bool {
 			return a.Kind == forge.ActivityAssigned && strings.EqualFold(a.Login, bot)
 		})
 	}

@@ -28,6 +28,30 @@ type Store interface {
 	Questions
 	Runs
 	Comments
+	Reconciliation
+}
+
+// Reconciliation keeps what comparing mailboxes with their forge, applying each comment once
+// and setting poison events aside need.
+type Reconciliation interface {
+	// ApplyComment claims comment commentID (a forge comment id) of the mailbox for event
+	// eventID and reports whether the claim is eventID's: true the first time and for every
+	// retry of the same event, false for any other event carrying the same comment (a comment
+	// that came both as a delivery and from reconciliation acts once).
+	ApplyComment(ctx context.Context, mailboxID, commentID, eventID int64) (mine bool, err error)
+	// ReconcileDue returns at most limit working mailboxes (not idle, done or cancelled; not a
+	// merge request's own) of the forge named forgeName, never reconciled first, then least
+	// recently reconciled.
+	ReconcileDue(ctx context.Context, forgeName string, limit int) ([]Mailbox, error)
+	// SaveReconciled records what a reconciliation of mailbox id saw, reconciled at the
+	// store's clock; the other columns are left as they are.
+	SaveReconciled(ctx context.Context, id int64, r Reconciled) error
+	// Tracked reports whether ref has a working mailbox.
+	Tracked(ctx context.Context, ref forge.IssueRef) (bool, error)
+	// FailEvents counts one failed attempt to apply each of the events and sets aside those
+	// that reached max attempts (marked processed, with the failure time and errText), so the
+	// inbox goes on without them. It returns how many were set aside.
+	FailEvents(ctx context.Context, eventIDs []int64, errText string, max int) (setAside int, err error)
 }
 
 // Inbox is the events table: normalised deliveries waiting to be applied. It is what

@@ -26,10 +26,12 @@ CREATE INDEX mailboxes_reconcile ON mailboxes (forge, reconciled_at NULLS FIRST)
 -- kills the process leaves it counted.
 ALTER TABLE mailboxes ADD COLUMN lease_attempts INTEGER NOT NULL DEFAULT 0;
 
--- A comment acts once, whether it came as a delivery or was found by reconciliation.
+-- A comment acts once, whether it came as a delivery or was found by reconciliation: the first
+-- event that carries it claims it (a retry of that same event still may act).
 CREATE TABLE applied_comments (
     mailbox_id BIGINT      NOT NULL REFERENCES mailboxes (id) ON DELETE CASCADE,
     comment_id BIGINT      NOT NULL,
+    event_id   BIGINT      NOT NULL,
     applied_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     PRIMARY KEY (mailbox_id, comment_id)
 );

@@ -65,6 +65,7 @@ type server struct {
 	db      *sqlx.DB
 	store   *postgres.Store
 	workers *mailbox.Workers
+	recon   *mailbox.Reconciler
 	service *runner.Service
 	handler http.Handler
 }
@@ -174,9 +175,12 @@ func (s *server) wire(ctx context.Context) error {
 		Labels:           cfg.Labels,
 		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
 		CIPoll: cfg.Lifecycle.CIPoll, SessionResume: cfg.Sessions.ResumeEnabled, Redact: redact, CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
+		PoisonAttempts: cfg.Workers.PoisonAttempts,
 	}, s.store, bots, s.service, nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
 		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
+	s.recon = mailbox.NewReconciler(mailbox.ReconcilerConfig{Interval: cfg.Workers.ReconcileInterval, Batch: cfg.Workers.ReconcileBatch},
+		s.store, mailbox.WakingInbox{Inbox: s.store, Workers: s.workers}, bots, nil, s.log)
 
 	receiver, err := webhook.NewReceiver(webhook.ReceiverConfig{
 		Sources: sources, Inbox: mailbox.WakingInbox{Inbox: s.store, Workers: s.workers},
@@ -228,10 +232,14 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- httpSrv.Serve(ln) }()
 
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		s.workers.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.recon.Run(ctx) // at once (what happened while Alfred was down), then every interval
 	}()
 	var err error
 	select {

@@ -138,6 +138,14 @@ type Workers struct {
 	LeaseTTL time.Duration `yaml:"lease_ttl" env:"LEASE_TTL"`
 	// PollInterval is how often an idle worker looks for work.
 	PollInterval time.Duration `yaml:"poll_interval" env:"POLL_INTERVAL"`
+	// ReconcileInterval is how often open mailboxes are compared with their forge to catch
+	// changes whose webhook was lost (spec/reliability.md); default 5m.
+	ReconcileInterval time.Duration `yaml:"reconcile_interval" env:"RECONCILE_INTERVAL"`
+	// ReconcileBatch bounds the mailboxes compared per forge and interval; default 50.
+	ReconcileBatch int `yaml:"reconcile_batch" env:"RECONCILE_BATCH"`
+	// PoisonAttempts is how many failed attempts set an event aside, and how many claims of a
+	// mailbox that stopped the process block it; default 5.
+	PoisonAttempts int `yaml:"poison_attempts" env:"POISON_ATTEMPTS"`
 }
 
 // Runner limits the disposable agent containers.
@@ -267,6 +275,9 @@ func (c *Config) setDefaults() {
 	w.Count = cmp.Or(w.Count, 2)
 	w.LeaseTTL = cmp.Or(w.LeaseTTL, 60*time.Second)
 	w.PollInterval = cmp.Or(w.PollInterval, time.Second)
+	w.ReconcileInterval = cmp.Or(w.ReconcileInterval, 5*time.Minute)
+	w.ReconcileBatch = cmp.Or(w.ReconcileBatch, 50)
+	w.PoisonAttempts = cmp.Or(w.PoisonAttempts, 5)
 
 	r := &c.Runner
 	r.MemoryBytes = cmp.Or(r.MemoryBytes, 2<<30)

@@ -17,6 +17,12 @@ func (s *Store) hold(m *mailbox.Mailbox, owner string, until time.Time) {
 	m.LeaseOwner, m.LeaseExpires = &owner, &until
 }
 
+// claim holds m for owner and counts the claim (mailbox.Mailbox.LeaseAttempts).
+func (s *Store) claim(m *mailbox.Mailbox, owner string, until time.Time) {
+	s.hold(m, owner, until)
+	m.LeaseAttempts++
+}
+
 // Lease implements mailbox.Leases.
 func (s *Store) Lease(_ context.Context, owner string, ttl time.Duration) (*mailbox.Mailbox, error) {
 	s.mu.Lock()
@@ -36,7 +42,7 @@ func (s *Store) Lease(_ context.Context, owner string, ttl time.Duration) (*mail
 	if due == nil {
 		return nil, nil
 	}
-	s.hold(due, owner, now.Add(ttl))
+	s.claim(due, owner, now.Add(ttl))
 	return clone(due), nil
 }
 
@@ -52,7 +58,7 @@ func (s *Store) Claim(_ context.Context, id int64, owner string, ttl time.Durati
 	if !free(m, now) {
 		return nil, nil
 	}
-	s.hold(m, owner, now.Add(ttl))
+	s.claim(m, owner, now.Add(ttl))
 	return clone(m), nil
 }
 
@@ -77,7 +83,7 @@ func (s *Store) Release(_ context.Context, id int64, owner string, backoff time.
 	if err != nil || m.LeaseOwner == nil || *m.LeaseOwner != owner {
 		return nil
 	}
-	m.LeaseOwner, m.LeaseExpires = nil, nil
+	m.LeaseOwner, m.LeaseExpires, m.LeaseAttempts = nil, nil, 0
 	if backoff > 0 {
 		t := s.now().Add(backoff)
 		m.LeaseExpires = &t

@@ -56,6 +56,10 @@ func Run(t *testing.T, newStore NewStore) {
 		"QuestionsAreInsertedOnce":             questionsInsertedOnce,
 		"RunsCountAttemptsAndRecover":          runsCountAttempts,
 		"CommentsAreReplacedByKey":             commentsReplacedByKey,
+		"CommentsApplyOnce":                    commentsApplyOnce,
+		"ReconcileDueOldestFirst":              reconcileDueOldestFirst,
+		"FailedEventsAreSetAside":              failedEventsSetAside,
+		"LeaseAttemptsCountUntilReleased":      leaseAttemptsCount,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

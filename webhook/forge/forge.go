@@ -234,6 +234,9 @@ var (
 	ErrForbidden = errors.New("forge: forbidden")
 	// ErrConflict: the forge refused the change as invalid or conflicting (HTTP 409/422).
 	ErrConflict = errors.New("forge: conflict")
+	// ErrUnavailable: the forge did not answer, or answered 429 or 5xx, after the client's
+	// retries. It is worth trying again later; nothing about the request itself is wrong.
+	ErrUnavailable = errors.New("forge: unavailable")
 )
 
 // Issue is what Forge.Issue returns.
@@ -295,8 +298,8 @@ type NewMergeRequest struct {
 }
 
 // Forge is the outbound API of one configured forge. Implementations retry rate limits
-// (HTTP 429) and 5xx with backoff, and map 404 to ErrNotFound, 401/403 to ErrForbidden and
-// 409/422 to ErrConflict. Every method is safe for concurrent use.
+// (HTTP 429) and 5xx with backoff, and map 404 to ErrNotFound, 401/403 to ErrForbidden,
+// 409/422 to ErrConflict and a last 429/5xx or no answer to ErrUnavailable. Every method is safe for concurrent use.
 type Forge interface {
 	// Kind returns the forge type.
 	Kind() Kind

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
@@ -244,6 +245,14 @@ func (m *model) MarkMerged(repo string, number int64) {
 	}
 	mi.state = "merged"
 	mi.updated = m.now()
+}
+
+// SetClock sets the forge's clock, which moves one second per change: tests that compare the
+// forge's times with Alfred's start both at the same time.
+func (m *model) SetClock(t time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.clock = t
 }
 
 // SetPageSize caps the page size the servers answer with (GitLab per_page, Forgejo limit),

@@ -21,6 +21,6 @@ WITH due AS (
 	LIMIT 1
 	FOR UPDATE SKIP LOCKED
 )
-UPDATE mailboxes SET lease_owner = $1, lease_expires_at = $2
+UPDATE mailboxes SET lease_owner = $1, lease_expires_at = $2, lease_attempts = mailboxes.lease_attempts + 1
 FROM due WHERE mailboxes.id = due.id
 RETURNING mailboxes.id`

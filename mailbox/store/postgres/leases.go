@@ -25,7 +25,7 @@ func (s *Store) Lease(ctx context.Context, owner string, ttl time.Duration) (*ma
 }
 
 const sqlClaim = `
-UPDATE mailboxes SET lease_owner = $2, lease_expires_at = $3
+UPDATE mailboxes SET lease_owner = $2, lease_expires_at = $3, lease_attempts = lease_attempts + 1
 WHERE id = $1 AND (lease_expires_at IS NULL OR lease_expires_at < $4)
 RETURNING id`
 
@@ -61,7 +61,7 @@ func (s *Store) Extend(ctx context.Context, id int64, owner string, ttl time.Dur
 }
 
 // sqlRelease frees the lease; $3 is the end of the backoff, NULL for none.
-const sqlRelease = `UPDATE mailboxes SET lease_owner = NULL, lease_expires_at = $3
+const sqlRelease = `UPDATE mailboxes SET lease_owner = NULL, lease_expires_at = $3, lease_attempts = 0
 WHERE id = $1 AND lease_owner = $2`
 
 // Release implements mailbox.Leases: the backoff is an expired-in-the-future lease without an

@@ -27,11 +27,14 @@ func TestErrorMatchesSentinelAndCauseWithoutToken(t *testing.T) {
 	err := NewError("gitlab", "list notes", 0, context.Canceled, "tok-9")
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, "gitlab: list notes: context canceled", err.Error())
-	require.Equal(t, "forgejo: op: HTTP 502: bad gateway",
+	require.Equal(t, "forgejo: op: forge: unavailable: HTTP 502: bad gateway",
 		NewError("forgejo", "op", http.StatusBadGateway, errors.New("bad gateway"), "tok-9").Error())
 	require.Equal(t, "gitlab: op: forge: not found: 404 {message: 404 Not Found}",
 		NewError("gitlab", "op", http.StatusNotFound, errors.New("404 {message: 404 Not Found}"), "tok-9").Error())
-	require.NoError(t, Sentinel(http.StatusInternalServerError))
+	require.ErrorIs(t, Sentinel(http.StatusInternalServerError), forge.ErrUnavailable)
+	require.ErrorIs(t, Sentinel(http.StatusTooManyRequests), forge.ErrUnavailable)
+	require.ErrorIs(t, NewError("forgejo", "op", 0, errors.New("connection refused"), "t"), forge.ErrUnavailable)
+	require.NoError(t, Sentinel(http.StatusBadRequest))
 }
 
 func TestRetriesDefaults(t *testing.T) {
