@@ -21,7 +21,9 @@ func (s *Store) ApplyComment(_ context.Context, mailboxID, commentID, eventID in
 	return true, nil
 }
 
-func working(m *mailbox.Mailbox) bool { return m.State.Working() && !m.MergeRequest && m.ClosedAt == nil }
+func working(m *mailbox.Mailbox) bool {
+	return m.State.Working() && !m.MergeRequest && m.ClosedAt == nil
+}
 
 // ReconcileDue implements mailbox.Reconciliation.
 func (s *Store) ReconcileDue(_ context.Context, forgeName string, limit int) ([]mailbox.Mailbox, error) {

@@ -49,17 +49,17 @@ type NewStore func(t *testing.T, now func() time.Time) Store
 func Run(t *testing.T, newStore NewStore) {
 	for name, test := range map[string]func(*testing.T, Store, *Clock){
 		"DeliverDeduplicatesByDeliveryIdentity": deliverDeduplicates,
-		"PipelineOfNoMailboxIsIgnored":         pipelineOfNoMailbox,
-		"MergeRequestEventsFindTheIssue":       mergeRequestEventsFindTheIssue,
-		"SaveProcessed":                        saveProcessed,
-		"LeaseIsExclusiveExpiresAndBacksOff":   leaseIsExclusive,
-		"QuestionsAreInsertedOnce":             questionsInsertedOnce,
-		"RunsCountAttemptsAndRecover":          runsCountAttempts,
-		"CommentsAreReplacedByKey":             commentsReplacedByKey,
-		"CommentsApplyOnce":                    commentsApplyOnce,
-		"ReconcileDueOldestFirst":              reconcileDueOldestFirst,
-		"FailedEventsAreSetAside":              failedEventsSetAside,
-		"LeaseAttemptsCountUntilReleased":      leaseAttemptsCount,
+		"PipelineOfNoMailboxIsIgnored":          pipelineOfNoMailbox,
+		"MergeRequestEventsFindTheIssue":        mergeRequestEventsFindTheIssue,
+		"SaveProcessed":                         saveProcessed,
+		"LeaseIsExclusiveExpiresAndBacksOff":    leaseIsExclusive,
+		"QuestionsAreInsertedOnce":              questionsInsertedOnce,
+		"RunsCountAttemptsAndRecover":           runsCountAttempts,
+		"CommentsAreReplacedByKey":              commentsReplacedByKey,
+		"CommentsApplyOnce":                     commentsApplyOnce,
+		"ReconcileDueOldestFirst":               reconcileDueOldestFirst,
+		"FailedEventsAreSetAside":               failedEventsSetAside,
+		"LeaseAttemptsCountUntilReleased":       leaseAttemptsCount,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
