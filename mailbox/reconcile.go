@@ -159,7 +159,8 @@ func (r *Reconciler) passForge(ctx context.Context, name string, spread time.Dur
 }
 
 // searchAssignments stores an assignment event for each issue assigned to the bot that has no
-// working mailbox, reading only issues updated since the previous complete search.
+// working mailbox, in a repository this Alfred has mailboxes in, reading only issues updated
+// since the previous complete search.
 func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot, st *PassStats) error {
 	r.mu.Lock()
 	since := r.searchedAt[name]
@@ -168,7 +169,18 @@ func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot
 	if !since.IsZero() {
 		since = since.Add(-time.Minute) // forge clocks and ours differ; the overlap is deduplicated
 	}
-	tracked := func(ref forge.IssueRef) (bool, error) { return r.store.Tracked(ctx, ref) }
+	known, err := r.store.KnownRepos(ctx, name)
+	if err != nil {
+		return err
+	}
+	// Only repositories whose webhooks reach this Alfred: the bot account may be shared with
+	// other installations, whose issues are theirs to work on.
+	tracked := func(ref forge.IssueRef) (bool, error) {
+		if _, ok := slices.BinarySearch(known, ref.Repo); !ok {
+			return true, nil
+		}
+		return r.store.Tracked(ctx, ref)
+	}
 	d, err := DeriveAssignments(ctx, bot.Forge, name, bot.Login, since, r.cfg.Batch, tracked, r.now())
 	st.Calls += d.Calls
 	st.Unattributed += len(d.Unattributed)

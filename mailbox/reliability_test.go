@@ -122,12 +122,18 @@ func TestReconcileMissedAnswerAppliesOnce(t *testing.T) {
 func TestReconcileMissedAssignment(t *testing.T) {
 	t.Parallel()
 	b := setupPG(t, "type::task")
+	// The repository's webhook reaches this Alfred (an earlier delivery); another repository's,
+	// where the same bot account is assigned, does not: that one belongs to another installation.
+	b.deliver(forge.Event{Type: forge.EventIssueOpened, Sender: forge.User{Login: "alice"}})
+	b.fake.AddRepo("elsewhere/app", "main", "/nonexistent.git")
+	other := b.fake.AddIssue("elsewhere/app", forgetest.SeedIssue{Title: "Not ours", Author: "alice"})
+	b.fake.SetIssueAssignees(forge.IssueRef{Repo: "elsewhere/app", Number: other}, "alice", forgetest.BotLogin)
 	n := b.fake.AddIssue(repo, forgetest.SeedIssue{Title: "Assigned while down", Author: "alice", Labels: []string{"type::task"}})
 	fresh := forge.IssueRef{Forge: "gl", Repo: repo, Number: n}
 	b.fake.SetIssueAssignees(fresh, "alice", forgetest.BotLogin)
 
 	st := b.reconcile()
-	require.Equal(t, 1, st.NewAssignments)
+	require.Equal(t, 1, st.NewAssignments, "only in a repository whose webhooks reach this Alfred")
 	mb, err := b.store.Find(context.Background(), fresh)
 	require.NoError(t, err)
 	require.NoError(t, b.machine.Advance(context.Background(), mb))

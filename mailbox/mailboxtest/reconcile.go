@@ -75,6 +75,20 @@ func (s *Store) Tracked(_ context.Context, ref forge.IssueRef) (bool, error) {
 	}), nil
 }
 
+// KnownRepos implements mailbox.Reconciliation.
+func (s *Store) KnownRepos(_ context.Context, forgeName string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, m := range s.mailboxes {
+		if m.Forge == forgeName && !slices.Contains(out, m.Repo) {
+			out = append(out, m.Repo)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // FailEvents implements mailbox.Reconciliation.
 func (s *Store) FailEvents(_ context.Context, eventIDs []int64, errText string, max int) (int, error) {
 	s.mu.Lock()

@@ -77,6 +77,12 @@ func reconcileDueOldestFirst(t *testing.T, s Store, c *Clock) {
 		require.Equal(t, want, ok, "issue %d", n)
 	}
 	_, _ = idle, done
+	repos, err := s.KnownRepos(ctx, "gl")
+	require.NoError(t, err)
+	require.Equal(t, []string{"acme/shop"}, repos)
+	repos, err = s.KnownRepos(ctx, "other")
+	require.NoError(t, err)
+	require.Empty(t, repos)
 }
 
 func failedEventsSetAside(t *testing.T, s Store, _ *Clock) {

@@ -63,6 +63,17 @@ func (s *Store) Tracked(ctx context.Context, ref forge.IssueRef) (bool, error) {
 	return n > 0, nil
 }
 
+const sqlKnownRepos = `SELECT DISTINCT repo FROM mailboxes WHERE forge = $1 ORDER BY repo`
+
+// KnownRepos implements mailbox.Reconciliation.
+func (s *Store) KnownRepos(ctx context.Context, forgeName string) ([]string, error) {
+	var out []string
+	if err := s.db.SelectContext(ctx, &out, sqlKnownRepos, forgeName); err != nil {
+		return nil, fmt.Errorf("list known repositories: %w", err)
+	}
+	return out, nil
+}
+
 // sqlFailEvents counts a failed attempt; $2 max, $3 error, $4 now. An event reaching max is
 // set aside: processed, with failed_at and the error.
 const sqlFailEvents = `
