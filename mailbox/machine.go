@@ -114,7 +114,35 @@ const maxRounds = 20
 // timers (question deadlines, CI polls), runs the phase the state calls for, and repeats until
 // nothing is left to do. It returns an error only for failures worth a retry (forge or
 // database unavailable); the events stay pending then.
-func (m *Machine) Advance(ctx context.Context, mb *Mailbox) error {
+func (m *Machine) Advance(ctx context.Context, mb *Mailbox) error { return m.advance(ctx, mb, nil) }
+
+// RunSlots is what an event pass needs to know of the run workers (Workers implements it).
+type RunSlots interface {
+	// Idle returns how many run workers are idle; Limit how many there are.
+	Idle() int
+	Limit() int
+}
+
+// AdvanceEvents is Advance for an event worker: the same pass, but it stops where a run is due
+// and leaves the run to a run worker (RunQueue.LeaseRun takes the mailbox, due at once). When
+// every run worker is busy, the issue says it is queued and how many issues are ahead.
+func (m *Machine) AdvanceEvents(ctx context.Context, mb *Mailbox, slots RunSlots) error {
+	return m.advance(ctx, mb, slots)
+}
+
+// RunStates names the states whose row starts a run: the mailboxes a run worker takes.
+func RunStates() []string {
+	var out []string
+	for _, d := range lifecycle {
+		if d.Phase != "" {
+			out = append(out, string(d.State))
+		}
+	}
+	return out
+}
+
+// advance is Advance; with slots it stops before a run (AdvanceEvents).
+func (m *Machine) advance(ctx context.Context, mb *Mailbox, slots RunSlots) error {
 	log := m.log.With("mailbox_id", mb.ID, "forge", mb.Forge, "repo", mb.Repo, "issue", mb.Number)
 	bot, ok := m.bots[mb.Forge]
 	if !ok {
@@ -142,6 +170,12 @@ func (m *Machine) Advance(ctx context.Context, mb *Mailbox) error {
 			return m.orClose(ctx, bot, mb, err)
 		}
 		ran := false
+		if def(mb.State).Phase != "" && slots != nil {
+			if err := m.queued(ctx, bot, mb, slots); err != nil {
+				return m.orClose(ctx, bot, mb, err)
+			}
+			break // a run worker takes it from here
+		}
 		if def(mb.State).Phase != "" {
 			if err := m.runPhase(ctx, bot, mb); err != nil {
 				return m.orClose(ctx, bot, mb, err)
@@ -162,6 +196,23 @@ func (m *Machine) Advance(ctx context.Context, mb *Mailbox) error {
 	m.setWake(ctx, mb)
 	mb.Data.FailedPasses = 0
 	return m.store.Save(ctx, mb)
+}
+
+// queued says in the issue, once per round and state, that the run the state calls for waits
+// for a run worker, when none is idle: "queued, 2 ahead".
+func (m *Machine) queued(ctx context.Context, bot Bot, mb *Mailbox, slots RunSlots) error {
+	if slots.Idle() > 0 {
+		return nil
+	}
+	ids, err := m.store.QueuedRuns(ctx, RunStates())
+	if err != nil {
+		return err
+	}
+	ahead := len(slices.DeleteFunc(ids, func(id int64) bool { return id == mb.ID }))
+	body := fmt.Sprintf("Queued, %d ahead: all %d agent run slots are busy with other issues. "+
+		"The %s run starts as soon as one is free; I keep reacting to this issue meanwhile.",
+		ahead, slots.Limit(), def(mb.State).runKey())
+	return m.post(ctx, bot, mb, fmt.Sprintf("queued-%d-%s", mb.Data.Round, mb.State), "queued", body)
 }
 
 // crashLooping blocks a working mailbox whose last PoisonAttempts claims all ended without the
@@ -232,11 +283,16 @@ func (m *Machine) timers(ctx context.Context, bot Bot, mb *Mailbox) (bool, error
 
 // setWake sets the next timer of the mailbox from the state's wake rule.
 func (m *Machine) setWake(ctx context.Context, mb *Mailbox) {
+	prev := mb.WakeAt
 	mb.WakeAt = nil
 	switch def(mb.State).Wake {
 	case wakeRun:
-		// A run is due (an infrastructure error stopped it): come back after the backoff.
+		// A run is due (queued for a run worker, or an infrastructure error stopped it). A
+		// mailbox already waiting keeps its place in the queue.
 		t := m.now()
+		if prev != nil && !prev.After(t) {
+			t = *prev
+		}
 		mb.WakeAt = &t
 	case wakeDeadline:
 		if qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round); err == nil && len(qs) > 0 {

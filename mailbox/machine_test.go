@@ -96,7 +96,7 @@ func (c *clock) Add(d time.Duration) {
 }
 
 type bundle struct {
-	t       *testing.T
+	t       testing.TB
 	store   storetest.Store
 	fake    *forgetest.Fake
 	exec    *scriptedJobs
@@ -116,7 +116,7 @@ func setup(t *testing.T, labels ...string) *bundle {
 }
 
 // setupWith is setup on the store newStore builds (mailboxtest's, or PostgreSQL's).
-func setupWith(t *testing.T, newStore func(now func() time.Time) storetest.Store, labels ...string) *bundle {
+func setupWith(t testing.TB, newStore func(now func() time.Time) storetest.Store, labels ...string) *bundle {
 	t.Helper()
 	fake := forgetest.NewFake(forge.KindGitLab)
 	fake.AddUser("alice")

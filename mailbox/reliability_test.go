@@ -19,7 +19,7 @@ import (
 )
 
 // setupPG is setup on the PostgreSQL store, with the fake forge's clock at the machine's.
-func setupPG(t *testing.T, labels ...string) *bundle {
+func setupPG(t testing.TB, labels ...string) *bundle {
 	t.Helper()
 	db, _ := pgtest.New(t)
 	b := setupWith(t, func(now func() time.Time) storetest.Store { return postgres.New(db, now) }, labels...)

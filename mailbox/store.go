@@ -29,6 +29,24 @@ type Store interface {
 	Runs
 	Comments
 	Reconciliation
+	RunQueue
+}
+
+// RunQueue hands mailboxes whose state calls for an agent run (RunStates) to the run workers,
+// apart from the event workers, so that a long run never holds up the reactions of other
+// issues.
+type RunQueue interface {
+	// LeaseEvents is Leases.Lease for the event workers: a mailbox in one of runStates is due
+	// only by its pending events, not by its wake_at (that one is a run worker's).
+	LeaseEvents(ctx context.Context, owner string, ttl time.Duration, runStates []string) (*Mailbox, error)
+	// LeaseRun claims, for owner and ttl, the mailbox in one of runStates that is due (wake_at
+	// come, or pending events) and has waited longest (oldest wake_at, then id), among those
+	// whose repository has fewer than perProject mailboxes in runStates under a live lease
+	// (perProject <= 0: no limit); nil when none.
+	LeaseRun(ctx context.Context, owner string, ttl time.Duration, runStates []string, perProject int) (*Mailbox, error)
+	// QueuedRuns returns the ids of the mailboxes in runStates that wait for a run worker (due,
+	// lease free or expired), in the order LeaseRun takes them.
+	QueuedRuns(ctx context.Context, runStates []string) ([]int64, error)
 }
 
 // Reconciliation keeps what comparing mailboxes with their forge, applying each comment once

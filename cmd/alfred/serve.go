@@ -178,7 +178,7 @@ func (s *server) wire(ctx context.Context) error {
 		PoisonAttempts: cfg.Workers.PoisonAttempts,
 	}, s.store, bots, s.service, nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
-		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
+		Poll: cfg.Workers.PollInterval, Runs: cfg.Workers.Runs, RunsPerProject: cfg.Workers.RunsPerProject}, s.store, machine, s.log)
 	s.recon = mailbox.NewReconciler(mailbox.ReconcilerConfig{Interval: cfg.Workers.ReconcileInterval, Batch: cfg.Workers.ReconcileBatch},
 		s.store, mailbox.WakingInbox{Inbox: s.store, Workers: s.workers}, bots, nil, s.log)
 

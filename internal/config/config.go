@@ -146,6 +146,11 @@ type Workers struct {
 	// PoisonAttempts is how many failed attempts set an event aside, and how many claims of a
 	// mailbox that stopped the process block it; default 5.
 	PoisonAttempts int `yaml:"poison_attempts" env:"POISON_ATTEMPTS"`
+	// Runs is how many agent runs this process makes at once (default 2). Count workers handle
+	// events apart from them, so a long run does not delay other issues' reactions.
+	Runs int `yaml:"runs" env:"RUNS"`
+	// RunsPerProject bounds the agent runs of one repository at once (0, the default: only Runs).
+	RunsPerProject int `yaml:"runs_per_project" env:"RUNS_PER_PROJECT"`
 }
 
 // Runner limits the disposable agent containers.
@@ -278,6 +283,7 @@ func (c *Config) setDefaults() {
 	w.ReconcileInterval = cmp.Or(w.ReconcileInterval, 5*time.Minute)
 	w.ReconcileBatch = cmp.Or(w.ReconcileBatch, 50)
 	w.PoisonAttempts = cmp.Or(w.PoisonAttempts, 5)
+	w.Runs = cmp.Or(w.Runs, 2)
 
 	r := &c.Runner
 	r.MemoryBytes = cmp.Or(r.MemoryBytes, 2<<30)

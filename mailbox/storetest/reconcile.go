@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -130,4 +131,53 @@ func leaseAttemptsCount(t *testing.T, s Store, _ *Clock) {
 	require.NoError(t, err)
 	require.NotNil(t, leased)
 	require.Equal(t, 2, leased.LeaseAttempts, "a claim after a holder that never released counts")
+}
+
+func runQueue(t *testing.T, s Store, c *Clock) {
+	ctx := context.Background()
+	runStates := []string{string(mailbox.StateFunctionalAnalysis), string(mailbox.StateInDevelopment)}
+	mk := func(n int64, state mailbox.State, repoSuffix string, wakeAgo time.Duration) *mailbox.Mailbox {
+		ev := Event(n, fmt.Sprintf("rq%d", n), fmt.Sprintf("rqh%d", n))
+		ev.Target.Repo += repoSuffix
+		_, err := s.Deliver(ctx, ev)
+		require.NoError(t, err)
+		mb, err := s.Find(ctx, ev.Target)
+		require.NoError(t, err)
+		evs, err := s.PendingEvents(ctx, mb.ID)
+		require.NoError(t, err)
+		wake := c.Now().Add(-wakeAgo)
+		mb.State, mb.WakeAt = state, &wake
+		require.NoError(t, s.SaveProcessed(ctx, mb, []int64{evs[0].ID}, "test"))
+		return mb
+	}
+	run1 := mk(1, mailbox.StateInDevelopment, "", 3*time.Minute)
+	run2 := mk(2, mailbox.StateFunctionalAnalysis, "", 2*time.Minute)
+	other := mk(3, mailbox.StateFunctionalAnalysis, "-other", time.Minute)
+	timer := mk(4, mailbox.StateInCI, "", time.Minute)
+
+	queued, err := s.QueuedRuns(ctx, runStates)
+	require.NoError(t, err)
+	require.Equal(t, []int64{run1.ID, run2.ID, other.ID}, queued, "in the order they became due")
+
+	ev, err := s.LeaseEvents(ctx, "events", time.Minute, runStates)
+	require.NoError(t, err)
+	require.NotNil(t, ev)
+	require.Equal(t, timer.ID, ev.ID, "an event worker leaves the runs to the run workers")
+	none, err := s.LeaseEvents(ctx, "events", time.Minute, runStates)
+	require.NoError(t, err)
+	require.Nil(t, none)
+
+	got, err := s.LeaseRun(ctx, "run-a", time.Minute, runStates, 1)
+	require.NoError(t, err)
+	require.Equal(t, run1.ID, got.ID, "longest waiting first")
+	got, err = s.LeaseRun(ctx, "run-b", time.Minute, runStates, 1)
+	require.NoError(t, err)
+	require.Equal(t, other.ID, got.ID, "one run per project: acme/shop is at its limit")
+	got, err = s.LeaseRun(ctx, "run-c", time.Minute, runStates, 1)
+	require.NoError(t, err)
+	require.Nil(t, got)
+	require.NoError(t, s.Release(ctx, run1.ID, "run-a", 0))
+	got, err = s.LeaseRun(ctx, "run-c", time.Minute, runStates, 1)
+	require.NoError(t, err)
+	require.Equal(t, run2.ID, got.ID)
 }
