@@ -137,6 +137,12 @@ func (m *Machine) execute(ctx context.Context, bot Bot, mb *Mailbox, in phase.In
 	go m.watchCancel(runCtx, stop, bot, mb)
 	m.log.Info("run started", "mailbox_id", mb.ID, "phase", in.Phase, "step", in.Step, "attempt", run.Attempt)
 	out, err := m.jobs.Execute(runCtx, job)
+	if err == nil && out.Detached {
+		// Shutdown: the container keeps running; the run stays "running" for the next
+		// process's recovery to reattach.
+		m.log.Info("run left running for the next process", "mailbox_id", mb.ID, "run_id", run.ID, "container", out.Container)
+		return run, out, nil
+	}
 	if err != nil {
 		run.Status, run.Outcome = RunInterrupted, "infrastructure error: "+err.Error()
 		_ = m.store.FinishRun(context.WithoutCancel(ctx), run)

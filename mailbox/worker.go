@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -37,6 +38,9 @@ type WorkerConfig struct {
 	Runs int
 	// RunsPerProject bounds the runs of one repository at once (0: only Runs bounds them).
 	RunsPerProject int
+	// ShutdownGrace is how long event passes in progress may go on once Run's context ends
+	// (default 20s).
+	ShutdownGrace time.Duration
 }
 
 // Workers lease due mailboxes and advance them through the machine (one pass each).
@@ -58,6 +62,7 @@ func NewWorkers(cfg WorkerConfig, store Store, machine *Machine, log *slog.Logge
 	cfg.LeaseTTL = cmp.Or(cfg.LeaseTTL, 60*time.Second)
 	cfg.Poll = cmp.Or(cfg.Poll, time.Second)
 	cfg.Backoff = cmp.Or(cfg.Backoff, 15*time.Second)
+	cfg.ShutdownGrace = cmp.Or(cfg.ShutdownGrace, 20*time.Second)
 	if log == nil {
 		log = slog.Default()
 	}
@@ -88,33 +93,47 @@ func (w *Workers) Run(ctx context.Context) {
 	if n, err := w.store.ExpiredLeases(ctx); err == nil && n > 0 {
 		w.log.Warn("rescuing mailboxes whose lease expired (a worker stopped)", "count", n)
 	}
+	// Once ctx ends no new pass starts. Passes in progress are not cut at once: an event pass
+	// may finish for ShutdownGrace, a run pass leaves its container running (phase.ErrDetach)
+	// for the next process to reattach; each releases its lease.
+	runCtx, detach := context.WithCancelCause(context.WithoutCancel(ctx))
+	eventCtx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopEvents()
+	go func() {
+		<-ctx.Done()
+		detach(phase.ErrDetach)
+		t := time.AfterFunc(w.cfg.ShutdownGrace, stopEvents)
+		<-eventCtx.Done()
+		t.Stop()
+	}()
 	var wg sync.WaitGroup
-	once := w.Once
+	once, onceCtx := w.Once, runCtx
 	if w.cfg.Runs > 0 {
-		once = w.OnceEvents
+		once, onceCtx = w.OnceEvents, eventCtx
 		for range w.cfg.Runs {
-			wg.Go(func() { w.loop(ctx, w.OnceRun, w.runWake) })
+			wg.Go(func() { w.loop(ctx, runCtx, w.OnceRun, w.runWake) })
 		}
 	}
 	for range w.cfg.Count {
-		wg.Go(func() { w.loop(ctx, once, w.wake) })
+		wg.Go(func() { w.loop(ctx, onceCtx, once, w.wake) })
 	}
 	wg.Wait()
 }
 
-func (w *Workers) loop(ctx context.Context, once func(context.Context) (bool, error), wake <-chan struct{}) {
+// loop makes passes with once on passCtx until stop ends.
+func (w *Workers) loop(stop, passCtx context.Context, once func(context.Context) (bool, error), wake <-chan struct{}) {
 	t := time.NewTicker(w.cfg.Poll)
 	defer t.Stop()
-	for ctx.Err() == nil {
-		worked, err := once(ctx)
-		if err != nil && ctx.Err() == nil {
+	for stop.Err() == nil {
+		worked, err := once(passCtx)
+		if err != nil && stop.Err() == nil {
 			w.log.Error("mailbox pass failed", "err", err)
 		}
 		if worked {
 			continue
 		}
 		select {
-		case <-ctx.Done():
+		case <-stop.Done():
 		case <-t.C:
 		case <-wake:
 		}
@@ -197,7 +216,7 @@ func (w *Workers) pass(ctx context.Context, mb *Mailbox, advance func(context.Co
 		w.machine.ReportFailure(rctx, mb.ID, passErr)
 		rcancel()
 	}
-	if passErr != nil {
+	if passErr != nil && ctx.Err() == nil { // a pass stopped by shutdown is not a failure
 		backoff = w.cfg.Backoff
 		if errors.Is(passErr, forge.ErrForbidden) {
 			backoff = 4 * w.cfg.Backoff

@@ -148,6 +148,7 @@ const (
 	StatusFailed    OutcomeStatus = "failed"    // non-zero exit, or missing/invalid result
 	StatusTimedOut  OutcomeStatus = "timed_out" // killed after the wall-clock timeout
 	StatusCanceled  OutcomeStatus = "canceled"  // killed because the caller's ctx ended
+	StatusDetached  OutcomeStatus = "detached"  // left running: the ctx ended with phase.ErrDetach
 )
 
 // RunOutcome is what happened in one run.
@@ -240,6 +241,9 @@ func (e *Executor) Run(ctx context.Context, req RunRequest) (*RunOutcome, error)
 	out.Started = time.Now()
 	out.RecordErr = life.ready(ctx, h.ID)
 	defer func() {
+		if out.Status == StatusDetached {
+			return // the container, its run directory and its record stay for the next process
+		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout+e.cfg.StopGrace)
 		defer cancel()
 		var errs []error
@@ -264,6 +268,8 @@ func (e *Executor) Run(ctx context.Context, req RunRequest) (*RunOutcome, error)
 		return out, fmt.Errorf("run %s: %w", name, err)
 	case out.Status == StatusCanceled:
 		return out, fmt.Errorf("run %s canceled: %w", name, out.Err)
+	case out.Status == StatusDetached:
+		return out, fmt.Errorf("run %s detached: %w", name, out.Err)
 	}
 	return out, nil
 }

@@ -54,7 +54,12 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 		}
 		return nil, fmt.Errorf("prepare worktree: %w", err)
 	}
-	defer s.releaseWorktree(ctx, mgr, wt)
+	detached := false
+	defer func() {
+		if !detached { // a detached container still works in the worktree
+			s.releaseWorktree(ctx, mgr, wt)
+		}
+	}()
 
 	req := RunRequest{MailboxID: job.MailboxID, RunID: job.RunID, Attempt: job.Attempt,
 		Input: job.Input, Worktree: wt.Path}
@@ -70,6 +75,10 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 		out, session, err = s.runWithSession(ctx, job, req, plan)
 	} else {
 		out, err = s.exec.Run(ctx, req)
+	}
+	if out != nil && out.Status == StatusDetached {
+		detached = true
+		return &phase.Outcome{Interrupted: true, Detached: true, Container: out.Name}, nil
 	}
 	if out != nil && out.Status == StatusCanceled || (err != nil && ctx.Err() != nil) {
 		return &phase.Outcome{Interrupted: true, Container: name}, nil
