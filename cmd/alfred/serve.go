@@ -88,7 +88,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 		_ = db.Close()
 		return nil, fmt.Errorf("create data_dir: %w", err)
 	}
-	s := &server{cfg: cfg, log: log, db: db, store: postgres.New(db, nil)}
+	s := &server{cfg: cfg, log: log, db: db, store: postgres.New(db, nil).WithLogger(log)}
 	if err := s.wire(ctx); err != nil {
 		_ = db.Close()
 		return nil, err

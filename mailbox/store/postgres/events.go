@@ -67,10 +67,23 @@ func (s *Store) Deliver(ctx context.Context, ev forge.Event) (duplicate bool, er
 		}
 		n, _ := res.RowsAffected()
 		duplicate = n == 0
+		if duplicate {
+			return nil
+		}
+		var others int
+		if err := q.GetContext(ctx, &others, sqlSameDeliveryOtherBody, ev.Forge, ev.DeliveryID, ev.BodyHash); err != nil {
+			return fmt.Errorf("look for the delivery id: %w", err)
+		}
+		if others > 0 {
+			s.log.Warn("a delivery id came again with another body; both are kept", "forge", ev.Forge,
+				"delivery_id", ev.DeliveryID, "event", ev.Type, "repo", ev.Target.Repo, "issue", ev.Target.Number)
+		}
 		return nil
 	})
 	return duplicate, err
 }
+
+const sqlSameDeliveryOtherBody = `SELECT count(*) FROM events WHERE forge = $1 AND delivery_id = $2 AND body_hash <> $3`
 
 // resolve finds (or creates) the mailbox an event belongs to; see mailbox.Inbox.Deliver.
 func (s *Store) resolve(ctx context.Context, q querier, ev forge.Event) (int64, error) {

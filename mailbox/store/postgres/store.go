@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -37,6 +38,14 @@ type querier interface {
 type Store struct {
 	db  *sqlx.DB
 	now func() time.Time
+	log *slog.Logger
+}
+
+// WithLogger makes the store log what it notices on the way (a delivery id that came again
+// with another body) to log, and returns the store.
+func (s *Store) WithLogger(log *slog.Logger) *Store {
+	s.log = log
+	return s
 }
 
 // New wraps a connection pool whose schema is migrated (migrations.Apply). now is the clock
@@ -45,7 +54,7 @@ func New(db *sqlx.DB, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, now: now}
+	return &Store{db: db, now: now, log: slog.New(slog.DiscardHandler)}
 }
 
 // DB returns the underlying pool.
