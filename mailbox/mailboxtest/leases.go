@@ -23,27 +23,9 @@ func (s *Store) claim(m *mailbox.Mailbox, owner string, until time.Time) {
 	m.LeaseAttempts++
 }
 
-// Lease implements mailbox.Leases.
-func (s *Store) Lease(_ context.Context, owner string, ttl time.Duration) (*mailbox.Mailbox, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	var due *mailbox.Mailbox
-	for _, m := range s.mailboxes {
-		if !free(m, now) {
-			continue
-		}
-		woken := m.WakeAt != nil && !m.WakeAt.After(now)
-		pending := slices.ContainsFunc(s.events, func(e event) bool { return e.MailboxID == m.ID && !e.processed })
-		if (woken || pending) && (due == nil || m.UpdatedAt.Before(due.UpdatedAt)) {
-			due = m
-		}
-	}
-	if due == nil {
-		return nil, nil
-	}
-	s.claim(due, owner, now.Add(ttl))
-	return clone(due), nil
+// Lease implements mailbox.Leases: LeaseEvents with no run states.
+func (s *Store) Lease(ctx context.Context, owner string, ttl time.Duration) (*mailbox.Mailbox, error) {
+	return s.LeaseEvents(ctx, owner, ttl, nil)
 }
 
 // Claim implements mailbox.Leases.

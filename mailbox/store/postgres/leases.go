@@ -10,18 +10,9 @@ import (
 	"github.com/alfred-bot/alfred/mailbox"
 )
 
-// Lease implements mailbox.Leases (the claim is sqlLease, in dialect.go).
+// Lease implements mailbox.Leases: LeaseEvents with no run states.
 func (s *Store) Lease(ctx context.Context, owner string, ttl time.Duration) (*mailbox.Mailbox, error) {
-	now := s.now()
-	var id int64
-	err := s.db.GetContext(ctx, &id, sqlLease, owner, now.Add(ttl), now)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("lease mailbox: %w", err)
-	}
-	return s.Get(ctx, id)
+	return s.LeaseEvents(ctx, owner, ttl, []string{})
 }
 
 const sqlClaim = `
