@@ -46,6 +46,7 @@ type PassStats struct {
 
 // Deliverer stores an inbound event (Inbox.Deliver's contract); WakingInbox is one.
 type Deliverer interface {
+	// Deliver stores ev and reports whether it was a duplicate (see Inbox.Deliver).
 	Deliver(ctx context.Context, ev forge.Event) (duplicate bool, err error)
 }
 

@@ -318,3 +318,28 @@ func TestCrashBetweenPushAndMergeRequest(t *testing.T) {
 	require.Len(t, b.fake.MergeRequests(repo), 1, "one merge request")
 	b.requireUniqueMarkers()
 }
+
+func TestRetriedAnalysisPostsTheQuestionsItStored(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	failed := false
+	b.fake.SetErrorHook(func(method string, _ forge.IssueRef) error {
+		if method == "Comment" && !failed && len(b.exec.jobs) == 1 { // the question block, after the run
+			failed = true
+			return fmt.Errorf("gitlab: post note: HTTP 503: %w", forge.ErrUnavailable)
+		}
+		return nil
+	})
+	b.deliver(assign("alice"))
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.ErrorIs(t, b.machine.Advance(context.Background(), mb), forge.ErrUnavailable)
+	require.True(t, failed)
+
+	b.exec.results["analysis.functional"].Questions[0].Title = "A different question from a second run?"
+	mb = b.advance()
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+	require.Equal(t, 1, b.jobsOf(phase.Analysis), "the analysis ran once")
+	require.Contains(t, b.lastComment(), "Which separator?", "the stored questions, not new ones")
+	b.requireUniqueMarkers()
+}
