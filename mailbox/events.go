@@ -11,27 +11,76 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
-// applyEvents applies the pending events, folded (foldEvents), each saved with its processed
-// mark in one transaction. It reports whether there were any.
+// errEventsHeld is returned by a pass that had to leave events of its mailbox pending (see
+// applyEventsHeld): the worker comes back after a short pause instead of at once.
+var errEventsHeld = errors.New("mailbox: events wait for a stored run outcome to be applied")
+
+// applyEvents is applyEventsHeld without the held report.
 func (m *Machine) applyEvents(ctx context.Context, bot Bot, mb *Mailbox) (bool, error) {
+	progressed, _, err := m.applyEventsHeld(ctx, bot, mb)
+	return progressed, err
+}
+
+// applyEventsHeld applies the pending events, folded (foldEvents), each saved with its
+// processed mark in one transaction, and reports whether it applied any. While the state's run
+// has an outcome stored and not yet acted on (the run just ended, or the process stopped before
+// acting on it), only events that end the work (a cancel, status::blocked) are applied; the
+// others (an answer to the questions that outcome posts) stay pending until it is acted on, so
+// that they meet the state it leads to; held reports that some did.
+func (m *Machine) applyEventsHeld(ctx context.Context, bot Bot, mb *Mailbox) (progressed, held bool, err error) {
 	evs, err := m.store.PendingEvents(ctx, mb.ID)
 	if err != nil || len(evs) == 0 {
-		return false, err
+		return false, false, err
+	}
+	waiting, err := m.outcomeWaiting(ctx, mb)
+	if err != nil {
+		return false, false, err
 	}
 	for _, g := range foldEvents(evs) {
+		if waiting && !m.endsWork(g.last.Event, bot, mb) {
+			held = true
+			continue
+		}
+		progressed = true
 		outcome, err := m.handle(ctx, bot, mb, g.last)
 		if err == nil {
 			err = m.store.SaveProcessed(ctx, mb, g.ids, outcome)
 		}
 		if err != nil {
 			if aside, ferr := m.setAside(ctx, bot, mb, g, err); ferr != nil || !aside {
-				return true, cmp.Or(ferr, err)
+				return true, held, cmp.Or(ferr, err)
 			}
 			continue
 		}
 		m.log.Debug("event applied", "mailbox_id", mb.ID, "event", g.last.Event.Type, "outcome", outcome)
+		if waiting && !mb.State.Working() {
+			waiting = false // the work ended: nothing is left to wait for
+		}
 	}
-	return true, nil
+	return progressed, held, nil
+}
+
+// outcomeWaiting reports whether the run of mb's state ended with an outcome not acted on yet.
+func (m *Machine) outcomeWaiting(ctx context.Context, mb *Mailbox) (bool, error) {
+	d := def(mb.State)
+	if d.Phase == "" || !mb.State.Working() {
+		return false, nil
+	}
+	r, err := m.store.UnappliedRun(ctx, mb.ID, string(d.Phase), string(d.Step))
+	return r != nil, err
+}
+
+// endsWork reports whether ev stops the mailbox's work: it cancels it (cancels), or a human
+// adds the blocked label.
+func (m *Machine) endsWork(ev forge.Event, bot Bot, mb *Mailbox) bool {
+	if cancels(ev, bot, mb) {
+		return true
+	}
+	if ev.Type != forge.EventLabels || !ev.LabelsKnown {
+		return false
+	}
+	added, _ := diff(mb.Labels, ev.Labels)
+	return containsFold(added, m.cfg.Labels.Blocked)
 }
 
 // setAside counts a failed attempt to apply the events of g and, once they have failed
@@ -142,15 +191,6 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 			return "ignored: comment by another bot", nil
 		case !o.onIssue || ev.Comment == nil:
 			return "comment recorded", nil
-		}
-		if ev.Type == forge.EventComment && ev.Comment.ID != 0 {
-			mine, err := m.store.ApplyComment(ctx, mb.ID, ev.Comment.ID, se.ID)
-			if err != nil {
-				return "", err
-			}
-			if !mine {
-				return "comment already applied (it came twice: delivered and reconciled)", nil
-			}
 		}
 		return m.comment(ctx, bot, mb, ev, se.ID)
 	case forge.EventIssueClosed:
@@ -291,16 +331,26 @@ func (m *Machine) validate(ctx context.Context, bot Bot, mb *Mailbox, sender str
 // answers to the open questions, or a retry.
 func (m *Machine) comment(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Event, eventID int64) (string, error) {
 	d := def(mb.State)
-	switch {
-	case d.accepts(inputAnswers):
-		return m.answer(ctx, bot, mb, ev, eventID)
-	case d.accepts(inputRetry):
-		if !isRetry(ev.Comment.Body, bot.Login) || ev.Type != forge.EventComment {
-			return "comment recorded", nil
+	retry := d.accepts(inputRetry) && ev.Type == forge.EventComment && isRetry(ev.Comment.Body, bot.Login)
+	if !d.accepts(inputAnswers) && !retry {
+		return "comment recorded", nil
+	}
+	// A comment acts once, whether it came as a delivery, from reconciliation or both. It is
+	// claimed only where it acts, so one recorded in a state that did not take it can act when
+	// it comes again.
+	if ev.Type == forge.EventComment && ev.Comment.ID != 0 {
+		mine, err := m.store.ApplyComment(ctx, mb.ID, ev.Comment.ID, eventID)
+		if err != nil {
+			return "", err
 		}
+		if !mine {
+			return "comment already applied (it came twice: delivered and reconciled)", nil
+		}
+	}
+	if retry {
 		return m.retry(ctx, bot, mb, ev.Sender.Login, eventID)
 	}
-	return "comment recorded", nil
+	return m.answer(ctx, bot, mb, ev, eventID)
 }
 
 func isRetry(body, login string) bool {

@@ -157,11 +157,13 @@ func (m *Machine) advance(ctx context.Context, mb *Mailbox, slots RunSlots) erro
 		log.Warn("recovery of unfinished runs failed", "err", err)
 		return err
 	}
+	held := false
 	for range maxRounds {
-		progressed, err := m.applyEvents(ctx, bot, mb)
+		progressed, heldNow, err := m.applyEventsHeld(ctx, bot, mb)
 		if err != nil {
 			return m.orClose(ctx, bot, mb, err)
 		}
+		held = heldNow
 		if !mb.State.Working() || mb.MergeRequest {
 			break
 		}
@@ -176,6 +178,7 @@ func (m *Machine) advance(ctx context.Context, mb *Mailbox, slots RunSlots) erro
 			}
 			break // a run worker takes it from here
 		}
+		held = false // the run, or its stored outcome, is acted on now
 		if def(mb.State).Phase != "" {
 			if err := m.runPhase(ctx, bot, mb); err != nil {
 				return m.orClose(ctx, bot, mb, err)
@@ -195,7 +198,13 @@ func (m *Machine) advance(ctx context.Context, mb *Mailbox, slots RunSlots) erro
 	}
 	m.setWake(ctx, mb)
 	mb.Data.FailedPasses = 0
-	return m.store.Save(ctx, mb)
+	if err := m.store.Save(ctx, mb); err != nil {
+		return err
+	}
+	if held {
+		return errEventsHeld
+	}
+	return nil
 }
 
 // queued says in the issue, once per round and state, that the run the state calls for waits

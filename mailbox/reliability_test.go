@@ -343,3 +343,36 @@ func TestRetriedAnalysisPostsTheQuestionsItStored(t *testing.T) {
 	require.Contains(t, b.lastComment(), "Which separator?", "the stored questions, not new ones")
 	b.requireUniqueMarkers()
 }
+
+// The process dies after the analysis posted its questions and before it recorded that: the
+// answer that comes meanwhile waits for the stored outcome to be acted on, and then answers.
+func TestAnswerWaitsForTheStoredOutcomeItAnswers(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.deliver(assign("alice"))
+	crashed := false
+	b.fake.SetErrorHook(func(method string, _ forge.IssueRef) error {
+		if method == "SetAssignees" && !crashed { // the author's turn, right after the questions
+			crashed = true
+			panic("SIGKILL after the questions were posted")
+		}
+		return nil
+	})
+	func() {
+		defer func() { require.NotNil(t, recover()) }()
+		b.advance()
+	}()
+	require.Contains(t, b.lastComment(), "Which separator?", "the questions are on the forge")
+	b.deliver(comment("alice", "q1: b"))
+
+	restarted := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, b.store, b.bots, b.exec, b.clock.Now, b.log)
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.NoError(t, restarted.Advance(context.Background(), mb))
+	mb, err = b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State, "the answer was not lost")
+	require.Equal(t, "Semicolon", mb.Data.Decisions["q1"])
+	require.Equal(t, 1, b.jobsOf(phase.Analysis)-1, "one functional and one technical analysis")
+	b.requireUniqueMarkers()
+}

@@ -205,12 +205,16 @@ func (w *Workers) pass(ctx context.Context, mb *Mailbox, advance func(context.Co
 	}()
 	passErr := advance(passCtx, mb)
 	cancel()
+	pause := time.Duration(0)
+	if errors.Is(passErr, errEventsHeld) { // not a failure: the run worker acts first
+		passErr, pause = nil, w.cfg.Poll
+	}
 	select {
 	case <-lost:
 		return fmt.Errorf("mailbox %d: lease lost during the pass: %w", mb.ID, ErrLeaseLost)
 	default:
 	}
-	backoff := time.Duration(0)
+	backoff := pause
 	if passErr != nil && ctx.Err() == nil {
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		w.machine.ReportFailure(rctx, mb.ID, passErr)
