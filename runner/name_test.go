@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,4 +24,21 @@ func TestInstanceNameIsUniquePerInstanceAndFitsADNSLabel(t *testing.T) {
 	require.True(t, strings.HasPrefix(got, "alfred-59bac303cb2f-mbx123456789-"))
 	require.Equal(t, got, a.InstanceName(long), "the same run gets the same name")
 	require.NotEqual(t, got, a.InstanceName(ContainerName(123456789, 987654321, phase.ConflictResolution, 13)))
+}
+
+func TestReapRemovesRunDirsOfMailboxesNotKept(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e := &Executor{cc: CompileConfig{DataDir: dir, Instance: "59bac303cb2f"}}
+	other := CompileConfig{DataDir: dir, Instance: "0123456789ab"}
+	kept := e.cc.InstanceName(ContainerName(5, 1, phase.Analysis, 1))
+	left := e.cc.InstanceName(ContainerName(6, 2, phase.Development, 1))
+	foreign := other.InstanceName(ContainerName(6, 2, phase.Development, 1))
+	for _, n := range []string{kept, left, foreign} {
+		require.NoError(t, os.MkdirAll(filepath.Join(e.cc.RunDir(n), "out"), 0o755))
+	}
+	require.NoError(t, e.sweepRunDirs(func(id int64) bool { return id == 5 }))
+	require.DirExists(t, e.cc.RunDir(kept))
+	require.NoDirExists(t, e.cc.RunDir(left), "left by a process killed before its container ran")
+	require.DirExists(t, e.cc.RunDir(foreign), "another installation's")
 }

@@ -208,7 +208,7 @@ func (s *Service) Reap(ctx context.Context, keep func(mailboxID int64) bool) err
 			return true // not ours
 		}
 		return keep(id)
-	}))
+	}), s.exec.sweepRunDirs(keep))
 }
 
 // Mailboxes is what the store knows about the mailboxes when leftovers are reaped; each map
