@@ -375,18 +375,22 @@ func TestLifecycleForgejoRecordedDeliveries(t *testing.T) {
 	e.requireUniqueMarkers()
 	requireNoLeftovers(t, e.srv.cfg.DataDir)
 
-	// The session status endpoint: the script agent keeps no session.
-	resp, err := http.Get(e.url + "/mailboxes/1/session")
-	require.NoError(t, err)
+	// The session status endpoint: the script agent keeps no session. The labels and the
+	// assignees are written before the pass saves the mailbox: wait for the saved state.
 	var st admin.SessionStatus
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
-	_ = resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(e.url + "/mailboxes/1/session")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		st = admin.SessionStatus{}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&st))
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		return st.State == mailbox.StateDone
+	}, 30*time.Second, 50*time.Millisecond, "the mailbox was never saved done")
 	require.Equal(t, mr.SourceBranch, st.Branch)
-	require.Equal(t, mailbox.StateDone, st.State)
 	require.False(t, st.IsResumable)
 	require.Equal(t, admin.ReasonMissingResumeToken, st.ResumeReason)
-	resp, err = http.Get(e.url + "/mailboxes/999/session")
+	resp, err := http.Get(e.url + "/mailboxes/999/session")
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
