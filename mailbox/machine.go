@@ -341,8 +341,11 @@ func (m *Machine) setState(ctx context.Context, bot Bot, mb *Mailbox, s State) e
 			return fmt.Errorf("set status label: %w", err)
 		}
 	}
-	labels := slices.DeleteFunc(slices.Clone(issue.Labels), func(l string) bool { return slices.Contains(remove, l) })
-	mb.Labels = append(labels, add...)
+	// The mailbox's own view changes by the status label only: a label a human added or removed
+	// meanwhile is an event (a delivery, or reconciliation), which must still find the difference.
+	knownAdd, knownRemove := m.cfg.Labels.StatusDiff(mb.Labels, s)
+	labels := slices.DeleteFunc(slices.Clone([]string(mb.Labels)), func(l string) bool { return slices.Contains(knownRemove, l) })
+	mb.Labels = append(labels, knownAdd...)
 	mb.Assignees = issue.Assignees
 	if def(s).Wake == wakeCIPoll {
 		mb.WakeAt = nil // poll at once

@@ -376,3 +376,38 @@ func TestAnswerWaitsForTheStoredOutcomeItAnswers(t *testing.T) {
 	require.Equal(t, 1, b.jobsOf(phase.Analysis)-1, "one functional and one technical analysis")
 	b.requireUniqueMarkers()
 }
+
+// The process dies after posting the plan and before recording it; alice validates meanwhile.
+// Acting on the stored plan re-reads the issue's labels: that must not swallow her label.
+func TestValidationDuringARecoveredPlanIsNotSwallowed(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.deliver(assign("alice"))
+	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+	b.deliver(comment("alice", "q1: b"))
+	crashed := false
+	b.fake.SetErrorHook(func(method string, _ forge.IssueRef) error {
+		if method == "SetLabels" && !crashed && strings.Contains(b.commentsOf(b.ref), "Technical plan") {
+			crashed = true
+			panic("SIGKILL after the plan was posted")
+		}
+		return nil
+	})
+	func() {
+		defer func() { require.NotNil(t, recover()) }()
+		b.advance()
+	}()
+	labels := append(b.fake.IssueLabels(b.ref), "ai::validate_plan")
+	b.fake.SetIssueLabels(b.ref, "alice", labels...)
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true, Labels: labels})
+
+	restarted := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, b.store, b.bots, b.exec, b.clock.Now, b.log)
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.NoError(t, restarted.Advance(context.Background(), mb))
+	mb, err = b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateInCI, mb.State, "the validation was applied")
+	require.Equal(t, 1, b.jobsOf(phase.Development))
+	b.requireUniqueMarkers()
+}
