@@ -36,12 +36,7 @@ CREATE TABLE applied_comments (
     PRIMARY KEY (mailbox_id, comment_id)
 );
 
--- Apply once: the effects of a run already done (JSON array of effect names), so a failure
--- after the run retries only the others.
-ALTER TABLE runs ADD COLUMN effects TEXT NOT NULL DEFAULT '[]';
-
 -- +goose Down
-ALTER TABLE runs DROP COLUMN effects;
 DROP TABLE applied_comments;
 ALTER TABLE mailboxes DROP COLUMN lease_attempts;
 DROP INDEX mailboxes_reconcile;
