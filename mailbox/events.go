@@ -3,30 +3,108 @@ package mailbox
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
-// applyEvents applies the pending events, folded (foldEvents), each saved with its processed
-// mark in one transaction. It reports whether there were any.
+// errEventsHeld is returned by a pass that had to leave events of its mailbox pending (see
+// applyEventsHeld): the worker comes back after a short pause instead of at once.
+var errEventsHeld = errors.New("mailbox: events wait for a stored run outcome to be applied")
+
+// applyEvents is applyEventsHeld without the held report.
 func (m *Machine) applyEvents(ctx context.Context, bot Bot, mb *Mailbox) (bool, error) {
+	progressed, _, err := m.applyEventsHeld(ctx, bot, mb)
+	return progressed, err
+}
+
+// applyEventsHeld applies the pending events, folded (foldEvents), each saved with its
+// processed mark in one transaction, and reports whether it applied any. While the state's run
+// has an outcome stored and not yet acted on (the run just ended, or the process stopped before
+// acting on it), only events that end the work (a cancel, status::blocked) are applied; the
+// others (an answer to the questions that outcome posts) stay pending until it is acted on, so
+// that they meet the state it leads to; held reports that some did.
+func (m *Machine) applyEventsHeld(ctx context.Context, bot Bot, mb *Mailbox) (progressed, held bool, err error) {
 	evs, err := m.store.PendingEvents(ctx, mb.ID)
 	if err != nil || len(evs) == 0 {
-		return false, err
+		return false, false, err
+	}
+	waiting, err := m.outcomeWaiting(ctx, mb)
+	if err != nil {
+		return false, false, err
 	}
 	for _, g := range foldEvents(evs) {
-		outcome, err := m.handle(ctx, bot, mb, g.last)
-		if err != nil {
-			return true, err
+		if waiting && !m.endsWork(g.last.Event, bot, mb) {
+			held = true
+			continue
 		}
-		if err := m.store.SaveProcessed(ctx, mb, g.ids, outcome); err != nil {
-			return true, err
+		progressed = true
+		outcome, err := m.handle(ctx, bot, mb, g.last)
+		if err == nil {
+			err = m.store.SaveProcessed(ctx, mb, g.ids, outcome)
+		}
+		if err != nil {
+			if aside, ferr := m.setAside(ctx, bot, mb, g, err); ferr != nil || !aside {
+				return true, held, cmp.Or(ferr, err)
+			}
+			continue
 		}
 		m.log.Debug("event applied", "mailbox_id", mb.ID, "event", g.last.Event.Type, "outcome", outcome)
+		if waiting && !mb.State.Working() {
+			waiting = false // the work ended: nothing is left to wait for
+		}
 	}
-	return true, nil
+	return progressed, held, nil
+}
+
+// outcomeWaiting reports whether the run of mb's state ended with an outcome not acted on yet.
+func (m *Machine) outcomeWaiting(ctx context.Context, mb *Mailbox) (bool, error) {
+	d := def(mb.State)
+	if d.Phase == "" || !mb.State.Working() {
+		return false, nil
+	}
+	r, err := m.store.UnappliedRun(ctx, mb.ID, string(d.Phase), string(d.Step))
+	return r != nil, err
+}
+
+// endsWork reports whether ev stops the mailbox's work: it cancels it (cancels), or a human
+// adds the blocked label.
+func (m *Machine) endsWork(ev forge.Event, bot Bot, mb *Mailbox) bool {
+	return cancels(ev, bot, mb, m.cfg.Labels.Blocked)
+}
+
+// setAside counts a failed attempt to apply the events of g and, once they have failed
+// PoisonAttempts times, sets them aside so the mailbox goes on with the rest: the mailbox is
+// read again (the failed attempt may have changed it in memory only) and the issue says once
+// what could not be processed. Failures worth waiting for — the forge unavailable, the issue
+// gone, the pass stopped — are not counted. It reports whether g was set aside.
+func (m *Machine) setAside(ctx context.Context, bot Bot, mb *Mailbox, g eventGroup, applyErr error) (bool, error) {
+	if errors.Is(applyErr, forge.ErrUnavailable) || errors.Is(applyErr, forge.ErrNotFound) ||
+		errors.Is(applyErr, context.Canceled) || errors.Is(applyErr, context.DeadlineExceeded) || ctx.Err() != nil {
+		return false, nil
+	}
+	n, err := m.store.FailEvents(ctx, g.ids, m.cfg.Redact(applyErr.Error()), m.cfg.PoisonAttempts)
+	if err != nil || n == 0 {
+		return false, err
+	}
+	ev := g.last.Event
+	m.log.Error("event set aside after repeated failures", "mailbox_id", mb.ID, "event_id", g.last.ID,
+		"event", ev.Type, "delivery_id", ev.DeliveryID, "attempts", m.cfg.PoisonAttempts, "err", applyErr)
+	fresh, err := m.store.Get(ctx, mb.ID)
+	if err != nil {
+		return true, err
+	}
+	*mb = *fresh
+	what := string(ev.Type)
+	if ev.Sender.Login != "" {
+		what += " by @" + ev.Sender.Login
+	}
+	body := fmt.Sprintf("I could not process an update of this issue (%s, received %s) after %d tries, so I set it aside: %s\n\n"+
+		"I go on with everything else. If something you did here had no effect, please do it again.",
+		what, ev.ReceivedAt.UTC().Format("2006-01-02 15:04 UTC"), m.cfg.PoisonAttempts, m.cfg.Redact(applyErr.Error()))
+	return true, m.post(ctx, bot, mb, fmt.Sprintf("set-aside-%d", g.last.ID), "set_aside", body)
 }
 
 type eventGroup struct {
@@ -283,16 +361,26 @@ func (m *Machine) validate(ctx context.Context, bot Bot, mb *Mailbox, sender str
 // answers to the open questions, or a retry.
 func (m *Machine) comment(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Event, eventID int64) (string, error) {
 	d := def(mb.State)
-	switch {
-	case d.accepts(inputAnswers):
-		return m.answer(ctx, bot, mb, ev, eventID)
-	case d.accepts(inputRetry):
-		if !isRetry(ev.Comment.Body, bot.Login) || ev.Type != forge.EventComment {
-			return "comment recorded", nil
+	retry := d.accepts(inputRetry) && ev.Type == forge.EventComment && isRetry(ev.Comment.Body, bot.Login)
+	if !d.accepts(inputAnswers) && !retry {
+		return "comment recorded", nil
+	}
+	// A comment acts once, whether it came as a delivery, from reconciliation or both. It is
+	// claimed only where it acts, so one recorded in a state that did not take it can act when
+	// it comes again.
+	if ev.Type == forge.EventComment && ev.Comment.ID != 0 {
+		mine, err := m.store.ApplyComment(ctx, mb.ID, ev.Comment.ID, eventID)
+		if err != nil {
+			return "", err
 		}
+		if !mine {
+			return "comment already applied (it came twice: delivered and reconciled)", nil
+		}
+	}
+	if retry {
 		return m.retry(ctx, bot, mb, ev.Sender.Login, eventID)
 	}
-	return "comment recorded", nil
+	return m.answer(ctx, bot, mb, ev, eventID)
 }
 
 func isRetry(body, login string) bool {

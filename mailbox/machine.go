@@ -59,6 +59,10 @@ type Config struct {
 	// Usage reads the runs' tokens and cost for the status comment and the budget; nil posts
 	// no status comment and applies no budget.
 	Usage UsageReader
+	// PoisonAttempts is how many times an event may fail to apply before it is set aside, and
+	// how many claims of a mailbox may end without the pass finishing (the process died) before
+	// the mailbox is blocked (default 5).
+	PoisonAttempts int
 }
 
 func (c Config) withDefaults() Config {
@@ -71,6 +75,7 @@ func (c Config) withDefaults() Config {
 	c.ReviewQuiet = cmp.Or(c.ReviewQuiet, 30*time.Second)
 	c.BranchPrefix = cmp.Or(c.BranchPrefix, "agent/")
 	c.FailureStreak = cmp.Or(c.FailureStreak, 3)
+	c.PoisonAttempts = cmp.Or(c.PoisonAttempts, 5)
 	if c.Redact == nil {
 		c.Redact = func(s string) string { return s }
 	}
@@ -129,11 +134,42 @@ const maxRounds = 20
 // timers (question deadlines, CI polls), runs the phase the state calls for, and repeats until
 // nothing is left to do. It returns an error only for failures worth a retry (forge or
 // database unavailable); the events stay pending then.
-func (m *Machine) Advance(ctx context.Context, mb *Mailbox) error {
+func (m *Machine) Advance(ctx context.Context, mb *Mailbox) error { return m.advance(ctx, mb, nil) }
+
+// RunSlots is what an event pass needs to know of the run workers (Workers implements it).
+type RunSlots interface {
+	// Idle returns how many run workers are idle; Limit how many there are.
+	Idle() int
+	Limit() int
+}
+
+// AdvanceEvents is Advance for an event worker: the same pass, but it stops where a run is due
+// and leaves the run to a run worker (RunQueue.LeaseRun takes the mailbox, due at once). When
+// every run worker is busy, the issue says it is queued and how many issues are ahead.
+func (m *Machine) AdvanceEvents(ctx context.Context, mb *Mailbox, slots RunSlots) error {
+	return m.advance(ctx, mb, slots)
+}
+
+// RunStates names the states whose row starts a run: the mailboxes a run worker takes.
+func RunStates() []string {
+	var out []string
+	for _, d := range lifecycle {
+		if d.Phase != "" {
+			out = append(out, string(d.State))
+		}
+	}
+	return out
+}
+
+// advance is Advance; with slots it stops before a run (AdvanceEvents).
+func (m *Machine) advance(ctx context.Context, mb *Mailbox, slots RunSlots) error {
 	log := m.log.With("mailbox_id", mb.ID, "forge", mb.Forge, "repo", mb.Repo, "issue", mb.Number)
 	bot, ok := m.bots[mb.Forge]
 	if !ok {
 		return m.drain(ctx, mb, "no forge named "+mb.Forge+" is configured")
+	}
+	if crashed, err := m.crashLooping(ctx, bot, mb); crashed || err != nil {
+		return err
 	}
 	// Runs left running by a stopped worker: reattach to a live container and collect its
 	// outcome (applied by runPhase), or interrupt the run when nothing is left to collect.
@@ -141,11 +177,13 @@ func (m *Machine) Advance(ctx context.Context, mb *Mailbox) error {
 		log.Warn("recovery of unfinished runs failed", "err", err)
 		return err
 	}
+	held := false
 	for range maxRounds {
-		progressed, err := m.applyEvents(ctx, bot, mb)
+		progressed, heldNow, err := m.applyEventsHeld(ctx, bot, mb)
 		if err != nil {
 			return m.orClose(ctx, bot, mb, err)
 		}
+		held = heldNow
 		if !mb.State.Working() {
 			break
 		}
@@ -154,6 +192,13 @@ func (m *Machine) Advance(ctx context.Context, mb *Mailbox) error {
 			return m.orClose(ctx, bot, mb, err)
 		}
 		ran := false
+		if def(mb.State).Phase != "" && slots != nil {
+			if err := m.queued(ctx, bot, mb, slots); err != nil {
+				return m.orClose(ctx, bot, mb, err)
+			}
+			break // a run worker takes it from here
+		}
+		held = false // the run, or its stored outcome, is acted on now
 		if def(mb.State).Phase != "" {
 			if err := m.runPhase(ctx, bot, mb); err != nil {
 				return m.orClose(ctx, bot, mb, err)
@@ -177,7 +222,48 @@ func (m *Machine) Advance(ctx context.Context, mb *Mailbox) error {
 	}
 	m.setWake(ctx, mb)
 	mb.Data.FailedPasses = 0
-	return m.store.Save(ctx, mb)
+	if err := m.store.Save(ctx, mb); err != nil {
+		return err
+	}
+	if held {
+		return errEventsHeld
+	}
+	return nil
+}
+
+// queued says in the issue, once per round and state, that the run the state calls for waits
+// for a run worker, when none is idle: "queued, 2 ahead".
+func (m *Machine) queued(ctx context.Context, bot Bot, mb *Mailbox, slots RunSlots) error {
+	if slots.Idle() > 0 {
+		return nil
+	}
+	ids, err := m.store.QueuedRuns(ctx, RunStates())
+	if err != nil {
+		return err
+	}
+	ahead := len(slices.DeleteFunc(ids, func(id int64) bool { return id == mb.ID }))
+	body := fmt.Sprintf("Queued, %d ahead: all %d agent run slots are busy with other issues. "+
+		"The %s run starts as soon as one is free; I keep reacting to this issue meanwhile.",
+		ahead, slots.Limit(), def(mb.State).runKey())
+	return m.post(ctx, bot, mb, fmt.Sprintf("queued-%d-%s", mb.Data.Round, mb.State), "queued", body)
+}
+
+// crashLooping blocks a working mailbox whose last PoisonAttempts claims all ended without the
+// pass releasing its lease: each of them stopped the process (a panic, the OOM killer), and
+// trying again would only do it again. A human's "retry" resumes it. It reports whether it
+// blocked the mailbox.
+func (m *Machine) crashLooping(ctx context.Context, bot Bot, mb *Mailbox) (bool, error) {
+	if mb.LeaseAttempts <= m.cfg.PoisonAttempts || !mb.State.Working() || mb.State == StateBlocked {
+		return false, nil
+	}
+	m.log.Error("mailbox blocked: its passes keep stopping the process", "mailbox_id", mb.ID, "claims", mb.LeaseAttempts)
+	from := mb.State
+	reason := fmt.Sprintf("the last %d attempts to work on this issue stopped Alfred itself (in the %s step), so I stopped trying.",
+		mb.LeaseAttempts-1, from)
+	if err := m.block(ctx, bot, mb, onBlockedLabel, from, reason); err != nil {
+		return true, err
+	}
+	return true, m.store.Save(ctx, mb)
 }
 
 // ReportFailure counts a failed pass of the mailbox; at the FailureStreak-th failure in a row
@@ -235,11 +321,16 @@ func (m *Machine) timers(ctx context.Context, bot Bot, mb *Mailbox) (bool, error
 
 // setWake sets the next timer of the mailbox from the state's wake rule.
 func (m *Machine) setWake(ctx context.Context, mb *Mailbox) {
+	prev := mb.WakeAt
 	mb.WakeAt = nil
 	switch def(mb.State).Wake {
 	case wakeRun:
-		// A run is due (an infrastructure error stopped it): come back after the backoff.
+		// A run is due (queued for a run worker, or an infrastructure error stopped it). A
+		// mailbox already waiting keeps its place in the queue.
 		t := m.now()
+		if prev != nil && !prev.After(t) {
+			t = *prev
+		}
 		mb.WakeAt = &t
 	case wakeDeadline:
 		if qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round); err == nil && len(qs) > 0 {
@@ -293,8 +384,11 @@ func (m *Machine) setState(ctx context.Context, bot Bot, mb *Mailbox, s State) e
 			return fmt.Errorf("set status label: %w", err)
 		}
 	}
-	labels := slices.DeleteFunc(slices.Clone(issue.Labels), func(l string) bool { return slices.Contains(remove, l) })
-	mb.Labels = append(labels, add...)
+	// The mailbox's own view changes by the status label only: a label a human added or removed
+	// meanwhile is an event (a delivery, or reconciliation), which must still find the difference.
+	knownAdd, knownRemove := m.cfg.Labels.StatusDiff(mb.Labels, s)
+	labels := slices.DeleteFunc(slices.Clone([]string(mb.Labels)), func(l string) bool { return slices.Contains(knownRemove, l) })
+	mb.Labels = append(labels, knownAdd...)
 	mb.Assignees = issue.Assignees
 	if def(s).Wake == wakeCIPoll {
 		mb.WakeAt = nil // poll at once

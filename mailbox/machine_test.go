@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/mailbox/mailboxtest"
+	"github.com/alfred-bot/alfred/mailbox/storetest"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -32,13 +34,18 @@ type scriptedJobs struct {
 	// removedSessions lists the mailboxes whose session state was removed.
 	removedSessions []int64
 	block           chan struct{} // when set, Execute waits on it or on ctx
+	// during, when set, is called inside Execute, as the agent runs.
+	during func(job phase.Job)
 }
 
 func (e *scriptedJobs) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, error) {
 	e.mu.Lock()
 	e.jobs = append(e.jobs, job)
-	block := e.block
+	block, during := e.block, e.during
 	e.mu.Unlock()
+	if during != nil {
+		during(job)
+	}
 	if block != nil {
 		select {
 		case <-block:
@@ -89,14 +96,16 @@ func (c *clock) Add(d time.Duration) {
 }
 
 type bundle struct {
-	t       *testing.T
-	store   *mailboxtest.Store
+	t       testing.TB
+	store   storetest.Store
 	fake    *forgetest.Fake
 	exec    *scriptedJobs
 	machine *mailbox.Machine
 	clock   *clock
 	ref     forge.IssueRef
 	seq     int
+	bots    map[string]mailbox.Bot
+	log     *slog.Logger
 }
 
 const repo = "acme/shop"
@@ -106,16 +115,18 @@ func setup(t *testing.T, labels ...string) *bundle {
 	return setupWith(t, guard{}, labels...)
 }
 
-// guard, when limits is set, wraps the fake forge as the command does (mailbox.GuardPosts),
-// with redact as the censor of the posts and of the machine.
+// guard configures setupWith: when limits is set, the fake forge is wrapped as the command
+// does (mailbox.GuardPosts), with redact as the censor of the posts and of the machine; store
+// builds the store (mailboxtest's when nil, or PostgreSQL's).
 type guard struct {
 	limits *mailbox.PostLimits
 	redact func(string) string
 	// config is the machine's configuration; CIWait, CIPoll and Redact are set here.
 	config mailbox.Config
+	store  func(now func() time.Time) storetest.Store
 }
 
-func setupWith(t *testing.T, g guard, labels ...string) *bundle {
+func setupWith(t testing.TB, g guard, labels ...string) *bundle {
 	t.Helper()
 	fake := forgetest.NewFake(forge.KindGitLab)
 	fake.AddUser("alice")
@@ -137,7 +148,11 @@ func setupWith(t *testing.T, g guard, labels ...string) *bundle {
 		"answer":             {Summary: "answered", Answer: "Use the export button."},
 	}, failures: map[string]string{}}
 	c := &clock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
-	store := mailboxtest.NewStore(c.Now)
+	newStore := g.store
+	if newStore == nil {
+		newStore = func(now func() time.Time) storetest.Store { return mailboxtest.NewStore(now) }
+	}
+	store := newStore(c.Now)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	var posts forge.Forge = fake
 	if g.limits != nil {
@@ -145,9 +160,9 @@ func setupWith(t *testing.T, g guard, labels ...string) *bundle {
 	}
 	cfg := g.config
 	cfg.CIWait, cfg.CIPoll, cfg.Redact = 10*time.Minute, time.Minute, g.redact
-	m := mailbox.NewMachine(cfg, store,
-		map[string]mailbox.Bot{"gl": {Forge: posts, Login: forgetest.BotLogin}}, exec, c.Now, log)
-	return &bundle{t: t, store: store, fake: fake, exec: exec, machine: m, clock: c,
+	bots := map[string]mailbox.Bot{"gl": {Forge: posts, Login: forgetest.BotLogin}}
+	m := mailbox.NewMachine(cfg, store, bots, exec, c.Now, log)
+	return &bundle{t: t, store: store, fake: fake, exec: exec, machine: m, clock: c, bots: bots, log: log,
 		ref: forge.IssueRef{Forge: "gl", Repo: repo, Number: n}}
 }
 
@@ -222,8 +237,12 @@ func assign(by string) forge.Event {
 		Assignees: []string{forgetest.BotLogin}}
 }
 
+// commentIDs numbers the comments of comment as a forge does: each comment has its own id.
+var commentIDs atomic.Int64
+
 func comment(by, body string) forge.Event {
-	return forge.Event{Type: forge.EventComment, Sender: forge.User{Login: by}, Comment: &forge.Comment{ID: 999, Body: body}}
+	return forge.Event{Type: forge.EventComment, Sender: forge.User{Login: by},
+		Comment: &forge.Comment{ID: 1000 + commentIDs.Add(1), Body: body}}
 }
 
 func TestLifecycleTaskWithReply(t *testing.T) {

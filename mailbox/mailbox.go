@@ -172,6 +172,23 @@ type Mailbox struct {
 	ClosedAt     *time.Time `db:"closed_at"`
 	CreatedAt    time.Time  `db:"created_at"`
 	UpdatedAt    time.Time  `db:"updated_at"`
+	// LeaseAttempts counts the claims of the mailbox since a pass last ended with its lease
+	// released (Leases.Release resets it): a pass that kills the process leaves it counted.
+	// Only the Leases methods write it.
+	LeaseAttempts int `db:"lease_attempts"`
+	// Reconciled is what the last comparison with the forge saw; only
+	// Reconciliation.SaveReconciled writes it.
+	Reconciled
+}
+
+// Reconciled is what a mailbox remembers of its last reconciliation: when it ran, the issue's
+// and the merge request's updated times then, and the time from which comments are still to
+// be read. Nil times: never.
+type Reconciled struct {
+	ReconciledAt   *time.Time `db:"reconciled_at"`
+	IssueUpdatedAt *time.Time `db:"issue_updated_at"`
+	MRUpdatedAt    *time.Time `db:"mr_updated_at"`
+	CommentsSince  *time.Time `db:"comments_since"`
 }
 
 // Ref returns the mailbox's issue (or merge request) reference.

@@ -120,9 +120,9 @@ func (m *Machine) applyRecovered(ctx context.Context, bot Bot, mb *Mailbox, stat
 	if err != nil || prev == nil {
 		return false, err
 	}
-	m.log.Info("applying a run recovered after a restart", "mailbox_id", mb.ID, "run_id", prev.ID,
+	m.log.Info("applying a stored run outcome", "mailbox_id", mb.ID, "run_id", prev.ID,
 		"phase", in.Phase, "status", prev.Status)
-	out := &phase.Outcome{Container: prev.Container, Output: prev.Output, HeadSHA: prev.HeadSHA, Recovered: true}
+	out := &phase.Outcome{Container: prev.Container, Output: prev.Output, HeadSHA: prev.HeadSHA}
 	if prev.ExitCode != nil {
 		out.ExitCode = *prev.ExitCode
 	}
@@ -135,10 +135,10 @@ func (m *Machine) applyRecovered(ctx context.Context, bot Bot, mb *Mailbox, stat
 	switch {
 	case prev.Status == RunSucceeded && out.Result != nil:
 		mb.Data.Failures = 0
-		err = m.applyResult(ctx, bot, mb, state, out, repo)
+		err = m.applyResult(ctx, bot, mb, state, out, repo, prev.Attempt)
 	case prev.Status == RunFailed:
 		mb.Data.Failures++
-		err = m.block(ctx, bot, mb, onRunFailed, state, fmt.Sprintf("the %s run (attempt %d) failed: %s", in.Key, prev.Attempt, prev.Outcome))
+		err = m.block(ctx, bot, mb, onRunFailed, state, fmt.Sprintf("the %s run (attempt %d) failed: %s", def(state).runKey(), prev.Attempt, prev.Outcome))
 	}
 	if err != nil {
 		return true, err

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -38,8 +39,12 @@ type JobRunner interface {
 const cancelPollInterval = 2 * time.Second
 
 // runPhase runs the phase the state calls for (its row in the lifecycle table) and applies its
-// result. A run recovery finished and the machine has not acted on yet is applied instead of
-// starting a new one.
+// result. Events already in the inbox are applied first, before the run starts and again
+// before its result is acted on: an unassignment, a close, status::blocked or a closed merge
+// request that arrived meanwhile wins, and the run's effects are not posted. A run's outcome is
+// stored when it ends and applied from the store (applyRecovered), in the transaction that
+// marks it applied: when acting on it fails (the forge answers 5xx opening the merge request),
+// the next pass acts on the same outcome again instead of running the agent again.
 func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
 	state := mb.State
 	in, repo, err := m.prepareRun(ctx, bot, mb)
@@ -49,22 +54,37 @@ func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
 	if applied, err := m.applyRecovered(ctx, bot, mb, state, in, repo); applied || err != nil {
 		return err
 	}
+	if changed, err := m.pendingFirst(ctx, bot, mb, state); changed || err != nil {
+		return err
+	}
 	if ok, reason, err := m.withinBudget(ctx, mb); err != nil {
 		return err
 	} else if !ok {
 		return m.block(ctx, bot, mb, onRunFailed, state, reason)
 	}
-	run, out, err := m.execute(ctx, bot, mb, in, *repo)
+	_, out, err := m.execute(ctx, bot, mb, in, *repo)
 	if err != nil || out.Interrupted {
 		return err // interrupted: the cancelling event (or the next lease holder) decides what follows
 	}
-	if out.Failure != "" {
-		mb.Data.Failures++
-		reason := fmt.Sprintf("the %s run (attempt %d) failed: %s", def(state).runKey(), run.Attempt, out.Failure)
-		return m.block(ctx, bot, mb, onRunFailed, state, reason)
+	if changed, err := m.pendingFirst(ctx, bot, mb, state); changed || err != nil {
+		return err // the run stays unapplied; Advance discards it when the state moved on
 	}
-	mb.Data.Failures = 0
-	return m.applyResult(ctx, bot, mb, state, out, repo)
+	_, err = m.applyRecovered(ctx, bot, mb, state, in, repo)
+	return err
+}
+
+// pendingFirst applies the events waiting in the inbox and reports whether they moved the
+// mailbox away from state.
+func (m *Machine) pendingFirst(ctx context.Context, bot Bot, mb *Mailbox, state State) (bool, error) {
+	if _, err := m.applyEvents(ctx, bot, mb); err != nil {
+		return true, err
+	}
+	if mb.State != state {
+		m.log.Info("an event in the inbox changed the mailbox before the run's turn", "mailbox_id", mb.ID,
+			"from", state, "to", mb.State)
+		return true, nil
+	}
+	return false, nil
 }
 
 // prepareRun reads the issue and the repository, freezes the branch at the first run, writes
@@ -143,26 +163,35 @@ func (m *Machine) execute(ctx context.Context, bot Bot, mb *Mailbox, in phase.In
 	go m.watchCancel(runCtx, stop, bot, mb)
 	m.log.Info("run started", "mailbox_id", mb.ID, "phase", in.Phase, "step", in.Step, "attempt", run.Attempt)
 	out, err := m.jobs.Execute(runCtx, job)
+	if err == nil && out.Detached {
+		// Shutdown: the container keeps running; the run stays "running" for the next
+		// process's recovery to reattach.
+		m.log.Info("run left running for the next process", "mailbox_id", mb.ID, "run_id", run.ID, "container", out.Container)
+		return run, out, nil
+	}
 	if err != nil {
 		run.Status, run.Outcome = RunInterrupted, "infrastructure error: "+err.Error()
 		_ = m.store.FinishRun(context.WithoutCancel(ctx), run)
 		return nil, nil, fmt.Errorf("execute %s: %w", job.Input.Key, err)
 	}
 	code := out.ExitCode
-	run.ExitCode, run.Container, run.Output = &code, out.Container, out.Output
+	run.ExitCode, run.Container, run.Output, run.HeadSHA = &code, out.Container, out.Output, out.HeadSHA
 	if out.Result != nil {
 		b, _ := json.Marshal(out.Result)
 		run.Result = string(b)
 	}
+	run.Applied = false // acted on from the store, see runPhase
 	switch {
 	case out.Interrupted:
-		run.Status, run.Outcome = RunInterrupted, "interrupted"
+		run.Status, run.Outcome, run.Applied = RunInterrupted, "interrupted", true
+		run.Resumable, run.NotResumableReason = out.Resumable, out.NotResumableReason
 	case out.Failure != "":
 		run.Status, run.Outcome = RunFailed, out.Failure
 	default:
 		run.Status, run.Outcome = RunSucceeded, "ok"
 	}
-	if err := m.store.FinishRun(context.WithoutCancel(ctx), run); err != nil {
+	// The outcome is stored with its pushed commit before anything is done with it.
+	if _, err := m.store.FinishRecoveredRun(context.WithoutCancel(ctx), run); err != nil {
 		return nil, nil, err
 	}
 	m.log.Info("run finished", "mailbox_id", mb.ID, "phase", in.Phase, "status", run.Status, "outcome", run.Outcome)
@@ -215,7 +244,7 @@ func (m *Machine) watchCancel(ctx context.Context, stop func(), bot Bot, mb *Mai
 
 // applyResult acts on the successful result of the run state called for: what each phase's
 // result means is procedural, where it leads is the table's.
-func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state State, out *phase.Outcome, repo *forge.Repository) error {
+func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state State, out *phase.Outcome, repo *forge.Repository, attempt int) error {
 	r := out.Result
 	d := def(state)
 	switch {
@@ -241,26 +270,34 @@ func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state S
 		}
 		return m.follow(ctx, bot, mb, onAnswerPosted)
 	case !d.Phase.ReadOnly():
-		return m.applyPush(ctx, bot, mb, state, out, repo)
+		return m.applyPush(ctx, bot, mb, state, out, repo, attempt)
 	}
 	return nil
 }
 
 // applyPush acts on a read-write run: nothing pushed blocks; otherwise the first push opens
-// the merge request and a later one (ci_fix) says what it fixed, and CI is awaited.
-func (m *Machine) applyPush(ctx context.Context, bot Bot, mb *Mailbox, state State, out *phase.Outcome, repo *forge.Repository) error {
-	if out.HeadSHA == "" {
-		return m.block(ctx, bot, mb, onNothingPushed, state,
-			fmt.Sprintf("the %s run changed no file, so there is nothing to push.", def(state).runKey()))
+// the merge request and a later one (ci_fix) says what it fixed, and CI is awaited. A run that
+// is not the phase's first and pushed nothing may follow one that pushed and was then
+// interrupted (the process killed between the push and the merge request): the branch already
+// holds the work, so the merge request is opened from it; only a forge that refuses it (no
+// difference with the target) blocks.
+func (m *Machine) applyPush(ctx context.Context, bot Bot, mb *Mailbox, state State, out *phase.Outcome, repo *forge.Repository, attempt int) error {
+	nothing := fmt.Sprintf("the %s run changed no file, so there is nothing to push.", def(state).runKey())
+	if out.HeadSHA == "" && (attempt <= 1 || mb.MRNumber != 0) {
+		return m.block(ctx, bot, mb, onNothingPushed, state, nothing)
 	}
-	mb.HeadSHA = out.HeadSHA
+	mb.HeadSHA = cmp.Or(out.HeadSHA, mb.HeadSHA)
 	if mb.MRNumber == 0 {
 		body := fmt.Sprintf("Closes #%d\n\n%s", mb.Number, m.cfg.Redact(strings.TrimSpace(out.Result.Summary)))
 		mr, err := bot.Forge.CreateMergeRequest(ctx, mb.Repo, forge.NewMergeRequest{
 			SourceBranch: mb.Branch, TargetBranch: repo.DefaultBranch, Title: mb.Title, Body: body})
+		if out.HeadSHA == "" && (errors.Is(err, forge.ErrConflict) || errors.Is(err, forge.ErrNotFound)) {
+			return m.block(ctx, bot, mb, onNothingPushed, state, nothing)
+		}
 		if err != nil {
 			return fmt.Errorf("open the merge request: %w", err)
 		}
+		mb.HeadSHA = cmp.Or(mb.HeadSHA, mr.HeadSHA)
 		mb.MRNumber = mr.Number
 		msg := fmt.Sprintf("I opened %s from `%s`.", m.mrRef(bot, mr.Number), mb.Branch)
 		if mr.WebURL != "" {

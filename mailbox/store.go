@@ -28,15 +28,62 @@ type Store interface {
 	Questions
 	Runs
 	Comments
+	Reconciliation
+	RunQueue
+}
+
+// RunQueue hands mailboxes whose state calls for an agent run (RunStates) to the run workers,
+// apart from the event workers, so that a long run never holds up the reactions of other
+// issues.
+type RunQueue interface {
+	// LeaseEvents is Leases.Lease for the event workers: a mailbox in one of runStates is due
+	// only by its pending events, not by its wake_at (that one is a run worker's).
+	LeaseEvents(ctx context.Context, owner string, ttl time.Duration, runStates []string) (*Mailbox, error)
+	// LeaseRun claims, for owner and ttl, the mailbox in one of runStates that is due (wake_at
+	// come, or pending events) and has waited longest (oldest wake_at, then id), among those
+	// whose repository has fewer than perProject mailboxes in runStates under a live lease
+	// (perProject <= 0: no limit); nil when none.
+	LeaseRun(ctx context.Context, owner string, ttl time.Duration, runStates []string, perProject int) (*Mailbox, error)
+	// QueuedRuns returns the ids of the mailboxes in runStates that wait for a run worker (due,
+	// lease free or expired), in the order LeaseRun takes them.
+	QueuedRuns(ctx context.Context, runStates []string) ([]int64, error)
+}
+
+// Reconciliation keeps what comparing mailboxes with their forge, applying each comment once
+// and setting poison events aside need.
+type Reconciliation interface {
+	// ApplyComment claims comment commentID (a forge comment id) of the mailbox for event
+	// eventID and reports whether the claim is eventID's: true the first time and for every
+	// retry of the same event, false for any other event carrying the same comment (a comment
+	// that came both as a delivery and from reconciliation acts once).
+	ApplyComment(ctx context.Context, mailboxID, commentID, eventID int64) (mine bool, err error)
+	// ReconcileDue returns at most limit working mailboxes (not idle, done or cancelled; not a
+	// merge request's own) of the forge named forgeName, never reconciled first, then least
+	// recently reconciled.
+	ReconcileDue(ctx context.Context, forgeName string, limit int) ([]Mailbox, error)
+	// SaveReconciled records what a reconciliation of mailbox id saw, reconciled at the
+	// store's clock; the other columns are left as they are.
+	SaveReconciled(ctx context.Context, id int64, r Reconciled) error
+	// Tracked reports whether ref has a working mailbox.
+	Tracked(ctx context.Context, ref forge.IssueRef) (bool, error)
+	// KnownRepos returns, sorted, the repositories of the forge named forgeName that have at
+	// least one mailbox: those whose webhooks reach this Alfred.
+	KnownRepos(ctx context.Context, forgeName string) ([]string, error)
+	// FailEvents counts one failed attempt to apply each of the events and sets aside those
+	// that reached max attempts (marked processed, with the failure time and errText), so the
+	// inbox goes on without them. It returns how many were set aside.
+	FailEvents(ctx context.Context, eventIDs []int64, errText string, max int) (setAside int, err error)
 }
 
 // Inbox is the events table: normalised deliveries waiting to be applied. It is what
 // webhook.Inbox needs (Deliver) plus what the machine reads.
 type Inbox interface {
 	// Deliver stores an event in the inbox of the mailbox it belongs to, creating that
-	// mailbox (state idle) when needed, and reports whether it was a duplicate (same forge and
-	// delivery id, or same forge and body hash; an empty BodyHash is computed from the event,
-	// a zero ReceivedAt set to the store's clock). Events on the bot's merge request (found by
+	// mailbox (state idle) when needed, and reports whether it was a duplicate: same forge,
+	// delivery id and body hash (a forge's retry). Identical bodies under other delivery ids are
+	// new events and are stored (assign, unassign, assign within a second); so is the same id
+	// with another body. An empty BodyHash is computed from the event, a zero ReceivedAt set to
+	// the store's clock. Events on the bot's merge request (found by
 	// its number, else its source branch, else its head commit) go to the issue's mailbox;
 	// events on other merge requests to the merge request's own mailbox. A pipeline that
 	// matches no mailbox returns a *forge.IgnoreError and stores nothing.

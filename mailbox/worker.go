@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -28,6 +30,17 @@ type WorkerConfig struct {
 	// Backoff is how long a mailbox whose pass failed waits before it is tried again
 	// (default 15s).
 	Backoff time.Duration
+	// Runs is the number of run workers: agent runs at once in this process. With Runs > 0 the
+	// Count workers only process events (acknowledgements, answers, validation, cancellation)
+	// and stop where a run is due, and the run workers take those mailboxes in the order they
+	// became due, so a long run never holds up another issue's reaction. 0 keeps one kind of
+	// worker that runs the agent itself (as tests that drive Once expect).
+	Runs int
+	// RunsPerProject bounds the runs of one repository at once (0: only Runs bounds them).
+	RunsPerProject int
+	// ShutdownGrace is how long event passes in progress may go on once Run's context ends
+	// (default 20s).
+	ShutdownGrace time.Duration
 }
 
 // Workers lease due mailboxes and advance them through the machine (one pass each).
@@ -37,6 +50,8 @@ type Workers struct {
 	machine *Machine
 	log     *slog.Logger
 	wake    chan struct{}
+	runWake chan struct{}
+	busy    atomic.Int64 // run workers in a pass
 }
 
 // NewWorkers wires workers.
@@ -47,17 +62,28 @@ func NewWorkers(cfg WorkerConfig, store Store, machine *Machine, log *slog.Logge
 	cfg.LeaseTTL = cmp.Or(cfg.LeaseTTL, 60*time.Second)
 	cfg.Poll = cmp.Or(cfg.Poll, time.Second)
 	cfg.Backoff = cmp.Or(cfg.Backoff, 15*time.Second)
+	cfg.ShutdownGrace = cmp.Or(cfg.ShutdownGrace, 20*time.Second)
 	if log == nil {
 		log = slog.Default()
 	}
 	return &Workers{cfg: cfg, store: store, machine: machine, log: log.With("lease_owner", cfg.Owner),
-		wake: make(chan struct{}, cfg.Count)}
+		wake: make(chan struct{}, cfg.Count), runWake: make(chan struct{}, max(cfg.Runs, 1))}
 }
+
+// Idle implements RunSlots: run workers not in a pass.
+func (w *Workers) Idle() int { return w.cfg.Runs - int(w.busy.Load()) }
+
+// Limit implements RunSlots.
+func (w *Workers) Limit() int { return w.cfg.Runs }
 
 // Notify wakes an idle worker (called after a delivery is stored). It never blocks.
 func (w *Workers) Notify() {
 	select {
 	case w.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case w.runWake <- struct{}{}:
 	default:
 	}
 }
@@ -67,42 +93,95 @@ func (w *Workers) Run(ctx context.Context) {
 	if n, err := w.store.ExpiredLeases(ctx); err == nil && n > 0 {
 		w.log.Warn("rescuing mailboxes whose lease expired (a worker stopped)", "count", n)
 	}
+	// Once ctx ends no new pass starts. Passes in progress are not cut at once: an event pass
+	// may finish for ShutdownGrace, a run pass leaves its container running (phase.ErrDetach)
+	// for the next process to reattach; each releases its lease.
+	runCtx, detach := context.WithCancelCause(context.WithoutCancel(ctx))
+	eventCtx, stopEvents := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopEvents()
+	go func() {
+		<-ctx.Done()
+		detach(phase.ErrDetach)
+		t := time.AfterFunc(w.cfg.ShutdownGrace, stopEvents)
+		<-eventCtx.Done()
+		t.Stop()
+	}()
 	var wg sync.WaitGroup
+	once, onceCtx := w.Once, runCtx
+	if w.cfg.Runs > 0 {
+		once, onceCtx = w.OnceEvents, eventCtx
+		for range w.cfg.Runs {
+			wg.Go(func() { w.loop(ctx, runCtx, w.OnceRun, w.runWake) })
+		}
+	}
 	for range w.cfg.Count {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.loop(ctx)
-		}()
+		wg.Go(func() { w.loop(ctx, onceCtx, once, w.wake) })
 	}
 	wg.Wait()
 }
 
-func (w *Workers) loop(ctx context.Context) {
+// loop makes passes with once on passCtx until stop ends.
+func (w *Workers) loop(stop, passCtx context.Context, once func(context.Context) (bool, error), wake <-chan struct{}) {
 	t := time.NewTicker(w.cfg.Poll)
 	defer t.Stop()
-	for ctx.Err() == nil {
-		worked, err := w.Once(ctx)
-		if err != nil && ctx.Err() == nil {
+	for stop.Err() == nil {
+		worked, err := once(passCtx)
+		if err != nil && stop.Err() == nil {
 			w.log.Error("mailbox pass failed", "err", err)
 		}
 		if worked {
 			continue
 		}
 		select {
-		case <-ctx.Done():
+		case <-stop.Done():
 		case <-t.C:
-		case <-w.wake:
+		case <-wake:
 		}
 	}
 }
 
-// Once leases one due mailbox and advances it (Machine.Advance). It reports whether a mailbox was due.
+// Once leases one due mailbox and advances it (Machine.Advance), runs included. It reports
+// whether a mailbox was due.
 func (w *Workers) Once(ctx context.Context) (bool, error) {
 	mb, err := w.store.Lease(ctx, w.cfg.Owner, w.cfg.LeaseTTL)
 	if err != nil || mb == nil {
 		return false, err
 	}
+	return true, w.pass(ctx, mb, w.machine.Advance)
+}
+
+// OnceEvents is Once for an event worker: it leases a mailbox due by its events or timers (not
+// one only waiting for its run) and advances it up to the run (Machine.AdvanceEvents).
+func (w *Workers) OnceEvents(ctx context.Context) (bool, error) {
+	mb, err := w.store.LeaseEvents(ctx, w.cfg.Owner, w.cfg.LeaseTTL, RunStates())
+	if err != nil || mb == nil {
+		return false, err
+	}
+	err = w.pass(ctx, mb, func(ctx context.Context, mb *Mailbox) error { return w.machine.AdvanceEvents(ctx, mb, w) })
+	if ctx.Err() == nil {
+		select { // a run may be due now
+		case w.runWake <- struct{}{}:
+		default:
+		}
+	}
+	return true, err
+}
+
+// OnceRun is Once for a run worker: it leases the mailbox whose run has waited longest (within
+// RunsPerProject) and advances it, run included.
+func (w *Workers) OnceRun(ctx context.Context) (bool, error) {
+	mb, err := w.store.LeaseRun(ctx, w.cfg.Owner, w.cfg.LeaseTTL, RunStates(), w.cfg.RunsPerProject)
+	if err != nil || mb == nil {
+		return false, err
+	}
+	w.busy.Add(1)
+	defer w.busy.Add(-1)
+	return true, w.pass(ctx, mb, w.machine.Advance)
+}
+
+// pass advances the leased mailbox with advance under a heartbeat, reports a failure and
+// releases the lease (with a backoff after a failure).
+func (w *Workers) pass(ctx context.Context, mb *Mailbox, advance func(context.Context, *Mailbox) error) error {
 	log := w.log.With("mailbox_id", mb.ID, "forge", mb.Forge, "repo", mb.Repo, "issue", mb.Number)
 	passCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -124,20 +203,24 @@ func (w *Workers) Once(ctx context.Context) (bool, error) {
 			}
 		}
 	}()
-	passErr := w.machine.Advance(passCtx, mb)
+	passErr := advance(passCtx, mb)
 	cancel()
+	pause := time.Duration(0)
+	if errors.Is(passErr, errEventsHeld) { // not a failure: the run worker acts first
+		passErr, pause = nil, w.cfg.Poll
+	}
 	select {
 	case <-lost:
-		return true, fmt.Errorf("mailbox %d: lease lost during the pass: %w", mb.ID, ErrLeaseLost)
+		return fmt.Errorf("mailbox %d: lease lost during the pass: %w", mb.ID, ErrLeaseLost)
 	default:
 	}
-	backoff := time.Duration(0)
+	backoff := pause
 	if passErr != nil && ctx.Err() == nil {
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		w.machine.ReportFailure(rctx, mb.ID, passErr)
 		rcancel()
 	}
-	if passErr != nil {
+	if passErr != nil && ctx.Err() == nil { // a pass stopped by shutdown is not a failure
 		backoff = w.cfg.Backoff
 		if errors.Is(passErr, forge.ErrForbidden) {
 			backoff = 4 * w.cfg.Backoff
@@ -146,12 +229,12 @@ func (w *Workers) Once(ctx context.Context) (bool, error) {
 	relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer relCancel()
 	if err := w.store.Release(relCtx, mb.ID, w.cfg.Owner, backoff); err != nil {
-		return true, errors.Join(passErr, err)
+		return errors.Join(passErr, err)
 	}
 	if passErr != nil {
-		return true, fmt.Errorf("mailbox %d: %w", mb.ID, passErr)
+		return fmt.Errorf("mailbox %d: %w", mb.ID, passErr)
 	}
-	return true, nil
+	return nil
 }
 
 // WakingInbox stores deliveries and wakes the workers; it implements webhook.Inbox.

@@ -28,7 +28,9 @@ type collection struct {
 //
 //   - the wait ended by its bound: the container is stopped (Exit.Killed), StatusTimedOut with
 //     ErrTimeout; the logs are kept, no result is read;
-//   - the wait ended by ctx: stopped the same way, StatusCanceled with the ctx error;
+//   - the wait ended by ctx: stopped the same way, StatusCanceled with the ctx error; but a ctx
+//     cancelled with cause phase.ErrDetach (shutdown) leaves the container running, unread:
+//     StatusDetached;
 //   - the Runtime failed while waiting: the error, nothing else read;
 //   - the logs cannot be read: the error, out.Status left empty and no result read. A run
 //     whose output cannot be read is an infrastructure failure (the Docker engine), never an
@@ -51,6 +53,9 @@ func (e *Executor) collect(ctx context.Context, c collection, out *RunOutcome) e
 		switch {
 		case waitCtx.Err() == nil:
 			return waitErr
+		case ctx.Err() != nil && errors.Is(context.Cause(ctx), phase.ErrDetach):
+			out.Status, out.Err = StatusDetached, context.Cause(ctx)
+			return nil // left running, unread: the next process collects it
 		case ctx.Err() != nil:
 			out.Status, out.Err = StatusCanceled, ctx.Err()
 		default:

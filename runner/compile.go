@@ -36,11 +36,19 @@ type CompileConfig struct {
 // daemon while mailbox and run ids are per database, so two installations (or two test
 // suites) sharing a daemon would otherwise claim the same names. Without an Instance the
 // name is returned as it is.
+//
+// A name is at most MaxContainerName characters (it is also the container's host name, a DNS
+// label): a longer one keeps its first characters and ends in a hash of the whole, so it stays
+// unique and the same for the same run.
 func (c CompileConfig) InstanceName(name string) string {
-	if c.Instance == "" {
+	if c.Instance != "" {
+		name = "alfred-" + c.Instance + "-" + strings.TrimPrefix(name, "alfred-")
+	}
+	if len(name) <= MaxContainerName {
 		return name
 	}
-	return "alfred-" + c.Instance + "-" + strings.TrimPrefix(name, "alfred-")
+	sum := sha256.Sum256([]byte(name))
+	return name[:MaxContainerName-9] + "-" + hex.EncodeToString(sum[:4])
 }
 
 // InstanceID names an installation on a shared Docker daemon (the Instance of its
@@ -55,6 +63,9 @@ func InstanceID(dataDir string) string {
 	sum := sha256.Sum256([]byte(abs))
 	return hex.EncodeToString(sum[:6])
 }
+
+// MaxContainerName is the longest container name InstanceName returns: 63, a DNS label.
+const MaxContainerName = 63
 
 // RunDir returns DataDir/runs/<name>, the parent of the run's in/, out/ and home/ directories.
 func (c CompileConfig) RunDir(name string) string {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/alfred-bot/alfred/runner/phase"
@@ -148,6 +150,7 @@ const (
 	StatusFailed    OutcomeStatus = "failed"    // non-zero exit, or missing/invalid result
 	StatusTimedOut  OutcomeStatus = "timed_out" // killed after the wall-clock timeout
 	StatusCanceled  OutcomeStatus = "canceled"  // killed because the caller's ctx ended
+	StatusDetached  OutcomeStatus = "detached"  // left running: the ctx ended with phase.ErrDetach
 )
 
 // RunOutcome is what happened in one run.
@@ -188,6 +191,36 @@ func (r RunRequest) Name() string {
 
 // RunDir returns DataDir/runs/<name>, the parent of the run's in/ and out/ directories.
 func (e *Executor) RunDir(name string) string { return e.cc.RunDir(name) }
+
+// sweepRunDirs removes the run directories (DataDir/runs/<name>) of this installation whose
+// mailbox keep rejects: a process killed between laying a run out and starting (or tearing
+// down) its container leaves one behind. Names are read as InstanceName made them.
+func (e *Executor) sweepRunDirs(keep func(mailboxID int64) bool) error {
+	root := filepath.Dir(e.cc.RunDir("x"))
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list run directories: %w", err)
+	}
+	prefix := e.cc.InstanceName("alfred-mbx")
+	var errs []error
+	for _, en := range entries {
+		var id int64
+		rest, ok := strings.CutPrefix(en.Name(), prefix)
+		if !ok || !en.IsDir() {
+			continue // another installation's, or not a run
+		}
+		if _, perr := fmt.Sscanf(rest, "%d-", &id); perr != nil || keep(id) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(root, en.Name())); err != nil {
+			errs = append(errs, fmt.Errorf("remove run directory %s: %w", en.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Run executes one phase: it compiles the run (Compile), lays out the run directory (input.json
 // plus Invocation.Files), records the container (ContainerLog), starts it, and collects it
@@ -240,6 +273,9 @@ func (e *Executor) Run(ctx context.Context, req RunRequest) (*RunOutcome, error)
 	out.Started = time.Now()
 	out.RecordErr = life.ready(ctx, h.ID)
 	defer func() {
+		if out.Status == StatusDetached {
+			return // the container, its run directory and its record stay for the next process
+		}
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout+e.cfg.StopGrace)
 		defer cancel()
 		var errs []error
@@ -264,6 +300,8 @@ func (e *Executor) Run(ctx context.Context, req RunRequest) (*RunOutcome, error)
 		return out, fmt.Errorf("run %s: %w", name, err)
 	case out.Status == StatusCanceled:
 		return out, fmt.Errorf("run %s canceled: %w", name, out.Err)
+	case out.Status == StatusDetached:
+		return out, fmt.Errorf("run %s detached: %w", name, out.Err)
 	}
 	return out, nil
 }

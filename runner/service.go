@@ -79,6 +79,11 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 	} else {
 		out, err = s.exec.Run(ctx, req)
 	}
+	if out != nil && out.Status == StatusDetached {
+		// The container goes on in the mailbox's worktree, which is kept; the restart
+		// reattaches it.
+		return &phase.Outcome{Interrupted: true, Detached: true, Container: out.Name}, nil
+	}
 	if out != nil && out.Status == StatusCanceled || (err != nil && ctx.Err() != nil) {
 		return &phase.Outcome{Interrupted: true, Container: name}, nil
 	}
@@ -233,7 +238,7 @@ func (s *Service) Reap(ctx context.Context, keep, keepRuns func(mailboxID int64)
 			return keep(id)
 		}
 		return keepRuns(id)
-	}))
+	}), s.exec.sweepRunDirs(keepRuns))
 }
 
 // Mailboxes is what the store knows about the mailboxes when leftovers are reaped; each map

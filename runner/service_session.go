@@ -161,6 +161,9 @@ func (s *Service) record(ctx context.Context, job phase.Job, p *sessionPlan, out
 func (s *Service) runWithSession(ctx context.Context, job phase.Job, req RunRequest, p *sessionPlan) (*RunOutcome, *phase.SessionRecord, error) {
 	req.Input, req.SessionDir = p.in, p.dir
 	out, err := s.exec.Run(ctx, req)
+	if out != nil && out.Status == StatusDetached {
+		return out, nil, err // still running: the next process records its session
+	}
 	if err != nil || !p.resumed || out.Status != StatusFailed || !errors.Is(out.Err, ErrSessionNotFound) {
 		if err != nil && out == nil {
 			return out, nil, err

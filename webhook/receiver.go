@@ -10,7 +10,7 @@
 // 5xx, so 4xx is kept for real misconfiguration and 5xx for our own outages):
 //
 //	202 stored                     {"status":"accepted","delivery":"…"}
-//	200 duplicate delivery         {"status":"duplicate","delivery":"…"}
+//	200 duplicate delivery (same delivery id and body) {"status":"duplicate","delivery":"…"}
 //	200 ignored (*forge.IgnoreError from the Source or from the Inbox) {"status":"ignored","reason":"…"}
 //	400 unreadable payload or missing event header (also a panic while parsing), an identifier
 //	    over its cap (MaxDeliveryIDBytes…), or a value the Inbox refuses (forge.ErrBadPayload)
@@ -47,10 +47,11 @@ import (
 // Inbox stores normalised events. The mailbox package implements it.
 type Inbox interface {
 	// Deliver persists ev. It reports duplicate=true, without error, when the same delivery was
-	// stored before (same Forge and DeliveryID, or same Forge and BodyHash). A *forge.IgnoreError
-	// means the event belongs to nothing Alfred tracks (answered 200); an error wrapping
-	// forge.ErrBadPayload means it can never be stored (400); any other error means it was not
-	// stored and the forge should retry (503).
+	// stored before: same Forge, DeliveryID and BodyHash (a forge's retry). Identical bodies
+	// under different delivery ids are different events (assign, unassign, assign again) and
+	// are both stored. A *forge.IgnoreError means the event belongs to nothing Alfred tracks
+	// (answered 200); an error wrapping forge.ErrBadPayload means it can never be stored (400);
+	// any other error means it was not stored and the forge should retry (503).
 	Deliver(ctx context.Context, ev forge.Event) (duplicate bool, err error)
 }
 

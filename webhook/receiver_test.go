@@ -41,8 +41,8 @@ const (
 
 var fixedNow = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 
-// fakeInbox is a recording in-memory Inbox. Like the real mailbox it deduplicates by forge and
-// delivery id and by forge and body hash.
+// fakeInbox is a recording in-memory Inbox. Like the real mailbox it deduplicates by forge,
+// delivery id and body hash together.
 type fakeInbox struct {
 	mu     sync.Mutex
 	events []forge.Event
@@ -58,11 +58,11 @@ func (f *fakeInbox) Deliver(_ context.Context, ev forge.Event) (bool, error) {
 	if f.err != nil {
 		return false, f.err
 	}
-	byID, byHash := ev.Forge+"\x00id\x00"+ev.DeliveryID, ev.Forge+"\x00hash\x00"+ev.BodyHash
-	if f.seen[byID] || f.seen[byHash] {
+	key := ev.Forge + "\x00" + ev.DeliveryID + "\x00" + ev.BodyHash
+	if f.seen[key] {
 		return true, nil
 	}
-	f.seen[byID], f.seen[byHash] = true, true
+	f.seen[key] = true
 	f.events = append(f.events, ev)
 	return false, nil
 }
@@ -901,18 +901,30 @@ func TestReceiverDuplicates(t *testing.T) {
 		assert.Equal(t, "idem-1", a.Delivery)
 		assert.Len(t, b.inbox.Events(), 1)
 	})
-	t.Run("forgejo redelivery gets a new delivery id, same body", func(t *testing.T) {
+	t.Run("forgejo resend of one delivery id", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
 		body, err := os.ReadFile(fixturePath(t, "forgejo-live/006-issue_comment-created.json"))
 		require.NoError(t, err)
 		a := b.do(t, forgetest.NewForgejoRequest("/webhooks/forgejo", "issue_comment", "first", testForgejoSecret, body))
 		assert.Equal(t, http.StatusAccepted, a.Code, a.Raw)
-		a = b.do(t, forgetest.NewForgejoRequest("/webhooks/forgejo", "issue_comment", "second", testForgejoSecret, body))
+		a = b.do(t, forgetest.NewForgejoRequest("/webhooks/forgejo", "issue_comment", "first", testForgejoSecret, body))
 		assert.Equal(t, http.StatusOK, a.Code, a.Raw)
 		assert.Equal(t, "duplicate", a.Status)
 		require.Len(t, b.inbox.Events(), 1)
-		assert.Equal(t, "first", b.inbox.Events()[0].DeliveryID)
+	})
+	t.Run("identical bodies under new delivery ids are new events", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		// Forgejo sends byte-identical bodies for assign, unassign, assign within one second.
+		body, err := os.ReadFile(fixturePath(t, "forgejo-live/006-issue_comment-created.json"))
+		require.NoError(t, err)
+		for _, id := range []string{"first", "second", "third"} {
+			a := b.do(t, forgetest.NewForgejoRequest("/webhooks/forgejo", "issue_comment", id, testForgejoSecret, body))
+			assert.Equal(t, http.StatusAccepted, a.Code, a.Raw)
+		}
+		require.Len(t, b.inbox.Events(), 3)
+		assert.Equal(t, "third", b.inbox.Events()[2].DeliveryID)
 	})
 }
 

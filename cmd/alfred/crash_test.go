@@ -51,6 +51,8 @@ development:
 type crashCase struct {
 	// sleep is the first development attempt's sleep_seconds.
 	sleep string
+	// term stops the process with SIGTERM (a clean shutdown) instead of SIGKILL.
+	term bool
 	// whileDown runs after the SIGKILL, before the restart, with the container's id and the
 	// database.
 	whileDown func(t *testing.T, ctx context.Context, cli *client.Client, id string, db *sqlx.DB)
@@ -84,6 +86,34 @@ func TestKillDuringDevelopmentRun(t *testing.T) {
 			require.Len(t, runs, 1, "the development run was reattached, not run again")
 			require.Equal(t, "succeeded", runs[0].Status)
 			require.Equal(t, "ok (collected after a restart)", runs[0].Outcome)
+			require.True(t, runs[0].Applied)
+		},
+	})
+}
+
+// TestShutdownDuringDevelopmentRun stops ` + "`alfred serve`" + ` with SIGTERM while the development
+// container runs: the process exits at once without stopping the container and releases its
+// leases; the restarted process reattaches to the container (the agent runs once) and the
+// lifecycle finishes.
+func TestShutdownDuringDevelopmentRun(t *testing.T) {
+	runCrashCase(t, crashCase{
+		sleep: "15",
+		term:  true,
+		whileDown: func(t *testing.T, ctx context.Context, cli *client.Client, id string, db *sqlx.DB) {
+			info, err := cli.ContainerInspect(ctx, id)
+			require.NoError(t, err)
+			require.True(t, info.State.Running, "the container must still run when Alfred restarts")
+			var held int
+			require.NoError(t, db.Get(&held, `SELECT count(*) FROM mailboxes WHERE lease_owner IS NOT NULL`))
+			require.Zero(t, held, "a clean shutdown releases its leases")
+		},
+		log: func(t *testing.T, log string) {
+			require.Contains(t, log, "run left running for the next process")
+			require.NotContains(t, log, "held by a live lease at start-up")
+		},
+		devRuns: func(t *testing.T, runs []crashRun) {
+			require.Len(t, runs, 1, "the development run was reattached, not run again")
+			require.Equal(t, "succeeded", runs[0].Status)
 			require.True(t, runs[0].Applied)
 		},
 	})
@@ -237,12 +267,20 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 		return len(list) == 1
 	}, 60*time.Second, 100*time.Millisecond, "the development container never ran")
 
-	// SIGKILL: no cleanup of any kind runs; the container outlives the process.
-	require.NoError(t, proc.Process.Signal(syscall.SIGKILL))
-	_, _ = proc.Process.Wait()
+	// SIGKILL: no cleanup of any kind runs; the container outlives the process. SIGTERM: the
+	// process stops taking work, releases its leases and leaves the container running.
+	sig := syscall.SIGKILL
+	if c.term {
+		sig = syscall.SIGTERM
+	}
+	require.NoError(t, proc.Process.Signal(sig))
+	state, _ := proc.Process.Wait()
+	if c.term {
+		require.True(t, state.Success(), "a clean shutdown exits 0")
+	}
 	list, err := cli.ContainerList(ctx, container.ListOptions{Filters: devFilter})
 	require.NoError(t, err)
-	require.Len(t, list, 1, "the killed process left its container running")
+	require.Len(t, list, 1, "the stopped process left its container running")
 	db := openTestDatabase(t, dsn, filepath.Join(dir, "data"))
 	c.whileDown(t, ctx, cli, list[0].ID, db)
 

@@ -425,12 +425,17 @@ func lifecycleForgejoRecordedDeliveries(t *testing.T, e *e2e) {
 	require.Equal(t, http.StatusUnauthorized, w.Code, "the status page refuses a request without the token")
 	require.NotContains(t, w.Body.String(), mr.SourceBranch)
 	require.Equal(t, http.StatusUnauthorized, adminGet("/mailboxes/1/session", "wrong").Code)
-	w = adminGet("/mailboxes/1/session", e2eAdminToken)
-	require.Equal(t, http.StatusOK, w.Code)
+	// The labels and the assignees are written before the pass saves the mailbox: wait for
+	// the saved state.
 	var st admin.SessionStatus
-	require.NoError(t, json.NewDecoder(w.Body).Decode(&st))
+	require.Eventually(t, func() bool {
+		w := adminGet("/mailboxes/1/session", e2eAdminToken)
+		require.Equal(t, http.StatusOK, w.Code)
+		st = admin.SessionStatus{}
+		require.NoError(t, json.NewDecoder(w.Body).Decode(&st))
+		return st.State == mailbox.StateDone
+	}, 30*time.Second, 50*time.Millisecond, "the mailbox was never saved done")
 	require.Equal(t, mr.SourceBranch, st.Branch)
-	require.Equal(t, mailbox.StateDone, st.State)
 	require.False(t, st.IsResumable)
 	require.Equal(t, admin.ReasonMissingResumeToken, st.ResumeReason)
 	require.Equal(t, http.StatusNotFound, adminGet("/mailboxes/999/session", e2eAdminToken).Code)

@@ -64,6 +64,7 @@ type server struct {
 	log     *slog.Logger
 	store   *sqlstore.Store
 	workers *mailbox.Workers
+	recon   *mailbox.Reconciler
 	service *runner.Service
 	handler http.Handler
 	metrics *metrics.Metrics
@@ -81,7 +82,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 	if err != nil {
 		return nil, err
 	}
-	s := &server{cfg: cfg, log: log, store: st, metrics: newMetrics(st.Gauges)}
+	s := &server{cfg: cfg, log: log, store: st.WithLogger(log), metrics: newMetrics(st.Gauges)}
 	if err := s.wire(ctx); err != nil {
 		return nil, errors.Join(err, st.Close())
 	}
@@ -106,12 +107,15 @@ func (s *server) wire(ctx context.Context) error {
 		CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
 		ReviewFixAttempts: cfg.Lifecycle.ReviewFixAttempts, RetryUntilGreenMax: cfg.Lifecycle.RetryUntilGreenMax,
 		ReviewQuiet: cfg.Lifecycle.ReviewQuiet, ReviewVerdicts: cfg.Lifecycle.ReviewVerdicts,
-		SessionResume: func(repo string) bool { return cfg.For(repo).SessionResume },
-		Settings:      func(repo string) mailbox.Settings { return scopedSettings(cfg.For(repo)) },
-		Usage:         s.store,
+		SessionResume:  func(repo string) bool { return cfg.For(repo).SessionResume },
+		Settings:       func(repo string) mailbox.Settings { return scopedSettings(cfg.For(repo)) },
+		Usage:          s.store,
+		PoisonAttempts: cfg.Workers.PoisonAttempts,
 	}, s.store, forges.bots, s.metrics.InstrumentJobs(s.service), nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
-		Poll: cfg.Workers.PollInterval}, s.store, machine, s.log)
+		Poll: cfg.Workers.PollInterval, Runs: cfg.Workers.Runs, RunsPerProject: cfg.Workers.RunsPerProject}, s.store, machine, s.log)
+	s.recon = mailbox.NewReconciler(mailbox.ReconcilerConfig{Interval: cfg.Workers.ReconcileInterval, Batch: cfg.Workers.ReconcileBatch},
+		s.store, mailbox.WakingInbox{Inbox: s.store, Workers: s.workers}, forges.bots, nil, s.log)
 	s.handler, err = s.buildHandler(forges.sources)
 	return err
 }
@@ -284,10 +288,14 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		s.workers.Run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.recon.Run(ctx) // at once (what happened while Alfred was down), then every interval
 	}()
 	wg.Add(1)
 	go func() {

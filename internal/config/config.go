@@ -274,6 +274,10 @@ func (c *Config) setDefaults() {
 	w.Count = cmp.Or(w.Count, 2)
 	w.LeaseTTL = cmp.Or(w.LeaseTTL, 60*time.Second)
 	w.PollInterval = cmp.Or(w.PollInterval, time.Second)
+	w.ReconcileInterval = cmp.Or(w.ReconcileInterval, 5*time.Minute)
+	w.ReconcileBatch = cmp.Or(w.ReconcileBatch, 50)
+	w.PoisonAttempts = cmp.Or(w.PoisonAttempts, 5)
+	w.Runs = cmp.Or(w.Runs, 2)
 
 	r := &c.Runner
 	r.MemoryBytes = cmp.Or(r.MemoryBytes, 2<<30)

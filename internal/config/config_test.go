@@ -132,7 +132,8 @@ func TestLoadYAML(t *testing.T) {
 			ReviewFixAttempts: 5, RetryUntilGreenMax: 10, ReviewQuiet: 30 * time.Second,
 			BranchPrefix: "bot/", GitName: "Alfred", GitEmail: "alfred@localhost",
 		}, c.Lifecycle, "ci_fix_attempts: 0 is kept, not replaced by the default")
-		require.Equal(t, Workers{Count: 4, LeaseTTL: 2 * time.Minute, PollInterval: 500 * time.Millisecond}, c.Workers)
+		require.Equal(t, Workers{Count: 4, LeaseTTL: 2 * time.Minute, PollInterval: 500 * time.Millisecond,
+			ReconcileInterval: 5 * time.Minute, ReconcileBatch: 50, PoisonAttempts: 5, Runs: 2}, c.Workers)
 		require.Equal(t, Runner{
 			UID: 65532, GID: 65532, MemoryBytes: 1 << 30, CPUs: 1.5, PIDs: 512, Timeout: time.Hour,
 			MaxOutputBytes: 1 << 20, HostNetwork: true,
@@ -168,7 +169,8 @@ func TestLoadYAML(t *testing.T) {
 			ReviewFixAttempts: 5, RetryUntilGreenMax: 10, ReviewQuiet: 30 * time.Second,
 			BranchPrefix: "agent/", GitName: "Alfred", GitEmail: "alfred@localhost",
 		}, c.Lifecycle)
-		require.Equal(t, Workers{Count: 2, LeaseTTL: time.Minute, PollInterval: time.Second}, c.Workers)
+		require.Equal(t, Workers{Count: 2, LeaseTTL: time.Minute, PollInterval: time.Second,
+			ReconcileInterval: 5 * time.Minute, ReconcileBatch: 50, PoisonAttempts: 5, Runs: 2}, c.Workers)
 		require.Equal(t, Runner{
 			UID: 65532, GID: 65532, MemoryBytes: 2147483648, CPUs: 1, PIDs: 512,
 			Timeout: 30 * time.Minute, MaxOutputBytes: 1048576,
@@ -265,7 +267,8 @@ func TestLoadEnv(t *testing.T) {
 		require.Equal(t, "review::pending", c.Labels.InReview)
 		require.Equal(t, 90*time.Minute, c.Lifecycle.QuestionDeadline)
 		require.Equal(t, 5, c.Lifecycle.CIFixAttempts)
-		require.Equal(t, Workers{Count: 8, LeaseTTL: 30 * time.Second, PollInterval: 500 * time.Millisecond}, c.Workers)
+		require.Equal(t, Workers{Count: 8, LeaseTTL: 30 * time.Second, PollInterval: 500 * time.Millisecond,
+			ReconcileInterval: 5 * time.Minute, ReconcileBatch: 50, PoisonAttempts: 5, Runs: 2}, c.Workers)
 		require.Equal(t, 1000, c.Runner.UID)
 		require.Equal(t, 0.5, c.Runner.CPUs)
 		require.False(t, c.Runner.HostNetwork)

@@ -14,6 +14,19 @@ type Workers struct {
 	LeaseTTL time.Duration `yaml:"lease_ttl" env:"LEASE_TTL"`
 	// PollInterval is how often an idle worker looks for work.
 	PollInterval time.Duration `yaml:"poll_interval" env:"POLL_INTERVAL"`
+	// ReconcileInterval is how often open mailboxes are compared with their forge to catch
+	// changes whose webhook was lost (spec/reliability.md); default 5m.
+	ReconcileInterval time.Duration `yaml:"reconcile_interval" env:"RECONCILE_INTERVAL"`
+	// ReconcileBatch bounds the mailboxes compared per forge and interval; default 50.
+	ReconcileBatch int `yaml:"reconcile_batch" env:"RECONCILE_BATCH"`
+	// PoisonAttempts is how many failed attempts set an event aside, and how many claims of a
+	// mailbox that stopped the process block it; default 5.
+	PoisonAttempts int `yaml:"poison_attempts" env:"POISON_ATTEMPTS"`
+	// Runs is how many agent runs this process makes at once (default 2). Count workers handle
+	// events apart from them, so a long run does not delay other issues' reactions.
+	Runs int `yaml:"runs" env:"RUNS"`
+	// RunsPerProject bounds the agent runs of one repository at once (0, the default: only Runs).
+	RunsPerProject int `yaml:"runs_per_project" env:"RUNS_PER_PROJECT"`
 }
 
 // HTTP limits the webhook server (spec/edge.md, "Server limits"). A forge sends a delivery in

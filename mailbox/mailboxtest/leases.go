@@ -17,27 +17,15 @@ func (s *Store) hold(m *mailbox.Mailbox, owner string, until time.Time) {
 	m.LeaseOwner, m.LeaseExpires = &owner, &until
 }
 
-// Lease implements mailbox.Leases.
-func (s *Store) Lease(_ context.Context, owner string, ttl time.Duration) (*mailbox.Mailbox, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	var due *mailbox.Mailbox
-	for _, m := range s.mailboxes {
-		if !free(m, now) {
-			continue
-		}
-		woken := m.ClosedAt == nil && m.WakeAt != nil && !m.WakeAt.After(now)
-		pending := slices.ContainsFunc(s.events, func(e event) bool { return e.MailboxID == m.ID && !e.processed })
-		if (woken || pending) && (due == nil || m.UpdatedAt.Before(due.UpdatedAt)) {
-			due = m
-		}
-	}
-	if due == nil {
-		return nil, nil
-	}
-	s.hold(due, owner, now.Add(ttl))
-	return clone(due), nil
+// claim holds m for owner and counts the claim (mailbox.Mailbox.LeaseAttempts).
+func (s *Store) claim(m *mailbox.Mailbox, owner string, until time.Time) {
+	s.hold(m, owner, until)
+	m.LeaseAttempts++
+}
+
+// Lease implements mailbox.Leases: LeaseEvents with no run states.
+func (s *Store) Lease(ctx context.Context, owner string, ttl time.Duration) (*mailbox.Mailbox, error) {
+	return s.LeaseEvents(ctx, owner, ttl, nil)
 }
 
 // Claim implements mailbox.Leases.
@@ -52,7 +40,7 @@ func (s *Store) Claim(_ context.Context, id int64, owner string, ttl time.Durati
 	if !free(m, now) {
 		return nil, nil
 	}
-	s.hold(m, owner, now.Add(ttl))
+	s.claim(m, owner, now.Add(ttl))
 	return clone(m), nil
 }
 
@@ -77,7 +65,7 @@ func (s *Store) Release(_ context.Context, id int64, owner string, backoff time.
 	if err != nil || m.LeaseOwner == nil || *m.LeaseOwner != owner {
 		return nil
 	}
-	m.LeaseOwner, m.LeaseExpires = nil, nil
+	m.LeaseOwner, m.LeaseExpires, m.LeaseAttempts = nil, nil, 0
 	if backoff > 0 {
 		t := s.now().Add(backoff)
 		m.LeaseExpires = &t

@@ -30,6 +30,7 @@ type Store struct {
 	questions []mailbox.Question // index = id-1
 	runs      []mailbox.Run      // index = id-1
 	comments  map[commentKey]mailbox.PostedComment
+	applied   map[[2]int64]int64 // (mailbox, comment id) → the event that claimed it
 	// unfinished marks mailboxes the runner would record a live container for (see
 	// SetLiveContainer).
 	live map[int64]bool
@@ -40,6 +41,9 @@ type event struct {
 	forge, delivery, bodyHash string
 	processed                 bool
 	outcome                   string
+	attempts                  int
+	failed                    bool
+	err                       string
 }
 
 type commentKey struct {
@@ -52,7 +56,8 @@ func NewStore(now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{now: now, comments: map[commentKey]mailbox.PostedComment{}, live: map[int64]bool{}}
+	return &Store{now: now, comments: map[commentKey]mailbox.PostedComment{}, live: map[int64]bool{},
+		applied: map[[2]int64]int64{}}
 }
 
 // clone deep-copies a mailbox, as a read from a database would.
@@ -96,7 +101,7 @@ func (s *Store) Deliver(_ context.Context, ev forge.Event) (bool, error) {
 		return false, err
 	}
 	for _, e := range s.events {
-		if e.forge == ev.Forge && (e.delivery == ev.DeliveryID || e.bodyHash == ev.BodyHash) {
+		if e.forge == ev.Forge && e.delivery == ev.DeliveryID && e.bodyHash == ev.BodyHash {
 			return true, nil
 		}
 	}
@@ -224,6 +229,7 @@ func (s *Store) save(mb *mailbox.Mailbox) error {
 	next := clone(mb)
 	next.Forge, next.Repo, next.Number, next.MergeRequest = cur.Forge, cur.Repo, cur.Number, cur.MergeRequest
 	next.LeaseOwner, next.LeaseExpires, next.CreatedAt = cur.LeaseOwner, cur.LeaseExpires, cur.CreatedAt
+	next.LeaseAttempts, next.Reconciled = cur.LeaseAttempts, cur.Reconciled
 	next.UpdatedAt = s.now()
 	s.mailboxes[mb.ID-1] = next
 	return nil

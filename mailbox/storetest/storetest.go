@@ -49,14 +49,18 @@ type NewStore func(t *testing.T, now func() time.Time) Store
 // Run runs the suite; every subtest gets its own store.
 func Run(t *testing.T, newStore NewStore) {
 	for name, test := range map[string]func(*testing.T, Store, *Clock){
-		"DeliverDeduplicatesByDeliveryAndBody": deliverDeduplicates,
-		"PipelineOfNoMailboxIsIgnored":         pipelineOfNoMailbox,
-		"MergeRequestEventsFindTheIssue":       mergeRequestEventsFindTheIssue,
-		"SaveProcessed":                        saveProcessed,
-		"LeaseIsExclusiveExpiresAndBacksOff":   leaseIsExclusive,
-		"QuestionsAreInsertedOnce":             questionsInsertedOnce,
-		"RunsCountAttemptsAndRecover":          runsCountAttempts,
-		"CommentsAreReplacedByKey":             commentsReplacedByKey,
+		"DeliverDeduplicatesByDeliveryIdentity": deliverDeduplicates,
+		"PipelineOfNoMailboxIsIgnored":          pipelineOfNoMailbox,
+		"MergeRequestEventsFindTheIssue":        mergeRequestEventsFindTheIssue,
+		"SaveProcessed":                         saveProcessed,
+		"LeaseIsExclusiveExpiresAndBacksOff":    leaseIsExclusive,
+		"QuestionsAreInsertedOnce":              questionsInsertedOnce,
+		"RunsCountAttemptsAndRecover":           runsCountAttempts,
+		"CommentsAreReplacedByKey":              commentsReplacedByKey,
+		"CommentsApplyOnce":                     commentsApplyOnce,
+		"ReconcileDueOldestFirst":               reconcileDueOldestFirst,
+		"FailedEventsAreSetAside":               failedEventsSetAside,
+		"LeaseAttemptsCountUntilReleased":       leaseAttemptsCount,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -91,18 +95,24 @@ func deliverDeduplicates(t *testing.T, s Store, _ *Clock) {
 	dup, err := s.Deliver(ctx, Event(1, "d1", "h1"))
 	require.NoError(t, err)
 	require.False(t, dup)
-	dup, err = s.Deliver(ctx, Event(1, "d1", "h2"))
+	dup, err = s.Deliver(ctx, Event(1, "d1", "h1"))
 	require.NoError(t, err)
-	require.True(t, dup, "same delivery id (a GitLab retry)")
+	require.True(t, dup, "same delivery id and body (a GitLab retry)")
 	dup, err = s.Deliver(ctx, Event(1, "d2", "h1"))
 	require.NoError(t, err)
-	require.True(t, dup, "same body under a new id (a Forgejo manual redelivery)")
+	require.False(t, dup, "identical bodies under a new id are a new event (assign, unassign, assign)")
+	dup, err = s.Deliver(ctx, Event(1, "d3", "h1"))
+	require.NoError(t, err)
+	require.False(t, dup)
+	dup, err = s.Deliver(ctx, Event(1, "d1", "h2"))
+	require.NoError(t, err)
+	require.False(t, dup, "the same id with another body is kept")
 	mb, err := s.Find(ctx, issue(1))
 	require.NoError(t, err)
 	require.Equal(t, mailbox.StateIdle, mb.State)
 	evs, err := s.PendingEvents(ctx, mb.ID)
 	require.NoError(t, err)
-	require.Len(t, evs, 1)
+	require.Len(t, evs, 4)
 	require.Equal(t, "hi", evs[0].Event.Comment.Body, "the event is decoded")
 	_, err = s.Get(ctx, mb.ID+100)
 	require.ErrorIs(t, err, mailbox.ErrNotFound)

@@ -33,7 +33,11 @@ type Outcome struct {
 	// Interrupted is true when the job's context was cancelled (lease lost, mailbox
 	// cancelled, shutdown) before the run ended.
 	Interrupted bool
-	ExitCode    int
+	// Detached is true (with Interrupted) when the context was cancelled with cause
+	// ErrDetach: the container was left running with its worktree, to be found again
+	// (reattached) by the next process's recovery.
+	Detached bool
+	ExitCode int
 	// Output is the container's redacted, size-capped output.
 	Output    string
 	Container string

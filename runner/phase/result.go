@@ -20,6 +20,10 @@ var (
 	ErrNoResult = errors.New("agent wrote no result")
 	// ErrInvalidResult: the result does not satisfy the contract for the phase.
 	ErrInvalidResult = errors.New("invalid agent result")
+	// ErrDetach is the cause (context.WithCancelCause) with which a shutting-down process
+	// cancels its runs: the runner leaves the container running and its worktree in place
+	// (Outcome.Detached) instead of stopping it, and the next process reattaches to it.
+	ErrDetach = errors.New("Alfred is shutting down: the run's container is left running and reattached after the restart")
 )
 
 // Result is the structured result every phase writes to /alfred/out/result.json. The contract

@@ -127,6 +127,9 @@ type MergeRequest struct {
 	// MergeStatus says whether the source branch merges into the target without conflict;
 	// MergeStatusUnknown when the payload or answer does not say.
 	MergeStatus MergeStatus `json:"merge_status,omitempty"`
+	// UpdatedAt is the forge's last-change time of the merge request (zero when a webhook
+	// payload does not carry it); reconciliation compares it to skip unchanged ones.
+	UpdatedAt time.Time `json:"updated_at,omitempty"`
 }
 
 // Comment is an issue or merge-request comment (GitLab: note).
@@ -182,8 +185,9 @@ type Event struct {
 	// DeliveryID identifies the delivery: GitLab Idempotency-Key, else X-Gitlab-Event-UUID;
 	// Forgejo/Gitea X-Forgejo-Delivery / X-Gitea-Delivery.
 	DeliveryID string `json:"delivery_id"`
-	// BodyHash is the hex SHA-256 of the raw body; a manual re-delivery on Forgejo gets a new
-	// delivery id but the same body, so the pair deduplicates.
+	// BodyHash is the hex SHA-256 of the raw body. A delivery is a duplicate only when both
+	// DeliveryID and BodyHash were seen: two identical bodies under two ids are two events
+	// (Forgejo sends byte-identical bodies for assign, unassign, assign within a second).
 	BodyHash string `json:"body_hash"`
 	// Header is the raw event name (X-Gitlab-Event or X-Forgejo-Event-Type) and Action the
 	// payload's action, kept for logs and debugging.
@@ -251,6 +255,9 @@ var (
 	// HTTP 4xx but 408 and 429, which are retried: 400, 405, 413 a body too large…). Sending the
 	// same request again cannot succeed.
 	ErrRefused = errors.New("forge: refused")
+	// ErrUnavailable: the forge did not answer, or answered 429 or 5xx, after the client's
+	// retries. It is worth trying again later; nothing about the request itself is wrong.
+	ErrUnavailable = errors.New("forge: unavailable")
 )
 
 // Issue is what Forge.Issue returns.
@@ -263,6 +270,35 @@ type Issue struct {
 	Labels    []string `json:"labels"`
 	Assignees []string `json:"assignees"`
 	WebURL    string   `json:"web_url,omitempty"`
+	// UpdatedAt is the forge's last-change time of the issue: GitLab updated_at, Forgejo
+	// "updated". Both forges move it on an edit, a label or assignee change, a state change
+	// and a new comment, so an unchanged UpdatedAt means nothing a mailbox reads changed on
+	// the issue itself (a merge request has its own).
+	UpdatedAt time.Time `json:"updated_at,omitempty"`
+}
+
+// ActivityKind is the kind of change an Activity records.
+type ActivityKind string
+
+// The changes Forge.Activity reports.
+const (
+	ActivityLabelAdded   ActivityKind = "label_added"   // Activity.Label was added
+	ActivityLabelRemoved ActivityKind = "label_removed" // Activity.Label was removed
+	ActivityAssigned     ActivityKind = "assigned"      // Activity.Login was assigned
+	ActivityUnassigned   ActivityKind = "unassigned"    // Activity.Login was unassigned
+	ActivityClosed       ActivityKind = "closed"        // the issue was closed
+	ActivityReopened     ActivityKind = "reopened"      // the issue was reopened
+)
+
+// Activity is one change of an issue with the account that made it, as the forge's history
+// records it (not a webhook).
+type Activity struct {
+	Kind  ActivityKind `json:"kind"`
+	Actor User         `json:"actor"`
+	// Label is the label name for the label kinds, Login the assignee for the assignee kinds.
+	Label string    `json:"label,omitempty"`
+	Login string    `json:"login,omitempty"`
+	At    time.Time `json:"at"`
 }
 
 // Repository is what Forge.Repository returns.
@@ -283,8 +319,8 @@ type NewMergeRequest struct {
 }
 
 // Forge is the outbound API of one configured forge. Implementations retry rate limits
-// (HTTP 429) and 5xx with backoff, and map 404 to ErrNotFound, 401/403 to ErrForbidden and
-// 409/422 to ErrConflict. Every method is safe for concurrent use.
+// (HTTP 429) and 5xx with backoff, and map 404 to ErrNotFound, 401/403 to ErrForbidden,
+// 409/422 to ErrConflict and a last 429/5xx or no answer to ErrUnavailable. Every method is safe for concurrent use.
 type Forge interface {
 	// Kind returns the forge type.
 	Kind() Kind
@@ -322,6 +358,27 @@ type Forge interface {
 	CreateMergeRequest(ctx context.Context, repo string, mr NewMergeRequest) (*MergeRequest, error)
 	// MergeRequest reads a merge request by number.
 	MergeRequest(ctx context.Context, repo string, number int64) (*MergeRequest, error)
+	// AssignedIssues lists the open issues (not merge requests) assigned to the bot account on
+	// the whole forge, updated at or after since (zero: all), most recently updated first, at
+	// most limit of them (limit <= 0: all), following pages. GitLab: GET /issues with
+	// assignee_username, state=opened, scope=all, updated_after; Forgejo/Gitea:
+	// GET /repos/issues/search with assigned=true, state=open, type=issues, since. Ref.Forge is
+	// left empty: the caller knows the configured forge name.
+	AssignedIssues(ctx context.Context, since time.Time, limit int) ([]Issue, error)
+	// CommentsSince lists the comments of an issue or merge request created or edited at or
+	// after since, oldest first, following pages (zero since: all, like Comments). Forgejo
+	// filters with ?since; GitLab has no filter and is read newest-edited first until the
+	// notes are older than since.
+	CommentsSince(ctx context.Context, ref IssueRef, since time.Time) ([]Comment, error)
+
+	// Activity lists the label, assignee and open/closed changes of an issue made at or after
+	// since (zero: all), oldest first, each with the account that made it, following pages.
+	// Forgejo: GET …/issues/{index}/timeline?since= (types "label", "assignees", "close",
+	// "reopen"); GitLab: resource_label_events, resource_state_events and the system notes
+	// "assigned to @…" / "unassigned @…". Reconciliation uses it to name who made a change it
+	// missed, so that permissions are checked as for a delivery.
+	Activity(ctx context.Context, ref IssueRef, since time.Time) ([]Activity, error)
+
 	// CIStatus returns the state of CI on a commit: GitLab's latest pipeline for the sha,
 	// Forgejo's combined commit status. CINone when nothing ran. For CIFailed it fills
 	// FailedJobs.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"code.gitea.io/sdk/gitea"
 
@@ -19,9 +20,14 @@ func (c *Client) Issue(ctx context.Context, ref forge.IssueRef) (*forge.Issue, e
 	if err != nil {
 		return nil, err
 	}
+	return clientIssue(ref, gi), nil
+}
+
+// clientIssue converts an SDK issue; ref names it.
+func clientIssue(ref forge.IssueRef, gi *gitea.Issue) *forge.Issue {
 	is := &forge.Issue{
 		Ref: ref, Title: gi.Title, Body: gi.Body, State: string(gi.State), WebURL: gi.HTMLURL,
-		Labels: []string{}, Assignees: []string{},
+		Labels: []string{}, Assignees: []string{}, UpdatedAt: gi.Updated,
 	}
 	if gi.Poster != nil {
 		is.Author = forge.User{ID: gi.Poster.ID, Login: gi.Poster.UserName}
@@ -32,7 +38,7 @@ func (c *Client) Issue(ctx context.Context, ref forge.IssueRef) (*forge.Issue, e
 	for _, a := range gi.Assignees {
 		is.Assignees = append(is.Assignees, a.UserName)
 	}
-	return is, nil
+	return is
 }
 
 func (c *Client) issue(ctx context.Context, ref forge.IssueRef) (*gitea.Issue, error) {
@@ -64,6 +70,13 @@ func (c *Client) SetIssueBody(ctx context.Context, ref forge.IssueRef, body stri
 // (GET …/issues/{index}/comments, only plain comments), following Link rel="next" while the
 // server paginates (Forgejo itself returns them all at once).
 func (c *Client) Comments(ctx context.Context, ref forge.IssueRef) ([]forge.Comment, error) {
+	return c.CommentsSince(ctx, ref, time.Time{})
+}
+
+// CommentsSince lists the comments created or edited at or after since, oldest first
+// (GET …/issues/{index}/comments?since=, RFC 3339 in whole seconds; Forgejo compares the
+// comment's updated time), following pages as Comments does.
+func (c *Client) CommentsSince(ctx context.Context, ref forge.IssueRef, since time.Time) ([]forge.Comment, error) {
 	owner, name, err := clientSplit(ref.Repo)
 	if err != nil {
 		return nil, err
@@ -72,7 +85,7 @@ func (c *Client) Comments(ctx context.Context, ref forge.IssueRef) ([]forge.Comm
 	var out []forge.Comment
 	for page := 1; ; {
 		list, resp, err := api.ListIssueComments(owner, name, ref.Number, gitea.ListIssueCommentOptions{
-			ListOptions: gitea.ListOptions{Page: page, PageSize: clientPageSize},
+			ListOptions: gitea.ListOptions{Page: page, PageSize: clientPageSize}, Since: since,
 		})
 		if err != nil {
 			return nil, c.wrap("list comments of "+ref.String(), resp, err)

@@ -77,6 +77,9 @@ func (c *Client) MergeRequest(ctx context.Context, repo string, number int64) (*
 
 func clientPull(pr *gitea.PullRequest) *forge.MergeRequest {
 	out := &forge.MergeRequest{Number: pr.Index, Title: pr.Title, Body: pr.Body, State: string(pr.State), WebURL: pr.HTMLURL}
+	if pr.Updated != nil {
+		out.UpdatedAt = *pr.Updated
+	}
 	if pr.HasMerged {
 		out.State, out.Merged = "merged", true
 	}

@@ -45,6 +45,14 @@ type Seeder interface {
 	// RateLimited counts the 429 answers given so far.
 	RateLimited() int
 
+	// SetIssueLabels, SetIssueAssignees, SetIssueState and EditCommentAs change an issue (or
+	// merge request) the way actor would while no webhook reaches Alfred; each moves the
+	// issue's updated time and the first three record the change for Activity.
+	SetIssueLabels(ref forge.IssueRef, actor string, labels ...string)
+	SetIssueAssignees(ref forge.IssueRef, actor string, logins ...string)
+	SetIssueState(ref forge.IssueRef, actor, state string)
+	EditCommentAs(ref forge.IssueRef, id int64, body string)
+
 	// IssueLabels, IssueAssignees, IssueBody and IssueComments read an issue's (or merge
 	// request's) state; lists are sorted (comments oldest first, without system notes).
 	IssueLabels(ref forge.IssueRef) []string
@@ -410,6 +418,11 @@ func RunConformance(t *testing.T, newForge func(t *testing.T) (forge.Forge, Seed
 		require.NoError(t, err)
 		require.Equal(t, "Widget is broken", is.Title)
 		require.Equal(t, 2, b.s.RateLimited())
+	})
+
+	runReconcileConformance(t, func(t *testing.T) (forge.Forge, Seeder, forge.IssueRef) {
+		b := setup(t)
+		return b.f, b.s, b.ref
 	})
 
 	t.Run("Concurrent", func(t *testing.T) {

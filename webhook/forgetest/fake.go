@@ -175,6 +175,7 @@ func (f *Fake) Issue(ctx context.Context, ref forge.IssueRef) (out *forge.Issue,
 			Ref: ref, Title: is.title, Body: is.body, State: state,
 			Author: forge.User{ID: is.author.id, Login: is.author.login, Bot: is.author.bot},
 			Labels: seedNonNil(slices.Clone(is.labels)), Assignees: seedNonNil(slices.Clone(is.assignees)),
+			UpdatedAt: is.updated,
 		}
 		return nil
 	})
@@ -228,6 +229,7 @@ func (f *Fake) EditComment(ctx context.Context, ref forge.IssueRef, id int64, bo
 // lists is added.
 func (f *Fake) SetLabels(ctx context.Context, ref forge.IssueRef, add, remove []string) error {
 	return f.withIssue(ctx, "SetLabels", ref, append(slices.Clone(add), remove...), func(is *modelIssue) error {
+		defer f.recordLocked(is, f.userLocked(BotLogin), snap(is))
 		add := f.ensureLabelsLocked(f.repoLocked(ref.Repo), add)
 		is.labels = slices.DeleteFunc(is.labels, func(l string) bool { return slices.Contains(remove, l) && !slices.Contains(add, l) })
 		for _, l := range add {
@@ -270,6 +272,7 @@ func (f *Fake) ensureLabelsLocked(r *modelRepo, names []string) []string {
 // SetAssignees adds and removes assignees; an unknown added login is ErrNotFound.
 func (f *Fake) SetAssignees(ctx context.Context, ref forge.IssueRef, add, remove []string) error {
 	return f.withIssue(ctx, "SetAssignees", ref, append(slices.Clone(add), remove...), func(is *modelIssue) error {
+		defer f.recordLocked(is, f.userLocked(BotLogin), snap(is))
 		for _, a := range add {
 			if f.userLocked(a) == nil {
 				return fakeNotFound("user %q", a)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -204,4 +205,91 @@ func fjPaginate(w http.ResponseWriter, r *http.Request, capSize int, items []any
 		h.Set("Link", strings.Join(links, ","))
 	}
 	fjJSON(w, http.StatusOK, items[lo:hi])
+}
+
+// fjSince reads the since query parameter (RFC 3339); a bad value answers 422 as Forgejo does
+// and reports false.
+func fjSince(w http.ResponseWriter, r *http.Request, s *ForgejoServer) (time.Time, bool) {
+	v := r.URL.Query().Get("since")
+	if v == "" {
+		return time.Time{}, true
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		s.fjError(w, http.StatusUnprocessableEntity, "parsing time "+strconv.Quote(v))
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// fjSearchIssues answers GET /repos/issues/search for what Alfred asks: assigned=true (issues
+// assigned to the token's account, the bot), state=open, type=issues and since, newest
+// updated first, paginated like every list; each issue carries its "repository" as Forgejo
+// sends it. Other filters are refused with 422 so a client asking for more is noticed.
+func (s *ForgejoServer) fjSearchIssues(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	if q.Get("assigned") != "true" || seedOr(q.Get("state"), "open") != "open" || q.Get("type") != "issues" {
+		s.fjError(w, http.StatusUnprocessableEntity, "forgetest: only assigned=true&state=open&type=issues is modelled")
+		return
+	}
+	since, ok := fjSince(w, r, s)
+	if !ok {
+		return
+	}
+	out := []any{}
+	for _, a := range s.assignedLocked(BotLogin, since) {
+		out = append(out, s.fjIssueJSON(a.repo, a.is))
+	}
+	fjPaginate(w, r, s.pageSize, out)
+}
+
+// fjTimeline answers GET …/issues/{index}/timeline with the issue's comments and its label,
+// assignee and state history created at or after since, oldest first, paginated, in Forgejo's
+// shapes: "label" entries carry one label object and body "1" for an addition, "" for a
+// removal; "assignees" entries an assignee and removed_assignee; "close"/"reopen" only a user.
+func (s *ForgejoServer) fjTimeline(w http.ResponseWriter, r *http.Request, p *modelRepo, is *modelIssue) {
+	since, ok := fjSince(w, r, s)
+	if !ok {
+		return
+	}
+	type entry struct {
+		at time.Time
+		v  map[string]any
+	}
+	var entries []entry
+	for _, c := range commentsSinceLocked(is, since) {
+		if !c.created.Before(since) {
+			j := s.fjCommentJSON(p, is, c)
+			j["type"] = "comment"
+			entries = append(entries, entry{c.created, j})
+		}
+	}
+	for _, a := range activitySinceLocked(is, since) {
+		u := s.userLocked(a.Actor.Login)
+		j := map[string]any{"id": s.nextID(), "user": s.fjUser(u), "created_at": fjTime(a.At), "updated_at": fjTime(a.At), "body": ""}
+		switch a.Kind {
+		case forge.ActivityLabelAdded, forge.ActivityLabelRemoved:
+			j["type"] = "label"
+			if l := s.fjLabelByName(p, a.Label); l != nil {
+				j["label"] = s.fjLabel(l)
+			}
+			if a.Kind == forge.ActivityLabelAdded {
+				j["body"] = "1"
+			}
+		case forge.ActivityAssigned, forge.ActivityUnassigned:
+			j["type"], j["assignee"] = "assignees", s.fjUser(s.userLocked(a.Login))
+			j["removed_assignee"] = a.Kind == forge.ActivityUnassigned
+		case forge.ActivityClosed:
+			j["type"] = "close"
+		case forge.ActivityReopened:
+			j["type"] = "reopen"
+		}
+		entries = append(entries, entry{a.At, j})
+	}
+	slices.SortStableFunc(entries, func(a, b entry) int { return a.at.Compare(b.at) })
+	out := make([]any, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, e.v)
+	}
+	fjPaginate(w, r, s.pageSize, out)
 }

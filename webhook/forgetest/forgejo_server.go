@@ -25,6 +25,8 @@ import (
 //	GET  /repos/{o}/{r}/commits/{ref}/status
 //	GET|POST /repos/{o}/{r}/pulls/{index}/reviews, GET|POST …/reviews/{id}/comments
 //	GET  /repos/{o}/{r}/hooks (seeded with AddHook; admins only)
+//	GET  /repos/issues/search (assigned=true, state, type, since: see fjSearchIssues)
+//	GET  /repos/{o}/{r}/issues/{index}/timeline (since: see fjTimeline)
 //
 // Answers follow the JSON shapes of Forgejo's API (the structs of code.gitea.io/sdk/gitea):
 // 401 without "Authorization: token <Token>" (or Bearer), 404 {"message": …, "url": …}, 422
@@ -32,7 +34,8 @@ import (
 // with the same head and base. Issues and pull requests share one index space. Lists are
 // paginated with page/limit (default 30, at most 50) with X-Total-Count and a Link header
 // (rel next/last/first/prev). Unlike Forgejo, which returns all issue comments at once, the
-// comment list is paginated too, so clients are tested on following Link. The server closes
+// comment list is paginated too, so clients are tested on following Link; it honours since
+// (RFC 3339, compared with the comment's updated time). The server closes
 // when the test ends.
 type ForgejoServer struct {
 	*model
@@ -116,6 +119,9 @@ func (s *ForgejoServer) route(w http.ResponseWriter, r *http.Request, seg []stri
 			out = append(out, s.fjLabel(l))
 		}
 		fjPaginate(w, r, s.pageSize, out)
+		return
+	case len(seg) == 3 && seg[0] == "repos" && seg[1] == "issues" && seg[2] == "search" && m == http.MethodGet:
+		s.fjSearchIssues(w, r)
 		return
 	case len(seg) < 3 || seg[0] != "repos":
 		s.fjError(w, http.StatusNotFound, "not found")
@@ -250,13 +256,17 @@ func (s *ForgejoServer) fjIssue(w http.ResponseWriter, r *http.Request, p *model
 	case len(seg) == 0 && m == http.MethodPatch:
 		s.fjEditIssue(w, r, p, is)
 	case len(seg) == 1 && seg[0] == "comments" && m == http.MethodGet:
+		since, ok := fjSince(w, r, s)
+		if !ok {
+			return
+		}
 		out := []any{}
-		for _, c := range is.comments {
-			if !c.system {
-				out = append(out, s.fjCommentJSON(p, is, c))
-			}
+		for _, c := range commentsSinceLocked(is, since) {
+			out = append(out, s.fjCommentJSON(p, is, c))
 		}
 		fjPaginate(w, r, s.pageSize, out)
+	case len(seg) == 1 && seg[0] == "timeline" && m == http.MethodGet:
+		s.fjTimeline(w, r, p, is)
 	case len(seg) == 1 && seg[0] == "comments" && m == http.MethodPost:
 		var in struct {
 			Body string `json:"body"`
@@ -268,6 +278,7 @@ func (s *ForgejoServer) fjIssue(w http.ResponseWriter, r *http.Request, p *model
 		s.addCommentLocked(is, s.userLocked(BotLogin), in.Body, false)
 		fjJSON(w, http.StatusCreated, s.fjCommentJSON(p, is, is.comments[len(is.comments)-1]))
 	case len(seg) == 1 && seg[0] == "labels" && m == http.MethodPost:
+		defer s.recordLocked(is, s.userLocked(BotLogin), snap(is))
 		var in struct {
 			Labels []int64 `json:"labels"`
 		}
@@ -288,6 +299,7 @@ func (s *ForgejoServer) fjIssue(w http.ResponseWriter, r *http.Request, p *model
 		is.updated = s.now()
 		fjJSON(w, http.StatusOK, s.fjIssueLabels(p, is))
 	case len(seg) == 2 && seg[0] == "labels" && m == http.MethodDelete:
+		defer s.recordLocked(is, s.userLocked(BotLogin), snap(is))
 		id, _ := strconv.ParseInt(seg[1], 10, 64)
 		l := s.fjLabelByID(p, id)
 		if l == nil {
@@ -315,6 +327,8 @@ func (s *ForgejoServer) fjEditIssue(w http.ResponseWriter, r *http.Request, p *m
 		s.fjError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
+	before := snap(is)
+	defer s.recordLocked(is, s.userLocked(BotLogin), before)
 	if in.Assignees != nil {
 		var next []string
 		for _, a := range *in.Assignees {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 // glMessage answers GitLab's error shape {"message": msg}.
@@ -156,7 +158,10 @@ func (s *GitLabServer) glIssueJSON(p *modelRepo, is *modelIssue) map[string]any 
 		"state": glState(is), "author": s.glUser(is.author), "assignees": assignees, "assignee": first,
 		"labels": seedNonNil(slices.Clone(is.labels)), "web_url": fmt.Sprintf("%s/%s/-/%s/%d", s.URL, p.path, kind, is.number),
 		"created_at": is.created.Format(time.RFC3339Nano), "updated_at": is.updated.Format(time.RFC3339Nano),
-		"user_notes_count": len(is.comments), "references": map[string]any{"short": glRefChar(is) + strconv.FormatInt(is.number, 10)},
+		"user_notes_count": len(is.comments), "references": map[string]any{
+			"short": glRefChar(is) + strconv.FormatInt(is.number, 10), "relative": glRefChar(is) + strconv.FormatInt(is.number, 10),
+			"full": p.path + glRefChar(is) + strconv.FormatInt(is.number, 10),
+		},
 	}
 	if is.mr {
 		m["source_branch"], m["target_branch"], m["sha"] = is.source, is.target, is.sha
@@ -241,4 +246,68 @@ func glPaginate(w http.ResponseWriter, r *http.Request, capSize int, items []any
 	links = append(links, link(1, "first"), link(pages, "last"))
 	h.Set("Link", strings.Join(links, ", "))
 	glJSON(w, http.StatusOK, items[lo:hi])
+}
+
+// glAssignedIssues answers GET /issues for what Alfred asks: assignee_username, state=opened,
+// scope=all and updated_after (ISO 8601), ordered updated_at desc, paginated like every list.
+// Other filters are refused with 400 so a client asking for more is noticed.
+func (s *GitLabServer) glAssignedIssues(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	login := q.Get("assignee_username")
+	if login == "" || q.Get("state") != "opened" || q.Get("scope") != "all" {
+		glJSON(w, http.StatusBadRequest, map[string]any{"error": "forgetest: only assignee_username&state=opened&scope=all is modelled"})
+		return
+	}
+	var since time.Time
+	if v := q.Get("updated_after"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			glJSON(w, http.StatusBadRequest, map[string]any{"error": "updated_after is invalid"})
+			return
+		}
+		since = t
+	}
+	out := []any{}
+	for _, a := range s.assignedLocked(login, since) {
+		out = append(out, s.glIssueJSON(a.repo, a.is))
+	}
+	glPaginate(w, r, s.pageSize, out)
+}
+
+// glResourceEvents answers …/resource_label_events (action "add"/"remove" with the label) and
+// …/resource_state_events (state "closed"/"reopened") from the issue's history, oldest first,
+// paginated, in GitLab's shapes. Assignments are not resource events on GitLab: they are the
+// system notes SetIssueAssignees writes.
+func (s *GitLabServer) glResourceEvents(w http.ResponseWriter, r *http.Request, p *modelRepo, is *modelIssue, kind string) {
+	out := []any{}
+	typ := "Issue"
+	if is.mr {
+		typ = "MergeRequest"
+	}
+	for _, a := range is.activity {
+		e := map[string]any{
+			"id": s.nextID(), "user": s.glUser(s.userLocked(a.Actor.Login)), "created_at": a.At.Format(time.RFC3339Nano),
+			"resource_type": typ, "resource_id": is.id,
+		}
+		switch {
+		case kind == "resource_label_events" && (a.Kind == forge.ActivityLabelAdded || a.Kind == forge.ActivityLabelRemoved):
+			e["action"] = "add"
+			if a.Kind == forge.ActivityLabelRemoved {
+				e["action"] = "remove"
+			}
+			lbl := map[string]any{"id": 0, "name": a.Label, "color": DefaultLabelColor, "description": nil}
+			if l := s.glAvailableLabel(p, a.Label); l != nil {
+				lbl["id"], lbl["color"] = l.id, l.color
+			}
+			e["label"] = lbl
+		case kind == "resource_state_events" && a.Kind == forge.ActivityClosed:
+			e["state"] = "closed"
+		case kind == "resource_state_events" && a.Kind == forge.ActivityReopened:
+			e["state"] = "reopened"
+		default:
+			continue
+		}
+		out = append(out, e)
+	}
+	glPaginate(w, r, s.pageSize, out)
 }

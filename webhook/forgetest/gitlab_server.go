@@ -22,6 +22,8 @@ import (
 //	GET|POST /projects/:id/merge_requests/:iid/discussions, POST …/discussions/:id/notes,
 //	PUT …/discussions/:id (resolved), POST /projects/:id/merge_requests/:iid/approve
 //	GET  /projects/:id/pipelines, /projects/:id/pipelines/:id/jobs, /projects/:id/jobs/:id/trace
+//	GET  /issues (assignee_username, state=opened, scope=all, updated_after: glAssignedIssues)
+//	GET  /projects/:id/issues/:iid/resource_label_events, …/resource_state_events
 //
 // :id is the numeric project id or the URL-escaped path. Answers follow GitLab's JSON shapes
 // and status codes (docs.gitlab.com/api): 401 without the right PRIVATE-TOKEN (or
@@ -102,6 +104,9 @@ func (s *GitLabServer) route(w http.ResponseWriter, r *http.Request, seg []strin
 			out = append(out, s.glUser(u))
 		}
 		glPaginate(w, r, s.pageSize, out)
+		return
+	case len(seg) == 1 && seg[0] == "issues" && get:
+		s.glAssignedIssues(w, r)
 		return
 	case len(seg) < 2 || seg[0] != "projects":
 		glMessage(w, http.StatusNotFound, "404 Not Found")
@@ -268,6 +273,8 @@ func (s *GitLabServer) glIssuable(w http.ResponseWriter, r *http.Request, p *mod
 	case mr && len(seg) == 1 && seg[0] == "approve" && r.Method == http.MethodPost:
 		glJSON(w, http.StatusCreated, map[string]any{"iid": is.number, "approved": true,
 			"approved_by": []any{map[string]any{"user": s.glUser(s.userLocked(BotLogin))}}})
+	case len(seg) == 1 && (seg[0] == "resource_label_events" || seg[0] == "resource_state_events") && r.Method == http.MethodGet:
+		s.glResourceEvents(w, r, p, is, seg[0])
 	default:
 		glMessage(w, http.StatusNotFound, "404 Not Found")
 	}
@@ -348,6 +355,7 @@ func (s *GitLabServer) glUpdate(w http.ResponseWriter, r *http.Request, p *model
 		glMessage(w, http.StatusBadRequest, "400 Bad request")
 		return
 	}
+	before := snap(is)
 	if v, ok := glString(raw, "description"); ok {
 		is.body = v
 	}
@@ -398,6 +406,7 @@ func (s *GitLabServer) glUpdate(w http.ResponseWriter, r *http.Request, p *model
 			is.state = "open"
 		}
 	}
+	s.recordLocked(is, s.userLocked(BotLogin), before)
 	is.updated = s.now()
 	glJSON(w, http.StatusOK, s.glIssueJSON(p, is))
 }

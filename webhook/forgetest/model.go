@@ -70,6 +70,7 @@ type modelIssue struct {
 	labels    []string
 	assignees []string
 	comments  []*modelComment
+	activity  []forge.Activity // label, assignee and state history (Forge.Activity)
 	created   time.Time
 	updated   time.Time
 	// merge request fields

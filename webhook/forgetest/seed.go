@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
@@ -197,6 +198,7 @@ func (m *model) addCommentLocked(is *modelIssue, u *modelUser, body string, syst
 	now := m.now()
 	c := &modelComment{id: m.nextID(), body: body, author: u, system: system, created: now, updated: now}
 	is.comments = append(is.comments, c)
+	is.updated = now // both forges move the issue's updated time on a new comment
 	return c.id
 }
 
@@ -243,6 +245,14 @@ func (m *model) MarkMerged(repo string, number int64) {
 	}
 	mi.state = "merged"
 	mi.updated = m.now()
+}
+
+// SetClock sets the forge's clock, which moves one second per change: tests that compare the
+// forge's times with Alfred's start both at the same time.
+func (m *model) SetClock(t time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.clock = t
 }
 
 // SetPageSize caps the page size the servers answer with (GitLab per_page, Forgejo limit),
@@ -377,7 +387,7 @@ func (m *model) MergeRequests(repo string) []forge.MergeRequest {
 func (mi *modelIssue) forgeMR() *forge.MergeRequest {
 	out := &forge.MergeRequest{
 		Number: mi.number, Title: mi.title, Body: mi.body, SourceBranch: mi.source, TargetBranch: mi.target,
-		HeadSHA: mi.sha, State: mi.state, Merged: mi.state == "merged",
+		HeadSHA: mi.sha, State: mi.state, Merged: mi.state == "merged", UpdatedAt: mi.updated,
 		Author: forge.User{ID: mi.author.id, Login: mi.author.login, Bot: mi.author.bot},
 	}
 	if mi.state == "open" {

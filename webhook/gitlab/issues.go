@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
@@ -25,6 +26,9 @@ func (c *Client) Issue(ctx context.Context, ref forge.IssueRef) (*forge.Issue, e
 			Ref: ref, Title: mr.Title, Body: mr.Description, State: clientIssueState(mr.State),
 			Labels: clientNonNil(mr.Labels), WebURL: mr.WebURL, Assignees: []string{},
 		}
+		if mr.UpdatedAt != nil {
+			is.UpdatedAt = *mr.UpdatedAt
+		}
 		if mr.Author != nil {
 			is.Author = forge.User{ID: mr.Author.ID, Login: mr.Author.Username}
 		}
@@ -37,9 +41,17 @@ func (c *Client) Issue(ctx context.Context, ref forge.IssueRef) (*forge.Issue, e
 	if err != nil {
 		return nil, c.wrap("get issue "+ref.String(), resp, err)
 	}
+	return clientIssue(ref, gi), nil
+}
+
+// clientIssue converts a client-go issue; ref names it.
+func clientIssue(ref forge.IssueRef, gi *gl.Issue) *forge.Issue {
 	is := &forge.Issue{
 		Ref: ref, Title: gi.Title, Body: gi.Description, State: clientIssueState(gi.State),
 		Labels: clientNonNil(gi.Labels), WebURL: gi.WebURL, Assignees: []string{},
+	}
+	if gi.UpdatedAt != nil {
+		is.UpdatedAt = *gi.UpdatedAt
 	}
 	if gi.Author != nil {
 		is.Author = forge.User{ID: gi.Author.ID, Login: gi.Author.Username}
@@ -47,7 +59,7 @@ func (c *Client) Issue(ctx context.Context, ref forge.IssueRef) (*forge.Issue, e
 	for _, a := range gi.Assignees {
 		is.Assignees = append(is.Assignees, a.Username)
 	}
-	return is, nil
+	return is
 }
 
 func clientIssueState(s string) string {
@@ -96,34 +108,33 @@ func (c *Client) SetIssueBody(ctx context.Context, ref forge.IssueRef, body stri
 // Comments lists the notes of the issue (or merge request) oldest first, following every
 // page (X-Next-Page / Link rel="next"), without system notes ("added label …").
 func (c *Client) Comments(ctx context.Context, ref forge.IssueRef) ([]forge.Comment, error) {
+	return c.CommentsSince(ctx, ref, time.Time{})
+}
+
+// CommentsSince lists the notes created or edited at or after since, oldest first, without
+// system notes. GitLab's notes API has no time filter: with a since, the notes are read
+// order_by=updated_at&sort=desc and paging stops at the first note edited before since, so
+// an unchanged issue costs one request.
+func (c *Client) CommentsSince(ctx context.Context, ref forge.IssueRef, since time.Time) ([]forge.Comment, error) {
+	order, sort := "created_at", "asc"
+	if !since.IsZero() {
+		order, sort = "updated_at", "desc"
+	}
 	var (
 		out  []forge.Comment
 		page gl.RequestOptionFunc
 	)
 	for {
-		var (
-			notes []*gl.Note
-			resp  *gl.Response
-			err   error
-		)
-		reqOpts := []gl.RequestOptionFunc{gl.WithContext(ctx)}
-		if page != nil {
-			reqOpts = append(reqOpts, page)
-		}
-		lo := gl.ListOptions{PerPage: 100}
-		if ref.MergeRequest {
-			notes, resp, err = c.api.Notes.ListMergeRequestNotes(ref.Repo, ref.Number, &gl.ListMergeRequestNotesOptions{
-				ListOptions: lo, OrderBy: gl.Ptr("created_at"), Sort: gl.Ptr("asc"),
-			}, reqOpts...)
-		} else {
-			notes, resp, err = c.api.Notes.ListIssueNotes(ref.Repo, ref.Number, &gl.ListIssueNotesOptions{
-				ListOptions: lo, OrderBy: gl.Ptr("created_at"), Sort: gl.Ptr("asc"),
-			}, reqOpts...)
-		}
+		notes, resp, err := c.notesPage(ctx, ref, order, sort, page)
 		if err != nil {
 			return nil, c.wrap("list notes of "+ref.String(), resp, err)
 		}
+		older := false
 		for _, n := range notes {
+			if n.UpdatedAt != nil && !since.IsZero() && n.UpdatedAt.Before(since) {
+				older = true
+				break
+			}
 			if n.System {
 				continue
 			}
@@ -137,13 +148,30 @@ func (c *Client) Comments(ctx context.Context, ref forge.IssueRef) ([]forge.Comm
 			out = append(out, cm)
 		}
 		next, ok := gl.WithNext(resp)
-		if !ok || len(notes) == 0 {
+		if older || !ok || len(notes) == 0 {
 			break
 		}
 		page = next
 	}
 	forgehttp.SortComments(out)
 	return out, nil
+}
+
+// notesPage reads one page of an issue's or merge request's notes in the given order.
+func (c *Client) notesPage(ctx context.Context, ref forge.IssueRef, order, sort string, page gl.RequestOptionFunc) ([]*gl.Note, *gl.Response, error) {
+	reqOpts := []gl.RequestOptionFunc{gl.WithContext(ctx)}
+	if page != nil {
+		reqOpts = append(reqOpts, page)
+	}
+	lo := gl.ListOptions{PerPage: 100}
+	if ref.MergeRequest {
+		return c.api.Notes.ListMergeRequestNotes(ref.Repo, ref.Number, &gl.ListMergeRequestNotesOptions{
+			ListOptions: lo, OrderBy: gl.Ptr(order), Sort: gl.Ptr(sort),
+		}, reqOpts...)
+	}
+	return c.api.Notes.ListIssueNotes(ref.Repo, ref.Number, &gl.ListIssueNotesOptions{
+		ListOptions: lo, OrderBy: gl.Ptr(order), Sort: gl.Ptr(sort),
+	}, reqOpts...)
 }
 
 // Comment posts a note on the issue (or merge request) and returns the note id.

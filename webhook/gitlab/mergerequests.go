@@ -86,6 +86,9 @@ func clientMergeRequest(m *gl.BasicMergeRequest) *forge.MergeRequest {
 			out.MergeStatus = forge.MergeStatusConflict
 		}
 	}
+	if m.UpdatedAt != nil {
+		out.UpdatedAt = *m.UpdatedAt
+	}
 	return out
 }
 

@@ -1,7 +1,9 @@
 package postgres_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -40,4 +42,19 @@ func TestLeaseIsExclusiveAcrossPools(t *testing.T) {
 	held := storetest.LeaseConcurrently(t, a, b, a, b)
 	require.Len(t, held, 20)
 	// Expiry, rescue and backoff are in the conformance suite (storetest), on one pool.
+}
+
+func TestSameDeliveryIDWithAnotherBodyIsKeptAndLogged(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.New(t)
+	var logs bytes.Buffer
+	s := postgres.New(db, nil).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	ctx := context.Background()
+	for _, body := range []string{"h1", "h2"} {
+		dup, err := s.Deliver(ctx, storetest.Event(1, "d1", body))
+		require.NoError(t, err)
+		require.False(t, dup)
+	}
+	require.Contains(t, logs.String(), "a delivery id came again with another body; both are kept")
+	require.Contains(t, logs.String(), "delivery_id=d1")
 }

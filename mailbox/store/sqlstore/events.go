@@ -36,16 +36,39 @@ INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, paylo
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT DO NOTHING`
 
-const sqlEventStored = `SELECT EXISTS (SELECT 1 FROM events WHERE forge = $1 AND (delivery_id = $2 OR body_hash = $3))`
+const sqlEventStored = `SELECT EXISTS (SELECT 1 FROM events WHERE forge = $1 AND delivery_id = $2 AND body_hash = $3)`
+
+// sqlSameDeliveryOtherBody counts the events of a delivery id stored with another body.
+const sqlSameDeliveryOtherBody = `SELECT count(*) FROM events WHERE forge = $1 AND delivery_id = $2 AND body_hash <> $3`
 
 // Deliver implements mailbox.Inbox (and webhook.Inbox) in one statement: a plain insert into a
 // mailbox this process has stored into before (its id remembered), else one statement that
 // finds or creates the mailbox and inserts the event. Events on a merge request or pipeline
 // first look the issue's mailbox up (mailbox.Inbox.Deliver says how). The unique
-// (forge, delivery_id) and (forge, body_hash) constraints make a duplicate insert nothing. A
-// value PostgreSQL refuses (invalid text, an identifier over an index's size) returns an error
+// (forge, delivery_id, body_hash) constraint makes a forge's retry of a delivery insert
+// nothing, while identical bodies under new delivery ids (assign, unassign, assign again) are
+// all stored; a delivery id that comes again with another body is stored too and logged. A
+// value the engine refuses (invalid text, an identifier over an index's size) returns an error
 // wrapping forge.ErrBadPayload.
 func (s *Store) Deliver(ctx context.Context, ev forge.Event) (duplicate bool, err error) {
+	duplicate, err = s.deliver(ctx, &ev)
+	if err != nil || duplicate {
+		return duplicate, err
+	}
+	var others int
+	if err := s.db.GetContext(ctx, &others, sqlSameDeliveryOtherBody, ev.Forge, ev.DeliveryID, ev.BodyHash); err != nil {
+		s.log.Warn("could not look for the delivery id's other bodies", "forge", ev.Forge, "delivery_id", ev.DeliveryID, "err", err)
+	} else if others > 0 {
+		s.log.Warn("a delivery id came again with another body; both are kept", "forge", ev.Forge,
+			"delivery_id", ev.DeliveryID, "event", ev.Type, "repo", ev.Target.Repo, "issue", ev.Target.Number)
+	}
+	return false, nil
+}
+
+// deliver stores ev (Deliver), filling its body hash and receive time when unset.
+func (s *Store) deliver(ctx context.Context, evp *forge.Event) (duplicate bool, err error) {
+	ev := *evp
+	defer func() { *evp = ev }()
 	if ev.BodyHash == "" {
 		payload, _ := json.Marshal(ev)
 		sum := sha256.Sum256(payload)

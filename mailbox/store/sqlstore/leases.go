@@ -1,51 +1,113 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/alfred-bot/alfred/mailbox"
 )
 
-// sqlLease claims the least recently updated due mailbox — one with pending events, or an open
-// one whose wake_at has come — whose lease is free or expired: $1 owner, $2 expiry, $3 now. The
-// candidates come from two partial indexes, mailboxes_due_wake (open mailboxes with a timer)
-// and events_pending, so the claim reads the due mailboxes and never the closed or idle ones,
-// however many there are; the conditions are checked again on the chosen row. The first %s is
-// the dialect's WakeBound (how the index scan is bounded by $3), the second its LeaseLock.
-const sqlLease = `
+// sqlLeaseEvents claims the least recently updated due mailbox — one with pending events, or
+// an open one whose wake_at has come and whose state is not a run state — whose lease is free
+// or expired, and counts the claim: $1 owner, $2 expiry, $3 now. The candidates come from two
+// partial indexes, mailboxes_due_wake (open mailboxes with a timer) and events_pending, so the
+// claim reads the due mailboxes and never the closed or idle ones, however many there are; the
+// conditions are checked again on the chosen row. %[1]s is the dialect's WakeBound (how the
+// index scan is bounded by $3), %[2]s its LeaseLock, %[3]s the run states as a quoted list.
+const sqlLeaseEvents = `
 WITH candidate AS (
-	SELECT id FROM mailboxes WHERE closed_at IS NULL AND wake_at IS NOT NULL AND wake_at <= %s
+	SELECT id FROM mailboxes WHERE closed_at IS NULL AND wake_at IS NOT NULL AND wake_at <= %[1]s
 	UNION
 	SELECT mailbox_id FROM events WHERE processed_at IS NULL
 ), due AS (
 	SELECT m.id FROM mailboxes m JOIN candidate c ON c.id = m.id
 	WHERE (m.lease_expires_at IS NULL OR m.lease_expires_at < $3)
-	  AND ((m.closed_at IS NULL AND m.wake_at <= $3)
+	  AND ((m.closed_at IS NULL AND m.wake_at <= $3 AND m.state NOT IN (%[3]s))
 	       OR EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id AND e.processed_at IS NULL))
 	ORDER BY m.updated_at
 	LIMIT 1
-	%s
+	%[2]s
 )
-UPDATE mailboxes SET lease_owner = $1, lease_expires_at = $2
+UPDATE mailboxes SET lease_owner = $1, lease_expires_at = $2, lease_attempts = mailboxes.lease_attempts + 1
 FROM due WHERE mailboxes.id = due.id
 RETURNING mailboxes.id`
 
-// Lease implements mailbox.Leases, with the dialect's lock on the candidate row. Workers call
-// it every poll interval, so the statement is prepared once (per pooled connection) rather
-// than parsed and planned on every call.
+// sqlLeaseRun claims the due mailbox in a run state (%[2]s, a quoted list) that waited
+// longest, skipping repositories with $4 (> 0) run-state mailboxes under a live lease: $1
+// owner, $2 expiry, $3 now. %[1]s is the dialect's LeaseLock.
+const sqlLeaseRun = `
+WITH due AS (
+	SELECT m.id FROM mailboxes m
+	WHERE (m.lease_expires_at IS NULL OR m.lease_expires_at < $3)
+	  AND m.state IN (%[2]s)
+	  AND (m.wake_at <= $3 OR EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id AND e.processed_at IS NULL))
+	  AND ($4 <= 0 OR (SELECT count(*) FROM mailboxes o
+	                   WHERE o.forge = m.forge AND o.repo = m.repo AND o.id <> m.id
+	                     AND o.state IN (%[2]s) AND o.lease_owner IS NOT NULL AND o.lease_expires_at > $3) < $4)
+	ORDER BY m.wake_at NULLS LAST, m.id
+	LIMIT 1
+	%[1]s
+)
+UPDATE mailboxes SET lease_owner = $1, lease_expires_at = $2, lease_attempts = mailboxes.lease_attempts + 1
+FROM due WHERE mailboxes.id = due.id
+RETURNING mailboxes.id`
+
+// sqlQueuedRuns lists the run-state mailboxes (%s) waiting for a run worker, in LeaseRun's
+// order: $1 now.
+const sqlQueuedRuns = `
+SELECT m.id FROM mailboxes m
+WHERE (m.lease_expires_at IS NULL OR m.lease_expires_at < $1)
+  AND m.state IN (%s) AND m.wake_at <= $1
+ORDER BY m.wake_at, m.id`
+
+// stateList renders states as a quoted SQL list. The states are the mailbox package's own
+// constants (mailbox.RunStates), never input; an empty list is (”) , which no state equals.
+func stateList(states []string) string {
+	if len(states) == 0 {
+		return "''"
+	}
+	q := make([]string, len(states))
+	for i, st := range states {
+		q[i] = "'" + strings.ReplaceAll(st, "'", "''") + "'"
+	}
+	return strings.Join(q, ", ")
+}
+
+// Lease implements mailbox.Leases: LeaseEvents with no run states.
 func (s *Store) Lease(ctx context.Context, owner string, ttl time.Duration) (*mailbox.Mailbox, error) {
+	return s.LeaseEvents(ctx, owner, ttl, nil)
+}
+
+// LeaseEvents implements mailbox.RunQueue (sqlLeaseEvents). Workers call it every poll
+// interval, so the statement is prepared once per run-state list and kept.
+func (s *Store) LeaseEvents(ctx context.Context, owner string, ttl time.Duration, runStates []string) (*mailbox.Mailbox, error) {
 	now := s.now()
-	args := []any{owner, now.Add(ttl), now}
+	query := fmt.Sprintf(sqlLeaseEvents, cmp.Or(s.dialect.WakeBound, "$3"), s.dialect.LeaseLock, stateList(runStates))
+	return s.leaseBy(ctx, query, owner, now.Add(ttl), now)
+}
+
+// LeaseRun implements mailbox.RunQueue (sqlLeaseRun).
+func (s *Store) LeaseRun(ctx context.Context, owner string, ttl time.Duration, runStates []string, perProject int) (*mailbox.Mailbox, error) {
+	now := s.now()
+	lock := strings.ReplaceAll(s.dialect.LeaseLock, " OF m", "")
+	query := fmt.Sprintf(sqlLeaseRun, lock, stateList(runStates))
+	return s.leaseBy(ctx, query, owner, now.Add(ttl), now, perProject)
+}
+
+// leaseBy runs a claim (prepared once and kept) and returns the claimed mailbox, nil when none
+// is due.
+func (s *Store) leaseBy(ctx context.Context, query string, args ...any) (*mailbox.Mailbox, error) {
 	var id int64
 	var err error
-	if stmt := s.leaseStmt.get(ctx, s.db, s.leaseSQL); stmt != nil {
+	if stmt := s.prepared(ctx, query); stmt != nil {
 		err = stmt.QueryRowContext(ctx, args...).Scan(&id)
 	} else {
-		err = s.db.GetContext(ctx, &id, s.leaseSQL, args...)
+		err = s.db.GetContext(ctx, &id, query, args...)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -56,8 +118,17 @@ func (s *Store) Lease(ctx context.Context, owner string, ttl time.Duration) (*ma
 	return s.Get(ctx, id)
 }
 
+// QueuedRuns implements mailbox.RunQueue.
+func (s *Store) QueuedRuns(ctx context.Context, runStates []string) ([]int64, error) {
+	var ids []int64
+	if err := s.db.SelectContext(ctx, &ids, fmt.Sprintf(sqlQueuedRuns, stateList(runStates)), s.now()); err != nil {
+		return nil, fmt.Errorf("list queued runs: %w", err)
+	}
+	return ids, nil
+}
+
 const sqlClaim = `
-UPDATE mailboxes SET lease_owner = $2, lease_expires_at = $3
+UPDATE mailboxes SET lease_owner = $2, lease_expires_at = $3, lease_attempts = lease_attempts + 1
 WHERE id = $1 AND (lease_expires_at IS NULL OR lease_expires_at < $4)
 RETURNING id`
 
@@ -93,7 +164,7 @@ func (s *Store) Extend(ctx context.Context, id int64, owner string, ttl time.Dur
 }
 
 // sqlRelease frees the lease; $3 is the end of the backoff, NULL for none.
-const sqlRelease = `UPDATE mailboxes SET lease_owner = NULL, lease_expires_at = $3
+const sqlRelease = `UPDATE mailboxes SET lease_owner = NULL, lease_expires_at = $3, lease_attempts = 0
 WHERE id = $1 AND lease_owner = $2`
 
 // Release implements mailbox.Leases: the backoff is an expired-in-the-future lease without an

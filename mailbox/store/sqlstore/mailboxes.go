@@ -12,7 +12,8 @@ import (
 
 const mailboxColumns = `id, forge, repo, number, merge_request, state, issue_type, author, title,
 labels, assignees, branch, mr_number, head_sha, data, wake_at, lease_owner, lease_expires_at,
-closed_at, created_at, updated_at`
+closed_at, created_at, updated_at, lease_attempts, reconciled_at, issue_updated_at, mr_updated_at,
+comments_since`
 
 const sqlGetMailbox = `SELECT ` + mailboxColumns + ` FROM mailboxes WHERE id = $1`
 

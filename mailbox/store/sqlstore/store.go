@@ -12,11 +12,11 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -80,14 +80,18 @@ type Dialect struct {
 
 // Store is Alfred's store on one database.
 type Store struct {
-	db       DB
-	dialect  Dialect
-	now      func() time.Time
-	leaseSQL string // sqlLease with the dialect's bound and lock
+	db      DB
+	dialect Dialect
+	now     func() time.Time
 	// ids remembers mailbox ids by key for Deliver (mailboxIDs).
 	ids *mailboxIDs
-	// insertStmt is sqlInsertEvent and leaseStmt leaseSQL, each prepared on first use.
-	insertStmt, leaseStmt onceStmt
+	// insertStmt is sqlInsertEvent, prepared on first use.
+	insertStmt onceStmt
+	// stmts holds the lease claims prepared by leaseBy, by query text.
+	stmts sync.Map
+	// log receives what the store notices on the way (a delivery id that came again with
+	// another body); WithLogger sets it.
+	log *slog.Logger
 }
 
 // New wraps a connection pool whose schema is migrated (migrations.Apply) for engine d. now is
@@ -96,8 +100,23 @@ func New(db DB, d Dialect, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{db: db, dialect: d, now: now, leaseSQL: fmt.Sprintf(sqlLease, cmp.Or(d.WakeBound, "$3"), d.LeaseLock),
-		ids: newMailboxIDs(maxCachedMailboxIDs)}
+	return &Store{db: db, dialect: d, now: now, ids: newMailboxIDs(maxCachedMailboxIDs),
+		log: slog.New(slog.DiscardHandler)}
+}
+
+// WithLogger makes the store log what it notices on the way (a delivery id that came again
+// with another body) to log, and returns the store.
+func (s *Store) WithLogger(log *slog.Logger) *Store {
+	s.log = log
+	return s
+}
+
+// prepared returns query prepared once and kept by the store (database/sql prepares it again
+// on each pooled connection that runs it), or nil when it cannot be prepared (it then runs
+// unprepared).
+func (s *Store) prepared(ctx context.Context, query string) *sql.Stmt {
+	v, _ := s.stmts.LoadOrStore(query, &onceStmt{})
+	return v.(*onceStmt).get(ctx, s.db, query)
 }
 
 // DB returns the underlying pool.

@@ -1,6 +1,8 @@
 package forgehttp
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,8 +13,9 @@ import (
 
 // Sentinel returns the forge sentinel error that an HTTP status of a forge API answer means, as
 // the forge.Forge contract lays down: forge.ErrNotFound for 404, forge.ErrForbidden for 401 and
-// 403, forge.ErrConflict for 409 and 422, forge.ErrRefused for every other 4xx but 408 and 429
-// (which are retried), and nil for every other status (0, no answer, included).
+// 403, forge.ErrConflict for 409 and 422, forge.ErrUnavailable for 429, 5xx and 0 (no answer:
+// connection refused, timeout), forge.ErrRefused for every other 4xx but 408 (which is
+// retried), and nil for every other status.
 func Sentinel(status int) error {
 	switch status {
 	case http.StatusNotFound:
@@ -21,8 +24,13 @@ func Sentinel(status int) error {
 		return forge.ErrForbidden
 	case http.StatusConflict, http.StatusUnprocessableEntity:
 		return forge.ErrConflict
-	case http.StatusRequestTimeout, http.StatusTooManyRequests:
+	case 0, http.StatusTooManyRequests:
+		return forge.ErrUnavailable
+	case http.StatusRequestTimeout:
 		return nil
+	}
+	if status >= 500 {
+		return forge.ErrUnavailable
 	}
 	if status >= 400 && status < 500 {
 		return forge.ErrRefused
@@ -46,8 +54,12 @@ type Error struct {
 // when there was none) and selects the sentinel, and every occurrence of token is removed from
 // the text of cause.
 func NewError(forgeName, op string, status int, cause error, token string) *Error {
+	sentinel := Sentinel(status)
+	if status == 0 && (errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded)) {
+		sentinel = nil // our own deadline or shutdown, not the forge's state
+	}
 	return &Error{
-		forgeName: forgeName, op: op, status: status, sentinel: Sentinel(status),
+		forgeName: forgeName, op: op, status: status, sentinel: sentinel,
 		cause: cause, msg: censor.New(censor.Config{Secrets: []string{token}}).String(cause.Error()),
 	}
 }

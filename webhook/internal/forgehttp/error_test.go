@@ -27,15 +27,17 @@ func TestErrorMatchesSentinelAndCauseWithoutToken(t *testing.T) {
 	err := NewError("gitlab", "list notes", 0, context.Canceled, "tok-9")
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, "gitlab: list notes: context canceled", err.Error())
-	require.Equal(t, "forgejo: op: HTTP 502: bad gateway",
+	require.Equal(t, "forgejo: op: forge: unavailable: HTTP 502: bad gateway",
 		NewError("forgejo", "op", http.StatusBadGateway, errors.New("bad gateway"), "tok-9").Error())
 	require.Equal(t, "gitlab: op: forge: not found: 404 {message: 404 Not Found}",
 		NewError("gitlab", "op", http.StatusNotFound, errors.New("404 {message: 404 Not Found}"), "tok-9").Error())
-	require.NoError(t, Sentinel(http.StatusInternalServerError))
+	require.ErrorIs(t, Sentinel(http.StatusInternalServerError), forge.ErrUnavailable)
+	require.ErrorIs(t, Sentinel(http.StatusTooManyRequests), forge.ErrUnavailable)
+	require.ErrorIs(t, NewError("forgejo", "op", 0, errors.New("connection refused"), "t"), forge.ErrUnavailable)
 	for _, code := range []int{http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, http.StatusGone} {
 		require.ErrorIs(t, Sentinel(code), forge.ErrRefused, "%d", code)
 	}
-	for _, code := range []int{http.StatusRequestTimeout, http.StatusTooManyRequests, 0, http.StatusOK} {
+	for _, code := range []int{http.StatusRequestTimeout, http.StatusOK} {
 		require.NoError(t, Sentinel(code), "%d: retried or not an error", code)
 	}
 }

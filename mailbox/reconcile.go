@@ -1,0 +1,296 @@
+package mailbox
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// ReconcilerConfig tunes reconciliation. Zero values take the defaults.
+type ReconcilerConfig struct {
+	// Interval is the time between two passes (config reconcile_interval, default 5m). A pass
+	// spreads its reads over the interval.
+	Interval time.Duration
+	// Batch bounds the mailboxes one pass compares per forge (default 50), least recently
+	// reconciled first; the others wait for the next pass.
+	Batch int
+	// OnPass, when set, receives each finished pass per forge (for metrics).
+	OnPass func(PassStats)
+}
+
+// PassStats is what one reconciliation pass did on one forge.
+type PassStats struct {
+	// Forge is the configured forge name.
+	Forge string
+	// Mailboxes counts the mailboxes compared; NewAssignments the issues assigned to the bot
+	// that had no mailbox; Events the events derived and stored (duplicates of earlier passes
+	// not counted); Calls the forge API calls made.
+	Mailboxes, NewAssignments, Events, Calls int
+	// Unattributed counts changes seen whose author the forge's history does not name; they
+	// were not acted on.
+	Unattributed int
+	// Err is the first error of the pass, nil when it completed.
+	Err error
+	// Duration is how long the pass took.
+	Duration time.Duration
+}
+
+// Deliverer stores an inbound event (Inbox.Deliver's contract); WakingInbox is one.
+type Deliverer interface {
+	// Deliver stores ev and reports whether it was a duplicate (see Inbox.Deliver).
+	Deliver(ctx context.Context, ev forge.Event) (duplicate bool, err error)
+}
+
+// Reconciler compares open mailboxes with their forge and stores what differs as events, so
+// that a change whose delivery was lost (Alfred down, a hook disabled, a forge that never
+// retries) is applied anyway, exactly once (see DeriveEvents). It also finds issues assigned
+// to the bot that have no mailbox.
+type Reconciler struct {
+	cfg   ReconcilerConfig
+	store Store
+	inbox Deliverer
+	bots  map[string]Bot
+	now   func() time.Time
+	log   *slog.Logger
+
+	mu         sync.Mutex
+	searchedAt map[string]time.Time // forge → start of the last complete search for assignments
+}
+
+// NewReconciler wires a reconciler. inbox stores the derived events (a WakingInbox, so the
+// workers apply them at once); store reads and updates the mailboxes; now is the clock (nil:
+// time.Now).
+func NewReconciler(cfg ReconcilerConfig, store Store, inbox Deliverer, bots map[string]Bot, now func() time.Time, log *slog.Logger) *Reconciler {
+	cfg.Interval = cmp.Or(cfg.Interval, 5*time.Minute)
+	cfg.Batch = cmp.Or(cfg.Batch, 50)
+	if now == nil {
+		now = time.Now
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Reconciler{cfg: cfg, store: store, inbox: inbox, bots: bots, now: now, log: log,
+		searchedAt: map[string]time.Time{}}
+}
+
+// Run makes a pass at once (start-up: what happened while Alfred was down) and then every
+// Interval until ctx ends. A pass's mailboxes are spread evenly over the interval.
+func (r *Reconciler) Run(ctx context.Context) {
+	for {
+		start := r.now()
+		r.Pass(ctx, r.cfg.Interval)
+		wait := r.cfg.Interval - r.now().Sub(start)
+		if wait <= 0 {
+			wait = time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Pass reconciles every configured forge once, spreading each forge's mailboxes over spread
+// (0: back to back), and returns the stats per forge, in forge name order.
+func (r *Reconciler) Pass(ctx context.Context, spread time.Duration) []PassStats {
+	names := make([]string, 0, len(r.bots))
+	for name := range r.bots {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var out []PassStats
+	for _, name := range names {
+		st := r.passForge(ctx, name, spread/time.Duration(max(len(names), 1)))
+		level := slog.LevelInfo
+		if st.Err != nil {
+			level = slog.LevelWarn
+		}
+		r.log.Log(ctx, level, "reconciled", "forge", name, "mailboxes", st.Mailboxes, "new_assignments", st.NewAssignments,
+			"events", st.Events, "calls", st.Calls, "unattributed", st.Unattributed, "duration", st.Duration, "err", st.Err)
+		if r.cfg.OnPass != nil {
+			r.cfg.OnPass(st)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func (r *Reconciler) passForge(ctx context.Context, name string, spread time.Duration) PassStats {
+	st := PassStats{Forge: name}
+	began := r.now()
+	defer func() { st.Duration = r.now().Sub(began) }()
+	bot := r.bots[name]
+	if err := r.searchAssignments(ctx, name, bot, &st); err != nil {
+		st.Err = err
+	}
+	due, err := r.store.ReconcileDue(ctx, name, r.cfg.Batch)
+	if err != nil {
+		st.Err = cmp.Or(st.Err, err)
+		return st
+	}
+	gap := time.Duration(0)
+	if len(due) > 1 {
+		gap = spread / time.Duration(len(due))
+	}
+	for i := range due {
+		if i > 0 && gap > 0 {
+			select {
+			case <-ctx.Done():
+				st.Err = cmp.Or(st.Err, ctx.Err())
+				return st
+			case <-time.After(gap):
+			}
+		}
+		if err := r.reconcile(ctx, bot, &due[i], &st); err != nil {
+			r.log.Warn("reconciling a mailbox failed; the next pass tries again", "mailbox_id", due[i].ID, "err", err)
+			st.Err = cmp.Or(st.Err, err)
+		}
+	}
+	return st
+}
+
+// searchAssignments stores an assignment event for each issue assigned to the bot that has no
+// working mailbox, in a repository this Alfred has mailboxes in, reading only issues updated
+// since the previous complete search.
+func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot, st *PassStats) error {
+	r.mu.Lock()
+	since := r.searchedAt[name]
+	r.mu.Unlock()
+	started := r.now()
+	if !since.IsZero() {
+		since = since.Add(-time.Minute) // forge clocks and ours differ; the overlap is deduplicated
+	}
+	known, err := r.store.KnownRepos(ctx, name)
+	if err != nil {
+		return err
+	}
+	// Only repositories whose webhooks reach this Alfred: the bot account may be shared with
+	// other installations, whose issues are theirs to work on.
+	tracked := func(ref forge.IssueRef) (bool, error) {
+		if _, ok := slices.BinarySearch(known, ref.Repo); !ok {
+			return true, nil
+		}
+		return r.store.Tracked(ctx, ref)
+	}
+	d, err := DeriveAssignments(ctx, bot.Forge, name, bot.Login, since, r.cfg.Batch, tracked, r.now())
+	st.Calls += d.Calls
+	st.Unattributed += len(d.Unattributed)
+	if err != nil {
+		return err
+	}
+	n, err := r.deliver(ctx, d.Events)
+	st.NewAssignments += n
+	st.Events += n
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.searchedAt[name] = started
+	r.mu.Unlock()
+	return nil
+}
+
+// Mailbox reconciles one mailbox now (on demand: the status page, a failed pass). It returns
+// the events stored.
+func (r *Reconciler) Mailbox(ctx context.Context, id int64) (int, error) {
+	mb, err := r.store.Get(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	bot, ok := r.bots[mb.Forge]
+	if !ok {
+		return 0, fmt.Errorf("reconcile mailbox %d: no forge named %s is configured", id, mb.Forge)
+	}
+	st := PassStats{Forge: mb.Forge}
+	err = r.reconcile(ctx, bot, mb, &st)
+	return st.Events, err
+}
+
+// reconcile compares one mailbox with its forge, stores the derived events and then what was
+// seen (so a failure to store an event reads the same changes again next time).
+func (r *Reconciler) reconcile(ctx context.Context, bot Bot, mb *Mailbox, st *PassStats) error {
+	if !mb.State.Working() || mb.MergeRequest {
+		return nil
+	}
+	st.Mailboxes++
+	v := ReconcileView{
+		MailboxID: mb.ID, Ref: mb.Ref(), Author: mb.Author, Labels: mb.Labels, Assignees: mb.Assignees,
+		MRNumber: mb.MRNumber, HeadSHA: mb.HeadSHA,
+		IssueUpdatedAt: timeOf(mb.IssueUpdatedAt), MRUpdatedAt: timeOf(mb.MRUpdatedAt),
+		CommentsSince: cmp.Or(timeOf(mb.CommentsSince), mb.CreatedAt),
+		OwnBody: func(key, body string) bool {
+			pc, err := r.store.PostedComment(ctx, mb.ID, key)
+			if err != nil || pc == nil {
+				return err != nil // unsure: not acted on
+			}
+			sum := sha256.Sum256([]byte(body))
+			return pc.BodyHash == hex.EncodeToString(sum[:])
+		},
+	}
+	d, err := DeriveEvents(ctx, bot.Forge, bot.Login, v, r.now())
+	st.Calls += d.Calls
+	st.Unattributed += len(d.Unattributed)
+	for _, what := range d.Unattributed {
+		r.log.Warn("a change seen by reconciliation names no author; not acted on", "mailbox_id", mb.ID, "change", what)
+	}
+	if err != nil {
+		return err
+	}
+	n, err := r.deliver(ctx, d.Events)
+	st.Events += n
+	if err != nil {
+		return err
+	}
+	next := d.CommentsSince
+	if next.Before(v.CommentsSince) {
+		next = v.CommentsSince
+	}
+	return r.store.SaveReconciled(ctx, mb.ID, Reconciled{
+		IssueUpdatedAt: nonZero(d.IssueUpdatedAt), MRUpdatedAt: nonZero(d.MRUpdatedAt), CommentsSince: &next,
+	})
+}
+
+// deliver stores the events and returns how many were new.
+func (r *Reconciler) deliver(ctx context.Context, evs []forge.Event) (int, error) {
+	n := 0
+	for _, ev := range evs {
+		dup, err := r.inbox.Deliver(ctx, ev)
+		var ignore *forge.IgnoreError
+		if errors.As(err, &ignore) {
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("store a reconciled event: %w", err)
+		}
+		if !dup {
+			n++
+			r.log.Info("reconciliation found a missed change", "forge", ev.Forge, "target", ev.Target.String(),
+				"event", ev.Type, "sender", ev.Sender.Login, "delivery_id", ev.DeliveryID)
+		}
+	}
+	return n, nil
+}
+
+func timeOf(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+func nonZero(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

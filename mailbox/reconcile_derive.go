@@ -1,0 +1,278 @@
+package mailbox
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// ReconcileView is what a mailbox knew of its issue when it was last compared with the forge:
+// the lists and state the machine last applied, and the forge's updated times seen then.
+type ReconcileView struct {
+	// MailboxID names the mailbox in derived delivery ids.
+	MailboxID int64
+	// Ref is the issue.
+	Ref forge.IssueRef
+	// Author is the issue's author login; edits of the bot's question block found by
+	// reconciliation are attributed to them (the forges do not name who edited a comment, and
+	// only the author or a member with write access can tick another's comment).
+	Author string
+	// Labels and Assignees are the mailbox's last known lists.
+	Labels, Assignees []string
+	// MRNumber and HeadSHA are the bot's merge request and its last known head (0, "": none).
+	MRNumber int64
+	HeadSHA  string
+	// IssueUpdatedAt and MRUpdatedAt are the updated times seen at the last pass (zero: never);
+	// CommentsSince is the time from which comments are still to be read (the newest comment
+	// seen is read again; its derived event has the same delivery id and is a duplicate).
+	IssueUpdatedAt, MRUpdatedAt, CommentsSince time.Time
+	// OwnBody reports whether body is what the bot last wrote in its comment with marker key:
+	// an edit of the bot's comment that it made itself is not an event. Nil: every edit of a bot
+	// comment is taken as the bot's own.
+	OwnBody func(key, body string) bool
+}
+
+// Derived is what one comparison of a mailbox with its forge found.
+type Derived struct {
+	// Events are the differences as inbound events, ready for Store.Deliver: each has a delivery
+	// id and body hash of its own ("reconcile:…"), equal for equal findings, so a difference
+	// seen by two passes is stored once.
+	Events []forge.Event
+	// IssueUpdatedAt, MRUpdatedAt and CommentsSince are the view's times to store for the next
+	// pass.
+	IssueUpdatedAt, MRUpdatedAt, CommentsSince time.Time
+	// Calls counts the forge API calls made (pages not included).
+	Calls int
+	// Unattributed lists the changes seen whose author the forge's history does not name; they
+	// are not turned into events.
+	Unattributed []string
+}
+
+// DeriveEvents compares one open mailbox with its forge and returns the differences as events.
+// An issue whose updated time did not move costs one call (Issue); the merge request is read
+// only when the mailbox has one. The issue's comments since the view's CommentsSince become
+// comment events (the machine applies each comment id once, so a comment that also came as a
+// delivery does not act twice). A deleted issue becomes an issue_closed event. bot is the bot's
+// login; now stamps the events' ReceivedAt.
+func DeriveEvents(ctx context.Context, f forge.Forge, bot string, v ReconcileView, now time.Time) (Derived, error) {
+	d := Derived{IssueUpdatedAt: v.IssueUpdatedAt, MRUpdatedAt: v.MRUpdatedAt, CommentsSince: v.CommentsSince}
+	base := forge.Event{Forge: v.Ref.Forge, Kind: f.Kind(), Target: v.Ref, ReceivedAt: now, Header: "reconcile"}
+	is, err := f.Issue(ctx, v.Ref)
+	d.Calls++
+	if errors.Is(err, forge.ErrNotFound) {
+		ev := base
+		ev.Type, ev.Action, ev.State = forge.EventIssueClosed, "deleted", "closed"
+		d.add(v, ev, "deleted")
+		return d, nil
+	}
+	if err != nil {
+		return d, fmt.Errorf("reconcile %s: %w", v.Ref, err)
+	}
+	if !is.UpdatedAt.Equal(v.IssueUpdatedAt) || v.IssueUpdatedAt.IsZero() {
+		d.IssueUpdatedAt = is.UpdatedAt
+		if err := d.issue(ctx, f, bot, v, base, is); err != nil {
+			return d, err
+		}
+	}
+	if v.MRNumber != 0 {
+		if err := d.mergeRequest(ctx, f, v, base); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
+
+// issue derives the state, assignee, label and comment differences of a changed issue.
+func (d *Derived) issue(ctx context.Context, f forge.Forge, bot string, v ReconcileView, base forge.Event, is *forge.Issue) error {
+	base.Title, base.Body, base.Author = is.Title, is.Body, is.Author
+	addedLabels, removedLabels := diff(v.Labels, is.Labels)
+	addedAssignees, removedAssignees := diff(v.Assignees, is.Assignees)
+	closed := is.State == "closed"
+	var history []forge.Activity
+	if closed || len(addedLabels)+len(removedLabels)+len(addedAssignees)+len(removedAssignees) > 0 {
+		since := v.IssueUpdatedAt
+		if !since.IsZero() {
+			since = since.Add(-time.Minute) // forge clocks round to the second; read a little more
+		}
+		h, err := f.Activity(ctx, v.Ref, since)
+		d.Calls++
+		if err != nil {
+			return fmt.Errorf("reconcile %s: read history: %w", v.Ref, err)
+		}
+		history = h
+	}
+	if len(addedAssignees)+len(removedAssignees) > 0 {
+		ev := base
+		ev.Type, ev.AssigneesKnown, ev.Assignees = forge.EventAssignees, true, slices.Clone(is.Assignees)
+		changed := append(slices.Clone(addedAssignees), removedAssignees...)
+		if containsFold(changed, bot) { // the change that matters is the bot's own (un)assignment
+			changed = []string{bot}
+		}
+		d.attributed(v, bot, ev, history, "assignees "+strings.Join(is.Assignees, ","), func(a forge.Activity) bool {
+			return (a.Kind == forge.ActivityAssigned || a.Kind == forge.ActivityUnassigned) && containsFold(changed, a.Login)
+		})
+	}
+	if len(addedLabels)+len(removedLabels) > 0 {
+		ev := base
+		ev.Type, ev.LabelsKnown, ev.Labels = forge.EventLabels, true, slices.Clone(is.Labels)
+		d.attributed(v, bot, ev, history, "labels "+strings.Join(is.Labels, ","), func(a forge.Activity) bool {
+			if len(addedLabels) > 0 {
+				return a.Kind == forge.ActivityLabelAdded && containsFold(addedLabels, a.Label)
+			}
+			return a.Kind == forge.ActivityLabelRemoved && containsFold(removedLabels, a.Label)
+		})
+	}
+	if err := d.comments(ctx, f, bot, v, base); err != nil {
+		return err
+	}
+	if closed {
+		ev := base
+		ev.Type, ev.State = forge.EventIssueClosed, "closed"
+		d.attributed(v, bot, ev, history, "closed", func(a forge.Activity) bool { return a.Kind == forge.ActivityClosed })
+	}
+	return nil
+}
+
+// comments derives an event per comment created or edited since the view's CommentsSince.
+func (d *Derived) comments(ctx context.Context, f forge.Forge, bot string, v ReconcileView, base forge.Event) error {
+	cs, err := f.CommentsSince(ctx, v.Ref, v.CommentsSince)
+	d.Calls++
+	if err != nil {
+		return fmt.Errorf("reconcile %s: read comments: %w", v.Ref, err)
+	}
+	for _, c := range cs {
+		ev := base
+		ev.Type, ev.Comment, ev.Sender = forge.EventComment, &c, c.Author
+		edited := c.UpdatedAt.After(c.CreatedAt) && c.CreatedAt.Before(v.CommentsSince)
+		if c.UpdatedAt.After(d.CommentsSince) {
+			d.CommentsSince = c.UpdatedAt
+		}
+		if strings.EqualFold(c.Author.Login, bot) {
+			// The bot's own comment: only a human's edit of it (ticks in the question block) is
+			// an event, attributed to the issue's author.
+			key, _, marked := ParseMarker(c.Body)
+			if !marked || v.OwnBody == nil || v.OwnBody(key, c.Body) {
+				continue
+			}
+			edited, ev.Sender = true, forge.User{Login: v.Author}
+		}
+		if edited {
+			ev.Type = forge.EventCommentEdited
+		}
+		d.addStable(v, ev, fmt.Sprintf("comment %d %s", c.ID, c.UpdatedAt.UTC().Format(time.RFC3339Nano)))
+	}
+	return nil
+}
+
+// mergeRequest derives merged, closed and new-head events of the bot's merge request.
+func (d *Derived) mergeRequest(ctx context.Context, f forge.Forge, v ReconcileView, base forge.Event) error {
+	mr, err := f.MergeRequest(ctx, v.Ref.Repo, v.MRNumber)
+	d.Calls++
+	if errors.Is(err, forge.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reconcile %s!%d: %w", v.Ref.Repo, v.MRNumber, err)
+	}
+	if mr.UpdatedAt.Equal(v.MRUpdatedAt) && !v.MRUpdatedAt.IsZero() {
+		return nil
+	}
+	d.MRUpdatedAt = mr.UpdatedAt
+	ev := base
+	ev.Target = forge.IssueRef{Forge: v.Ref.Forge, Repo: v.Ref.Repo, Number: mr.Number, MergeRequest: true}
+	ev.MergeRequest, ev.Sender = mr, mr.Author
+	switch {
+	case mr.Merged:
+		ev.Type = forge.EventMergeRequestMerged
+	case mr.State == "closed":
+		ev.Type = forge.EventMergeRequestClosed
+	case mr.HeadSHA != "" && mr.HeadSHA != v.HeadSHA:
+		ev.Type = forge.EventMergeRequestUpdated
+	default:
+		return nil
+	}
+	d.addStable(v, ev, "merge request "+string(ev.Type)+" "+mr.HeadSHA)
+	return nil
+}
+
+// attributed adds ev with the actor of the newest history entry that matches, or records the
+// change as unattributed when none does. A change the bot made itself is dropped.
+func (d *Derived) attributed(v ReconcileView, bot string, ev forge.Event, history []forge.Activity, what string, match func(forge.Activity) bool) {
+	for i := len(history) - 1; i >= 0; i-- {
+		if match(history[i]) {
+			if strings.EqualFold(history[i].Actor.Login, bot) {
+				return // the bot's own change: the machine made it and knows it
+			}
+			ev.Sender = history[i].Actor
+			ev.OccurredAt = history[i].At
+			d.add(v, ev, what)
+			return
+		}
+	}
+	d.Unattributed = append(d.Unattributed, what)
+}
+
+// add gives ev its derived delivery id and body hash: a hash of the mailbox, the event type,
+// what was seen and the issue's updated time, so a later, different change with the same
+// content (a label added again) is a new event while the same finding twice is one.
+func (d *Derived) add(v ReconcileView, ev forge.Event, what string) {
+	d.addStable(v, ev, what+"\x00"+d.IssueUpdatedAt.UTC().Format(time.RFC3339Nano))
+}
+
+// addStable is add for findings that name themselves (a comment by its id and edit time, a
+// merge request by its head): their id does not depend on the issue's updated time.
+func (d *Derived) addStable(v ReconcileView, ev forge.Event, what string) {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d\x00%s\x00%s\x00%s", v.MailboxID, ev.Target, ev.Type, what))
+	h := hex.EncodeToString(sum[:])
+	ev.DeliveryID, ev.BodyHash, ev.Action = "reconcile:"+h[:32], h, "reconcile"
+	d.Events = append(d.Events, ev)
+}
+
+// DeriveAssignments finds the open issues assigned to the bot on f, updated at or after since,
+// that tracked reports as having no open mailbox (assigned while Alfred was down or the hook was
+// off), and returns an assignees event for each, attributed to whoever assigned the bot. At most
+// limit issues are read (<= 0: all). forgeName is the configured forge name for the refs.
+func DeriveAssignments(ctx context.Context, f forge.Forge, forgeName, bot string, since time.Time, limit int,
+	tracked func(forge.IssueRef) (bool, error), now time.Time) (Derived, error) {
+	var d Derived
+	list, err := f.AssignedIssues(ctx, since, limit)
+	d.Calls++
+	if err != nil {
+		return d, fmt.Errorf("reconcile %s: search the bot's assignments: %w", forgeName, err)
+	}
+	for _, is := range list {
+		ref := is.Ref
+		ref.Forge = forgeName
+		ok, err := tracked(ref)
+		if err != nil {
+			return d, err
+		}
+		if ok {
+			continue
+		}
+		history, err := f.Activity(ctx, ref, time.Time{})
+		d.Calls++
+		if err != nil {
+			return d, fmt.Errorf("reconcile %s: read history: %w", ref, err)
+		}
+		ev := forge.Event{
+			Forge: forgeName, Kind: f.Kind(), Target: ref, ReceivedAt: now, Header: "reconcile",
+			Type: forge.EventAssignees, AssigneesKnown: true, Assignees: slices.Clone(is.Assignees),
+			LabelsKnown: true, Labels: slices.Clone(is.Labels), Title: is.Title, Body: is.Body, Author: is.Author,
+		}
+		view := ReconcileView{Ref: ref}
+		d.IssueUpdatedAt = is.UpdatedAt
+		d.attributed(view, bot, ev, history, "assigned "+strings.Join(is.Assignees, ","), func(a forge.Activity) bool {
+			return a.Kind == forge.ActivityAssigned && strings.EqualFold(a.Login, bot)
+		})
+	}
+	d.IssueUpdatedAt = time.Time{}
+	return d, nil
+}

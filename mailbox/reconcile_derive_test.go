@@ -1,0 +1,134 @@
+package mailbox_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+type deriveBundle struct {
+	fake *forgetest.Fake
+	ref  forge.IssueRef
+	view mailbox.ReconcileView
+	now  time.Time
+}
+
+func setupDerive(t *testing.T) *deriveBundle {
+	t.Helper()
+	f := forgetest.NewFake(forge.KindForgejo)
+	f.AddRepo("acme/shop", "main", "file:///srv/acme/shop.git")
+	f.AddUser("alice")
+	n := f.AddIssue("acme/shop", forgetest.SeedIssue{Title: "Fix it", Author: "alice",
+		Labels: []string{"type::task", "status::waiting_validation"}, Assignees: []string{"alice", forgetest.BotLogin}})
+	ref := forge.IssueRef{Forge: "fj", Repo: "acme/shop", Number: n}
+	is, err := f.Issue(t.Context(), ref)
+	require.NoError(t, err)
+	return &deriveBundle{fake: f, ref: ref, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), view: mailbox.ReconcileView{
+		MailboxID: 7, Ref: ref, Author: "alice", Labels: is.Labels, Assignees: is.Assignees,
+		IssueUpdatedAt: is.UpdatedAt, CommentsSince: is.UpdatedAt.Add(time.Second),
+	}}
+}
+
+func (b *deriveBundle) derive(t *testing.T) mailbox.Derived {
+	t.Helper()
+	d, err := mailbox.DeriveEvents(t.Context(), b.fake, forgetest.BotLogin, b.view, b.now)
+	require.NoError(t, err)
+	return d
+}
+
+func TestDeriveUnchangedIssueCostsOneCall(t *testing.T) {
+	t.Parallel()
+	b := setupDerive(t)
+	d := b.derive(t)
+	require.Empty(t, d.Events)
+	require.Equal(t, 1, d.Calls)
+}
+
+func TestDeriveMissedLabelNamesWhoAddedIt(t *testing.T) {
+	t.Parallel()
+	b := setupDerive(t)
+	b.fake.SetIssueLabels(b.ref, "alice", "type::task", "status::waiting_validation", "ai::validate_plan")
+	d := b.derive(t)
+	require.Len(t, d.Events, 1)
+	ev := d.Events[0]
+	require.Equal(t, forge.EventLabels, ev.Type)
+	require.True(t, ev.LabelsKnown)
+	require.Contains(t, ev.Labels, "ai::validate_plan")
+	require.Equal(t, "alice", ev.Sender.Login, "permissions are checked against who added it")
+	require.Contains(t, ev.DeliveryID, "reconcile:")
+	require.True(t, d.IssueUpdatedAt.After(b.view.IssueUpdatedAt))
+
+	again := b.derive(t)
+	require.Equal(t, ev.DeliveryID, again.Events[0].DeliveryID, "the same finding twice is one delivery")
+	require.Equal(t, ev.BodyHash, again.Events[0].BodyHash)
+}
+
+func TestDeriveMissedUnassignAndClose(t *testing.T) {
+	t.Parallel()
+	b := setupDerive(t)
+	b.fake.SetIssueAssignees(b.ref, "alice", "alice")
+	b.fake.SetIssueState(b.ref, "alice", "closed")
+	d := b.derive(t)
+	var types []forge.EventType
+	for _, ev := range d.Events {
+		types = append(types, ev.Type)
+		require.Equal(t, "alice", ev.Sender.Login)
+	}
+	require.Equal(t, []forge.EventType{forge.EventAssignees, forge.EventIssueClosed}, types)
+	require.Equal(t, []string{"alice"}, d.Events[0].Assignees)
+}
+
+func TestDeriveMissedAnswerOnce(t *testing.T) {
+	t.Parallel()
+	b := setupDerive(t)
+	id := b.fake.AddComment(b.ref, "alice", "q1: b")
+	d := b.derive(t)
+	require.Len(t, d.Events, 1)
+	require.Equal(t, forge.EventComment, d.Events[0].Type)
+	require.Equal(t, id, d.Events[0].Comment.ID)
+	require.Equal(t, "alice", d.Events[0].Sender.Login)
+
+	b.view.IssueUpdatedAt, b.view.CommentsSince = d.IssueUpdatedAt, d.CommentsSince.Add(time.Second)
+	require.Empty(t, b.derive(t).Events, "read from where the last pass stopped")
+}
+
+func TestDeriveMissedMerge(t *testing.T) {
+	t.Parallel()
+	b := setupDerive(t)
+	mr, err := b.fake.CreateMergeRequest(t.Context(), "acme/shop", forge.NewMergeRequest{SourceBranch: "agent/1-fix", TargetBranch: "main", Title: "Fix"})
+	require.NoError(t, err)
+	b.view.MRNumber, b.view.HeadSHA = mr.Number, mr.HeadSHA
+	first := b.derive(t)
+	require.Empty(t, first.Events)
+	b.view.MRUpdatedAt = first.MRUpdatedAt
+	require.Equal(t, 2, b.derive(t).Calls, "issue and merge request, nothing else when unchanged")
+
+	b.fake.MarkMerged("acme/shop", mr.Number)
+	d := b.derive(t)
+	require.Len(t, d.Events, 1)
+	require.Equal(t, forge.EventMergeRequestMerged, d.Events[0].Type)
+	require.True(t, d.Events[0].Target.MergeRequest)
+	require.Equal(t, mr.Number, d.Events[0].Target.Number)
+}
+
+func TestDeriveMissedAssignment(t *testing.T) {
+	t.Parallel()
+	b := setupDerive(t)
+	n := b.fake.AddIssue("acme/shop", forgetest.SeedIssue{Title: "New", Author: "alice"})
+	fresh := forge.IssueRef{Forge: "fj", Repo: "acme/shop", Number: n}
+	b.fake.SetIssueAssignees(fresh, "alice", forgetest.BotLogin)
+	tracked := func(r forge.IssueRef) (bool, error) { return r == b.ref, nil }
+	d, err := mailbox.DeriveAssignments(t.Context(), b.fake, "fj", forgetest.BotLogin, time.Time{}, 0, tracked, b.now)
+	require.NoError(t, err)
+	require.Len(t, d.Events, 1, "only the issue without a mailbox")
+	ev := d.Events[0]
+	require.Equal(t, fresh, ev.Target)
+	require.Equal(t, forge.EventAssignees, ev.Type)
+	require.Equal(t, []string{forgetest.BotLogin}, ev.Assignees)
+	require.Equal(t, "alice", ev.Sender.Login)
+}

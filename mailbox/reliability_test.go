@@ -1,0 +1,413 @@
+package mailbox_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/store/postgres"
+	"github.com/alfred-bot/alfred/mailbox/storetest"
+	"github.com/alfred-bot/alfred/runner/phase"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+// setupPG is setup on the PostgreSQL store, with the fake forge's clock at the machine's.
+func setupPG(t testing.TB, labels ...string) *bundle {
+	t.Helper()
+	db, _ := pgtest.New(t)
+	b := setupWith(t, guard{store: func(now func() time.Time) storetest.Store { return postgres.New(db, now) }}, labels...)
+	b.fake.SetClock(b.clock.Now())
+	return b
+}
+
+// reconcile makes one reconciliation pass and returns its stats for the one forge.
+func (b *bundle) reconcile() mailbox.PassStats {
+	b.t.Helper()
+	r := mailbox.NewReconciler(mailbox.ReconcilerConfig{}, b.store, b.store, b.bots, b.clock.Now, b.log)
+	st := r.Pass(context.Background(), 0)
+	require.Len(b.t, st, 1)
+	require.NoError(b.t, st[0].Err)
+	return st[0]
+}
+
+// toValidation brings the issue to waiting_validation through deliveries, as Alfred up would.
+func (b *bundle) toValidation() *mailbox.Mailbox {
+	b.t.Helper()
+	b.deliver(assign("alice"))
+	require.Equal(b.t, mailbox.StateWaitingInfo, b.advance().State)
+	b.deliver(comment("alice", "q1: b"))
+	mb := b.advance()
+	require.Equal(b.t, mailbox.StateWaitingValidation, mb.State)
+	return mb
+}
+
+func (b *bundle) jobsOf(p phase.Phase) int {
+	n := 0
+	for _, j := range b.exec.jobs {
+		if j.Input.Phase == p {
+			n++
+		}
+	}
+	return n
+}
+
+func TestReconcileMissedValidationLabel(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.toValidation()
+	require.Zero(t, b.reconcile().Events, "nothing missed yet")
+
+	// Alfred is down: alice adds the label, the forge's webhook is lost.
+	b.fake.SetIssueLabels(b.ref, "alice", append(b.fake.IssueLabels(b.ref), "ai::validate_plan")...)
+	st := b.reconcile()
+	require.Equal(t, 1, st.Events)
+	mb := b.advance()
+	require.Equal(t, mailbox.StateInCI, mb.State, "the lifecycle continues")
+	require.Contains(t, strings.Join(b.comments(), "\n"), "Plan validated by @alice.")
+	require.Equal(t, 1, b.jobsOf(phase.Development))
+
+	require.Zero(t, b.reconcile().Events, "the same difference is not stored twice")
+	b.advance()
+	b.requireUniqueMarkers()
+	require.Equal(t, 1, b.jobsOf(phase.Development))
+}
+
+func TestReconcileMissedMerge(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.toValidation()
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
+	mb := b.advance()
+	require.Equal(t, mailbox.StateInCI, mb.State)
+	b.reconcile() // records the merge request as seen
+
+	b.fake.MarkMerged(repo, mb.MRNumber) // the merge webhook is lost
+	require.Equal(t, 1, b.reconcile().Events)
+	mb = b.advance()
+	require.Equal(t, mailbox.StateDone, mb.State)
+	require.Equal(t, []string{"status::done"}, b.status())
+}
+
+func TestReconcileMissedAnswerAppliesOnce(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.deliver(assign("alice"))
+	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+
+	id := b.fake.AddComment(b.ref, "alice", "q1: b") // the comment webhook is lost
+	require.Equal(t, 1, b.reconcile().Events)
+	mb := b.advance()
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+	require.Equal(t, "Semicolon", mb.Data.Decisions["q1"])
+	technical := len(b.exec.jobs)
+
+	// The delivery of the same comment arrives late: it must not act again.
+	b.deliver(forge.Event{Type: forge.EventComment, Sender: forge.User{Login: "alice"},
+		Comment: &forge.Comment{ID: id, Body: "q1: b"}})
+	mb = b.advance()
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+	require.Equal(t, technical, len(b.exec.jobs), "no run for a comment applied already")
+	require.Zero(t, b.reconcile().Events, "comments are read from where the last pass stopped")
+	b.requireUniqueMarkers()
+}
+
+func TestReconcileMissedAssignment(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	// The repository's webhook reaches this Alfred (an earlier delivery); another repository's,
+	// where the same bot account is assigned, does not: that one belongs to another installation.
+	b.deliver(forge.Event{Type: forge.EventIssueOpened, Sender: forge.User{Login: "alice"}})
+	b.fake.AddRepo("elsewhere/app", "main", "/nonexistent.git")
+	other := b.fake.AddIssue("elsewhere/app", forgetest.SeedIssue{Title: "Not ours", Author: "alice"})
+	b.fake.SetIssueAssignees(forge.IssueRef{Repo: "elsewhere/app", Number: other}, "alice", forgetest.BotLogin)
+	n := b.fake.AddIssue(repo, forgetest.SeedIssue{Title: "Assigned while down", Author: "alice", Labels: []string{"type::task"}})
+	fresh := forge.IssueRef{Forge: "gl", Repo: repo, Number: n}
+	b.fake.SetIssueAssignees(fresh, "alice", forgetest.BotLogin)
+
+	st := b.reconcile()
+	require.Equal(t, 1, st.NewAssignments, "only in a repository whose webhooks reach this Alfred")
+	mb, err := b.store.Find(context.Background(), fresh)
+	require.NoError(t, err)
+	require.NoError(t, b.machine.Advance(context.Background(), mb))
+	mb, err = b.store.Find(context.Background(), fresh)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+	require.Contains(t, b.fake.IssueComments(fresh)[0].Body, "Thanks @alice, I am on it")
+
+	require.Zero(t, b.reconcile().NewAssignments, "a tracked issue is not found again")
+}
+
+// Forgejo sends byte-identical bodies for assign, unassign, assign within one second: the third
+// delivery differs from the first only by its delivery id, and must count.
+func TestAssignUnassignAssignWithIdenticalBodies(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	ctx := context.Background()
+	for i, step := range []struct {
+		body      string
+		assignees []string
+	}{{"assign", []string{forgetest.BotLogin}}, {"unassign", nil}, {"assign", []string{forgetest.BotLogin}}} {
+		b.fake.SetIssueAssignees(b.ref, "alice", step.assignees...)
+		dup, err := b.store.Deliver(ctx, forge.Event{Forge: "gl", Kind: forge.KindGitLab, Type: forge.EventAssignees,
+			DeliveryID: fmt.Sprintf("delivery-%d", i), BodyHash: "body-" + step.body, Target: b.ref,
+			Sender: forge.User{Login: "alice"}, AssigneesKnown: true, Assignees: step.assignees, ReceivedAt: b.clock.Now()})
+		require.NoError(t, err)
+		require.False(t, dup, "step %d", i)
+	}
+	mb := b.advance()
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State, "the bot works on the issue")
+	require.Contains(t, b.comments()[0], "Thanks @alice, I am on it")
+}
+
+func TestPendingUnassignBeforeRunStarts(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	delivered := false
+	b.fake.SetErrorHook(func(method string, _ forge.IssueRef) error {
+		if method == "Repository" && !delivered { // prepareRun: the run is about to start
+			delivered = true
+			b.fake.SetIssueAssignees(b.ref, "alice")
+			b.deliver(forge.Event{Type: forge.EventAssignees, Sender: forge.User{Login: "bob"}, AssigneesKnown: true})
+		}
+		return nil
+	})
+	b.deliver(assign("alice"))
+	mb := b.advance()
+	require.True(t, delivered)
+	require.Equal(t, mailbox.StateCancelled, mb.State)
+	require.Empty(t, b.exec.jobs, "the unassignment waiting in the inbox wins over the run")
+}
+
+func TestPendingUnassignAfterRunPostsNothing(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.exec.during = func(job phase.Job) {
+		if job.Input.Phase == phase.Analysis {
+			b.fake.SetIssueAssignees(b.ref, "bob")
+			b.deliver(forge.Event{Type: forge.EventAssignees, Sender: forge.User{Login: "bob"}, AssigneesKnown: true,
+				Assignees: []string{"bob"}})
+		}
+	}
+	b.deliver(assign("alice"))
+	mb := b.advance()
+	require.Equal(t, mailbox.StateCancelled, mb.State)
+	require.Len(t, b.exec.jobs, 1)
+	for _, c := range b.comments() {
+		require.NotContains(t, c, "Which separator?", "no question block after the cancel")
+	}
+	require.NotContains(t, b.fake.IssueAssignees(b.ref), "alice", "the author is not handed the turn")
+}
+
+func TestPoisonEventIsSetAsideAndTheRestGoesOn(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.toValidation()
+	// PostgreSQL refuses a NUL byte in a text column: the mailbox cannot be saved with it.
+	b.deliver(forge.Event{Type: forge.EventIssueEdited, Sender: forge.User{Login: "alice"}, Title: "bad\x00title"})
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
+	ctx := context.Background()
+	var err error
+	for range 4 {
+		mb, ferr := b.store.Find(ctx, b.ref)
+		require.NoError(t, ferr)
+		err = b.machine.Advance(ctx, mb)
+		require.Error(t, err, "the event fails below the limit")
+	}
+	mb := b.advance() // the fifth failure sets it aside
+	require.Equal(t, mailbox.StateInCI, mb.State, "the mailbox goes on with the rest")
+	require.Contains(t, err.Error(), "save mailbox")
+	var notes []string
+	for _, c := range b.comments() {
+		if strings.Contains(c, "I could not process an update of this issue") {
+			notes = append(notes, c)
+		}
+	}
+	require.Len(t, notes, 1, "said once, in plain words")
+	require.Contains(t, notes[0], "issue_edited by @alice")
+	b.advance()
+	b.requireUniqueMarkers()
+}
+
+func TestPassThatKillsTheProcessBlocksAfterLimit(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.exec.during = func(job phase.Job) { panic("agent adapter bug") }
+	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", LeaseTTL: time.Minute}, b.store, b.machine, b.log)
+	b.deliver(assign("alice"))
+	ctx := context.Background()
+	crashes := 0
+	for range 10 {
+		panicked := func() (p bool) {
+			defer func() { p = recover() != nil }() // the process dies: no release of the lease
+			_, err := w.Once(ctx)
+			require.NoError(t, err)
+			return false
+		}()
+		if !panicked {
+			break
+		}
+		crashes++
+		b.clock.Add(2 * time.Minute) // the lease of the dead process expires
+	}
+	require.Equal(t, 5, crashes, "after the limit the mailbox blocks instead of crash-looping")
+	mb, err := b.store.Find(ctx, b.ref)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Contains(t, b.lastComment(), "stopped Alfred itself")
+	require.Equal(t, []string{"status::blocked"}, b.status())
+}
+
+func TestForgeErrorAfterRunDoesNotRunTheAgentAgain(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.toValidation()
+	b.fake.FailNextCall("CreateMergeRequest", fmt.Errorf("gitlab: open merge request: HTTP 502: %w", forge.ErrUnavailable))
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.ErrorIs(t, b.machine.Advance(context.Background(), mb), forge.ErrUnavailable)
+	require.Equal(t, 1, b.jobsOf(phase.Development))
+
+	mb = b.advance()
+	require.Equal(t, mailbox.StateInCI, mb.State)
+	require.NotZero(t, mb.MRNumber)
+	require.Equal(t, 1, b.jobsOf(phase.Development), "only the remaining effects are retried, never the agent")
+	require.Len(t, b.fake.MergeRequests(repo), 1)
+	b.requireUniqueMarkers()
+}
+
+func TestCrashBetweenPushAndMergeRequest(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.toValidation()
+	crashed := false
+	b.fake.SetErrorHook(func(method string, _ forge.IssueRef) error {
+		if method == "CreateMergeRequest" && !crashed {
+			crashed = true
+			panic("SIGKILL between the push and the merge request")
+		}
+		return nil
+	})
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
+	func() {
+		defer func() { require.NotNil(t, recover()) }()
+		b.advance()
+	}()
+	require.Equal(t, 1, b.jobsOf(phase.Development))
+
+	// A new process (a new machine on the same store and forge) takes over.
+	restarted := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, b.store, b.bots, b.exec, b.clock.Now, b.log)
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.NoError(t, restarted.Advance(context.Background(), mb))
+	mb, err = b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateInCI, mb.State)
+	require.Equal(t, 1, b.jobsOf(phase.Development), "the agent ran once")
+	require.Len(t, b.fake.MergeRequests(repo), 1, "one merge request")
+	b.requireUniqueMarkers()
+}
+
+func TestRetriedAnalysisPostsTheQuestionsItStored(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	failed := false
+	b.fake.SetErrorHook(func(method string, _ forge.IssueRef) error {
+		if method == "Comment" && !failed && len(b.exec.jobs) == 1 { // the question block, after the run
+			failed = true
+			return fmt.Errorf("gitlab: post note: HTTP 503: %w", forge.ErrUnavailable)
+		}
+		return nil
+	})
+	b.deliver(assign("alice"))
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.ErrorIs(t, b.machine.Advance(context.Background(), mb), forge.ErrUnavailable)
+	require.True(t, failed)
+
+	b.exec.results["analysis.functional"].Questions[0].Title = "A different question from a second run?"
+	mb = b.advance()
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+	require.Equal(t, 1, b.jobsOf(phase.Analysis), "the analysis ran once")
+	require.Contains(t, b.lastComment(), "Which separator?", "the stored questions, not new ones")
+	b.requireUniqueMarkers()
+}
+
+// The process dies after the analysis posted its questions and before it recorded that: the
+// answer that comes meanwhile waits for the stored outcome to be acted on, and then answers.
+func TestAnswerWaitsForTheStoredOutcomeItAnswers(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.deliver(assign("alice"))
+	crashed := false
+	b.fake.SetErrorHook(func(method string, _ forge.IssueRef) error {
+		if method == "SetAssignees" && !crashed { // the author's turn, right after the questions
+			crashed = true
+			panic("SIGKILL after the questions were posted")
+		}
+		return nil
+	})
+	func() {
+		defer func() { require.NotNil(t, recover()) }()
+		b.advance()
+	}()
+	require.Contains(t, b.lastComment(), "Which separator?", "the questions are on the forge")
+	b.deliver(comment("alice", "q1: b"))
+
+	restarted := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, b.store, b.bots, b.exec, b.clock.Now, b.log)
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.NoError(t, restarted.Advance(context.Background(), mb))
+	mb, err = b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State, "the answer was not lost")
+	require.Equal(t, "Semicolon", mb.Data.Decisions["q1"])
+	require.Equal(t, 1, b.jobsOf(phase.Analysis)-1, "one functional and one technical analysis")
+	b.requireUniqueMarkers()
+}
+
+// The process dies after posting the plan and before recording it; alice validates meanwhile.
+// Acting on the stored plan re-reads the issue's labels: that must not swallow her label.
+func TestValidationDuringARecoveredPlanIsNotSwallowed(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.deliver(assign("alice"))
+	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+	b.deliver(comment("alice", "q1: b"))
+	crashed := false
+	b.fake.SetErrorHook(func(method string, _ forge.IssueRef) error {
+		if method == "SetLabels" && !crashed && strings.Contains(b.commentsOf(b.ref), "Technical plan") {
+			crashed = true
+			panic("SIGKILL after the plan was posted")
+		}
+		return nil
+	})
+	func() {
+		defer func() { require.NotNil(t, recover()) }()
+		b.advance()
+	}()
+	labels := append(b.fake.IssueLabels(b.ref), "ai::validate_plan")
+	b.fake.SetIssueLabels(b.ref, "alice", labels...)
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true, Labels: labels})
+
+	restarted := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, b.store, b.bots, b.exec, b.clock.Now, b.log)
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.NoError(t, restarted.Advance(context.Background(), mb))
+	mb, err = b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateInCI, mb.State, "the validation was applied")
+	require.Equal(t, 1, b.jobsOf(phase.Development))
+	b.requireUniqueMarkers()
+}

@@ -1,0 +1,113 @@
+package mailbox_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+// holdRuns makes every agent run wait until the returned release is called, and starts event
+// and run workers (two of each) over b's store; they stop when the test ends.
+func (b *bundle) holdRuns(tb testing.TB) (release func()) {
+	tb.Helper()
+	hold := make(chan struct{})
+	b.exec.mu.Lock()
+	b.exec.block = hold
+	b.exec.mu.Unlock()
+	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", Count: 2, Runs: 2, Poll: 20 * time.Millisecond, LeaseTTL: time.Minute},
+		b.store, b.machine, b.log)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(ctx) })
+	var once sync.Once
+	release = func() { once.Do(func() { close(hold) }) }
+	tb.Cleanup(func() { release(); cancel(); wg.Wait() })
+	return release
+}
+
+// assignNew creates an issue assigned to the bot and delivers the assignment.
+func (b *bundle) assignNew(tb testing.TB, title string) forge.IssueRef {
+	tb.Helper()
+	n := b.fake.AddIssue(repo, forgetest.SeedIssue{Title: title, Author: "alice", Labels: []string{"type::task"}})
+	ref := forge.IssueRef{Forge: "gl", Repo: repo, Number: n}
+	b.fake.SetIssueAssignees(ref, "alice", forgetest.BotLogin)
+	_, err := b.store.Deliver(context.Background(), forge.Event{Forge: "gl", Kind: forge.KindGitLab, Type: forge.EventAssignees,
+		DeliveryID: fmt.Sprintf("assign-%s-%d", repo, n), BodyHash: fmt.Sprintf("h-%d", n), Target: ref,
+		Sender: forge.User{Login: "alice"}, AssigneesKnown: true, Assignees: []string{forgetest.BotLogin}})
+	require.NoError(tb, err)
+	return ref
+}
+
+func (b *bundle) commentsOf(ref forge.IssueRef) string {
+	var out []string
+	for _, c := range b.fake.IssueComments(ref) {
+		out = append(out, c.Body)
+	}
+	return strings.Join(out, "\n---\n")
+}
+
+func (b *bundle) runsStarted() int {
+	b.exec.mu.Lock()
+	defer b.exec.mu.Unlock()
+	return len(b.exec.jobs)
+}
+
+// signal waits for cond, polling; the bound is for a stuck test, not a measure of speed.
+func signal(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("no %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestThirdIssueReactsWhileTwoRunsHoldTheLimit(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t)
+	release := b.holdRuns(t)
+	first, second := b.assignNew(t, "First long run"), b.assignNew(t, "Second long run")
+	signal(t, "two runs started", func() bool { return b.runsStarted() == 2 })
+
+	third := b.assignNew(t, "Third issue")
+	signal(t, "acknowledgement of the third issue", func() bool {
+		return strings.Contains(b.commentsOf(third), "Thanks @alice, I am on it")
+	})
+	signal(t, "queued notice", func() bool { return strings.Contains(b.commentsOf(third), "Queued, ") })
+	require.Equal(t, 2, b.runsStarted(), "the two runs still hold the limit")
+	require.Contains(t, b.commentsOf(third), "all 2 agent run slots are busy")
+
+	release()
+	signal(t, "the third issue's run", func() bool { return b.runsStarted() >= 3 })
+	for _, ref := range []forge.IssueRef{first, second, third} {
+		signal(t, fmt.Sprintf("questions on %s", ref), func() bool { return strings.Contains(b.commentsOf(ref), "Which separator?") })
+	}
+}
+
+// BenchmarkReactionWhileRunsHoldTheLimit measures the time from a delivered assignment to its
+// acknowledgement on the forge while both run slots are held by runs that do not end.
+func BenchmarkReactionWhileRunsHoldTheLimit(bm *testing.B) {
+	b := setupPG(bm)
+	b.holdRuns(bm)
+	b.assignNew(bm, "First long run")
+	b.assignNew(bm, "Second long run")
+	signal(bm, "two runs started", func() bool { return b.runsStarted() == 2 })
+	bm.ResetTimer()
+	for i := range bm.N {
+		ref := b.assignNew(bm, fmt.Sprintf("Reaction %d", i))
+		signal(bm, "acknowledgement", func() bool {
+			return strings.Contains(b.commentsOf(ref), "Thanks @alice, I am on it")
+		})
+	}
+}

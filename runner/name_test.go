@@ -1,0 +1,44 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/runner/phase"
+)
+
+func TestInstanceNameIsUniquePerInstanceAndFitsADNSLabel(t *testing.T) {
+	t.Parallel()
+	a, b := CompileConfig{Instance: "59bac303cb2f"}, CompileConfig{Instance: "0123456789ab"}
+	base := ContainerName(1, 3, phase.Development, 1)
+	require.Equal(t, "alfred-59bac303cb2f-mbx1-r3-development-a1", a.InstanceName(base))
+	require.NotEqual(t, a.InstanceName(base), b.InstanceName(base), "two suites on one daemon do not collide")
+
+	long := ContainerName(123456789, 987654321, phase.ConflictResolution, 12)
+	got := a.InstanceName(long)
+	require.LessOrEqual(t, len(got), MaxContainerName)
+	require.True(t, strings.HasPrefix(got, "alfred-59bac303cb2f-mbx123456789-"))
+	require.Equal(t, got, a.InstanceName(long), "the same run gets the same name")
+	require.NotEqual(t, got, a.InstanceName(ContainerName(123456789, 987654321, phase.ConflictResolution, 13)))
+}
+
+func TestReapRemovesRunDirsOfMailboxesNotKept(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	e := &Executor{cc: CompileConfig{DataDir: dir, Instance: "59bac303cb2f"}}
+	other := CompileConfig{DataDir: dir, Instance: "0123456789ab"}
+	kept := e.cc.InstanceName(ContainerName(5, 1, phase.Analysis, 1))
+	left := e.cc.InstanceName(ContainerName(6, 2, phase.Development, 1))
+	foreign := other.InstanceName(ContainerName(6, 2, phase.Development, 1))
+	for _, n := range []string{kept, left, foreign} {
+		require.NoError(t, os.MkdirAll(filepath.Join(e.cc.RunDir(n), "out"), 0o755))
+	}
+	require.NoError(t, e.sweepRunDirs(func(id int64) bool { return id == 5 }))
+	require.DirExists(t, e.cc.RunDir(kept))
+	require.NoDirExists(t, e.cc.RunDir(left), "left by a process killed before its container ran")
+	require.DirExists(t, e.cc.RunDir(foreign), "another installation's")
+}
