@@ -86,7 +86,7 @@ func (a *app) doctorConfig(ctx context.Context, path string, cfg *config.Config)
 	var closers []func()
 	// The store database_url selects, opened as serve opens it (migrations applied): for the
 	// embedded SQLite store this also proves no other process holds it.
-	st, err := store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, cfg.Database.Pool(), nil)
+	st, err := store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, poolOf(cfg.Database), nil)
 	if err == nil {
 		closers = append(closers, func() { _ = st.Close() })
 	}

@@ -20,7 +20,7 @@ func (a *app) migrate(ctx context.Context, args []string) (err error) {
 	if err := ensureDir(cfg.DataDir); err != nil {
 		return fmt.Errorf("create data_dir: %w", err)
 	}
-	s, err := store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, cfg.Database.Pool(), nil)
+	s, err := store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, poolOf(cfg.Database), nil)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/metrics"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/mailbox/store"
+	"github.com/alfred-bot/alfred/mailbox/store/postgres"
 	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent"
@@ -78,7 +79,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 	if err := ensureDir(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("create data_dir: %w", err)
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, cfg.Database.Pool(), nil)
+	st, err := store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, poolOf(cfg.Database), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -359,3 +360,9 @@ func (s *server) Close() error { return s.store.Close() }
 
 // ensureDir creates the data directory if needed.
 func ensureDir(dir string) error { return os.MkdirAll(filepath.Clean(dir), 0o750) }
+
+// poolOf returns the database settings as the PostgreSQL store's pool sizes.
+func poolOf(d config.Database) postgres.Pool {
+	return postgres.Pool{MaxOpen: d.MaxOpenConns, MaxIdle: d.MaxIdleConns, Lifetime: d.ConnMaxLifetime,
+		IdleTime: d.ConnMaxIdleTime}
+}

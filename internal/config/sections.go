@@ -2,8 +2,6 @@ package config
 
 import (
 	"time"
-
-	"github.com/alfred-bot/alfred/mailbox/store/postgres"
 )
 
 // Workers tunes the mailbox workers.
@@ -63,12 +61,6 @@ type Database struct {
 	ConnMaxLifetime time.Duration `yaml:"conn_max_lifetime" env:"CONN_MAX_LIFETIME"`
 	// ConnMaxIdleTime closes a connection idle this long (default 5m).
 	ConnMaxIdleTime time.Duration `yaml:"conn_max_idle_time" env:"CONN_MAX_IDLE_TIME"`
-}
-
-// Pool returns the settings as the PostgreSQL store's pool sizes.
-func (d Database) Pool() postgres.Pool {
-	return postgres.Pool{MaxOpen: d.MaxOpenConns, MaxIdle: d.MaxIdleConns, Lifetime: d.ConnMaxLifetime,
-		IdleTime: d.ConnMaxIdleTime}
 }
 
 // Admin configures the operator's endpoints: the status endpoints (GET /mailboxes/{id}/session…),
