@@ -69,7 +69,8 @@ type PostGuard struct {
 // GuardPosts wraps f so that every text Alfred sends through it (comments, edits, issue and
 // merge request descriptions and titles) passes the censor, mentions no bot and stays within
 // the limits, and a post the forge refuses with a 4xx returns an error wrapping ErrPostRefused.
-// The other methods are f's.
+// When f has the review calls (forge.Reviews), so does the result: replies and reviews are
+// cleaned the same way. The other methods are f's.
 //
 // A comment over MaxCommentBytes is split at rune (and, where one is near, line) boundaries into
 // parts. The first part keeps the comment's own marker and is the comment the mailbox records;
@@ -89,7 +90,11 @@ func GuardPosts(f forge.Forge, g PostGuard) forge.Forge {
 	limits := g.Limits.WithDefaults(f.Kind())
 	limits.MaxCommentBytes = max(limits.MaxCommentBytes, minPostBytes)
 	limits.MaxDescriptionBytes = max(limits.MaxDescriptionBytes, minPostBytes)
-	return &guardedForge{Forge: f, limits: limits, clean: func(s string) string { return quoteBotMentions(censor(s), isBot) }}
+	gf := &guardedForge{Forge: f, limits: limits, clean: func(s string) string { return quoteBotMentions(censor(s), isBot) }}
+	if rv, ok := f.(forge.Reviews); ok {
+		return &guardedReviews{guardedForge: gf, rv: rv}
+	}
+	return gf
 }
 
 type guardedForge struct {
@@ -345,4 +350,39 @@ func cutRunes(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n])
+}
+
+// guardedReviews is a guarded forge whose client also has the review calls (forge.Reviews):
+// reads pass through, and every text posted (a reply, a review and its inline comments) is
+// cleaned as comments are, so a review is censored and mentions no bot either.
+type guardedReviews struct {
+	*guardedForge
+	rv forge.Reviews
+}
+
+// ReviewComments implements forge.Reviews.
+func (g *guardedReviews) ReviewComments(ctx context.Context, repo string, number int64) ([]forge.ReviewComment, error) {
+	return g.rv.ReviewComments(ctx, repo, number)
+}
+
+// Reply implements forge.Reviews with the body cleaned.
+func (g *guardedReviews) Reply(ctx context.Context, repo string, number int64, to forge.ReviewComment, body string) (int64, error) {
+	return g.rv.Reply(ctx, repo, number, to, g.clean(body))
+}
+
+// ResolveThread implements forge.Reviews.
+func (g *guardedReviews) ResolveThread(ctx context.Context, repo string, number int64, thread string) error {
+	return g.rv.ResolveThread(ctx, repo, number, thread)
+}
+
+// PostReview implements forge.Reviews with the summary and every inline comment cleaned.
+func (g *guardedReviews) PostReview(ctx context.Context, repo string, number int64, r forge.NewReview) (int64, error) {
+	r.Body = g.clean(r.Body)
+	comments := make([]forge.NewReviewComment, len(r.Comments))
+	for i, c := range r.Comments {
+		c.Body = g.clean(c.Body)
+		comments[i] = c
+	}
+	r.Comments = comments
+	return g.rv.PostReview(ctx, repo, number, r)
 }

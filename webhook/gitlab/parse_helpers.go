@@ -239,3 +239,9 @@ func hookListChange(ev *forge.Event, prevLabels, curLabels, prevAssignees, curAs
 	}
 	return true
 }
+
+// hookKindAlias reports whether a body of object_kind body is one GitLab sends under a header
+// that implies kind: work items arrive as Issue Hooks.
+func hookKindAlias(kind, body string) bool {
+	return kind == "issue" && body == "work_item"
+}

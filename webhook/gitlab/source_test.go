@@ -155,7 +155,7 @@ func TestSourceParse(t *testing.T) {
 		},
 		{
 			name: "unknown kind", header: "Wiki Page Hook",
-			body: []byte(`{"object_kind":"wiki_page"}`), ignore: `"wiki_page" events are not used`,
+			body: []byte(`{"object_kind":"wiki_page"}`), ignore: `Wiki Page Hook events are not used`,
 		},
 		{
 			name: "note update (GitLab 16.11+ action)", header: "Note Hook",
