@@ -96,7 +96,16 @@ func (v settingsView) Projects() []string {
 // newMetrics builds the registry; gauges reads the store at scrape time (nil: none).
 func newMetrics(gauges func(context.Context) (metrics.Gauges, error)) *metrics.Metrics {
 	return metrics.New(metrics.Config{Gauges: gauges,
-		ReconciliationFindings: []string{"missed_event", "label_drift", "orphan_container"}})
+		ReconciliationFindings: []string{"missed_event", "new_assignment", "unattributed"}})
+}
+
+// reconcilePass records a reconciliation pass in the metrics: the events it derived, the new
+// assignments it found and the changes it could not attribute.
+func reconcilePass(m *metrics.Metrics) func(mailbox.PassStats) {
+	return func(st mailbox.PassStats) {
+		m.ReconciliationPass(map[string]int{"missed_event": st.Events, "new_assignment": st.NewAssignments,
+			"unattributed": st.Unattributed}, st.Err)
+	}
 }
 
 // scopedSettings is what the machine needs of a project's effective settings. A phase binding

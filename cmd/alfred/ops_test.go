@@ -150,8 +150,8 @@ phases:
 		`alfred_llm_cost_usd_total\{adapter="claude"\} 0\.000[1-9]`,
 		`alfred_forge_api_requests_total\{forge="forgejo",operation="POST /api/v1/repos/\{owner\}/\{repo\}/issues/\{n\}/comments",status="201"\} [1-9]`,
 		`alfred_forge_api_request_duration_seconds_count\{forge="forgejo",operation="GET /api/v1/repos/\{owner\}/\{repo\}/issues/\{n\}"\} [1-9]`,
-		`alfred_reconciliation_passes_total\{result="ok"\} 0`,
-		`alfred_reconciliation_findings_total\{kind="missed_event"\} 0`,
+		`alfred_reconciliation_passes_total\{result="ok"\} [1-9]`,
+		`alfred_reconciliation_findings_total\{kind="missed_event"\} [0-9]+`,
 	} {
 		require.Regexp(t, re, metricsText)
 	}

@@ -115,7 +115,8 @@ func (s *server) wire(ctx context.Context) error {
 	}, s.store, forges.bots, s.metrics.InstrumentJobs(s.service), nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
 		Poll: cfg.Workers.PollInterval, Runs: cfg.Workers.Runs, RunsPerProject: cfg.Workers.RunsPerProject}, s.store, machine, s.log)
-	s.recon = mailbox.NewReconciler(mailbox.ReconcilerConfig{Interval: cfg.Workers.ReconcileInterval, Batch: cfg.Workers.ReconcileBatch},
+	s.recon = mailbox.NewReconciler(mailbox.ReconcilerConfig{Interval: cfg.Workers.ReconcileInterval, Batch: cfg.Workers.ReconcileBatch,
+		OnPass: reconcilePass(s.metrics)},
 		s.store, mailbox.WakingInbox{Inbox: s.store, Workers: s.workers}, forges.bots, nil, s.log)
 	s.handler, err = s.buildHandler(forges.sources)
 	return err
