@@ -223,7 +223,7 @@ func parseHook(ev forge.Event, body []byte, fine bool) (forge.Event, error) {
 	}
 	var p hookBody
 	// A value of the wrong type is skipped and the rest decoded; only broken JSON fails.
-	if err := json.Unmarshal(body, &p); err != nil && !hookIsTypeError(err) {
+	if err := decodeHook(body, &p); err != nil && !hookIsTypeError(err) {
 		return ev, fmt.Errorf("%w: decoding %s body: %v", forge.ErrBadPayload, ev.Header, err)
 	}
 	ev.Action = p.Action
