@@ -55,14 +55,29 @@ func (s *Store) Deliver(ctx context.Context, ev forge.Event) (duplicate bool, er
 	if err != nil || duplicate {
 		return duplicate, err
 	}
-	var others int
-	if err := s.db.GetContext(ctx, &others, sqlSameDeliveryOtherBody, ev.Forge, ev.DeliveryID, ev.BodyHash); err != nil {
+	if err := s.warnOtherBodies(ctx, ev); err != nil {
 		s.log.Warn("could not look for the delivery id's other bodies", "forge", ev.Forge, "delivery_id", ev.DeliveryID, "err", err)
-	} else if others > 0 {
+	}
+	return false, nil
+}
+
+// warnOtherBodies logs when events of ev's delivery id are stored with another body. Its
+// query runs on every stored delivery, so it is prepared once (one round trip instead of a
+// parse and an execution).
+func (s *Store) warnOtherBodies(ctx context.Context, ev forge.Event) error {
+	args := []any{ev.Forge, ev.DeliveryID, ev.BodyHash}
+	var others int
+	var err error
+	if stmt := s.prepared(ctx, sqlSameDeliveryOtherBody); stmt != nil {
+		err = stmt.QueryRowContext(ctx, args...).Scan(&others)
+	} else {
+		err = s.db.GetContext(ctx, &others, sqlSameDeliveryOtherBody, args...)
+	}
+	if err == nil && others > 0 {
 		s.log.Warn("a delivery id came again with another body; both are kept", "forge", ev.Forge,
 			"delivery_id", ev.DeliveryID, "event", ev.Type, "repo", ev.Target.Repo, "issue", ev.Target.Number)
 	}
-	return false, nil
+	return err
 }
 
 // deliver stores ev (Deliver), filling its body hash and receive time when unset.
