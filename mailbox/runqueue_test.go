@@ -61,16 +61,10 @@ func (b *bundle) runsStarted() int {
 	return len(b.exec.jobs)
 }
 
-// signal waits for cond, polling; the bound is for a stuck test, not a measure of speed.
+// signal waits for cond; the bound is for a stuck test, not a measure of speed.
 func signal(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("no %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	require.Eventually(tb, cond, 2*time.Minute, 5*time.Millisecond, "no %s", what)
 }
 
 func TestThirdIssueReactsWhileTwoRunsHoldTheLimit(t *testing.T) {
