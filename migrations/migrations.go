@@ -13,12 +13,17 @@
 //
 // Migrations are never edited once applied: a change is a new numbered file on both sides.
 // Concurrent PostgreSQL replicas are serialised by a session advisory lock (goose's
-// lock.NewPostgresSessionLocker); a SQLite database has a single process (its store holds an
+// lock.NewPostgresSessionLocker), one per schema: its id is derived from the schema the pool
+// writes to (current_schema()), so instances of Alfred in separate schemas of one database
+// migrate at once while replicas of one instance take turns, the one waiting polling every
+// second for up to five minutes. A SQLite database has a single process (its store holds an
 // exclusive lock file), so it needs none.
 package migrations
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"database/sql"
 	"embed"
 	"fmt"
@@ -57,7 +62,7 @@ func Files(d Dialect) (fs.FS, error) {
 // PostgreSQL it is safe to call from several processes at once. It returns the first failing
 // migration's error, wrapped.
 func Apply(ctx context.Context, db *sql.DB, d Dialect) error {
-	p, err := provider(db, d)
+	p, err := provider(ctx, db, d)
 	if err != nil {
 		return err
 	}
@@ -69,14 +74,14 @@ func Apply(ctx context.Context, db *sql.DB, d Dialect) error {
 
 // Version returns the current schema version of db (0 for an empty database).
 func Version(ctx context.Context, db *sql.DB, d Dialect) (int64, error) {
-	p, err := provider(db, d)
+	p, err := provider(ctx, db, d)
 	if err != nil {
 		return 0, err
 	}
 	return p.GetDBVersion(ctx)
 }
 
-func provider(db *sql.DB, d Dialect) (*goose.Provider, error) {
+func provider(ctx context.Context, db *sql.DB, d Dialect) (*goose.Provider, error) {
 	fsys, err := Files(d)
 	if err != nil {
 		return nil, err
@@ -84,7 +89,11 @@ func provider(db *sql.DB, d Dialect) (*goose.Provider, error) {
 	opts := []goose.ProviderOption{goose.WithTableName("alfred_schema_version")}
 	dialect := goose.DialectSQLite3
 	if d == Postgres {
-		locker, err := lock.NewPostgresSessionLocker()
+		var schema string
+		if err := db.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+			return nil, fmt.Errorf("read the schema to migrate: %w", err)
+		}
+		locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(schemaLockID(schema)), lock.WithLockTimeout(1, 300))
 		if err != nil {
 			return nil, fmt.Errorf("create migration lock: %w", err)
 		}
@@ -96,4 +105,11 @@ func provider(db *sql.DB, d Dialect) (*goose.Provider, error) {
 		return nil, fmt.Errorf("load %s migrations: %w", d, err)
 	}
 	return p, nil
+}
+
+// schemaLockID is the advisory lock id of the migrations of schema: the first 8 bytes of the
+// SHA-256 of "alfred-migrations:" and the schema's name.
+func schemaLockID(schema string) int64 {
+	sum := sha256.Sum256([]byte("alfred-migrations:" + schema))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
 }

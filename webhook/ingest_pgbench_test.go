@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -14,7 +12,6 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,27 +78,18 @@ func benchIngestVsPgbench(b *testing.B, clients int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
-	var seq atomic.Int64
-	send := func(n int64) (time.Duration, error) {
+	// The deliveries are built and signed before each round and sent by a lean load generator
+	// (wire.go), so that a round measures the receiver rather than the senders.
+	wire := func(n int64) []byte {
 		body := bytes.Replace(tmpl, []byte(`"body": "Date, amount, category."`),
 			fmt.Appendf(nil, `"body": "delivery %d"`, n), 1)
 		body = bytes.Replace(body, []byte(`"number": 1,`), fmt.Appendf(nil, `"number": %d,`, 1+n%50), 1)
-		req := forgetest.NewForgejoRequest(srv.URL+"/webhooks/forgejo", "issue_comment",
-			fmt.Sprintf("bench-%d", n), "bench-secret", body)
-		t0 := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		_, _ = io.Copy(io.Discard, resp.Body) // read to the end, so the connection is reused
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusAccepted {
-			return 0, fmt.Errorf("status %d", resp.StatusCode)
-		}
-		return time.Since(t0), nil
+		return wireRequest(b, forgetest.NewForgejoRequest(srv.URL+"/webhooks/forgejo", "issue_comment",
+			fmt.Sprintf("bench-%d", n), "bench-secret", body))
 	}
-	if _, err := send(0); err != nil { // the row pgbench copies
+	addr := srv.Listener.Addr().String()
+	var seq atomic.Int64
+	if _, err := sendRound(addr, 1, [][]byte{wire(0)}); err != nil { // the row pgbench copies
 		b.Fatal(err)
 	}
 	table, err := pgbenchSetup(db)
@@ -114,20 +102,37 @@ func benchIngestVsPgbench(b *testing.B, clients int) {
 	const rounds = 3
 	var lat []time.Duration
 	var rates, tpss, ratios []float64
+	var ingestCPU, pgbenchCPU cpuPer
 	b.ResetTimer()
 	for r := range rounds {
 		n := b.N / rounds
 		if r == rounds-1 {
 			n = b.N - (rounds-1)*(b.N/rounds)
 		}
-		got, elapsed := ingestRound(b, clients, n, func() (time.Duration, error) { return send(seq.Add(1)) })
-		lat = append(lat, got...)
 		b.StopTimer()
-		tps, err := pgbenchInserts(b, table, clients, max(elapsed, time.Second))
+		reqs := make([][]byte, n)
+		for i := range reqs {
+			reqs[i] = wire(seq.Add(1))
+		}
+		b.StartTimer()
+		cpu0 := readCPU()
+		start := time.Now()
+		got, err := sendRound(addr, clients, reqs)
+		elapsed := time.Since(start)
+		cpu1 := readCPU()
 		if err != nil {
 			b.Fatal(err)
 		}
+		lat = append(lat, got...)
+		b.StopTimer()
+		tps, inserts, err := pgbenchInserts(b, table, clients, max(elapsed, time.Second))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu2 := readCPU()
 		b.StartTimer()
+		ingestCPU.add(cpu1.sub(cpu0), len(got))
+		pgbenchCPU.add(cpu2.sub(cpu1), inserts)
 		rate := float64(len(got)) / elapsed.Seconds()
 		rates, tpss, ratios = append(rates, rate), append(tpss, tps), append(ratios, rate/tps)
 	}
@@ -141,37 +146,11 @@ func benchIngestVsPgbench(b *testing.B, clients int) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(median(tpss), "pgbench-tps")
 	b.ReportMetric(median(ratios), "ratio")
-}
-
-// ingestRound sends n deliveries with clients concurrent senders and returns the
-// acknowledgement latencies and the round's duration.
-func ingestRound(b *testing.B, clients, n int, send func() (time.Duration, error)) ([]time.Duration, time.Duration) {
-	var mu sync.Mutex
-	lat := make([]time.Duration, 0, n)
-	var left atomic.Int64
-	left.Store(int64(n))
-	start := time.Now()
-	var wg sync.WaitGroup
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var local []time.Duration
-			for left.Add(-1) >= 0 {
-				d, err := send()
-				if err != nil {
-					b.Error(err)
-					break
-				}
-				local = append(local, d)
-			}
-			mu.Lock()
-			lat = append(lat, local...)
-			mu.Unlock()
-		}()
+	ingestCPU.report(b, "delivery")
+	pgbenchCPU.report(b, "pgbench-insert")
+	if st := store.InsertStats(); st.Statements > 0 {
+		b.ReportMetric(float64(st.Deliveries)/float64(st.Statements), "deliveries/insert")
 	}
-	wg.Wait()
-	return lat, time.Since(start)
 }
 
 func median(xs []float64) float64 {
@@ -210,12 +189,12 @@ func pgbenchSetup(db *sqlx.DB) (script string, err error) {
 }
 
 // pgbenchInserts runs the pgbench script with clients clients for d (whole seconds, rounded
-// up) and returns its TPS without the initial connection time.
-func pgbenchInserts(b *testing.B, script string, clients int, d time.Duration) (float64, error) {
+// up) and returns its TPS without the initial connection time and the number of inserts.
+func pgbenchInserts(b *testing.B, script string, clients int, d time.Duration) (tps float64, inserts int, err error) {
 	b.Cleanup(func() { _ = os.Remove(script) })
 	u, err := url.Parse(os.Getenv("ALFRED_TEST_DATABASE_URL"))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	q := u.Query()
 	q.Del("search_path") // lib/pq keys libpq does not know
@@ -226,11 +205,56 @@ func pgbenchInserts(b *testing.B, script string, clients int, d time.Duration) (
 		"-T", strconv.Itoa(secs), "-f", script, u.String())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("pgbench: %w: %s", err, out)
+		return 0, 0, fmt.Errorf("pgbench: %w: %s", err, out)
 	}
 	m := regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`).FindSubmatch(out)
-	if m == nil {
-		return 0, fmt.Errorf("pgbench: no tps in %s", out)
+	c := regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`).FindSubmatch(out)
+	if m == nil || c == nil {
+		return 0, 0, fmt.Errorf("pgbench: no tps in %s", out)
 	}
-	return strconv.ParseFloat(string(m[1]), 64)
+	if tps, err = strconv.ParseFloat(string(m[1]), 64); err != nil {
+		return 0, 0, err
+	}
+	inserts, err = strconv.Atoi(string(c[1]))
+	return tps, inserts, err
+}
+
+// cpuReading is the CPU used so far by this process (with its ended children: pgbench) and by
+// PostgreSQL; ok is false where /proc cannot be read.
+type cpuReading struct {
+	self, postgres time.Duration
+	ok             bool
+}
+
+func readCPU() cpuReading {
+	self, pg, ok := processCPU()
+	return cpuReading{self: self, postgres: pg, ok: ok}
+}
+
+func (c cpuReading) sub(o cpuReading) cpuReading {
+	return cpuReading{self: c.self - o.self, postgres: c.postgres - o.postgres, ok: c.ok && o.ok}
+}
+
+// cpuPer sums CPU readings over rounds and the units of work they did.
+type cpuPer struct {
+	cpu   cpuReading
+	units int
+	bad   bool
+}
+
+func (c *cpuPer) add(r cpuReading, units int) {
+	c.bad = c.bad || !r.ok
+	c.cpu.self += r.self
+	c.cpu.postgres += r.postgres
+	c.units += units
+}
+
+// report adds the CPU per unit, in µs, of the client and server side (for ingest: the
+// receiver and its senders; for pgbench: pgbench) and of PostgreSQL.
+func (c *cpuPer) report(b *testing.B, unit string) {
+	if c.bad || c.units == 0 {
+		return
+	}
+	b.ReportMetric(float64(c.cpu.self.Microseconds())/float64(c.units), "go-µs/"+unit)
+	b.ReportMetric(float64(c.cpu.postgres.Microseconds())/float64(c.units), "pg-µs/"+unit)
 }

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/lib/pq"
 
@@ -21,6 +23,7 @@ var Dialect = sqlstore.Dialect{
 	LeaseLock:      "FOR UPDATE OF m SKIP LOCKED",
 	WakeBound:      "(SELECT $3::timestamptz)",
 	DeliverToIssue: sqlDeliverToIssue,
+	InsertEvents:   insertEvents,
 	BadValue: func(err error) bool {
 		var e *pq.Error
 		if !errors.As(err, &e) {
@@ -52,3 +55,34 @@ WITH existing AS (
 INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)
 SELECT id, $1, $5, $6, $7, $8, $9 FROM (SELECT id FROM existing UNION ALL SELECT id FROM created) mb
 ON CONFLICT DO NOTHING`
+
+// insertEvents is sqlstore.Dialect.InsertEvents: one multi-row insert (its parameters are
+// typed by the columns they go into, so no array is built or parsed), returning the inserted
+// events, each with whether its delivery id was stored before with another body. The look-up
+// reads the statement's snapshot, taken before the insert, through the (forge, delivery_id,
+// body_hash) unique index.
+func insertEvents(rows int) string {
+	var b strings.Builder
+	b.WriteString("WITH inserted AS (\n\tINSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)\n\tVALUES ")
+	for r := range rows {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for c := range 7 {
+			if c > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "$%d", r*7+c+1)
+		}
+		b.WriteByte(')')
+	}
+	b.WriteString(`
+	ON CONFLICT DO NOTHING
+	RETURNING forge, delivery_id, body_hash
+)
+SELECT forge, delivery_id, body_hash, EXISTS (
+	SELECT 1 FROM events e WHERE e.forge = i.forge AND e.delivery_id = i.delivery_id AND e.body_hash <> i.body_hash
+) AS others FROM inserted i`)
+	return b.String()
+}

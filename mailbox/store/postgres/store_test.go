@@ -3,7 +3,9 @@ package postgres_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/mailbox/store/sqlstore/sqlstoretest"
 	"github.com/alfred-bot/alfred/mailbox/storetest"
+	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 func TestConformance(t *testing.T) {
@@ -57,4 +60,65 @@ func TestSameDeliveryIDWithAnotherBodyIsKeptAndLogged(t *testing.T) {
 	}
 	require.Contains(t, logs.String(), "a delivery id came again with another body; both are kept")
 	require.Contains(t, logs.String(), "delivery_id=d1")
+}
+
+// Deliveries that arrive while the flushers are busy are inserted together, and each still
+// gets its own answer: a value the database refuses fails its group, which is then inserted
+// one delivery at a time, so only that delivery is refused; a retry in the same group is a
+// duplicate; a delivery id stored before with another body is logged.
+func TestGroupedInsertsAnswerEachDelivery(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.New(t)
+	var logs bytes.Buffer
+	s := postgres.New(db, nil).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	ctx := context.Background()
+	for _, ev := range []forge.Event{storetest.Event(1, "first", "first"), storetest.Event(1, "twin", "body-1")} {
+		_, err := s.Deliver(ctx, ev)
+		require.NoError(t, err)
+	}
+	base := s.InsertStats()
+
+	// Hold the inserts: every delivery below waits for a flusher or in a flusher's statement.
+	lock, err := db.BeginTxx(ctx, nil)
+	require.NoError(t, err)
+	_, err = lock.ExecContext(ctx, `LOCK TABLE events IN SHARE ROW EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	var burst []forge.Event
+	for i := range 16 {
+		burst = append(burst, storetest.Event(1, fmt.Sprintf("d%d", i), fmt.Sprintf("h%d", i)))
+	}
+	retried := storetest.Event(1, "retried", "retried")
+	burst = append(burst, retried, retried, storetest.Event(1, "twin", "body-2"), storetest.Event(1, "bad\x00id", "bad"))
+	answers := make([]error, len(burst))
+	dups := make([]bool, len(burst))
+	var wg sync.WaitGroup
+	for i, ev := range burst {
+		wg.Add(1)
+		go func() { defer wg.Done(); dups[i], answers[i] = s.Deliver(ctx, ev) }()
+	}
+	require.Eventually(t, func() bool {
+		st := s.InsertStats()
+		return st.Waiting+st.Deliveries-base.Deliveries == int64(len(burst)) && st.Waiting > 2
+	}, 30*time.Second, time.Millisecond, "every delivery waits for a flusher or in a held statement")
+	require.NoError(t, lock.Rollback())
+	wg.Wait()
+
+	st := s.InsertStats()
+	require.Greater(t, st.Deliveries-base.Deliveries, st.Statements-base.Statements, "some statement carried several deliveries")
+	fresh := 0
+	for i, ev := range burst {
+		if ev.DeliveryID == "bad\x00id" {
+			require.ErrorIs(t, answers[i], forge.ErrBadPayload)
+			continue
+		}
+		require.NoError(t, answers[i], ev.DeliveryID)
+		if !dups[i] {
+			fresh++
+		}
+	}
+	require.Equal(t, 16+1+1, fresh, "the retry is a duplicate, every other delivery is new")
+	var stored int
+	require.NoError(t, db.GetContext(ctx, &stored, `SELECT count(*) FROM events`))
+	require.Equal(t, 2+fresh, stored)
+	require.Contains(t, logs.String(), "delivery_id=twin")
 }

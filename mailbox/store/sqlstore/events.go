@@ -51,20 +51,26 @@ const sqlSameDeliveryOtherBody = `SELECT count(*) FROM events WHERE forge = $1 A
 // value the engine refuses (invalid text, an identifier over an index's size) returns an error
 // wrapping forge.ErrBadPayload.
 func (s *Store) Deliver(ctx context.Context, ev forge.Event) (duplicate bool, err error) {
-	duplicate, err = s.deliver(ctx, &ev)
-	if err != nil || duplicate {
-		return duplicate, err
+	res := s.deliver(ctx, &ev)
+	if res.err != nil || res.duplicate {
+		return res.duplicate, res.err
 	}
-	if err := s.warnOtherBodies(ctx, ev); err != nil {
-		s.log.Warn("could not look for the delivery id's other bodies", "forge", ev.Forge, "delivery_id", ev.DeliveryID, "err", err)
+	if !res.checked {
+		if res.others, err = s.otherBodies(ctx, ev); err != nil {
+			s.log.Warn("could not look for the delivery id's other bodies", "forge", ev.Forge, "delivery_id", ev.DeliveryID, "err", err)
+		}
+	}
+	if res.others {
+		s.log.Warn("a delivery id came again with another body; both are kept", "forge", ev.Forge,
+			"delivery_id", ev.DeliveryID, "event", ev.Type, "repo", ev.Target.Repo, "issue", ev.Target.Number)
 	}
 	return false, nil
 }
 
-// warnOtherBodies logs when events of ev's delivery id are stored with another body. Its
-// query runs on every stored delivery, so it is prepared once (one round trip instead of a
-// parse and an execution).
-func (s *Store) warnOtherBodies(ctx context.Context, ev forge.Event) error {
+// otherBodies reports whether events of ev's delivery id are stored with another body, for
+// the deliveries not inserted by Dialect.InsertEvents (which looks in the same statement). Its
+// query is prepared once (one round trip instead of a parse and an execution).
+func (s *Store) otherBodies(ctx context.Context, ev forge.Event) (bool, error) {
 	args := []any{ev.Forge, ev.DeliveryID, ev.BodyHash}
 	var others int
 	var err error
@@ -73,15 +79,11 @@ func (s *Store) warnOtherBodies(ctx context.Context, ev forge.Event) error {
 	} else {
 		err = s.db.GetContext(ctx, &others, sqlSameDeliveryOtherBody, args...)
 	}
-	if err == nil && others > 0 {
-		s.log.Warn("a delivery id came again with another body; both are kept", "forge", ev.Forge,
-			"delivery_id", ev.DeliveryID, "event", ev.Type, "repo", ev.Target.Repo, "issue", ev.Target.Number)
-	}
-	return err
+	return others > 0, err
 }
 
 // deliver stores ev (Deliver), filling its body hash and receive time when unset.
-func (s *Store) deliver(ctx context.Context, evp *forge.Event) (duplicate bool, err error) {
+func (s *Store) deliver(ctx context.Context, evp *forge.Event) insertRes {
 	ev := *evp
 	defer func() { *evp = ev }()
 	if ev.BodyHash == "" {
@@ -94,17 +96,17 @@ func (s *Store) deliver(ctx context.Context, evp *forge.Event) (duplicate bool, 
 	}
 	payload, err := encodeEvent(ev)
 	if err != nil {
-		return false, fmt.Errorf("encode event: %w", err)
+		return insertRes{err: fmt.Errorf("encode event: %w", err)}
 	}
 	t := ev.Target
 	if t.MergeRequest || ev.Type == forge.EventPipeline {
 		branch, sha := mailbox.EventBranch(ev)
 		var id int64
 		if err := s.db.GetContext(ctx, &id, sqlFindBotMailbox, t.Forge, t.Repo, t.Number, branch, sha); err != nil {
-			return false, s.storeError("find mailbox", err)
+			return insertRes{err: s.storeError("find mailbox", err)}
 		}
 		if id == 0 && t.Number == 0 {
-			return false, mailbox.ErrNoMailboxForPipeline(ev)
+			return insertRes{err: mailbox.ErrNoMailboxForPipeline(ev)}
 		}
 		if id != 0 {
 			return s.insertEvent(ctx, id, ev, payload)
@@ -114,9 +116,9 @@ func (s *Store) deliver(ctx context.Context, evp *forge.Event) (duplicate bool, 
 	// insert fail on the foreign key (23503); it is forgotten and looked up again.
 	key := mailboxKey{forge: t.Forge, repo: t.Repo, number: t.Number, mergeRequest: t.MergeRequest}
 	if id, ok := s.ids.get(key); ok {
-		dup, err := s.insertEvent(ctx, id, ev, payload)
-		if !s.isForeignKeyViolation(err) {
-			return dup, err
+		res := s.insertEvent(ctx, id, ev, payload)
+		if !s.isForeignKeyViolation(res.err) {
+			return res
 		}
 		s.ids.forget(key)
 	}
@@ -129,21 +131,21 @@ func (s *Store) deliver(ctx context.Context, evp *forge.Event) (duplicate bool, 
 		res, err := s.db.ExecContext(ctx, s.dialect.DeliverToIssue, t.Forge, t.Repo, t.Number, t.MergeRequest,
 			ev.DeliveryID, ev.BodyHash, string(ev.Type), payload, ev.ReceivedAt, s.now())
 		if err != nil {
-			return false, s.storeError("insert event", err)
+			return insertRes{err: s.storeError("insert event", err)}
 		}
 		if n, _ := res.RowsAffected(); n == 1 {
 			s.rememberMailbox(ctx, key)
-			return false, nil
+			return insertRes{}
 		}
 		var stored bool
 		if err := s.db.GetContext(ctx, &stored, sqlEventStored, ev.Forge, ev.DeliveryID, ev.BodyHash); err != nil {
-			return false, s.storeError("check duplicate", err)
+			return insertRes{err: s.storeError("check duplicate", err)}
 		}
 		if stored {
-			return true, nil
+			return insertRes{duplicate: true}
 		}
 	}
-	return false, fmt.Errorf("insert event: mailbox %s neither found nor created", t)
+	return insertRes{err: fmt.Errorf("insert event: mailbox %s neither found nor created", t)}
 }
 
 const sqlPendingEvents = `
@@ -181,13 +183,13 @@ func (s *Store) markProcessed(ctx context.Context, q querier, eventID int64, out
 
 // deliverToNewMailbox stores an event of a mailbox this process has not stored into yet, with
 // portable statements: create the mailbox unless it exists, read its id, insert the event.
-func (s *Store) deliverToNewMailbox(ctx context.Context, key mailboxKey, ev forge.Event, payload string) (bool, error) {
+func (s *Store) deliverToNewMailbox(ctx context.Context, key mailboxKey, ev forge.Event, payload string) insertRes {
 	if _, err := s.db.ExecContext(ctx, sqlCreateMailbox, key.forge, key.repo, key.number, key.mergeRequest, s.now()); err != nil {
-		return false, s.storeError("create mailbox", err)
+		return insertRes{err: s.storeError("create mailbox", err)}
 	}
 	var id int64
 	if err := s.db.GetContext(ctx, &id, sqlMailboxID, key.forge, key.repo, key.number, key.mergeRequest); err != nil {
-		return false, s.storeError("find mailbox", err)
+		return insertRes{err: s.storeError("find mailbox", err)}
 	}
 	s.ids.put(key, id)
 	return s.insertEvent(ctx, id, ev, payload)

@@ -64,6 +64,13 @@ type Dialect struct {
 	// value: given $3 itself it would plan every call anew for the value (probing the index for
 	// the column's range) instead of keeping the prepared statement's one generic plan.
 	WakeBound string
+	// InsertEvents, when set, returns one statement that inserts rows events into known
+	// mailboxes, given as seven parameters per event ($1…$7 for the first: mailbox_id, forge,
+	// delivery_id, body_hash, event_type, payload, received_at), skipping those stored
+	// before, and returns a row (forge, delivery_id, body_hash, others) per inserted event,
+	// others telling whether its delivery id was stored before with another body. Concurrent
+	// deliveries then share a statement and a commit (batch.go); nil inserts each event alone.
+	InsertEvents func(rows int) string
 	// DeliverToIssue, when set, is one statement that finds or creates an issue's mailbox and
 	// inserts the event into it (arguments: forge, repo, number, merge_request, delivery_id,
 	// body_hash, event_type, payload, received_at, now), for the first delivery of a mailbox
@@ -87,6 +94,8 @@ type Store struct {
 	ids *mailboxIDs
 	// insertStmt is sqlInsertEvent, prepared on first use.
 	insertStmt onceStmt
+	// batch groups concurrent event inserts when the dialect has InsertEvents (batch.go).
+	batch *inserter
 	// stmts holds the lease claims prepared by leaseBy, by query text.
 	stmts sync.Map
 	// log receives what the store notices on the way (a delivery id that came again with
@@ -101,7 +110,7 @@ func New(db DB, d Dialect, now func() time.Time) *Store {
 		now = time.Now
 	}
 	return &Store{db: db, dialect: d, now: now, ids: newMailboxIDs(maxCachedMailboxIDs),
-		log: slog.New(slog.DiscardHandler)}
+		batch: newInserter(), log: slog.New(slog.DiscardHandler)}
 }
 
 // WithLogger makes the store log what it notices on the way (a delivery id that came again
@@ -128,8 +137,12 @@ func (s *Store) Dialect() Dialect { return s.dialect }
 // Ping reports whether the database answers; used by GET /readyz.
 func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 
-// Close closes the pool (and, on SQLite, releases the process lock).
-func (s *Store) Close() error { return s.db.Close() }
+// Close stops the flushers of grouped inserts (a delivery in flight gets an error) and closes
+// the pool (and, on SQLite, releases the process lock).
+func (s *Store) Close() error {
+	s.batch.close()
+	return s.db.Close()
+}
 
 // withTx runs fn in a transaction, committed when fn returns nil and rolled back otherwise.
 func (s *Store) withTx(ctx context.Context, fn func(q querier) error) error {

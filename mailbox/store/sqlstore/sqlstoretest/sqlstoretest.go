@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"TimesKeepTheirInstant":         timesKeepTheirInstant,
 		"RetentionPurgesAndKeeps":       retention,
 		"WebReader":                     webReader,
+		"ConcurrentDeliveries":          concurrentDeliveries,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,268 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// Group insertion of events (spec/edge.md, "Storing a delivery"): concurrent deliveries into
+// mailboxes whose ids are known are inserted together, one statement and one commit for all of
+// them (Dialect.InsertEvents), by a few flushers that each take what is waiting when they are
+// free. A lone delivery is a batch of one and waits for nobody; under load the batches grow with
+// the number of deliveries in flight, so the database does less work per delivery as
+// concurrency rises. Every delivery is still acknowledged only after its row is committed.
+const (
+	// insertFlushers is the number of batch statements in flight at once: enough to keep both
+	// the database and the receiver busy, few enough that a burst makes batches.
+	insertFlushers = 2
+	// maxInsertBatch bounds the deliveries of one statement.
+	maxInsertBatch = 64
+)
+
+// insertReq is one delivery waiting to be inserted into mailbox mailboxID.
+type insertReq struct {
+	ctx       context.Context // the caller's: its deadline bounds the batch
+	mailboxID int64
+	ev        forge.Event
+	payload   string
+	done      chan insertRes // buffered: a flusher never waits for the caller
+}
+
+// insertRes is what became of an insertReq: inserted or a duplicate, whether the delivery id
+// is stored with another body too (checked says the batch looked), or the error.
+type insertRes struct {
+	duplicate, others, checked bool
+	err                        error
+}
+
+// inserter runs the flushers of one Store. They start on the first delivery and stop when the
+// Store is closed.
+type inserter struct {
+	start   sync.Once
+	closing sync.Once
+	in      chan *insertReq
+	// waiting counts the deliveries not yet taken by a flusher; statements and grouped the
+	// statements of Dialect.InsertEvents run and the deliveries they carried (InsertStats).
+	waiting, statements, grouped atomic.Int64
+	// sql[n-1] is Dialect.InsertEvents(n), built by sqlOnce[n-1].
+	sql     [maxInsertBatch]string
+	sqlOnce [maxInsertBatch]sync.Once
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// InsertStats counts the grouped insertion of events (Dialect.InsertEvents), since the Store
+// was made.
+type InsertStats struct {
+	// Statements is the number of grouped insert statements run, and Deliveries the number of
+	// deliveries they carried: Deliveries/Statements is the mean group. A group whose statement
+	// fails is inserted again one delivery at a time, outside these counts.
+	Statements, Deliveries int64
+	// Waiting is the number of deliveries waiting, now, for a flusher to take them.
+	Waiting int64
+}
+
+// InsertStats returns the counts of grouped insertion; all zero on an engine without
+// Dialect.InsertEvents.
+func (s *Store) InsertStats() InsertStats {
+	return InsertStats{Statements: s.batch.statements.Load(), Deliveries: s.batch.grouped.Load(),
+		Waiting: s.batch.waiting.Load()}
+}
+
+func newInserter() *inserter {
+	return &inserter{in: make(chan *insertReq), stop: make(chan struct{})}
+}
+
+// close stops the flushers, once, after their batch in flight.
+func (b *inserter) close() {
+	b.closing.Do(func() { close(b.stop) })
+	b.wg.Wait()
+}
+
+// batchInsert inserts ev into mailbox id together with the deliveries in flight beside it.
+// ctx bounds the wait: a delivery whose caller gave up may still be stored, and the forge's
+// retry of it is then a duplicate.
+func (s *Store) batchInsert(ctx context.Context, id int64, ev forge.Event, payload string) insertRes {
+	s.batch.start.Do(func() {
+		for range insertFlushers {
+			s.batch.wg.Add(1)
+			go s.flusher()
+		}
+	})
+	r := &insertReq{ctx: ctx, mailboxID: id, ev: ev, payload: payload, done: make(chan insertRes, 1)}
+	s.batch.waiting.Add(1)
+	select {
+	case s.batch.in <- r:
+		s.batch.waiting.Add(-1)
+	case <-s.batch.stop:
+		s.batch.waiting.Add(-1)
+		return insertRes{err: errStoreClosed}
+	case <-ctx.Done():
+		s.batch.waiting.Add(-1)
+		return insertRes{err: ctx.Err()}
+	}
+	select {
+	case res := <-r.done:
+		return res
+	case <-ctx.Done():
+		return insertRes{err: ctx.Err()}
+	}
+}
+
+// flusher takes the first waiting delivery, and with it those waiting behind it (up to
+// maxInsertBatch, without waiting for more), and inserts them, until the Store is closed.
+func (s *Store) flusher() {
+	defer s.batch.wg.Done()
+	batch := make([]*insertReq, 0, maxInsertBatch)
+	for {
+		select {
+		case r := <-s.batch.in:
+			batch = append(batch[:0], r)
+		case <-s.batch.stop:
+			return
+		}
+	more:
+		for len(batch) < maxInsertBatch {
+			select {
+			case r := <-s.batch.in:
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		s.flush(batch)
+		clear(batch)
+	}
+}
+
+// flush inserts batch in one statement and answers each delivery. When the statement fails
+// (a value one delivery brought, a mailbox deleted meanwhile, an outage), each delivery is
+// inserted alone, so that each gets its own answer.
+func (s *Store) flush(batch []*insertReq) {
+	ctx, cancel := batchContext(batch)
+	defer cancel()
+	if res, err := s.insertBatch(ctx, batch); err == nil {
+		for i, r := range batch {
+			r.done <- res[i]
+		}
+		return
+	}
+	for _, r := range batch {
+		dup, err := s.insertOne(ctx, r.mailboxID, r.ev, r.payload)
+		r.done <- insertRes{duplicate: dup, err: err}
+	}
+}
+
+// batchContext bounds a batch by the latest deadline of its deliveries, so that no delivery is
+// cut short by another's, and by batchTimeout when one of them has none.
+func batchContext(batch []*insertReq) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, r := range batch {
+		d, ok := r.ctx.Deadline()
+		if !ok {
+			return context.WithTimeout(context.Background(), batchTimeout)
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
+
+// batchTimeout bounds a batch statement when a delivery in it has no deadline of its own.
+const batchTimeout = time.Minute
+
+// errStoreClosed is returned to a delivery that arrives after Close.
+var errStoreClosed = errors.New("store closed")
+
+// eventKey identifies a stored delivery (the events table's unique key).
+type eventKey struct{ forge, deliveryID, bodyHash string }
+
+// insertBatch runs Dialect.InsertEvents over batch and returns each delivery's result, in
+// batch's order. A delivery that came twice in one batch (a forge's retry racing the first
+// attempt) is inserted once and the other is a duplicate.
+func (s *Store) insertBatch(ctx context.Context, batch []*insertReq) ([]insertRes, error) {
+	args := make([]any, 0, 7*len(batch))
+	for _, r := range batch {
+		args = append(args, r.mailboxID, r.ev.Forge, r.ev.DeliveryID, r.ev.BodyHash, string(r.ev.Type), r.payload, r.ev.ReceivedAt)
+	}
+	s.batch.statements.Add(1)
+	s.batch.grouped.Add(int64(len(batch)))
+	inserted, err := s.runInsertEvents(ctx, len(batch), args)
+	if err != nil {
+		return nil, err
+	}
+	res := make([]insertRes, len(batch))
+	for i, r := range batch {
+		k := eventKey{r.ev.Forge, r.ev.DeliveryID, r.ev.BodyHash}
+		others, ok := inserted[k]
+		res[i] = insertRes{duplicate: !ok, others: others, checked: true}
+		delete(inserted, k)
+	}
+	markOthersInBatch(batch, res)
+	return res, nil
+}
+
+// runInsertEvents runs Dialect.InsertEvents for rows events, prepared once per size, and
+// returns the inserted deliveries, each with whether its delivery id was stored before with
+// another body.
+func (s *Store) runInsertEvents(ctx context.Context, n int, args []any) (map[eventKey]bool, error) {
+	query := s.insertEventsSQL(n)
+	var rows *sql.Rows
+	var err error
+	if stmt := s.prepared(ctx, query); stmt != nil {
+		rows, err = stmt.QueryContext(ctx, args...)
+	} else {
+		rows, err = s.db.QueryContext(ctx, query, args...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	inserted := map[eventKey]bool{}
+	for rows.Next() {
+		var k eventKey
+		var others bool
+		if err := rows.Scan(&k.forge, &k.deliveryID, &k.bodyHash, &others); err != nil {
+			return nil, err
+		}
+		inserted[k] = others
+	}
+	return inserted, rows.Err()
+}
+
+// insertEventsSQL returns Dialect.InsertEvents(n), built once per n.
+func (s *Store) insertEventsSQL(n int) string {
+	s.batch.sqlOnce[n-1].Do(func() { s.batch.sql[n-1] = s.dialect.InsertEvents(n) })
+	return s.batch.sql[n-1]
+}
+
+// markOthersInBatch marks the inserted deliveries of batch whose delivery id another inserted
+// delivery of the same batch has with another body (the statement's own look-up sees only
+// what was stored before it).
+func markOthersInBatch(batch []*insertReq, res []insertRes) {
+	if len(batch) < 2 {
+		return
+	}
+	first := make(map[[2]string]int, len(batch))
+	for i, r := range batch {
+		if res[i].duplicate {
+			continue
+		}
+		k := [2]string{r.ev.Forge, r.ev.DeliveryID}
+		j, seen := first[k]
+		if !seen {
+			first[k] = i
+			continue
+		}
+		if batch[j].ev.BodyHash != r.ev.BodyHash {
+			res[i].others, res[j].others = true, true
+		}
+	}
+}
