@@ -22,6 +22,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/metrics"
 	"github.com/alfred-bot/alfred/internal/web"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/runner/docker"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
@@ -93,10 +94,18 @@ func (v settingsView) Projects() []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// newMetrics builds the registry; gauges reads the store at scrape time (nil: none).
-func newMetrics(gauges func(context.Context) (metrics.Gauges, error)) *metrics.Metrics {
-	return metrics.New(metrics.Config{Gauges: gauges,
+// newMetrics builds the registry; gauges and inserts read the store at scrape time (nil: none).
+func newMetrics(gauges func(context.Context) (metrics.Gauges, error), inserts func() metrics.InsertCounts) *metrics.Metrics {
+	return metrics.New(metrics.Config{Gauges: gauges, Inserts: inserts,
 		ReconciliationFindings: []string{"missed_event", "new_assignment", "unattributed"}})
+}
+
+// insertCounts reads the store's grouped insertion of events for the metrics.
+func insertCounts(st *sqlstore.Store) func() metrics.InsertCounts {
+	return func() metrics.InsertCounts {
+		n := st.InsertStats()
+		return metrics.InsertCounts{Statements: n.Statements, Deliveries: n.Deliveries, Waiting: n.Waiting}
+	}
 }
 
 // reconcilePass records a reconciliation pass in the metrics: the events it derived, the new

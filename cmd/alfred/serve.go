@@ -83,7 +83,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 	if err != nil {
 		return nil, err
 	}
-	s := &server{cfg: cfg, log: log, store: st.WithLogger(log), metrics: newMetrics(st.Gauges)}
+	s := &server{cfg: cfg, log: log, store: st.WithLogger(log), metrics: newMetrics(st.Gauges, insertCounts(st))}
 	if err := s.wire(ctx); err != nil {
 		return nil, errors.Join(err, st.Close())
 	}

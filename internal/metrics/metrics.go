@@ -50,12 +50,22 @@ type Gauges struct {
 	RunsRunning int
 }
 
+// InsertCounts is the store's grouped insertion of events, since it started: the grouped
+// insert statements run and the deliveries they carried (their ratio is the mean group), and
+// the deliveries waiting now for a flusher.
+type InsertCounts struct {
+	Statements, Deliveries, Waiting int64
+}
+
 // Config configures New.
 type Config struct {
 	// Gauges reads the gauges at scrape time; nil leaves alfred_mailboxes, alfred_runs_queued
 	// and alfred_runs_running out of the output. An error is counted in
 	// alfred_metrics_gauge_errors_total and the gauges are skipped for that scrape.
 	Gauges func(ctx context.Context) (Gauges, error)
+	// Inserts reads the store's grouped insertion of events at scrape time; nil leaves
+	// alfred_event_insert_* out of the output.
+	Inserts func() InsertCounts
 	// GaugeTimeout bounds one Gauges call; 0 means 5 s.
 	GaugeTimeout time.Duration
 	// ReconciliationFindings are the kinds of drift the reconciler reports (alfred_
@@ -144,6 +154,9 @@ func New(cfg Config) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Gauges != nil {
 		m.reg.MustRegister(&gaugeCollector{read: cfg.Gauges, timeout: cfg.GaugeTimeout})
+	}
+	if cfg.Inserts != nil {
+		m.reg.MustRegister(insertCollector(cfg.Inserts))
 	}
 	return m
 }
@@ -267,4 +280,29 @@ func (c *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(g.RunsQueued))
 	ch <- prometheus.MustNewConstMetric(runningDesc, prometheus.GaugeValue, float64(g.RunsRunning))
+}
+
+// insertCollector reads the store's grouped insertion of events at each scrape.
+type insertCollector func() InsertCounts
+
+var (
+	insertStatementsDesc = prometheus.NewDesc(Namespace+"_event_insert_statements_total",
+		"Grouped insert statements of webhook events run by the store.", nil, nil)
+	insertDeliveriesDesc = prometheus.NewDesc(Namespace+"_event_insert_deliveries_total",
+		"Deliveries carried by the grouped insert statements (divided by the statements: the mean group).", nil, nil)
+	insertWaitingDesc = prometheus.NewDesc(Namespace+"_event_inserts_waiting",
+		"Deliveries waiting for the store to insert them, at scrape time.", nil, nil)
+)
+
+func (c insertCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- insertStatementsDesc
+	ch <- insertDeliveriesDesc
+	ch <- insertWaitingDesc
+}
+
+func (c insertCollector) Collect(ch chan<- prometheus.Metric) {
+	n := c()
+	ch <- prometheus.MustNewConstMetric(insertStatementsDesc, prometheus.CounterValue, float64(n.Statements))
+	ch <- prometheus.MustNewConstMetric(insertDeliveriesDesc, prometheus.CounterValue, float64(n.Deliveries))
+	ch <- prometheus.MustNewConstMetric(insertWaitingDesc, prometheus.GaugeValue, float64(n.Waiting))
 }

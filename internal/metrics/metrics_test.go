@@ -31,6 +31,7 @@ func TestFamiliesAndValues(t *testing.T) {
 		Gauges: func(context.Context) (metrics.Gauges, error) {
 			return metrics.Gauges{MailboxesByState: map[string]int{"idle": 2, "done": 1}, RunsQueued: 3, RunsRunning: 1}, nil
 		},
+		Inserts:                func() metrics.InsertCounts { return metrics.InsertCounts{Statements: 4, Deliveries: 10, Waiting: 2} },
 		ReconciliationFindings: []string{"missing_label"},
 	})
 	m.Delivery("gitea", "issues", "accepted", 20*time.Millisecond)
@@ -57,6 +58,9 @@ func TestFamiliesAndValues(t *testing.T) {
 		`alfred_mailboxes{state="idle"} 2`,
 		`alfred_runs_queued 3`,
 		`alfred_runs_running 1`,
+		`alfred_event_insert_statements_total 4`,
+		`alfred_event_insert_deliveries_total 10`,
+		`alfred_event_inserts_waiting 2`,
 	} {
 		require.Contains(t, out, want)
 	}
