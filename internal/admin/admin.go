@@ -74,11 +74,11 @@ type SessionStatus struct {
 	ResumeReason string `json:"resume_reason,omitempty"`
 	// The latest container of the mailbox: its record's status, runtime, name, worktree and
 	// last heartbeat.
-	ExecutorStatus string     `json:"executor_status,omitempty"`
-	Runtime        string     `json:"runtime,omitempty"`
-	Container      string     `json:"container,omitempty"`
-	WorktreePath   string     `json:"worktree_path,omitempty"`
-	LastSeenAt     *time.Time `json:"last_seen_at,omitempty"`
+	ContainerStatus string     `json:"container_status,omitempty"`
+	Runtime         string     `json:"runtime,omitempty"`
+	Container       string     `json:"container,omitempty"`
+	WorktreePath    string     `json:"worktree_path,omitempty"`
+	LastSeenAt      *time.Time `json:"last_seen_at,omitempty"`
 }
 
 // Status computes the SessionStatus of f.
@@ -91,10 +91,10 @@ func Status(f *SessionFacts) *SessionStatus {
 		st.IsResumable = sess.Succeeded && sess.NativeID != "" && mb.ClosedAt == nil
 	}
 	if c := f.Container; c != nil {
-		st.ExecutorStatus, st.Runtime, st.Container, st.WorktreePath = c.Status, c.Runtime, c.Name, c.Workspace
+		st.ContainerStatus, st.Runtime, st.Container, st.WorktreePath = c.Status, c.Runtime, c.Name, c.Workspace
 		st.LastSeenAt = &c.LastSeen
 	}
-	running := st.ExecutorStatus == "starting" || st.ExecutorStatus == "ready"
+	running := st.ContainerStatus == "starting" || st.ContainerStatus == "ready"
 	st.NeedsResume = f.LastRunUnfinished && !running && mb.ClosedAt == nil
 	switch {
 	case running:
