@@ -11,10 +11,10 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
-// Group insertion of events (spec/edge.md, "Storing a delivery"): concurrent deliveries into
-// mailboxes whose ids are known are inserted together, one statement and one commit for all of
-// them (Dialect.InsertEvents), by a few flushers that each take what is waiting when they are
-// free. A lone delivery is a batch of one and waits for nobody; under load the batches grow with
+// Grouped insertion of events (spec/edge.md, "What is stored"): concurrent deliveries into
+// mailboxes whose ids are known are inserted together, one statement and one commit for a
+// batch of them (Dialect.InsertEvents), by flushers that each take what is waiting when they
+// are free. A lone delivery is a batch of one and waits for nobody; under load the batches grow with
 // the number of deliveries in flight, so the database does less work per delivery as
 // concurrency rises. Every delivery is still acknowledged only after its row is committed.
 const (
