@@ -7,85 +7,39 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alfred-bot/alfred/webhook/forgetest/recorded"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
 	"github.com/alfred-bot/alfred/webhook/internal/fastjson"
 )
 
-// BenchmarkParse measures Source.Parse of recorded deliveries next to its baseline, in the same
-// run: for each delivery, Parse is the whole parse (headers, decoding, routing to the event),
-// go-json the fast decoding alone (github.com/goccy/go-json into the lean types) and
-// encoding-json the baseline, encoding/json.Unmarshal of the same body into the same types (what
-// Parse spent before the fast decoding). ns/op is go test's, MB/s is of the body. No status
-// delivery was recorded, so the status body is built from the comment delivery's repository and
-// sender objects, around the fields of Gitea's CommitStatusPayload.
+// BenchmarkParse runs forgetest.BenchParse on recorded Forgejo deliveries (a comment, an
+// assignment, a pull request) and on a status delivery built from the comment's repository and
+// sender objects around the fields of Gitea's CommitStatusPayload (no status delivery was
+// recorded): Parse next to github.com/goccy/go-json (go-json) and encoding/json (encoding-json)
+// decoding the body into the lean types, encoding/json being what Parse spent before.
 //
 //	go test -run '^$' -bench Parse ./webhook/forgejo/
 func BenchmarkParse(b *testing.B) {
-	cases := []struct{ name, file string }{
-		{"issue_comment", "forgejo-live/006-issue_comment-created.json"},
-		{"issue_assign", "forgejo-live/002-issue_assign-assigned.json"},
-		{"pull_request", "forgejo-live/015-pull_request-opened.json"},
-		{"status", ""},
-	}
 	src, err := NewSource(SourceConfig{Secrets: []string{"bench-secret"}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, c := range cases {
-		header, body := benchDelivery(b, c.file)
-		r := &http.Request{Method: http.MethodPost, Header: header}
-		if ev, err := src.Parse(r, body); err != nil || ev.Type == "" {
-			b.Fatalf("%s: Parse gave %+v, %v", c.name, ev, err)
-		}
-		if err := fastjson.Decode(body, new(leanBody)); err != nil {
-			b.Fatalf("%s: the fast library refuses the delivery: %v", c.name, err)
-		}
-		b.Run(c.name+"/Parse", func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := src.Parse(r, body); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		for _, d := range benchDecoders {
-			b.Run(c.name+"/"+d.name, func(b *testing.B) {
-				b.SetBytes(int64(len(body)))
-				b.ReportAllocs()
-				for b.Loop() {
-					var l leanBody
-					if err := d.decode(body, &l); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-		}
-	}
+	live := filepath.Join("testdata", "forgejo-live")
+	comment := forgetest.RecordedParseBenchCase(b, "issue_comment", filepath.Join(live, "006-issue_comment-created.json"))
+	forgetest.BenchParse(b, src.Parse, []forgetest.ParseBenchCase{
+		comment,
+		forgetest.RecordedParseBenchCase(b, "issue_assign", filepath.Join(live, "002-issue_assign-assigned.json")),
+		forgetest.RecordedParseBenchCase(b, "pull_request", filepath.Join(live, "015-pull_request-opened.json")),
+		benchStatus(b, comment.Body),
+	}, []forgetest.ParseBenchDecoder{
+		{Name: "go-json", Decode: func(body []byte) error { return fastjson.Decode(body, new(leanBody)) }},
+		{Name: "encoding-json", Decode: func(body []byte) error { return json.Unmarshal(body, new(leanBody)) }},
+	})
 }
 
-// benchDecoders are the decodings BenchmarkParse measures next to Parse: the fast one and its
-// baseline.
-var benchDecoders = []struct {
-	name   string
-	decode func([]byte, any) error
-}{{"go-json", fastjson.Decode}, {"encoding-json", json.Unmarshal}}
-
-// benchDelivery returns the headers and body of the recorded delivery file, or, for "", a status
-// delivery built from the recorded comment delivery (see BenchmarkParse).
-func benchDelivery(b *testing.B, file string) (http.Header, []byte) {
+// benchStatus returns a status delivery with the repository and sender objects of comment, a
+// recorded delivery's body.
+func benchStatus(b *testing.B, comment []byte) forgetest.ParseBenchCase {
 	b.Helper()
-	if file != "" {
-		header, body, err := recorded.Load(filepath.Join("testdata", file))
-		if err != nil {
-			b.Fatal(err)
-		}
-		return header, body
-	}
-	_, comment, err := recorded.Load(filepath.Join("testdata", "forgejo-live", "006-issue_comment-created.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
 	var parts struct{ Repository, Sender json.RawMessage }
 	if err := json.Unmarshal(comment, &parts); err != nil {
 		b.Fatal(err)
@@ -103,5 +57,5 @@ func benchDelivery(b *testing.B, file string) (http.Header, []byte) {
 	header := http.Header{}
 	header.Set("Content-Type", "application/json")
 	header.Set(hookHeaderForgejoEventType, "status")
-	return header, body
+	return forgetest.ParseBenchCase{Name: "status", Header: header, Body: body}
 }
