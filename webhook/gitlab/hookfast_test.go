@@ -33,15 +33,17 @@ func recordedPayloads(tb testing.TB) map[string][]byte {
 }
 
 // sameDecoding checks the fast path of hookDecode for one type T: when github.com/goccy/go-json
-// decodes body into a T without error (and without a panic, which fastjson.Decode recovers),
-// encoding/json decodes the same bytes into the same T without error. It returns whether the
-// fast library accepted body.
+// decodes body into a T without error, encoding/json decodes the same bytes into the same T
+// without error. A panic counts as a refusal once fastjson.Decode has recovered it: client-go's
+// own UnmarshalJSON methods panic on some values (PipelineEventObjectAttributes on null, under
+// either library; the seed corpus in testdata/fuzz holds one). It returns whether the fast
+// library accepted body.
 func sameDecoding[T any](t *testing.T, body []byte) bool {
 	t.Helper()
 	var fast T
 	err := fastjson.Decode(body, &fast)
 	if p := (*fastjson.PanicError)(nil); errors.As(err, &p) {
-		t.Fatalf("the fast library panicked (recovered) decoding a %T: %v", fast, p.Value)
+		t.Logf("decoding a %T panicked, recovered: %v", fast, p.Value)
 	}
 	if err != nil {
 		return false // refused: encoding/json decides, as before
@@ -94,6 +96,7 @@ func FuzzFastDecode(f *testing.F) {
 	}
 	f.Add([]byte(`{"object_kind":"note","user":{"id":"1"},"object_attributes":{"noteable_type":"Issue"}}`))
 	f.Add([]byte(`{"object_kind":"issue","OBJECT_ATTRIBUTES":{"iid":1e0},"labels":null,"assignees":[]}`))
+	f.Add([]byte(`{"object_kind":"pipeline","object_attributes":null}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		sameDecodings(t, body)
 	})
