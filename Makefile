@@ -51,6 +51,7 @@ bench-ingest:
 FUZZTIME ?= 30s
 FUZZ_TARGETS := \
 	./webhook:FuzzReceiver ./webhook:FuzzReceiverStore ./webhook:FuzzNormalise \
+	./webhook/forgejo:FuzzFastDecode ./webhook/gitlab:FuzzFastDecode \
 	./mailbox:FuzzParseReply ./mailbox:FuzzMarkersAndSections ./mailbox:FuzzSplitComment \
 	./runner/phase:FuzzDecodeResult ./runner/agent/script:FuzzParse \
 	./runner/agent/internal/clikit:FuzzLinesAndJSONObject \

@@ -3,12 +3,21 @@ package forgejo
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/goccy/go-json/jsontext"
+	gojsonv2 "github.com/goccy/go-json/v2"
+
+	"github.com/alfred-bot/alfred/webhook/internal/fastjson"
 )
 
-// The lean* types mirror hookBody with plain leaf types (no UnmarshalJSON on users or labels), so encoding/json decodes a well-formed payload in one pass instead of scanning every
-// nested user object again inside a custom decoder. They accept only payloads of the usual
-// shape: a bare-string user or label, a time or list of the wrong type make decodeHook fall
-// back to the lenient hookBody types, which decide the outcome.
+// The lean* types mirror hookBody with plain leaf types (no UnmarshalJSON on users or labels), so
+// a payload of the usual shape decodes in one pass instead of scanning every nested user object
+// again inside a custom decoder. decodeHook decodes them with github.com/goccy/go-json, which
+// skips the separate validation pass and the reflection of encoding/json; where that library
+// refuses a payload (a bare-string user or label, a list or number of the wrong type, anything it
+// reads otherwise), encoding/json decodes it as before: through the lean types, else through the
+// lenient hookBody types, which decide the outcome. FuzzFastDecode holds the two libraries to the
+// same lean value on every payload the fast one accepts.
 
 type leanBody struct {
 	Action            string       `json:"action"`
@@ -85,12 +94,16 @@ type leanLabel struct {
 	Name string `json:"name"`
 }
 
-// leanList is hookList without its tolerance: an item of the wrong type is an error.
+// leanList is hookList without its tolerance: an item of the wrong type is an error. It has one
+// decoder for each library, so that each decodes the items itself: UnmarshalJSON for
+// encoding/json, UnmarshalJSONFrom for github.com/goccy/go-json (which calls it first).
 type leanList[T any] struct {
 	Present bool
 	Items   []T
 }
 
+// UnmarshalJSON decodes a JSON array, or null (an empty list), with encoding/json; the list is
+// present either way.
 func (l *leanList[T]) UnmarshalJSON(b []byte) error {
 	l.Present = true
 	l.Items = nil
@@ -100,11 +113,29 @@ func (l *leanList[T]) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &l.Items)
 }
 
-// decodeHook decodes body into p: in one pass through the lean types when the payload has the
-// usual shape, else through the lenient hookBody types (whose error, if any, it returns).
+// UnmarshalJSONFrom decodes what UnmarshalJSON decodes, with github.com/goccy/go-json: it reads
+// the value from dec, with the options of encoding/json that dec carries.
+func (l *leanList[T]) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	l.Present = true
+	l.Items = nil
+	if dec.PeekKind() == 'n' {
+		_, err := dec.ReadToken()
+		return err
+	}
+	return gojsonv2.UnmarshalDecode(dec, &l.Items)
+}
+
+// decodeHook decodes body into p: through the lean types when the payload has the usual shape,
+// with github.com/goccy/go-json (fastjson), else with encoding/json as before, which tries the
+// lean types and then the lenient hookBody types, whose error, if any, it returns.
 func decodeHook(body []byte, p *hookBody) error {
 	var lean leanBody
-	if json.Unmarshal(body, &lean) == nil {
+	err := fastjson.Decode(body, &lean)
+	if err != nil {
+		lean = leanBody{}
+		err = json.Unmarshal(body, &lean)
+	}
+	if err == nil {
 		lean.into(p)
 		return nil
 	}

@@ -226,6 +226,11 @@ func parseHook(ev forge.Event, body []byte, fine bool) (forge.Event, error) {
 	if err := decodeHook(body, &p); err != nil && !hookIsTypeError(err) {
 		return ev, fmt.Errorf("%w: decoding %s body: %v", forge.ErrBadPayload, ev.Header, err)
 	}
+	return routeHook(ev, &p, fine)
+}
+
+// routeHook fills ev from the decoded payload p and routes on ev.Header, as parseHook describes.
+func routeHook(ev forge.Event, p *hookBody, fine bool) (forge.Event, error) {
 	ev.Action = p.Action
 	ev.Sender = p.Sender.user()
 	ev.Target.Repo = p.Repository.FullName
@@ -236,24 +241,24 @@ func parseHook(ev forge.Event, body []byte, fine bool) (forge.Event, error) {
 	switch name := ev.Header; name {
 	case "issues", "issue_assign", "issue_label", "issue_milestone":
 		if p.Issue == nil && p.PullRequest != nil {
-			return parsePull(ev, &p)
+			return parsePull(ev, p)
 		}
-		return parseIssue(ev, &p)
+		return parseIssue(ev, p)
 	case "issue_comment", "pull_request_comment":
 		// Real Gitea sends a PR conversation comment as issue_comment / pull_request_comment, but
 		// a review comment with the coarse X-Gitea-Event "pull_request_comment": the body tells.
 		if p.Comment == nil && p.Review != nil {
-			return parseReview(ev, &p)
+			return parseReview(ev, p)
 		}
-		return parseComment(ev, &p, fine && name == "pull_request_comment")
+		return parseComment(ev, p, fine && name == "pull_request_comment")
 	case "pull_request", "pull_request_assign", "pull_request_label", "pull_request_milestone",
 		"pull_request_sync", "pull_request_review_request":
-		return parsePull(ev, &p)
+		return parsePull(ev, p)
 	case "pull_request_approved", "pull_request_rejected", "pull_request_review_approved",
 		"pull_request_review_rejected", "pull_request_review_comment", "pull_request_review":
-		return parseReview(ev, &p)
+		return parseReview(ev, p)
 	case "status":
-		return parseStatus(ev, &p)
+		return parseStatus(ev, p)
 	default: // push, create, delete, fork, release, repository, wiki, package, workflow_*, …
 		return ev, forge.Ignore(name, "%s events are not used", name)
 	}

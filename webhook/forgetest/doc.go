@@ -8,5 +8,6 @@
 //     Forgejo v1 APIs for the real clients;
 //   - conformance.go: RunConformance, the suite every forge.Forge passes;
 //   - sign.go, fixtures.go: webhook requests built as each forge sends them, and FixtureDir,
-//     where the recorded deliveries are (read them with the recorded subpackage).
+//     where the recorded deliveries are (read them with the recorded subpackage);
+//   - bench.go: BenchParse, a parser's BenchmarkParse (Parse next to decodings of the same body).
 package forgetest

@@ -13,6 +13,7 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/internal/fastjson"
 )
 
 // hookCIState maps a GitLab pipeline status to a CIState.
@@ -152,8 +153,11 @@ var hookTimeKeys = map[string]bool{
 	"timestamp": true, "due_date": true, "start_date": true, "expires_at": true,
 }
 
-// hookDecode unmarshals body into v leniently. client-go's event structs are strict about a
-// few types (time.Time fields, strings that GitLab sometimes sends as numbers):
+// hookDecode unmarshals body into v (a pointer to client-go's event type or to hookEnvelope)
+// leniently. A body that github.com/goccy/go-json decodes without any error (fastjson) is done in
+// one pass; any other is decoded again from the zero value with encoding/json, as follows
+// (FuzzFastDecode holds the two libraries to the same value). client-go's event structs are
+// strict about a few types (time.Time fields, strings that GitLab sometimes sends as numbers):
 //   - a value of the wrong type is skipped and the rest decoded (encoding/json does so and
 //     reports an *json.UnmarshalTypeError, which is not treated as a failure here);
 //   - a time Alfred does not use that a time type rejects aborts encoding/json, so those keys are
@@ -162,6 +166,10 @@ var hookTimeKeys = map[string]bool{
 // One odd field Alfred does not read thus cannot make a whole delivery unreadable. A body that is
 // not JSON is still an error.
 func hookDecode(body []byte, v any) error {
+	if fastjson.Decode(body, v) == nil {
+		return nil
+	}
+	reflect.ValueOf(v).Elem().SetZero()
 	err := json.Unmarshal(body, v)
 	if err == nil || hookIsTypeError(err) {
 		return nil
