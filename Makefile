@@ -28,10 +28,12 @@ build:
 deps:
 	bash scripts/dev-deps.sh
 
-## test: install/start PostgreSQL and Docker if needed, then vet and run every test against them
+## test: install/start PostgreSQL and Docker if needed, then vet and run every test against them, then every fuzz target for TEST_FUZZTIME
+TEST_FUZZTIME ?= 2s
 test: deps
 	$(GO) vet -tags '$(TEST_TAGS)' ./...
 	$(GO) test -tags '$(TEST_TAGS)' -count=1 -p 2 -timeout 40m ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 # The cost benchmarks report medians and ratios over a fixed number of iterations, one package
 # at a time.
@@ -57,7 +59,8 @@ FUZZ_TARGETS := \
 	./runner/agent/internal/clikit:FuzzLinesAndJSONObject \
 	./runner/agent/claudecode:FuzzParseStream ./runner/agent/codex:FuzzParseStream \
 	./runner/agent/copilot:FuzzParseStream ./runner/agent/gemini:FuzzParseStream \
-	./runner/agent/opencode:FuzzParseStream ./internal/config:FuzzLoad
+	./runner/agent/opencode:FuzzParseStream ./internal/config:FuzzLoad \
+	./internal/censor:FuzzString
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t#*:}; \
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
