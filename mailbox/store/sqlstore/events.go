@@ -42,8 +42,9 @@ const sqlEventStored = `SELECT EXISTS (SELECT 1 FROM events WHERE forge = $1 AND
 const sqlSameDeliveryOtherBody = `SELECT count(*) FROM events WHERE forge = $1 AND delivery_id = $2 AND body_hash <> $3`
 
 // Deliver implements mailbox.Inbox (and webhook.Inbox) in one statement: a plain insert into a
-// mailbox this process has stored into before (its id remembered), else one statement that
-// finds or creates the mailbox and inserts the event. Events on a merge request or pipeline
+// mailbox this process has stored into before (its id remembered; on an engine with
+// Dialect.InsertEvents, grouped with the concurrent deliveries, batch.go), else one statement
+// that finds or creates the mailbox and inserts the event. Events on a merge request or pipeline
 // first look the issue's mailbox up (mailbox.Inbox.Deliver says how). The unique
 // (forge, delivery_id, body_hash) constraint makes a forge's retry of a delivery insert
 // nothing, while identical bodies under new delivery ids (assign, unassign, assign again) are
