@@ -40,13 +40,13 @@ test: deps
 COST_BENCH      := BenchmarkWorktree|BenchmarkLease|BenchmarkTriggerToAgent
 COST_BENCH_RUNS ?= 20
 
-## bench: run the benchmarks only (the cost benchmarks $(COST_BENCH_RUNS) iterations each)
-bench:
+## bench: install/start PostgreSQL and Docker if needed, then run the benchmarks only (the cost benchmarks $(COST_BENCH_RUNS) iterations each)
+bench: deps
 	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench . -skip '$(COST_BENCH)' -benchmem -count=1 ./...
 	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench '$(COST_BENCH)' -benchtime $(COST_BENCH_RUNS)x -count=1 -p 1 ./...
 
-## bench-ingest: webhook ingest at 1, 8 and 32 senders next to pgbench inserting the same rows
-bench-ingest:
+## bench-ingest: install/start PostgreSQL if needed, then webhook ingest at 1, 8 and 32 senders next to pgbench inserting the same rows
+bench-ingest: deps
 	$(GO) test -run '^$$' -bench IngestVsPgbench -benchtime 3000x -count=1 ./webhook/
 
 ## fuzz: run every fuzz target for FUZZTIME each (`go test` runs their seed corpus)

@@ -24,6 +24,7 @@ import (
 	"github.com/alfred-bot/alfred/mailbox/store"
 	"github.com/alfred-bot/alfred/mailbox/store/postgres"
 	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
+	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent"
 	"github.com/alfred-bot/alfred/runner/docker"
@@ -73,6 +74,22 @@ type server struct {
 	admin http.Handler
 }
 
+// logStore logs the engine and schema version of the store the server opened (the SQLite
+// file's path; never the PostgreSQL URL, which may hold a password).
+func logStore(ctx context.Context, log *slog.Logger, st *sqlstore.Store, cfg *config.Config) {
+	engine, path := store.Engine(cfg.DatabaseURL.Reveal(), cfg.DataDir)
+	attrs := []any{"engine", string(engine)}
+	if engine == migrations.SQLite {
+		attrs = append(attrs, "path", path)
+	}
+	v, err := st.SchemaVersion(ctx)
+	if err != nil {
+		log.Warn("store opened; could not read its schema version", append(attrs, "err", err)...)
+		return
+	}
+	log.Info("store ready, migrations applied", append(attrs, "schema_version", v)...)
+}
+
 // newServer opens the store database_url selects (the embedded SQLite database in data_dir
 // when empty), applies the migrations and wires every component.
 func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*server, error) {
@@ -83,6 +100,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 	if err != nil {
 		return nil, err
 	}
+	logStore(ctx, log, st, cfg)
 	s := &server{cfg: cfg, log: log, store: st.WithLogger(log), metrics: newMetrics(st.Gauges, insertCounts(st))}
 	if err := s.wire(ctx); err != nil {
 		return nil, errors.Join(err, st.Close())

@@ -14,7 +14,7 @@ import (
 // PageCookie is the cookie PageAuth sets after a successful login.
 const PageCookie = "alfred_ui"
 
-// PageAuth guards the operator pages mounted under prefix with one token (admin_token_file):
+// PageAuth guards the operator pages mounted under prefix with one token (admin.token_file):
 // a request passes with "Authorization: Bearer <token>" or with the cookie set by
 // prefix+"/login", which takes the token from a form (POST) or, for scripts and headless
 // browsers, from ?token= (GET), and redirects to ?next= (a path under prefix). The cookie holds
@@ -45,7 +45,7 @@ func PageAuth(prefix, token string, next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="alfred"`)
-		http.Error(w, "a token is required (admin_token_file)", http.StatusUnauthorized)
+		http.Error(w, "a token is required (admin.token_file)", http.StatusUnauthorized)
 	})
 }
 
@@ -53,7 +53,7 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Alfred · sign in</title></head>
 <body style="font: 14px system-ui, sans-serif; margin: 3em">
 <h1>Alfred</h1>
-{{if .Failed}}<p style="color: #c92a2a">That token is not the one in admin_token_file.</p>{{end}}
+{{if .Failed}}<p style="color: #c92a2a">That token is not the one in admin.token_file.</p>{{end}}
 <form method="post" action="{{.Action}}">
 <input type="hidden" name="next" value="{{.Next}}">
 <label>Token <input type="password" name="token" autofocus></label> <button>Sign in</button>

@@ -128,6 +128,16 @@ func (s *Store) prepared(ctx context.Context, query string) *sql.Stmt {
 	return v.(*onceStmt).get(ctx, s.db, query)
 }
 
+// SchemaVersion returns the newest migration applied to the database (migrations/, goose's
+// table alfred_schema_version); 0 when none is.
+func (s *Store) SchemaVersion(ctx context.Context) (int64, error) {
+	var v int64
+	if err := s.db.GetContext(ctx, &v, `SELECT coalesce(max(version_id), 0) FROM alfred_schema_version WHERE is_applied`); err != nil {
+		return 0, fmt.Errorf("read the schema version: %w", err)
+	}
+	return v, nil
+}
+
 // DB returns the underlying pool.
 func (s *Store) DB() DB { return s.db }
 

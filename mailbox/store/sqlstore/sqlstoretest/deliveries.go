@@ -3,6 +3,10 @@ package sqlstoretest
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -10,6 +14,7 @@ import (
 
 	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/mailbox/storetest"
+	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -77,4 +82,18 @@ func concurrentDeliveries(t *testing.T, s *sqlstore.Store, _ *storetest.Clock) {
 		total += len(evs)
 	}
 	require.Equal(t, issues+wantStored, total, "stored once each")
+}
+
+// The schema version is the number of the newest migration file of the store's engine.
+func schemaVersion(t *testing.T, s *sqlstore.Store, _ *storetest.Clock) {
+	fsys, err := migrations.Files(s.Dialect().Name)
+	require.NoError(t, err)
+	names, err := fs.Glob(fsys, "*.sql")
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	newest, err := strconv.ParseInt(strings.SplitN(slices.Max(names), "_", 2)[0], 10, 64)
+	require.NoError(t, err)
+	v, err := s.SchemaVersion(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, newest, v)
 }

@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"RetentionPurgesAndKeeps":       retention,
 		"WebReader":                     webReader,
 		"ConcurrentDeliveries":          concurrentDeliveries,
+		"SchemaVersionIsTheNewest":      schemaVersion,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
