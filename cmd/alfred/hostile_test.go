@@ -77,6 +77,9 @@ type hostileEnv struct {
 	admin string // the admin listener's URL
 	db    *sqlx.DB
 	log   string // path of the serve log
+	// bin, cfg and dsn start `alfred serve` (start); proc is the running one.
+	bin, cfg, dsn string
+	proc          *exec.Cmd
 }
 
 func TestHostileInputs(t *testing.T) {
@@ -191,35 +194,53 @@ workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms}
 `, addr, filepath.Join(dir, "data"), hostileMaxBody, adminAddr, hostileAdminToken, hostileBodyTO, hostileIdle,
 		fj.URL, fj.Token, hostileSecret, gl.URL, gl.Token, hostileToken, script)), 0o600))
 
-	logPath := filepath.Join(dir, "serve.log")
-	logf, err := os.Create(logPath)
-	require.NoError(t, err)
-	cmd := exec.Command(bin, "serve", "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+dsn)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(t, cmd.Start())
+	db := sqlx.MustConnect("postgres", dsn)
+	t.Cleanup(func() { _ = db.Close() })
+	e := &hostileEnv{t: t, url: "http://" + addr, addr: addr, admin: "http://" + adminAddr, db: db,
+		log: filepath.Join(dir, "serve.log"), bin: bin, cfg: cfgPath, dsn: dsn}
+	e.start()
 	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-		_ = logf.Close()
+		e.kill()
 		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
+			b, _ := os.ReadFile(e.log)
 			if len(b) > 4000 {
 				b = b[len(b)-4000:]
 			}
 			t.Logf("serve.log (tail):\n%s", b)
 		}
 	})
+	return e
+}
+
+// start starts `alfred serve` on the suite's configuration and database, its output appended
+// to the log, and waits for /readyz.
+func (e *hostileEnv) start() {
+	t := e.t
+	logf, err := os.OpenFile(e.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	cmd := exec.Command(e.bin, "serve", "--config", e.cfg)
+	cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+e.dsn)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	_ = logf.Close() // the child holds its own descriptor
+	e.proc = cmd
 	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + addr + "/readyz")
+		resp, err := http.Get(e.url + "/readyz")
 		if err == nil {
 			_ = resp.Body.Close()
 		}
 		return err == nil && resp.StatusCode == http.StatusOK
 	}, 60*time.Second, 100*time.Millisecond, "alfred serve never became ready")
-	db := sqlx.MustConnect("postgres", dsn)
-	t.Cleanup(func() { _ = db.Close() })
-	return &hostileEnv{t: t, url: "http://" + addr, addr: addr, admin: "http://" + adminAddr, db: db, log: logPath}
+}
+
+// kill ends the running `alfred serve` with SIGKILL, as a crash would, and reaps it.
+func (e *hostileEnv) kill() {
+	if e.proc == nil {
+		return
+	}
+	_ = e.proc.Process.Kill()
+	_, _ = e.proc.Process.Wait()
+	e.proc = nil
 }
 
 func freeAddr(t *testing.T) string {
@@ -316,15 +337,7 @@ func cmpOrString(a, b string) string {
 
 // burst sends n distinct valid comment deliveries at once, each on its own connection.
 func (e *hostileEnv) burst(n int) []hostileAnswer {
-	tmpl := hostileTemplate(e.t, "forgejo-live/006-issue_comment-created.json")
-	cases := make([]hostileCase, n)
-	for i := range cases {
-		body := jsonEdit(e.t, tmpl, func(d map[string]any) {
-			at(d, "comment")["body"] = fmt.Sprintf("burst comment %d", i)
-			at(d, "comment")["id"] = 900000 + i
-		})
-		cases[i] = fjCase("burst", fmt.Sprint(i), "issue_comment", body, 202)
-	}
+	cases := e.burstCases(n)
 	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxConnsPerHost: 0,
 		MaxIdleConnsPerHost: n, DisableKeepAlives: true}}
 	out := make([]hostileAnswer, n)
@@ -341,6 +354,21 @@ func (e *hostileEnv) burst(n int) []hostileAnswer {
 	close(start)
 	wg.Wait()
 	return out
+}
+
+// burstCases returns n distinct valid comment deliveries (class "burst"), each with its own
+// delivery id and comment.
+func (e *hostileEnv) burstCases(n int) []hostileCase {
+	tmpl := hostileTemplate(e.t, "forgejo-live/006-issue_comment-created.json")
+	cases := make([]hostileCase, n)
+	for i := range cases {
+		body := jsonEdit(e.t, tmpl, func(d map[string]any) {
+			at(d, "comment")["body"] = fmt.Sprintf("burst comment %d", i)
+			at(d, "comment")["id"] = 900000 + i
+		})
+		cases[i] = fjCase("burst", fmt.Sprint(i), "issue_comment", body, 202)
+	}
+	return cases
 }
 
 // slowResult is how the server treated one slow client.
