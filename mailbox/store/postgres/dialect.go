@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/lib/pq"
 
@@ -62,27 +60,13 @@ ON CONFLICT DO NOTHING`
 // reads the statement's snapshot, taken before the insert, through the (forge, delivery_id,
 // body_hash) unique index.
 func insertEvents(rows int) string {
-	var b strings.Builder
-	b.WriteString("WITH inserted AS (\n\tINSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)\n\tVALUES ")
-	for r := range rows {
-		if r > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteByte('(')
-		for c := range 7 {
-			if c > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "$%d", r*7+c+1)
-		}
-		b.WriteByte(')')
-	}
-	b.WriteString(`
+	return `WITH inserted AS (
+	INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)
+	VALUES ` + sqlstore.ValuesRows(rows, 7) + `
 	ON CONFLICT DO NOTHING
 	RETURNING forge, delivery_id, body_hash
 )
 SELECT forge, delivery_id, body_hash, EXISTS (
 	SELECT 1 FROM events e WHERE e.forge = i.forge AND e.delivery_id = i.delivery_id AND e.body_hash <> i.body_hash
-) AS others FROM inserted i`)
-	return b.String()
+) AS others FROM inserted i`
 }

@@ -47,21 +47,6 @@ func TestLeaseIsExclusiveAcrossPools(t *testing.T) {
 	// Expiry, rescue and backoff are in the conformance suite (storetest), on one pool.
 }
 
-func TestSameDeliveryIDWithAnotherBodyIsKeptAndLogged(t *testing.T) {
-	t.Parallel()
-	db, _ := pgtest.New(t)
-	var logs bytes.Buffer
-	s := postgres.New(db, nil).WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
-	ctx := context.Background()
-	for _, body := range []string{"h1", "h2"} {
-		dup, err := s.Deliver(ctx, storetest.Event(1, "d1", body))
-		require.NoError(t, err)
-		require.False(t, dup)
-	}
-	require.Contains(t, logs.String(), "a delivery id came again with another body; both are kept")
-	require.Contains(t, logs.String(), "delivery_id=d1")
-}
-
 // Deliveries that arrive while the flushers are busy are inserted together, and each still
 // gets its own answer: a value the database refuses fails its group, which is then inserted
 // one delivery at a time, so only that delivery is refused; a retry in the same group is a

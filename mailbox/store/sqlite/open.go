@@ -52,7 +52,8 @@ type DB struct {
 // lease claim needs no row lock. SQLite stores any text, so a value is refused only when it is
 // over its limits (SQLITE_TOOBIG); a foreign key violation is SQLITE_CONSTRAINT_FOREIGNKEY.
 var Dialect = sqlstore.Dialect{
-	Name: migrations.SQLite,
+	Name:         migrations.SQLite,
+	InsertEvents: insertEvents,
 	BadValue: func(err error) bool {
 		var e *sqlite.Error
 		return errors.As(err, &e) && e.Code()&0xff == sqlite3.SQLITE_TOOBIG
@@ -149,4 +150,17 @@ func (d *DB) Close() error {
 		d.lock = nil
 	}
 	return err
+}
+
+// insertEvents is sqlstore.Dialect.InsertEvents: one multi-row insert whose RETURNING clause
+// gives the inserted events, each with whether its delivery id is stored with another body
+// (the look-up sees the rows stored before and those of the same statement inserted before
+// it). A batch is then one write transaction and one sync of the WAL.
+func insertEvents(rows int) string {
+	return `INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)
+VALUES ` + sqlstore.ValuesRows(rows, 7) + `
+ON CONFLICT DO NOTHING
+RETURNING forge, delivery_id, body_hash, EXISTS (
+	SELECT 1 FROM events e WHERE e.forge = events.forge AND e.delivery_id = events.delivery_id AND e.body_hash <> events.body_hash
+) AS others`
 }

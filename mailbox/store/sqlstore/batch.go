@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -265,4 +267,26 @@ func markOthersInBatch(batch []*insertReq, res []insertRes) {
 			res[i].others, res[j].others = true, true
 		}
 	}
+}
+
+// ValuesRows returns the VALUES rows of a multi-row insert of rows rows of cols parameters
+// each, numbered from $1 row by row: "($1, $2), ($3, $4)" for 2 rows of 2. Dialects build
+// Dialect.InsertEvents with it.
+func ValuesRows(rows, cols int) string {
+	var b strings.Builder
+	for r := range rows {
+		if r > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for c := range cols {
+			if c > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(r*cols + c + 1))
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
 }

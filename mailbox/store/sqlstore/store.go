@@ -6,7 +6,8 @@
 //
 // The SQL lives in constants beside the method that runs it and runs unchanged on both engines
 // (jmoiron/sqlx; $n placeholders, which modernc.org/sqlite binds by number too). What differs
-// is a Dialect, given by the engine's package: only the row lock of the lease claim. No
+// is a Dialect, given by the engine's package: the row lock of the lease claim, the grouped
+// insert of events, and how the engine reports a refused value or a foreign key violation. No
 // statement reads the database's clock: every time is passed from Go, taken from the one clock
 // the store is built with.
 package sqlstore

@@ -1,9 +1,11 @@
 package sqlstoretest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,10 +20,10 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
-// A burst of concurrent deliveries into known mailboxes (where PostgreSQL groups them into
-// shared statements): every distinct delivery is stored once and answered as new exactly
-// once, its retries in the same burst are duplicates, a delivery id that comes with two bodies
-// keeps both, and each mailbox's inbox holds exactly its deliveries.
+// A burst of concurrent deliveries into known mailboxes (grouped into shared statements): every
+// distinct delivery is stored once and answered as new exactly once, its retries in the same
+// burst are duplicates, a delivery id that comes with two bodies keeps both, and each
+// mailbox's inbox holds exactly its deliveries.
 func concurrentDeliveries(t *testing.T, s *sqlstore.Store, _ *storetest.Clock) {
 	ctx := context.Background()
 	const issues, distinct = 5, 200
@@ -96,4 +98,37 @@ func schemaVersion(t *testing.T, s *sqlstore.Store, _ *storetest.Clock) {
 	v, err := s.SchemaVersion(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, newest, v)
+}
+
+// A delivery id that comes again with another body is stored again and logged, whether the
+// two arrive one after the other or in one grouped insert.
+func sameDeliveryOtherBody(t *testing.T, s *sqlstore.Store, _ *storetest.Clock) {
+	var logs syncBuffer
+	s.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	ctx := context.Background()
+	for _, body := range []string{"h1", "h2"} {
+		dup, err := s.Deliver(ctx, storetest.Event(1, "d1", body))
+		require.NoError(t, err)
+		require.False(t, dup)
+	}
+	require.Contains(t, logs.String(), "a delivery id came again with another body; both are kept")
+	require.Contains(t, logs.String(), "delivery_id=d1")
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"WebReader":                     webReader,
 		"ConcurrentDeliveries":          concurrentDeliveries,
 		"SchemaVersionIsTheNewest":      schemaVersion,
+		"SameDeliveryIDOtherBodyLogged": sameDeliveryOtherBody,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
