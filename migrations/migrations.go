@@ -23,9 +23,9 @@ package migrations
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"database/sql"
 	"embed"
+	"encoding/binary"
 	"fmt"
 	"io/fs"
 
