@@ -28,12 +28,14 @@ build:
 deps:
 	bash scripts/dev-deps.sh
 
-## test: install/start PostgreSQL and Docker if needed, then vet and run every test against them, then every fuzz target for TEST_FUZZTIME
+## test: install/start PostgreSQL and Docker if needed, check gofmt, vet and run every test against them, then every fuzz target for TEST_FUZZTIME
 # A count, not a duration: Go 1.26's fuzzing coordinator can fail a run whose duration ends
 # while a worker is mid-execution ("context deadline exceeded", no failing input;
 # go.dev/issue/75804, fixed in Go 1.27). 500 executions take about a second a target.
 TEST_FUZZTIME ?= 500x
 test: deps
+	@unformatted=$$("$$(dirname $(GO))/gofmt" -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted"; exit 1; fi
 	$(GO) vet -tags '$(TEST_TAGS)' ./...
 	$(GO) test -tags '$(TEST_TAGS)' -count=1 -p 2 -timeout 40m ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
