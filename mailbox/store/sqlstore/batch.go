@@ -70,8 +70,7 @@ type InsertStats struct {
 	Waiting int64
 }
 
-// InsertStats returns the counts of grouped insertion; all zero on an engine without
-// Dialect.InsertEvents.
+// InsertStats returns the counts of grouped insertion.
 func (s *Store) InsertStats() InsertStats {
 	return InsertStats{Statements: s.batch.statements.Load(), Deliveries: s.batch.grouped.Load(),
 		Waiting: s.batch.waiting.Load()}

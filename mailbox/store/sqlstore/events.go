@@ -42,9 +42,9 @@ const sqlEventStored = `SELECT EXISTS (SELECT 1 FROM events WHERE forge = $1 AND
 const sqlSameDeliveryOtherBody = `SELECT count(*) FROM events WHERE forge = $1 AND delivery_id = $2 AND body_hash <> $3`
 
 // Deliver implements mailbox.Inbox (and webhook.Inbox) in one statement: a plain insert into a
-// mailbox this process has stored into before (its id remembered; on an engine with
-// Dialect.InsertEvents, grouped with the concurrent deliveries, batch.go), else one statement
-// that finds or creates the mailbox and inserts the event. Events on a merge request or pipeline
+// mailbox this process has stored into before (its id remembered; grouped with the concurrent
+// deliveries, batch.go), else one statement that finds or creates the mailbox and inserts the
+// event. Events on a merge request or pipeline
 // first look the issue's mailbox up (mailbox.Inbox.Deliver says how). The unique
 // (forge, delivery_id, body_hash) constraint makes a forge's retry of a delivery insert
 // nothing, while identical bodies under new delivery ids (assign, unassign, assign again) are
@@ -110,14 +110,14 @@ func (s *Store) deliver(ctx context.Context, evp *forge.Event) insertRes {
 			return insertRes{err: mailbox.ErrNoMailboxForPipeline(ev)}
 		}
 		if id != 0 {
-			return s.insertEvent(ctx, id, ev, payload)
+			return s.batchInsert(ctx, id, ev, payload)
 		}
 	}
 	// A mailbox this process has seen: one plain insert. A mailbox deleted since makes the
 	// insert fail on the foreign key (23503); it is forgotten and looked up again.
 	key := mailboxKey{forge: t.Forge, repo: t.Repo, number: t.Number, mergeRequest: t.MergeRequest}
 	if id, ok := s.ids.get(key); ok {
-		res := s.insertEvent(ctx, id, ev, payload)
+		res := s.batchInsert(ctx, id, ev, payload)
 		if !s.isForeignKeyViolation(res.err) {
 			return res
 		}
@@ -193,5 +193,5 @@ func (s *Store) deliverToNewMailbox(ctx context.Context, key mailboxKey, ev forg
 		return insertRes{err: s.storeError("find mailbox", err)}
 	}
 	s.ids.put(key, id)
-	return s.insertEvent(ctx, id, ev, payload)
+	return s.batchInsert(ctx, id, ev, payload)
 }

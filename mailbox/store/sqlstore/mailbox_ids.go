@@ -63,17 +63,8 @@ func (s *Store) rememberMailbox(ctx context.Context, k mailboxKey) {
 	}
 }
 
-// insertEvent inserts the event into mailbox id: grouped with the deliveries in flight beside
-// it when the dialect can (batch.go), else alone (insertOne).
-func (s *Store) insertEvent(ctx context.Context, id int64, ev forge.Event, payload string) insertRes {
-	if s.dialect.InsertEvents != nil {
-		return s.batchInsert(ctx, id, ev, payload)
-	}
-	dup, err := s.insertOne(ctx, id, ev, payload)
-	return insertRes{duplicate: dup, err: err}
-}
-
-// insertOne inserts the event into mailbox id with a statement prepared once per pool
+// insertOne inserts the event into mailbox id alone (a group whose statement failed is
+// inserted again this way, batch.go), with a statement prepared once per pool
 // connection (one round trip instead of two) and reports a duplicate; a foreign key violation
 // (the mailbox is gone) is returned as it is, for Deliver to look the mailbox up again.
 func (s *Store) insertOne(ctx context.Context, id int64, ev forge.Event, payload string) (duplicate bool, err error) {

@@ -65,12 +65,12 @@ type Dialect struct {
 	// value: given $3 itself it would plan every call anew for the value (probing the index for
 	// the column's range) instead of keeping the prepared statement's one generic plan.
 	WakeBound string
-	// InsertEvents, when set, returns one statement that inserts rows events into known
+	// InsertEvents returns one statement that inserts rows events into known
 	// mailboxes, given as seven parameters per event ($1…$7 for the first: mailbox_id, forge,
 	// delivery_id, body_hash, event_type, payload, received_at), skipping those stored
 	// before, and returns a row (forge, delivery_id, body_hash, others) per inserted event,
 	// others telling whether its delivery id was stored before with another body. Concurrent
-	// deliveries then share a statement and a commit (batch.go); nil inserts each event alone.
+	// deliveries share a statement and a commit (batch.go). Every engine has one.
 	InsertEvents func(rows int) string
 	// DeliverToIssue, when set, is one statement that finds or creates an issue's mailbox and
 	// inserts the event into it (arguments: forge, repo, number, merge_request, delivery_id,
