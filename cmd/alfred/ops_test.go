@@ -152,7 +152,7 @@ phases:
 		`alfred_forge_api_request_duration_seconds_count\{forge="forgejo",operation="GET /api/v1/repos/\{owner\}/\{repo\}/issues/\{n\}"\} [1-9]`,
 		`alfred_reconciliation_passes_total\{result="ok"\} [1-9]`,
 		`alfred_reconciliation_findings_total\{kind="missed_event"\} [0-9]+`,
-		`alfred_event_insert_deliveries_total [0-9]+`,
+		`alfred_event_insert_deliveries_total [1-9][0-9]*`,
 		`alfred_event_inserts_waiting 0`,
 	} {
 		require.Regexp(t, re, metricsText)

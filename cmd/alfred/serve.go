@@ -77,9 +77,10 @@ type server struct {
 // logStore logs the engine and schema version of the store the server opened (the SQLite
 // file's path; never the PostgreSQL URL, which may hold a password).
 func logStore(ctx context.Context, log *slog.Logger, st *sqlstore.Store, cfg *config.Config) {
-	engine, path := store.Engine(cfg.DatabaseURL.Reveal(), cfg.DataDir)
+	engine := st.Dialect().Name
 	attrs := []any{"engine", string(engine)}
 	if engine == migrations.SQLite {
+		_, path := store.Engine(cfg.DatabaseURL.Reveal(), cfg.DataDir)
 		attrs = append(attrs, "path", path)
 	}
 	v, err := st.SchemaVersion(ctx)
