@@ -168,43 +168,21 @@ func fjStatusState(st forge.CIState) string {
 // fjPaginate writes the page of items asked for with page/limit, with X-Total-Count and a Link
 // header as Forgejo sets them.
 func fjPaginate(w http.ResponseWriter, r *http.Request, capSize int, items []any) {
-	q := r.URL.Query()
-	limit, _ := strconv.Atoi(q.Get("limit"))
-	if limit <= 0 {
-		limit = 30
-	}
-	limit = min(limit, 50)
-	if capSize > 0 {
-		limit = min(limit, capSize)
-	}
-	page, _ := strconv.Atoi(q.Get("page"))
-	page = max(page, 1)
-	total := len(items)
-	pages := max((total+limit-1)/limit, 1)
-	lo, hi := min((page-1)*limit, total), min(page*limit, total)
-	link := func(p int, rel string) string {
-		u := *r.URL
-		u.Scheme, u.Host = "http", r.Host
-		qq := u.Query()
-		qq.Set("page", strconv.Itoa(p))
-		qq.Set("limit", strconv.Itoa(limit))
-		u.RawQuery = qq.Encode()
-		return fmt.Sprintf(`<%s>; rel="%s"`, u.String(), rel)
-	}
+	pw := cutPage(r.URL.Query(), "limit", 30, 50, capSize, len(items))
 	var links []string
-	if page < pages {
-		links = append(links, link(page+1, "next"), link(pages, "last"))
+	if pw.page < pw.pages {
+		links = append(links, pageLink(r, "limit", pw.size, pw.page+1, "next"), pageLink(r, "limit", pw.size, pw.pages, "last"))
 	}
-	if page > 1 {
-		links = append(links, link(1, "first"), link(page-1, "prev"))
+	if pw.page > 1 {
+		links = append(links, pageLink(r, "limit", pw.size, 1, "first"), pageLink(r, "limit", pw.size, pw.page-1, "prev"))
 	}
 	h := w.Header()
-	h.Set("X-Total-Count", strconv.Itoa(total))
+	h.Set("X-Total-Count", strconv.Itoa(pw.total))
 	h.Set("Access-Control-Expose-Headers", "X-Total-Count, Link")
 	if len(links) > 0 {
 		h.Set("Link", strings.Join(links, ","))
 	}
-	fjJSON(w, http.StatusOK, items[lo:hi])
+	fjJSON(w, http.StatusOK, items[pw.lo:pw.hi])
 }
 
 // fjSince reads the since query parameter (RFC 3339); a bad value answers 422 as Forgejo does

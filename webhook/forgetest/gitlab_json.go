@@ -203,49 +203,26 @@ func (s *GitLabServer) glNoteJSON(p *modelRepo, is *modelIssue, c *modelComment)
 // glPaginate writes the page of items asked for with page/per_page and GitLab's offset
 // pagination headers.
 func glPaginate(w http.ResponseWriter, r *http.Request, capSize int, items []any) {
-	q := r.URL.Query()
-	per, _ := strconv.Atoi(q.Get("per_page"))
-	if per <= 0 {
-		per = 20
-	}
-	per = min(per, 100)
-	if capSize > 0 {
-		per = min(per, capSize)
-	}
-	page, _ := strconv.Atoi(q.Get("page"))
-	page = max(page, 1)
-	total := len(items)
-	pages := max((total+per-1)/per, 1)
-	lo, hi := min((page-1)*per, total), min(page*per, total)
-
+	pw := cutPage(r.URL.Query(), "per_page", 20, 100, capSize, len(items))
 	h := w.Header()
-	h.Set("X-Page", strconv.Itoa(page))
-	h.Set("X-Per-Page", strconv.Itoa(per))
-	h.Set("X-Total", strconv.Itoa(total))
-	h.Set("X-Total-Pages", strconv.Itoa(pages))
+	h.Set("X-Page", strconv.Itoa(pw.page))
+	h.Set("X-Per-Page", strconv.Itoa(pw.size))
+	h.Set("X-Total", strconv.Itoa(pw.total))
+	h.Set("X-Total-Pages", strconv.Itoa(pw.pages))
 	h.Set("X-Next-Page", "")
 	h.Set("X-Prev-Page", "")
-	link := func(p int, rel string) string {
-		u := *r.URL
-		u.Scheme, u.Host = "http", r.Host
-		qq := u.Query()
-		qq.Set("page", strconv.Itoa(p))
-		qq.Set("per_page", strconv.Itoa(per))
-		u.RawQuery = qq.Encode()
-		return fmt.Sprintf(`<%s>; rel="%s"`, u.String(), rel)
-	}
 	var links []string
-	if page > 1 {
-		h.Set("X-Prev-Page", strconv.Itoa(page-1))
-		links = append(links, link(page-1, "prev"))
+	if pw.page > 1 {
+		h.Set("X-Prev-Page", strconv.Itoa(pw.page-1))
+		links = append(links, pageLink(r, "per_page", pw.size, pw.page-1, "prev"))
 	}
-	if page < pages {
-		h.Set("X-Next-Page", strconv.Itoa(page+1))
-		links = append(links, link(page+1, "next"))
+	if pw.page < pw.pages {
+		h.Set("X-Next-Page", strconv.Itoa(pw.page+1))
+		links = append(links, pageLink(r, "per_page", pw.size, pw.page+1, "next"))
 	}
-	links = append(links, link(1, "first"), link(pages, "last"))
+	links = append(links, pageLink(r, "per_page", pw.size, 1, "first"), pageLink(r, "per_page", pw.size, pw.pages, "last"))
 	h.Set("Link", strings.Join(links, ", "))
-	glJSON(w, http.StatusOK, items[lo:hi])
+	glJSON(w, http.StatusOK, items[pw.lo:pw.hi])
 }
 
 // glAssignedIssues answers GET /issues for what Alfred asks: assignee_username, state=opened,
