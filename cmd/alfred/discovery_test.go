@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -58,10 +59,14 @@ func assignmentWhileDownInNewRepository(t *testing.T, bin string, kind forge.Kin
 	s.SetPageSize(1) // the hooks are read page by page
 
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	free := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	addr, adminAddr := free(), free()
+	const adminToken = "discovery-admin-token"
 	publicURL := ""
 	if kind == forge.KindGitLab {
 		publicURL = "public_url: http://" + addr
@@ -73,6 +78,7 @@ func assignmentWhileDownInNewRepository(t *testing.T, bin string, kind forge.Kin
 	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
 listen: %s
 %s
+admin: {listen: %s, token: %s}
 data_dir: %s
 forges:
   - {name: %s, kind: %s, base_url: %s, token: %s, webhook_secret: %s, bot_user: %s}
@@ -80,7 +86,7 @@ agents:
   - {name: script, adapter: script, image: alfred/discovery-unused:none, script: %s}
 phases: {default: script}
 workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms, reconcile_interval: 1h}
-`, addr, publicURL, filepath.Join(dir, "data"), kind, kind, url, token, liveSecret, forgetest.BotLogin, script)), 0o600))
+`, addr, publicURL, adminAddr, adminToken, filepath.Join(dir, "data"), kind, kind, url, token, liveSecret, forgetest.BotLogin, script)), 0o600))
 	logPath := filepath.Join(dir, "serve.log")
 	var proc *exec.Cmd
 	start := func() {
@@ -158,4 +164,14 @@ workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms, reconcile_interval: 1h}
 	b, err := os.ReadFile(logPath)
 	require.NoError(t, err)
 	require.Contains(t, string(b), "a repository that sent no delivery has this Alfred's webhook")
+
+	req, err := http.NewRequest(http.MethodGet, "http://"+adminAddr+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	metricsText, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.NoError(t, err)
+	require.Contains(t, string(metricsText), `alfred_reconciliation_findings_total{kind="discovered_repository"} 1`)
 }
