@@ -218,11 +218,18 @@ func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot
 		return err
 	}
 	// Only repositories whose webhooks reach this Alfred: the bot account may be shared with
-	// other installations, whose issues are theirs to work on.
+	// other installations, whose issues are theirs to work on. A repository whose hooks could
+	// not be read waits for the next pass, which searches from the same time again; the
+	// assignments found elsewhere are not held up by it.
+	var unread error
 	tracked := func(ref forge.IssueRef) (bool, error) {
 		ok, err := r.ours(ctx, name, bot, known, ref.Repo, st)
-		if err != nil || !ok {
-			return !ok, err
+		if err != nil {
+			unread = cmp.Or(unread, err)
+			return true, nil
+		}
+		if !ok {
+			return true, nil
 		}
 		return r.store.Tracked(ctx, ref)
 	}
@@ -238,6 +245,9 @@ func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot
 	if err != nil {
 		return err
 	}
+	if unread != nil {
+		return unread
+	}
 	r.mu.Lock()
 	r.searchedAt[name] = started
 	if full {
@@ -251,8 +261,8 @@ func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot
 // mailboxes (known, sorted: its deliveries reach this Alfred), the forge's Scope lists it, or
 // one of its hooks points at the Scope's HookURL. The hooks are read at most once per
 // Rediscover per repository; a bot that may not read them (ErrForbidden, ErrNotFound) makes
-// the repository not ours, logged. Any other error of the read is returned: the search is not
-// complete and the next pass reads again.
+// the repository not ours, logged. Any other error of the read is returned and nothing is
+// kept: the search is not complete and the next pass reads again.
 func (r *Reconciler) ours(ctx context.Context, name string, bot Bot, known []string, repo string, st *PassStats) (bool, error) {
 	if _, ok := slices.BinarySearch(known, repo); ok {
 		return true, nil

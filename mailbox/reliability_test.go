@@ -231,6 +231,42 @@ func TestReconcileAssignmentInRepositoryFoundByItsHook(t *testing.T) {
 	require.ErrorIs(t, err, mailbox.ErrNotFound)
 }
 
+// A repository whose hooks cannot be read right now (the forge unavailable) does not hold up
+// the assignments found elsewhere in the same pass; the next pass searches from the same time
+// and finds it.
+func TestReconcileHookReadFailureHoldsUpOnlyItsRepository(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	const hookURL = "https://alfred.example.org/webhooks/gl"
+	b.fake.SetAccessLevel(repo, forgetest.BotLogin, 40)
+	b.fake.AddHook(repo, forge.Hook{URL: hookURL, Active: true})
+	b.fake.AddRepo("acme/listed", "main", "/nonexistent.git")
+	b.fake.SetAccess("acme/listed", "alice", true)
+	var refs []forge.IssueRef
+	for _, r := range []string{repo, "acme/listed"} {
+		n := b.fake.AddIssue(r, forgetest.SeedIssue{Title: "Assigned while down", Author: "alice"})
+		refs = append(refs, forge.IssueRef{Forge: "gl", Repo: r, Number: n})
+		b.fake.SetIssueAssignees(refs[len(refs)-1], "alice", forgetest.BotLogin)
+	}
+	r := mailbox.NewReconciler(mailbox.ReconcilerConfig{Scopes: map[string]mailbox.Scope{
+		"gl": {HookURL: hookURL, Repositories: []string{"acme/listed"}}}}, b.store, b.store, b.bots, b.clock.Now, b.log)
+	b.fake.FailNextCall("Hooks", fmt.Errorf("list hooks: %w", forge.ErrUnavailable))
+
+	st := r.Pass(context.Background(), 0)[0]
+	require.ErrorIs(t, st.Err, forge.ErrUnavailable)
+	require.Equal(t, 1, st.NewAssignments, "the listed repository's assignment is not held up")
+	_, err := b.store.Find(context.Background(), refs[0])
+	require.ErrorIs(t, err, mailbox.ErrNotFound)
+
+	b.clock.Add(5 * time.Minute)
+	st = r.Pass(context.Background(), 0)[0]
+	require.NoError(t, st.Err)
+	require.Equal(t, 1, st.NewAssignments, "found by the next pass")
+	require.Equal(t, 1, st.Discovered)
+	_, err = b.store.Find(context.Background(), refs[0])
+	require.NoError(t, err)
+}
+
 func TestSameHookURL(t *testing.T) {
 	t.Parallel()
 	const want = "https://alfred.example.org/webhooks/gl"
