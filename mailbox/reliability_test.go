@@ -273,7 +273,7 @@ func TestSameHookURL(t *testing.T) {
 	for hook, same := range map[string]bool{
 		want: true, want + "/": true, "HTTPS://Alfred.Example.org/webhooks/gl": true, want + "?x=1": true,
 		"https://alfred.example.org/webhooks/gl2": false, "https://alfred.example.org/webhooks/GL": false,
-		"http://alfred.example.org/webhooks/gl": false, "https://alfred.example.org:8443/webhooks/gl": false,
+		"http://alfred.example.org/webhooks/gl": false, "https://alfred.example.org:8443/webhooks/gl": false, "https://alfred.example.org:443/webhooks/gl": true,
 		"https://other.example.org/webhooks/gl": false, "/webhooks/gl": false, "": false, "%zz": false,
 	} {
 		require.Equal(t, same, mailbox.SameHookURL(hook, want), hook)
