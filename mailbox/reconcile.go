@@ -78,7 +78,8 @@ type Deliverer interface {
 // Reconciler compares open mailboxes with their forge and stores what differs as events, so
 // that a change whose delivery was lost (Alfred down, a hook disabled, a forge that never
 // retries) is applied anyway, exactly once (see DeriveEvents). It also finds issues assigned
-// to the bot that have no mailbox.
+// to the bot that have no mailbox, in the repositories of this Alfred's: those with mailboxes
+// and those its Scope names or finds by their hooks.
 type Reconciler struct {
 	cfg   ReconcilerConfig
 	store Store
