@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,6 +27,28 @@ type ReconcilerConfig struct {
 	Batch int
 	// OnPass, when set, receives each finished pass per forge (for metrics).
 	OnPass func(PassStats)
+	// Scopes holds, per configured forge name, how a repository that has no mailbox yet is
+	// recognised as this Alfred's (see Scope). A forge without one considers only the
+	// repositories it has mailboxes in.
+	Scopes map[string]Scope
+	// Rediscover is how long what a repository's hooks said is kept before they are read
+	// again, and how often the search for assignments starts from the beginning instead of
+	// the previous pass (default 1h), so that a hook set up after the assignment is found too.
+	Rediscover time.Duration
+}
+
+// Scope tells reconciliation which repositories without a mailbox belong to this Alfred: an
+// issue assigned to the bot there is one to work on (one bot account may be shared by several
+// installations, each with its own repositories).
+type Scope struct {
+	// HookURL is the URL this Alfred's webhooks are set to on the forge: the public URL +
+	// "/webhooks/" + the forge name (what `alfred doctor` prints as "Webhook URL to set"). A
+	// repository with a hook to it, active or disabled, is this Alfred's. Empty: no repository
+	// is recognised by its hooks.
+	HookURL string
+	// Repositories are repository paths ("owner/name", GitLab paths) that are this Alfred's
+	// whatever their hooks say (forges[].repositories): for a bot that may not read hooks.
+	Repositories []string
 }
 
 // PassStats is what one reconciliation pass did on one forge.
@@ -33,8 +57,9 @@ type PassStats struct {
 	Forge string
 	// Mailboxes counts the mailboxes compared; NewAssignments the issues assigned to the bot
 	// that had no mailbox; Events the events derived and stored (duplicates of earlier passes
-	// not counted); Calls the forge API calls made.
-	Mailboxes, NewAssignments, Events, Calls int
+	// not counted); Calls the forge API calls made; Discovered the repositories without a
+	// mailbox found to be this Alfred's by their hooks.
+	Mailboxes, NewAssignments, Events, Calls, Discovered int
 	// Unattributed counts changes seen whose author the forge's history does not name; they
 	// were not acted on.
 	Unattributed int
@@ -53,7 +78,8 @@ type Deliverer interface {
 // Reconciler compares open mailboxes with their forge and stores what differs as events, so
 // that a change whose delivery was lost (Alfred down, a hook disabled, a forge that never
 // retries) is applied anyway, exactly once (see DeriveEvents). It also finds issues assigned
-// to the bot that have no mailbox.
+// to the bot that have no mailbox, in the repositories of this Alfred's: those with mailboxes
+// and those its Scope names or finds by their hooks.
 type Reconciler struct {
 	cfg   ReconcilerConfig
 	store Store
@@ -63,7 +89,15 @@ type Reconciler struct {
 	log   *slog.Logger
 
 	mu         sync.Mutex
-	searchedAt map[string]time.Time // forge → start of the last complete search for assignments
+	searchedAt map[string]time.Time              // forge → start of the last complete search for assignments
+	fullAt     map[string]time.Time              // forge → start of the last complete search from the beginning
+	hooked     map[string]map[string]hookVerdict // forge → lower-case repository → what its hooks said
+}
+
+// hookVerdict is what a repository's hooks said at a time: whether one points at this Alfred.
+type hookVerdict struct {
+	ours bool
+	at   time.Time
 }
 
 // NewReconciler wires a reconciler. inbox stores the derived events (a WakingInbox, so the
@@ -72,6 +106,7 @@ type Reconciler struct {
 func NewReconciler(cfg ReconcilerConfig, store Store, inbox Deliverer, bots map[string]Bot, now func() time.Time, log *slog.Logger) *Reconciler {
 	cfg.Interval = cmp.Or(cfg.Interval, 5*time.Minute)
 	cfg.Batch = cmp.Or(cfg.Batch, 50)
+	cfg.Rediscover = cmp.Or(cfg.Rediscover, time.Hour)
 	if now == nil {
 		now = time.Now
 	}
@@ -79,7 +114,7 @@ func NewReconciler(cfg ReconcilerConfig, store Store, inbox Deliverer, bots map[
 		log = slog.Default()
 	}
 	return &Reconciler{cfg: cfg, store: store, inbox: inbox, bots: bots, now: now, log: log,
-		searchedAt: map[string]time.Time{}}
+		searchedAt: map[string]time.Time{}, fullAt: map[string]time.Time{}, hooked: map[string]map[string]hookVerdict{}}
 }
 
 // Run makes a pass at once (start-up: what happened while Alfred was down) and then every
@@ -116,7 +151,7 @@ func (r *Reconciler) Pass(ctx context.Context, spread time.Duration) []PassStats
 			level = slog.LevelWarn
 		}
 		r.log.Log(ctx, level, "reconciled", "forge", name, "mailboxes", st.Mailboxes, "new_assignments", st.NewAssignments,
-			"events", st.Events, "calls", st.Calls, "unattributed", st.Unattributed, "duration", st.Duration, "err", st.Err)
+			"discovered", st.Discovered, "events", st.Events, "calls", st.Calls, "unattributed", st.Unattributed, "duration", st.Duration, "err", st.Err)
 		if r.cfg.OnPass != nil {
 			r.cfg.OnPass(st)
 		}
@@ -160,13 +195,22 @@ func (r *Reconciler) passForge(ctx context.Context, name string, spread time.Dur
 }
 
 // searchAssignments stores an assignment event for each issue assigned to the bot that has no
-// working mailbox, in a repository this Alfred has mailboxes in, reading only issues updated
-// since the previous complete search.
+// working mailbox, in a repository of this Alfred's (see ours), reading only issues updated
+// since the previous complete search, or all of them once per Rediscover.
 func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot, st *PassStats) error {
+	started := r.now()
 	r.mu.Lock()
 	since := r.searchedAt[name]
+	full := started.Sub(r.fullAt[name]) >= r.cfg.Rediscover || r.fullAt[name].IsZero()
+	if full {
+		since = time.Time{}
+		for repo, v := range r.hooked[name] { // the cache holds only what a search still names
+			if started.Sub(v.at) >= r.cfg.Rediscover {
+				delete(r.hooked[name], repo)
+			}
+		}
+	}
 	r.mu.Unlock()
-	started := r.now()
 	if !since.IsZero() {
 		since = since.Add(-time.Minute) // forge clocks and ours differ; the overlap is deduplicated
 	}
@@ -175,9 +219,17 @@ func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot
 		return err
 	}
 	// Only repositories whose webhooks reach this Alfred: the bot account may be shared with
-	// other installations, whose issues are theirs to work on.
+	// other installations, whose issues are theirs to work on. A repository whose hooks could
+	// not be read waits for the next pass, which searches from the same time again; the
+	// assignments found elsewhere are not held up by it.
+	var unread error
 	tracked := func(ref forge.IssueRef) (bool, error) {
-		if _, ok := slices.BinarySearch(known, ref.Repo); !ok {
+		ok, err := r.ours(ctx, name, bot, known, ref.Repo, st)
+		if err != nil {
+			unread = cmp.Or(unread, err)
+			return true, nil
+		}
+		if !ok {
 			return true, nil
 		}
 		return r.store.Tracked(ctx, ref)
@@ -194,10 +246,91 @@ func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot
 	if err != nil {
 		return err
 	}
+	if unread != nil {
+		return unread
+	}
 	r.mu.Lock()
 	r.searchedAt[name] = started
+	if full {
+		r.fullAt[name] = started
+	}
 	r.mu.Unlock()
 	return nil
+}
+
+// ours reports whether repo, where an issue is assigned to the bot, is this Alfred's: it has
+// mailboxes (known, sorted: its deliveries reach this Alfred), the forge's Scope lists it, or
+// one of its hooks points at the Scope's HookURL. The hooks are read at most once per
+// Rediscover per repository; a bot that may not read them (ErrForbidden, ErrNotFound) makes
+// the repository not ours, logged. Any other error of the read is returned and nothing is
+// kept: the search is not complete and the next pass reads again.
+func (r *Reconciler) ours(ctx context.Context, name string, bot Bot, known []string, repo string, st *PassStats) (bool, error) {
+	if _, ok := slices.BinarySearch(known, repo); ok {
+		return true, nil
+	}
+	scope := r.cfg.Scopes[name]
+	if slices.ContainsFunc(scope.Repositories, func(s string) bool { return strings.EqualFold(s, repo) }) {
+		return true, nil
+	}
+	if scope.HookURL == "" {
+		return false, nil
+	}
+	key := strings.ToLower(repo)
+	r.mu.Lock()
+	v, cached := r.hooked[name][key]
+	r.mu.Unlock()
+	if cached && r.now().Sub(v.at) < r.cfg.Rediscover {
+		return v.ours, nil
+	}
+	hooks, err := bot.Forge.Hooks(ctx, repo)
+	st.Calls++
+	switch {
+	case errors.Is(err, forge.ErrForbidden) || errors.Is(err, forge.ErrNotFound):
+		r.log.Info("an issue is assigned to the bot in a repository whose webhooks it may not read; not reconciled until a delivery comes from it or forges[].repositories lists it",
+			"forge", name, "repo", repo, "err", err)
+	case err != nil:
+		return false, fmt.Errorf("reconcile %s: read the hooks of %s: %w", name, repo, err)
+	}
+	v = hookVerdict{at: r.now(), ours: slices.ContainsFunc(hooks, func(h forge.Hook) bool { return SameHookURL(h.URL, scope.HookURL) })}
+	if v.ours {
+		st.Discovered++
+		r.log.Info("a repository that sent no delivery has this Alfred's webhook; its assignments are reconciled",
+			"forge", name, "repo", repo)
+	}
+	r.mu.Lock()
+	if r.hooked[name] == nil {
+		r.hooked[name] = map[string]hookVerdict{}
+	}
+	r.hooked[name][key] = v
+	r.mu.Unlock()
+	return v.ours, nil
+}
+
+// SameHookURL reports whether a webhook's URL is want: the same scheme and host (case
+// insensitive), port (the scheme's default when absent) and path, a trailing '/' ignored; the
+// query (GitLab lets one add it) is ignored too. A URL that does not parse is not the same.
+func SameHookURL(hook, want string) bool {
+	h, err1 := url.Parse(strings.TrimSpace(hook))
+	w, err2 := url.Parse(want)
+	if err1 != nil || err2 != nil || h.Host == "" {
+		return false
+	}
+	return strings.EqualFold(h.Scheme, w.Scheme) && strings.EqualFold(h.Hostname(), w.Hostname()) &&
+		urlPort(h) == urlPort(w) && strings.TrimRight(h.Path, "/") == strings.TrimRight(w.Path, "/")
+}
+
+// urlPort is u's port, the scheme's default (80, 443) when it names none.
+func urlPort(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		return "80"
+	case "https":
+		return "443"
+	}
+	return ""
 }
 
 // Mailbox reconciles one mailbox now (on demand: the status page, a failed pass). It returns

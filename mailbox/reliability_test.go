@@ -145,6 +145,141 @@ func TestReconcileMissedAssignment(t *testing.T) {
 	require.Zero(t, b.reconcile().NewAssignments, "a tracked issue is not found again")
 }
 
+// An Alfred that never got a delivery from a repository still finds an issue assigned to the bot
+// there when the repository's webhook points at it, or when forges[].repositories lists it; a
+// repository whose hook points at another URL is another installation's and is not touched.
+func TestReconcileAssignmentInRepositoryFoundByItsHook(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	const hookURL = "https://alfred.example.org/webhooks/gl"
+	assigned := func(repo string, admin bool, hooks ...string) forge.IssueRef {
+		if repo != "acme/shop" {
+			b.fake.AddRepo(repo, "main", "/nonexistent.git")
+			b.fake.SetAccess(repo, "alice", true)
+		}
+		if admin {
+			b.fake.SetAccessLevel(repo, forgetest.BotLogin, 40)
+		}
+		for _, u := range hooks {
+			b.fake.AddHook(repo, forge.Hook{URL: u, ContentType: "json", Active: true, Events: []string{"issues", "note"}})
+		}
+		n := b.fake.AddIssue(repo, forgetest.SeedIssue{Title: "Assigned while down", Author: "alice", Labels: []string{"type::task"}})
+		ref := forge.IssueRef{Forge: "gl", Repo: repo, Number: n}
+		b.fake.SetIssueAssignees(ref, "alice", forgetest.BotLogin)
+		return ref
+	}
+	hooked := assigned("acme/shop", true, "https://ci.example/hook", hookURL+"/")
+	listed := assigned("acme/listed", false)
+	other := assigned("elsewhere/app", true, "https://other-alfred.example.org/webhooks/gl")
+	unreadable := assigned("elsewhere/private", false)
+	r := mailbox.NewReconciler(mailbox.ReconcilerConfig{Rediscover: time.Hour, Scopes: map[string]mailbox.Scope{
+		"gl": {HookURL: hookURL, Repositories: []string{"ACME/listed"}}}}, b.store, b.store, b.bots, b.clock.Now, b.log)
+	pass := func() mailbox.PassStats {
+		t.Helper()
+		st := r.Pass(context.Background(), 0)
+		require.Len(t, st, 1)
+		require.NoError(t, st[0].Err)
+		return st[0]
+	}
+	hookReads := func() (n int) {
+		for _, c := range b.fake.Calls() {
+			if c.Method == "Hooks" {
+				n++
+			}
+		}
+		return n
+	}
+	touched := func(repo string) (calls []string) {
+		for _, c := range b.fake.Calls() {
+			if c.Repo == repo && c.Method != "Hooks" {
+				calls = append(calls, c.Method)
+			}
+		}
+		return calls
+	}
+
+	st := pass()
+	require.Equal(t, 2, st.NewAssignments, "the hooked and the listed repository")
+	require.Equal(t, 1, st.Discovered)
+	require.Equal(t, 3, hookReads(), "the listed repository's hooks are not read")
+	for _, ref := range []forge.IssueRef{hooked, listed} {
+		mb, err := b.store.Find(context.Background(), ref)
+		require.NoError(t, err, ref.String())
+		require.NoError(t, b.machine.Advance(context.Background(), mb))
+		require.Contains(t, b.fake.IssueComments(ref)[0].Body, "Thanks @alice, I am on it")
+	}
+	for _, ref := range []forge.IssueRef{other, unreadable} {
+		_, err := b.store.Find(context.Background(), ref)
+		require.ErrorIs(t, err, mailbox.ErrNotFound, ref.String())
+		require.Empty(t, b.fake.IssueComments(ref), ref.String())
+		require.Empty(t, touched(ref.Repo), "another installation's repository: its hooks read, nothing else")
+	}
+
+	// The next pass reads no hook again; once Rediscover has passed the search starts from the
+	// beginning and the hooks are read again, so a hook set up after the assignment is found.
+	b.clock.Add(5 * time.Minute)
+	require.Zero(t, pass().NewAssignments)
+	require.Equal(t, 3, hookReads(), "what the hooks said is kept")
+	b.fake.AddHook(other.Repo, forge.Hook{URL: hookURL, ContentType: "json", Active: false})
+	b.clock.Add(time.Hour)
+	st = pass()
+	require.Equal(t, 1, st.NewAssignments, "a disabled hook to this Alfred makes the repository its own")
+	require.Equal(t, 5, hookReads())
+	_, err := b.store.Find(context.Background(), other)
+	require.NoError(t, err)
+	_, err = b.store.Find(context.Background(), unreadable)
+	require.ErrorIs(t, err, mailbox.ErrNotFound)
+}
+
+// A repository whose hooks cannot be read right now (the forge unavailable) does not hold up
+// the assignments found elsewhere in the same pass; the next pass searches from the same time
+// and finds it.
+func TestReconcileHookReadFailureHoldsUpOnlyItsRepository(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	const hookURL = "https://alfred.example.org/webhooks/gl"
+	b.fake.SetAccessLevel(repo, forgetest.BotLogin, 40)
+	b.fake.AddHook(repo, forge.Hook{URL: hookURL, Active: true})
+	b.fake.AddRepo("acme/listed", "main", "/nonexistent.git")
+	b.fake.SetAccess("acme/listed", "alice", true)
+	var refs []forge.IssueRef
+	for _, r := range []string{repo, "acme/listed"} {
+		n := b.fake.AddIssue(r, forgetest.SeedIssue{Title: "Assigned while down", Author: "alice"})
+		refs = append(refs, forge.IssueRef{Forge: "gl", Repo: r, Number: n})
+		b.fake.SetIssueAssignees(refs[len(refs)-1], "alice", forgetest.BotLogin)
+	}
+	r := mailbox.NewReconciler(mailbox.ReconcilerConfig{Scopes: map[string]mailbox.Scope{
+		"gl": {HookURL: hookURL, Repositories: []string{"acme/listed"}}}}, b.store, b.store, b.bots, b.clock.Now, b.log)
+	b.fake.FailNextCall("Hooks", fmt.Errorf("list hooks: %w", forge.ErrUnavailable))
+
+	st := r.Pass(context.Background(), 0)[0]
+	require.ErrorIs(t, st.Err, forge.ErrUnavailable)
+	require.Equal(t, 1, st.NewAssignments, "the listed repository's assignment is not held up")
+	_, err := b.store.Find(context.Background(), refs[0])
+	require.ErrorIs(t, err, mailbox.ErrNotFound)
+
+	b.clock.Add(5 * time.Minute)
+	st = r.Pass(context.Background(), 0)[0]
+	require.NoError(t, st.Err)
+	require.Equal(t, 1, st.NewAssignments, "found by the next pass")
+	require.Equal(t, 1, st.Discovered)
+	_, err = b.store.Find(context.Background(), refs[0])
+	require.NoError(t, err)
+}
+
+func TestSameHookURL(t *testing.T) {
+	t.Parallel()
+	const want = "https://alfred.example.org/webhooks/gl"
+	for hook, same := range map[string]bool{
+		want: true, want + "/": true, "HTTPS://Alfred.Example.org/webhooks/gl": true, want + "?x=1": true,
+		"https://alfred.example.org/webhooks/gl2": false, "https://alfred.example.org/webhooks/GL": false,
+		"http://alfred.example.org/webhooks/gl": false, "https://alfred.example.org:8443/webhooks/gl": false, "https://alfred.example.org:443/webhooks/gl": true,
+		"https://other.example.org/webhooks/gl": false, "/webhooks/gl": false, "": false, "%zz": false,
+	} {
+		require.Equal(t, same, mailbox.SameHookURL(hook, want), hook)
+	}
+}
+
 // Forgejo sends byte-identical bodies for assign, unassign, assign within one second: the third
 // delivery differs from the first only by its delivery id, and must count.
 func TestAssignUnassignAssignWithIdenticalBodies(t *testing.T) {

@@ -97,7 +97,7 @@ func (v settingsView) Projects() []string {
 // newMetrics builds the registry; gauges and inserts read the store at scrape time (nil: none).
 func newMetrics(gauges func(context.Context) (metrics.Gauges, error), inserts func() metrics.InsertCounts) *metrics.Metrics {
 	return metrics.New(metrics.Config{Gauges: gauges, Inserts: inserts,
-		ReconciliationFindings: []string{"missed_event", "new_assignment", "unattributed"}})
+		ReconciliationFindings: []string{"missed_event", "new_assignment", "discovered_repository", "unattributed"}})
 }
 
 // insertCounts reads the store's grouped insertion of events for the metrics.
@@ -109,11 +109,12 @@ func insertCounts(st *sqlstore.Store) func() metrics.InsertCounts {
 }
 
 // reconcilePass records a reconciliation pass in the metrics: the events it derived, the new
-// assignments it found and the changes it could not attribute.
+// assignments it found, the repositories it found by their hooks and the changes it could not
+// attribute.
 func reconcilePass(m *metrics.Metrics) func(mailbox.PassStats) {
 	return func(st mailbox.PassStats) {
 		m.ReconciliationPass(map[string]int{"missed_event": st.Events, "new_assignment": st.NewAssignments,
-			"unattributed": st.Unattributed}, st.Err)
+			"discovered_repository": st.Discovered, "unattributed": st.Unattributed}, st.Err)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/admin"
 	"github.com/alfred-bot/alfred/internal/config"
+	"github.com/alfred-bot/alfred/internal/doctor"
 	"github.com/alfred-bot/alfred/internal/httpserve"
 	"github.com/alfred-bot/alfred/internal/metrics"
 	"github.com/alfred-bot/alfred/mailbox"
@@ -135,10 +136,21 @@ func (s *server) wire(ctx context.Context) error {
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
 		Poll: cfg.Workers.PollInterval, Runs: cfg.Workers.Runs, RunsPerProject: cfg.Workers.RunsPerProject}, s.store, machine, s.log)
 	s.recon = mailbox.NewReconciler(mailbox.ReconcilerConfig{Interval: cfg.Workers.ReconcileInterval, Batch: cfg.Workers.ReconcileBatch,
-		OnPass: reconcilePass(s.metrics)},
+		OnPass: reconcilePass(s.metrics), Scopes: reconcileScopes(cfg)},
 		s.store, mailbox.WakingInbox{Inbox: s.store, Workers: s.workers}, forges.bots, nil, s.log)
 	s.handler, err = s.buildHandler(forges.sources)
 	return err
+}
+
+// reconcileScopes is, per forge, what makes a repository without a mailbox this Alfred's: a
+// webhook to the URL `alfred doctor` tells the operator to set, or a listing under
+// forges[].repositories.
+func reconcileScopes(cfg *config.Config) map[string]mailbox.Scope {
+	out := map[string]mailbox.Scope{}
+	for _, f := range cfg.Forges {
+		out[f.Name] = mailbox.Scope{HookURL: doctor.WebhookURL(publicURLOrListen(cfg), f.Name), Repositories: f.Repositories}
+	}
+	return out
 }
 
 // forges holds, per configured forge name, its webhook source, its bot (API client and logins)

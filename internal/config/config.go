@@ -120,8 +120,12 @@ type Forge struct {
 	BotUser string `yaml:"bot_user"`
 	// OtherBots are user names whose mentions and events never start work.
 	OtherBots []string `yaml:"other_bots"`
-	// Repositories are repositories ("owner/name", GitLab paths) that alfred doctor checks
-	// besides those with an open mailbox: the bot's permission and the webhook.
+	// Repositories are repositories ("owner/name", GitLab paths) of this Alfred's: alfred
+	// doctor checks them besides those with an open mailbox (the bot's permission and the
+	// webhook), and reconciliation acts on an issue assigned to the bot there even before any
+	// delivery came from the repository. A repository whose webhook points at this Alfred is
+	// found without being listed; list those whose hooks the bot may not read (Forgejo: not a
+	// repository admin; GitLab: below Maintainer). See spec/reliability.md.
 	Repositories []string `yaml:"repositories"`
 	// GitUser is the user name for git basic auth over HTTPS (the password is Token).
 	// Defaults to "oauth2" on GitLab and to BotUser on Forgejo.

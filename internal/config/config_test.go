@@ -410,6 +410,8 @@ func TestValidate(t *testing.T) {
 			`forges[0].projects["big/mono"].sparse[0]: "../x" is not a directory relative to the repository root`},
 		"project path": {func(c *Config) { c.Forges[0].Projects = map[string]Project{"/big/mono/": {}} },
 			`forges[0].projects["/big/mono/"]: a repository path`},
+		"repository path": {func(c *Config) { c.Forges[1].Repositories = []string{"grp/ok", "noslash"} },
+			`forges[1].repositories[1]: "noslash" is not a repository path`},
 		"bad public_url":    {func(c *Config) { c.PublicURL = "/x" }, "public_url: must be an absolute"},
 		"empty label":       {func(c *Config) { c.Labels.Blocked = "" }, "labels.blocked: required"},
 		"duplicate label":   {func(c *Config) { c.Labels.Done = c.Labels.Blocked }, `labels.done: same label "status::blocked" as labels.blocked`},

@@ -142,6 +142,11 @@ func (c *Config) validateForges(v *validator) {
 		for j, b := range f.OtherBots {
 			v.required(fmt.Sprintf("%s.other_bots[%d]", key, j), b)
 		}
+		for j, repo := range f.Repositories {
+			if strings.Trim(repo, "/") != repo || !strings.Contains(repo, "/") || strings.TrimSpace(repo) != repo {
+				v.add(fmt.Sprintf("%s.repositories[%d]", key, j), "%q is not a repository path such as group/repo", repo)
+			}
+		}
 		for repo, p := range f.Projects {
 			pkey := fmt.Sprintf("%s.projects[%q]", key, repo)
 			if strings.Trim(repo, "/") != repo || strings.TrimSpace(repo) == "" {

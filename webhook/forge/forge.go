@@ -379,6 +379,14 @@ type Forge interface {
 	// missed, so that permissions are checked as for a delivery.
 	Activity(ctx context.Context, ref IssueRef, since time.Time) ([]Activity, error)
 
+	// Hooks lists the repository's webhooks, following every page (Forgejo/Gitea:
+	// GET /repos/{owner}/{repo}/hooks; GitLab: GET /projects/:id/hooks). Both forges let only
+	// repository administrators read them (Forgejo admin, GitLab Maintainer): for another
+	// account it returns an error wrapping ErrForbidden (Forgejo answers some non-admins 404:
+	// ErrNotFound). Reconciliation reads them to tell whether a repository that never sent a
+	// delivery sends its webhooks to this Alfred (spec/reliability.md).
+	Hooks(ctx context.Context, repo string) ([]Hook, error)
+
 	// CIStatus returns the state of CI on a commit: GitLab's latest pipeline for the sha,
 	// Forgejo's combined commit status. CINone when nothing ran. For CIFailed it fills
 	// FailedJobs.

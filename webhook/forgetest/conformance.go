@@ -23,6 +23,12 @@ type Seeder interface {
 	// AddRepo creates repository repo ("owner/name") with its default branch and the clone
 	// URL that Repository must report verbatim.
 	AddRepo(repo, defaultBranch, cloneURL string)
+	// SetAccessLevel sets login's access level on repo (GitLab's numbers: 10 Guest … 40
+	// Maintainer, 50 Owner; Forgejo reads 40 or more as admin); 0 removes it.
+	SetAccessLevel(repo, login string, level int)
+	// AddHook configures a webhook on repo as a maintainer would (ID assigned when 0) and
+	// returns its id; Events are the forge's own event names (forge.Hook).
+	AddHook(repo string, h forge.Hook) int64
 	// SetAccess gives login write access (GitLab Developer, Forgejo write) or, with write
 	// false, read access only (GitLab Reporter, Forgejo read).
 	SetAccess(repo, login string, write bool)

@@ -10,7 +10,7 @@ import (
 )
 
 // runReconcileConformance is the part of RunConformance for what reconciliation reads:
-// AssignedIssues, CommentsSince and the updated times of Issue and MergeRequest. setup returns
+// AssignedIssues, Hooks, CommentsSince and the updated times of Issue and MergeRequest. setup returns
 // a forge seeded as RunConformance seeds it and its issue (assigned to alice, not the bot).
 func runReconcileConformance(t *testing.T, setup func(t *testing.T) (forge.Forge, Seeder, forge.IssueRef)) {
 	t.Helper()
@@ -46,6 +46,31 @@ func runReconcileConformance(t *testing.T, setup func(t *testing.T) (forge.Forge
 		limited, err := f.AssignedIssues(t.Context(), time.Time{}, 1)
 		require.NoError(t, err)
 		require.Len(t, limited, 1)
+	})
+
+	t.Run("HooksEveryPageAdminsOnly", func(t *testing.T) {
+		t.Parallel()
+		f, s, _ := setup(t)
+		bot := s.BotLogin()
+		s.SetAccessLevel(ConformanceRepo, bot, 30)
+		_, err := f.Hooks(t.Context(), ConformanceRepo)
+		require.ErrorIs(t, err, forge.ErrForbidden, "a write member does not read hooks")
+		_, err = f.Hooks(t.Context(), "acme/nope")
+		require.ErrorIs(t, err, forge.ErrNotFound)
+
+		s.SetAccessLevel(ConformanceRepo, bot, 40)
+		none, err := f.Hooks(t.Context(), ConformanceRepo)
+		require.NoError(t, err)
+		require.Empty(t, none)
+		s.SetPageSize(1)
+		ours := forge.Hook{URL: "https://alfred.example/webhooks/test", ContentType: "json", Active: true,
+			Events: []string{"issues"}}
+		ours.ID = s.AddHook(ConformanceRepo, ours)
+		other := forge.Hook{URL: "https://ci.example/hook", ContentType: "json", Active: false, Events: []string{"push"}}
+		other.ID = s.AddHook(ConformanceRepo, other)
+		got, err := f.Hooks(t.Context(), ConformanceRepo)
+		require.NoError(t, err)
+		require.Equal(t, []forge.Hook{ours, other}, got, "every page, in order, with URL, events and active")
 	})
 
 	t.Run("AssignedIssuesSince", func(t *testing.T) {

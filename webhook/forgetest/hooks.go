@@ -1,7 +1,10 @@
 package forgetest
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -90,4 +93,24 @@ func (s *GitLabServer) glHooks(w http.ResponseWriter, r *http.Request, p *modelR
 		out = append(out, m)
 	}
 	glPaginate(w, r, s.pageSize, out)
+}
+
+// Hooks lists the seeded webhooks of repo, like the real forges only for an account with
+// admin access (level 40 or more, or the owner): ErrForbidden otherwise. On a GitLab Fake the
+// content type is "json", as GitLab sends nothing else.
+func (f *Fake) Hooks(ctx context.Context, repo string) (out []forge.Hook, err error) {
+	err = f.withRepo(ctx, "Hooks", repo, nil, func(r *modelRepo) error {
+		if f.botLevelLocked(r) < 40 {
+			return fmt.Errorf("fake forge: list hooks of %s: %w", repo, forge.ErrForbidden)
+		}
+		for _, h := range r.hooks {
+			h.Events = slices.Clone(h.Events)
+			if f.kind == forge.KindGitLab {
+				h.ContentType = "json"
+			}
+			out = append(out, h)
+		}
+		return nil
+	})
+	return out, err
 }
