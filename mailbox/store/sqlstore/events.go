@@ -18,15 +18,18 @@ VALUES ($1, $2, $3, $4, $5, $5)
 ON CONFLICT (forge, repo, number, merge_request) DO NOTHING`
 
 // sqlFindBotMailbox finds the issue mailbox whose merge request an event is about: by the
-// merge request's number, else its source branch, else its head commit; 0 when none.
+// merge request's number, else its source branch, else its head commit; 0 when none. Each
+// look-up reads its partial index (mailboxes_mr, mailboxes_branch, mailboxes_head_sha), whose
+// condition (mr_number <> 0, branch <> '', head_sha <> '') the statement repeats so that a
+// plan made for any parameter value (a prepared statement's generic plan) may use it.
 const sqlFindBotMailbox = `
 SELECT coalesce(
 	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
-		AND CAST($3 AS BIGINT) <> 0 AND mr_number = $3 ORDER BY id LIMIT 1),
+		AND CAST($3 AS BIGINT) <> 0 AND mr_number <> 0 AND mr_number = $3 ORDER BY id LIMIT 1),
 	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
-		AND CAST($4 AS TEXT) <> '' AND branch = $4 ORDER BY id DESC LIMIT 1),
+		AND CAST($4 AS TEXT) <> '' AND branch <> '' AND branch = $4 ORDER BY id DESC LIMIT 1),
 	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
-		AND CAST($5 AS TEXT) <> '' AND head_sha = $5 ORDER BY id DESC LIMIT 1),
+		AND CAST($5 AS TEXT) <> '' AND head_sha <> '' AND head_sha = $5 ORDER BY id DESC LIMIT 1),
 	0)`
 
 const sqlMailboxID = `SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4`
@@ -103,7 +106,7 @@ func (s *Store) deliver(ctx context.Context, evp *forge.Event) insertRes {
 	if t.MergeRequest || ev.Type == forge.EventPipeline {
 		branch, sha := mailbox.EventBranch(ev)
 		var id int64
-		if err := s.db.GetContext(ctx, &id, sqlFindBotMailbox, t.Forge, t.Repo, t.Number, branch, sha); err != nil {
+		if err := s.getPrepared(ctx, &id, sqlFindBotMailbox, t.Forge, t.Repo, t.Number, branch, sha); err != nil {
 			return insertRes{err: s.storeError("find mailbox", err)}
 		}
 		if id == 0 && t.Number == 0 {
