@@ -20,7 +20,7 @@ ON CONFLICT (forge, repo, number, merge_request) DO NOTHING`
 // sqlFindBotMailbox finds the issue mailbox whose merge request an event is about: by the
 // merge request's number, else its source branch, else its head commit; 0 when none. Each
 // look-up reads its partial index (mailboxes_mr, mailboxes_branch, mailboxes_head_sha), whose
-// condition (mr_number <> 0, branch <> '', head_sha <> '') the statement repeats so that a
+// condition (mr_number <> 0, branch <> ”, head_sha <> ”) the statement repeats so that a
 // plan made for any parameter value (a prepared statement's generic plan) may use it.
 const sqlFindBotMailbox = `
 SELECT coalesce(
