@@ -20,8 +20,9 @@ ON CONFLICT (forge, repo, number, merge_request) DO NOTHING`
 // sqlFindBotMailbox finds the issue mailbox whose merge request an event is about: by the
 // merge request's number, else its source branch, else its head commit; 0 when none. Each
 // look-up reads its partial index (mailboxes_mr, mailboxes_branch, mailboxes_head_sha), whose
-// condition (mr_number <> 0, branch <> ”, head_sha <> ”) the statement repeats so that a
-// plan made for any parameter value (a prepared statement's generic plan) may use it.
+// condition (a number other than 0, a branch or commit that is not empty) the statement
+// repeats so that a plan made for any parameter value (a prepared statement's generic plan)
+// may use it.
 const sqlFindBotMailbox = `
 SELECT coalesce(
 	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
