@@ -26,8 +26,9 @@ func (s *Store) ApplyComment(ctx context.Context, mailboxID, commentID, eventID 
 // workingStates is the SQL condition of a working mailbox (mailbox.State.Working).
 const workingStates = `state NOT IN ('idle', 'done', 'cancelled') AND merge_request = FALSE AND closed_at IS NULL`
 
-// sqlReconcileDue reads the open mailboxes of the forge (mailboxes_open), never the closed
-// ones: $1 forge, $2 limit.
+// sqlReconcileDue reads the open mailboxes of the forge through an index of open mailboxes
+// (mailboxes_open or mailboxes_reconcile, as the engine chooses), never the closed ones: $1
+// forge, $2 limit.
 const sqlReconcileDue = `SELECT ` + mailboxColumns + ` FROM mailboxes
 WHERE forge = $1 AND ` + workingStates + `
 ORDER BY reconciled_at NULLS FIRST, id LIMIT $2`
