@@ -42,7 +42,7 @@ test: deps
 
 # The cost benchmarks report medians and ratios over a fixed number of iterations, one package
 # at a time.
-COST_BENCH      := BenchmarkWorktree|BenchmarkLease|BenchmarkTriggerToAgent
+COST_BENCH      := BenchmarkWorktree|BenchmarkLease|BenchmarkBackgroundQueries|BenchmarkTriggerToAgent
 COST_BENCH_RUNS ?= 20
 
 ## bench: install/start PostgreSQL and Docker if needed, then run the benchmarks only (the cost benchmarks $(COST_BENCH_RUNS) iterations each)

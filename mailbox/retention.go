@@ -18,12 +18,14 @@ type ClosedMailbox struct {
 
 // RetentionStore is what the retention sweep needs from the store.
 type RetentionStore interface {
-	// Purgeable lists the mailboxes closed before before that still hold events, run logs,
-	// outputs or question contexts, oldest first.
+	// Purgeable lists the mailboxes closed before before that Purge has not purged since they
+	// last changed (their events, run logs, outputs and question contexts may remain), oldest
+	// first. It reads those mailboxes only, not the ones purged before.
 	Purgeable(ctx context.Context, before time.Time) ([]ClosedMailbox, error)
 	// Purge deletes the mailbox's events and blanks its runs' logs and outputs and its
 	// questions' context, keeping the mailbox, the runs' phases, times and outcomes, the
-	// answers and the session records (tokens, cost). A mailbox reopened since is left alone.
+	// answers and the session records (tokens, cost), and records the purge (Purgeable leaves
+	// the mailbox out until it changes again). A mailbox reopened since is left alone.
 	Purge(ctx context.Context, mailboxID int64) error
 }
 
@@ -36,6 +38,10 @@ type Retention struct {
 	// Days returns retention_days for a repository (its scope's, else the global value); 0
 	// keeps everything.
 	Days func(repo string) int
+	// MinDays is the shortest retention_days above 0 of any scope (MinRetentionDays): no
+	// mailbox closed since is past its retention, so the sweep asks the store only for those
+	// closed before. 0 asks for every closed mailbox not purged yet.
+	MinDays int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger logs each purge; nil discards.
@@ -54,7 +60,7 @@ func (r *Retention) Sweep(ctx context.Context) (int, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	t := now()
-	list, err := r.Store.Purgeable(ctx, t)
+	list, err := r.Store.Purgeable(ctx, t.Add(-time.Duration(r.MinDays)*24*time.Hour))
 	if err != nil {
 		return 0, err
 	}
@@ -74,6 +80,18 @@ func (r *Retention) Sweep(ctx context.Context) (int, error) {
 			"mailbox_id", mb.ID, "repo", mb.Repo, "closed_at", mb.ClosedAt, "retention_days", days)
 	}
 	return n, errors.Join(errs...)
+}
+
+// MinRetentionDays returns the smallest of days above 0 (the global retention_days and each
+// scope's), 0 when none is: then nothing is ever purged and no sweep needs to run.
+func MinRetentionDays(days ...int) int {
+	least := 0
+	for _, d := range days {
+		if d > 0 && (least == 0 || d < least) {
+			least = d
+		}
+	}
+	return least
 }
 
 // Run sweeps every interval until ctx ends, logging failures.

@@ -135,9 +135,20 @@ func scopedSettings(e config.Effective) mailbox.Settings {
 	return s
 }
 
-// retention is the sweep of closed mailboxes' texts, with each project's retention_days.
+// retention is the sweep of closed mailboxes' texts, with each project's retention_days; nil
+// when no scope purges anything (retention_days 0 everywhere).
 func (s *server) retention() *mailbox.Retention {
-	return &mailbox.Retention{Store: s.store, Logger: s.log,
+	days := []int{s.cfg.RetentionDays}
+	for _, sc := range s.cfg.Scopes {
+		if sc.RetentionDays != nil {
+			days = append(days, *sc.RetentionDays)
+		}
+	}
+	least := mailbox.MinRetentionDays(days...)
+	if least == 0 {
+		return nil
+	}
+	return &mailbox.Retention{Store: s.store, Logger: s.log, MinDays: least,
 		Days: func(repo string) int { return s.cfg.For(repo).RetentionDays }}
 }
 

@@ -330,11 +330,13 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 		defer wg.Done()
 		s.recon.Run(ctx) // at once (what happened while Alfred was down), then every interval
 	}()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.retention().Run(ctx, time.Hour)
-	}()
+	if r := s.retention(); r != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.Run(ctx, time.Hour)
+		}()
+	}
 	var err error
 	select {
 	case <-ctx.Done():

@@ -18,16 +18,31 @@ VALUES ($1, $2, $3, $4, $5, $5)
 ON CONFLICT (forge, repo, number, merge_request) DO NOTHING`
 
 // sqlFindBotMailbox finds the issue mailbox whose merge request an event is about: by the
-// merge request's number, else its source branch, else its head commit; 0 when none.
+// merge request's number, else its source branch, else its head commit; 0 when none. Each
+// look-up reads its partial index (mailboxes_mr, mailboxes_branch, mailboxes_head_sha), whose
+// condition (a number other than 0, a branch or commit that is not empty) the statement
+// repeats: it also skips a look-up given 0 or an empty text, and it is true whatever the
+// parameters are, so the prepared statement's generic plan reads the indexes and PostgreSQL
+// keeps that plan instead of planning every call anew for its values.
 const sqlFindBotMailbox = `
 SELECT coalesce(
 	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
-		AND CAST($3 AS BIGINT) <> 0 AND mr_number = $3 ORDER BY id LIMIT 1),
+		AND mr_number <> 0 AND mr_number = $3 ORDER BY id LIMIT 1),
 	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
-		AND CAST($4 AS TEXT) <> '' AND branch = $4 ORDER BY id DESC LIMIT 1),
+		AND branch <> '' AND branch = $4 ORDER BY id DESC LIMIT 1),
 	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
-		AND CAST($5 AS TEXT) <> '' AND head_sha = $5 ORDER BY id DESC LIMIT 1),
+		AND head_sha <> '' AND head_sha = $5 ORDER BY id DESC LIMIT 1),
 	0)`
+
+// FindIssueMailbox returns the id of the issue mailbox whose merge request an event is
+// about (Deliver's look-up for an event on a merge request or a pipeline): by the merge
+// request's number mrNumber, else its source branch, else its head commit sha (each skipped
+// when 0 or empty); 0 when none matches. The statement is prepared once and kept.
+func (s *Store) FindIssueMailbox(ctx context.Context, forgeName, repo string, mrNumber int64, branch, sha string) (int64, error) {
+	var id int64
+	err := s.getPrepared(ctx, &id, sqlFindBotMailbox, forgeName, repo, mrNumber, branch, sha)
+	return id, err
+}
 
 const sqlMailboxID = `SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4`
 
@@ -102,8 +117,8 @@ func (s *Store) deliver(ctx context.Context, evp *forge.Event) insertRes {
 	t := ev.Target
 	if t.MergeRequest || ev.Type == forge.EventPipeline {
 		branch, sha := mailbox.EventBranch(ev)
-		var id int64
-		if err := s.db.GetContext(ctx, &id, sqlFindBotMailbox, t.Forge, t.Repo, t.Number, branch, sha); err != nil {
+		id, err := s.FindIssueMailbox(ctx, t.Forge, t.Repo, t.Number, branch, sha)
+		if err != nil {
 			return insertRes{err: s.storeError("find mailbox", err)}
 		}
 		if id == 0 && t.Number == 0 {

@@ -92,9 +92,11 @@ func (s *Store) RunContainers(ctx context.Context, runID int64) ([]runner.Contai
 	return rs, nil
 }
 
+// sqlLiveExecutorMailboxes reads the live container records (executors_live) only.
+const sqlLiveExecutorMailboxes = `SELECT DISTINCT mailbox_id FROM executors WHERE status IN ('starting', 'ready')`
+
 // LiveContainerMailboxes returns the ids of mailboxes that have a container record in status
 // starting or ready.
 func (s *Store) LiveContainerMailboxes(ctx context.Context) (map[int64]bool, error) {
-	return s.idSet(ctx, "mailboxes with live container records", `SELECT DISTINCT mailbox_id FROM executors
-		WHERE status IN ('starting', 'ready')`)
+	return s.idSet(ctx, "mailboxes with live container records", sqlLiveExecutorMailboxes)
 }

@@ -39,7 +39,10 @@ RETURNING mailboxes.id`
 
 // sqlLeaseRun claims the due mailbox in a run state (%[2]s, a quoted list) that waited
 // longest, skipping repositories with $4 (> 0) run-state mailboxes under a live lease: $1
-// owner, $2 expiry, $3 now. %[1]s is the dialect's LeaseLock.
+// owner, $2 expiry, $3 now. %[1]s is the dialect's LeaseLock. Both the candidates and the
+// count of a repository's live runs come from the index mailboxes_state (state, forge, repo),
+// so the claim reads the mailboxes in a run state and never the closed ones ('done',
+// 'cancelled'), however many there are.
 const sqlLeaseRun = `
 WITH due AS (
 	SELECT m.id FROM mailboxes m
@@ -58,7 +61,7 @@ FROM due WHERE mailboxes.id = due.id
 RETURNING mailboxes.id`
 
 // sqlQueuedRuns lists the run-state mailboxes (%s) waiting for a run worker, in LeaseRun's
-// order: $1 now.
+// order: $1 now. It reads the run-state mailboxes only (mailboxes_state).
 const sqlQueuedRuns = `
 SELECT m.id FROM mailboxes m
 WHERE (m.lease_expires_at IS NULL OR m.lease_expires_at < $1)
@@ -121,7 +124,7 @@ func (s *Store) leaseBy(ctx context.Context, query string, args ...any) (*mailbo
 // QueuedRuns implements mailbox.RunQueue.
 func (s *Store) QueuedRuns(ctx context.Context, runStates []string) ([]int64, error) {
 	var ids []int64
-	if err := s.db.SelectContext(ctx, &ids, fmt.Sprintf(sqlQueuedRuns, stateList(runStates)), s.now()); err != nil {
+	if err := s.selectPrepared(ctx, &ids, fmt.Sprintf(sqlQueuedRuns, stateList(runStates)), s.now()); err != nil {
 		return nil, fmt.Errorf("list queued runs: %w", err)
 	}
 	return ids, nil
@@ -181,18 +184,22 @@ func (s *Store) Release(ctx context.Context, id int64, owner string, backoff tim
 	return nil
 }
 
+// sqlExpiredLeases counts the held leases that expired, from the index of held leases
+// (mailboxes_leased).
 const sqlExpiredLeases = `SELECT count(*) FROM mailboxes
 WHERE lease_owner IS NOT NULL AND lease_expires_at < $1`
 
 // ExpiredLeases implements mailbox.Leases.
 func (s *Store) ExpiredLeases(ctx context.Context) (int, error) {
 	var n int
-	if err := s.db.GetContext(ctx, &n, sqlExpiredLeases, s.now()); err != nil {
+	if err := s.getPrepared(ctx, &n, sqlExpiredLeases, s.now()); err != nil {
 		return 0, fmt.Errorf("count expired leases: %w", err)
 	}
 	return n, nil
 }
 
+// sqlUnfinishedMailboxes reads the live container records (executors_live) and the running
+// runs (runs_running), not every run.
 const sqlUnfinishedMailboxes = `
 SELECT mailbox_id FROM executors WHERE status IN ('starting', 'ready')
 UNION SELECT mailbox_id FROM runs WHERE status = 'running' ORDER BY 1`
@@ -201,7 +208,7 @@ UNION SELECT mailbox_id FROM runs WHERE status = 'running' ORDER BY 1`
 // in status starting or ready.
 func (s *Store) UnfinishedMailboxes(ctx context.Context) ([]int64, error) {
 	var ids []int64
-	if err := s.db.SelectContext(ctx, &ids, sqlUnfinishedMailboxes); err != nil {
+	if err := s.selectPrepared(ctx, &ids, sqlUnfinishedMailboxes); err != nil {
 		return nil, fmt.Errorf("list unfinished mailboxes: %w", err)
 	}
 	return ids, nil

@@ -90,13 +90,18 @@ func (s *Store) SaveData(ctx context.Context, m *mailbox.Mailbox) error {
 	return nil
 }
 
+// sqlOpenMailboxes reads the index of open mailboxes (mailboxes_open) only.
+const sqlOpenMailboxes = `SELECT id FROM mailboxes WHERE closed_at IS NULL`
+
 // OpenMailboxes returns the ids of mailboxes that are not closed.
 func (s *Store) OpenMailboxes(ctx context.Context) (map[int64]bool, error) {
-	return s.idSet(ctx, "open mailboxes", `SELECT id FROM mailboxes WHERE closed_at IS NULL`)
+	return s.idSet(ctx, "open mailboxes", sqlOpenMailboxes)
 }
+
+// sqlLeasedMailboxes reads the index of held leases (mailboxes_leased) only: $1 now.
+const sqlLeasedMailboxes = `SELECT id FROM mailboxes WHERE lease_owner IS NOT NULL AND lease_expires_at > $1`
 
 // LeasedMailboxes returns the ids of mailboxes whose lease is live (held and unexpired).
 func (s *Store) LeasedMailboxes(ctx context.Context) (map[int64]bool, error) {
-	return s.idSet(ctx, "leased mailboxes", `SELECT id FROM mailboxes
-		WHERE lease_owner IS NOT NULL AND lease_expires_at > $1`, s.now())
+	return s.idSet(ctx, "leased mailboxes", sqlLeasedMailboxes, s.now())
 }

@@ -83,24 +83,27 @@ func (s *Store) OpenRepositories(ctx context.Context) (map[string][]string, erro
 	return out, nil
 }
 
-// Purgeable implements mailbox.RetentionStore.
-func (s *Store) Purgeable(ctx context.Context, before time.Time) ([]mailbox.ClosedMailbox, error) {
-	const q = `SELECT m.id, m.forge, m.repo, m.closed_at FROM mailboxes m
-WHERE m.closed_at IS NOT NULL AND m.closed_at < $1
-AND (EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id)
-	OR EXISTS (SELECT 1 FROM runs r WHERE r.mailbox_id = m.id AND (r.output <> '' OR r.result <> ''))
-	OR EXISTS (SELECT 1 FROM questions q WHERE q.mailbox_id = m.id AND q.context <> ''))
+// sqlPurgeable lists the closed mailboxes not purged since they last changed (purged_at
+// before updated_at, or never purged) that closed before $1, oldest first. It reads the index
+// mailboxes_purgeable, which holds those mailboxes only: a mailbox purged before, however
+// old, is not read again.
+const sqlPurgeable = `SELECT m.id, m.forge, m.repo, m.closed_at FROM mailboxes m
+WHERE m.closed_at IS NOT NULL AND (m.purged_at IS NULL OR m.purged_at < m.updated_at) AND m.closed_at < $1
 ORDER BY m.closed_at`
+
+// Purgeable implements mailbox.RetentionStore: a closed mailbox is purgeable until Purge has
+// purged it, and again once it changed since (saved: an event processed, reopened and closed).
+func (s *Store) Purgeable(ctx context.Context, before time.Time) ([]mailbox.ClosedMailbox, error) {
 	var out []mailbox.ClosedMailbox
-	if err := s.db.SelectContext(ctx, &out, q, before); err != nil {
+	if err := s.selectPrepared(ctx, &out, sqlPurgeable, before); err != nil {
 		return nil, fmt.Errorf("list purgeable mailboxes: %w", err)
 	}
 	return out, nil
 }
 
 // Purge implements mailbox.RetentionStore: it deletes the mailbox's events (the received
-// payloads) and blanks the runs' logs and outputs and the questions' context, in one
-// transaction. Idempotent.
+// payloads), blanks the runs' logs and outputs and the questions' context and records when
+// (purged_at, which takes the mailbox out of Purgeable), in one transaction. Idempotent.
 func (s *Store) Purge(ctx context.Context, mailboxID int64) error {
 	return s.withTx(ctx, func(q querier) error {
 		var closed bool
@@ -121,6 +124,9 @@ func (s *Store) Purge(ctx context.Context, mailboxID int64) error {
 			if _, err := q.ExecContext(ctx, st, mailboxID); err != nil {
 				return fmt.Errorf("purge mailbox %d: %w", mailboxID, err)
 			}
+		}
+		if _, err := q.ExecContext(ctx, `UPDATE mailboxes SET purged_at = $2 WHERE id = $1`, mailboxID, s.now()); err != nil {
+			return fmt.Errorf("record the purge of mailbox %d: %w", mailboxID, err)
 		}
 		return nil
 	})

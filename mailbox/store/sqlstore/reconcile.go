@@ -26,6 +26,9 @@ func (s *Store) ApplyComment(ctx context.Context, mailboxID, commentID, eventID 
 // workingStates is the SQL condition of a working mailbox (mailbox.State.Working).
 const workingStates = `state NOT IN ('idle', 'done', 'cancelled') AND merge_request = FALSE AND closed_at IS NULL`
 
+// sqlReconcileDue reads the open mailboxes of the forge through an index of open mailboxes
+// (mailboxes_open or mailboxes_reconcile, as the engine chooses), never the closed ones: $1
+// forge, $2 limit.
 const sqlReconcileDue = `SELECT ` + mailboxColumns + ` FROM mailboxes
 WHERE forge = $1 AND ` + workingStates + `
 ORDER BY reconciled_at NULLS FIRST, id LIMIT $2`
@@ -33,7 +36,7 @@ ORDER BY reconciled_at NULLS FIRST, id LIMIT $2`
 // ReconcileDue implements mailbox.Reconciliation.
 func (s *Store) ReconcileDue(ctx context.Context, forgeName string, limit int) ([]mailbox.Mailbox, error) {
 	var out []mailbox.Mailbox
-	if err := s.db.SelectContext(ctx, &out, sqlReconcileDue, forgeName, limit); err != nil {
+	if err := s.selectPrepared(ctx, &out, sqlReconcileDue, forgeName, limit); err != nil {
 		return nil, fmt.Errorf("list mailboxes to reconcile: %w", err)
 	}
 	return out, nil
@@ -51,24 +54,35 @@ func (s *Store) SaveReconciled(ctx context.Context, id int64, r mailbox.Reconcil
 	return nil
 }
 
+// sqlTracked reads the issue's mailbox by its unique key.
 const sqlTracked = `SELECT count(*) FROM mailboxes
 WHERE forge = $1 AND repo = $2 AND number = $3 AND ` + workingStates
 
 // Tracked implements mailbox.Reconciliation.
 func (s *Store) Tracked(ctx context.Context, ref forge.IssueRef) (bool, error) {
 	var n int
-	if err := s.db.GetContext(ctx, &n, sqlTracked, ref.Forge, ref.Repo, ref.Number); err != nil {
+	if err := s.getPrepared(ctx, &n, sqlTracked, ref.Forge, ref.Repo, ref.Number); err != nil {
 		return false, fmt.Errorf("find mailbox of %s: %w", ref, err)
 	}
 	return n > 0, nil
 }
 
-const sqlKnownRepos = `SELECT DISTINCT repo FROM mailboxes WHERE forge = $1 ORDER BY repo`
+// sqlKnownRepos lists the forge's repositories ($1) in order by skipping through the unique
+// index (forge, repo, number, merge_request): each step reads the first entry of the next
+// repository, so the statement costs one index probe per repository, not one row per mailbox.
+const sqlKnownRepos = `
+WITH RECURSIVE known (repo) AS (
+	SELECT (SELECT repo FROM mailboxes WHERE forge = $1 ORDER BY repo LIMIT 1)
+	UNION ALL
+	SELECT (SELECT m.repo FROM mailboxes m WHERE m.forge = $1 AND m.repo > known.repo ORDER BY m.repo LIMIT 1)
+	FROM known WHERE known.repo IS NOT NULL
+)
+SELECT repo FROM known WHERE repo IS NOT NULL`
 
 // KnownRepos implements mailbox.Reconciliation.
 func (s *Store) KnownRepos(ctx context.Context, forgeName string) ([]string, error) {
 	var out []string
-	if err := s.db.SelectContext(ctx, &out, sqlKnownRepos, forgeName); err != nil {
+	if err := s.selectPrepared(ctx, &out, sqlKnownRepos, forgeName); err != nil {
 		return nil, fmt.Errorf("list known repositories: %w", err)
 	}
 	return out, nil

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/jmoiron/sqlx/reflectx"
 
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/migrations"
@@ -97,7 +98,8 @@ type Store struct {
 	insertStmt onceStmt
 	// batch groups concurrent event inserts when the dialect has InsertEvents (batch.go).
 	batch *inserter
-	// stmts holds the lease claims prepared by leaseBy, by query text.
+	// stmts holds the statements prepared once and kept (prepared), by query text: the
+	// claims and the statements Alfred issues on its own (sweeps, reconciliation, look-ups).
 	stmts sync.Map
 	// log receives what the store notices on the way (a delivery id that came again with
 	// another body); WithLogger sets it.
@@ -127,6 +129,27 @@ func (s *Store) WithLogger(log *slog.Logger) *Store {
 func (s *Store) prepared(ctx context.Context, query string) *sql.Stmt {
 	v, _ := s.stmts.LoadOrStore(query, &onceStmt{})
 	return v.(*onceStmt).get(ctx, s.db, query)
+}
+
+// stmtMapper maps struct fields to columns for the prepared statements as sqlx does by
+// default: the db tag, else the lowercased field name.
+var stmtMapper = reflectx.NewMapperFunc("db", sqlx.NameMapper)
+
+// getPrepared is GetContext with query prepared once and kept (prepared): PostgreSQL plans it
+// once per connection instead of on every call. It runs unprepared when it cannot be prepared.
+func (s *Store) getPrepared(ctx context.Context, dest any, query string, args ...any) error {
+	if stmt := s.prepared(ctx, query); stmt != nil {
+		return (&sqlx.Stmt{Stmt: stmt, Mapper: stmtMapper}).GetContext(ctx, dest, args...)
+	}
+	return s.db.GetContext(ctx, dest, query, args...)
+}
+
+// selectPrepared is SelectContext with query prepared once and kept, as getPrepared.
+func (s *Store) selectPrepared(ctx context.Context, dest any, query string, args ...any) error {
+	if stmt := s.prepared(ctx, query); stmt != nil {
+		return (&sqlx.Stmt{Stmt: stmt, Mapper: stmtMapper}).SelectContext(ctx, dest, args...)
+	}
+	return s.db.SelectContext(ctx, dest, query, args...)
 }
 
 // SchemaVersion returns the newest migration applied to the database (migrations/, goose's
@@ -189,10 +212,10 @@ func (o *onceStmt) get(ctx context.Context, db DB, query string) *sql.Stmt {
 	return o.stmt
 }
 
-// idSet selects a list of ids into a set.
+// idSet selects a list of ids into a set, with query prepared once and kept.
 func (s *Store) idSet(ctx context.Context, what, query string, args ...any) (map[int64]bool, error) {
 	var ids []int64
-	if err := s.db.SelectContext(ctx, &ids, query, args...); err != nil {
+	if err := s.selectPrepared(ctx, &ids, query, args...); err != nil {
 		return nil, fmt.Errorf("list %s: %w", what, err)
 	}
 	out := make(map[int64]bool, len(ids))

@@ -3,7 +3,8 @@
 // Alfred relies on. It runs the mailbox.Store suite (mailbox/storetest: deliver and dedup,
 // leases and rescue, mailboxes, questions, runs, comments) and then what only the SQL store
 // implements: the container log (executors table) and the recovery queries, the agent sessions and installations,
-// the admin facts, and times kept to the microsecond.
+// the admin facts, and times kept to the microsecond. BenchBackground is the benchmark of the
+// statements Alfred issues on its own, on data each engine seeds in bulk.
 package sqlstoretest
 
 import (
@@ -39,6 +40,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"ConcurrentDeliveries":          concurrentDeliveries,
 		"SchemaVersionIsTheNewest":      schemaVersion,
 		"SameDeliveryIDOtherBodyLogged": sameDeliveryOtherBody,
+		"ClosedMailboxesStayOut":        closedStayOut,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
