@@ -10,7 +10,7 @@ CONFIG   ?= alfred.yaml
 TEST_TAGS ?=
 
 # The database the PostgreSQL tests use (internal/pgtest); scripts/dev-deps.sh creates it.
-ALFRED_TEST_DATABASE_URL ?= postgres://alfred:alfred@127.0.0.1:5432/alfred_test?sslmode=disable
+ALFRED_TEST_DATABASE_URL ?= postgres://alfred:alfred-dev-7Kq2vN9x@127.0.0.1:5432/alfred_test?sslmode=disable
 export ALFRED_TEST_DATABASE_URL
 
 SCRIPT_AGENT_IMAGE ?= alfred/script-agent:dev

@@ -1,20 +1,41 @@
 package mailbox
 
 import (
-	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+)
+
+// The fixed pieces of the hidden markers: a comment's "<!-- alfred:key=KEY:kind=KIND -->" and a
+// section's "<!-- alfred:section=NAME:start -->" … "<!-- alfred:section=NAME:end -->".
+const (
+	markerKeyOpen     = "<!-- alfred:key="
+	markerKind        = ":kind="
+	markerClose       = " -->"
+	sectionOpen       = "<!-- alfred:section="
+	sectionStartClose = ":start -->"
+	sectionEndClose   = ":end -->"
 )
 
 // Every comment Alfred posts starts with a hidden marker naming its key (unique within the
 // mailbox) and kind. Before posting, Alfred looks for its marker and edits that comment in
 // place, so a retried pass never posts twice.
-var markerRE = regexp.MustCompile(`<!-- alfred:key=([^:>\s]+):kind=([^:>\s]+) -->`)
+var markerRE = regexp.MustCompile(regexp.QuoteMeta(markerKeyOpen) + `([^:>\s]+)` + regexp.QuoteMeta(markerKind) +
+	`([^:>\s]+)` + regexp.QuoteMeta(markerClose))
 
 // Marker renders the hidden marker for a comment key and kind, e.g.
 // "<!-- alfred:key=ack:kind=ack -->".
 func Marker(key, kind string) string {
-	return fmt.Sprintf("<!-- alfred:key=%s:kind=%s -->", key, kind)
+	return markerKeyOpen + key + markerKind + kind + markerClose
+}
+
+// MarkerTexts returns the fixed pieces of every hidden marker (comments' and description
+// sections'), without their variable key, kind and name. The censor keeps them
+// (internal/censor, Config.Keep): finding, editing and deduplicating Alfred's own comments and
+// sections depends on them, and a secret that happens to be a word of them ("alfred") must not
+// break them.
+func MarkerTexts() []string {
+	return []string{markerKeyOpen, markerKind, markerClose, sectionOpen, sectionStartClose, sectionEndClose}
 }
 
 // ParseMarker returns the key and kind of the first marker in body, ok false when none.
@@ -27,7 +48,7 @@ func ParseMarker(body string) (key, kind string, ok bool) {
 }
 
 func sectionMarkers(name string) (start, end string) {
-	return "<!-- alfred:section=" + name + ":start -->", "<!-- alfred:section=" + name + ":end -->"
+	return sectionOpen + name + sectionStartClose, sectionOpen + name + sectionEndClose
 }
 
 // SetSection returns body with the named section replaced by content, or appended after the
@@ -62,4 +83,25 @@ func Section(body, name string) (string, bool) {
 		return "", false
 	}
 	return strings.TrimSpace(rest[:j]), true
+}
+
+// markerKinds are the kinds of Alfred's comments, and markerKeyStems the fixed words of their
+// keys ("ack" of "ack-1"); TestVocabularyCoversPosts keeps both in step with the post calls.
+var (
+	markerKinds = []string{"ack", "analysis", "answer", "blocked", "ci", "ci_fix", "conflict",
+		"defaults", "held", "merge", "merge_request", "plan", "questions", "queued", "refused",
+		"reply", "retry", "review_fix", "set_aside", "status", "stuck", "until_green", "validated"}
+	markerKeyStems = []string{"ack-", "analysis-", "answer-", "blocked-", "ci-", "cifix-",
+		"conflict-", "defaults-", "held-", "merge-", "mr-", "no-pipeline-", "plan-", "questions-",
+		"queued-", "refused-", "reply-", "retry-", "review-fix-", "set-aside-", "stuck-",
+		"until-green-", "validated-", ".part-", ProgressKey}
+	sectionNames = []string{sectionFunctional}
+)
+
+// Vocabulary returns the texts of Alfred's own structure beyond MarkerTexts: the kinds of its
+// comments, the fixed words of their keys and the names of its description sections. A secret
+// found in one of them (or in a label name) would be censored out of Alfred's own markers, so
+// internal/config refuses it.
+func Vocabulary() []string {
+	return slices.Concat(MarkerTexts(), markerKinds, markerKeyStems, sectionNames)
 }

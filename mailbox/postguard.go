@@ -301,7 +301,7 @@ func CutDescription(body string, max int) string {
 	cut := runeCut(body, max-len(notice)-256)
 	var open []string
 	for rest, off := body[:cut], 0; ; {
-		i := strings.Index(rest[off:], "<!-- alfred:section=")
+		i := strings.Index(rest[off:], sectionOpen)
 		if i < 0 {
 			break
 		}
@@ -311,7 +311,7 @@ func CutDescription(body string, max int) string {
 			cut = off // a marker cut in half is dropped
 			break
 		}
-		name, edge, _ := strings.Cut(strings.TrimPrefix(rest[off:off+j], "<!-- alfred:section="), ":")
+		name, edge, _ := strings.Cut(strings.TrimPrefix(rest[off:off+j], sectionOpen), ":")
 		switch edge {
 		case "start":
 			open = append(open, name)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Checks the prerequisites of `make run` and `make test` on Debian 12 and installs and starts
-# the rest: git, make, PostgreSQL (role alfred, password alfred, superuser; databases alfred
-# and alfred_test), a Docker engine and Chromium (the page tests' headless browser).
-# Idempotent: what is already installed or running is left alone.
+# the rest: git, make, PostgreSQL (role alfred, password alfred-dev-7Kq2vN9x, superuser;
+# databases alfred and alfred_test), a Docker engine and Chromium (the page tests' headless
+# browser). Idempotent: what is already installed or running is left alone, except the role's
+# password, set on every run (a role made by an older version of this script had the password
+# "alfred", a word Alfred refuses as a secret: spec/edge.md).
 #
 # Prerequisites it checks but does not install, each with its fix when missing:
 #   - root, or sudo for this user (packages and services);
@@ -71,6 +73,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # --- PostgreSQL -------------------------------------------------------------------------
+# The development role and its password (the Makefile's ALFRED_TEST_DATABASE_URL). Long and not a
+# word: Alfred refuses a secret its censor would confuse with its own texts.
+dev_role=alfred
+dev_password=alfred-dev-7Kq2vN9x
 setup_postgres() {
 	major=$(ls /usr/lib/postgresql | sort -V | tail -n 1)
 	if ! pg_lsclusters -h | awk -v v="$major" '$1 == v && $2 == "main" { found = 1 } END { exit !found }'; then
@@ -90,22 +96,24 @@ setup_postgres() {
 	done
 	pg_isready -h 127.0.0.1 -p "$port" >/dev/null || { log "PostgreSQL is not accepting connections on port $port"; exit 1; }
 
-	as_postgres psql -p "$port" -v ON_ERROR_STOP=1 -q <<'SQL'
-DO $$
+	# The password is set on every run, so a role an older version created gets it too.
+	as_postgres psql -p "$port" -v ON_ERROR_STOP=1 -q <<SQL
+DO \$\$
 BEGIN
-	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'alfred') THEN
-		CREATE ROLE alfred LOGIN SUPERUSER PASSWORD 'alfred';
+	IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$dev_role') THEN
+		CREATE ROLE $dev_role LOGIN SUPERUSER;
 	END IF;
 END
-$$;
+\$\$;
+ALTER ROLE $dev_role LOGIN SUPERUSER PASSWORD '$dev_password';
 SQL
 	for db in alfred alfred_test; do
 		if [ "$(as_postgres psql -p "$port" -tAc "SELECT 1 FROM pg_database WHERE datname = '$db'")" != 1 ]; then
 			log "creating database $db"
-			as_postgres createdb -p "$port" -O alfred "$db"
+			as_postgres createdb -p "$port" -O "$dev_role" "$db"
 		fi
 	done
-	log "PostgreSQL $major ready: postgres://alfred:alfred@127.0.0.1:$port/alfred_test"
+	log "PostgreSQL $major ready: postgres://$dev_role:$dev_password@127.0.0.1:$port/alfred_test"
 }
 if [ "${ALFRED_DEPS_SKIP_POSTGRES:-}" = 1 ]; then
 	log "skipping PostgreSQL (ALFRED_DEPS_SKIP_POSTGRES=1)"

@@ -25,8 +25,9 @@ import (
 var errBlocked = errors.New("doctor: some checks failed (see above)")
 
 // doctor implements "alfred doctor": it checks the configuration, the database, the Docker
-// engine, the agent images and every forge, prints the checklist with a fix per failure and
-// the webhook URL to configure on each forge, and fails when something blocks work.
+// engine, the agent images and every forge, prints the checklist with a fix per failure, and
+// fails when something blocks work; only when nothing does, it prints the webhook URL to
+// configure on each forge.
 func (a *app) doctor(ctx context.Context, args []string) error {
 	fs := a.flagSet("doctor", "[--config alfred.yaml]")
 	path := a.configFlag(fs)
@@ -54,15 +55,15 @@ func (a *app) doctor(ctx context.Context, args []string) error {
 	if err := rep.Write(a.stdout); err != nil {
 		return err
 	}
-	if cfg != nil {
-		fmt.Fprintln(a.stdout)
-		for _, f := range cfg.Forges {
-			fmt.Fprintf(a.stdout, "Webhook URL to set on %s (%s): %s\n", f.Name, f.Kind,
-				doctor.WebhookURL(publicURLOrListen(cfg), f.Name))
-		}
-	}
 	if rep.Blocking() {
+		// No webhook URL yet: a hook set now would deliver to an Alfred that cannot work. A
+		// missing hook is itself a failure whose fix names the URL.
 		return errBlocked
+	}
+	fmt.Fprintln(a.stdout)
+	for _, f := range cfg.Forges {
+		fmt.Fprintf(a.stdout, "Webhook URL to set on %s (%s): %s\n", f.Name, f.Kind,
+			doctor.WebhookURL(publicURLOrListen(cfg), f.Name))
 	}
 	return nil
 }

@@ -62,12 +62,45 @@ agents:
 		"[FAIL] forge nohook: alice/shop: webhook: no webhook",
 		"fix: on alice/shop: Settings → Webhooks → Add webhook (Gitea/Forgejo): URL " + public + "/webhooks/nohook",
 		"3 check(s) failed",
-		"Webhook URL to set on nohook (forgejo): " + public + "/webhooks/nohook",
 	} {
 		require.Contains(t, r.stdout, want)
 	}
+	require.NotContains(t, r.stdout, "Webhook URL to set", "no webhook URL while a check fails (the missing hook's fix names it)")
 	require.NotContains(t, r.stdout+r.stderr, nohook.Token)
 	require.NotContains(t, r.stdout+r.stderr, "s3cr3t")
 	t.Logf("alfred doctor:\n%s", r.stdout)
 	require.True(t, strings.HasSuffix(strings.TrimSpace(r.stderr), "doctor: some checks failed (see above)"), r.stderr)
+}
+
+// TestDoctorPassesThenPrintsWebhookURL: with everything in order (the embedded store, Docker,
+// the script agent's image, a Forgejo stand-in whose repository has Alfred's webhook) the doctor
+// passes, and only then prints the webhook URL to set on each forge.
+func TestDoctorPassesThenPrintsWebhookURL(t *testing.T) {
+	t.Parallel()
+	_, image := scriptAgents(t, "default: {summary: ok}\n")
+	fj := forgetest.NewForgejoServer(t)
+	fj.AddRepo("alice/shop", "main", fj.URL+"/alice/shop.git")
+	fj.SetAccessLevel("alice/shop", forgetest.BotLogin, 40)
+	const public = "http://alfred.test:8080"
+	fj.AddHook("alice/shop", forge.Hook{URL: public + "/webhooks/forgejo", ContentType: "json", Active: true,
+		Events: doctor.ForgejoEvents})
+
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte("default: {summary: ok}\n"), 0o600))
+	cfg := filepath.Join(dir, "alfred.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
+public_url: %s
+data_dir: %s
+forges:
+  - {name: forgejo, kind: forgejo, base_url: %s, token: %s, webhook_secret: hook-s3cr3t-3, bot_user: %s, repositories: [alice/shop]}
+agents:
+  - {name: script, image: %s, script: script.yaml}
+`, public, filepath.Join(dir, "data"), fj.URL, fj.Token, forgetest.BotLogin, image)), 0o600))
+
+	r := runArgs(t, "doctor", "--config", cfg)
+	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	require.Contains(t, r.stdout, "checks passed")
+	i := strings.Index(r.stdout, "checks passed")
+	j := strings.Index(r.stdout, "Webhook URL to set on forgejo (forgejo): "+public+"/webhooks/forgejo")
+	require.Greater(t, j, i, "the webhook URL comes after the passing checklist:\n%s", r.stdout)
 }

@@ -124,6 +124,13 @@ phases:
 // ALFRED_* variables ("ALFRED_LIFECYCLE_REVIEW_QUIET=1s").
 func startE2EWith(t testing.TB, store string, kind forge.Kind, repo string, deadline time.Duration, agents string, env ...string) *e2e {
 	t.Helper()
+	return startE2EConfig(t, store, kind, repo, deadline, agents, nil, env...)
+}
+
+// startE2EConfig is startE2EWith with mutate (when not nil) applied to the loaded
+// configuration before the server is built: a setting Load would refuse.
+func startE2EConfig(t testing.TB, store string, kind forge.Kind, repo string, deadline time.Duration, agents string, mutate func(*config.Config), env ...string) *e2e {
+	t.Helper()
 	dsn := testDatabaseURL(t, store)
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -178,6 +185,9 @@ admin:
 `, filepath.Join(dir, "data"), kind, kind, url, token, liveSecret, agents, deadline, e2eAdminToken)), 0o600))
 	cfg, err := config.Load(cfgPath, append([]string{"ALFRED_DATABASE_URL=" + dsn}, env...))
 	require.NoError(t, err)
+	if mutate != nil {
+		mutate(cfg)
+	}
 
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := newServer(ctx, cfg, log)

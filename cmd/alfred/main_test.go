@@ -162,6 +162,25 @@ func TestConfigCheck(t *testing.T) {
 	})
 }
 
+// TestServeRefusesConfusableSecret: alfred serve (and every command that loads the
+// configuration) refuses to start with a secret the censor would confuse with Alfred's own
+// words, naming the setting and the fix, before it opens anything.
+func TestServeRefusesConfusableSecret(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range [][]string{{"serve"}, {"doctor"}, {"config", "check"}} {
+		p := writeConfig(t, "postgres://alfred:alfred@127.0.0.1:1/alfred?sslmode=disable")
+		r := runArgs(t, append(cmd, "--config", p)...)
+		require.Equal(t, 1, r.code, "%v: %s", cmd, r.stderr)
+		out := r.stderr
+		if cmd[0] == "doctor" { // the doctor lists it as its failed configuration check
+			out = r.stdout
+		}
+		require.Contains(t, out, "database_url: the password is shorter than 8 bytes", cmd)
+		require.Contains(t, out, "run scripts/dev-deps.sh again", cmd)
+		require.NotContains(t, r.stdout, "serving", cmd)
+	}
+}
+
 func TestErrorsCensored(t *testing.T) {
 	t.Parallel()
 	// run prints a failed command's error through the censor of the configuration it loaded:

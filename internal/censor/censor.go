@@ -39,14 +39,25 @@
 //	"Alfred"                 → unchanged (case-sensitive)
 //
 // A very short secret therefore still censors every free-standing word equal to it; keep
-// secrets long.
+// secrets long (internal/config refuses a secret shorter than MinLen, made of letters alone, or
+// found in Alfred's own texts).
+//
+// # Kept texts
+//
+// [Config.Keep] lists texts that are the program's own structure: the hidden markers of its
+// comments and description sections, its label names. An occurrence of a pattern that lies
+// wholly inside an occurrence of a kept text is left alone, so with the secret "alfred" the
+// marker "<!-- alfred:key=ack-1:kind=ack -->" stays a marker. This shows nothing about the
+// secret: a kept text is a constant that reads the same whatever the secrets are. An occurrence
+// that reaches outside the kept text is censored whole, kept bytes included.
 //
 // # Guarantee
 //
 // The output contains no occurrence of a pattern of MinLen bytes or more, and no whole-token
-// occurrence of a shorter one, except where the pattern overlaps an inserted [Redacted] (a
-// secret that contains '[' or ']' or is part of the word "redacted"): the text that surrounds
-// a replacement is original text, and no secret is left in it.
+// occurrence of a shorter one, except wholly inside an occurrence of a kept text, or where the
+// pattern overlaps an inserted [Redacted] (a secret that contains '[' or ']' or is part of the
+// word "redacted"): the text that surrounds a replacement is original text, and no secret is
+// left in it.
 //
 // A Censor never changes after New and is safe for concurrent use. A nil *Censor returns its
 // input unchanged.
@@ -81,12 +92,16 @@ type Config struct {
 	// Users are user names that may pair with a secret in an HTTP Basic credential
 	// (base64 of "user:secret"). GitUsers are always added.
 	Users []string
+	// Keep are the program's own fixed texts (marker pieces, label names): an occurrence of a
+	// secret wholly inside one of them is not censored. Empty strings are ignored.
+	Keep []string
 }
 
 // Censor replaces secrets and their encodings in text with Redacted.
 type Censor struct {
 	long  []string // patterns of MinLen bytes or more, longest first
 	short []string // shorter patterns, whole tokens only, longest first
+	keep  []string // kept texts (Config.Keep)
 }
 
 // New builds a Censor for cfg. It never fails: a Config without secrets gives a Censor that
@@ -107,6 +122,11 @@ func New(cfg Config) *Censor {
 	slices.SortFunc(patterns, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
 	patterns = slices.Compact(patterns)
 	c := &Censor{}
+	for _, k := range cfg.Keep {
+		if k != "" {
+			c.keep = append(c.keep, k)
+		}
+	}
 	for _, p := range patterns {
 		if len(p) >= MinLen {
 			c.long = append(c.long, p)
@@ -179,9 +199,12 @@ func (c *Censor) mask(s string) []bool {
 			mask[k] = true
 		}
 	}
+	kept := c.kept(s)
 	for _, p := range c.long {
 		for i := range occurrences(s, p) {
-			mark(i, len(p))
+			if !kept(i, len(p)) {
+				mark(i, len(p))
+			}
 		}
 	}
 	if len(c.short) == 0 {
@@ -191,7 +214,9 @@ func (c *Censor) mask(s string) []bool {
 	var pending []occ
 	for _, p := range c.short {
 		for i := range occurrences(s, p) {
-			pending = append(pending, occ{i, len(p)})
+			if !kept(i, len(p)) {
+				pending = append(pending, occ{i, len(p)})
+			}
 		}
 	}
 	// A replacement turns its neighbours' surroundings into non-word characters, which can make
@@ -211,6 +236,31 @@ func (c *Censor) mask(s string) []bool {
 		pending = rest
 	}
 	return mask
+}
+
+// kept returns a function reporting whether s[i:i+n] lies wholly inside one occurrence of a
+// kept text.
+// The kept texts are looked for at the first call, so a text without any secret costs nothing.
+func (c *Censor) kept(s string) func(i, n int) bool {
+	type span struct{ at, end int }
+	var spans []span
+	found := false
+	return func(i, n int) bool {
+		if !found {
+			found = true
+			for _, k := range c.keep {
+				for j := range occurrences(s, k) {
+					spans = append(spans, span{j, j + len(k)})
+				}
+			}
+		}
+		for _, sp := range spans {
+			if sp.at <= i && i+n <= sp.end {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // occurrences yields the start of every occurrence of p in s, overlapping ones included.

@@ -213,3 +213,32 @@ func joinedAfter(after string) bool {
 }
 
 func isWord(r rune) bool { return r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+// TestKeep: an occurrence of a secret wholly inside a kept text (the program's own structure)
+// is left alone; one that reaches outside it is censored whole.
+func TestKeep(t *testing.T) {
+	t.Parallel()
+	keep := []string{"<!-- alfred:key=", ":kind=", " -->", "<!-- alfred:section=", "status::in_review"}
+	c := censor.New(censor.Config{Secrets: []string{short, "status", token}, Keep: append(keep, "")})
+	for name, tc := range map[string]struct{ in, want string }{
+		"marker":                 {"<!-- alfred:key=ack-1:kind=ack -->\nhello", "<!-- alfred:key=ack-1:kind=ack -->\nhello"},
+		"marker, secret in text": {"<!-- alfred:key=ack-1:kind=ack -->\npw alfred", "<!-- alfred:key=ack-1:kind=ack -->\npw [redacted]"},
+		"section marker":         {"<!-- alfred:section=analysis:start -->", "<!-- alfred:section=analysis:start -->"},
+		"label kept":             {"label status::in_review set, status: ok", "label status::in_review set, [redacted]: ok"},
+		"field not kept":         {"<!-- alfred:key=alfred:kind=status -->", "<!-- alfred:key=[redacted]:kind=[redacted] -->"},
+		"reaching outside":       {"<!-- alfred:key=" + token[:4] + " " + token, "<!-- alfred:key=" + token[:4] + " [redacted]"},
+		"long across kept":       {"x -->" + token, "x -->[redacted]"},
+		"no keep, no secret":     {"<!-- x -->", "<!-- x -->"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, c.String(tc.in))
+		})
+	}
+	// A long secret that starts inside a kept text and ends outside it is censored whole.
+	long := censor.New(censor.Config{Secrets: []string{"kind=s3cr3t-value"}, Keep: keep})
+	require.Equal(t, "<!-- alfred:key=a:[redacted] -->", long.String("<!-- alfred:key=a:kind=s3cr3t-value -->"))
+	// Without Keep the marker is lost: the defect kept texts mend.
+	require.Equal(t, "<!-- [redacted]:key=ack-1:kind=ack -->",
+		censor.New(censor.Config{Secrets: []string{short}}).String("<!-- alfred:key=ack-1:kind=ack -->"))
+}

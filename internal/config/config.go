@@ -473,8 +473,9 @@ func (c *Config) Secrets() []string {
 }
 
 // Censor returns the Censor of this configuration: every secret of Secrets, with the HTTP
-// Basic forms for each forge's bot and git user and for the database user. Every text that
-// leaves the process (logs, comments, run output, errors) passes it.
+// Basic forms for each forge's bot and git user and for the database user, keeping Alfred's
+// own fixed texts (mailbox.MarkerTexts, the label names) intact. Every text that leaves the
+// process (logs, comments, run output, errors) passes it.
 func (c *Config) Censor() *censor.Censor {
 	var users []string
 	for _, f := range c.Forges {
@@ -483,7 +484,10 @@ func (c *Config) Censor() *censor.Censor {
 	if u, err := url.Parse(c.DatabaseURL.Reveal()); err == nil && u.User != nil {
 		users = append(users, u.User.Username())
 	}
-	return censor.New(censor.Config{Secrets: c.Secrets(), Users: users})
+	// Alfred's own structure (marker pieces, label names) survives a secret that is one of its
+	// words; Validate refuses such secrets anyway, this keeps a Censor built otherwise safe.
+	keep := slices.Concat(mailbox.MarkerTexts(), c.Labels.WithDefaults().All())
+	return censor.New(censor.Config{Secrets: c.Secrets(), Users: users, Keep: keep})
 }
 
 // Dump renders the effective configuration as YAML, every secret shown as [Redacted] (and the

@@ -597,3 +597,50 @@ func TestCensor(t *testing.T) {
 		require.Equal(t, "x [redacted] y", cens.String("x "+leak+" y"), leak)
 	}
 }
+
+// TestLoadRefusesConfusableSecrets: a secret the censor would confuse with ordinary text (too
+// short, a single word, or found in Alfred's own markers and labels) fails the load, and the
+// message names the setting and the fix without quoting the value (spec/edge.md, "Secrets the
+// censor can tell from text").
+func TestLoadRefusesConfusableSecrets(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		env     string
+		wantKey string
+		want    []string
+	}{
+		"database password a word of the product": {"ALFRED_DATABASE_URL=postgres://alfred:alfred@db:5432/alfred",
+			"database_url: the password is shorter than 8 bytes", []string{"ALTER ROLE alfred PASSWORD", "scripts/dev-deps.sh"}},
+		"database password a single word": {"ALFRED_DATABASE_URL=postgres://svc:validated@db/alfred",
+			"database_url: the password is a single word", []string{"ALTER ROLE svc PASSWORD"}},
+		"webhook secret a kind of comment": {"ALFRED_FORGES_FORGEJO_WEBHOOK_SECRET=status",
+			"forges[0].webhook_secret: is shorter than 8 bytes", []string{"openssl rand -hex 16"}},
+		"token a comment kind": {"ALFRED_FORGES_GITLAB_MAIN_TOKEN=merge_request",
+			"forges[1].token: occurs in Alfred's own texts", []string{"openssl rand -hex 16"}},
+		"admin token a label name": {"ALFRED_ADMIN_TOKEN=review::pending",
+			"admin.token: occurs in Alfred's own texts", []string{"openssl rand -hex 16"}},
+		"api key a marker piece": {"ALFRED_AGENTS_CLAUDE_API_KEY=<!-- alfred:key=",
+			"agents[1].api_key: occurs in Alfred's own texts", nil},
+		"a long word": {"ALFRED_ADMIN_TOKEN=reconciliation",
+			"admin.token: is a single word", nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := loadYAML(t, fullYAML, tc.env)
+			require.Error(t, err)
+			require.ErrorContains(t, err, tc.wantKey)
+			for _, w := range tc.want {
+				require.ErrorContains(t, err, w)
+			}
+			_, value, _ := strings.Cut(tc.env, "=")
+			if !strings.HasPrefix(tc.env, "ALFRED_DATABASE_URL") {
+				require.NotContains(t, err.Error(), value, "the message never quotes the secret")
+			}
+		})
+	}
+	for _, ok := range []string{"ALFRED_DATABASE_URL=postgres://alfred:alfred-dev-7Kq2vN9x@127.0.0.1:5432/alfred",
+		"ALFRED_FORGES_FORGEJO_WEBHOOK_SECRET=acceptance-webhook-secret", "ALFRED_ADMIN_TOKEN=e2e-admin-token-5c1f"} {
+		_, err := loadYAML(t, fullYAML, ok)
+		require.NoError(t, err, ok)
+	}
+}

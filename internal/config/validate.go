@@ -10,6 +10,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+
+	"github.com/alfred-bot/alfred/internal/censor"
+	"github.com/alfred-bot/alfred/mailbox"
 )
 
 // FieldError is one invalid setting. Key is the YAML path ("forges[1].base_url") or the
@@ -87,6 +91,7 @@ func (c *Config) Validate() error {
 	c.validateRunner(&v)
 	c.validateAgents(&v)
 	c.validatePhases(&v)
+	c.validateSecrets(&v)
 	return errors.Join(v...)
 }
 
@@ -268,4 +273,50 @@ func (c *Config) labelsByKey() [][2]string {
 		out = append(out, [2]string{key, v.Field(i).String()})
 	}
 	return out
+}
+
+// secretFix is the remedy every refused secret's message ends with.
+const secretFix = "set a random value of 16 bytes or more instead (openssl rand -hex 16)"
+
+// validateSecrets refuses a secret the censor would confuse with ordinary text (spec/edge.md,
+// "Secrets the censor can tell from text"): one shorter than censor.MinLen, one that is a single
+// word, and one found in Alfred's own structure (its hidden markers, comment kinds and key
+// words, description section names, label names). The censor hides every occurrence of every
+// secret in logs, comments and descriptions; such a secret would cut Alfred's own words out of
+// them. The password of database_url is checked on its own. Messages never quote the value.
+func (c *Config) validateSecrets(v *validator) {
+	own := slices.Concat(mailbox.Vocabulary(), c.Labels.WithDefaults().All())
+	for _, r := range c.secretRefs() {
+		if *r.val == "" || r.key == "database_url" {
+			continue
+		}
+		if why := confusable(r.val.Reveal(), own); why != "" {
+			v.add(r.key, "%s; %s", why, secretFix)
+		}
+	}
+	if u, err := url.Parse(c.DatabaseURL.Reveal()); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			if why := confusable(pw, own); why != "" {
+				v.add("database_url", "the password %s; give the database role a random password of 16 bytes "+
+					"or more (ALTER ROLE %s PASSWORD '…') and put it in database_url (the development "+
+					"database of the README: run scripts/dev-deps.sh again)", why, u.User.Username())
+			}
+		}
+	}
+}
+
+// confusable says why the censor would confuse secret with ordinary text, "" when it would not.
+func confusable(secret string, own []string) string {
+	switch {
+	case len(secret) < censor.MinLen:
+		return fmt.Sprintf("is shorter than %d bytes: the censor, which hides every secret in logs, comments "+
+			"and descriptions, would also hide every word equal to it", censor.MinLen)
+	case !strings.ContainsFunc(secret, func(r rune) bool { return !unicode.IsLetter(r) }):
+		return "is a single word: the censor, which hides every secret in logs, comments and descriptions, " +
+			"would hide that word wherever it is written"
+	case slices.ContainsFunc(own, func(t string) bool { return strings.Contains(t, secret) }):
+		return "occurs in Alfred's own texts (its hidden comment markers, comment kinds, section or label " +
+			"names): the censor would cut it out of them, and Alfred could no longer find its own comments"
+	}
+	return ""
 }

@@ -1,8 +1,9 @@
 // Package pgtest gives each test its own PostgreSQL schema with Alfred's migrations applied.
 //
 // The database comes from ALFRED_TEST_DATABASE_URL (the Makefile's `test` target sets
-// postgres://alfred:alfred@127.0.0.1:5432/alfred_test?sslmode=disable). Without it, a test is
-// skipped loudly outside CI and fails in CI (CI set), so a green CI run always used PostgreSQL.
+// postgres://alfred:alfred-dev-7Kq2vN9x@127.0.0.1:5432/alfred_test?sslmode=disable, the role
+// scripts/dev-deps.sh makes). Without it, a test is skipped loudly outside CI and fails in CI
+// (CI set), so a green CI run always used PostgreSQL.
 package pgtest
 
 import (

@@ -27,6 +27,7 @@ import (
 //	GET  /repos/{o}/{r}/hooks (seeded with AddHook; admins only)
 //	GET  /repos/issues/search (assigned=true, state, type, since: see fjSearchIssues)
 //	GET  /repos/{o}/{r}/issues/{index}/timeline (since: see fjTimeline)
+//	the calls that set up a fresh server, with Basic credentials, once EnableSetup is called
 //
 // Answers follow the JSON shapes of Forgejo's API (the structs of code.gitea.io/sdk/gitea):
 // 401 without "Authorization: token <Token>" (or Bearer), 404 {"message": …, "url": …}, 422
@@ -47,6 +48,8 @@ type ForgejoServer struct {
 	// NoReviewCommentCall makes POST …/pulls/{n}/reviews/{id}/comments answer 404, as Gitea
 	// 1.25 does (only Forgejo has that call). Set it before the first request.
 	NoReviewCommentCall bool
+	// setup holds the setup calls' state once EnableSetup was called (forgejo_setup.go).
+	setup *fjSetup
 }
 
 var _ Seeder = (*ForgejoServer)(nil)
@@ -73,6 +76,9 @@ func (s *ForgejoServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if rest == "version" && r.Method == http.MethodGet {
 		fjJSON(w, http.StatusOK, map[string]string{"version": "11.0.0+gitea-1.22.0"})
+		return
+	}
+	if s.serveSetup(w, r, rest) {
 		return
 	}
 	auth := r.Header.Get("Authorization")
