@@ -121,7 +121,9 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 	if ok, err := m.canWrite(ctx, bot, mb.Repo, author); err != nil {
 		return "", err
 	} else if !ok && !strings.EqualFold(author, mb.Author) {
-		return m.refuse(ctx, bot, mb, eventID, author, "answer my questions")
+		// One refusal per person and round: sixteen comments are answered once.
+		key := fmt.Sprintf("refused-answers-%d-%s", mb.Data.Round, strings.ToLower(author))
+		return m.refuseAs(ctx, bot, mb, key, author, "answer my questions")
 	}
 	rq := toRunnerQuestions(qs)
 	var a Answers
@@ -135,6 +137,14 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 			return "edited comment recorded", nil
 		}
 		a = ParseReply(c.Body, rq)
+		if len(a.Choices) == 0 && !a.Defaults {
+			// A comment that answers nothing ("I'll look at this tomorrow") leaves the round
+			// open; what it says is kept for the agent.
+			if a.FreeText != "" {
+				mb.Data.FreeText = strings.TrimSpace(mb.Data.FreeText + "\n\n@" + author + ": " + a.FreeText)
+			}
+			return "comment kept as context: it answers no question, so the questions stay open", nil
+		}
 	}
 	if err := m.answerRound(ctx, mb, a.Choices, author); err != nil {
 		return "", err
