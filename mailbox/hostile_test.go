@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
 // goldenComment compares a rendered comment with testdata/name; the package's -update flag
@@ -120,4 +122,93 @@ func TestHostileWriterCommentThatAnswersNothingKeepsRoundOpen(t *testing.T) {
 	mb = b2.advance()
 	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
 	require.Contains(t, b2.fake.IssueBody(b2.ref), "| q1. Which separator? | a. Comma | default |")
+}
+
+// bigDescription is a human's issue description of about n bytes: many lines of text in
+// several scripts, a mention of the bot and a trailing newline.
+func bigDescription(n int) string {
+	var b strings.Builder
+	b.WriteString("Hi @" + forgetest.BotLogin + ", here is everything we know.\n\n")
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "%06d. The export of the monthly report — ünïcödé, 日本語, emoji 🙂 — must keep the header row.\n", i)
+	}
+	return b.String()
+}
+
+// sectionComment returns the comment that holds the named section, "" when there is none.
+func (b *bundle) sectionComment(name string) string {
+	for _, c := range b.comments() {
+		if k, _, ok := mailbox.ParseMarker(c); ok && k == "section-"+name {
+			return c
+		}
+	}
+	return ""
+}
+
+// Hostile: the author's description is about 1 MB, far over what Alfred may write on a
+// Forgejo (65,000 bytes). Alfred never cuts it: the stored description is the human's text byte
+// for byte, and the functional analysis is a comment of its own, marked and edited in place.
+func TestHostileHugeDescriptionIsNeverCut(t *testing.T) {
+	t.Parallel()
+	limits := mailbox.PostLimits{MaxCommentBytes: mailbox.DefaultForgejoMaxBytes, MaxDescriptionBytes: mailbox.DefaultForgejoMaxBytes}
+	b := setupWith(t, guard{limits: &limits}, "type::task")
+	b.exec.results["analysis.functional"].Questions = nil
+	human := bigDescription(1 << 20)
+	require.NoError(t, b.fake.SetIssueBody(t.Context(), b.ref, human))
+
+	b.deliver(assign("alice"))
+	mb := b.advance()
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State, "the lifecycle goes on")
+	require.Equal(t, human, b.fake.IssueBody(b.ref), "the human's text, byte for byte, and nothing else")
+	section := b.sectionComment("functional_analysis")
+	require.Contains(t, section, "## Functional analysis")
+	require.Contains(t, section, "### Acceptance criteria\n\n- the file opens in a spreadsheet")
+	for _, c := range b.comments() {
+		require.LessOrEqual(t, len(c), mailbox.DefaultForgejoMaxBytes)
+	}
+	b.requireUniqueMarkers()
+}
+
+// A description that fits alone but not with the section keeps the human's text as a byte-for-
+// byte prefix (bot mention and trailing newline untouched) and points to the section's comment.
+func TestHostileLongDescriptionGetsAPointer(t *testing.T) {
+	t.Parallel()
+	limits := mailbox.PostLimits{MaxCommentBytes: 8 << 10, MaxDescriptionBytes: 8 << 10}
+	b := setupWith(t, guard{limits: &limits}, "type::analysis")
+	b.exec.results["analysis.functional"].Questions = nil
+	var long strings.Builder
+	for range 60 {
+		long.WriteString("a criterion that makes the analysis long enough not to fit\n")
+	}
+	b.exec.results["analysis.functional"].AcceptanceCriteria = strings.Split(strings.TrimSpace(long.String()), "\n")
+	human := bigDescription(6 << 10)
+	require.NoError(t, b.fake.SetIssueBody(t.Context(), b.ref, human))
+
+	b.deliver(assign("alice"))
+	mb := b.advance()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	body := b.fake.IssueBody(b.ref)
+	require.True(t, strings.HasPrefix(body, human), "the human's text is kept byte for byte")
+	pointer := strings.TrimPrefix(body, human)
+	goldenComment(t, "section_pointer.md", pointer)
+	require.NotContains(t, body, "### Acceptance criteria")
+	goldenComment(t, "section_comment.md", b.sectionComment("functional_analysis"))
+	require.Contains(t, b.lastComment(), "The analysis is in the **Functional analysis** comment above")
+}
+
+// The forge's own limit (GitLab answers 400 "is too long") is met like the guard's: the
+// section goes into a comment, the description is left as the human wrote it, and the
+// mailbox does not block.
+func TestHostileForgeRefusesTheLongDescription(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, guard{limits: &mailbox.PostLimits{}}, "type::task")
+	b.exec.results["analysis.functional"].Questions = nil
+	human := b.fake.IssueBody(b.ref)
+	tooLong := fmt.Errorf("gitlab: edit issue: %w: HTTP 400: description is too long", forge.ErrRefused)
+	b.fake.FailNextCall("SetIssueBody", tooLong, tooLong) // the section, then the pointer
+	b.deliver(assign("alice"))
+	mb := b.advance()
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+	require.Equal(t, human, b.fake.IssueBody(b.ref))
+	require.Contains(t, b.sectionComment("functional_analysis"), "## Functional analysis")
 }
