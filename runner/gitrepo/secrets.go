@@ -71,22 +71,26 @@ func (e *LeakError) Error() string {
 func (e *LeakError) Is(target error) bool { return target == ErrSecretInPush }
 
 // tokenFormats are the secret formats recognised without configuration: the forges' and the
-// agent providers' key prefixes, AWS access key ids and PEM private keys.
+// agent providers' key prefixes, AWS access key ids and PEM private keys. A format's regular
+// expression runs only on a text that holds one of its literals (a fast substring search), so
+// ordinary code is read at memory speed.
 var tokenFormats = []struct {
+	lits []string
 	re   *regexp.Regexp
 	kind string
 	// digit requires a digit in the match (the generic sk- form: a kebab-case word is none).
 	digit bool
 }{
-	{re: regexp.MustCompile(`\bglpat-[0-9A-Za-z_-]{20,}`), kind: "a GitLab personal access token (glpat-…)"},
-	{re: regexp.MustCompile(`\bgl(?:oas|dt|rt|ptt|cbt|imt|agent|soat|ffct)-[0-9A-Za-z_-]{20,}`), kind: "a GitLab token"},
-	{re: regexp.MustCompile(`\bgithub_pat_[0-9A-Za-z_]{22,}`), kind: "a GitHub fine-grained token (github_pat_…)"},
-	{re: regexp.MustCompile(`\bgh[pousr]_[0-9A-Za-z]{36,}`), kind: "a GitHub token (ghp_…)"},
-	{re: regexp.MustCompile(`\bsk-ant-[0-9A-Za-z_-]{20,}`), kind: "an Anthropic API key (sk-ant-…)"},
-	{re: regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[0-9A-Za-z_-]{32,}`), kind: "an API key (sk-…)", digit: true},
-	{re: regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), kind: "an AWS access key id (AKIA…)"},
-	{re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), kind: "a Google API key (AIza…)"},
-	{re: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----`), kind: "a private key (-----BEGIN … PRIVATE KEY-----)"},
+	{lits: []string{"glpat-"}, re: regexp.MustCompile(`\bglpat-[0-9A-Za-z_-]{20,}`), kind: "a GitLab personal access token (glpat-…)"},
+	{lits: []string{"gloas-", "gldt-", "glrt-", "glptt-", "glcbt-", "glimt-", "glagent-", "glsoat-", "glffct-"},
+		re: regexp.MustCompile(`\bgl(?:oas|dt|rt|ptt|cbt|imt|agent|soat|ffct)-[0-9A-Za-z_-]{20,}`), kind: "a GitLab token"},
+	{lits: []string{"github_pat_"}, re: regexp.MustCompile(`\bgithub_pat_[0-9A-Za-z_]{22,}`), kind: "a GitHub fine-grained token (github_pat_…)"},
+	{lits: []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, re: regexp.MustCompile(`\bgh[pousr]_[0-9A-Za-z]{36,}`), kind: "a GitHub token (ghp_…)"},
+	{lits: []string{"sk-ant-"}, re: regexp.MustCompile(`\bsk-ant-[0-9A-Za-z_-]{20,}`), kind: "an Anthropic API key (sk-ant-…)"},
+	{lits: []string{"sk-"}, re: regexp.MustCompile(`\bsk-(?:proj-|svcacct-|admin-)?[0-9A-Za-z_-]{32,}`), kind: "an API key (sk-…)", digit: true},
+	{lits: []string{"AKIA", "ASIA"}, re: regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), kind: "an AWS access key id (AKIA…)"},
+	{lits: []string{"AIza"}, re: regexp.MustCompile(`\bAIza[0-9A-Za-z_-]{35}`), kind: "a Google API key (AIza…)"},
+	{lits: []string{"PRIVATE KEY"}, re: regexp.MustCompile(`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----`), kind: "a private key (-----BEGIN … PRIVATE KEY-----)"},
 }
 
 // secretScanner finds the configured secrets (with the censor's encodings: base64, URL forms,
@@ -132,6 +136,9 @@ func (s *secretScanner) find(text string) string {
 		}
 	}
 	for _, f := range tokenFormats {
+		if !containsAny(text, f.lits) {
+			continue
+		}
 		for _, m := range f.re.FindAllString(text, -1) {
 			if !f.digit || strings.ContainsAny(m, "0123456789") {
 				return f.kind
@@ -139,6 +146,15 @@ func (s *secretScanner) find(text string) string {
 		}
 	}
 	return ""
+}
+
+func containsAny(s string, lits []string) bool {
+	for _, l := range lits {
+		if strings.Contains(s, l) {
+			return true
+		}
+	}
+	return false
 }
 
 // ScanPush returns the secrets that pushing wt's branch would send: in the lines the commits
@@ -201,15 +217,31 @@ func scanPatch(patch string, commits []string, sc *secretScanner) []Leak {
 			leaks = append(leaks, l)
 		}
 	}
+	// The lines a commit adds to a file are read at once, when the next file starts.
+	var added strings.Builder
+	flush := func() {
+		if added.Len() > 0 && path != "" {
+			if kind := sc.find(added.String()); kind != "" {
+				l := Leak{Commit: commit, Path: path, Kind: kind}
+				if sc.find(path) != "" {
+					l.Path, l.NameHidden = "", true
+				}
+				add(l)
+			}
+		}
+		added.Reset()
+	}
 	sn := bufio.NewScanner(strings.NewReader(patch))
 	sn.Buffer(make([]byte, 0, 64<<10), 1<<30)
 	for sn.Scan() {
 		line := sn.Text()
 		switch {
 		case isCommit[line]:
+			flush()
 			commit, inHunk = line, false
 			continue
 		case strings.HasPrefix(line, "diff --git ") || strings.HasPrefix(line, "diff --cc ") || strings.HasPrefix(line, "diff --combined "):
+			flush()
 			path, inHunk = "", false
 			continue
 		case !inHunk && strings.HasPrefix(line, "+++ "):
@@ -232,14 +264,10 @@ func scanPatch(patch string, commits []string, sc *secretScanner) []Leak {
 		if strings.Trim(line[:cols], "+") != "" {
 			continue // context or removed, or in some parent already
 		}
-		if kind := sc.find(line[cols:]); kind != "" {
-			l := Leak{Commit: commit, Path: path, Kind: kind}
-			if sc.find(path) != "" {
-				l.Path, l.NameHidden = "", true
-			}
-			add(l)
-		}
+		added.WriteString(line[cols:])
+		added.WriteByte('\n')
 	}
+	flush()
 	return leaks
 }
 
