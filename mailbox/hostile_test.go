@@ -212,3 +212,30 @@ func TestHostileForgeRefusesTheLongDescription(t *testing.T) {
 	require.Equal(t, human, b.fake.IssueBody(b.ref))
 	require.Contains(t, b.sectionComment("functional_analysis"), "## Functional analysis")
 }
+
+// When the section fits again (the human shortened the description, the lifecycle starts
+// over), it is back in the description and its comment says so, edited in place.
+func TestHostileSectionBackInTheDescription(t *testing.T) {
+	t.Parallel()
+	limits := mailbox.PostLimits{MaxCommentBytes: 8 << 10, MaxDescriptionBytes: 8 << 10}
+	b := setupWith(t, guard{limits: &limits}, "type::analysis")
+	b.exec.results["analysis.functional"].Questions = nil
+	require.NoError(t, b.fake.SetIssueBody(t.Context(), b.ref, bigDescription(1<<20)))
+	b.deliver(assign("alice"))
+	mb := b.advance()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	require.Contains(t, b.sectionComment("functional_analysis"), "## Functional analysis")
+	comments := len(b.comments())
+
+	require.NoError(t, b.fake.SetIssueBody(t.Context(), b.ref, "Short now."))
+	b.deliver(forge.Event{Type: forge.EventAssignees, Sender: forge.User{Login: "alice"}, AssigneesKnown: true})
+	b.advance()
+	b.deliver(assign("alice"))
+	mb = b.advance()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	body := b.fake.IssueBody(b.ref)
+	require.True(t, strings.HasPrefix(body, "Short now.\n\n<!-- alfred:section=functional_analysis:start -->\n## Functional analysis"), body)
+	goldenComment(t, "section_moved.md", b.sectionComment("functional_analysis"))
+	require.Greater(t, len(b.comments()), comments)
+	b.requireUniqueMarkers()
+}
