@@ -239,3 +239,22 @@ func TestHostileSectionBackInTheDescription(t *testing.T) {
 	require.Greater(t, len(b.comments()), comments)
 	b.requireUniqueMarkers()
 }
+
+// Hostile: someone without write access comments "retry" again and again on a blocked issue:
+// one refusal per person and block, and the mailbox stays blocked.
+func TestHostileNonWriterRetryFloodRefusedOncePerBlock(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.exec.failures["analysis.functional"] = "agent wrote no result"
+	b.deliver(assign("alice"))
+	mb := b.advance()
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	for range 16 {
+		b.deliver(comment("mallory", "retry"))
+		mb = b.advance()
+	}
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Len(t, b.refusals(), 1, "sixteen comments, one refusal")
+	require.Contains(t, b.refusals()[0], "@mallory, only a project member with write access can ask me to retry")
+	b.requireUniqueMarkers()
+}
