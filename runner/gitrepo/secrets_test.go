@@ -194,3 +194,49 @@ func BenchmarkScanPush(b *testing.B) {
 		}
 	})
 }
+
+// A merge of the target branch brings in what a human pushed there (a key in a test fixture,
+// in a conflicted file and in a clean one): that is on the remote already and does not refuse
+// the push. A resolution that adds a key of its own is refused.
+func TestPushOfAMergeScansOnlyWhatItAdds(t *testing.T) {
+	t.Parallel()
+	for name, extra := range map[string]string{"taken from the parents": "", "a key of its own": formatted["sk-ant-"]} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, secretsConfig())
+			work := filepath.Join(t.TempDir(), "work")
+			run(t, filepath.Dir(work), "clone", "--quiet", b.remote, work)
+			run(t, work, "checkout", "--quiet", "-b", "agent/x")
+			require.NoError(t, os.WriteFile(filepath.Join(work, "README"), []byte("hello agent\n"), 0o644))
+			run(t, work, "commit", "--quiet", "-am", "Agent: greet")
+			run(t, work, "push", "--quiet", "origin", "agent/x")
+			run(t, work, "checkout", "--quiet", "main")
+			require.NoError(t, os.WriteFile(filepath.Join(work, "README"), []byte("hello main\nfixture "+formatted["glpat-"]+"\n"), 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(work, "test.pem"), []byte(formatted["PRIVATE KEY"]+"\n"), 0o644))
+			run(t, work, "add", ".")
+			run(t, work, "commit", "--quiet", "-m", "Main: fixtures")
+			run(t, work, "push", "--quiet", "origin", "main")
+			wt, err := b.mgr.AddWorktree(t.Context(), b.proj, "mbx1-conflict_resolution-a1", Checkout{Branch: "agent/x"})
+			require.NoError(t, err)
+
+			m, err := b.mgr.MergeTarget(t.Context(), b.proj, wt, "main", "Merge branch 'main' into agent/x")
+			require.NoError(t, err)
+			require.Equal(t, []string{"README"}, m.Conflicts)
+			resolved := "hello agent and main\nfixture " + formatted["glpat-"] + "\n"
+			if extra != "" {
+				resolved += "key " + extra + "\n"
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(wt.Path, "README"), []byte(resolved), 0o644))
+			_, err = b.mgr.CommitMerge(t.Context(), wt, m.Conflicts, "Merge branch 'main' into agent/x")
+			require.NoError(t, err)
+			err = b.mgr.Push(t.Context(), wt)
+			if extra == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, ErrSecretInPush)
+			require.ErrorContains(t, err, "`README` (an Anthropic API key")
+			require.NotContains(t, err.Error(), "GitLab", "main's fixture is not the merge's")
+		})
+	}
+}
