@@ -3,6 +3,7 @@ package mailbox
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -39,4 +40,20 @@ func TestSetSectionAppendsWithoutTrimming(t *testing.T) {
 		require.True(t, strings.HasPrefix(out, human), "%q", human)
 		require.Contains(t, out, "\n\n<!-- alfred:section=s:start -->")
 	}
+}
+
+// Notes grow by "@login: text" and stay within maxNotesBytes, the newest kept, valid UTF-8.
+func TestAppendNotesIsBounded(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "", appendNotes("", "bob", ""))
+	require.Equal(t, "@bob: later", appendNotes("", "bob", "later"))
+	require.Equal(t, "@bob: later\n\n@eve: no", appendNotes("@bob: later", "eve", "no"))
+	notes := ""
+	for i := range 2000 {
+		notes = appendNotes(notes, "mallory", strings.Repeat("é", i%50)+" flood "+strings.Repeat("x", 20))
+	}
+	require.LessOrEqual(t, len(notes), maxNotesBytes)
+	require.True(t, strings.HasPrefix(notes, notesCut))
+	require.True(t, utf8.ValidString(notes))
+	require.True(t, strings.HasSuffix(notes, strings.Repeat("é", 1999%50)+" flood "+strings.Repeat("x", 20)), "the newest note is kept")
 }
