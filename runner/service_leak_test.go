@@ -74,6 +74,13 @@ func TestServiceRefusesToPushTheAgentsKey(t *testing.T) {
 	out, err := svc.Execute(ctx, job(1, phase.Development))
 	require.NoError(t, err, "a refused push is the run's failure, not an infrastructure error")
 	require.Contains(t, out.Failure, "I did not push the commit: `.env` holds the value of agents[0].api_key")
+	golden := filepath.Join("testdata", "leak_refusal.golden.txt")
+	if *update {
+		require.NoError(t, os.WriteFile(golden, []byte(out.Failure+"\n"), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err)
+	require.Equal(t, string(want), out.Failure+"\n", "the words of the refusal in the issue")
 	require.NotContains(t, out.Failure, canaryAgentKey)
 	require.Nil(t, out.Result, "a refused run has no result to act on")
 	require.Empty(t, out.HeadSHA)
