@@ -31,8 +31,9 @@ func (m *Machine) applyFunctional(ctx context.Context, bot Bot, mb *Mailbox, r *
 	return nil
 }
 
-// finishFunctional writes the functional analysis into the issue description and moves on:
-// an analysis is then ready for review, other types go to the technical analysis.
+// finishFunctional writes the functional analysis into the issue description (or, when it
+// does not fit, a comment: writeSection) and moves on: an analysis is then ready for review,
+// other types go to the technical analysis.
 func (m *Machine) finishFunctional(ctx context.Context, bot Bot, mb *Mailbox) error {
 	issue, err := bot.Forge.Issue(ctx, mb.Ref())
 	if err != nil {
@@ -45,14 +46,15 @@ func (m *Machine) finishFunctional(ctx context.Context, bot Bot, mb *Mailbox) er
 		}
 	}
 	content := RenderAnalysis(mb.Data.Analysis, qs, mb.Data.FreeText)
-	body := SetSection(issue.Body, sectionFunctional, content)
-	if body != issue.Body {
-		if err := bot.Forge.SetIssueBody(ctx, mb.Ref(), body); err != nil {
-			return fmt.Errorf("write the functional analysis: %w", err)
-		}
+	place, err := m.writeSection(ctx, bot, mb, issue, sectionFunctional, "Functional analysis", content)
+	if err != nil {
+		return fmt.Errorf("write the functional analysis: %w", err)
 	}
 	if mb.Type == "analysis" {
 		msg := "The analysis is in the issue description, under **Functional analysis**. It is ready for review."
+		if place == inComment {
+			msg = "The analysis is in the **Functional analysis** comment above: the description cannot hold it. It is ready for review."
+		}
 		if err := m.post(ctx, bot, mb, fmt.Sprintf("analysis-%d", mb.Data.Round), "analysis", msg); err != nil {
 			return err
 		}

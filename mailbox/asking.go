@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -121,7 +122,9 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 	if ok, err := m.canWrite(ctx, bot, mb.Repo, author); err != nil {
 		return "", err
 	} else if !ok && !strings.EqualFold(author, mb.Author) {
-		return m.refuse(ctx, bot, mb, eventID, author, "answer my questions")
+		// One refusal per person and round: sixteen comments are answered once.
+		key := fmt.Sprintf("refused-answers-%d-%s", mb.Data.Round, strings.ToLower(author))
+		return m.refuseAs(ctx, bot, mb, key, author, "answer my questions")
 	}
 	rq := toRunnerQuestions(qs)
 	var a Answers
@@ -135,13 +138,17 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 			return "edited comment recorded", nil
 		}
 		a = ParseReply(c.Body, rq)
+		if len(a.Choices) == 0 && !a.Defaults {
+			// A comment that answers nothing ("I'll look at this tomorrow") leaves the round
+			// open; what it says is kept for the agent.
+			mb.Data.FreeText = appendNotes(mb.Data.FreeText, author, a.FreeText)
+			return "comment kept as context: it answers no question, so the questions stay open", nil
+		}
 	}
 	if err := m.answerRound(ctx, mb, a.Choices, author); err != nil {
 		return "", err
 	}
-	if a.FreeText != "" {
-		mb.Data.FreeText = strings.TrimSpace(mb.Data.FreeText + "\n\n@" + author + ": " + a.FreeText)
-	}
+	mb.Data.FreeText = appendNotes(mb.Data.FreeText, author, a.FreeText)
 	return "answered by @" + author, m.afterAnswers(ctx, bot, mb, "@"+author)
 }
 
@@ -303,4 +310,34 @@ func optionText(q Question, id string) string {
 		}
 	}
 	return id
+}
+
+// maxNotesBytes bounds the notes from the discussion kept for the agent (Data.FreeText): a
+// flood of comments cannot grow the mailbox's data, the agent's input or the analysis without
+// end. The comments themselves stay on the forge.
+const maxNotesBytes = 32 << 10
+
+// notesCut starts notes whose beginning was dropped to stay within maxNotesBytes.
+const notesCut = "*(Earlier notes are in the issue's comments.)*"
+
+// appendNotes adds what author wrote, beyond the answers, to notes as "@author: text". When
+// the notes grow over maxNotesBytes, the oldest are dropped (at a line break, or a rune
+// boundary) behind notesCut.
+func appendNotes(notes, author, text string) string {
+	if text == "" {
+		return notes
+	}
+	notes = strings.TrimSpace(notes + "\n\n@" + author + ": " + text)
+	if len(notes) <= maxNotesBytes {
+		return notes
+	}
+	keep := maxNotesBytes - len(notesCut) - 2
+	start := len(notes) - keep
+	if i := strings.IndexByte(notes[start:], '\n'); i >= 0 && i < keep/2 {
+		start += i + 1
+	}
+	for start < len(notes) && !utf8.RuneStart(notes[start]) {
+		start++
+	}
+	return notesCut + "\n\n" + strings.TrimSpace(notes[start:])
 }

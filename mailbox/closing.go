@@ -84,7 +84,9 @@ func (m *Machine) resume(ctx context.Context, bot Bot, mb *Mailbox, author strin
 	if ok, err := m.canWrite(ctx, bot, mb.Repo, author); err != nil {
 		return "", err
 	} else if !ok {
-		return m.refuse(ctx, bot, mb, eventID, author, "ask me to retry")
+		// One refusal per person and block: sixteen "retry" comments are answered once.
+		key := fmt.Sprintf("refused-retry-b%d-%s", mb.Data.Blocks, strings.ToLower(author))
+		return m.refuseAs(ctx, bot, mb, key, author, "ask me to retry")
 	}
 	from := cmp.Or(mb.Data.BlockedFrom, StateFunctionalAnalysis)
 	mb.Data.Blocked, mb.Data.Failures = "", 0

@@ -391,8 +391,15 @@ func isRetry(body, login string) bool {
 
 // refuse posts, once per event, that login may not do what they tried.
 func (m *Machine) refuse(ctx context.Context, bot Bot, mb *Mailbox, eventID int64, login, what string) (string, error) {
+	return m.refuseAs(ctx, bot, mb, fmt.Sprintf("refused-%d", eventID), login, what)
+}
+
+// refuseAs posts the refusal of refuse as the comment key: a key already posted is not posted
+// again (an unchanged text is not even edited), so a key that names a login and a round
+// answers that login once in the round however often they try.
+func (m *Machine) refuseAs(ctx context.Context, bot Bot, mb *Mailbox, key, login, what string) (string, error) {
 	body := fmt.Sprintf("@%s, only a project member with write access can %s, so I am leaving this as it is.", login, what)
-	if err := m.post(ctx, bot, mb, fmt.Sprintf("refused-%d", eventID), "refused", body); err != nil {
+	if err := m.post(ctx, bot, mb, key, "refused", body); err != nil {
 		return "", err
 	}
 	return "refused: @" + login + " has no write access", nil

@@ -52,7 +52,8 @@ func sectionMarkers(name string) (start, end string) {
 }
 
 // SetSection returns body with the named section replaced by content, or appended after the
-// human's text when the section is not there yet. The section sits between the hidden markers
+// human's text when the section is not there yet (after a blank line, adding only the line
+// breaks the text does not end with). The section sits between the hidden markers
 // "<!-- alfred:section=NAME:start -->" and "<!-- alfred:section=NAME:end -->"; text outside
 // them is kept byte for byte.
 func SetSection(body, name, content string) string {
@@ -64,10 +65,15 @@ func SetSection(body, name, content string) string {
 			return body[:i] + block + body[i+j+len(end):]
 		}
 	}
-	if strings.TrimSpace(body) == "" {
+	switch {
+	case body == "":
 		return block
+	case strings.HasSuffix(body, "\n\n"):
+		return body + block
+	case strings.HasSuffix(body, "\n"):
+		return body + "\n" + block
 	}
-	return strings.TrimRight(body, "\n") + "\n\n" + block
+	return body + "\n\n" + block
 }
 
 // Section returns the content of the named section, ok false when absent.

@@ -30,8 +30,9 @@ var ErrPostRefused = errors.New("mailbox: the forge refused the post")
 type PostLimits struct {
 	// MaxCommentBytes caps one comment; a longer one is split into marked parts.
 	MaxCommentBytes int
-	// MaxDescriptionBytes caps an issue or merge request description; a longer one is cut,
-	// with a notice.
+	// MaxDescriptionBytes caps an issue or merge request description: a longer merge request
+	// description is cut, with a notice; a longer issue description is not sent
+	// (ErrDescriptionTooLong), as it holds the human's text.
 	MaxDescriptionBytes int
 }
 
@@ -69,6 +70,8 @@ type PostGuard struct {
 // GuardPosts wraps f so that every text Alfred sends through it (comments, edits, issue and
 // merge request descriptions and titles) passes the censor, mentions no bot and stays within
 // the limits, and a post the forge refuses with a 4xx returns an error wrapping ErrPostRefused.
+// An issue description is the human's text with Alfred's sections: only the sections are
+// cleaned, and one over the limit is not sent (ErrDescriptionTooLong).
 // When f has the review calls (forge.Reviews), so does the result: replies and reviews are
 // cleaned the same way. The other methods are f's.
 //
@@ -76,8 +79,8 @@ type PostGuard struct {
 // parts. The first part keeps the comment's own marker and is the comment the mailbox records;
 // part k (k ≥ 2) is a comment of its own with the marker key "<key>.part-k", found by that
 // marker and edited in place like any bot comment, so a retried post creates no duplicate. A
-// part an edit no longer needs says so. A description over MaxDescriptionBytes is cut at a rune
-// boundary with a notice, keeping the end markers of the sections it cuts into.
+// part an edit no longer needs says so. A merge request description over MaxDescriptionBytes is
+// cut at a rune boundary with a notice, keeping the end markers of the sections it cuts into.
 func GuardPosts(f forge.Forge, g PostGuard) forge.Forge {
 	censor := g.Censor
 	if censor == nil {
@@ -130,9 +133,52 @@ func refused(op string, err error) error {
 	return err
 }
 
+// SetIssueBody cleans Alfred's sections of body (cleanSections) and writes it, or returns
+// ErrDescriptionTooLong, sending nothing, when the result is over MaxDescriptionBytes: an issue
+// description holds the human's text, which is never cut.
 func (g *guardedForge) SetIssueBody(ctx context.Context, ref forge.IssueRef, body string) error {
-	body = CutDescription(g.clean(body), g.limits.MaxDescriptionBytes)
+	body = cleanSections(body, g.clean)
+	if len(body) > g.limits.MaxDescriptionBytes {
+		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrDescriptionTooLong, len(body), g.limits.MaxDescriptionBytes)
+	}
 	return refused("write the issue description", g.Forge.SetIssueBody(ctx, ref, body))
+}
+
+// cleanSections applies clean to the content of every Alfred section of an issue description
+// (between "<!-- alfred:section=NAME:start -->" and its end marker) and keeps the rest, the
+// human's text, byte for byte: it is the forge's already, and censoring or quoting it would
+// change what a human wrote.
+func cleanSections(body string, clean func(string) string) string {
+	var b strings.Builder
+	rest := body
+	for {
+		i := strings.Index(rest, "<!-- alfred:section=")
+		if i < 0 {
+			break
+		}
+		j := strings.Index(rest[i:], " -->")
+		if j < 0 {
+			break
+		}
+		marker := rest[i : i+j+len(" -->")]
+		name, ok := strings.CutSuffix(strings.TrimPrefix(marker, "<!-- alfred:section="), ":start -->")
+		if !ok {
+			b.WriteString(rest[:i+len(marker)])
+			rest = rest[i+len(marker):]
+			continue
+		}
+		_, end := sectionMarkers(name)
+		k := strings.Index(rest[i+len(marker):], end)
+		if k < 0 {
+			break
+		}
+		b.WriteString(rest[:i+len(marker)])
+		b.WriteString(clean(rest[i+len(marker) : i+len(marker)+k]))
+		b.WriteString(end)
+		rest = rest[i+len(marker)+k+len(end):]
+	}
+	b.WriteString(rest)
+	return b.String()
 }
 
 func (g *guardedForge) CreateMergeRequest(ctx context.Context, repo string, mr forge.NewMergeRequest) (*forge.MergeRequest, error) {

@@ -113,12 +113,14 @@ func TestRefusedPostBlocks(t *testing.T) {
 	b := setupWith(t, guard{limits: &mailbox.PostLimits{}, redact: func(s string) string { return s }}, "type::task")
 	b.exec.results["analysis.functional"].Questions = nil
 	// The functional analysis goes into the description, while the mailbox works.
-	b.fake.FailNextCall("SetIssueBody", fmt.Errorf("gitlab: edit issue: %w: HTTP 400: description is too long", forge.ErrRefused))
+	// (A 400 there is taken as "too long": the section goes into a comment, see
+	// TestHostileForgeRefusesTheLongDescription.)
+	b.fake.FailNextCall("SetIssueBody", fmt.Errorf("gitlab: edit issue: %w: HTTP 403: not allowed to edit the description", forge.ErrForbidden))
 	b.deliver(assign("alice"))
 	mb := b.advance()
 	require.Equal(t, mailbox.StateBlocked, mb.State)
 	require.Equal(t, []string{"status::blocked"}, b.status())
-	require.Contains(t, mb.Data.Blocked, "description is too long")
+	require.Contains(t, mb.Data.Blocked, "not allowed to edit the description")
 	require.Contains(t, b.lastComment(), "I am blocked: the forge refused what I tried to post")
 }
 

@@ -32,7 +32,7 @@ func TypeQuestion() phase.Question {
 // checkboxes, the default marked and pre-ticked, how to answer, and the deadline in UTC.
 func RenderQuestions(intro string, qs []phase.Question, deadline time.Time) string {
 	howTo := "Tick one box per question, or reply with `q1: b` (option letter, number or the start of its text). " +
-		"Reply `ok` to take the defaults; anything else you write is handed to me as extra context."
+		"Reply `ok` to take the defaults. Anything else you write is handed to me as extra context and leaves the questions open."
 	notice := fmt.Sprintf("**Without an answer by %s, I will apply the defaults.**", deadline.UTC().Format("2006-01-02 15:04 UTC"))
 	return renderBlock(intro, howTo, notice, qs, nil)
 }
@@ -106,9 +106,10 @@ var answerLineRE = regexp.MustCompile(`(?i)^\s*[-*]?\s*\**(q\d+)\**\s*[:=)\-–�
 
 // ParseReply reads a free-text reply against the open questions. Forms understood, per line:
 // "q2: b", "q2: 2", "q2 = B", "q2: <start of an option's text>" (case- and accent-insensitive
-// prefix); a whole reply of "ok"/"defaults"/👍 (and translations) accepts the defaults. Lines
-// that answer nothing are kept as FreeText. A reply that answers one question leaves the others
-// at their defaults.
+// prefix); a reply of "ok"/"defaults"/👍 (and translations), or with such a line of its own,
+// accepts the defaults. Lines that answer nothing are kept as FreeText. A reply that answers
+// one question leaves the others at their defaults. A reply with neither a choice nor Defaults
+// (free text only) answers nothing: the round stays open.
 func ParseReply(body string, qs []phase.Question) Answers {
 	a := Answers{Choices: map[string]string{}}
 	norm := strings.ToLower(strings.TrimSpace(strings.Trim(strings.TrimSpace(body), ".!")))
@@ -118,6 +119,10 @@ func ParseReply(body string, qs []phase.Question) Answers {
 	}
 	var free []string
 	for _, line := range strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n") {
+		if l := strings.TrimSpace(line); acceptWords[strings.ToLower(strings.Trim(l, ".!"))] || acceptWords[l] {
+			a.Defaults = true // "ok" on a line of its own, among notes
+			continue
+		}
 		m := answerLineRE.FindStringSubmatch(line)
 		if m != nil {
 			if q, ok := findQuestion(qs, strings.ToLower(m[1])); ok {
@@ -140,10 +145,6 @@ func ParseReply(body string, qs []phase.Question) Answers {
 		}
 	}
 	a.FreeText = strings.TrimSpace(strings.Join(free, "\n"))
-	if len(a.Choices) == 0 && a.FreeText != "" {
-		// Free text alone: the defaults apply to what it leaves open.
-		a.Defaults = true
-	}
 	return a
 }
 

@@ -76,9 +76,12 @@ func TestParseReply(t *testing.T) {
 		{body: "Defaults.", defaults: true, choices: map[string]string{}},
 		{body: "👍", defaults: true, choices: map[string]string{}},
 		{body: "d'accord", defaults: true, choices: map[string]string{}},
-		{body: "Please also keep the header row 🙂", defaults: true, choices: map[string]string{}, free: "Please also keep the header row 🙂"},
+		{body: "Please also keep the header row 🙂", choices: map[string]string{}, free: "Please also keep the header row 🙂"},
+		{body: "I'll look at this tomorrow", choices: map[string]string{}, free: "I'll look at this tomorrow"},
+		{body: "ok\nPlease also keep the header row", defaults: true, choices: map[string]string{}, free: "Please also keep the header row"},
+		{body: "Looks fine to me.\n👍", defaults: true, choices: map[string]string{}, free: "Looks fine to me."},
 		{body: "q1: b\nAnd use semicolons", choices: map[string]string{"q1": "b"}, free: "And use semicolons"},
-		{body: "q3: a", defaults: true, choices: map[string]string{}, free: "q3: a"},
+		{body: "q3: a", choices: map[string]string{}, free: "q3: a"},
 	} {
 		t.Run(tc.body, func(t *testing.T) {
 			a := ParseReply(tc.body, qs)

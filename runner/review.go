@@ -105,6 +105,9 @@ func mergeTarget(ctx context.Context, mgr *gitrepo.Manager, p gitrepo.Project, w
 		return &phase.Outcome{Result: &phase.Result{Summary: fmt.Sprintf("The branch already contains %s.", target)}}, nil, nil
 	case m.Commit != "":
 		if err := mgr.Push(ctx, wt); err != nil {
+			if refused := leakRefusal(err); refused != "" {
+				return &phase.Outcome{Failure: refused}, nil, nil
+			}
 			return nil, nil, fmt.Errorf("push %s: %w", wt.Branch, err)
 		}
 		return &phase.Outcome{HeadSHA: m.Commit, Result: &phase.Result{
@@ -127,8 +130,8 @@ func mergeTarget(ctx context.Context, mgr *gitrepo.Manager, p gitrepo.Project, w
 }
 
 // publishMerge commits the merge a conflict_resolution run resolved and pushes it. A result that
-// leaves a conflict marker or an unmerged path is refused: refused says why (words fit for a
-// comment), nothing is committed or pushed, and err is nil.
+// leaves a conflict marker or an unmerged path, or a merge that adds a secret (leakRefusal), is
+// refused: refused says why (words fit for a comment), nothing is pushed, and err is nil.
 func publishMerge(ctx context.Context, mgr *gitrepo.Manager, wt *gitrepo.Worktree, conflicted []string, message string) (sha, refused string, err error) {
 	sha, err = mgr.CommitMerge(ctx, wt, conflicted, message)
 	if errors.Is(err, gitrepo.ErrMergeUnresolved) {
@@ -139,6 +142,9 @@ func publishMerge(ctx context.Context, mgr *gitrepo.Manager, wt *gitrepo.Worktre
 		return "", "", fmt.Errorf("commit the merge: %w", err)
 	}
 	if err := mgr.Push(ctx, wt); err != nil {
+		if refused := leakRefusal(err); refused != "" {
+			return "", refused, nil
+		}
 		return "", "", fmt.Errorf("push %s: %w", wt.Branch, err)
 	}
 	return sha, "", nil

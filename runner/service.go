@@ -120,6 +120,10 @@ func (s *Service) finish(ctx context.Context, job phase.Job, mgr *gitrepo.Manage
 		return res, nil
 	}
 	sha, err := publish(ctx, mgr, wt, message)
+	if refused := leakRefusal(err); refused != "" {
+		res.Failure, res.Result = refused, nil
+		return res, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -127,11 +131,29 @@ func (s *Service) finish(ctx context.Context, job phase.Job, mgr *gitrepo.Manage
 	return res, nil
 }
 
+// leakRefusal words a push gitrepo refused because its commits hold a secret
+// (gitrepo.ErrSecretInPush) as the run's failure: the files and kinds, never the secret. It is
+// "" for any other error. Nothing was pushed; the next run's worktree starts again from the
+// remote branch, without the commit.
+func leakRefusal(err error) string {
+	var le *gitrepo.LeakError
+	if !errors.As(err, &le) {
+		return ""
+	}
+	var where []string
+	for _, l := range le.Leaks {
+		where = append(where, l.Where()+" holds "+l.Kind)
+	}
+	return "I did not push the commit: " + strings.Join(where, "; ") +
+		" (nothing was sent; a retry starts again from the branch as the forge has it)"
+}
+
 // publish is the one path by which a read-write phase's work leaves its worktree, for a live
 // run and a recovered one alike: it commits everything the agent changed in wt with the bot
 // identity (the git manager's author) and message, and pushes wt's branch. It returns the
 // commit's SHA, or "" when the agent changed nothing (then nothing is pushed; the machine
-// decides what that means). Errors name the step that failed.
+// decides what that means). Errors name the step that failed; commits that hold a secret are
+// not pushed (a *gitrepo.LeakError, see leakRefusal).
 func publish(ctx context.Context, mgr *gitrepo.Manager, wt *gitrepo.Worktree, message string) (string, error) {
 	sha, err := mgr.Commit(ctx, wt, message)
 	if err != nil {

@@ -175,9 +175,14 @@ func buildForges(cfg *config.Config, m *metrics.Metrics) (forges, error) {
 		for repo, p := range f.Projects {
 			projects[repo] = gitrepo.ProjectSettings{Sparse: p.Sparse, PartialClone: p.PartialClone}
 		}
+		// A push that would send any configured secret is refused (gitrepo.Manager.ScanPush).
+		var secrets []gitrepo.NamedSecret
+		for _, ks := range cfg.KeyedSecrets() {
+			secrets = append(secrets, gitrepo.NamedSecret{Name: ks.Key, Value: ks.Value.Reveal()})
+		}
 		g, err := gitrepo.New(gitrepo.Config{DataDir: cfg.DataDir, Username: f.GitUser, Token: f.Token.Reveal(),
 			AuthorName: cfg.Lifecycle.GitName, AuthorEmail: cfg.Lifecycle.GitEmail,
-			UID: cfg.Runner.UID, GID: cfg.Runner.GID, Projects: projects})
+			UID: cfg.Runner.UID, GID: cfg.Runner.GID, Projects: projects, Secrets: secrets})
 		if err != nil {
 			return forges{}, fmt.Errorf("forge %s: git: %w", f.Name, err)
 		}

@@ -52,6 +52,10 @@ type Config struct {
 	UID, GID int
 	// GitBinary is the git executable ("git" from PATH if empty).
 	GitBinary string
+	// Secrets are the secrets of Alfred's configuration (agent keys, forge tokens, webhook
+	// secrets, the database password, …) that Push refuses to send (ScanPush); Token is always
+	// one of them.
+	Secrets []NamedSecret `json:"-"`
 	// Projects holds checkout settings by repository path (Project.Path, e.g. "big/monorepo")
 	// for the repositories that need them.
 	Projects map[string]ProjectSettings
@@ -396,12 +400,17 @@ func (m *Manager) commitStaged(ctx context.Context, wt *Worktree, message string
 }
 
 // Push pushes the worktree's branch to the remote branch of the same name (fast-forward only;
-// a rejected push is an error). Detached worktrees cannot be pushed.
+// a rejected push is an error). Detached worktrees cannot be pushed. Commits that hold a secret
+// (ScanPush) are not pushed: the error is a *LeakError (ErrSecretInPush) naming the files and
+// kinds.
 func (m *Manager) Push(ctx context.Context, wt *Worktree) error {
 	if wt.Branch == "" {
 		return errors.New("gitrepo: cannot push a detached worktree")
 	}
 	defer m.lock(wt.mirror)()
+	if err := m.refuseLeaks(ctx, wt); err != nil {
+		return err
+	}
 	ref := "refs/heads/" + wt.Branch
 	if _, err := m.gitWT(ctx, wt, nil, "push", "--quiet", "--porcelain", "origin", ref+":"+ref); err != nil {
 		return fmt.Errorf("push %s: %w", wt.Branch, err)
