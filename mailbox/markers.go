@@ -96,10 +96,10 @@ func Section(body, name string) (string, bool) {
 var (
 	markerKinds = []string{"ack", "analysis", "answer", "blocked", "ci", "ci_fix", "conflict",
 		"defaults", "held", "merge", "merge_request", "plan", "questions", "queued", "refused",
-		"reply", "retry", "review_fix", "set_aside", "status", "stuck", "until_green", "validated"}
+		"reply", "retry", "review_fix", "section", "set_aside", "status", "stuck", "until_green", "validated"}
 	markerKeyStems = []string{"ack-", "analysis-", "answer-", "blocked-", "ci-", "cifix-",
 		"conflict-", "defaults-", "held-", "merge-", "mr-", "no-pipeline-", "plan-", "questions-",
-		"queued-", "refused-", "reply-", "retry-", "review-fix-", "set-aside-", "stuck-",
+		"queued-", "refused-", "reply-", "retry-", "review-fix-", "section-", "set-aside-", "stuck-",
 		"until-green-", "validated-", ".part-", ProgressKey}
 	sectionNames = []string{sectionFunctional}
 )
