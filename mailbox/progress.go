@@ -148,17 +148,31 @@ func costWords(usd float64, unrated, runs int) string {
 	return fmt.Sprintf("$%.4f", usd)
 }
 
+// elapsed is the time from since to now for a headline: whole seconds under a minute ("0s",
+// "42s"), whole minutes under an hour ("1m", "59m"), hours and minutes beyond ("1h", "1h5m",
+// "25h"). A zero since, or one after now, is "0s".
 func elapsed(now, since time.Time) string {
 	if since.IsZero() || now.Before(since) {
 		return "0s"
 	}
-	d := now.Sub(since)
-	if d >= time.Minute {
-		d = d.Round(time.Minute)
-	} else {
-		d = d.Round(time.Second)
+	return shortDuration(now.Sub(since))
+}
+
+// shortDuration formats d as elapsed does, rounded to the second below a minute and to the
+// minute from a minute on.
+func shortDuration(d time.Duration) string {
+	d = max(d, 0).Round(time.Second)
+	if d < time.Minute {
+		return fmt.Sprintf("%ds", int64(d/time.Second))
 	}
-	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "m0") // "1h5m", "3m", "42s"
+	m := int64(d.Round(time.Minute) / time.Minute)
+	switch {
+	case m < 60:
+		return fmt.Sprintf("%dm", m)
+	case m%60 == 0:
+		return fmt.Sprintf("%dh", m/60)
+	}
+	return fmt.Sprintf("%dh%dm", m/60, m%60)
 }
 
 // Budget decides whether the next run may start. budget nil means none. A run may start while

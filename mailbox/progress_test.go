@@ -36,6 +36,57 @@ func TestRenderProgressRunningAndQueued(t *testing.T) {
 	require.Contains(t, RenderProgress(Progress{Now: t0}), "No run has finished yet.")
 }
 
+// TestElapsed: the headline's elapsed time at the edges users see — 0 s, multiples of ten
+// (which once lost their last digit and unit), the minute and the hour.
+func TestElapsed(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{time.Second, "1s"},
+		{9 * time.Second, "9s"},
+		{10 * time.Second, "10s"},
+		{20 * time.Second, "20s"},
+		{30*time.Second + 400*time.Millisecond, "30s"},
+		{59 * time.Second, "59s"},
+		{59*time.Second + 600*time.Millisecond, "1m"},
+		{60 * time.Second, "1m"},
+		{61 * time.Second, "1m"},
+		{100 * time.Second, "2m"},
+		{10 * time.Minute, "10m"},
+		{20*time.Minute + 10*time.Second, "20m"},
+		{59*time.Minute + 40*time.Second, "1h"},
+		{time.Hour, "1h"},
+		{time.Hour + 10*time.Second, "1h"},
+		{time.Hour + 10*time.Minute, "1h10m"},
+		{10 * time.Hour, "10h"},
+		{25 * time.Hour, "25h"},
+		{25*time.Hour + 5*time.Minute, "25h5m"},
+	} {
+		require.Equal(t, tc.want, elapsed(t0.Add(tc.d), t0), "%v", tc.d)
+	}
+	require.Equal(t, "0s", elapsed(t0, time.Time{}), "no start")
+	require.Equal(t, "0s", elapsed(t0, t0.Add(time.Second)), "a start after now (clock skew)")
+}
+
+// TestRenderProgressTensOfSeconds: the headline of a run 10 s in, queued work 20 s in, and a
+// mailbox whose first run started 0 s ago, as the issue shows them.
+func TestRenderProgressTensOfSeconds(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	running := RenderProgress(Progress{Phase: "analysis", Running: true, Since: t0, Started: t0, Now: t0.Add(10 * time.Second)})
+	queued := RenderProgress(Progress{Phase: "development", Since: t0.Add(40 * time.Second), Started: t0, Now: t0.Add(time.Minute),
+		Runs: []ProgressRun{{Phase: "analysis", Duration: 40 * time.Second, TokensIn: 10, TokensOut: 5, CostUSD: 0.01, Rated: true}}})
+	started := RenderProgress(Progress{Phase: "analysis", Running: true, Since: t0, Started: t0, Now: t0})
+	golden(t, "progress_tens_of_seconds.md", running+"\n---\n\n"+queued+"\n---\n\n"+started)
+	require.Contains(t, running, "**Running:** analysis for 10s · 10s since the first run")
+	require.Contains(t, queued, "**Queued:** development, waiting 20s · 1m since the first run")
+	require.Contains(t, started, "**Running:** analysis for 0s · 0s since the first run")
+}
+
 func TestBudget(t *testing.T) {
 	t.Parallel()
 	b := 0.01
