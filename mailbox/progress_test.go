@@ -90,15 +90,44 @@ func TestRenderProgressTensOfSeconds(t *testing.T) {
 func TestBudget(t *testing.T) {
 	t.Parallel()
 	b := 0.01
-	ok, reason := Budget(0, &b, false)
+	ok, reason := Budget(0, 0, &b, false)
 	require.True(t, ok)
 	require.Empty(t, reason)
-	ok, reason = Budget(0.0123, &b, false)
+	ok, reason = Budget(0.0123, 0, &b, false)
 	require.False(t, ok)
 	require.Contains(t, reason, "($0.0123) has reached this issue's budget ($0.01, budget_usd)")
 	require.Contains(t, reason, "ai::retry_once")
-	ok, _ = Budget(0.0123, &b, true)
+	require.NotContains(t, reason, "unrated")
+	ok, _ = Budget(0.0123, 0, &b, true)
 	require.True(t, ok, "ai::retry_once allows one more run")
-	ok, _ = Budget(100, nil, false)
+	ok, _ = Budget(100, 0, nil, false)
 	require.True(t, ok, "no budget")
+
+	// Unrated runs are said, never silently counted as 0.
+	ok, reason = Budget(0.0123, 2, &b, false)
+	require.False(t, ok)
+	require.Contains(t, reason, "the cost so far ($0.0123 + 2 unrated runs) has reached this issue's budget ($0.01, budget_usd)")
+	require.Contains(t, reason, "Unrated runs are not in the sum")
+	zero := 0.0
+	ok, reason = Budget(0, 1, &zero, false)
+	require.False(t, ok)
+	require.Contains(t, reason, "the cost so far (1 unrated run) has reached")
+	require.NotContains(t, reason, "$0.0000")
+}
+
+// TestRenderProgressUnrated: with unrated runs the budget line and the totals say how many,
+// and a sum of unrated runs only is never $0.0000.
+func TestRenderProgressUnrated(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	budget := 1.0
+	all := RenderProgress(Progress{Now: t0, BudgetUSD: &budget, Runs: []ProgressRun{
+		{Phase: "analysis", Duration: 20 * time.Second}, {Phase: "development", Duration: time.Minute}}})
+	require.Contains(t, all, "| **Total** | 2 | 1m20s | 0 | 0 | unrated |")
+	require.Contains(t, all, "Budget: $1.00, spent 2 unrated runs (an unrated run's cost is unknown and not counted).")
+	require.NotContains(t, all, "$0.0000")
+	some := RenderProgress(Progress{Now: t0, BudgetUSD: &budget, Runs: []ProgressRun{
+		{Phase: "analysis", Duration: 20 * time.Second, CostUSD: 0.42, Rated: true}, {Phase: "development", Duration: time.Minute}}})
+	require.Contains(t, some, "| **Total** | 2 | 1m20s | 0 | 0 | $0.4200 + 1 unrated run |")
+	require.Contains(t, some, "Budget: $1.00, spent $0.4200 + 1 unrated run (an unrated run's cost is unknown and not counted).")
 }
