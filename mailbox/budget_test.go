@@ -17,12 +17,17 @@ import (
 type jobUsage struct {
 	exec *scriptedJobs
 	cost float64
+	// unrated runs come first, as runs of an adapter that reports no cost.
+	unrated int
 }
 
 func (u jobUsage) Usage(_ context.Context, mailboxID int64) ([]mailbox.ProgressRun, error) {
 	u.exec.mu.Lock()
 	defer u.exec.mu.Unlock()
 	var out []mailbox.ProgressRun
+	for range u.unrated {
+		out = append(out, mailbox.ProgressRun{Phase: "analysis", Duration: 10 * time.Second})
+	}
 	for _, j := range u.exec.jobs {
 		if j.MailboxID == mailboxID {
 			out = append(out, mailbox.ProgressRun{Phase: string(j.Input.Phase), Duration: 30 * time.Second,
@@ -88,4 +93,26 @@ func statusComment(t *testing.T, b *bundle) string {
 	}
 	t.Fatalf("no status comment in:\n%s", strings.Join(b.comments(), "\n---\n"))
 	return ""
+}
+
+// The budget's block comment and the status comment say that unrated runs are not in the sum,
+// rather than counting their unknown cost as 0 silently.
+func TestBudgetBlockSaysUnratedRunsAreNotCounted(t *testing.T) {
+	t.Parallel()
+	budget := 0.01
+	usage := &jobUsage{cost: 0.0123, unrated: 2}
+	b := setupWith(t, guard{config: mailbox.Config{Usage: usage,
+		Settings: func(string) mailbox.Settings { return mailbox.Settings{BudgetUSD: &budget} }}}, "type::task")
+	usage.exec = b.exec
+
+	b.deliver(assign("alice"))
+	b.advance()
+	b.deliver(comment("alice", "q1: b"))
+	mb := b.advance()
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	blocked := strings.Join(b.comments(), "\n---\n")
+	require.Contains(t, blocked, "the cost so far ($0.0123 + 2 unrated runs) has reached this issue's budget ($0.01, budget_usd)")
+	require.Contains(t, blocked, "Unrated runs are not in the sum")
+	require.Contains(t, statusComment(t, b), "spent $0.0123 + 2 unrated runs (an unrated run's cost is unknown and not counted)")
+	b.requireUniqueMarkers()
 }

@@ -66,11 +66,11 @@ func (m *Machine) withinBudget(ctx context.Context, mb *Mailbox) (bool, string, 
 	if err != nil {
 		return false, "", err
 	}
-	spent, _ := Progress{Runs: runs}.Spent()
-	if ok, _ := Budget(spent, budget, false); ok {
+	spent, unrated := Progress{Runs: runs}.Spent()
+	if ok, _ := Budget(spent, unrated, budget, false); ok {
 		return true, "", nil
 	}
-	ok, reason := Budget(spent, budget, mb.Data.RetryOnce)
+	ok, reason := Budget(spent, unrated, budget, mb.Data.RetryOnce)
 	if ok {
 		mb.Data.RetryOnce = false
 	}

@@ -42,13 +42,14 @@ type ProgressRun struct {
 	Rated   bool
 }
 
-// Spent is the cost reported so far and whether some runs are unrated (their cost unknown).
-func (p Progress) Spent() (usd float64, unrated bool) {
+// Spent is the cost reported so far and how many runs are unrated (their cost unknown, not
+// in usd).
+func (p Progress) Spent() (usd float64, unrated int) {
 	for _, r := range p.Runs {
 		if r.Rated {
 			usd += r.CostUSD
 		} else {
-			unrated = true
+			unrated++
 		}
 	}
 	return usd, unrated
@@ -129,46 +130,78 @@ func writeBudget(b *strings.Builder, p Progress) {
 		return
 	}
 	usd, unrated := p.Spent()
-	fmt.Fprintf(b, "\nBudget: $%.2f, spent $%.4f", *p.BudgetUSD, usd)
-	if unrated {
-		b.WriteString(" (some runs unrated: their cost is not counted)")
+	fmt.Fprintf(b, "\nBudget: $%.2f, spent %s", *p.BudgetUSD, spentWords(usd, unrated))
+	if unrated > 0 {
+		b.WriteString(" (an unrated run's cost is unknown and not counted)")
 	}
 	b.WriteString(".\n")
 }
 
-// costWords is a row's cost: "$0.0123", "unrated" when no run reported one, or
-// "$0.0123 + 1 unrated run(s)".
+// costWords is a row's cost: "unrated" when no run of the row reported one, else spentWords.
 func costWords(usd float64, unrated, runs int) string {
-	switch {
-	case unrated == runs:
+	if unrated == runs {
 		return "unrated"
-	case unrated > 0:
-		return fmt.Sprintf("$%.4f + %d unrated", usd, unrated)
 	}
-	return fmt.Sprintf("$%.4f", usd)
+	return spentWords(usd, unrated)
 }
 
+// spentWords is a sum of costs with the runs it leaves out: "$0.0123", "$0.0123 + 1 unrated
+// run", "2 unrated runs" — never "$0.0000" for a sum that has unrated runs only.
+func spentWords(usd float64, unrated int) string {
+	runs := "runs"
+	if unrated == 1 {
+		runs = "run"
+	}
+	switch {
+	case unrated == 0:
+		return fmt.Sprintf("$%.4f", usd)
+	case usd == 0:
+		return fmt.Sprintf("%d unrated %s", unrated, runs)
+	}
+	return fmt.Sprintf("$%.4f + %d unrated %s", usd, unrated, runs)
+}
+
+// elapsed is the time from since to now for a headline: whole seconds under a minute ("0s",
+// "42s"), whole minutes under an hour ("1m", "59m"), hours and minutes beyond ("1h", "1h5m",
+// "25h"). A zero since, or one after now, is "0s".
 func elapsed(now, since time.Time) string {
 	if since.IsZero() || now.Before(since) {
 		return "0s"
 	}
-	d := now.Sub(since)
-	if d >= time.Minute {
-		d = d.Round(time.Minute)
-	} else {
-		d = d.Round(time.Second)
-	}
-	return strings.TrimSuffix(strings.TrimSuffix(d.String(), "0s"), "m0") // "1h5m", "3m", "42s"
+	return shortDuration(now.Sub(since))
 }
 
-// Budget decides whether the next run may start. budget nil means none. A run may start while
-// the cost reported so far is below the budget; past it, only when retryOnce is set (the
-// ai::retry_once label, which allows one more run). The reason says, for an issue comment,
-// why work stopped; it is "" when the run may start.
-func Budget(spentUSD float64, budget *float64, retryOnce bool) (ok bool, reason string) {
+// shortDuration formats d as elapsed does, rounded to the second below a minute and to the
+// minute from a minute on.
+func shortDuration(d time.Duration) string {
+	d = max(d, 0).Round(time.Second)
+	if d < time.Minute {
+		return fmt.Sprintf("%ds", int64(d/time.Second))
+	}
+	m := int64(d.Round(time.Minute) / time.Minute)
+	switch {
+	case m < 60:
+		return fmt.Sprintf("%dm", m)
+	case m%60 == 0:
+		return fmt.Sprintf("%dh", m/60)
+	}
+	return fmt.Sprintf("%dh%dm", m/60, m%60)
+}
+
+// Budget decides whether the next run may start. spentUSD is the cost reported so far, unrated
+// the runs whose adapter reported none (their cost is unknown, so not in spentUSD); budget nil
+// means none. A run may start while spentUSD is below the budget; past it, only when retryOnce
+// is set (the ai::retry_once label, which allows one more run). The reason says, for an issue
+// comment, why work stopped, and that unrated runs are not in the sum; it is "" when the run
+// may start.
+func Budget(spentUSD float64, unrated int, budget *float64, retryOnce bool) (ok bool, reason string) {
 	if budget == nil || spentUSD < *budget || retryOnce {
 		return true, ""
 	}
-	return false, fmt.Sprintf("the cost so far ($%.4f) has reached this issue's budget ($%.2f, budget_usd). "+
-		"Add the ai::retry_once label to allow one more run, or raise budget_usd for this project.", spentUSD, *budget)
+	reason = fmt.Sprintf("the cost so far (%s) has reached this issue's budget ($%.2f, budget_usd). ",
+		spentWords(spentUSD, unrated), *budget)
+	if unrated > 0 {
+		reason += "Unrated runs are not in the sum: their adapter reported no cost, so the issue may have cost more. "
+	}
+	return false, reason + "Add the ai::retry_once label to allow one more run, or raise budget_usd for this project."
 }

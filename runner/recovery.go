@@ -241,7 +241,8 @@ func (s *Service) Recover(ctx context.Context, job phase.Job, wait bool) (*phase
 	if out.Status == StatusCanceled {
 		return interrupted("stopped while waiting for its recovered container: " + out.Err.Error()), nil
 	}
-	res := &phase.Outcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Recovered: true}
+	res := &phase.Outcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Recovered: true,
+		Adapter: rec.Adapter}
 	if p := s.recoveredPlan(ctx, job, r.Input); p != nil {
 		res.Session = s.record(ctx, job, p, out) // the session chain goes on across the restart
 	}

@@ -84,13 +84,18 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 		// reattaches it.
 		return &phase.Outcome{Interrupted: true, Detached: true, Container: out.Name}, nil
 	}
+	var adapter string // the agent whose container ran: its usage is counted
+	if out != nil {
+		adapter, _, _ = s.exec.Agent(job.Input)
+	}
 	if out != nil && out.Status == StatusCanceled || (err != nil && ctx.Err() != nil) {
-		return &phase.Outcome{Interrupted: true, Container: name}, nil
+		return &phase.Outcome{Interrupted: true, Container: name, Session: session, Adapter: adapter}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
-	res := &phase.Outcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Session: session}
+	res := &phase.Outcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Session: session,
+		Adapter: adapter}
 	return s.finish(ctx, job, mgr, wt, out, res)
 }
 

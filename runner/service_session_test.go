@@ -176,6 +176,7 @@ func TestSessionResumedAcrossPhasesAndEveryFallback(t *testing.T) {
 	// Sessions off (no session name): no session row, no mount, as before.
 	out = b.run(svc, m2, phase.Analysis, phase.StepTechnical, "MARK-ETA plan", "")
 	require.Nil(t, out.Session)
+	require.Equal(t, "claude-code", out.Adapter, "the agent that ran, so its usage is counted without a session record")
 	rows, err := b.store.Sessions(context.Background(), m2)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)

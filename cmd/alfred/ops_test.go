@@ -134,6 +134,16 @@ phases:
 
 	p = browser.Load(t, login+fmt.Sprintf("%s/runs/%d", web.Prefix, devRun), "ops-run-finished")
 	require.Contains(t, p.DOM, "stored output of the finished run")
+	require.Regexp(t, `<dt>Cost</dt><dd class="cost">unrated</dd>`, p.DOM, "the script adapter reports no cost")
+	// The scripted development has no session record: unrated, never free, in its row and in
+	// the sums, as the status comment says.
+	p = browser.Load(t, login+fmt.Sprintf("%s/mailboxes/%d", web.Prefix, mb.ID), "ops-mailbox-finished")
+	require.Regexp(t, `Cost so far</dt><dd>\$0\.\d{4} \+ 1 unrated run · `, p.DOM)
+	require.Regexp(t, fmt.Sprintf(`(?s)data-run="%d".*?class="cost">unrated<`, devRun), p.DOM)
+	require.NotContains(t, p.DOM, "$0.0000")
+	p = browser.Load(t, login+web.Prefix+"/", "ops-mailboxes-finished")
+	require.Regexp(t, `<td>\$0\.\d{4} \+ 1 unrated run</td>`, p.DOM)
+	require.NotContains(t, p.DOM, "$0.0000")
 
 	// Every family, with values where work happened.
 	require.Contains(t, opsGetToken(t, adminSrv.URL+"/metrics", "wrong"), "unauthorized")
@@ -148,6 +158,7 @@ phases:
 		`alfred_runs_queued 0`,
 		`alfred_llm_tokens_total\{adapter="claude",direction="input"\} [1-9]`,
 		`alfred_llm_cost_usd_total\{adapter="claude"\} 0\.000[1-9]`,
+		`alfred_llm_unrated_runs_total\{adapter="script"\} 1`,
 		`alfred_forge_api_requests_total\{forge="forgejo",operation="POST /api/v1/repos/\{owner\}/\{repo\}/issues/\{n\}/comments",status="201"\} [1-9]`,
 		`alfred_forge_api_request_duration_seconds_count\{forge="forgejo",operation="GET /api/v1/repos/\{owner\}/\{repo\}/issues/\{n\}"\} [1-9]`,
 		`alfred_reconciliation_passes_total\{result="ok"\} [1-9]`,

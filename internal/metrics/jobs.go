@@ -64,7 +64,9 @@ func (c *countedJobs) Execute(ctx context.Context, job phase.Job) (*phase.Outcom
 }
 
 // Outcome counts one finished run of phase from its outcome (or the infrastructure error that
-// ended it) and its duration. A run recovery collected is counted the same way.
+// ended it) and its duration. A run recovery collected is counted the same way. Every run
+// whose agent ran (out.Adapter) adds its tokens and either its cost or one unrated run: from
+// its session record, else from its result; a run whose agent did not run counts neither.
 func (m *Metrics) Outcome(phaseName string, out *phase.Outcome, err error, d time.Duration) {
 	if m == nil {
 		return
@@ -79,8 +81,16 @@ func (m *Metrics) Outcome(phaseName string, out *phase.Outcome, err error, d tim
 		outcome = RunFailed
 	}
 	m.Run(phaseName, outcome, d)
-	if out != nil && out.Session != nil {
-		s := out.Session
+	if out == nil {
+		return
+	}
+	switch s, r := out.Session, out.Result; {
+	case s != nil:
 		m.Usage(s.Adapter, s.TokensIn, s.TokensOut, s.CostUSD, s.ReportedCost > 0)
+	case out.Adapter != "" && r != nil:
+		// No session record (sessions off, an adapter without sessions): the result's usage.
+		m.Usage(out.Adapter, r.InputTokens, r.OutputTokens, r.CostUSD, r.CostUSD > 0)
+	case out.Adapter != "":
+		m.Usage(out.Adapter, 0, 0, 0, false) // the run failed before reporting: its cost is unknown
 	}
 }

@@ -214,3 +214,46 @@ func TestInstrumentJobsKeepsRecover(t *testing.T) {
 	})
 	require.False(t, ok)
 }
+
+// TestOutcomeCountsEveryAgentRun: every run whose agent ran is counted, with its cost or as
+// unrated — also without a session record (sessions off, an adapter without sessions), which
+// once counted nowhere; a run whose agent did not run counts neither.
+func TestOutcomeCountsEveryAgentRun(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Config{})
+	jobs := m.InstrumentJobs(&outcomes{[]*phase.Outcome{
+		{Adapter: "script", Result: &phase.Result{Summary: "done"}},              // no session, no cost reported
+		{Adapter: "script", Failure: "no result"},                                // no session, failed before reporting
+		{Adapter: "claude", Result: &phase.Result{CostUSD: 0.5, InputTokens: 7}}, // no session, cost reported
+		{Adapter: "codex", Session: &phase.SessionRecord{Adapter: "codex", TokensIn: 3}, Result: &phase.Result{}},
+		{Result: &phase.Result{Summary: "The branch already contains main."}}, // no agent ran
+	}})
+	for range 5 {
+		_, err := jobs.Execute(context.Background(), phase.Job{Input: phase.Input{Phase: phase.Development}})
+		require.NoError(t, err)
+	}
+	out := scrape(t, m)
+	for _, want := range []string{
+		`alfred_llm_unrated_runs_total{adapter="script"} 2`,
+		`alfred_llm_unrated_runs_total{adapter="codex"} 1`,
+		`alfred_llm_cost_usd_total{adapter="claude"} 0.5`,
+		`alfred_llm_tokens_total{adapter="claude",direction="input"} 7`,
+		`alfred_runs_total{outcome="succeeded",phase="development"} 4`,
+		`alfred_runs_total{outcome="failed",phase="development"} 1`,
+	} {
+		require.Contains(t, out, want)
+	}
+	require.NotContains(t, out, `alfred_llm_unrated_runs_total{adapter="claude"}`)
+	require.NotContains(t, out, `adapter=""`, "a run without an agent is no adapter's")
+}
+
+// outcomes is a metrics.Jobs whose Execute returns its outcomes in turn.
+type outcomes struct{ list []*phase.Outcome }
+
+func (o *outcomes) Execute(context.Context, phase.Job) (*phase.Outcome, error) {
+	out := o.list[0]
+	o.list = o.list[1:]
+	return out, nil
+}
+func (o *outcomes) Cleanup(context.Context, int64) error { return nil }
+func (o *outcomes) RemoveSessions(int64) error           { return nil }

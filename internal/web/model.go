@@ -159,5 +159,21 @@ func (r RunSummary) Duration(now time.Time) time.Duration {
 	return end.Sub(r.StartedAt).Round(time.Second)
 }
 
+// Cost is the run's cost for its row: "$0.0123" when its adapter reported one; "unrated" when
+// it reported none or the run has no session record (sessions off, a merge request not the
+// bot's, an adapter without sessions); "pending" while it runs; "none (no agent)" for a
+// finished run that started no container (the target branch merged without a conflict).
+func (r RunSummary) Cost() string {
+	switch {
+	case r.Session != nil && r.Session.Rated:
+		return Cost(r.Session.CostUSD, 0)
+	case r.Running():
+		return "pending"
+	case r.Session == nil && r.Container == "":
+		return "none (no agent)"
+	}
+	return "unrated"
+}
+
 // Running reports whether the run has not finished.
 func (r RunSummary) Running() bool { return r.FinishedAt.IsZero() && r.Status == "running" }

@@ -304,16 +304,21 @@ func (h *Handler) settings(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, "settings", title, 0, body)
 }
 
-// Cost formats a cost in US dollars with the runs whose adapter reported none: "$0.0123",
-// "$0.0123 + 2 unrated", "unrated" — never "free" or "$0" for work whose cost is unknown.
+// Cost formats a sum of costs in US dollars with the runs it leaves out because their cost
+// is unknown (unrated): "$0.0123", "$0.0123 + 1 unrated run", "2 unrated runs" — never "free"
+// or "$0.0000" for a sum that has unrated runs.
 func Cost(usd float64, unrated int) string {
-	switch {
-	case unrated > 0 && usd == 0:
-		return "unrated"
-	case unrated > 0:
-		return fmt.Sprintf("$%.4f + %d unrated", usd, unrated)
+	runs := "runs"
+	if unrated == 1 {
+		runs = "run"
 	}
-	return fmt.Sprintf("$%.4f", usd)
+	switch {
+	case unrated == 0:
+		return fmt.Sprintf("$%.4f", usd)
+	case usd == 0:
+		return fmt.Sprintf("%d unrated %s", unrated, runs)
+	}
+	return fmt.Sprintf("$%.4f + %d unrated %s", usd, unrated, runs)
 }
 
 // Tokens formats input and output tokens ("1.2k in / 340 out").

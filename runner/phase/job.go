@@ -45,6 +45,11 @@ type Outcome struct {
 	HeadSHA string
 	// Session is the session record of the run, nil when the run used no session.
 	Session *SessionRecord
+	// Adapter is the configured agent whose container the run started (the phase's binding,
+	// as in SessionRecord.Adapter); "" when no agent ran (a step without one, or a run that
+	// ended before its container started). With Session nil, the run's tokens and cost are
+	// its Result's.
+	Adapter string
 
 	// Recovered is true when the outcome was collected by Service.Recover from a container
 	// left running (or exited) by a process that stopped, rather than by Execute.

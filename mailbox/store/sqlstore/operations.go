@@ -39,12 +39,14 @@ AND (EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id AND e.processed_at
 
 const sqlUsage = `SELECT r.phase, r.started_at, r.finished_at, coalesce(s.tokens_in, 0) AS tokens_in,
 	coalesce(s.tokens_out, 0) AS tokens_out, coalesce(s.cost_usd, 0) AS cost_usd,
-	coalesce(s.reported_cost, 0) > 0 AS rated
+	(coalesce(s.reported_cost, 0) > 0 OR (s.id IS NULL AND r.container = '')) AS rated
 FROM runs r LEFT JOIN llm_sessions s ON s.run_id = r.id
 WHERE r.mailbox_id = $1 AND r.finished_at IS NOT NULL ORDER BY r.id, s.id`
 
 // Usage implements mailbox.UsageReader: the finished runs of a mailbox with their tokens and
-// cost, oldest first (a run without a session record counts no tokens and is unrated).
+// cost, oldest first. A run that ran an agent without a session record counts no tokens and
+// is unrated; one that ran no agent (no container) is rated at no cost (as the pages count
+// them, sqlRunUnrated).
 func (s *Store) Usage(ctx context.Context, mailboxID int64) ([]mailbox.ProgressRun, error) {
 	var rows []struct {
 		Phase      string    `db:"phase"`

@@ -16,11 +16,17 @@ import (
 
 var _ web.Reader = (*Store)(nil)
 
-// The cost columns of llm_sessions: a run is rated when its adapter reported a cost.
+// The cost of runs. A run is rated when its llm_sessions record says its adapter reported a
+// cost. A finished run that ran an agent (a container, or a session record) is unrated
+// otherwise: its adapter reported no cost, or it has no session record (sessions off, a merge
+// request not the bot's, an adapter without sessions). A run that ran no agent costs nothing.
 const (
-	sqlRated       = `reported_cost > 0`
-	sqlSumCost     = `coalesce(sum(CASE WHEN ` + sqlRated + ` THEN cost_usd ELSE 0 END), 0)`
-	sqlCountUnrate = `coalesce(sum(CASE WHEN ` + sqlRated + ` THEN 0 ELSE 1 END), 0)`
+	sqlRated   = `reported_cost > 0`
+	sqlSumCost = `coalesce(sum(CASE WHEN ` + sqlRated + ` THEN cost_usd ELSE 0 END), 0)`
+	// sqlRunUnrated is true for run r when it is unrated.
+	sqlRunUnrated = `r.finished_at IS NOT NULL
+	AND NOT EXISTS (SELECT 1 FROM llm_sessions s WHERE s.mailbox_id = r.mailbox_id AND s.run_id = r.id AND s.` + sqlRated + `)
+	AND (r.container <> '' OR EXISTS (SELECT 1 FROM llm_sessions s WHERE s.mailbox_id = r.mailbox_id AND s.run_id = r.id))`
 )
 
 const sqlWebMailboxes = `
@@ -32,7 +38,7 @@ SELECT m.id, m.forge, m.repo, m.number, m.merge_request, m.title, m.state, m.bra
 	coalesce(rr.phase, '') AS running_phase,
 	coalesce(le.event_type, '') AS last_event, le.received_at AS last_event_at,
 	(SELECT ` + sqlSumCost + ` FROM llm_sessions s WHERE s.mailbox_id = m.id) AS cost_usd,
-	(SELECT ` + sqlCountUnrate + ` FROM llm_sessions s WHERE s.mailbox_id = m.id) AS unrated,
+	(SELECT count(*) FROM runs r WHERE r.mailbox_id = m.id AND ` + sqlRunUnrated + `) AS unrated,
 	(SELECT coalesce(sum(tokens_in), 0) FROM llm_sessions s WHERE s.mailbox_id = m.id) AS tokens_in,
 	(SELECT coalesce(sum(tokens_out), 0) FROM llm_sessions s WHERE s.mailbox_id = m.id) AS tokens_out
 FROM mailboxes m

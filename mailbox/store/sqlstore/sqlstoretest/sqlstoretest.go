@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"TimesKeepTheirInstant":         timesKeepTheirInstant,
 		"RetentionPurgesAndKeeps":       retention,
 		"WebReader":                     webReader,
+		"UnratedRunsAreNotFree":         unratedRuns,
 		"ConcurrentDeliveries":          concurrentDeliveries,
 		"SchemaVersionIsTheNewest":      schemaVersion,
 		"SameDeliveryIDOtherBodyLogged": sameDeliveryOtherBody,

@@ -68,3 +68,79 @@ func webReader(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	require.Len(t, usage, 1, "finished runs only")
 	require.Equal(t, 42*time.Second, usage[0].Duration)
 }
+
+// unratedRuns: a run whose adapter reported no cost, and a run that ran an agent without a
+// session record (sessions off, a merge-request mailbox, an adapter without sessions), are
+// unrated in the mailbox list, on the mailbox page and in the usage of the status comment and
+// the budget — never a cost of 0. A run that ran no agent (no container) costs nothing and is
+// not unrated; a running run is not counted yet.
+func unratedRuns(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
+	ctx := context.Background()
+	mb, rated := mailboxWithRun(t, s, 1)
+	finish := func(r *mailbox.Run, container string) {
+		t.Helper()
+		c.Add(10 * time.Second)
+		code := 0
+		r.Status, r.Outcome, r.ExitCode, r.Container = mailbox.RunSucceeded, "ok", &code, container
+		require.NoError(t, s.FinishRun(ctx, r))
+	}
+	start := func(m *mailbox.Mailbox, p string) *mailbox.Run {
+		t.Helper()
+		r := &mailbox.Run{MailboxID: m.ID, Phase: p}
+		require.NoError(t, s.StartRun(ctx, r))
+		return r
+	}
+	record := func(r *mailbox.Run, adapter string, cost float64) {
+		t.Helper()
+		id := r.ID
+		require.NoError(t, s.RecordSession(ctx, &phase.SessionRecord{MailboxID: r.MailboxID, RunID: &id, Adapter: adapter,
+			Name: "agent/issue-1", NativeID: "n", TokensIn: 10, TokensOut: 2, CostUSD: cost, ReportedCost: cost, Succeeded: true}))
+	}
+	finish(rated, "c-1")
+	record(rated, "claude", 0.42)
+	noCost := start(mb, "development") // codex: a session record without a cost
+	finish(noCost, "c-2")
+	record(noCost, "codex", 0)
+	noSession := start(mb, "ci_fix") // sessions off: no record at all
+	finish(noSession, "c-3")
+	noAgent := start(mb, "conflict_resolution") // the target merged cleanly: no container
+	finish(noAgent, "")
+	start(mb, "development") // running
+
+	other, onlyRun := mailboxWithRun(t, s, 2)
+	finish(onlyRun, "c-4")
+
+	list, err := s.Mailboxes(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, list, 2)
+	byID := map[int64]int{}
+	for i, m := range list {
+		byID[m.ID] = i
+	}
+	first, second := list[byID[mb.ID]], list[byID[other.ID]]
+	require.InDelta(t, 0.42, first.CostUSD, 1e-9)
+	require.Equal(t, 2, first.Unrated, "the run without a cost and the run without a session record")
+	require.Zero(t, second.CostUSD)
+	require.Equal(t, 1, second.Unrated, "a mailbox whose only run has no session record is unrated, not free")
+
+	d, err := s.Mailbox(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2, d.Unrated)
+	require.Len(t, d.Runs, 5)
+	require.True(t, d.Runs[0].Session.Rated)
+	require.False(t, d.Runs[1].Session.Rated)
+	require.Nil(t, d.Runs[2].Session, "no session record")
+	require.Equal(t, "c-3", d.Runs[2].Container)
+	require.Nil(t, d.Runs[3].Session)
+	require.Empty(t, d.Runs[3].Container, "no agent ran")
+
+	usage, err := s.Usage(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, usage, 4, "finished runs only")
+	require.Equal(t, []bool{true, false, false, true}, []bool{usage[0].Rated, usage[1].Rated, usage[2].Rated, usage[3].Rated},
+		"rated, no cost reported, no session record, no agent (nothing to rate)")
+	require.Zero(t, usage[3].CostUSD)
+	spent, unrated := mailbox.Progress{Runs: usage}.Spent()
+	require.InDelta(t, 0.42, spent, 1e-9)
+	require.Equal(t, 2, unrated, "the status comment and the budget count the same unrated runs as the pages")
+}
