@@ -255,7 +255,7 @@ func (s *server) buildHandler(sources map[string]webhook.Source) (http.Handler, 
 		return nil, err
 	}
 	top.Mount("/", admin.RequireToken(s.cfg.Admin.Token.Reveal(), ar))
-	s.admin = top
+	s.admin = admin.FrameHeaders(top)
 	names := make([]string, 0, len(sources))
 	for name := range sources {
 		names = append(names, name)

@@ -151,3 +151,19 @@ func TestPagesInChromium(t *testing.T) {
 		require.NotContains(t, p.DOM, secret, tc.path)
 	}
 }
+
+// Every answer of the pages, whatever its status, forbids framing and sniffing.
+func TestEveryAnswerForbidsFraming(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	u := b.srv.URL + web.Prefix
+	for _, p := range []string{"/", "/mailboxes/1", "/mailboxes/2", "/runs/10", "/runs/21", "/runs/21/log",
+		"/settings", "/settings?project=alice/shop", "/assets/alfred.css", "/mailboxes/99", "/nothing"} {
+		resp, err := http.Get(u + p)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'", p)
+		require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"), p)
+		require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), p)
+	}
+}
