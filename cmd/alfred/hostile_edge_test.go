@@ -1,9 +1,22 @@
 package main
 
 import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/webhook/forgejo"
 )
 
 // The hostile findings at the HTTP edge, the doctor and the pages (spec/edge.md, "Slow
@@ -34,4 +47,109 @@ func TestDoctorUnreachableDatabase(t *testing.T) {
 	require.NotContains(t, r.stdout+r.stderr, "panic")
 	require.NotContains(t, r.stdout+r.stderr, "s3cr3t")
 	t.Logf("alfred doctor:\n%s", r.stdout)
+}
+
+// edgeSlowClients is how many clients trickle a body in TestSlowBodiesHoldNoHandlingSlot: more
+// than the 64 handling slots of the default http.max_concurrent.
+const edgeSlowClients = 100
+
+// TestSlowBodiesHoldNoHandlingSlot connects 100 clients to `alfred serve` that send a valid
+// delivery's headers and then its body at one byte a second, waits until the server holds all
+// 100 (alfred_http_requests on /metrics), and sends a valid signed delivery. The slow clients
+// hold no handling slot (the handling gauge is 0 while they trickle), and the delivery's 202
+// arrives while every one of them is still connected (none was cut off or answered before it).
+// With the bodies read inside the handling slots, 64 of the 100 hold every slot and the
+// delivery waits until the read timeout cuts one off.
+func TestSlowBodiesHoldNoHandlingSlot(t *testing.T) {
+	// A read timeout far longer than the test: a slow client is never cut off by it here.
+	env := startHostileWith(t, 10*time.Minute)
+	body := hostileTemplate(t, "forgejo-live/006-issue_comment-created.json")
+
+	var cut atomic.Int32
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() { close(stop); wg.Wait() })
+	for i := range edgeSlowClients {
+		conn, err := net.Dial("tcp", env.addr)
+		require.NoError(t, err)
+		head := fmt.Sprintf("POST /webhooks/forgejo HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
+			"X-Forgejo-Event: issue_comment\r\nX-Forgejo-Event-Type: issue_comment\r\nX-Forgejo-Delivery: slow-%d\r\n"+
+			"X-Forgejo-Signature: %s\r\nContent-Length: %d\r\n\r\n%c", env.addr, i, forgejo.Sign(hostileSecret, body), len(body), body[0])
+		_, err = io.WriteString(conn, head)
+		require.NoError(t, err)
+		wg.Add(2)
+		go func() { // the server ends the request: an answer or a close
+			defer wg.Done()
+			var b [1]byte
+			if _, err := conn.Read(b[:]); err == nil || !errors.Is(err, net.ErrClosed) {
+				select {
+				case <-stop:
+				default:
+					cut.Add(1)
+				}
+			}
+		}()
+		go func() { // one more byte a second, never the whole body
+			defer wg.Done()
+			defer conn.Close()
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for j := 1; j < len(body)-1; j++ {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if _, err := conn.Write(body[j : j+1]); err != nil {
+						return
+					}
+				}
+			}
+			<-stop
+		}()
+	}
+
+	var held map[string]float64
+	require.Eventually(t, func() bool {
+		held = env.httpStages("webhook")
+		return held["reading"]+held["waiting"]+held["handling"] == edgeSlowClients
+	}, 2*time.Minute, 50*time.Millisecond, "the server never held the %d slow clients: %v", edgeSlowClients, held)
+	require.Zero(t, held["handling"], "slow clients hold handling slots: %v", held)
+	require.EqualValues(t, edgeSlowClients, held["reading"], "%v", held)
+
+	valid := jsonEdit(t, body, func(d map[string]any) {
+		at(d, "comment")["body"] = "a delivery among slow clients"
+		at(d, "comment")["id"] = 990001
+	})
+	// No client timeout: the test fails by the answer's order, not its time.
+	a := env.send(&http.Client{}, fjCase("edge", "among-slow", "issue_comment", valid, 202))
+	require.Equal(t, http.StatusAccepted, a.status, a.body)
+	require.Zero(t, cut.Load(), "slow clients were cut off or answered before the delivery was")
+	after := env.httpStages("webhook")
+	require.EqualValues(t, edgeSlowClients, after["reading"], "the slow clients are still being read: %v", after)
+	t.Logf("stages with %d slow clients: before %v, after the 202 %v", edgeSlowClients, held, after)
+}
+
+// httpStages reads alfred_http_requests of the named server from the admin listener's metrics.
+func (e *hostileEnv) httpStages(server string) map[string]float64 {
+	req, err := http.NewRequest(http.MethodGet, e.admin+"/metrics", nil)
+	require.NoError(e.t, err)
+	req.Header.Set("Authorization", "Bearer "+hostileAdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(e.t, err)
+	defer resp.Body.Close()
+	require.Equal(e.t, http.StatusOK, resp.StatusCode)
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	prefix := `alfred_http_requests{server="` + server + `",stage="`
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), prefix)
+		if !ok {
+			continue
+		}
+		stage, val, _ := strings.Cut(rest, `"} `)
+		v, err := strconv.ParseFloat(val, 64)
+		require.NoError(e.t, err, sc.Text())
+		out[stage] = v
+	}
+	return out
 }
