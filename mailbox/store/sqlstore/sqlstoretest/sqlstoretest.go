@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"TimesKeepTheirInstant":         timesKeepTheirInstant,
 		"RetentionPurgesAndKeeps":       retention,
 		"WebReader":                     webReader,
+		"WebReaderPages":                webReaderPages,
 		"ConcurrentDeliveries":          concurrentDeliveries,
 		"SchemaVersionIsTheNewest":      schemaVersion,
 		"SameDeliveryIDOtherBodyLogged": sameDeliveryOtherBody,
