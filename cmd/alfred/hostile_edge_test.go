@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/internal/admin"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 )
 
@@ -152,4 +153,81 @@ func (e *hostileEnv) httpStages(server string) map[string]float64 {
 		out[stage] = v
 	}
 	return out
+}
+
+// TestAdminListenerEdge drives the admin listener of `alfred serve`: every answer (pages, the
+// login form, metrics, the status endpoint, 401, 404) forbids framing and sniffing; the scheme
+// "bearer" in lower case is accepted; wrong logins from one address are answered 429 with
+// Retry-After after admin.DefaultAttemptBurst of them.
+func TestAdminListenerEdge(t *testing.T) {
+	env := startHostile(t)
+	do := func(method, path, auth string, body io.Reader) *http.Response {
+		req, err := http.NewRequest(method, env.admin+path, body)
+		require.NoError(t, err)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		if body != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return resp
+	}
+	bearer := "Bearer " + hostileAdminToken
+	for _, c := range []struct {
+		path, auth string
+		want       int
+	}{
+		{"/ui/", bearer, http.StatusOK},
+		{"/ui/settings", bearer, http.StatusOK},
+		{"/ui/mailboxes/999999", bearer, http.StatusNotFound},
+		{"/ui/assets/alfred.css", bearer, http.StatusOK},
+		{"/ui/login", "", http.StatusOK},
+		{"/ui/", "", http.StatusUnauthorized},
+		{"/metrics", bearer, http.StatusOK},
+		{"/metrics", "", http.StatusUnauthorized},
+		{"/mailboxes/1/session", "", http.StatusUnauthorized},
+		{"/nothing", bearer, http.StatusNotFound},
+		// RFC 9110 §11.1: the scheme is case-insensitive.
+		{"/ui/", "bearer " + hostileAdminToken, http.StatusOK},
+		{"/metrics", "bearer " + hostileAdminToken, http.StatusOK},
+		{"/ui/", "BEARER " + hostileAdminToken, http.StatusOK},
+	} {
+		resp := do(http.MethodGet, c.path, c.auth, nil)
+		require.Equal(t, c.want, resp.StatusCode, "%s with %q", c.path, c.auth)
+		require.Equal(t, "frame-ancestors 'none'", cspFrameAncestors(resp.Header.Get("Content-Security-Policy")), c.path)
+		require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"), c.path)
+		require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), c.path)
+	}
+
+	refused := 0
+	for i := 0; ; i++ {
+		resp := do(http.MethodPost, "/ui/login", "", strings.NewReader("token=guess-"+strconv.Itoa(i)))
+		if resp.StatusCode == http.StatusTooManyRequests {
+			require.NotEmpty(t, resp.Header.Get("Retry-After"))
+			require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"))
+			break
+		}
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		refused++
+		require.Less(t, refused, 2*admin.DefaultAttemptBurst, "wrong logins never limited")
+	}
+	require.GreaterOrEqual(t, refused, admin.DefaultAttemptBurst)
+	resp := do(http.MethodPost, "/ui/login", "", strings.NewReader("token="+hostileAdminToken))
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "past the limit even the right token waits")
+	t.Logf("%d wrong logins answered 401, then 429", refused)
+}
+
+// cspFrameAncestors returns the frame-ancestors directive of a Content-Security-Policy.
+func cspFrameAncestors(csp string) string {
+	for _, d := range strings.Split(csp, ";") {
+		if d = strings.TrimSpace(d); strings.HasPrefix(d, "frame-ancestors ") {
+			return d
+		}
+	}
+	return ""
 }
