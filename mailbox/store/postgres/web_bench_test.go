@@ -32,7 +32,7 @@ func BenchmarkWebMailboxes(b *testing.B) {
 		for _, c := range []struct {
 			offset, limit int
 			into          *time.Duration
-		}{{0, page + 1, &first}, {n - page, page + 1, &last}, {0, n, &whole}} {
+		}{{0, n, &whole}, {n - page, page + 1, &last}, {0, page + 1, &first}} {
 			start := time.Now()
 			list, err := store.Mailboxes(ctx, c.offset, c.limit)
 			*c.into += time.Since(start)
