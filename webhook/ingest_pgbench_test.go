@@ -71,7 +71,8 @@ func benchIngestVsPgbench(b *testing.B, clients int) {
 	srv := httptest.NewUnstartedServer(nil)
 	srv.Config = httpserve.New(httpserve.Limits{ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
 		WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout, MaxHeaderBytes: h.MaxHeaderBytes,
-		MaxConcurrent: h.MaxConcurrent}, rc)
+		MaxConcurrent: h.MaxConcurrent, MaxReaders: h.MaxReaders, MaxBodyBytes: defaults.MaxBodyBytes,
+		BodyMemory: h.MaxBodyMemory}, rc).Server
 	srv.Start()
 	defer srv.Close()
 	tmpl, err := os.ReadFile(fixturePath(b, "forgejo-live/006-issue_comment-created.json"))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,13 +88,17 @@ func (a *app) doctorConfig(ctx context.Context, path string, cfg *config.Config)
 	var closers []func()
 	// The store database_url selects, opened as serve opens it (migrations applied): for the
 	// embedded SQLite store this also proves no other process holds it.
-	st, err := store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, poolOf(cfg.Database), nil)
-	if err == nil {
+	// openErr is its own variable: the closure below must see the store's error, not a later
+	// one (a nil st with a nil error would be pinged).
+	st, openErr := store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, poolOf(cfg.Database), nil)
+	if openErr != nil {
+		st = nil
+	} else {
 		closers = append(closers, func() { _ = st.Close() })
 	}
 	dc.Database = func(ctx context.Context) error {
-		if err != nil {
-			return err
+		if st == nil {
+			return cmp.Or(openErr, errors.New("the store could not be opened"))
 		}
 		return st.Ping(ctx)
 	}

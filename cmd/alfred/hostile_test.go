@@ -153,7 +153,10 @@ func TestHostileInputs(t *testing.T) {
 
 // startHostile builds the binary, starts the stand-in forges and `alfred serve` against a fresh
 // schema, and waits for /readyz.
-func startHostile(t *testing.T) *hostileEnv {
+func startHostile(t *testing.T) *hostileEnv { return startHostileWith(t, hostileBodyTO) }
+
+// startHostileWith is startHostile with http.read_timeout set to readTimeout.
+func startHostileWith(t *testing.T, readTimeout time.Duration) *hostileEnv {
 	_, dsn := pgtest.New(t)
 	_ = runtimetest.Client(t) // serve needs the Docker engine
 	dir := t.TempDir()
@@ -191,7 +194,7 @@ agents:
   - {name: script, adapter: script, image: alfred/hostile-unused:none, script: %s}
 phases: {default: script}
 workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms}
-`, addr, filepath.Join(dir, "data"), hostileMaxBody, adminAddr, hostileAdminToken, hostileBodyTO, hostileIdle,
+`, addr, filepath.Join(dir, "data"), hostileMaxBody, adminAddr, hostileAdminToken, readTimeout, hostileIdle,
 		fj.URL, fj.Token, hostileSecret, gl.URL, gl.Token, hostileToken, script)), 0o600))
 
 	db := sqlx.MustConnect("postgres", dsn)

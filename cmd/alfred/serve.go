@@ -272,7 +272,7 @@ func (s *server) buildHandler(sources map[string]webhook.Source) (http.Handler, 
 		return nil, err
 	}
 	top.Mount("/", admin.RequireToken(s.cfg.Admin.Token.Reveal(), ar))
-	s.admin = top
+	s.admin = admin.FrameHeaders(top)
 	names := make([]string, 0, len(sources))
 	for name := range sources {
 		names = append(names, name)
@@ -310,7 +310,8 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.reap(ctx); err != nil {
 		s.log.Warn("start-up cleanup incomplete", "err", err)
 	}
-	httpSrv := httpserve.New(httpLimits(s.cfg.HTTP, s.cfg.HTTP.MaxConcurrent), s.handler)
+	httpSrv := httpserve.New(httpLimits(s.cfg.HTTP, s.cfg.MaxBodyBytes, s.cfg.HTTP.MaxConcurrent), s.handler)
+	s.metrics.HTTPStages("webhook", stageStats(httpSrv))
 	errc := make(chan error, 2)
 	go func() { errc <- httpSrv.Serve(ln) }()
 	if s.cfg.Admin.Listen != "" {
@@ -320,7 +321,8 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 			return fmt.Errorf("listen on admin.listen %s: %w", s.cfg.Admin.Listen, err)
 		}
 		s.log.Info("admin endpoints serving", "listen", aln.Addr().String())
-		adminSrv := httpserve.New(httpLimits(s.cfg.HTTP, adminConcurrent), s.admin)
+		adminSrv := httpserve.New(httpLimits(s.cfg.HTTP, s.cfg.MaxBodyBytes, adminConcurrent), s.admin)
+		s.metrics.HTTPStages("admin", stageStats(adminSrv))
 		go func() { errc <- adminSrv.Serve(aln) }()
 		defer func() { _ = adminSrv.Close() }()
 	}
@@ -370,10 +372,18 @@ func botCheck(f config.Forge) func(login string) bool {
 const adminConcurrent = 4
 
 // httpLimits is the server limits of the configuration, with concurrent requests at once.
-func httpLimits(h config.HTTP, concurrent int) httpserve.Limits {
+func httpLimits(h config.HTTP, maxBody int64, concurrent int) httpserve.Limits {
 	return httpserve.Limits{ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
 		WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout, MaxHeaderBytes: h.MaxHeaderBytes,
-		MaxConcurrent: concurrent}
+		MaxConcurrent: concurrent, MaxReaders: h.MaxReaders, MaxBodyBytes: maxBody, BodyMemory: h.MaxBodyMemory}
+}
+
+// stageStats reads srv's stages for the metrics.
+func stageStats(srv *httpserve.Server) func() metrics.StageStats {
+	return func() metrics.StageStats {
+		st := srv.Stats()
+		return metrics.StageStats{Reading: st.Reading, Waiting: st.Waiting, Handling: st.Handling}
+	}
 }
 
 // reap removes what a process killed during a run left behind and recovery did not keep

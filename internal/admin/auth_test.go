@@ -22,6 +22,12 @@ func TestRequireToken(t *testing.T) {
 		"empty token":    {"", "Bearer ", http.StatusUnauthorized},
 		"right token":    {"s3cret-admin", "Bearer s3cret-admin", http.StatusOK},
 		"token + suffix": {"s3cret-admin", "Bearer s3cret-admin ", http.StatusUnauthorized},
+		// RFC 9110 §11.1: the scheme is case-insensitive.
+		"lower-case scheme": {"s3cret-admin", "bearer s3cret-admin", http.StatusOK},
+		"upper-case scheme": {"s3cret-admin", "BEARER s3cret-admin", http.StatusOK},
+		"two spaces":        {"s3cret-admin", "Bearer  s3cret-admin", http.StatusOK},
+		"scheme only":       {"s3cret-admin", "bearer", http.StatusUnauthorized},
+		"lower-case basic":  {"s3cret-admin", "basic s3cret-admin", http.StatusUnauthorized},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/mailboxes/1/session", nil)

@@ -254,6 +254,8 @@ func (c *Config) setDefaults() {
 	h.WriteTimeout = cmp.Or(h.WriteTimeout, 60*time.Second)
 	h.IdleTimeout = cmp.Or(h.IdleTimeout, 60*time.Second)
 	h.MaxConcurrent = cmp.Or(h.MaxConcurrent, 64)
+	h.MaxReaders = cmp.Or(h.MaxReaders, 1024)
+	h.MaxBodyMemory = cmp.Or(h.MaxBodyMemory, 64<<20)
 	h.MaxHeaderBytes = cmp.Or(h.MaxHeaderBytes, 64<<10)
 
 	d := &c.Database

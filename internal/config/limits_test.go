@@ -12,7 +12,8 @@ func TestServerAndPoolDefaults(t *testing.T) {
 	c, err := loadYAML(t, minimalYAML)
 	require.NoError(t, err)
 	require.Equal(t, HTTP{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second,
-		IdleTimeout: 60 * time.Second, MaxConcurrent: 64, MaxHeaderBytes: 64 << 10}, c.HTTP)
+		IdleTimeout: 60 * time.Second, MaxConcurrent: 64, MaxReaders: 1024, MaxBodyMemory: 64 << 20,
+		MaxHeaderBytes: 64 << 10}, c.HTTP)
 	require.Equal(t, Database{MaxOpenConns: 16, MaxIdleConns: 16, ConnMaxLifetime: 30 * time.Minute,
 		ConnMaxIdleTime: 5 * time.Minute}, c.Database)
 	require.Empty(t, c.Admin.Listen, "the admin endpoints are off by default")

@@ -40,9 +40,15 @@ type HTTP struct {
 	WriteTimeout time.Duration `yaml:"write_timeout" env:"WRITE_TIMEOUT"`
 	// IdleTimeout closes a keep-alive connection idle for this long (default 60s).
 	IdleTimeout time.Duration `yaml:"idle_timeout" env:"IDLE_TIMEOUT"`
-	// MaxConcurrent is the number of requests read and handled at once (default 64); more
-	// wait for a slot until their read timeout, they are not refused.
+	// MaxConcurrent is the number of requests handled at once, their bodies read (default
+	// 64); more wait for a slot until their read timeout, they are not refused.
 	MaxConcurrent int `yaml:"max_concurrent" env:"MAX_CONCURRENT"`
+	// MaxReaders is the number of request bodies read at once, before handling (default
+	// 1024): a client sending its body slowly holds one of these, not a handling slot.
+	MaxReaders int `yaml:"max_readers" env:"MAX_READERS"`
+	// MaxBodyMemory caps the bytes of request bodies held in memory at once, being read or
+	// waiting for a handling slot (default 64 MiB; at least max_body_bytes is always allowed).
+	MaxBodyMemory int64 `yaml:"max_body_memory" env:"MAX_BODY_MEMORY"`
 	// MaxHeaderBytes caps the request headers (default 64 KiB).
 	MaxHeaderBytes int `yaml:"max_header_bytes" env:"MAX_HEADER_BYTES"`
 }

@@ -108,6 +108,8 @@ func (c *Config) validateServer(v *validator) {
 	v.positive("http.write_timeout", c.HTTP.WriteTimeout)
 	v.positive("http.idle_timeout", c.HTTP.IdleTimeout)
 	v.atLeast("http.max_concurrent", int64(c.HTTP.MaxConcurrent), 1)
+	v.atLeast("http.max_readers", int64(c.HTTP.MaxReaders), 1)
+	v.atLeast("http.max_body_memory", c.HTTP.MaxBodyMemory, 1)
 	v.atLeast("http.max_header_bytes", int64(c.HTTP.MaxHeaderBytes), 1024)
 	v.atLeast("database.max_open_conns", int64(c.Database.MaxOpenConns), 1)
 	v.atLeast("database.max_idle_conns", int64(c.Database.MaxIdleConns), 0)

@@ -219,12 +219,23 @@ func checkDatabase(ctx context.Context, r *Report, db func(context.Context) erro
 		r.add("database", Skip, "not checked", "")
 		return
 	}
-	if err := db(ctx); err != nil {
+	if err := guarded(func() error { return db(ctx) }); err != nil {
 		r.add("database", Fail, err.Error(),
 			"start PostgreSQL (`make deps` does) and check database_url (or database_url_file)")
 		return
 	}
 	r.add("database", OK, "reachable", "")
+}
+
+// guarded runs a check's probe, a panic in it returned as its error: the checklist is printed
+// whatever a dependency does.
+func guarded(probe func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the check failed unexpectedly: %v", p)
+		}
+	}()
+	return probe()
 }
 
 func checkEngine(ctx context.Context, r *Report, cfg Config) {

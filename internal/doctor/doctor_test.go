@@ -166,3 +166,18 @@ func TestGiteaReviewGroup(t *testing.T) {
 	r := doctor.Run(t.Context(), cfg)
 	require.False(t, r.Blocking(), "%+v", r.Failed())
 }
+
+// A database probe that panics is the failed database check with its fix; the other checks
+// still run.
+func TestDatabaseProbePanicIsAFailedCheck(t *testing.T) {
+	rep := doctor.Run(context.Background(), doctor.Config{
+		Database: func(context.Context) error { var p *struct{ n int }; return errors.New(string(rune(p.n))) },
+		Engine:   images{},
+	})
+	var out bytes.Buffer
+	require.NoError(t, rep.Write(&out))
+	require.True(t, rep.Blocking())
+	require.Contains(t, out.String(), "[FAIL] database: the check failed unexpectedly")
+	require.Contains(t, out.String(), "fix: start PostgreSQL")
+	require.Contains(t, out.String(), "[ok]   docker: engine reachable")
+}

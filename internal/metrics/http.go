@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DeliveryMiddleware counts the deliveries answered by next, the webhook receiver mounted at
@@ -194,4 +196,33 @@ func Operation(method, escapedPath string) string {
 		}
 	}
 	return method + " /" + strings.Join(seg, "/")
+}
+
+// StageStats is what an HTTP server's stages hold at one instant (internal/httpserve.Stats,
+// converted by cmd).
+type StageStats struct {
+	// Reading, Waiting and Handling count the requests whose body is being read, that wait
+	// for a handling slot, and in their handler.
+	Reading, Waiting, Handling int64
+}
+
+// HTTPStages exports, at scrape time, the requests the named server ("webhook", "admin")
+// holds in each stage: alfred_http_requests{server, stage="reading|waiting|handling"}. A
+// client trickling its body counts under reading, never under handling. A second call for
+// the same server name changes nothing.
+func (m *Metrics) HTTPStages(server string, read func() StageStats) {
+	if m == nil {
+		return
+	}
+	for stage, v := range map[string]func(StageStats) int64{
+		"reading":  func(s StageStats) int64 { return s.Reading },
+		"waiting":  func(s StageStats) int64 { return s.Waiting },
+		"handling": func(s StageStats) int64 { return s.Handling },
+	} {
+		_ = m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: Namespace,
+			Name:        "http_requests",
+			Help:        "HTTP requests held now by a server's stages: reading their body, read and waiting for a handling slot, being handled.",
+			ConstLabels: prometheus.Labels{"server": server, "stage": stage}},
+			func() float64 { return float64(v(read())) }))
+	}
 }

@@ -102,7 +102,7 @@ func New(cfg Config) *Metrics {
 		[]string{"forge", "event", "answer"})
 	m.ackSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace,
 		Name:    "webhook_ack_duration_seconds",
-		Help:    "Time from the start of a delivery's request to its answer, by forge name.",
+		Help:    "Time from the start of a delivery's handling (its body read, a handling slot taken) to its answer, by forge name.",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}},
 		[]string{"forge"})
 	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace,

@@ -14,8 +14,9 @@ var ErrNotFound = errors.New("web: not found")
 // has an in-memory one. Every method returns the store's data as is: the pages censor run
 // logs themselves (Config.Redact) and compute nothing else.
 type Reader interface {
-	// Mailboxes lists the mailboxes, newest activity first, at most limit of them.
-	Mailboxes(ctx context.Context, limit int) ([]MailboxSummary, error)
+	// Mailboxes lists one page of the mailboxes, newest activity first: at most limit of them,
+	// after skipping the first offset in that order.
+	Mailboxes(ctx context.Context, offset, limit int) ([]MailboxSummary, error)
 	// Mailbox reads one mailbox with its timeline and runs; ErrNotFound when there is none.
 	Mailbox(ctx context.Context, id int64) (*MailboxDetail, error)
 	// Run reads one run with its stored output; ErrNotFound when there is none.

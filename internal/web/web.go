@@ -47,7 +47,7 @@ type Config struct {
 	Now func() time.Time
 	// Refresh is how often a running run's page reloads; 0 means 2 s.
 	Refresh time.Duration
-	// Limit caps the mailbox list; 0 means 200.
+	// Limit is how many mailboxes one page of the list shows (?page=N, from 1); 0 means 100.
 	Limit int
 	// Logger logs read failures; nil discards them.
 	Logger *slog.Logger
@@ -75,7 +75,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Now = time.Now
 	}
 	cfg.Refresh = cmp.Or(cfg.Refresh, 2*time.Second)
-	cfg.Limit = cmp.Or(cfg.Limit, 200)
+	cfg.Limit = cmp.Or(cfg.Limit, 100)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -110,10 +110,13 @@ func New(cfg Config) (*Handler, error) {
 	return h, nil
 }
 
-// ServeHTTP serves the pages under Prefix.
+// ServeHTTP serves the pages under Prefix. Every answer (a page, an asset, a log, a 404) may
+// not be framed by any site (frame-ancestors 'none', X-Frame-Options DENY: no clickjacking of
+// the operator's session), is not sniffed as another type, and is not cached.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'none'")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'none'; frame-ancestors 'none'")
+	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Cache-Control", "no-store")
 	h.mux.ServeHTTP(w, r)
 }
@@ -140,8 +143,34 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	http.Error(w, "cannot read the store", http.StatusServiceUnavailable)
 }
 
+// pageOf reads ?page= (1 when absent); anything but a positive number is an error.
+func pageOf(r *http.Request) (int, error) {
+	v := r.URL.Query().Get("page")
+	if v == "" {
+		return 1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 1<<20 {
+		return 0, fmt.Errorf("page %q: not a positive number", v)
+	}
+	return n, nil
+}
+
+// Paging is the position of one page of a list: its number, the first and last row shown (from
+// 1), and the numbers of the pages before and after it (0 when there is none).
+type Paging struct {
+	Page, First, Last, Prev, Next int
+}
+
 func (h *Handler) mailboxes(w http.ResponseWriter, r *http.Request) {
-	list, err := h.cfg.Reader.Mailboxes(r.Context(), h.cfg.Limit)
+	page, err := pageOf(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	size := h.cfg.Limit
+	// One row more than the page tells whether a next page exists.
+	list, err := h.cfg.Reader.Mailboxes(r.Context(), (page-1)*size, size+1)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -153,7 +182,16 @@ func (h *Handler) mailboxes(w http.ResponseWriter, r *http.Request) {
 		CostUSD          float64
 		Unrated          int
 		SettingsLinkable bool
+		Paging           Paging
 	}
+	body.Paging = Paging{Page: page, First: (page-1)*size + 1}
+	if len(list) > size {
+		list, body.Paging.Next = list[:size], page+1
+	}
+	if page > 1 {
+		body.Paging.Prev = page - 1
+	}
+	body.Paging.Last = body.Paging.First + len(list) - 1
 	body.Mailboxes, body.SettingsLinkable = list, h.cfg.Settings != nil
 	for i := range list {
 		h.link(&list[i])

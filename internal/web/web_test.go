@@ -1,9 +1,13 @@
 package web_test
 
 import (
+	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,4 +154,90 @@ func TestPagesInChromium(t *testing.T) {
 		require.Contains(t, p.DOM, tc.want, tc.path)
 		require.NotContains(t, p.DOM, secret, tc.path)
 	}
+}
+
+// Every answer of the pages, whatever its status, forbids framing and sniffing.
+func TestEveryAnswerForbidsFraming(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	u := b.srv.URL + web.Prefix
+	for _, p := range []string{"/", "/mailboxes/1", "/mailboxes/2", "/runs/10", "/runs/21", "/runs/21/log",
+		"/settings", "/settings?project=alice/shop", "/assets/alfred.css", "/mailboxes/99", "/nothing"} {
+		resp, err := http.Get(u + p)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Contains(t, resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'", p)
+		require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"), p)
+		require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), p)
+	}
+}
+
+// The mailbox list is paged: with 250 mailboxes and pages of 100, following the "older" links
+// from the first page shows every mailbox once, newest first, and each page links back; the
+// first page in Chromium shows its range and the link to the next.
+func TestMailboxListIsPaged(t *testing.T) {
+	t.Parallel()
+	const total, size = 250, 100
+	mem := webtest.NewMemory()
+	for i := int64(1); i <= total; i++ {
+		mem.AddMailbox(web.MailboxDetail{MailboxSummary: web.MailboxSummary{ID: i, Forge: "gitea", Repo: "alice/shop",
+			Number: i, Title: fmt.Sprintf("Issue %d", i), State: "idle"}})
+	}
+	h, err := web.New(web.Config{Reader: mem, Limit: size, Now: func() time.Time { return t0 },
+		Redact: func(s string) string { return s }})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	rowID := regexp.MustCompile(`data-mailbox="(\d+)"`)
+	next := regexp.MustCompile(`<a rel="next" href="([^"]+)"`)
+	prev := regexp.MustCompile(`<a rel="prev" href="([^"]+)"`)
+	var seen []int64
+	path, pages := web.Prefix+"/", 0
+	for path != "" {
+		code, body := get(t, srv.URL+path)
+		require.Equal(t, http.StatusOK, code, path)
+		pages++
+		var ids []int64
+		for _, m := range rowID.FindAllStringSubmatch(body, -1) {
+			id, _ := strconv.ParseInt(m[1], 10, 64)
+			ids = append(ids, id)
+		}
+		require.NotEmpty(t, ids, path)
+		require.LessOrEqual(t, len(ids), size, path)
+		seen = append(seen, ids...)
+		if pages > 1 {
+			p := prev.FindStringSubmatch(body)
+			require.NotNil(t, p, "page %d links to the newer page", pages)
+			require.Equal(t, fmt.Sprintf("%s/?page=%d", web.Prefix, pages-1), html.UnescapeString(p[1]))
+		} else {
+			require.NotRegexp(t, prev, body, "the first page has no newer page")
+		}
+		path = ""
+		if m := next.FindStringSubmatch(body); m != nil {
+			path = html.UnescapeString(m[1])
+		}
+		require.LessOrEqual(t, pages, 3)
+	}
+	require.Equal(t, 3, pages)
+	require.Len(t, seen, total)
+	for i, id := range seen {
+		require.EqualValues(t, total-i, id, "every mailbox once, newest first")
+	}
+
+	for _, bad := range []string{"0", "-1", "x", "1.5"} {
+		code, _ := get(t, srv.URL+web.Prefix+"/?page="+bad)
+		require.Equal(t, http.StatusBadRequest, code, bad)
+	}
+	code, body := get(t, srv.URL+web.Prefix+"/?page=9")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "No mailboxes on page 9.")
+
+	br := webtest.NewBrowser(t)
+	p := br.Load(t, srv.URL+web.Prefix+"/?page=2", "web-mailboxes-page-2")
+	require.Contains(t, p.DOM, "mailboxes 101–200")
+	require.Contains(t, p.DOM, "older →")
+	require.Contains(t, p.DOM, "← newer")
+	require.Contains(t, p.DOM, "Issue 150")
+	require.NotContains(t, p.DOM, "Issue 250")
 }

@@ -68,14 +68,18 @@ func (m *Memory) SetSettings(project string, s []web.Setting) {
 	m.settings[project] = s
 }
 
-// Mailboxes returns the stored mailboxes, last added first.
-func (m *Memory) Mailboxes(_ context.Context, limit int) ([]web.MailboxSummary, error) {
+// Mailboxes returns a page of the stored mailboxes, last added first.
+func (m *Memory) Mailboxes(_ context.Context, offset, limit int) ([]web.MailboxSummary, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []web.MailboxSummary
 	for _, mb := range slices.Backward(m.mailboxes) {
 		if len(out) == limit {
 			break
+		}
+		if offset > 0 {
+			offset--
+			continue
 		}
 		out = append(out, mb.MailboxSummary)
 	}

@@ -82,12 +82,17 @@ func (r webMailboxRow) summary() web.MailboxSummary {
 	return s
 }
 
-// Mailboxes implements web.Reader: newest activity first. Times are read from their own
-// columns (joined rows, not aggregates), so that SQLite returns them as times.
-func (s *Store) Mailboxes(ctx context.Context, limit int) ([]web.MailboxSummary, error) {
+// sqlWebMailboxPage picks the ids of one page first, from mailboxes alone, so that the joins
+// and sums of the list are computed for the page's rows only, not for every skipped one.
+const sqlWebMailboxPage = ` WHERE m.id IN (SELECT id FROM mailboxes ORDER BY updated_at DESC, id DESC LIMIT $2 OFFSET $3)
+ORDER BY m.updated_at DESC, m.id DESC`
+
+// Mailboxes implements web.Reader: one page, newest activity first (the last change of the
+// mailbox row, then the newest id). Times are read from their own columns (joined rows, not
+// aggregates), so that SQLite returns them as times.
+func (s *Store) Mailboxes(ctx context.Context, offset, limit int) ([]web.MailboxSummary, error) {
 	var rows []webMailboxRow
-	q := sqlWebMailboxes + ` ORDER BY m.updated_at DESC, m.id DESC LIMIT $2`
-	if err := s.db.SelectContext(ctx, &rows, q, s.now(), limit); err != nil {
+	if err := s.db.SelectContext(ctx, &rows, sqlWebMailboxes+sqlWebMailboxPage, s.now(), limit, offset); err != nil {
 		return nil, fmt.Errorf("list mailboxes: %w", err)
 	}
 	out := make([]web.MailboxSummary, 0, len(rows))

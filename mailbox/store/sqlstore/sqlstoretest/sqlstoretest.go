@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"RetentionPurgesAndKeeps":       retention,
 		"WebReader":                     webReader,
 		"UnratedRunsAreNotFree":         unratedRuns,
+		"WebReaderPages":                webReaderPages,
 		"ConcurrentDeliveries":          concurrentDeliveries,
 		"SchemaVersionIsTheNewest":      schemaVersion,
 		"SameDeliveryIDOtherBodyLogged": sameDeliveryOtherBody,

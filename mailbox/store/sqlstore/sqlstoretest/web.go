@@ -2,11 +2,13 @@ package sqlstoretest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/internal/web"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/mailbox/storetest"
@@ -32,7 +34,7 @@ func webReader(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	require.NoError(t, s.InsertContainer(ctx, &runner.ContainerRecord{RunID: second.ID, MailboxID: mb.ID,
 		ContainerName: "alfred-mbx1-r2-development-a2", Adapter: "script"}))
 
-	list, err := s.Mailboxes(ctx, 10)
+	list, err := s.Mailboxes(ctx, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 	require.Equal(t, "acme/shop", list[0].Repo)
@@ -110,7 +112,7 @@ func unratedRuns(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	other, onlyRun := mailboxWithRun(t, s, 2)
 	finish(onlyRun, "c-4")
 
-	list, err := s.Mailboxes(ctx, 10)
+	list, err := s.Mailboxes(ctx, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, list, 2)
 	byID := map[int64]int{}
@@ -143,4 +145,36 @@ func unratedRuns(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	spent, unrated := mailbox.Progress{Runs: usage}.Spent()
 	require.InDelta(t, 0.42, spent, 1e-9)
 	require.Equal(t, 2, unrated, "the status comment and the budget count the same unrated runs as the pages")
+}
+
+// webReaderPages: the mailbox list read page by page is the whole list cut in order, each
+// mailbox once, the newest activity first; a page past the end is empty.
+func webReaderPages(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
+	ctx := context.Background()
+	const n = 7
+	for i := int64(1); i <= n; i++ {
+		_, err := s.Deliver(ctx, storetest.Event(i, fmt.Sprintf("page-%d", i), "h"))
+		require.NoError(t, err)
+		c.Add(time.Second)
+	}
+	all, err := s.Mailboxes(ctx, 0, 100)
+	require.NoError(t, err)
+	require.Len(t, all, n)
+	for i, m := range all {
+		require.EqualValues(t, n-i, m.Number, "newest activity first")
+	}
+	var paged []web.MailboxSummary
+	for offset := 0; ; offset += 3 {
+		page, err := s.Mailboxes(ctx, offset, 3)
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		require.LessOrEqual(t, len(page), 3)
+		paged = append(paged, page...)
+	}
+	require.Equal(t, all, paged)
+	none, err := s.Mailboxes(ctx, n, 3)
+	require.NoError(t, err)
+	require.Empty(t, none)
 }
