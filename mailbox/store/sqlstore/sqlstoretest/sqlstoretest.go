@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"ConcurrentDeliveries":          concurrentDeliveries,
 		"SchemaVersionIsTheNewest":      schemaVersion,
 		"SameDeliveryIDOtherBodyLogged": sameDeliveryOtherBody,
+		"SaveProcessedGroups":           saveProcessedGroups,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
