@@ -2,6 +2,8 @@ package mailbox_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +97,41 @@ func TestFailureBehindQuietEventsKeepsTheOrder(t *testing.T) {
 	}, groupsOf(rec.Commits(mb.ID)))
 	require.Contains(t, b.lastComment(), "only a project member with write access can assign me")
 	b.requireUniqueMarkers()
+}
+
+// failingShared fails the first SaveProcessed that carries more than one group, as a commit
+// lost to the database would.
+type failingShared struct {
+	*storetest.SaveRecorder
+	failed bool
+}
+
+func (f *failingShared) SaveProcessed(ctx context.Context, mb *mailbox.Mailbox, done []mailbox.Processed) error {
+	if len(done) > 1 && !f.failed {
+		f.failed = true
+		return errors.New("commit lost")
+	}
+	return f.SaveRecorder.SaveProcessed(ctx, mb, done)
+}
+
+// A shared commit that fails is not retried as one: the mailbox is read again and its events
+// are applied one commit each, in order, the refusal posted once.
+func TestFailedSharedCommitAppliesOneByOne(t *testing.T) {
+	t.Parallel()
+	var rec *storetest.SaveRecorder
+	b := setupWith(t, guard{store: func(now func() time.Time) storetest.Store {
+		rec = &storetest.SaveRecorder{Store: mailboxtest.NewStore(now)}
+		return &failingShared{SaveRecorder: rec}
+	}})
+	ids := quietAroundRefusal(t, b)
+	mb := b.advance()
+	require.Equal(t, [][][]int64{{{ids[0]}}, {{ids[1]}}, {{ids[2]}}, {{ids[3]}}, {{ids[4]}}}, groupsOf(rec.Commits(mb.ID)))
+	b.requireUniqueMarkers()
+	refusals := 0
+	for _, c := range b.comments() {
+		if strings.Contains(c, "only a project member with write access can assign me") {
+			refusals++
+		}
+	}
+	require.Equal(t, 1, refusals)
 }
