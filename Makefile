@@ -15,7 +15,7 @@ export ALFRED_TEST_DATABASE_URL
 
 SCRIPT_AGENT_IMAGE ?= alfred/script-agent:dev
 
-.PHONY: all build deps test bench bench-ingest fuzz run image script-agent-image realcli-test clean
+.PHONY: all build deps test bench bench-ingest bench-process fuzz run image script-agent-image realcli-test clean
 
 all: build
 
@@ -53,6 +53,10 @@ bench: deps
 ## bench-ingest: install/start PostgreSQL if needed, then webhook ingest at 1, 8 and 32 senders next to pgbench inserting the same rows
 bench-ingest: deps
 	$(GO) test -run '^$$' -bench IngestVsPgbench -benchtime 3000x -count=1 ./webhook/
+
+## bench-process: install/start PostgreSQL if needed, then deliveries stored/s next to events processed/s by the workers, at 8 and 32 senders, on PostgreSQL and SQLite
+bench-process: deps
+	$(GO) test -run '^$$' -bench IngestVsProcessing -benchtime 3000x -count=1 ./webhook/
 
 ## fuzz: run every fuzz target for FUZZTIME each (`go test` runs their seed corpus)
 FUZZTIME ?= 30s

@@ -20,13 +20,31 @@ func (m *Machine) applyEvents(ctx context.Context, bot Bot, mb *Mailbox) (bool, 
 	return progressed, err
 }
 
-// applyEventsHeld applies the pending events, folded (foldEvents), each saved with its
-// processed mark in one transaction, and reports whether it applied any. While the state's run
-// has an outcome stored and not yet acted on (the run just ended, or the process stopped before
-// acting on it), only events that end the work (a cancel, status::blocked) are applied; the
-// others (an answer to the questions that outcome posts) stay pending until it is acted on, so
-// that they meet the state it leads to; held reports that some did.
+// eventBatch bounds the event groups whose processed marks one transaction commits.
+const eventBatch = 200
+
+// applyEventsHeld applies the pending events, folded (foldEvents), and reports whether it
+// applied any. Each group's processed mark is saved with the mailbox in one transaction
+// (Store.SaveProcessed); a run of groups whose handling did nothing outside the mailbox value
+// (no forge call, store write or job: effects) shares one transaction, committed with the first
+// group that does something, or after eventBatch groups, or at the end. An event that does
+// something thus commits the same way as before, and a stop before a commit only leaves events
+// to apply again whose application changed nothing else (spec/reliability.md, "Event
+// processing"). When a group fails behind such a run, or a shared commit fails, the mailbox is
+// read again and its events are applied one transaction each, so that the failure is counted
+// against the group that caused it (setAside).
+//
+// While the state's run has an outcome stored and not yet acted on (the run just ended, or the
+// process stopped before acting on it), only events that end the work (a cancel,
+// status::blocked) are applied; the others (an answer to the questions that outcome posts) stay
+// pending until it is acted on, so that they meet the state it leads to; held reports that some
+// did.
 func (m *Machine) applyEventsHeld(ctx context.Context, bot Bot, mb *Mailbox) (progressed, held bool, err error) {
+	return m.applyPending(ctx, bot, mb, eventBatch)
+}
+
+// applyPending is applyEventsHeld committing at most limit groups a transaction.
+func (m *Machine) applyPending(ctx context.Context, bot Bot, mb *Mailbox, limit int) (progressed, held bool, err error) {
 	evs, err := m.store.PendingEvents(ctx, mb.ID)
 	if err != nil || len(evs) == 0 {
 		return false, false, err
@@ -35,15 +53,29 @@ func (m *Machine) applyEventsHeld(ctx context.Context, bot Bot, mb *Mailbox) (pr
 	if err != nil {
 		return false, false, err
 	}
+	fx := new(effects)
+	w, wbot := m.watched(fx), fx.bot(bot)
+	var batch []Processed
 	for _, g := range foldEvents(evs) {
 		if waiting && !m.endsWork(g.last.Event, bot, mb) {
 			held = true
 			continue
 		}
 		progressed = true
-		outcome, err := m.handle(ctx, bot, mb, g.last)
+		before := fx.count()
+		outcome, err := w.handle(ctx, wbot, mb, g.last)
+		if err != nil && len(batch) > 0 {
+			return m.applyOneByOne(ctx, bot, mb, err)
+		}
 		if err == nil {
-			err = m.store.SaveProcessed(ctx, mb, g.ids, outcome)
+			batch = append(batch, Processed{IDs: g.ids, Outcome: outcome})
+			if fx.count() != before || len(batch) >= limit {
+				err = m.store.SaveProcessed(ctx, mb, batch)
+				if err != nil && len(batch) > 1 {
+					return m.applyOneByOne(ctx, bot, mb, err)
+				}
+				batch = nil
+			}
 		}
 		if err != nil {
 			if aside, ferr := m.setAside(ctx, bot, mb, g, err); ferr != nil || !aside {
@@ -56,7 +88,25 @@ func (m *Machine) applyEventsHeld(ctx context.Context, bot Bot, mb *Mailbox) (pr
 			waiting = false // the work ended: nothing is left to wait for
 		}
 	}
+	if len(batch) > 0 {
+		if err := m.store.SaveProcessed(ctx, mb, batch); err != nil {
+			return m.applyOneByOne(ctx, bot, mb, err)
+		}
+	}
 	return progressed, held, nil
+}
+
+// applyOneByOne drops what applyPending applied of mb since its last commit (events that
+// changed nothing else), reads the mailbox again and applies its pending events one
+// transaction each, after cause stopped a shared commit.
+func (m *Machine) applyOneByOne(ctx context.Context, bot Bot, mb *Mailbox, cause error) (bool, bool, error) {
+	m.log.Debug("applying the events one by one", "mailbox_id", mb.ID, "err", cause)
+	fresh, err := m.store.Get(ctx, mb.ID)
+	if err != nil {
+		return true, false, errors.Join(cause, err)
+	}
+	*mb = *fresh
+	return m.applyPending(ctx, bot, mb, 1)
 }
 
 // outcomeWaiting reports whether the run of mb's state ended with an outcome not acted on yet.

@@ -102,6 +102,13 @@ type Machine struct {
 	now   func() time.Time
 	log   *slog.Logger
 
+	// known is shared by the machine and its watched copies (watched).
+	known *known
+}
+
+// known is what a machine remembers between passes: permissions read from the forge and the
+// repositories whose labels exist.
+type known struct {
 	mu     sync.Mutex
 	perms  map[string]permEntry
 	labels map[string]bool // forge + repo whose labels exist
@@ -122,7 +129,7 @@ func NewMachine(cfg Config, store Store, bots map[string]Bot, jobs JobRunner, no
 		log = slog.Default()
 	}
 	return &Machine{cfg: cfg.withDefaults(), store: store, bots: bots, jobs: jobs, now: now, log: log,
-		perms: map[string]permEntry{}, labels: map[string]bool{}}
+		known: &known{perms: map[string]permEntry{}, labels: map[string]bool{}}}
 }
 
 // maxRounds bounds the rounds of one pass (events, timers, a run), so a mailbox that keeps
@@ -399,9 +406,9 @@ func (m *Machine) setState(ctx context.Context, bot Bot, mb *Mailbox, s State) e
 // canWrite asks the forge whether login has write access, caching the answer for a minute.
 func (m *Machine) canWrite(ctx context.Context, bot Bot, repo, login string) (bool, error) {
 	key := repo + "\x00" + strings.ToLower(login)
-	m.mu.Lock()
-	e, ok := m.perms[key]
-	m.mu.Unlock()
+	m.known.mu.Lock()
+	e, ok := m.known.perms[key]
+	m.known.mu.Unlock()
 	if ok && m.now().Before(e.exp) {
 		return e.ok, nil
 	}
@@ -409,9 +416,9 @@ func (m *Machine) canWrite(ctx context.Context, bot Bot, repo, login string) (bo
 	if err != nil {
 		return false, fmt.Errorf("check permission of %s: %w", login, err)
 	}
-	m.mu.Lock()
-	m.perms[key] = permEntry{ok: allowed, exp: m.now().Add(time.Minute)}
-	m.mu.Unlock()
+	m.known.mu.Lock()
+	m.known.perms[key] = permEntry{ok: allowed, exp: m.now().Add(time.Minute)}
+	m.known.mu.Unlock()
 	return allowed, nil
 }
 
@@ -421,9 +428,9 @@ func (m *Machine) canWrite(ctx context.Context, bot Bot, repo, login string) (bo
 // adds itself anyway.
 func (m *Machine) ensureLabels(ctx context.Context, bot Bot, mb *Mailbox) {
 	key := mb.Forge + "\x00" + mb.Repo
-	m.mu.Lock()
-	done := m.labels[key]
-	m.mu.Unlock()
+	m.known.mu.Lock()
+	done := m.known.labels[key]
+	m.known.mu.Unlock()
 	if done {
 		return
 	}
@@ -431,9 +438,9 @@ func (m *Machine) ensureLabels(ctx context.Context, bot Bot, mb *Mailbox) {
 		m.log.Warn("could not create the labels in the repository", "repo", mb.Repo, "err", err)
 		return
 	}
-	m.mu.Lock()
-	m.labels[key] = true
-	m.mu.Unlock()
+	m.known.mu.Lock()
+	m.known.labels[key] = true
+	m.known.mu.Unlock()
 }
 
 // orClose turns a 404 on the issue into a clean close of the mailbox, and a refused post into

@@ -14,6 +14,8 @@
 //
 //   - machine.go: the pass, timers and wake-ups, state changes and their labels;
 //   - events.go: folding and dispatching events (assignees, labels, comments, merge requests);
+//     effects.go counts what applying an event did outside the mailbox, so that events that
+//     did nothing share a commit;
 //   - asking.go: starting, asking a question block, answers, the deadline;
 //     questions.go renders the block and parses replies and ticks;
 //   - runs.go: preparing a run, the one Job builder (jobFor), applying results; analysis.go

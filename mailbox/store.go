@@ -102,11 +102,20 @@ type Mailboxes interface {
 	// Save writes the mutable fields of mb (everything but its identity and its lease) and
 	// sets updated_at to the store's clock.
 	Save(ctx context.Context, mb *Mailbox) error
-	// SaveProcessed saves mb and marks the events processed with outcome in one transaction:
-	// either the effect of the events is recorded and they are done, or neither.
-	SaveProcessed(ctx context.Context, mb *Mailbox, eventIDs []int64, outcome string) error
+	// SaveProcessed saves mb and marks the events of every group processed with the group's
+	// outcome, in one transaction: either the effect of the events is recorded and they are
+	// done, or neither. The machine saves a run of events that changed nothing outside the
+	// mailbox with one call (spec/reliability.md, "Event processing").
+	SaveProcessed(ctx context.Context, mb *Mailbox, done []Processed) error
 	// SaveData writes only mb.Data, without a lease (a failure count outside a pass).
 	SaveData(ctx context.Context, mb *Mailbox) error
+}
+
+// Processed is a group of events applied together (folded into one, see foldEvents) and the
+// short outcome recorded for each of them.
+type Processed struct {
+	IDs     []int64
+	Outcome string
 }
 
 // Leases hand a mailbox to one worker at a time. A lease lasts ttl from the store's clock

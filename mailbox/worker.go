@@ -76,14 +76,13 @@ func (w *Workers) Idle() int { return w.cfg.Runs - int(w.busy.Load()) }
 // Limit implements RunSlots.
 func (w *Workers) Limit() int { return w.cfg.Runs }
 
-// Notify wakes an idle worker (called after a delivery is stored). It never blocks.
+// Notify wakes an idle worker (called after a delivery is stored). It never blocks. With run
+// workers, only an event worker wakes: a new event is an event worker's to apply first, and the
+// pass that applies it wakes a run worker (OnceEvents), so a burst of deliveries costs no run
+// worker a claim per delivery.
 func (w *Workers) Notify() {
 	select {
 	case w.wake <- struct{}{}:
-	default:
-	}
-	select {
-	case w.runWake <- struct{}{}:
 	default:
 	}
 }

@@ -37,7 +37,7 @@ func (s *server) opsRoutes(top, guarded chi.Router, reader web.Reader) error {
 		return err
 	}
 	pages, err := web.New(web.Config{Reader: reader, Logs: dockerLogs{cli}, Settings: settingsView{s.cfg},
-		Redact: s.cfg.Censor().String, Logger: s.log, IssueURL: issueURL(s.cfg)})
+		Redact: s.cfg.Censor().String, Logger: s.log, IssueURL: issueURL(s.cfg), Backlog: s.store.Backlog})
 	if err != nil {
 		return err
 	}

@@ -156,6 +156,8 @@ phases:
 		`alfred_runs_total\{outcome="succeeded",phase="development"\} 1`,
 		`alfred_run_duration_seconds_count\{phase="development"\} 1`,
 		`alfred_runs_queued 0`,
+		`alfred_events_unprocessed [0-9]+`,
+		`alfred_events_oldest_unprocessed_seconds [0-9.e+-]+`,
 		`alfred_llm_tokens_total\{adapter="claude",direction="input"\} [1-9]`,
 		`alfred_llm_cost_usd_total\{adapter="claude"\} 0\.000[1-9]`,
 		`alfred_llm_unrated_runs_total\{adapter="script"\} 1`,

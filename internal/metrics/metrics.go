@@ -48,6 +48,12 @@ type Gauges struct {
 	RunsQueued int
 	// RunsRunning counts runs started and not finished.
 	RunsRunning int
+	// EventsUnprocessed counts the stored events no worker has applied yet: the backlog of
+	// event processing.
+	EventsUnprocessed int
+	// OldestUnprocessed is how long the oldest of them has waited since it was received (0
+	// when there is none).
+	OldestUnprocessed time.Duration
 }
 
 // InsertCounts is the store's grouped insertion of events, since it started: the grouped
@@ -59,8 +65,9 @@ type InsertCounts struct {
 
 // Config configures New.
 type Config struct {
-	// Gauges reads the gauges at scrape time; nil leaves alfred_mailboxes, alfred_runs_queued
-	// and alfred_runs_running out of the output. An error is counted in
+	// Gauges reads the gauges at scrape time; nil leaves alfred_mailboxes, alfred_runs_queued,
+	// alfred_runs_running and alfred_events_unprocessed (and _oldest_unprocessed_seconds) out of
+	// the output. An error is counted in
 	// alfred_metrics_gauge_errors_total and the gauges are skipped for that scrape.
 	Gauges func(ctx context.Context) (Gauges, error)
 	// Inserts reads the store's grouped insertion of events at scrape time; nil leaves
@@ -249,6 +256,10 @@ var (
 		"Mailboxes with work waiting for a worker and no lease, at scrape time.", nil, nil)
 	runningDesc = prometheus.NewDesc(Namespace+"_runs_running",
 		"Runs started and not finished, at scrape time.", nil, nil)
+	unprocessedDesc = prometheus.NewDesc(Namespace+"_events_unprocessed",
+		"Stored events no worker has applied yet (the backlog of event processing), at scrape time.", nil, nil)
+	oldestDesc = prometheus.NewDesc(Namespace+"_events_oldest_unprocessed_seconds",
+		"How long the oldest unprocessed event has waited since it was received, at scrape time (0: none).", nil, nil)
 	gaugeErrorsDesc = prometheus.NewDesc(Namespace+"_metrics_gauge_errors_total",
 		"Scrapes whose store gauges (mailboxes, runs queued or running) could not be read.", nil, nil)
 )
@@ -257,6 +268,8 @@ func (c *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- mailboxesDesc
 	ch <- queuedDesc
 	ch <- runningDesc
+	ch <- unprocessedDesc
+	ch <- oldestDesc
 	ch <- gaugeErrorsDesc
 }
 
@@ -280,6 +293,8 @@ func (c *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(queuedDesc, prometheus.GaugeValue, float64(g.RunsQueued))
 	ch <- prometheus.MustNewConstMetric(runningDesc, prometheus.GaugeValue, float64(g.RunsRunning))
+	ch <- prometheus.MustNewConstMetric(unprocessedDesc, prometheus.GaugeValue, float64(g.EventsUnprocessed))
+	ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, g.OldestUnprocessed.Seconds())
 }
 
 // insertCollector reads the store's grouped insertion of events at each scrape.

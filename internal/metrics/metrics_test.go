@@ -29,7 +29,8 @@ func TestFamiliesAndValues(t *testing.T) {
 	t.Parallel()
 	m := metrics.New(metrics.Config{
 		Gauges: func(context.Context) (metrics.Gauges, error) {
-			return metrics.Gauges{MailboxesByState: map[string]int{"idle": 2, "done": 1}, RunsQueued: 3, RunsRunning: 1}, nil
+			return metrics.Gauges{MailboxesByState: map[string]int{"idle": 2, "done": 1}, RunsQueued: 3, RunsRunning: 1,
+				EventsUnprocessed: 30093, OldestUnprocessed: 90 * time.Second}, nil
 		},
 		Inserts:                func() metrics.InsertCounts { return metrics.InsertCounts{Statements: 4, Deliveries: 10, Waiting: 2} },
 		ReconciliationFindings: []string{"missing_label"},
@@ -58,6 +59,8 @@ func TestFamiliesAndValues(t *testing.T) {
 		`alfred_mailboxes{state="idle"} 2`,
 		`alfred_runs_queued 3`,
 		`alfred_runs_running 1`,
+		`alfred_events_unprocessed 30093`,
+		`alfred_events_oldest_unprocessed_seconds 90`,
 		`alfred_event_insert_statements_total 4`,
 		`alfred_event_insert_deliveries_total 10`,
 		`alfred_event_inserts_waiting 2`,

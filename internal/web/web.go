@@ -54,6 +54,10 @@ type Config struct {
 	// IssueURL links an issue (or merge request) on its forge when the Reader gives no link;
 	// nil or "" shows no link.
 	IssueURL func(forgeName, repo string, number int64, mergeRequest bool) string
+	// Backlog reads the backlog of event processing: how many stored events wait to be
+	// applied, and how long the first of them has waited. Every page's header shows it; nil
+	// shows nothing, a read error is logged and shows nothing.
+	Backlog func(ctx context.Context) (events int, oldest time.Duration, err error)
 }
 
 // Handler serves the pages; build it with New.
@@ -125,13 +129,42 @@ type pageData struct {
 	Title   string
 	Refresh int // seconds; 0 for no refresh
 	Body    any
+	// Backlog is the header's figure of events waiting to be applied; "" for none.
+	Backlog string
 }
 
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, page, title string, refresh int, body any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := h.pages[page].Execute(w, pageData{Title: title, Refresh: refresh, Body: body}); err != nil {
+	data := pageData{Title: title, Refresh: refresh, Body: body, Backlog: h.backlog(r.Context())}
+	if err := h.pages[page].Execute(w, data); err != nil {
 		h.cfg.Logger.WarnContext(r.Context(), "web: render page", "page", page, "err", err)
 	}
+}
+
+// backlog renders Config.Backlog for the header: "events waiting: 0", or "events waiting:
+// 1,203, the oldest for 12s".
+func (h *Handler) backlog(ctx context.Context) string {
+	if h.cfg.Backlog == nil {
+		return ""
+	}
+	n, oldest, err := h.cfg.Backlog(ctx)
+	if err != nil {
+		h.cfg.Logger.WarnContext(ctx, "web: read the event backlog", "err", err)
+		return ""
+	}
+	if n == 0 {
+		return "events waiting: 0"
+	}
+	return fmt.Sprintf("events waiting: %s, the oldest for %s", thousands(n), oldest.Round(time.Second))
+}
+
+// thousands writes n with a comma between each group of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {

@@ -236,14 +236,16 @@ func (s *Store) save(mb *mailbox.Mailbox) error {
 }
 
 // SaveProcessed implements mailbox.Mailboxes.
-func (s *Store) SaveProcessed(_ context.Context, mb *mailbox.Mailbox, eventIDs []int64, outcome string) error {
+func (s *Store) SaveProcessed(_ context.Context, mb *mailbox.Mailbox, done []mailbox.Processed) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.save(mb); err != nil {
 		return err
 	}
-	for _, id := range eventIDs {
-		s.markProcessed(id, outcome)
+	for _, g := range done {
+		for _, id := range g.IDs {
+			s.markProcessed(id, g.Outcome)
+		}
 	}
 	return nil
 }

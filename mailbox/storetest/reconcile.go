@@ -147,7 +147,7 @@ func runQueue(t *testing.T, s Store, c *Clock) {
 		require.NoError(t, err)
 		wake := c.Now().Add(-wakeAgo)
 		mb.State, mb.WakeAt = state, &wake
-		require.NoError(t, s.SaveProcessed(ctx, mb, []int64{evs[0].ID}, "test"))
+		require.NoError(t, s.SaveProcessed(ctx, mb, []mailbox.Processed{{IDs: []int64{evs[0].ID}, Outcome: "test"}}))
 		return mb
 	}
 	run1 := mk(1, mailbox.StateInDevelopment, "", 3*time.Minute)

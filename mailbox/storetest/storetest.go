@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"ReconcileDueOldestFirst":               reconcileDueOldestFirst,
 		"FailedEventsAreSetAside":               failedEventsSetAside,
 		"LeaseAttemptsCountUntilReleased":       leaseAttemptsCount,
+		"EventsApplyOnceInOrder":                eventsApplyOnceInOrder,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -163,7 +164,7 @@ func saveProcessed(t *testing.T, s Store, c *Clock) {
 	c.Add(time.Minute)
 	mb.State, mb.Data.Round = mailbox.StateWaitingInfo, 3
 	mb.Data.Decisions = map[string]string{"q1": "Comma"}
-	require.NoError(t, s.SaveProcessed(ctx, mb, []int64{evs[0].ID}, "applied"))
+	require.NoError(t, s.SaveProcessed(ctx, mb, []mailbox.Processed{{IDs: []int64{evs[0].ID}, Outcome: "applied"}}))
 	mb.Data.Decisions["q1"] = "changed after the save"
 	got, err := s.Get(ctx, mb.ID)
 	require.NoError(t, err)

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -193,6 +195,46 @@ func (s *Store) MarkProcessed(ctx context.Context, eventID int64, outcome string
 func (s *Store) markProcessed(ctx context.Context, q querier, eventID int64, outcome string) error {
 	if _, err := q.ExecContext(ctx, sqlMarkProcessed, eventID, outcome, s.now()); err != nil {
 		return fmt.Errorf("mark event %d processed: %w", eventID, err)
+	}
+	return nil
+}
+
+// sqlMarkProcessedIn marks a list of events processed: $1 the time, $2 the outcome, %s the
+// placeholders of the ids ($3, $4, …).
+const sqlMarkProcessedIn = `UPDATE events SET processed_at = $1, outcome = $2 WHERE id IN (%s)`
+
+// markIDsPerStatement bounds the ids of one sqlMarkProcessedIn (SQLite's default limit is
+// 32,766 parameters, PostgreSQL's 65,535).
+const markIDsPerStatement = 500
+
+// markProcessedIn marks the events of done processed with their outcomes at one time: one
+// statement per outcome (and per markIDsPerStatement ids), whatever the number of events.
+func (s *Store) markProcessedIn(ctx context.Context, q querier, done []mailbox.Processed) error {
+	now := s.now()
+	var outcomes []string
+	ids := map[string][]int64{}
+	for _, g := range done {
+		if _, ok := ids[g.Outcome]; !ok {
+			outcomes = append(outcomes, g.Outcome)
+		}
+		ids[g.Outcome] = append(ids[g.Outcome], g.IDs...)
+	}
+	for _, outcome := range outcomes {
+		for chunk := range slices.Chunk(ids[outcome], markIDsPerStatement) {
+			args := make([]any, 0, 2+len(chunk))
+			args = append(args, now, outcome)
+			var list strings.Builder
+			for i, id := range chunk {
+				if i > 0 {
+					list.WriteString(", ")
+				}
+				fmt.Fprintf(&list, "$%d", i+3)
+				args = append(args, id)
+			}
+			if _, err := q.ExecContext(ctx, fmt.Sprintf(sqlMarkProcessedIn, list.String()), args...); err != nil {
+				return fmt.Errorf("mark %d events processed: %w", len(chunk), err)
+			}
+		}
 	}
 	return nil
 }

@@ -65,18 +65,14 @@ func (s *Store) save(ctx context.Context, q querier, m *mailbox.Mailbox) error {
 	return nil
 }
 
-// SaveProcessed implements mailbox.Mailboxes.
-func (s *Store) SaveProcessed(ctx context.Context, m *mailbox.Mailbox, eventIDs []int64, outcome string) error {
+// SaveProcessed implements mailbox.Mailboxes: in one transaction, the mailbox's row and one
+// statement per outcome marking its events (markProcessedIn).
+func (s *Store) SaveProcessed(ctx context.Context, m *mailbox.Mailbox, done []mailbox.Processed) error {
 	return s.withTx(ctx, func(q querier) error {
 		if err := s.save(ctx, q, m); err != nil {
 			return err
 		}
-		for _, id := range eventIDs {
-			if err := s.markProcessed(ctx, q, id, outcome); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.markProcessedIn(ctx, q, done)
 	})
 }
 

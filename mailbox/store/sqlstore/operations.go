@@ -34,7 +34,36 @@ AND (EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id AND e.processed_at
 	if err := s.db.GetContext(ctx, &g.RunsRunning, `SELECT count(*) FROM runs WHERE status = 'running'`); err != nil {
 		return g, fmt.Errorf("count running runs: %w", err)
 	}
+	var err error
+	if g.EventsUnprocessed, g.OldestUnprocessed, err = s.Backlog(ctx); err != nil {
+		return g, err
+	}
 	return g, nil
+}
+
+// sqlBacklog counts the unprocessed events (through the partial index events_pending).
+const sqlBacklog = `SELECT count(*) FROM events WHERE processed_at IS NULL`
+
+// sqlOldestPending reads the receive time of the first unprocessed event in arrival order;
+// the column itself, not an aggregate, so that each engine's driver reads it as a time.
+const sqlOldestPending = `SELECT received_at FROM events WHERE processed_at IS NULL ORDER BY id LIMIT 1`
+
+// Backlog returns how many events wait to be applied and how long the first of them (in
+// arrival order) has waited since it was received, at the store's clock (0 when none waits).
+func (s *Store) Backlog(ctx context.Context) (int, time.Duration, error) {
+	var n int
+	if err := s.db.GetContext(ctx, &n, sqlBacklog); err != nil {
+		return 0, 0, fmt.Errorf("count unprocessed events: %w", err)
+	}
+	var oldest time.Time
+	err := s.db.GetContext(ctx, &oldest, sqlOldestPending)
+	if errors.Is(err, sql.ErrNoRows) {
+		return n, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the oldest unprocessed event: %w", err)
+	}
+	return n, max(s.now().Sub(oldest), 0), nil
 }
 
 const sqlUsage = `SELECT r.phase, r.started_at, r.finished_at, coalesce(s.tokens_in, 0) AS tokens_in,

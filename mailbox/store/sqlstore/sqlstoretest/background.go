@@ -37,7 +37,7 @@ func closedStayOut(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 		wake := c.Now().Add(-time.Minute)
 		mb.State, mb.ClosedAt, mb.WakeAt = st, closedAt, &wake
 		mb.Branch, mb.HeadSHA, mb.MRNumber = fmt.Sprintf("agent/issue-%d", n), fmt.Sprintf("%040d", n), 100+n
-		require.NoError(t, s.SaveProcessed(ctx, mb, ids, "done"))
+		require.NoError(t, s.SaveProcessed(ctx, mb, []mailbox.Processed{{IDs: ids, Outcome: "done"}}))
 		return mb
 	}
 	old := c.Now().Add(-40 * 24 * time.Hour)
@@ -117,7 +117,7 @@ func closedStayOut(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	require.Len(t, evs, 1)
 	again, err := s.Get(ctx, purged.ID)
 	require.NoError(t, err)
-	require.NoError(t, s.SaveProcessed(ctx, again, []int64{evs[0].ID}, "closed: ignored"))
+	require.NoError(t, s.SaveProcessed(ctx, again, []mailbox.Processed{{IDs: []int64{evs[0].ID}, Outcome: "closed: ignored"}}))
 	require.Equal(t, []int64{purged.ID}, ids(), "changed since its purge: listed again")
 	require.NoError(t, s.Purge(ctx, purged.ID))
 	require.Empty(t, ids())

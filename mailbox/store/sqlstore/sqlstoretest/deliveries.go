@@ -11,9 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/mailbox/storetest"
 	"github.com/alfred-bot/alfred/migrations"
@@ -114,4 +116,62 @@ func sameDeliveryOtherBody(t *testing.T, s *sqlstore.Store, _ *storetest.Clock) 
 	}
 	require.Contains(t, logs.String(), "a delivery id came again with another body; both are kept")
 	require.Contains(t, logs.String(), "delivery_id=d1")
+}
+
+// One SaveProcessed marks any number of event groups with their outcomes (more ids than one
+// statement takes), saves the mailbox with them, and touches no other mailbox's events.
+func saveProcessedGroups(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
+	ctx := context.Background()
+	const events = 1100
+	var wg sync.WaitGroup
+	const senders = 10
+	for w := range senders {
+		wg.Go(func() {
+			for i := w; i < events; i += senders {
+				_, err := s.Deliver(ctx, storetest.Event(1, fmt.Sprintf("g%d", i), fmt.Sprintf("g%d", i)))
+				require.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	_, err := s.Deliver(ctx, storetest.Event(2, "other", "other"))
+	require.NoError(t, err)
+	mb, err := s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 1})
+	require.NoError(t, err)
+	evs := mustPending(t, s, mb.ID)
+	require.Equal(t, events, len(evs))
+	var done []mailbox.Processed
+	for _, e := range evs[:events-50] {
+		done = append(done, mailbox.Processed{IDs: []int64{e.ID}, Outcome: "comment recorded"})
+	}
+	folded := mailbox.Processed{Outcome: "labels recorded"}
+	for _, e := range evs[events-50:] {
+		folded.IDs = append(folded.IDs, e.ID)
+	}
+	done = append(done, folded)
+	c.Add(time.Minute)
+	mb.Title = "saved with the marks"
+	require.NoError(t, s.SaveProcessed(ctx, mb, done))
+
+	require.Empty(t, mustPending(t, s, mb.ID))
+	got, err := s.Get(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Equal(t, "saved with the marks", got.Title)
+	var outcomes []struct {
+		Outcome string `db:"outcome"`
+		N       int    `db:"n"`
+		Marked  int    `db:"marked"`
+	}
+	require.NoError(t, s.DB().SelectContext(ctx, &outcomes, `SELECT outcome, count(*) AS n,
+		sum(CASE WHEN processed_at = $2 THEN 1 ELSE 0 END) AS marked
+		FROM events WHERE mailbox_id = $1 GROUP BY outcome ORDER BY outcome`, mb.ID, c.Now()))
+	require.Len(t, outcomes, 2)
+	require.Equal(t, "comment recorded", outcomes[0].Outcome)
+	require.Equal(t, events-50, outcomes[0].N)
+	require.Equal(t, "labels recorded", outcomes[1].Outcome)
+	require.Equal(t, 50, outcomes[1].N)
+	require.Equal(t, events-50, outcomes[0].Marked, "processed at the store's clock")
+	other, err := s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 2})
+	require.NoError(t, err)
+	require.Len(t, mustPending(t, s, other.ID), 1, "another mailbox's event stays pending")
 }

@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"SchemaVersionIsTheNewest":      schemaVersion,
 		"SameDeliveryIDOtherBodyLogged": sameDeliveryOtherBody,
 		"ClosedMailboxesStayOut":        closedStayOut,
+		"SaveProcessedGroups":           saveProcessedGroups,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

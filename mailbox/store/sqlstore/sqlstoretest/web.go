@@ -65,6 +65,8 @@ func webReader(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	g, err := s.Gauges(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, g.RunsRunning)
+	require.Equal(t, 1, g.EventsUnprocessed, "the mailbox's event is not processed")
+	require.Equal(t, 42*time.Second, g.OldestUnprocessed, "received 42 s ago at the store's clock")
 	usage, err := s.Usage(ctx, mb.ID)
 	require.NoError(t, err)
 	require.Len(t, usage, 1, "finished runs only")
