@@ -78,6 +78,9 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 		out, session, err = s.runWithSession(ctx, job, req, plan)
 	} else {
 		out, err = s.exec.Run(ctx, req)
+		if name, aa, ok := s.apiAgent(job.Input); ok {
+			session = s.recordAPIMode(ctx, job, name, aa, out)
+		}
 	}
 	if out != nil && out.Status == StatusDetached {
 		// The container goes on in the mailbox's worktree, which is kept; the restart
