@@ -14,8 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/agent/agenttest"
 	"github.com/alfred-bot/alfred/runner/agent/apimode/apimodetest"
 	"github.com/alfred-bot/alfred/runner/phase"
+	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -165,4 +167,61 @@ func lifecycleAPIMode(t *testing.T, store string) {
 		require.NotContains(t, c, apiModeKey)
 	}
 	e.requireUniqueMarkers()
+}
+
+// A CLI phase after API-mode runs starts its own session and says why: the analyses in API mode
+// (no session), then the development on the stand-in claude-code CLI, fresh with fallback
+// reason after_api_mode.
+func TestLifecycleAPIModeThenCLISession(t *testing.T) {
+	ctx := context.Background()
+	srv := apimodetest.NewAnthropic(t, apiModeKey, apiModeModel, apimodetest.Analyst("report.py", apiModeFinals))
+	cli := runtimetest.Client(t)
+	image := agenttest.BuildImage(t, ctx, cli)
+	keyFile := filepath.Join(t.TempDir(), "anthropic.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(apiModeKey), 0o600))
+	e := startE2EWith(t, storePostgres, forge.KindForgejo, "acceptance/sandbox", time.Hour, fmt.Sprintf(`
+agents:
+  - name: claude
+    adapter: claude-code
+    image: %s
+    api_key: sk-test-key-1234567890
+  - name: analyst
+    adapter: anthropic-api
+    model: %s
+    api_key_file: %s
+    base_url: %s
+phases:
+  default: claude
+  analysis: analyst
+`, image, apiModeModel, keyFile, srv.BaseURL()))
+	pushFile(t, e.bare, "report.py", "def report():\n    return 'MARK-REPORT-PY'\n")
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
+	require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", setLabels("type::task")))
+	e.waitStatus("status::waiting_info")
+	require.Equal(t, http.StatusAccepted, e.send("006-issue_comment-created", func(doc map[string]any) {
+		doc["comment"].(map[string]any)["body"] = "q1: a"
+		doc["comment"].(map[string]any)["id"] = 4243
+	}))
+	e.waitStatus("status::waiting_validation")
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
+	require.Equal(t, http.StatusAccepted, e.send("003-issue_label-label_updated", setLabels(e.forgejo.IssueLabels(e.issue)...)))
+	e.waitStatus("status::in_ci")
+
+	mb, err := e.srv.store.Find(ctx, e.issue)
+	require.NoError(t, err)
+	rows, err := e.srv.store.Sessions(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, rows, 3)
+	for _, r := range rows[:2] {
+		require.Equal(t, "analyst", r.Adapter)
+		require.Equal(t, runner.FallbackAPIMode, r.FallbackReason)
+		require.Zero(t, r.ReportedCost, "no price configured: unrated")
+		require.Positive(t, r.TokensIn)
+	}
+	dev := rows[2]
+	require.Equal(t, "claude", dev.Adapter)
+	require.Equal(t, mb.Branch, dev.Name)
+	require.NotEmpty(t, dev.NativeID)
+	require.False(t, dev.Resumed)
+	require.Equal(t, runner.FallbackAfterAPIMode, dev.FallbackReason)
 }
