@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/runner"
@@ -167,6 +168,35 @@ func lifecycleAPIMode(t *testing.T, store string) {
 		require.NotContains(t, c, apiModeKey)
 	}
 	e.requireUniqueMarkers()
+
+	// The metrics count the analyses' tokens and cost under their adapter.
+	reg := e.srv.metrics.Registry()
+	require.InDelta(t, 7200, counterValue(t, reg, "alfred_llm_tokens_total", "analyst", "input"), 0)
+	require.InDelta(t, 0.0288, counterValue(t, reg, "alfred_llm_cost_usd_total", "analyst"), 1e-9)
+}
+
+// counterValue returns the value of one counter series of a family in reg, by its label values
+// in the order the family declares them.
+func counterValue(t *testing.T, reg *prometheus.Registry, family string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != family {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var vals []string
+			for _, l := range m.GetLabel() {
+				vals = append(vals, l.GetValue())
+			}
+			if strings.Join(vals, ",") == strings.Join(labels, ",") {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no %s%v in the registry", family, labels)
+	return 0
 }
 
 // A CLI phase after API-mode runs starts its own session and says why: the analyses in API mode
