@@ -269,9 +269,13 @@ func (s *server) buildHandler(sources map[string]webhook.Source) (http.Handler, 
 func buildAgents(cfg *config.Config) (map[string]runner.Agent, error) {
 	agents := map[string]runner.Agent{}
 	for _, ag := range cfg.Agents {
+		maxTurns := 0
+		if config.IsAPIMode(ag.Adapter) {
+			maxTurns = ag.MaxTurns // max_turns is API mode's bound only
+		}
 		a, err := agent.New(ag.Adapter, agent.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
 			BaseURL: ag.BaseURL, APIKeyEnv: ag.APIKeyEnv, Script: ag.Script,
-			MaxTurns: ag.MaxTurns, MaxTokens: ag.MaxTokens, Prices: agentPrices(ag.Prices)})
+			MaxTurns: maxTurns, MaxTokens: ag.MaxTokens, Prices: agentPrices(ag.Prices)})
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
 		}

@@ -178,11 +178,6 @@ func (a *Agent) RunAPI(ctx context.Context, run runner.APIRun) (rep runner.APIRe
 			return rep, err
 		}
 		fmt.Fprintf(&log, "turn %d: %d tokens in, %d out, stop %s, %d tool calls\n", rep.Turns, r.in, r.out, r.stop, len(r.calls))
-		if total := rep.Usage.InputTokens + rep.Usage.OutputTokens; total > a.cfg.MaxTokens {
-			err := fmt.Errorf("%w: %d tokens used, more than the run's %d", ErrBound, total, a.cfg.MaxTokens)
-			fmt.Fprintf(&log, "stopped: %v\n", err)
-			return rep, err
-		}
 		if len(r.calls) == 0 {
 			res, err := finalResult(in, r)
 			if err != nil {
@@ -196,6 +191,12 @@ func (a *Agent) RunAPI(ctx context.Context, run runner.APIRun) (rep runner.APIRe
 			rep.Result = res
 			fmt.Fprintf(&log, "result: %s\n", oneLine(res.Summary))
 			return rep, nil
+		}
+		// A final answer is taken whatever it cost; another turn only within the token bound.
+		if total := rep.Usage.InputTokens + rep.Usage.OutputTokens; total > a.cfg.MaxTokens {
+			err := fmt.Errorf("%w: %d tokens used, more than the run's %d", ErrBound, total, a.cfg.MaxTokens)
+			fmt.Fprintf(&log, "stopped: %v\n", err)
+			return rep, err
 		}
 		results := make([]toolResult, 0, len(r.calls))
 		for _, c := range r.calls {
