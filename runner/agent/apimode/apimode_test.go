@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -321,4 +322,19 @@ func TestNewRefuses(t *testing.T) {
 	}
 	_, err := apimode.New(apimode.Config{Kind: apimode.OpenAI, Model: "llama", BaseURL: "http://127.0.0.1:11434/v1"})
 	assert.NoError(t, err, "a local OpenAI-compatible server may take no key")
+}
+
+func TestAnswerPhase(t *testing.T) {
+	in := phase.Input{Phase: phase.Answer, Key: "answer", Attempt: 1, Repo: "acme/shop", Issue: 4, Title: "Where is the export?",
+		Comments: []string{"@alice: where does the report get exported?"}}
+	srv := apimodetest.NewAnthropic(t, testKey, testModel, func(ex apimodetest.Exchange) apimodetest.Reply {
+		if ex.Turn == 1 {
+			assert.Contains(t, ex.Prompt, "where does the report get exported?")
+			return apimodetest.Reply{Calls: []apimodetest.Call{{Name: "search_text", Args: map[string]any{"query": "def export"}}}}
+		}
+		return apimodetest.Reply{Text: "```json\n{\"summary\": \"Answered.\", \"answer\": \"In `" + strings.SplitN(ex.Results[0].Content, ":", 2)[0] + "`.\"}\n```"}
+	})
+	rep, err := newAgent(t, providers[0], srv, nil).RunAPI(context.Background(), runner.APIRun{Input: in, Worktree: worktree(t)})
+	require.NoError(t, err, rep.Log)
+	assert.Equal(t, "In `src/report.py`.", rep.Result.Answer)
 }
