@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -337,4 +338,31 @@ func TestAnswerPhase(t *testing.T) {
 	rep, err := newAgent(t, providers[0], srv, nil).RunAPI(context.Background(), runner.APIRun{Input: in, Worktree: worktree(t)})
 	require.NoError(t, err, rep.Log)
 	assert.Equal(t, "In `src/report.py`.", rep.Result.Answer)
+}
+
+// Alfred's own environment never redirects the key nor adds another credential: the SDKs'
+// variables are overridden or not read.
+func TestProviderEnvironmentIgnored(t *testing.T) {
+	decoy := apimodetest.NewAnthropic(t, "sk-decoy-0000000000000000", testModel, nil)
+	t.Setenv("ANTHROPIC_BASE_URL", decoy.BaseURL())
+	t.Setenv("ANTHROPIC_API_KEY", "sk-decoy-0000000000000000")
+	t.Setenv("OPENAI_BASE_URL", decoy.URL+"/v1/")
+	t.Setenv("OPENAI_API_KEY", "sk-decoy-0000000000000000")
+	for _, p := range providers {
+		t.Run(p.kind, func(t *testing.T) {
+			srv := p.start(t, testKey, testModel, func(apimodetest.Exchange) apimodetest.Reply { return apimodetest.Reply{Text: finalFunctional} })
+			_, err := newAgent(t, p, srv, nil).RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
+			require.NoError(t, err)
+			assert.Equal(t, 1, srv.Calls())
+		})
+	}
+	// Without a base_url the provider's own endpoint is called (unreachable here), not the decoy.
+	for _, p := range providers {
+		a, err := apimode.New(apimode.Config{Kind: p.kind, Model: testModel, APIKey: testKey, MaxRetries: -1})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, _ = a.RunAPI(ctx, runner.APIRun{Input: functional(), Worktree: worktree(t)})
+		cancel()
+	}
+	assert.Zero(t, decoy.Calls())
 }

@@ -66,9 +66,12 @@ func newAnthropic(cfg Config, model, system, prompt string, tools []ToolSpec) *a
 }
 
 // anthropicOptions are the client options of cfg: key, base URL, the SDK's retries (it
-// honours retry-after and retries 408, 409, 429 and 5xx) and the HTTP client.
+// honours retry-after and retries 408, 409, 429 and 5xx) and the HTTP client. The SDK's
+// environment variables (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL) are not
+// read: Alfred's own environment never decides where a key goes.
 func anthropicOptions(cfg Config) []aoption.RequestOption {
-	opts := []aoption.RequestOption{aoption.WithAPIKey(cfg.APIKey), aoption.WithMaxRetries(cfg.MaxRetries)}
+	opts := []aoption.RequestOption{aoption.WithoutEnvironmentDefaults(), aoption.WithAPIKey(cfg.APIKey),
+		aoption.WithMaxRetries(cfg.MaxRetries)}
 	if cfg.BaseURL != "" {
 		opts = append(opts, aoption.WithBaseURL(cfg.BaseURL))
 	}
@@ -133,12 +136,20 @@ func newOpenAI(cfg Config, model, system, prompt string, tools []ToolSpec) *open
 	return c
 }
 
-// openaiOptions are the client options of cfg, as anthropicOptions.
+// openaiBaseURL is OpenAI's own endpoint, set explicitly so that OPENAI_BASE_URL in Alfred's
+// environment never redirects a key.
+const openaiBaseURL = "https://api.openai.com/v1/"
+
+// openaiOptions are the client options of cfg, as anthropicOptions. The key and the base URL
+// are always set (an empty key too), so OPENAI_API_KEY and OPENAI_BASE_URL in Alfred's
+// environment are overridden.
 func openaiOptions(cfg Config) []ooption.RequestOption {
-	opts := []ooption.RequestOption{ooption.WithAPIKey(cfg.APIKey), ooption.WithMaxRetries(cfg.MaxRetries)}
-	if cfg.BaseURL != "" {
-		opts = append(opts, ooption.WithBaseURL(cfg.BaseURL))
+	base := cfg.BaseURL
+	if base == "" {
+		base = openaiBaseURL
 	}
+	opts := []ooption.RequestOption{ooption.WithAPIKey(cfg.APIKey), ooption.WithMaxRetries(cfg.MaxRetries),
+		ooption.WithBaseURL(base)}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, ooption.WithHTTPClient(cfg.HTTPClient))
 	}
