@@ -243,6 +243,15 @@ func TestProviderErrors(t *testing.T) {
 			assert.Contains(t, err.Error(), "is rate limiting the key: HTTP 429 rate_limit_error: Number of requests has exceeded your rate limit")
 			assert.Equal(t, 2, srv.Calls(), "one try and the SDK's one retry")
 		})
+		t.Run(p.kind+"/429 retry-after", func(t *testing.T) {
+			srv := p.start(t, testKey, testModel, final)
+			srv.FailNext(1, apimodetest.Failure{Status: 429, Type: "rate_limit_error", Message: "slow down", RetryAfter: "7"})
+			_, err := run(t, srv, func(c *apimode.Config) { c.MaxRetries = -1 })
+			var pe *apimode.ProviderError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, 7*time.Second, pe.RetryAfter)
+			assert.Contains(t, err.Error(), "is rate limiting the key (retry after 7s): HTTP 429 rate_limit_error: slow down")
+		})
 		t.Run(p.kind+"/500-then-ok", func(t *testing.T) {
 			srv := p.start(t, testKey, testModel, final)
 			srv.FailNext(1, apimodetest.Failure{Status: 500, Type: "api_error", Message: "Internal server error"})
