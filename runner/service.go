@@ -94,6 +94,9 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
 	res := &phase.Outcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Session: session}
+	if out.Usage != nil {
+		res.Container = "" // API mode: no container (the pages show none and read no container log)
+	}
 	return s.finish(ctx, job, mgr, wt, out, res)
 }
 

@@ -142,6 +142,11 @@ func lifecycleAPIMode(t *testing.T, store string) {
 		keys[r.ID] = phase.KeyOf(phase.Phase(r.Phase), phase.Step(r.Step))
 	}
 	require.Len(t, rows, 2)
+	for _, r := range runs {
+		if r.Phase == string(phase.Analysis) {
+			require.Empty(t, r.Container, "API mode names no container")
+		}
+	}
 	for i, r := range rows {
 		require.Equal(t, []string{"analysis.functional", "analysis.technical"}[i], keys[*r.RunID])
 		require.Equal(t, "analyst", r.Adapter)
