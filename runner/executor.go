@@ -170,6 +170,9 @@ type RunOutcome struct {
 	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
 	// Result is the agent's validated result (StatusSucceeded only).
 	Result *phase.Result `json:"result,omitempty"`
+	// Usage is the provider's usage of an API-mode run, also when it failed; nil for a
+	// container run (its usage is in Result).
+	Usage *Usage `json:"usage,omitempty"`
 	// Err is why the run did not succeed: ErrTimeout, the agent's Result error (which may wrap
 	// ErrNoResult, ErrInvalidResult, ErrSessionNotFound), or the ctx error when canceled.
 	Err error `json:"-"`
@@ -237,6 +240,9 @@ func (e *Executor) Run(ctx context.Context, req RunRequest) (*RunOutcome, error)
 	agentName, agent, ok := e.Agent(req.Input)
 	if !ok {
 		return nil, fmt.Errorf("run: no adapter bound to phase %s", req.Input.Phase)
+	}
+	if aa, ok := agent.(APIAgent); ok {
+		return e.runAPI(ctx, req, aa) // API mode: no container
 	}
 	c, err := Compile(e.cc, req, agent)
 	if err != nil {

@@ -78,6 +78,9 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 		out, session, err = s.runWithSession(ctx, job, req, plan)
 	} else {
 		out, err = s.exec.Run(ctx, req)
+		if name, aa, ok := s.apiAgent(job.Input); ok {
+			session = s.recordAPIMode(ctx, job, name, aa, out)
+		}
 	}
 	if out != nil && out.Status == StatusDetached {
 		// The container goes on in the mailbox's worktree, which is kept; the restart
@@ -96,6 +99,9 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 	}
 	res := &phase.Outcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Session: session,
 		Adapter: adapter}
+	if out.Usage != nil {
+		res.Container = "" // API mode: no container (the pages show none and read no container log)
+	}
 	return s.finish(ctx, job, mgr, wt, out, res)
 }
 

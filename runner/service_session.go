@@ -73,7 +73,7 @@ func (s *Service) plan(ctx context.Context, job phase.Job) (*sessionPlan, error)
 	}
 	switch {
 	case prev == nil:
-		p.fallback = FallbackNoPriorSession
+		p.fallback = s.firstSessionReason(ctx, job.MailboxID)
 	case prev.Adapter != name:
 		p.fallback = FallbackAdapterChanged
 	case !verified:

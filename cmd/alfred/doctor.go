@@ -126,7 +126,11 @@ func (a *app) doctorConfig(ctx context.Context, path string, cfg *config.Config)
 			}
 		}
 		slices.Sort(phases)
-		dc.Agents = append(dc.Agents, doctor.Agent{Name: ag.Name, Adapter: ag.Adapter, Image: ag.Image, Phases: phases})
+		da := doctor.Agent{Name: ag.Name, Adapter: ag.Adapter, Image: ag.Image, Phases: phases}
+		if c, ok := agents[ag.Name].(interface{ Check(context.Context) error }); ok {
+			da.API = c.Check // API mode: the provider's models endpoint, no tokens
+		}
+		dc.Agents = append(dc.Agents, da)
 	}
 	var repos map[string][]string
 	if st != nil {

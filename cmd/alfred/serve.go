@@ -286,14 +286,28 @@ func (s *server) buildHandler(sources map[string]webhook.Source) (http.Handler, 
 func buildAgents(cfg *config.Config) (map[string]runner.Agent, error) {
 	agents := map[string]runner.Agent{}
 	for _, ag := range cfg.Agents {
+		maxTurns := 0
+		if config.IsAPIMode(ag.Adapter) {
+			maxTurns = ag.MaxTurns // max_turns is API mode's bound only
+		}
 		a, err := agent.New(ag.Adapter, agent.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
-			BaseURL: ag.BaseURL, APIKeyEnv: ag.APIKeyEnv, Script: ag.Script})
+			BaseURL: ag.BaseURL, APIKeyEnv: ag.APIKeyEnv, Script: ag.Script,
+			MaxTurns: maxTurns, MaxTokens: ag.MaxTokens, Prices: agentPrices(ag.Prices)})
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
 		}
 		agents[ag.Name] = a
 	}
 	return agents, nil
+}
+
+// agentPrices converts the configured price table of an API-mode agent.
+func agentPrices(p map[string]config.Price) map[string]agent.Price {
+	out := make(map[string]agent.Price, len(p))
+	for m, pr := range p {
+		out[m] = agent.Price{InputUSDPerMTok: pr.InputUSDPerMTok, OutputUSDPerMTok: pr.OutputUSDPerMTok}
+	}
+	return out
 }
 
 // Serve removes what a crashed process left behind, then serves HTTP on ln and runs the

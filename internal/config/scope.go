@@ -212,6 +212,7 @@ func (c *Config) validateScopes(v *validator) {
 		if sc.RetentionDays != nil {
 			v.atLeast(key+".retention_days", int64(*sc.RetentionDays), 0)
 		}
+		c.validateAPIBindings(v, key+".phases", scopedPhases(c.Phases, sc.Phases))
 		for p, a := range sc.Phases {
 			if !slices.Contains(knownPhases, p) {
 				v.add(key+".phases."+p, "unknown phase; known: %s", strings.Join(knownPhases, ", "))

@@ -129,6 +129,21 @@ type Agent struct {
 	// APIKeyEnv names the environment variable opencode reads the key from
 	// (e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY).
 	APIKeyEnv string `yaml:"api_key_env,omitempty"`
+	// MaxTurns bounds the model calls of one API-mode run (anthropic-api, openai-api;
+	// default 40).
+	MaxTurns int `yaml:"max_turns,omitempty"`
+	// MaxTokens bounds the input and output tokens of one API-mode run, summed over its turns
+	// (default 2000000).
+	MaxTokens int64 `yaml:"max_tokens,omitempty"`
+	// Prices maps a model to its price, for the cost of API-mode runs; a model without one is
+	// unrated (its cost unknown, never zero).
+	Prices map[string]Price `yaml:"prices,omitempty"`
+}
+
+// Price is what a model costs, in US dollars per million tokens.
+type Price struct {
+	InputUSDPerMTok  float64 `yaml:"input_usd_per_mtok"`
+	OutputUSDPerMTok float64 `yaml:"output_usd_per_mtok"`
 }
 
 // Adapter names known to the runner.
@@ -139,4 +154,8 @@ const (
 	AdapterOpencode   = "opencode"
 	AdapterCopilot    = "copilot"
 	AdapterGemini     = "gemini"
+	// AdapterAnthropicAPI and AdapterOpenAIAPI are API mode (spec/agents.md, "API mode"):
+	// read-only phases through the provider's API, no image, no container.
+	AdapterAnthropicAPI = "anthropic-api"
+	AdapterOpenAIAPI    = "openai-api"
 )

@@ -235,9 +235,12 @@ func (c *Config) validateAgents(v *validator) {
 		case AdapterScript:
 			v.required(key+".script", a.Script)
 		case AdapterClaudeCode, AdapterCodex, AdapterOpencode, AdapterCopilot, AdapterGemini:
+		case AdapterAnthropicAPI, AdapterOpenAIAPI:
+			validateAPIAgent(v, key, a)
+			continue // no image: API mode runs no container
 		default:
-			v.add(key+".adapter", "%q is not one of %s, %s, %s, %s, %s, %s", a.Adapter, AdapterScript,
-				AdapterClaudeCode, AdapterCodex, AdapterOpencode, AdapterCopilot, AdapterGemini)
+			v.add(key+".adapter", "%q is not one of %s, %s, %s, %s, %s, %s, %s, %s", a.Adapter, AdapterScript,
+				AdapterClaudeCode, AdapterCodex, AdapterOpencode, AdapterCopilot, AdapterGemini, AdapterAnthropicAPI, AdapterOpenAIAPI)
 		}
 		v.required(key+".image", a.Image)
 	}
@@ -258,6 +261,7 @@ func (c *Config) validatePhases(v *validator) {
 			v.add("phases."+phase, "agent %q is not declared in agents", agent)
 		}
 	}
+	c.validateAPIBindings(v, "phases", c.Phases)
 	if c.Lifecycle.BudgetUSD != nil && *c.Lifecycle.BudgetUSD < 0 {
 		v.add("lifecycle.budget_usd", "must not be negative")
 	}

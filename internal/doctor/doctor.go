@@ -118,6 +118,10 @@ type Agent struct {
 	Name, Adapter, Image string
 	// Phases are the phases bound to it; an agent bound to none is only warned about.
 	Phases []string
+	// API checks an API-mode agent against its provider without spending tokens (the key is
+	// accepted, the model exists); nil for an agent that runs in a container. An API-mode
+	// agent has no image and needs no Docker engine.
+	API func(ctx context.Context) error
 }
 
 // CLIProbe is what a prober found in an agent image.
@@ -201,6 +205,11 @@ func Run(ctx context.Context, cfg Config) *Report {
 	}
 	checkDatabase(ctx, r, cfg.Database)
 	checkEngine(ctx, r, cfg)
+	for _, a := range cfg.Agents {
+		if a.API != nil {
+			checkAPI(ctx, r, a)
+		}
+	}
 	for _, f := range cfg.Forges {
 		checkForge(ctx, r, cfg.PublicURL, f)
 	}
@@ -250,8 +259,24 @@ func checkEngine(ctx context.Context, r *Report, cfg Config) {
 	}
 	r.add("docker", OK, "engine reachable", "")
 	for _, a := range cfg.Agents {
-		checkAgent(ctx, r, cfg, a)
+		if a.API == nil {
+			checkAgent(ctx, r, cfg, a)
+		}
 	}
+}
+
+// checkAPI asks an API-mode agent's provider whether its key and model are good.
+func checkAPI(ctx context.Context, r *Report, a Agent) {
+	name := "agent " + a.Name + ": API"
+	if err := a.API(ctx); err != nil {
+		s := Fail
+		if len(a.Phases) == 0 {
+			s = Warn
+		}
+		r.add(name, s, err.Error(), "check the agent's api_key_file, model and base_url ("+a.Adapter+")")
+		return
+	}
+	r.add(name, OK, a.Adapter+": key accepted, model known", "")
 }
 
 func checkAgent(ctx context.Context, r *Report, cfg Config, a Agent) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/agent/apimode"
 	"github.com/alfred-bot/alfred/runner/agent/claudecode"
 	"github.com/alfred-bot/alfred/runner/agent/codex"
 	"github.com/alfred-bot/alfred/runner/agent/copilot"
@@ -22,22 +23,35 @@ import (
 // Config).
 type Config = clikit.Config
 
+// Price is a model's price in an API-mode adapter's Config.Prices, US dollars per million
+// tokens.
+type Price = clikit.Price
+
 // builders maps each adapter kind to its constructor.
 var builders = map[string]func(Config) (runner.Agent, error){
 	script.Name: func(c Config) (runner.Agent, error) {
 		return script.New(script.Config{Image: c.Image, ScriptFile: c.Script})
 	},
-	claudecode.Name: func(c Config) (runner.Agent, error) { return claudecode.New(c) },
-	codex.Name:      func(c Config) (runner.Agent, error) { return codex.New(c) },
-	opencode.Name:   func(c Config) (runner.Agent, error) { return opencode.New(c) },
-	copilot.Name:    func(c Config) (runner.Agent, error) { return copilot.New(c) },
-	gemini.Name:     func(c Config) (runner.Agent, error) { return gemini.New(c) },
+	claudecode.Name:   func(c Config) (runner.Agent, error) { return claudecode.New(c) },
+	codex.Name:        func(c Config) (runner.Agent, error) { return codex.New(c) },
+	opencode.Name:     func(c Config) (runner.Agent, error) { return opencode.New(c) },
+	copilot.Name:      func(c Config) (runner.Agent, error) { return copilot.New(c) },
+	gemini.Name:       func(c Config) (runner.Agent, error) { return gemini.New(c) },
+	apimode.Anthropic: func(c Config) (runner.Agent, error) { return newAPI(apimode.Anthropic, c) },
+	apimode.OpenAI:    func(c Config) (runner.Agent, error) { return newAPI(apimode.OpenAI, c) },
+}
+
+// newAPI builds an API-mode adapter (no image, no container) from cfg.
+func newAPI(kind string, c Config) (runner.Agent, error) {
+	return apimode.New(apimode.Config{Kind: kind, Model: c.Model, APIKey: c.APIKey, BaseURL: c.BaseURL,
+		MaxTurns: c.MaxTurns, MaxTokens: c.MaxTokens, Prices: c.Prices})
 }
 
 // Kinds lists the adapter kinds New builds: script, claude-code, codex, opencode, copilot,
-// gemini.
+// gemini, and API mode's anthropic-api and openai-api.
 func Kinds() []string {
-	return []string{script.Name, claudecode.Name, codex.Name, opencode.Name, copilot.Name, gemini.Name}
+	return []string{script.Name, claudecode.Name, codex.Name, opencode.Name, copilot.Name, gemini.Name,
+		apimode.Anthropic, apimode.OpenAI}
 }
 
 // New builds the adapter of kind from cfg. Errors: an unknown kind, or the adapter's own (no

@@ -37,6 +37,17 @@ type Config struct {
 	ProviderType string `json:"provider_type,omitempty" yaml:"provider_type"`
 	// Script is the host path of the scenario file (the script adapter only).
 	Script string `json:"script_file,omitempty" yaml:"script_file"`
+	// MaxTokens bounds the tokens of one run, input and output summed over its turns (API
+	// mode).
+	MaxTokens int64 `json:"max_tokens,omitempty" yaml:"max_tokens"`
+	// Prices maps a model to its price (API mode); a model without one is unrated.
+	Prices map[string]Price `json:"prices,omitempty" yaml:"prices"`
+}
+
+// Price is what a model costs, in US dollars per million tokens.
+type Price struct {
+	InputUSDPerMTok  float64 `json:"input_usd_per_mtok" yaml:"input_usd_per_mtok"`
+	OutputUSDPerMTok float64 `json:"output_usd_per_mtok" yaml:"output_usd_per_mtok"`
 }
 
 // PromptArg stands in CLI.Args for the prompt argument; without it the prompt is the last

@@ -101,3 +101,11 @@ func Model(in phase.Input, def string) string {
 	}
 	return def
 }
+
+// Instructions returns the task and the result contract of a run key, the texts of the CLI
+// prompt, for prompts that are not rendered by Prompt (API mode's). ok is false for a key
+// without instructions.
+func Instructions(key string) (task, contract string, ok bool) {
+	task, ok = tasks[key]
+	return task, contracts[key], ok
+}

@@ -1,0 +1,377 @@
+package apimode_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/agent/apimode"
+	"github.com/alfred-bot/alfred/runner/agent/apimode/apimodetest"
+	"github.com/alfred-bot/alfred/runner/phase"
+)
+
+const (
+	testKey   = "sk-standin-0123456789abcdef-key"
+	testModel = "model-standin-1"
+)
+
+// provider is one of the two stand-ins with its adapter kind.
+type provider struct {
+	kind  string
+	start func(t testing.TB, key, model string, b apimodetest.Brain) *apimodetest.Server
+}
+
+var providers = []provider{
+	{apimode.Anthropic, apimodetest.NewAnthropic},
+	{apimode.OpenAI, apimodetest.NewOpenAI},
+}
+
+// worktree lays out a small repository, a secret beside it (outside), and symbolic links that
+// lead out of it.
+func worktree(t *testing.T) string {
+	t.Helper()
+	base := t.TempDir()
+	wt := filepath.Join(base, "wt")
+	require.NoError(t, os.MkdirAll(filepath.Join(wt, "src"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(wt, "README.md"), []byte("# Shop\nThe report exporter.\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(wt, "src", "report.py"), []byte("def export():\n    return 'MARK-REPORT'\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(wt, ".git"), []byte("gitdir: "+base+"/mirror\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(base, "secret.txt"), []byte("MARK-OUTSIDE-CONTENT\n"), 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(base, "secret.txt"), filepath.Join(wt, "leak.txt")))
+	require.NoError(t, os.Symlink(base, filepath.Join(wt, "up")))
+	return wt
+}
+
+func newAgent(t *testing.T, p provider, srv *apimodetest.Server, mod func(*apimode.Config)) *apimode.Agent {
+	t.Helper()
+	cfg := apimode.Config{Kind: p.kind, Model: testModel, APIKey: testKey, BaseURL: srv.BaseURL(), MaxRetries: 1,
+		Prices: map[string]apimode.Price{testModel: {InputUSDPerMTok: 3, OutputUSDPerMTok: 15}}}
+	if mod != nil {
+		mod(&cfg)
+	}
+	a, err := apimode.New(cfg)
+	require.NoError(t, err)
+	return a
+}
+
+func functional() phase.Input {
+	return phase.Input{Phase: phase.Analysis, Step: phase.StepFunctional, Key: "analysis.functional", Attempt: 1,
+		Repo: "acme/shop", Issue: 12, Title: "Export the report as CSV", Description: "Please add a CSV export."}
+}
+
+const finalFunctional = `{"summary": "Analysed the export.", "understanding": "The exporter returns MARK-REPORT; add CSV.",
+ "questions": [{"id": "q1", "title": "Which separator?", "options": [{"id": "a", "label": "comma"}, {"id": "b", "label": "semicolon"}], "default": "a"}]}`
+
+func TestAnalysisReadsFilesThroughTools(t *testing.T) {
+	for _, p := range providers {
+		t.Run(p.kind, func(t *testing.T) {
+			var seen []apimodetest.Result
+			srv := p.start(t, testKey, testModel, func(ex apimodetest.Exchange) apimodetest.Reply {
+				if ex.Turn == 1 {
+					assert.Contains(t, ex.Prompt, "Export the report as CSV")
+					assert.Contains(t, ex.System, `"understanding"`)
+					assert.ElementsMatch(t, []string{"list_dir", "read_file", "search_text"}, ex.Tools)
+					return apimodetest.Reply{Calls: []apimodetest.Call{
+						{Name: "list_dir", Args: map[string]any{"path": ""}},
+						{Name: "read_file", Args: map[string]any{"path": "src/report.py"}},
+						{Name: "search_text", Args: map[string]any{"query": "MARK-REPORT"}}},
+						InputTokens: 1000, OutputTokens: 50}
+				}
+				seen = ex.Results
+				return apimodetest.Reply{Text: finalFunctional, InputTokens: 2000, OutputTokens: 100}
+			})
+			a := newAgent(t, p, srv, nil)
+			rep, err := a.RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
+			require.NoError(t, err, rep.Log)
+			require.NotNil(t, rep.Result)
+			assert.Contains(t, rep.Result.Understanding, "MARK-REPORT")
+			require.Len(t, rep.Result.Questions, 1)
+			assert.Equal(t, 2, rep.Turns)
+			require.Len(t, seen, 3)
+			assert.Equal(t, "README.md 28\nleak.txt (symbolic link)\nsrc/\nup (symbolic link)\n", seen[0].Content, "the listing hides .git")
+			assert.Contains(t, seen[1].Content, "return 'MARK-REPORT'")
+			assert.Equal(t, "src/report.py:2:     return 'MARK-REPORT'\n", seen[2].Content)
+			for _, r := range seen {
+				assert.False(t, r.IsError, r.Content)
+			}
+			// Usage from the provider's fields; cost from the price table.
+			assert.Equal(t, runner.Usage{InputTokens: 3000, OutputTokens: 150, CostUSD: (3000*3 + 150*15) / 1e6, Rated: true}, rep.Usage)
+			assert.Equal(t, int64(3000), rep.Result.InputTokens)
+			assert.InDelta(t, rep.Usage.CostUSD, rep.Result.CostUSD, 1e-12)
+			assert.Contains(t, rep.Log, "read_file")
+		})
+	}
+}
+
+func TestUnknownPriceIsUnrated(t *testing.T) {
+	srv := apimodetest.NewAnthropic(t, testKey, testModel, func(apimodetest.Exchange) apimodetest.Reply {
+		return apimodetest.Reply{Text: finalFunctional}
+	})
+	a := newAgent(t, providers[0], srv, func(c *apimode.Config) { c.Prices = nil })
+	rep, err := a.RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
+	require.NoError(t, err)
+	assert.False(t, rep.Usage.Rated)
+	assert.Zero(t, rep.Result.CostUSD)
+	assert.Positive(t, rep.Usage.InputTokens)
+}
+
+// Every way out of the worktree is refused and told to the model as a tool error; nothing of
+// the outside is read.
+func TestToolCallOutsideWorktreeRefused(t *testing.T) {
+	escapes := []apimodetest.Call{
+		{Name: "read_file", Args: map[string]any{"path": "../secret.txt"}},
+		{Name: "read_file", Args: map[string]any{"path": "src/../../secret.txt"}},
+		{Name: "read_file", Args: map[string]any{"path": "/etc/passwd"}},
+		{Name: "read_file", Args: map[string]any{"path": "leak.txt"}},
+		{Name: "read_file", Args: map[string]any{"path": "up/secret.txt"}},
+		{Name: "list_dir", Args: map[string]any{"path": "up"}},
+		{Name: "list_dir", Args: map[string]any{"path": ".."}},
+		{Name: "search_text", Args: map[string]any{"query": "MARK-OUTSIDE", "path": "up"}},
+		{Name: "read_file", Args: map[string]any{"path": ".git"}},
+		{Name: "read_file", Args: map[string]any{"path": "README.md", "offset": -1}},
+		{Name: "write_file", Args: map[string]any{"path": "README.md"}},
+	}
+	for _, p := range providers {
+		t.Run(p.kind, func(t *testing.T) {
+			var seen []apimodetest.Result
+			srv := p.start(t, testKey, testModel, func(ex apimodetest.Exchange) apimodetest.Reply {
+				if ex.Turn == 1 {
+					return apimodetest.Reply{Calls: escapes}
+				}
+				seen = ex.Results
+				return apimodetest.Reply{Text: finalFunctional}
+			})
+			wt := worktree(t)
+			rep, err := newAgent(t, p, srv, nil).RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: wt})
+			require.NoError(t, err, rep.Log)
+			require.Len(t, seen, len(escapes))
+			for i, r := range seen {
+				assert.True(t, r.IsError, "call %d (%v) must be refused: %s", i, escapes[i].Args, r.Content)
+				assert.Contains(t, r.Content, "refused", "call %d", i)
+				assert.NotContains(t, r.Content, "MARK-OUTSIDE-CONTENT")
+				assert.NotContains(t, r.Content, "root:")
+			}
+			assert.NotContains(t, rep.Log, "MARK-OUTSIDE-CONTENT")
+			// A search of the whole worktree does not follow the links out either.
+			tools, err := apimode.OpenTools(wt, functional())
+			require.NoError(t, err)
+			defer tools.Close()
+			out, err := tools.Call("search_text", []byte(`{"query": "MARK-OUTSIDE"}`))
+			require.NoError(t, err)
+			assert.Equal(t, "(no match)", out)
+		})
+	}
+}
+
+func TestLoopBoundEndsTheRun(t *testing.T) {
+	loop := func(apimodetest.Exchange) apimodetest.Reply {
+		return apimodetest.Reply{Calls: []apimodetest.Call{{Name: "list_dir", Args: map[string]any{"path": "."}}}, InputTokens: 400, OutputTokens: 20}
+	}
+	for _, p := range providers {
+		t.Run(p.kind+"/turns", func(t *testing.T) {
+			srv := p.start(t, testKey, testModel, loop)
+			rep, err := newAgent(t, p, srv, func(c *apimode.Config) { c.MaxTurns = 3 }).
+				RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
+			require.ErrorIs(t, err, apimode.ErrBound)
+			assert.EqualError(t, err, "the tool loop reached its bound: 3 turns without a final answer")
+			assert.Nil(t, rep.Result)
+			assert.Equal(t, 3, rep.Turns)
+			assert.Equal(t, 3, srv.Calls())
+			assert.Equal(t, int64(1200), rep.Usage.InputTokens, "a failed run's usage is kept")
+			assert.Contains(t, rep.Log, "stopped: the tool loop reached its bound")
+		})
+		t.Run(p.kind+"/tokens", func(t *testing.T) {
+			srv := p.start(t, testKey, testModel, loop)
+			rep, err := newAgent(t, p, srv, func(c *apimode.Config) { c.MaxTokens = 1000 }).
+				RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
+			require.ErrorIs(t, err, apimode.ErrBound)
+			assert.EqualError(t, err, "the tool loop reached its bound: 1260 tokens used, more than the run's 1000")
+			assert.Equal(t, 3, rep.Turns)
+		})
+	}
+}
+
+func TestMalformedAnswerFailsTheRun(t *testing.T) {
+	cases := map[string]string{
+		"prose":                 "I think the export is fine.",
+		"missing understanding": `{"summary": "done"}`,
+		"bad question":          `{"summary": "s", "understanding": "u", "questions": [{"id": "q1", "title": "t", "options": [{"id": "a", "label": "x"}], "default": "a"}]}`,
+	}
+	for _, p := range providers {
+		for name, text := range cases {
+			t.Run(p.kind+"/"+name, func(t *testing.T) {
+				srv := p.start(t, testKey, testModel, func(apimodetest.Exchange) apimodetest.Reply { return apimodetest.Reply{Text: text} })
+				rep, err := newAgent(t, p, srv, nil).RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
+				require.ErrorIs(t, err, phase.ErrInvalidResult)
+				assert.Nil(t, rep.Result)
+				assert.Contains(t, rep.Log, "final answer refused")
+			})
+		}
+	}
+}
+
+func TestProviderErrors(t *testing.T) {
+	final := func(apimodetest.Exchange) apimodetest.Reply { return apimodetest.Reply{Text: finalFunctional} }
+	for _, p := range providers {
+		run := func(t *testing.T, srv *apimodetest.Server, mod func(*apimode.Config)) (runner.APIReport, error) {
+			return newAgent(t, p, srv, mod).RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
+		}
+		t.Run(p.kind+"/401", func(t *testing.T) {
+			srv := p.start(t, "sk-the-right-key-000000000", testModel, final)
+			rep, err := run(t, srv, nil)
+			var pe *apimode.ProviderError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, 401, pe.Status)
+			assert.Contains(t, err.Error(), "refused the API key: HTTP 401")
+			assert.Equal(t, 1, srv.Calls(), "a 401 is not retried")
+			assert.Contains(t, rep.Log, "HTTP 401")
+		})
+		t.Run(p.kind+"/429", func(t *testing.T) {
+			srv := p.start(t, testKey, testModel, final)
+			srv.FailNext(5, apimodetest.Failure{Status: 429, Type: "rate_limit_error", Message: "Number of requests has exceeded your rate limit", RetryAfter: "0"})
+			_, err := run(t, srv, nil)
+			var pe *apimode.ProviderError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, 429, pe.Status)
+			assert.Contains(t, err.Error(), "is rate limiting the key: HTTP 429 rate_limit_error: Number of requests has exceeded your rate limit")
+			assert.Equal(t, 2, srv.Calls(), "one try and the SDK's one retry")
+		})
+		t.Run(p.kind+"/429 retry-after", func(t *testing.T) {
+			srv := p.start(t, testKey, testModel, final)
+			srv.FailNext(1, apimodetest.Failure{Status: 429, Type: "rate_limit_error", Message: "slow down", RetryAfter: "7"})
+			_, err := run(t, srv, func(c *apimode.Config) { c.MaxRetries = -1 })
+			var pe *apimode.ProviderError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, 7*time.Second, pe.RetryAfter)
+			assert.Contains(t, err.Error(), "is rate limiting the key (retry after 7s): HTTP 429 rate_limit_error: slow down")
+		})
+		t.Run(p.kind+"/500-then-ok", func(t *testing.T) {
+			srv := p.start(t, testKey, testModel, final)
+			srv.FailNext(1, apimodetest.Failure{Status: 500, Type: "api_error", Message: "Internal server error"})
+			rep, err := run(t, srv, nil)
+			require.NoError(t, err)
+			assert.NotNil(t, rep.Result)
+			assert.Equal(t, 2, srv.Calls(), "the SDK retried the 500")
+		})
+		t.Run(p.kind+"/500", func(t *testing.T) {
+			srv := p.start(t, testKey, testModel, final)
+			srv.FailNext(5, apimodetest.Failure{Status: 503, Type: "overloaded_error", Message: "Overloaded"})
+			_, err := run(t, srv, func(c *apimode.Config) { c.MaxRetries = -1 })
+			assert.EqualError(t, err, "the "+map[string]string{apimode.Anthropic: "Anthropic", apimode.OpenAI: "OpenAI"}[p.kind]+
+				" API failed on its side: HTTP 503 overloaded_error: Overloaded")
+			assert.Equal(t, 1, srv.Calls(), "no retries when they are off")
+		})
+		t.Run(p.kind+"/unreachable", func(t *testing.T) {
+			srv := p.start(t, testKey, testModel, final)
+			srv.Close()
+			_, err := run(t, srv, func(c *apimode.Config) { c.MaxRetries = -1 })
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "could not be reached")
+		})
+	}
+}
+
+func TestCheckSpendsNoTokens(t *testing.T) {
+	for _, p := range providers {
+		t.Run(p.kind, func(t *testing.T) {
+			srv := p.start(t, testKey, testModel, func(apimodetest.Exchange) apimodetest.Reply {
+				t.Error("the check called the model")
+				return apimodetest.Reply{}
+			})
+			require.NoError(t, newAgent(t, p, srv, nil).Check(context.Background()))
+			err := newAgent(t, p, srv, func(c *apimode.Config) { c.Model = "no-such-model" }).Check(context.Background())
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "no-such-model")
+			err = newAgent(t, p, srv, func(c *apimode.Config) { c.APIKey = "sk-wrong-key-0000000000000" }).Check(context.Background())
+			var pe *apimode.ProviderError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, 401, pe.Status)
+			assert.Zero(t, srv.Calls())
+		})
+	}
+}
+
+func TestReviewReadsTheDiff(t *testing.T) {
+	in := phase.Input{Phase: phase.Review, Key: "review", Attempt: 1, Repo: "acme/shop", Title: "Add note column",
+		Review: &phase.ReviewInput{MergeRequest: 2, Title: "Add note column", Target: "main",
+			Diff: "diff --git a/report.py b/report.py\n+MARK-DIFF\n"}}
+	srv := apimodetest.NewOpenAI(t, testKey, testModel, func(ex apimodetest.Exchange) apimodetest.Reply {
+		if ex.Turn == 1 {
+			assert.Contains(t, ex.Tools, "read_diff")
+			return apimodetest.Reply{Calls: []apimodetest.Call{{Name: "read_diff", Args: map[string]any{}}}}
+		}
+		assert.Contains(t, ex.Results[0].Content, "MARK-DIFF")
+		return apimodetest.Reply{Text: `{"summary": "Looks fine.", "review_comments": [{"path": "report.py", "line": 1, "body": "Name it."}]}`}
+	})
+	rep, err := newAgent(t, providers[1], srv, nil).RunAPI(context.Background(), runner.APIRun{Input: in, Worktree: worktree(t)})
+	require.NoError(t, err, rep.Log)
+	require.Len(t, rep.Result.ReviewComments, 1)
+}
+
+func TestWritingPhaseRefused(t *testing.T) {
+	srv := apimodetest.NewAnthropic(t, testKey, testModel, nil)
+	_, err := newAgent(t, providers[0], srv, nil).RunAPI(context.Background(),
+		runner.APIRun{Input: phase.Input{Phase: phase.Development, Key: "development", Attempt: 1}, Worktree: worktree(t)})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "read-only phases only")
+	assert.Zero(t, srv.Calls())
+}
+
+func TestNewRefuses(t *testing.T) {
+	for _, c := range []apimode.Config{{Kind: "claude-api", Model: "m", APIKey: "k"}, {Kind: apimode.Anthropic, APIKey: "k"},
+		{Kind: apimode.Anthropic, Model: "m"}, {Kind: apimode.OpenAI, Model: "m"}} {
+		_, err := apimode.New(c)
+		assert.Error(t, err, "%+v", c)
+	}
+	_, err := apimode.New(apimode.Config{Kind: apimode.OpenAI, Model: "llama", BaseURL: "http://127.0.0.1:11434/v1"})
+	assert.NoError(t, err, "a local OpenAI-compatible server may take no key")
+}
+
+func TestAnswerPhase(t *testing.T) {
+	in := phase.Input{Phase: phase.Answer, Key: "answer", Attempt: 1, Repo: "acme/shop", Issue: 4, Title: "Where is the export?",
+		Comments: []string{"@alice: where does the report get exported?"}}
+	srv := apimodetest.NewAnthropic(t, testKey, testModel, func(ex apimodetest.Exchange) apimodetest.Reply {
+		if ex.Turn == 1 {
+			assert.Contains(t, ex.Prompt, "where does the report get exported?")
+			return apimodetest.Reply{Calls: []apimodetest.Call{{Name: "search_text", Args: map[string]any{"query": "def export"}}}}
+		}
+		return apimodetest.Reply{Text: "```json\n{\"summary\": \"Answered.\", \"answer\": \"In `" + strings.SplitN(ex.Results[0].Content, ":", 2)[0] + "`.\"}\n```"}
+	})
+	rep, err := newAgent(t, providers[0], srv, nil).RunAPI(context.Background(), runner.APIRun{Input: in, Worktree: worktree(t)})
+	require.NoError(t, err, rep.Log)
+	assert.Equal(t, "In `src/report.py`.", rep.Result.Answer)
+}
+
+// Alfred's own environment never redirects the key nor adds another credential: the SDKs'
+// variables are overridden or not read.
+func TestProviderEnvironmentIgnored(t *testing.T) {
+	decoy := apimodetest.NewAnthropic(t, "sk-decoy-0000000000000000", testModel, nil)
+	t.Setenv("ANTHROPIC_BASE_URL", decoy.BaseURL())
+	t.Setenv("ANTHROPIC_API_KEY", "sk-decoy-0000000000000000")
+	t.Setenv("OPENAI_BASE_URL", decoy.URL+"/v1/")
+	t.Setenv("OPENAI_API_KEY", "sk-decoy-0000000000000000")
+	for _, p := range providers {
+		t.Run(p.kind, func(t *testing.T) {
+			srv := p.start(t, testKey, testModel, func(apimodetest.Exchange) apimodetest.Reply { return apimodetest.Reply{Text: finalFunctional} })
+			_, err := newAgent(t, p, srv, nil).RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
+			require.NoError(t, err)
+			assert.Equal(t, 1, srv.Calls())
+		})
+	}
+	// Without a base_url the provider's own endpoint is called (unreachable here), not the decoy.
+	for _, p := range providers {
+		a, err := apimode.New(apimode.Config{Kind: p.kind, Model: testModel, APIKey: testKey, MaxRetries: -1})
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, _ = a.RunAPI(ctx, runner.APIRun{Input: functional(), Worktree: worktree(t)})
+		cancel()
+	}
+	assert.Zero(t, decoy.Calls())
+}

@@ -1,0 +1,266 @@
+package apimode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	aoption "github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/openai/openai-go/v3"
+	ooption "github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// conversation is one run's exchange with a provider: the messages so far in the provider's
+// own types.
+type conversation interface {
+	// next sends the conversation and returns the model's reply, appended to it.
+	next(ctx context.Context) (reply, error)
+	// answer appends the results of the reply's tool calls, in the order of the calls.
+	answer(results []toolResult)
+}
+
+// reply is one model turn: its text, the tools it calls and the provider's usage of it.
+type reply struct {
+	text     string
+	calls    []toolCall
+	in, out  int64
+	stop     string // the provider's stop or finish reason
+	truncate bool   // the reply was cut at the output token limit
+}
+
+type toolCall struct {
+	id, name string
+	args     json.RawMessage
+}
+
+type toolResult struct {
+	id, content string
+	isError     bool
+}
+
+// anthropicConv is a conversation on the Messages API (POST /v1/messages), non-streaming.
+type anthropicConv struct {
+	client anthropic.Client
+	params anthropic.MessageNewParams
+}
+
+func newAnthropic(cfg Config, model, system, prompt string, tools []ToolSpec) *anthropicConv {
+	c := &anthropicConv{client: anthropic.NewClient(anthropicOptions(cfg)...)}
+	var ts []anthropic.ToolUnionParam
+	for _, t := range tools {
+		ts = append(ts, anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{Name: t.Name,
+			Description: anthropic.String(t.Description),
+			InputSchema: anthropic.ToolInputSchemaParam{Properties: t.Properties, Required: t.Required}}})
+	}
+	c.params = anthropic.MessageNewParams{Model: anthropic.Model(model), MaxTokens: cfg.MaxOutputTokens,
+		System:   []anthropic.TextBlockParam{{Text: system}},
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(prompt))},
+		Tools:    ts}
+	return c
+}
+
+// anthropicOptions are the client options of cfg: key, base URL, the SDK's retries (it
+// honours retry-after and retries 408, 409, 429 and 5xx) and the HTTP client. The SDK's
+// environment variables (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL) are not
+// read: Alfred's own environment never decides where a key goes.
+func anthropicOptions(cfg Config) []aoption.RequestOption {
+	opts := []aoption.RequestOption{aoption.WithoutEnvironmentDefaults(), aoption.WithAPIKey(cfg.APIKey),
+		aoption.WithMaxRetries(cfg.MaxRetries)}
+	if cfg.BaseURL != "" {
+		opts = append(opts, aoption.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, aoption.WithHTTPClient(cfg.HTTPClient))
+	}
+	return opts
+}
+
+func (c *anthropicConv) next(ctx context.Context) (reply, error) {
+	msg, err := c.client.Messages.New(ctx, c.params)
+	if err != nil {
+		return reply{}, providerError("Anthropic", err)
+	}
+	c.params.Messages = append(c.params.Messages, msg.ToParam())
+	u := msg.Usage
+	r := reply{in: u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens, out: u.OutputTokens,
+		stop: string(msg.StopReason), truncate: msg.StopReason == anthropic.StopReasonMaxTokens}
+	var text []string
+	for _, b := range msg.Content {
+		switch b.Type {
+		case "text":
+			text = append(text, b.Text)
+		case "tool_use":
+			r.calls = append(r.calls, toolCall{id: b.ID, name: b.Name, args: b.Input})
+		}
+	}
+	r.text = strings.Join(text, "\n")
+	return r, nil
+}
+
+func (c *anthropicConv) answer(results []toolResult) {
+	blocks := make([]anthropic.ContentBlockParamUnion, 0, len(results))
+	for _, r := range results {
+		blocks = append(blocks, anthropic.NewToolResultBlock(r.id, r.content, r.isError))
+	}
+	c.params.Messages = append(c.params.Messages, anthropic.NewUserMessage(blocks...))
+}
+
+// openaiConv is a conversation on the Chat Completions API (POST /chat/completions under the
+// base URL), non-streaming; OpenAI-compatible servers (local model servers) speak it too.
+type openaiConv struct {
+	client openai.Client
+	params openai.ChatCompletionNewParams
+}
+
+func newOpenAI(cfg Config, model, system, prompt string, tools []ToolSpec) *openaiConv {
+	c := &openaiConv{client: openai.NewClient(openaiOptions(cfg)...)}
+	var ts []openai.ChatCompletionToolUnionParam
+	for _, t := range tools {
+		schema := shared.FunctionParameters{"type": "object", "properties": t.Properties}
+		if len(t.Required) > 0 {
+			schema["required"] = t.Required
+		}
+		ts = append(ts, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: t.Name,
+			Description: openai.String(t.Description), Parameters: schema}))
+	}
+	c.params = openai.ChatCompletionNewParams{Model: shared.ChatModel(model),
+		MaxCompletionTokens: openai.Int(cfg.MaxOutputTokens),
+		Messages:            []openai.ChatCompletionMessageParamUnion{openai.SystemMessage(system), openai.UserMessage(prompt)},
+		Tools:               ts}
+	return c
+}
+
+// openaiBaseURL is OpenAI's own endpoint, set explicitly so that OPENAI_BASE_URL in Alfred's
+// environment never redirects a key.
+const openaiBaseURL = "https://api.openai.com/v1/"
+
+// openaiOptions are the client options of cfg, as anthropicOptions. The key and the base URL
+// are always set (an empty key too), so OPENAI_API_KEY and OPENAI_BASE_URL in Alfred's
+// environment are overridden.
+func openaiOptions(cfg Config) []ooption.RequestOption {
+	base := cfg.BaseURL
+	if base == "" {
+		base = openaiBaseURL
+	}
+	opts := []ooption.RequestOption{ooption.WithAPIKey(cfg.APIKey), ooption.WithMaxRetries(cfg.MaxRetries),
+		ooption.WithBaseURL(base)}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, ooption.WithHTTPClient(cfg.HTTPClient))
+	}
+	return opts
+}
+
+func (c *openaiConv) next(ctx context.Context) (reply, error) {
+	res, err := c.client.Chat.Completions.New(ctx, c.params)
+	if err != nil {
+		return reply{}, providerError("OpenAI", err)
+	}
+	r := reply{in: res.Usage.PromptTokens, out: res.Usage.CompletionTokens}
+	if len(res.Choices) == 0 {
+		return r, fmt.Errorf("the provider's answer holds no choice")
+	}
+	ch := res.Choices[0]
+	c.params.Messages = append(c.params.Messages, ch.Message.ToParam())
+	r.text, r.stop, r.truncate = ch.Message.Content, ch.FinishReason, ch.FinishReason == "length"
+	for _, tc := range ch.Message.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue
+		}
+		r.calls = append(r.calls, toolCall{id: tc.ID, name: tc.Function.Name, args: json.RawMessage(tc.Function.Arguments)})
+	}
+	return r, nil
+}
+
+func (c *openaiConv) answer(results []toolResult) {
+	for _, r := range results {
+		content := r.content
+		if r.isError {
+			content = "error: " + content
+		}
+		c.params.Messages = append(c.params.Messages, openai.ToolMessage(content, r.id))
+	}
+}
+
+// ProviderError is a provider's refusal of a request, after the SDK's own retries: the HTTP
+// status, the provider's error type and message (its own words), and how long it asked to
+// wait (429). It never holds the key: the SDKs send it in a header, never in the URL or body.
+type ProviderError struct {
+	Provider   string
+	Status     int
+	Type       string
+	Message    string
+	RetryAfter time.Duration
+}
+
+// Error words the refusal for the run's failure: what it means, then the provider's words.
+func (e *ProviderError) Error() string {
+	var what string
+	switch {
+	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
+		what = "refused the API key"
+	case e.Status == http.StatusNotFound:
+		what = "does not know the model or the endpoint"
+	case e.Status == http.StatusTooManyRequests:
+		what = "is rate limiting the key"
+		if e.RetryAfter > 0 {
+			what += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
+		}
+	case e.Status >= 500:
+		what = "failed on its side"
+	default:
+		what = "refused the request"
+	}
+	msg := fmt.Sprintf("the %s API %s: HTTP %d", e.Provider, what, e.Status)
+	if e.Type != "" {
+		msg += " " + e.Type
+	}
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
+// providerError maps an SDK error to a *ProviderError (an HTTP answer) or keeps it (transport
+// errors, ctx errors).
+func providerError(provider string, err error) error {
+	var ae *anthropic.Error
+	var oe *openai.Error
+	pe := &ProviderError{Provider: provider}
+	var res *http.Response
+	switch {
+	case errors.As(err, &ae):
+		pe.Status, res = ae.StatusCode, ae.Response
+		var body struct {
+			Error struct{ Type, Message string } `json:"error"`
+		}
+		if json.Unmarshal([]byte(ae.RawJSON()), &body) == nil {
+			pe.Type, pe.Message = body.Error.Type, body.Error.Message
+		} else {
+			pe.Message = strings.TrimSpace(ae.RawJSON())
+		}
+	case errors.As(err, &oe):
+		pe.Status, res, pe.Type, pe.Message = oe.StatusCode, oe.Response, oe.Type, oe.Message
+		if pe.Message == "" {
+			pe.Message = strings.TrimSpace(oe.RawJSON())
+		}
+	default:
+		return fmt.Errorf("the %s API could not be reached: %w", provider, err)
+	}
+	if len(pe.Message) > 500 {
+		pe.Message = pe.Message[:500] + "…"
+	}
+	if res != nil {
+		if s := res.Header.Get("Retry-After"); s != "" {
+			if d, perr := time.ParseDuration(s + "s"); perr == nil {
+				pe.RetryAfter = d
+			}
+		}
+	}
+	return pe
+}
