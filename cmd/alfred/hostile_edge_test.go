@@ -40,7 +40,7 @@ func runCaught(t *testing.T, args ...string) (r result) {
 // port) the doctor prints the failed database check with its fix and exits 1, without a panic.
 func TestDoctorUnreachableDatabase(t *testing.T) {
 	t.Parallel()
-	cfg := writeConfig(t, "postgres://alfred:alfred@127.0.0.1:1/alfred?sslmode=disable&connect_timeout=5")
+	cfg := writeConfig(t, "postgres://alfred:alfred-dev-7Kq2vN9x@127.0.0.1:1/alfred?sslmode=disable&connect_timeout=5")
 	r := runCaught(t, "doctor", "--config", cfg)
 	require.Equal(t, 1, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	require.Contains(t, r.stdout, "[FAIL] database: ")
