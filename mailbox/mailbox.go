@@ -138,6 +138,9 @@ type Data struct {
 	RetryOnce bool `json:"retry_once,omitempty"`
 	// FirstRunAt is when the mailbox's first run started, for the status comment.
 	FirstRunAt time.Time `json:"first_run_at,omitempty"`
+	// AutoMergeRefused is the head the forge refused to auto-merge: Alfred does not try that
+	// head again until an event on the merge request or the auto-merge label added again.
+	AutoMergeRefused string `json:"auto_merge_refused,omitempty"`
 }
 
 // Value implements driver.Valuer.

@@ -44,6 +44,15 @@ func (v *validator) positive(key string, d time.Duration) {
 	}
 }
 
+// mergeMethod checks a merge method: "", merge, squash or rebase.
+func (v *validator) mergeMethod(key, m string) {
+	switch m {
+	case "", "merge", "squash", "rebase":
+	default:
+		v.add(key, "must be merge, squash or rebase, not %q", m)
+	}
+}
+
 func (v *validator) atLeast(key string, n, minimum int64) {
 	if n < minimum {
 		v.add(key, "must be at least %d, got %d", minimum, n)
@@ -185,6 +194,7 @@ func (c *Config) validateLifecycle(v *validator) {
 	v.positive("lifecycle.ci_poll", c.Lifecycle.CIPoll)
 	v.atLeast("lifecycle.ci_fix_attempts", int64(c.Lifecycle.CIFixAttempts), 0)
 	v.atLeast("lifecycle.review_fix_attempts", int64(c.Lifecycle.ReviewFixAttempts), 0)
+	v.mergeMethod("lifecycle.merge_method", c.Lifecycle.MergeMethod)
 	v.atLeast("lifecycle.retry_until_green_max", int64(c.Lifecycle.RetryUntilGreenMax), 1)
 	v.positive("lifecycle.review_quiet", c.Lifecycle.ReviewQuiet)
 	v.required("lifecycle.branch_prefix", c.Lifecycle.BranchPrefix)
