@@ -21,6 +21,8 @@ type MergeSeeder interface {
 	ResolveThreads(repo string, number int64)
 	// MergedWith reads back the method a merge used ("" when not merged through the API).
 	MergedWith(repo string, number int64) string
+	// SetBranch sets the head commit of a branch, which its merge requests report.
+	SetBranch(repo, branch, sha string)
 }
 
 // RunMergeConformance runs the behaviour every forge.Merger must show against a fresh forge per
