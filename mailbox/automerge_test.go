@@ -14,14 +14,17 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
-// setupAutoMerge is setupReview with cfg's AutoMerge and MergeMethod, driven to in_review with
-// CI green; merges into main need one approval.
+// setupAutoMerge is setupReview with cfg's AutoMerge, MergeMethod and Settings and the forge
+// behind mailbox.GuardPosts, driven to in_review with CI green; merges into main need one
+// approval.
 func setupAutoMerge(t *testing.T, cfg mailbox.Config) (*bundle, *mailbox.Mailbox) {
 	t.Helper()
 	b := setupReview(t)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg.CIWait, cfg.CIPoll, cfg.CIFixAttempts, cfg.ReviewFixAttempts, cfg.ReviewQuiet = 10*time.Minute, time.Minute, 1, 2, time.Second
-	b.machine = mailbox.NewMachine(cfg, b.store, map[string]mailbox.Bot{"gl": {Forge: b.fake, Login: forgetest.BotLogin}},
+	// Through the post guard, as cmd/alfred wires the forge: the merge calls pass through it.
+	posts := mailbox.GuardPosts(b.fake, mailbox.PostGuard{})
+	b.machine = mailbox.NewMachine(cfg, b.store, map[string]mailbox.Bot{"gl": {Forge: posts, Login: forgetest.BotLogin}},
 		b.exec, b.clock.Now, log)
 	b.fake.SetRequiredApprovals(repo, "main", 1)
 	b.toCI()

@@ -18,7 +18,8 @@
 //     questions.go renders the block and parses replies and ticks;
 //   - runs.go: preparing a run, the one Job builder (jobFor), applying results; analysis.go
 //     the functional analysis; recovery.go runs a restart finds again;
-//   - ci.go: CI results and ci_fix; comments.go: the marker-keyed post-or-edit protocol
+//   - ci.go: CI results and ci_fix; reviewloop.go the review loop and automerge.go the opt-in
+//     merge of the bot's merge request; comments.go: the marker-keyed post-or-edit protocol
 //     (markers.go); closing.go: done, cancel, block, retry.
 //
 // Persistence is the Store interface (store.go), implemented by mailbox/store/postgres and, in
