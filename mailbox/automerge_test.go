@@ -160,3 +160,21 @@ func TestAutoMergeLabelNeedsWriteAccess(t *testing.T) {
 	mb = b.poll()
 	require.Zero(t, b.merges())
 }
+
+func TestAutoMergeOffOnceTheLabelIsRemoved(t *testing.T) {
+	t.Parallel()
+	b, mb := setupAutoMerge(t, mailbox.Config{})
+	b.addLabel("alice", "ai::auto_merge")
+	mb = b.advance()
+	require.Equal(t, mailbox.StateInReview, mb.State, "not approved yet")
+
+	labels := b.fake.IssueLabels(b.ref)
+	require.NoError(t, b.fake.SetLabels(t.Context(), b.ref, nil, []string{"ai::auto_merge"}))
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		PreviousLabels: labels, Labels: b.fake.IssueLabels(b.ref)})
+	b.advance()
+	b.fake.AddReview(repo, mb.MRNumber, "alice", "approved", "")
+	mb = b.poll()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	require.Zero(t, b.merges(), "auto-merge went with the label")
+}
