@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 // FieldError is one invalid setting. Key is the YAML path ("forges[1].base_url") or the
@@ -44,11 +46,9 @@ func (v *validator) positive(key string, d time.Duration) {
 	}
 }
 
-// mergeMethod checks a merge method: "", merge, squash or rebase.
+// mergeMethod checks a merge method: "", merge, squash or rebase (forge.ParseMergeMethod).
 func (v *validator) mergeMethod(key, m string) {
-	switch m {
-	case "", "merge", "squash", "rebase":
-	default:
+	if _, err := forge.ParseMergeMethod(m); err != nil {
 		v.add(key, "must be merge, squash or rebase, not %q", m)
 	}
 }
