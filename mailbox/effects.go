@@ -334,3 +334,23 @@ var (
 	_ JobRunner     = effectJobs{}
 	_ RunRecoverer  = effectRecoverer{}
 )
+
+// MergeChecks implements forge.Merger: a forge call, counted.
+func (f effectReviews) MergeChecks(ctx context.Context, repo string, number int64) (*forge.MergeChecks, error) {
+	mg, ok := f.rv.(forge.Merger)
+	if !ok {
+		return nil, errNoMerger
+	}
+	f.fx.add()
+	return mg.MergeChecks(ctx, repo, number)
+}
+
+// Merge implements forge.Merger: a forge call, counted.
+func (f effectReviews) Merge(ctx context.Context, repo string, number int64, opt forge.MergeOptions) error {
+	mg, ok := f.rv.(forge.Merger)
+	if !ok {
+		return errNoMerger
+	}
+	f.fx.add()
+	return mg.Merge(ctx, repo, number, opt)
+}

@@ -220,6 +220,9 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 	if mb.MergeRequest {
 		return m.foreignMR(ctx, bot, mb, se, o)
 	}
+	if o.onOurMR && !o.fromBot {
+		m.autoMergeRecheck(mb)
+	}
 	switch ev.Type {
 	case forge.EventIssueOpened, forge.EventAssignees:
 		return m.assignees(ctx, bot, mb, se, o)
@@ -363,6 +366,8 @@ func (m *Machine) labelsAdded(ctx context.Context, bot Bot, mb *Mailbox, added [
 			return m.typeLabel(ctx, bot, mb, m.cfg.Labels.TypeOf(l), sender, eventID)
 		case strings.EqualFold(l, m.cfg.Labels.Retry), strings.EqualFold(l, m.cfg.Labels.RetryUntilGreen):
 			return m.retryLabel(ctx, bot, mb, l, sender, eventID)
+		case strings.EqualFold(l, m.cfg.Labels.AutoMerge):
+			return m.autoMergeLabel(ctx, bot, mb, sender, eventID)
 		case strings.EqualFold(l, m.cfg.Labels.Blocked) && mb.State != StateBlocked:
 			to, err := next(mb.State, onBlockedLabel)
 			if err != nil {

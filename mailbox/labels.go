@@ -47,6 +47,10 @@ type Labels struct {
 	// RetryUntilGreen lets ci_fix and review_fix go past their bound until CI is green, up to
 	// lifecycle.retry_until_green_max runs.
 	RetryUntilGreen string `yaml:"retry_until_green" env:"RETRY_UNTIL_GREEN"`
+	// AutoMerge, added by a writer, lets Alfred merge the issue's merge request through the
+	// forge's merge API once CI is green, the forge's required approvals are present and no
+	// review thread is open; removing it stops that.
+	AutoMerge string `yaml:"auto_merge" env:"AUTO_MERGE"`
 }
 
 // DefaultLabels returns the default names: status::…, type::…, ai::validate_plan, ai::retry….
@@ -69,6 +73,7 @@ func DefaultLabels() Labels {
 		Retry:              "ai::retry",
 		RetryOnce:          "ai::retry_once",
 		RetryUntilGreen:    "ai::retry_until_green",
+		AutoMerge:          "ai::auto_merge",
 	}
 }
 
@@ -93,6 +98,7 @@ func (l Labels) WithDefaults() Labels {
 		Retry:              cmp.Or(l.Retry, d.Retry),
 		RetryOnce:          cmp.Or(l.RetryOnce, d.RetryOnce),
 		RetryUntilGreen:    cmp.Or(l.RetryUntilGreen, d.RetryUntilGreen),
+		AutoMerge:          cmp.Or(l.AutoMerge, d.AutoMerge),
 	}
 }
 
@@ -131,11 +137,11 @@ func (l Labels) statuses() []string {
 		l.InDevelopment, l.InCI, l.InReview, l.Blocked, l.Done}
 }
 
-// All lists every label Alfred reads or writes: statuses, types, the validation and the retry
-// labels.
+// All lists every label Alfred reads or writes: statuses, types, the validation, the retry
+// and the auto-merge labels.
 func (l Labels) All() []string {
 	return append(l.statuses(), l.TypeTask, l.TypeBug, l.TypeAnalysis, l.TypeQuestion, l.ValidatePlan,
-		l.Retry, l.RetryOnce, l.RetryUntilGreen)
+		l.Retry, l.RetryOnce, l.RetryUntilGreen, l.AutoMerge)
 }
 
 // TypeLabel returns the label of an issue type ("task", "bug", "analysis", "question").

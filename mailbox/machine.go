@@ -41,6 +41,11 @@ type Config struct {
 	// ReviewVerdicts lets a review of a merge request not the bot's approve or request changes
 	// as the run concludes; off (the default), every review only comments.
 	ReviewVerdicts bool
+	// AutoMerge merges the bot's merge requests everywhere once green, approved and without
+	// open thread (Settings overrides it per project; the AutoMerge label per issue);
+	// MergeMethod is how (default forge.MergeCommit).
+	AutoMerge   bool
+	MergeMethod forge.MergeMethod
 	// BranchPrefix starts every branch name (default "agent/").
 	BranchPrefix string
 	// FailureStreak is how many failed passes in a row (forge, database, Docker or git
@@ -74,6 +79,7 @@ func (c Config) withDefaults() Config {
 	c.RetryUntilGreenMax = cmp.Or(c.RetryUntilGreenMax, 10)
 	c.ReviewQuiet = cmp.Or(c.ReviewQuiet, 30*time.Second)
 	c.BranchPrefix = cmp.Or(c.BranchPrefix, "agent/")
+	c.MergeMethod = cmp.Or(c.MergeMethod, forge.MergeCommit)
 	c.FailureStreak = cmp.Or(c.FailureStreak, 3)
 	c.PoisonAttempts = cmp.Or(c.PoisonAttempts, 5)
 	if c.Redact == nil {

@@ -20,7 +20,8 @@
 //     questions.go renders the block and parses replies and ticks;
 //   - runs.go: preparing a run, the one Job builder (jobFor), applying results; analysis.go
 //     the functional analysis; recovery.go runs a restart finds again;
-//   - ci.go: CI results and ci_fix; comments.go: the marker-keyed post-or-edit protocol
+//   - ci.go: CI results and ci_fix; reviewloop.go the review loop and automerge.go the opt-in
+//     merge of the bot's merge request; comments.go: the marker-keyed post-or-edit protocol
 //     (markers.go); closing.go: done, cancel, block, retry.
 //
 // Persistence is the Store interface (store.go), implemented by mailbox/store/postgres and, in
@@ -140,6 +141,9 @@ type Data struct {
 	RetryOnce bool `json:"retry_once,omitempty"`
 	// FirstRunAt is when the mailbox's first run started, for the status comment.
 	FirstRunAt time.Time `json:"first_run_at,omitempty"`
+	// AutoMergeRefused is the head the forge refused to auto-merge: Alfred does not try that
+	// head again until an event on the merge request or the auto-merge label added again.
+	AutoMergeRefused string `json:"auto_merge_refused,omitempty"`
 }
 
 // Value implements driver.Valuer.

@@ -94,10 +94,10 @@ func Section(body, name string) (string, bool) {
 // markerKinds are the kinds of Alfred's comments, and markerKeyStems the fixed words of their
 // keys ("ack" of "ack-1"); TestVocabularyCoversPosts keeps both in step with the post calls.
 var (
-	markerKinds = []string{"ack", "analysis", "answer", "blocked", "ci", "ci_fix", "conflict",
+	markerKinds = []string{"ack", "analysis", "answer", "auto_merge", "blocked", "ci", "ci_fix", "conflict",
 		"defaults", "held", "merge", "merge_request", "plan", "questions", "queued", "refused",
 		"reply", "retry", "review_fix", "section", "set_aside", "status", "stuck", "until_green", "validated"}
-	markerKeyStems = []string{"ack-", "analysis-", "answer-", "blocked-", "ci-", "cifix-",
+	markerKeyStems = []string{"ack-", "analysis-", "answer-", "auto-merge", "blocked-", "ci-", "cifix-",
 		"conflict-", "defaults-", "held-", "merge-", "mr-", "no-pipeline-", "plan-", "questions-",
 		"queued-", "refused-", "reply-", "retry-", "review-fix-", "section-", "set-aside-", "stuck-",
 		"until-green-", "validated-", ".part-", ProgressKey}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/alfred-bot/alfred/runner/phase"
+	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 // Phase returns the phase the state runs (its row in the lifecycle table), "" for a state that
@@ -26,6 +27,10 @@ type Settings struct {
 	// Agents binds phases ("development", "default") to an agent when the project's scope does;
 	// a phase it does not name runs its global binding.
 	Agents map[string]string
+	// AutoMerge turns auto-merge on for every issue of the project (the label does it for one);
+	// MergeMethod is how it merges ("" is forge.MergeCommit).
+	AutoMerge   bool
+	MergeMethod forge.MergeMethod
 }
 
 // agent returns the agent the project binds to p, "" for the global binding.
@@ -49,10 +54,11 @@ func (m *Machine) settings(repo string) Settings {
 		s := m.cfg.Settings(repo)
 		s.BranchPrefix = cmp.Or(s.BranchPrefix, m.cfg.BranchPrefix)
 		s.QuestionDeadline = cmp.Or(s.QuestionDeadline, m.cfg.QuestionDeadline)
+		s.MergeMethod = cmp.Or(s.MergeMethod, m.cfg.MergeMethod)
 		return s
 	}
 	return Settings{BranchPrefix: m.cfg.BranchPrefix, QuestionDeadline: m.cfg.QuestionDeadline,
-		CIFixAttempts: m.cfg.CIFixAttempts}
+		CIFixAttempts: m.cfg.CIFixAttempts, AutoMerge: m.cfg.AutoMerge, MergeMethod: m.cfg.MergeMethod}
 }
 
 // withinBudget reports whether the next run of mb may start; when not, reason says why for the

@@ -66,7 +66,7 @@ func (m *Machine) reviewTimers(ctx context.Context, bot Bot, mb *Mailbox) (bool,
 	}
 	if mr.MergeStatus != forge.MergeStatusConflict {
 		mb.Data.ConflictReads = 0
-		return false, nil
+		return m.autoMerge(ctx, bot, mb, mr)
 	}
 	mb.Data.ConflictReads++
 	if need := m.conflictReads(bot); mb.Data.ConflictReads < need {

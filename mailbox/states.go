@@ -106,6 +106,7 @@ const (
 	onMergeUpToDate trigger = "up_to_date"    // the branch already contains the target
 	onReviewAsked   trigger = "review_asked"  // the bot was asked to review a merge request
 	onReviewPosted  trigger = "review_posted" // the review of such a merge request was posted
+	onAutoMerged    trigger = "auto_merged"   // Alfred merged its merge request (auto-merge)
 	// The triggers of workingTransitions and anyStateTransitions.
 	onIssueClosed  trigger = "issue_closed"
 	onMerged       trigger = "merged"
@@ -210,6 +211,7 @@ var lifecycle = []stateDef{
 		{onReviewDue, StateReviewFix, "review comments by a writer, after the quiet time"},
 		{onReviewSpent, StateBlocked, "review comments, no review_fix attempts left"},
 		{onConflict, StateConflict, "merge request conflicts with its target"},
+		{onAutoMerged, StateDone, "auto-merge on, CI green, approved, no open thread: merged by Alfred"},
 	}},
 	{State: StateReviewFix, Status: statusInDevelopment, Phase: phase.ReviewFix, Wake: wakeRun, Next: []transition{
 		{onPushed, StateInCI, "fixes pushed, comments answered"},

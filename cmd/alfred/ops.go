@@ -123,7 +123,8 @@ func reconcilePass(m *metrics.Metrics) func(mailbox.PassStats) {
 // keeps its own binding otherwise.
 func scopedSettings(e config.Effective) mailbox.Settings {
 	s := mailbox.Settings{BranchPrefix: e.BranchPrefix, QuestionDeadline: e.QuestionDeadline,
-		CIFixAttempts: e.CIFixAttempts, BudgetUSD: e.BudgetUSD}
+		CIFixAttempts: e.CIFixAttempts, BudgetUSD: e.BudgetUSD, AutoMerge: e.AutoMerge,
+		MergeMethod: forge.MergeMethod(e.MergeMethod)}
 	for p, a := range e.Phases {
 		if src := e.Sources["phases."+p]; strings.HasPrefix(src, "org ") || strings.HasPrefix(src, "project ") {
 			if s.Agents == nil {

@@ -176,6 +176,15 @@ type Lifecycle struct {
 	// ReviewVerdicts lets a review of a merge request that is not the bot's approve or request
 	// changes when the agent concludes so; off, every such review only comments.
 	ReviewVerdicts bool `yaml:"review_verdicts" env:"REVIEW_VERDICTS"`
+	// AutoMerge makes Alfred merge its merge request once CI is green on its head, the forge's
+	// required approvals are present and no review thread is open, through the forge's merge
+	// API (spec/lifecycle.md, "Auto-merge"). Off by default; the labels.auto_merge label
+	// turns it on for one issue, scopes for an organization or a project.
+	AutoMerge bool `yaml:"auto_merge" env:"AUTO_MERGE"`
+	// MergeMethod is how an auto-merge merges: "merge" (the default, also for ""), "squash" or
+	// "rebase". GitLab's merge call has no rebase: there "rebase" merges the way the project's
+	// merge method says, as "merge" does.
+	MergeMethod string `yaml:"merge_method" env:"MERGE_METHOD"`
 	// BranchPrefix prefixes the branches Alfred creates.
 	BranchPrefix string `yaml:"branch_prefix" env:"BRANCH_PREFIX"`
 	// BudgetUSD is the most an issue may cost, in US dollars as the adapters report it: once

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -27,6 +28,10 @@ type Scope struct {
 	AgentSessionResume *bool `yaml:"agent_session_resume,omitempty"`
 	// RetentionDays overrides retention_days; 0 keeps everything.
 	RetentionDays *int `yaml:"retention_days,omitempty"`
+	// AutoMerge overrides lifecycle.auto_merge.
+	AutoMerge *bool `yaml:"auto_merge,omitempty"`
+	// MergeMethod overrides lifecycle.merge_method.
+	MergeMethod *string `yaml:"merge_method,omitempty"`
 }
 
 // Effective is the settings in force for one project, and where each came from.
@@ -42,6 +47,10 @@ type Effective struct {
 	SessionResume bool
 	// RetentionDays is 0 when nothing is purged.
 	RetentionDays int
+	// AutoMerge is on when Alfred merges the project's merge requests once green, approved and
+	// without open thread; MergeMethod how ("merge", "squash", "rebase").
+	AutoMerge   bool
+	MergeMethod string
 	// Sources maps each key of Keys (and "phases.<phase>") to where its value came from:
 	// "default", "global", "org <path>" or "project <path>".
 	Sources map[string]string
@@ -49,7 +58,7 @@ type Effective struct {
 
 // Scoped setting keys, in the order config check prints them.
 var ScopedKeys = []string{"branch_prefix", "question_deadline", "ci_fix_attempts", "budget_usd",
-	"agent_session_resume", "retention_days"}
+	"agent_session_resume", "retention_days", "auto_merge", "merge_method"}
 
 // For returns the settings in force for project ("owner/name", a GitLab path "group/sub/name";
 // "" for the global values): the project's scope, else the closest enclosing organization's,
@@ -60,7 +69,8 @@ func (c *Config) For(project string) Effective {
 	e := Effective{Project: project, BranchPrefix: c.Lifecycle.BranchPrefix, QuestionDeadline: c.Lifecycle.QuestionDeadline,
 		CIFixAttempts: c.Lifecycle.CIFixAttempts, BudgetUSD: positive(c.Lifecycle.BudgetUSD),
 		SessionResume: c.Sessions.AgentSessionResume == nil || *c.Sessions.AgentSessionResume,
-		RetentionDays: c.RetentionDays, Phases: Phases{}, Sources: map[string]string{}}
+		RetentionDays: c.RetentionDays, AutoMerge: c.Lifecycle.AutoMerge, MergeMethod: cmp.Or(c.Lifecycle.MergeMethod, "merge"),
+		Phases: Phases{}, Sources: map[string]string{}}
 	global := func(key string, isDefault bool) {
 		e.Sources[key] = "global"
 		if isDefault {
@@ -73,6 +83,8 @@ func (c *Config) For(project string) Effective {
 	global("budget_usd", e.BudgetUSD == nil)
 	global("agent_session_resume", c.Sessions.AgentSessionResume == nil)
 	global("retention_days", e.RetentionDays == 0)
+	global("auto_merge", !e.AutoMerge)
+	global("merge_method", c.Lifecycle.MergeMethod == "" || c.Lifecycle.MergeMethod == "merge")
 	for _, p := range knownPhases {
 		if a := c.Phases[p]; a != "" {
 			e.Phases[p] = a
@@ -115,6 +127,12 @@ func (e *Effective) apply(sc Scope, src string) {
 	}
 	if sc.RetentionDays != nil {
 		e.RetentionDays, e.Sources["retention_days"] = *sc.RetentionDays, src
+	}
+	if sc.AutoMerge != nil {
+		e.AutoMerge, e.Sources["auto_merge"] = *sc.AutoMerge, src
+	}
+	if sc.MergeMethod != nil {
+		e.MergeMethod, e.Sources["merge_method"] = cmp.Or(*sc.MergeMethod, "merge"), src
 	}
 	for p, a := range sc.Phases {
 		e.Phases[p], e.Sources["phases."+p] = a, src
@@ -166,6 +184,8 @@ func (e Effective) Entries() []Entry {
 		"budget_usd":           "none",
 		"agent_session_resume": strconv.FormatBool(e.SessionResume),
 		"retention_days":       "0 (keep everything)",
+		"auto_merge":           strconv.FormatBool(e.AutoMerge),
+		"merge_method":         e.MergeMethod,
 	}
 	if e.BudgetUSD != nil {
 		val["budget_usd"] = fmt.Sprintf("%.2f", *e.BudgetUSD)
@@ -213,6 +233,9 @@ func (c *Config) validateScopes(v *validator) {
 			v.atLeast(key+".retention_days", int64(*sc.RetentionDays), 0)
 		}
 		c.validateAPIBindings(v, key+".phases", scopedPhases(c.Phases, sc.Phases))
+		if sc.MergeMethod != nil {
+			v.mergeMethod(key+".merge_method", *sc.MergeMethod)
+		}
 		for p, a := range sc.Phases {
 			if !slices.Contains(knownPhases, p) {
 				v.add(key+".phases."+p, "unknown phase; known: %s", strings.Join(knownPhases, ", "))

@@ -26,11 +26,13 @@ scopes:
   acme:
     budget_usd: 2
     branch_prefix: acme-bot/
+    auto_merge: true
   acme/shop:
     budget_usd: 0.01
     ci_fix_attempts: 1
     phases: {development: codex}
     retention_days: 7
+    merge_method: squash
   group/sub:
     agent_session_resume: false
 `
@@ -47,6 +49,8 @@ func TestScopedSettings(t *testing.T) {
 		`budget_usd = 5.00 (global)`,
 		`agent_session_resume = true (default)`,
 		`retention_days = 30 (global)`,
+		`auto_merge = false (default)`,
+		`merge_method = merge (default)`,
 		`phases.default = script (global)`,
 	}, c.For("").Lines())
 
@@ -58,6 +62,8 @@ func TestScopedSettings(t *testing.T) {
 		`budget_usd = 0.01 (project acme/shop)`,
 		`agent_session_resume = true (default)`,
 		`retention_days = 7 (project acme/shop)`,
+		`auto_merge = true (org acme)`,
+		`merge_method = squash (project acme/shop)`,
 		`phases.default = script (global)`,
 		`phases.development = codex (project acme/shop)`,
 	}, shop.Lines())
@@ -81,11 +87,12 @@ func TestScopedSettingsAreValidated(t *testing.T) {
     ci_fix_attempts: -1
     phases: {deploy: script, analysis: nobody}
     budget_usd: -3
+    merge_method: fast-forward
 `)
 	require.Error(t, err)
 	for _, want := range []string{"scopes.bad/: must be an organization or a project path",
 		"scopes.bad/.ci_fix_attempts", "scopes.bad/.phases.deploy: unknown phase", `scopes.bad/.phases.analysis: unknown agent "nobody"`,
-		"scopes.bad/.budget_usd: must not be negative"} {
+		"scopes.bad/.budget_usd: must not be negative", `scopes.bad/.merge_method: must be merge, squash or rebase, not "fast-forward"`} {
 		require.ErrorContains(t, err, want)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/censor"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 // FieldError is one invalid setting. Key is the YAML path ("forges[1].base_url") or the
@@ -45,6 +46,13 @@ func (v *validator) required(key, value string) {
 func (v *validator) positive(key string, d time.Duration) {
 	if d <= 0 {
 		v.add(key, "must be a positive duration, got %s", d)
+	}
+}
+
+// mergeMethod checks a merge method: "", merge, squash or rebase (forge.ParseMergeMethod).
+func (v *validator) mergeMethod(key, m string) {
+	if _, err := forge.ParseMergeMethod(m); err != nil {
+		v.add(key, "must be merge, squash or rebase, not %q", m)
 	}
 }
 
@@ -192,6 +200,7 @@ func (c *Config) validateLifecycle(v *validator) {
 	v.positive("lifecycle.ci_poll", c.Lifecycle.CIPoll)
 	v.atLeast("lifecycle.ci_fix_attempts", int64(c.Lifecycle.CIFixAttempts), 0)
 	v.atLeast("lifecycle.review_fix_attempts", int64(c.Lifecycle.ReviewFixAttempts), 0)
+	v.mergeMethod("lifecycle.merge_method", c.Lifecycle.MergeMethod)
 	v.atLeast("lifecycle.retry_until_green_max", int64(c.Lifecycle.RetryUntilGreenMax), 1)
 	v.positive("lifecycle.review_quiet", c.Lifecycle.ReviewQuiet)
 	v.required("lifecycle.branch_prefix", c.Lifecycle.BranchPrefix)

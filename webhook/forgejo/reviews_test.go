@@ -25,3 +25,11 @@ func TestClientReviewConformanceGitea(t *testing.T) {
 		return newClient(t, s.URL, s.Token), s
 	})
 }
+
+func TestClientMergeConformance(t *testing.T) {
+	t.Parallel()
+	forgetest.RunMergeConformance(t, func(t *testing.T) (forge.Forge, forgetest.MergeSeeder) {
+		s := forgetest.NewForgejoServer(t)
+		return newClient(t, s.URL, s.Token), s
+	})
+}

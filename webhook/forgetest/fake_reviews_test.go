@@ -14,3 +14,11 @@ func TestFakeReviewConformance(t *testing.T) {
 		return f, f
 	})
 }
+
+func TestFakeMergeConformance(t *testing.T) {
+	t.Parallel()
+	forgetest.RunMergeConformance(t, func(t *testing.T) (forge.Forge, forgetest.MergeSeeder) {
+		f := forgetest.NewFake(forge.KindGitLab)
+		return f, f
+	})
+}

@@ -24,6 +24,7 @@ import (
 //	GET|POST  /repos/{o}/{r}/pulls, GET /repos/{o}/{r}/pulls/{index}
 //	GET  /repos/{o}/{r}/commits/{ref}/status
 //	GET|POST /repos/{o}/{r}/pulls/{index}/reviews, GET|POST …/reviews/{id}/comments
+//	POST /repos/{o}/{r}/pulls/{index}/merge, GET /repos/{o}/{r}/branches/{branch}
 //	GET  /repos/{o}/{r}/hooks (seeded with AddHook; admins only)
 //	GET  /repos/issues/search (assigned=true, state, type, since: see fjSearchIssues)
 //	GET  /repos/{o}/{r}/issues/{index}/timeline (since: see fjTimeline)
@@ -172,6 +173,10 @@ func (s *ForgejoServer) route(w http.ResponseWriter, r *http.Request, seg []stri
 		fjJSON(w, http.StatusOK, s.fjPull(p, mi))
 	case len(seg) == 3 && seg[0] == "commits" && seg[2] == "status" && m == http.MethodGet:
 		s.fjCombined(w, p, seg[1])
+	case len(seg) == 3 && seg[0] == "pulls" && seg[2] == "merge" && m == http.MethodPost:
+		s.fjMerge(w, r, p, seg[1])
+	case len(seg) >= 2 && seg[0] == "branches" && m == http.MethodGet:
+		s.fjGetBranch(w, p, seg[1:])
 	case len(seg) >= 3 && seg[0] == "pulls" && seg[2] == "reviews":
 		s.fjReviews(w, r, p, seg[1], seg[3:])
 	default:

@@ -21,6 +21,7 @@ import (
 //	GET|POST /projects/:id/merge_requests
 //	GET|POST /projects/:id/merge_requests/:iid/discussions, POST …/discussions/:id/notes,
 //	PUT …/discussions/:id (resolved), POST /projects/:id/merge_requests/:iid/approve
+//	GET /projects/:id/merge_requests/:iid/approvals, PUT /projects/:id/merge_requests/:iid/merge
 //	GET  /projects/:id/pipelines, /projects/:id/pipelines/:id/jobs, /projects/:id/jobs/:id/trace
 //	GET  /issues (assignee_username, state=opened, scope=all, updated_after: glAssignedIssues)
 //	GET  /projects/:id/issues/:iid/resource_label_events, …/resource_state_events
@@ -273,6 +274,10 @@ func (s *GitLabServer) glIssuable(w http.ResponseWriter, r *http.Request, p *mod
 	case mr && len(seg) == 1 && seg[0] == "approve" && r.Method == http.MethodPost:
 		glJSON(w, http.StatusCreated, map[string]any{"iid": is.number, "approved": true,
 			"approved_by": []any{map[string]any{"user": s.glUser(s.userLocked(BotLogin))}}})
+	case mr && len(seg) == 1 && seg[0] == "approvals" && r.Method == http.MethodGet:
+		s.glApprovals(w, p, is)
+	case mr && len(seg) == 1 && seg[0] == "merge" && r.Method == http.MethodPut:
+		s.glMerge(w, r, p, is)
 	case len(seg) == 1 && (seg[0] == "resource_label_events" || seg[0] == "resource_state_events") && r.Method == http.MethodGet:
 		s.glResourceEvents(w, r, p, is, seg[0])
 	default:

@@ -57,6 +57,7 @@ type modelRepo struct {
 	branches      map[string]string // branch → head sha
 	runs          map[string][]*modelRun
 	hooks         []forge.Hook
+	merge         modelMergeRules // required approvals and protected branches (merge_model.go)
 }
 
 type modelIssue struct {
@@ -79,6 +80,8 @@ type modelIssue struct {
 	threadNotes         []*modelReviewComment // inline comments and thread replies
 	mergeStatus         forge.MergeStatus     // "" reads as mergeable
 	reviewers           []string
+	approvedBy          []string // GitLab approvals (Forgejo keeps them as APPROVED reviews)
+	mergedWith          string   // the merge method of the merge that merged it
 }
 
 type modelComment struct {

@@ -88,6 +88,9 @@ func (m *model) addReviewLocked(mi *modelIssue, u *modelUser, state, body, commi
 	} else if body != "" {
 		m.addCommentLocked(mi, u, body, false)
 	}
+	if !m.sharedNumbers && state == "APPROVED" && !slices.Contains(mi.approvedBy, u.login) {
+		mi.approvedBy = append(mi.approvedBy, u.login) // GitLab: an approval, not a review
+	}
 	var ids []int64
 	for _, c := range comments {
 		rc := m.addThreadNoteLocked(mi, u, reviewID, "", &forge.Position{Path: c.Path, NewLine: c.NewLine, OldLine: c.OldLine}, c.Body)

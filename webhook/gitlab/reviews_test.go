@@ -14,3 +14,11 @@ func TestClientReviewConformance(t *testing.T) {
 		return newClient(t, s, s.Token), s
 	})
 }
+
+func TestClientMergeConformance(t *testing.T) {
+	t.Parallel()
+	forgetest.RunMergeConformance(t, func(t *testing.T) (forge.Forge, forgetest.MergeSeeder) {
+		s := forgetest.NewGitLabServer(t)
+		return newClient(t, s, s.Token), s
+	})
+}

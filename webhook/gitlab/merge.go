@@ -1,0 +1,75 @@
+package gitlab
+
+import (
+	"context"
+	"fmt"
+
+	gl "gitlab.com/gitlab-org/api/client-go/v2"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+var _ forge.Merger = (*Client)(nil)
+
+// MergeChecks reads the approvals of merge request number (GET
+// /projects/:id/merge_requests/:iid/approvals: approvals_required, approved, approved_by) and
+// counts its open threads: the discussions (GET …/discussions, every page) with a resolvable
+// note that is not resolved. GitLab Free answers the approvals call too, with no rule required.
+func (c *Client) MergeChecks(ctx context.Context, repo string, number int64) (*forge.MergeChecks, error) {
+	ap, resp, err := c.api.MergeRequests.GetMergeRequestApprovals(repo, number, gl.WithContext(ctx))
+	if err != nil {
+		return nil, c.wrap(fmt.Sprintf("get the approvals of %s!%d", repo, number), resp, err)
+	}
+	out := &forge.MergeChecks{ApprovalsRequired: int(ap.ApprovalsRequired), Approved: ap.Approved}
+	for _, a := range ap.ApprovedBy {
+		if a != nil && a.User != nil {
+			out.ApprovedBy = append(out.ApprovedBy, a.User.Username)
+		}
+	}
+	var page gl.RequestOptionFunc
+	for {
+		reqOpts := []gl.RequestOptionFunc{gl.WithContext(ctx)}
+		if page != nil {
+			reqOpts = append(reqOpts, page)
+		}
+		list, resp, err := c.api.Discussions.ListMergeRequestDiscussions(repo, number,
+			&gl.ListMergeRequestDiscussionsOptions{ListOptions: gl.ListOptions{PerPage: 100}}, reqOpts...)
+		if err != nil {
+			return nil, c.wrap(fmt.Sprintf("list discussions of %s!%d", repo, number), resp, err)
+		}
+		for _, d := range list {
+			for _, n := range d.Notes {
+				if n != nil && n.Resolvable && !n.Resolved {
+					out.OpenThreads++
+					break
+				}
+			}
+		}
+		next, ok := gl.WithNext(resp)
+		if !ok || len(list) == 0 {
+			break
+		}
+		page = next
+	}
+	return out, nil
+}
+
+// Merge merges merge request number (PUT /projects/:id/merge_requests/:iid/merge) with sha set
+// to opt.HeadSHA when given and squash for forge.MergeSquash; the other methods merge the way
+// the project's merge method says. A refusal keeps GitLab's message: 405 (not mergeable: draft,
+// pipeline, approvals, threads), 406 or 422 (Branch cannot be merged), 409 (SHA does not match
+// HEAD of source branch), 401 (may not merge).
+func (c *Client) Merge(ctx context.Context, repo string, number int64, opt forge.MergeOptions) error {
+	o := &gl.AcceptMergeRequestOptions{}
+	if opt.HeadSHA != "" {
+		o.SHA = gl.Ptr(opt.HeadSHA)
+	}
+	if opt.Method == forge.MergeSquash {
+		o.Squash = gl.Ptr(true)
+	}
+	_, resp, err := c.api.MergeRequests.AcceptMergeRequest(repo, number, o, gl.WithContext(ctx))
+	if err != nil {
+		return c.wrap(fmt.Sprintf("merge %s!%d", repo, number), resp, err)
+	}
+	return nil
+}
