@@ -43,6 +43,9 @@ func Run(t *testing.T, newStore NewStore) {
 		"SchemaVersionIsTheNewest":      schemaVersion,
 		"SameDeliveryIDOtherBodyLogged": sameDeliveryOtherBody,
 		"ClosedMailboxesStayOut":        closedStayOut,
+		"PausedMailboxNotClaimed":       pausedNotClaimed,
+		"PausedProjectNotClaimed":       pausedProject,
+		"RunCancelRequest":              cancelRequest,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
