@@ -59,7 +59,7 @@ func (m *Machine) recoverRuns(ctx context.Context, bot *Bot, mb *Mailbox, wait b
 		job := m.jobFor(mb, r, phase.Input{}, forge.Repository{Path: mb.Repo})
 		runCtx, stop := context.WithCancel(ctx)
 		if wait && bot != nil {
-			go m.watchCancel(runCtx, stop, *bot, mb)
+			go m.watchCancel(runCtx, stop, *bot, mb, r.ID)
 		}
 		out, err := rec.Recover(runCtx, job, wait)
 		stop()

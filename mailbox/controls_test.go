@@ -1,0 +1,95 @@
+package mailbox_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/mailbox"
+)
+
+// canceller is the store's RequestCancel, which the pages call (spec/operations.md, "Controls").
+type canceller interface {
+	RequestCancel(ctx context.Context, runID int64, by string) error
+}
+
+func TestOperatorCancelStopsTheRunAndTellsTheIssueOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.exec.block = make(chan struct{})
+	b.deliver(assign("alice"))
+	done := make(chan *mailbox.Mailbox)
+	go func() { done <- b.advance() }()
+	signal(t, "the run started", func() bool { return b.runsStarted() == 1 })
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	running, err := b.store.RunningRuns(context.Background(), mb.ID)
+	require.NoError(t, err)
+	require.Len(t, running, 1)
+	require.NoError(t, b.store.(canceller).RequestCancel(context.Background(), running[0].ID, "operator from 127.0.0.1"))
+
+	select { // the running phase sees the request and stops the job
+	case mb = <-done:
+	case <-time.After(2 * time.Minute): // a bound for a stuck test, not a measure of speed
+		t.Fatal("the run was not stopped")
+	}
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	runs, err := b.store.Runs(context.Background(), mb.ID)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.RunInterrupted, runs[0].Status)
+	told := b.lastComment()
+	require.Contains(t, told, "an operator cancelled the analysis.functional run (attempt 1) from Alfred's pages.")
+	require.NotContains(t, told, "127.0.0.1", "the operator's address stays on the pages")
+
+	before := len(b.comments())
+	b.advance() // nothing more to do: no second comment, no new run
+	require.Len(t, b.comments(), before)
+	require.Equal(t, 1, b.runsStarted())
+	b.requireUniqueMarkers()
+}
+
+func TestDrainFinishesTheRunAndStartsNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	hold := make(chan struct{})
+	b.exec.mu.Lock()
+	b.exec.block = hold
+	b.exec.mu.Unlock()
+	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", Count: 1, Runs: 1, Poll: 20 * time.Millisecond, LeaseTTL: time.Minute},
+		b.store, b.machine, b.log)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	first := b.assignNew(t, "A long run")
+	signal(t, "the first run started", func() bool { return b.runsStarted() == 1 })
+	w.Drain(true)
+	require.True(t, w.Draining())
+	second := b.assignNew(t, "Arrives while draining")
+	close(hold) // the run in progress finishes and its outcome is applied
+	signal(t, "the first run's questions", func() bool { return strings.Contains(b.commentsOf(first), "Which separator?") })
+
+	// Draining: no claim takes the second mailbox, whose event waits in the inbox.
+	worked, err := w.OnceEvents(context.Background())
+	require.NoError(t, err)
+	require.False(t, worked, "no lease is taken while draining")
+	worked, err = w.OnceRun(context.Background())
+	require.NoError(t, err)
+	require.False(t, worked)
+	mb, err := b.store.Find(context.Background(), second)
+	require.NoError(t, err)
+	pending, err := b.store.PendingEvents(context.Background(), mb.ID)
+	require.NoError(t, err)
+	require.Len(t, pending, 1, "the event is stored and waits")
+	require.Empty(t, b.commentsOf(second))
+
+	w.Drain(false)
+	signal(t, "the second issue acknowledged", func() bool {
+		return strings.Contains(b.commentsOf(second), "Thanks @alice, I am on it")
+	})
+}
