@@ -1,7 +1,11 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -11,9 +15,15 @@ import (
 	"testing"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/web"
+	"github.com/alfred-bot/alfred/internal/web/webtest"
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner/agent/agenttest"
+	"github.com/alfred-bot/alfred/runner/runtimetest"
+	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 // TestReadyzWhileDraining drains the instance from the pages (signed in, with the form's CSRF
@@ -63,4 +73,96 @@ func TestReadyzWhileDraining(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 	code, body = readyz()
 	require.Equal(t, http.StatusOK, code, body)
+}
+
+// cancelScript is a development that only a cancel ends.
+const cancelScript = `
+development:
+  summary: never reached
+  commit_message: "never"
+  log: ["step 1: thinking for a long time"]
+  sleep_seconds: 900
+`
+
+// TestCancelRunFromThePages cancels a running development with the run page's button in
+// headless Chromium: the container is stopped and removed (the runner's stop path), the issue
+// is blocked with one comment saying so, and the run page and the timeline say who cancelled.
+func TestCancelRunFromThePages(t *testing.T) {
+	t.Parallel()
+	cli := runtimetest.Client(t)
+	claude := agenttest.BuildImage(t, context.Background(), cli)
+	script := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:ops", "../alfred-script-agent")
+	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
+	require.NoError(t, os.WriteFile(scriptPath, []byte(cancelScript), 0o644))
+	tab := webtest.NewBrowser(t).Tab(t)
+	e := startE2EWith(t, storeSQLite, forge.KindForgejo, "acceptance/sandbox", time.Hour, fmt.Sprintf(`
+agents:
+  - name: claude
+    adapter: claude-code
+    image: %s
+    api_key: sk-test-key-1234567890
+  - name: script
+    adapter: script
+    image: %s
+    script: %s
+phases:
+  default: claude
+  development: script
+`, claude, script, scriptPath))
+	ctx := context.Background()
+	adminSrv := httptest.NewServer(e.srv.admin)
+	t.Cleanup(adminSrv.Close)
+
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
+	require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", setLabels("type::task")))
+	e.waitStatus("status::waiting_validation")
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
+	require.Equal(t, http.StatusAccepted, e.send("003-issue_label-label_updated", setLabels(e.forgejo.IssueLabels(e.issue)...)))
+
+	mb, err := e.srv.store.Find(ctx, e.issue)
+	require.NoError(t, err)
+	var run int64
+	var container string
+	require.Eventually(t, func() bool {
+		d, err := e.srv.store.Mailbox(ctx, mb.ID)
+		require.NoError(t, err)
+		if len(d.Runs) == 0 {
+			return false
+		}
+		r := d.Runs[len(d.Runs)-1]
+		if r.Phase != "development" || !r.Running() || r.Container == "" {
+			return false
+		}
+		_, err = cli.ContainerInspect(ctx, r.Container)
+		run, container = r.ID, r.Container
+		return err == nil
+	}, 2*time.Minute, 200*time.Millisecond, "the development's container never started")
+
+	resp := tab.Open(t, adminSrv.URL+web.Prefix+"/login?token="+e2eAdminToken+"&next="+url.QueryEscape(fmt.Sprintf("%s/runs/%d", web.Prefix, run)))
+	require.EqualValues(t, http.StatusOK, resp.Status)
+	resp = tab.Click(t, "#cancel")
+	require.EqualValues(t, http.StatusOK, resp.Status)
+
+	e.waitStatus("status::blocked")
+	require.Eventually(t, func() bool {
+		_, err := cli.ContainerInspect(ctx, container)
+		return cerrdefs.IsNotFound(err)
+	}, 2*time.Minute, 200*time.Millisecond, "the cancelled run's container is still there")
+	told := 0
+	for _, c := range e.comments() {
+		k, _, _ := mailbox.ParseMarker(c)
+		if strings.Contains(c, "an operator cancelled the development run (attempt 1) from Alfred's pages.") &&
+			strings.HasPrefix(k, "blocked-") {
+			told++
+		}
+		require.NotContains(t, c, "127.0.0.1", "the operator's address stays on the pages")
+	}
+	require.Equal(t, 1, told, "the issue is told once (its status comment says it is blocked)")
+	e.requireUniqueMarkers()
+
+	tab.Open(t, adminSrv.URL+fmt.Sprintf("%s/mailboxes/%d", web.Prefix, mb.ID))
+	dom := tab.DOM(t)
+	tab.Screenshot(t, "controls-cancelled-e2e")
+	require.Regexp(t, fmt.Sprintf(`operator \(session [0-9a-f]{8}\) from 127\.0\.0\.1 cancelled run %d`, run), dom)
+	require.Regexp(t, fmt.Sprintf(`(?s)data-run="%d".*?badge interrupted`, run), dom)
 }
