@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // canceller is the store's RequestCancel, which the pages call (spec/operations.md, "Controls").
@@ -92,4 +93,21 @@ func TestDrainFinishesTheRunAndStartsNothing(t *testing.T) {
 	signal(t, "the second issue acknowledged", func() bool {
 		return strings.Contains(b.commentsOf(second), "Thanks @alice, I am on it")
 	})
+}
+
+// A run a restarted process reattached to, cancelled by an operator, blocks the issue as a
+// live run's cancel does, and is not run again.
+func TestOperatorCancelOfAReattachedRunBlocks(t *testing.T) {
+	t.Parallel()
+	b, m, rx, run := crashedInDevelopment(t)
+	require.NoError(t, b.store.(canceller).RequestCancel(context.Background(), run.ID, "operator from 127.0.0.1"))
+	rx.recover = func(job phase.Job, wait bool) *phase.Outcome {
+		return &phase.Outcome{Interrupted: true, Recovered: true, InterruptReason: "stopped"}
+	}
+	mb := b.advanceWith(m)
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Contains(t, b.lastComment(), "an operator cancelled the development run (attempt 1) from Alfred's pages.")
+	require.Zero(t, developmentJobs(b.exec), "not run again")
+	require.Contains(t, b.exec.cleanups, mb.ID, "its containers and worktree cleaned up")
+	b.requireUniqueMarkers()
 }
