@@ -104,10 +104,6 @@ func (w *Workers) Drain(on bool) {
 // Draining reports whether Drain is on.
 func (w *Workers) Draining() bool { return w.draining.Load() }
 
-// Passes is how many run workers are in a pass (a run in progress, or its outcome being
-// applied).
-func (w *Workers) Passes() int { return int(w.busy.Load()) }
-
 // Run processes mailboxes until ctx ends, then waits for the passes in progress to stop.
 func (w *Workers) Run(ctx context.Context) {
 	if n, err := w.store.ExpiredLeases(ctx); err == nil && n > 0 {
