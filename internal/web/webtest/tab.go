@@ -90,7 +90,7 @@ func (tb *Tab) Screenshot(t testing.TB, name string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, bound)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 is PNG, below it JPEG
 	if err != nil {
 		t.Fatalf("chromium screenshot: %v", err)
 	}
