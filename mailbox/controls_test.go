@@ -84,6 +84,7 @@ func TestDrainFinishesTheRunAndStartsNothing(t *testing.T) {
 	require.False(t, worked)
 	mb, err := b.store.Find(context.Background(), second)
 	require.NoError(t, err)
+	require.Nil(t, mb.LeaseOwner, "no worker holds it")
 	pending, err := b.store.PendingEvents(context.Background(), mb.ID)
 	require.NoError(t, err)
 	require.Len(t, pending, 1, "the event is stored and waits")

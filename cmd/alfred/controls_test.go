@@ -166,3 +166,62 @@ phases:
 	require.Regexp(t, fmt.Sprintf(`operator \(session [0-9a-f]{8}\) from 127\.0\.0\.1 cancelled run %d`, run), dom)
 	require.Regexp(t, fmt.Sprintf(`(?s)data-run="%d".*?badge interrupted`, run), dom)
 }
+
+// TestPausedProjectFromThePages pauses the project from the pages before its first delivery:
+// the assignment is stored, its mailbox (created paused) is not claimed and the issue hears
+// nothing; resuming wakes the workers and the assignment is acknowledged once.
+func TestPausedProjectFromThePages(t *testing.T) {
+	t.Parallel()
+	e := startE2E(t, time.Hour)
+	ctx := context.Background()
+	adminSrv := httptest.NewServer(e.srv.admin)
+	t.Cleanup(adminSrv.Close)
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	browser := &http.Client{Jar: jar}
+	read := func(resp *http.Response, err error) (int, string) {
+		t.Helper()
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, page := read(browser.Get(adminSrv.URL + web.Prefix + "/login?token=" + e2eAdminToken + "&next=" + url.QueryEscape(web.Prefix+"/")))
+	require.Equal(t, http.StatusOK, code)
+	token := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	require.Len(t, token, 2)
+	project := func(action string) {
+		t.Helper()
+		code, _ := read(browser.PostForm(adminSrv.URL+web.Prefix+"/projects/"+action,
+			url.Values{"csrf": {token[1]}, "forge": {e.issue.Forge}, "repo": {e.issue.Repo}}))
+		require.Equal(t, http.StatusOK, code)
+	}
+	project("pause")
+
+	require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", setLabels("type::task")))
+	// Whatever the workers do meanwhile, a claim of this test's own finds nothing, and then the
+	// mailbox is under no lease with its assignment still waiting: none of them took it.
+	probe, err := e.srv.store.Lease(ctx, "probe", time.Minute)
+	require.NoError(t, err)
+	require.Nil(t, probe, "a mailbox of a paused project is not claimed")
+	mb, err := e.srv.store.Find(ctx, e.issue)
+	require.NoError(t, err)
+	require.Nil(t, mb.LeaseOwner, "no worker holds it")
+	pending, err := e.srv.store.PendingEvents(ctx, mb.ID)
+	require.NoError(t, err)
+	require.NotEmpty(t, pending, "the assignment is stored and waits")
+	require.Empty(t, e.comments())
+	_, page = read(browser.Get(fmt.Sprintf("%s%s/mailboxes/%d", adminSrv.URL, web.Prefix, mb.ID)))
+	require.Contains(t, page, "project paused")
+
+	project("resume")
+	require.Eventually(t, func() bool {
+		cs := e.comments()
+		return len(cs) > 0 && strings.Contains(cs[0], "Thanks @alice, I am on it")
+	}, 2*time.Minute, 50*time.Millisecond, "the assignment was not acknowledged after the resume")
+	_, page = read(browser.Get(fmt.Sprintf("%s%s/mailboxes/%d", adminSrv.URL, web.Prefix, mb.ID)))
+	require.Regexp(t, `operator \(session [0-9a-f]{8}\) from 127\.0\.0\.1 paused the project`, page)
+	require.Contains(t, page, "resumed the project")
+	e.requireUniqueMarkers()
+}
