@@ -128,10 +128,11 @@ func New(cfg Config) (*Handler, error) {
 
 // ServeHTTP serves the pages under Prefix. Every answer (a page, an asset, a log, a 404) may
 // not be framed by any site (frame-ancestors 'none', X-Frame-Options DENY: no clickjacking of
-// the operator's session), is not sniffed as another type, and is not cached.
+// the operator's session), is not sniffed as another type, and is not cached; its forms post
+// to the pages only (form-action 'self').
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'none'; frame-ancestors 'none'")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'none'; form-action 'self'; frame-ancestors 'none'")
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Cache-Control", "no-store")
 	h.mux.ServeHTTP(w, r)
