@@ -55,11 +55,12 @@ func (m *Machine) recoverRuns(ctx context.Context, bot *Bot, mb *Mailbox, wait b
 		return false, err
 	}
 	cleanup := false
+	var cancelled *Run // the last run an operator cancelled
 	for _, r := range runs {
 		job := m.jobFor(mb, r, phase.Input{}, forge.Repository{Path: mb.Repo})
 		runCtx, stop := context.WithCancel(ctx)
 		if wait && bot != nil {
-			go m.watchCancel(runCtx, stop, *bot, mb)
+			go m.watchCancel(runCtx, stop, *bot, mb, r.ID)
 		}
 		out, err := rec.Recover(runCtx, job, wait)
 		stop()
@@ -78,11 +79,28 @@ func (m *Machine) recoverRuns(ctx context.Context, bot *Bot, mb *Mailbox, wait b
 		m.log.Warn("run recovered after a restart", "mailbox_id", mb.ID, "run_id", r.ID, "phase", r.Phase,
 			"status", r.Status, "outcome", r.Outcome, "resumable", r.Resumable, "not_resumable_reason", r.NotResumableReason)
 		cleanup = cleanup || out.Interrupted
+		if out.Interrupted && wait {
+			by, err := m.store.CancelRequested(ctx, r.ID)
+			if err != nil {
+				return false, err
+			}
+			if by != "" {
+				c := r
+				cancelled = &c
+			}
+		}
 	}
 	if cleanup && !running {
 		if err := m.jobs.Cleanup(ctx, mb.ID); err != nil {
 			return false, fmt.Errorf("clean up interrupted runs: %w", err)
 		}
+	}
+	if cancelled != nil && !running && bot != nil && def(mb.State).Phase != "" {
+		// An operator cancelled the reattached run: blocked as a live run's cancel is (runPhase),
+		// not run again.
+		m.log.Info("run cancelled by an operator", "mailbox_id", mb.ID, "run_id", cancelled.ID)
+		return false, m.block(ctx, *bot, mb, onRunFailed, mb.State,
+			fmt.Sprintf("an operator cancelled the %s run (attempt %d) from Alfred's pages.", def(mb.State).runKey(), cancelled.Attempt))
 	}
 	return running, nil
 }

@@ -62,7 +62,19 @@ func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
 	} else if !ok {
 		return m.block(ctx, bot, mb, onRunFailed, state, reason)
 	}
-	_, out, err := m.execute(ctx, bot, mb, in, *repo)
+	run, out, err := m.execute(ctx, bot, mb, in, *repo)
+	if err == nil && out.Interrupted && !out.Detached {
+		if by, err := m.store.CancelRequested(ctx, run.ID); err != nil || by != "" {
+			if err != nil {
+				return err
+			}
+			// An operator cancelled the run on the pages: the issue is told once (the block
+			// comment), and a writer's retry runs the phase again.
+			m.log.Info("run cancelled by an operator", "mailbox_id", mb.ID, "run_id", run.ID, "by", by)
+			return m.block(ctx, bot, mb, onRunFailed, state,
+				fmt.Sprintf("an operator cancelled the %s run (attempt %d) from Alfred's pages.", def(state).runKey(), run.Attempt))
+		}
+	}
 	if err != nil || out.Interrupted {
 		return err // interrupted: the cancelling event (or the next lease holder) decides what follows
 	}
@@ -160,7 +172,7 @@ func (m *Machine) execute(ctx context.Context, bot Bot, mb *Mailbox, in phase.In
 	m.postProgress(ctx, bot, mb, in.Phase, run.StartedAt)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	go m.watchCancel(runCtx, stop, bot, mb)
+	go m.watchCancel(runCtx, stop, bot, mb, run.ID)
 	m.log.Info("run started", "mailbox_id", mb.ID, "phase", in.Phase, "step", in.Step, "attempt", run.Attempt)
 	out, err := m.jobs.Execute(runCtx, job)
 	if err == nil && out.Detached {
@@ -218,8 +230,9 @@ func (m *Machine) jobFor(mb *Mailbox, r Run, in phase.Input, repo forge.Reposito
 	return job
 }
 
-// watchCancel stops a running phase when an event that cancels it arrives.
-func (m *Machine) watchCancel(ctx context.Context, stop func(), bot Bot, mb *Mailbox) {
+// watchCancel stops a running phase when an event that cancels it arrives or an operator asks
+// to cancel run runID (Controls.CancelRequested).
+func (m *Machine) watchCancel(ctx context.Context, stop func(), bot Bot, mb *Mailbox, runID int64) {
 	t := time.NewTicker(cancelPollInterval)
 	defer t.Stop()
 	for {
@@ -227,6 +240,11 @@ func (m *Machine) watchCancel(ctx context.Context, stop func(), bot Bot, mb *Mai
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if by, err := m.store.CancelRequested(ctx, runID); err == nil && by != "" {
+			m.log.Info("stopping the run: an operator cancelled it", "mailbox_id", mb.ID, "run_id", runID)
+			stop()
+			return
 		}
 		evs, err := m.store.PendingEvents(ctx, mb.ID)
 		if err != nil {

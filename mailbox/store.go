@@ -30,6 +30,16 @@ type Store interface {
 	Comments
 	Reconciliation
 	RunQueue
+	Controls
+}
+
+// Controls is what the machine reads of the operator's controls (spec/operations.md,
+// "Controls"); pausing a mailbox or a project is the claims' business (a paused one is not
+// leased), draining the workers' (Workers.Drain).
+type Controls interface {
+	// CancelRequested returns who asked to cancel run runID (an operator's identity), "" when
+	// nobody did or there is no such run.
+	CancelRequested(ctx context.Context, runID int64) (string, error)
 }
 
 // RunQueue hands mailboxes whose state calls for an agent run (RunStates) to the run workers,

@@ -52,6 +52,8 @@ type Workers struct {
 	wake    chan struct{}
 	runWake chan struct{}
 	busy    atomic.Int64 // run workers in a pass
+	// draining stops every claim (Drain): the passes in progress finish, none starts.
+	draining atomic.Bool
 }
 
 // NewWorkers wires workers.
@@ -86,6 +88,20 @@ func (w *Workers) Notify() {
 	default:
 	}
 }
+
+// Drain stops (on) or lets again (off) the workers of this process claim mailboxes, for an
+// upgrade: a pass in progress, a run included, goes on and its outcome is applied; no lease is
+// taken, so no new run starts, while draining. Events are still stored by the receiver and
+// wait; turning the drain off wakes the workers.
+func (w *Workers) Drain(on bool) {
+	w.draining.Store(on)
+	if !on {
+		w.Notify()
+	}
+}
+
+// Draining reports whether Drain is on.
+func (w *Workers) Draining() bool { return w.draining.Load() }
 
 // Run processes mailboxes until ctx ends, then waits for the passes in progress to stop.
 func (w *Workers) Run(ctx context.Context) {
@@ -140,8 +156,11 @@ func (w *Workers) loop(stop, passCtx context.Context, once func(context.Context)
 }
 
 // Once leases one due mailbox and advances it (Machine.Advance), runs included. It reports
-// whether a mailbox was due.
+// whether a mailbox was due; while draining it leases nothing.
 func (w *Workers) Once(ctx context.Context) (bool, error) {
+	if w.draining.Load() {
+		return false, nil
+	}
 	mb, err := w.store.Lease(ctx, w.cfg.Owner, w.cfg.LeaseTTL)
 	if err != nil || mb == nil {
 		return false, err
@@ -152,6 +171,9 @@ func (w *Workers) Once(ctx context.Context) (bool, error) {
 // OnceEvents is Once for an event worker: it leases a mailbox due by its events or timers (not
 // one only waiting for its run) and advances it up to the run (Machine.AdvanceEvents).
 func (w *Workers) OnceEvents(ctx context.Context) (bool, error) {
+	if w.draining.Load() {
+		return false, nil
+	}
 	mb, err := w.store.LeaseEvents(ctx, w.cfg.Owner, w.cfg.LeaseTTL, RunStates())
 	if err != nil || mb == nil {
 		return false, err
@@ -169,6 +191,9 @@ func (w *Workers) OnceEvents(ctx context.Context) (bool, error) {
 // OnceRun is Once for a run worker: it leases the mailbox whose run has waited longest (within
 // RunsPerProject) and advances it, run included.
 func (w *Workers) OnceRun(ctx context.Context) (bool, error) {
+	if w.draining.Load() {
+		return false, nil
+	}
 	mb, err := w.store.LeaseRun(ctx, w.cfg.Owner, w.cfg.LeaseTTL, RunStates(), w.cfg.RunsPerProject)
 	if err != nil || mb == nil {
 		return false, err

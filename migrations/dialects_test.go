@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"io/fs"
 	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -28,6 +29,17 @@ func names(t *testing.T, d migrations.Dialect) []string {
 		out = append(out, n)
 	}
 	return out
+}
+
+// newest is the number of d's newest migration: the schema version once all are applied (the
+// numbers may leave gaps).
+func newest(t *testing.T, d migrations.Dialect) int64 {
+	t.Helper()
+	all := names(t, d)
+	require.NotEmpty(t, all)
+	n, err := strconv.ParseInt(all[len(all)-1][:4], 10, 64)
+	require.NoError(t, err)
+	return n
 }
 
 // TestDialectsInStep fails when PostgreSQL has a migration SQLite lacks, or the reverse: each

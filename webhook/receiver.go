@@ -81,6 +81,10 @@ const DefaultRetryAfter = 30 * time.Second
 // DefaultDeliverTimeout bounds one Inbox.Deliver call when ReceiverConfig.DeliverTimeout is zero.
 const DefaultDeliverTimeout = 10 * time.Second
 
+// ErrDraining is what a ReceiverConfig.Ready returns while the instance drains for an upgrade
+// (it claims no new work): /readyz answers 503 "draining", so a load balancer stops routing to it.
+var ErrDraining = errors.New("draining: this instance takes no new work")
+
 // DefaultReadyTimeout bounds one readiness check when ReceiverConfig.ReadyTimeout is zero.
 const DefaultReadyTimeout = 2 * time.Second
 
@@ -147,6 +151,7 @@ func (c ReceiverConfig) Validate() error {
 //	POST /webhooks/{forge}  a forge delivery (see the package doc for the answers)
 //	GET  /healthz           200 "ok" while the process runs
 //	GET  /readyz            200 "ok", or 503 "not ready" while ReceiverConfig.Ready fails
+//	                        (503 "draining" when its error wraps ErrDraining)
 //
 // It is safe for concurrent use.
 type Receiver struct {
@@ -233,6 +238,10 @@ func (rc *Receiver) serveReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), rc.readyTO)
 	defer cancel()
 	if err := rc.ready(ctx); err != nil {
+		if errors.Is(err, ErrDraining) {
+			writeText(w, http.StatusServiceUnavailable, "draining")
+			return
+		}
 		rc.log.LogAttrs(r.Context(), slog.LevelWarn, "not ready", slog.Any("error", err))
 		writeText(w, http.StatusServiceUnavailable, "not ready")
 		return

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -36,8 +38,12 @@ func (s *server) opsRoutes(top, guarded chi.Router, reader web.Reader) error {
 	if err != nil {
 		return err
 	}
+	// The forms' CSRF key is derived from the admin token: the same on every replica, changed
+	// with the token.
+	key := sha256.Sum256([]byte("alfred pages csrf key\x00" + s.cfg.Admin.Token.Reveal()))
 	pages, err := web.New(web.Config{Reader: reader, Logs: dockerLogs{cli}, Settings: settingsView{s.cfg},
-		Redact: s.cfg.Censor().String, Logger: s.log, IssueURL: issueURL(s.cfg), Backlog: s.store.Backlog})
+		Redact: s.cfg.Censor().String, Logger: s.log, IssueURL: issueURL(s.cfg), Backlog: s.store.Backlog,
+		Controls: controls{store: s.store, workers: s.workers, log: s.log}, CSRFKey: key[:]})
 	if err != nil {
 		return err
 	}
@@ -45,6 +51,54 @@ func (s *server) opsRoutes(top, guarded chi.Router, reader web.Reader) error {
 	top.Handle(web.Prefix, http.RedirectHandler(web.Prefix+"/", http.StatusMovedPermanently))
 	return nil
 }
+
+// controls is web.Controls on the store (pause, resume and cancel, each recorded in the
+// mailbox's timeline) and the workers (drain; a resume wakes them).
+type controls struct {
+	store   *sqlstore.Store
+	workers *mailbox.Workers
+	log     *slog.Logger
+}
+
+// pageErr maps the store's not found to the pages'.
+func pageErr(err error) error {
+	if errors.Is(err, mailbox.ErrNotFound) {
+		return fmt.Errorf("%w: %w", web.ErrNotFound, err)
+	}
+	return err
+}
+
+func (c controls) PauseMailbox(ctx context.Context, id int64, by string) error {
+	return pageErr(c.store.PauseMailbox(ctx, id, by))
+}
+
+func (c controls) ResumeMailbox(ctx context.Context, id int64, by string) error {
+	err := pageErr(c.store.ResumeMailbox(ctx, id, by))
+	c.workers.Notify()
+	return err
+}
+
+func (c controls) PauseProject(ctx context.Context, forgeName, repo, by string) error {
+	return c.store.PauseProject(ctx, forgeName, repo, by)
+}
+
+func (c controls) ResumeProject(ctx context.Context, forgeName, repo, by string) error {
+	err := c.store.ResumeProject(ctx, forgeName, repo, by)
+	c.workers.Notify()
+	return err
+}
+
+func (c controls) CancelRun(ctx context.Context, id int64, by string) error {
+	return pageErr(c.store.RequestCancel(ctx, id, by))
+}
+
+func (c controls) Drain(_ context.Context, on bool, by string) error {
+	c.workers.Drain(on)
+	c.log.Warn("operator changed the drain of this instance", "draining", on, "by", by)
+	return nil
+}
+
+func (c controls) Draining() bool { return c.workers.Draining() }
 
 // dockerLogs is web.LiveLogs on the Docker engine: the combined output of a run's container.
 type dockerLogs struct{ cli *client.Client }

@@ -257,7 +257,7 @@ func (s *server) buildService(ctx context.Context, gits map[string]*gitrepo.Mana
 func (s *server) buildHandler(sources map[string]webhook.Source) (http.Handler, error) {
 	receiver, err := webhook.NewReceiver(webhook.ReceiverConfig{
 		Sources: sources, Inbox: mailbox.WakingInbox{Inbox: s.store, Workers: s.workers},
-		Ready: s.store.Ping, MaxBodyBytes: s.cfg.MaxBodyBytes, Logger: s.log,
+		Ready: s.ready, MaxBodyBytes: s.cfg.MaxBodyBytes, Logger: s.log,
 	})
 	if err != nil {
 		return nil, err
@@ -278,6 +278,15 @@ func (s *server) buildHandler(sources map[string]webhook.Source) (http.Handler, 
 		names = append(names, name)
 	}
 	return s.metrics.DeliveryMiddleware(names, receiver), nil
+}
+
+// ready is the readiness of /readyz: webhook.ErrDraining while the workers drain, else the
+// store's ping.
+func (s *server) ready(ctx context.Context) error {
+	if s.workers.Draining() {
+		return webhook.ErrDraining
+	}
+	return s.store.Ping(ctx)
 }
 
 // buildAgents builds the configured agent adapters by name. An adapter that cannot be built

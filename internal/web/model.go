@@ -79,6 +79,12 @@ type MailboxSummary struct {
 	// TokensIn and TokensOut are the mailbox's tokens so far.
 	TokensIn, TokensOut int64
 	Closed              bool
+	// Paused is true when an operator paused the mailbox, PausedBy who; ProjectPaused when its
+	// project is paused. No worker takes a paused mailbox until it is resumed; its events are
+	// still stored.
+	Paused        bool
+	PausedBy      string
+	ProjectPaused bool
 }
 
 // MailboxDetail is one mailbox's page.
@@ -97,7 +103,7 @@ type MailboxDetail struct {
 type TimelineEntry struct {
 	At time.Time
 	// Kind is "event" (a delivery received), "decision" (what the machine did with it),
-	// "question" or "run".
+	// "question", "run" or "operator" (a control used on the pages, Text naming who).
 	Kind string
 	// Text says what happened, e.g. "issues (assigned) by alice" or "started analysis".
 	Text string

@@ -2,8 +2,11 @@
 // mailboxes, one mailbox (timeline, runs and their sessions), one run (its container log, live
 // while it runs) and the settings in force for a project. Pages are server-rendered
 // html/template with embedded assets and no script: a running run's page refreshes itself.
-// The page reads through Reader, LiveLogs and Settings; it never writes. Authentication is the
-// caller's: mount the handler behind a token check.
+// The page reads through Reader, LiveLogs and Settings. With Controls its forms pause and
+// resume a mailbox or a project, cancel a run and drain the instance: POST requests that carry
+// a per-browser CSRF token (an HMAC of a random cookie under CSRFKey, checked in constant time)
+// and come from the pages' own origin. Authentication is the caller's: mount the handler
+// behind a token check.
 package web
 
 import (
@@ -51,6 +54,15 @@ type Config struct {
 	Limit int
 	// Logger logs read failures; nil discards them.
 	Logger *slog.Logger
+	// Controls carries out the forms (pause, resume, cancel, drain); nil shows no form and
+	// answers every POST 404.
+	Controls Controls
+	// CSRFKey signs the forms' CSRF tokens; required with Controls, the same on every replica
+	// (cmd derives it from the admin token).
+	CSRFKey []byte
+	// Actor names who sent a request for the timeline; nil (or "") means "operator (session
+	// <id>) from <client address>".
+	Actor func(*http.Request) string
 	// IssueURL links an issue (or merge request) on its forge when the Reader gives no link;
 	// nil or "" shows no link.
 	IssueURL func(forgeName, repo string, number int64, mergeRequest bool) string
@@ -74,6 +86,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.Redact == nil {
 		return nil, errors.New("web: Redact is required")
+	}
+	if cfg.Controls != nil && len(cfg.CSRFKey) < 16 {
+		return nil, errors.New("web: CSRFKey (16 bytes or more) is required with Controls")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -109,6 +124,7 @@ func New(cfg Config) (*Handler, error) {
 	r.Get("/runs/{id}", h.run)
 	r.Get("/runs/{id}/log", h.runLog)
 	r.Get("/settings", h.settings)
+	h.routeControls(r)
 	r.Handle("/assets/*", http.StripPrefix("/assets/", http.FileServerFS(assets)))
 	h.mux = http.StripPrefix(Prefix, r)
 	return h, nil
@@ -116,26 +132,29 @@ func New(cfg Config) (*Handler, error) {
 
 // ServeHTTP serves the pages under Prefix. Every answer (a page, an asset, a log, a 404) may
 // not be framed by any site (frame-ancestors 'none', X-Frame-Options DENY: no clickjacking of
-// the operator's session), is not sniffed as another type, and is not cached.
+// the operator's session), is not sniffed as another type, and is not cached; its forms post
+// to the pages only (form-action 'self').
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'none'; frame-ancestors 'none'")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'none'; form-action 'self'; frame-ancestors 'none'")
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Cache-Control", "no-store")
 	h.mux.ServeHTTP(w, r)
 }
 
 type pageData struct {
-	Title   string
-	Refresh int // seconds; 0 for no refresh
-	Body    any
+	Title    string
+	Refresh  int // seconds; 0 for no refresh
+	Draining bool
+	Body     any
 	// Backlog is the header's figure of events waiting to be applied; "" for none.
 	Backlog string
 }
 
 func (h *Handler) render(w http.ResponseWriter, r *http.Request, page, title string, refresh int, body any) {
+	draining := h.cfg.Controls != nil && h.cfg.Controls.Draining()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	data := pageData{Title: title, Refresh: refresh, Body: body, Backlog: h.backlog(r.Context())}
+	data := pageData{Title: title, Refresh: refresh, Draining: draining, Body: body, Backlog: h.backlog(r.Context())}
 	if err := h.pages[page].Execute(w, data); err != nil {
 		h.cfg.Logger.WarnContext(r.Context(), "web: render page", "page", page, "err", err)
 	}
@@ -216,7 +235,9 @@ func (h *Handler) mailboxes(w http.ResponseWriter, r *http.Request) {
 		Unrated          int
 		SettingsLinkable bool
 		Paging           Paging
+		Forms            formData
 	}
+	body.Forms = h.forms(w, r)
 	body.Paging = Paging{Page: page, First: (page-1)*size + 1}
 	if len(list) > size {
 		list, body.Paging.Next = list[:size], page+1
@@ -270,7 +291,11 @@ func (h *Handler) mailbox(w http.ResponseWriter, r *http.Request) {
 			if mb.Running {
 				refresh = int(h.cfg.Refresh.Seconds())
 			}
-			h.render(w, r, "mailbox", fmt.Sprintf("%s#%d", mb.Repo, mb.Number), refresh, mb)
+			body := struct {
+				*MailboxDetail
+				Forms formData
+			}{mb, h.forms(w, r)}
+			h.render(w, r, "mailbox", fmt.Sprintf("%s#%d", mb.Repo, mb.Number), refresh, body)
 			return
 		}
 	}
@@ -284,6 +309,7 @@ type runBody struct {
 	Live bool
 	// LogNote says where the log comes from or why it is missing.
 	LogNote string
+	Forms   formData
 }
 
 func (h *Handler) runView(ctx context.Context, id int64) (*runBody, error) {
@@ -331,6 +357,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 			if b.Live {
 				refresh = int(h.cfg.Refresh.Seconds())
 			}
+			b.Forms = h.forms(w, r)
 			h.render(w, r, "run", fmt.Sprintf("run %d: %s", b.ID, b.Phase), refresh, b)
 			return
 		}

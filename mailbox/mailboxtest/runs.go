@@ -207,3 +207,26 @@ func (s *Store) RecordComment(_ context.Context, c mailbox.PostedComment) error 
 	s.comments[commentKey{c.MailboxID, c.Key}] = c
 	return nil
 }
+
+// RequestCancel records that by asked to cancel run id while it runs (the store's
+// RequestCancel); an error wrapping mailbox.ErrNotFound when no such run is running.
+func (s *Store) RequestCancel(_ context.Context, id int64, by string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.run(id)
+	if err != nil || r.Status != mailbox.RunRunning {
+		return fmt.Errorf("cancel run %d: %w", id, mailbox.ErrNotFound)
+	}
+	if s.cancels == nil {
+		s.cancels = map[int64]string{}
+	}
+	s.cancels[id] = by
+	return nil
+}
+
+// CancelRequested implements mailbox.Controls.
+func (s *Store) CancelRequested(_ context.Context, id int64) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancels[id], nil
+}

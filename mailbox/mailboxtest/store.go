@@ -34,6 +34,8 @@ type Store struct {
 	// unfinished marks mailboxes the runner would record a live container for (see
 	// SetLiveContainer).
 	live map[int64]bool
+	// cancels holds who asked to cancel a run, by run id (RequestCancel).
+	cancels map[int64]string
 }
 
 type event struct {

@@ -1,5 +1,6 @@
-// Package webtest holds test doubles for the web pages: an in-memory Reader, LiveLogs and
-// Settings, and a headless Chromium that loads a page, returns its DOM and saves a screenshot.
+// Package webtest holds test doubles for the web pages: an in-memory Reader, LiveLogs,
+// Settings and Controls, and a headless Chromium that loads a page, returns its DOM and saves a
+// screenshot, or drives a tab (Tab) that signs in and submits the pages' forms.
 package webtest
 
 import (
@@ -19,6 +20,8 @@ type Memory struct {
 	runs      map[int64]web.RunDetail
 	logs      map[string]string
 	settings  map[string][]web.Setting
+	actions   []Action
+	draining  bool
 }
 
 var (

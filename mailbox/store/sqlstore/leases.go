@@ -17,7 +17,8 @@ import (
 // or expired, and counts the claim: $1 owner, $2 expiry, $3 now. The candidates come from two
 // partial indexes, mailboxes_due_wake (open mailboxes with a timer) and events_pending, so the
 // claim reads the due mailboxes and never the closed or idle ones, however many there are; the
-// conditions are checked again on the chosen row. %[1]s is the dialect's WakeBound (how the
+// conditions are checked again on the chosen row. A paused mailbox or project is skipped
+// (sqlNotPaused). %[1]s is the dialect's WakeBound (how the
 // index scan is bounded by $3), %[2]s its LeaseLock, %[3]s the run states as a quoted list.
 const sqlLeaseEvents = `
 WITH candidate AS (
@@ -27,6 +28,7 @@ WITH candidate AS (
 ), due AS (
 	SELECT m.id FROM mailboxes m JOIN candidate c ON c.id = m.id
 	WHERE (m.lease_expires_at IS NULL OR m.lease_expires_at < $3)
+	  AND ` + sqlNotPaused + `
 	  AND ((m.closed_at IS NULL AND m.wake_at <= $3 AND m.state NOT IN (%[3]s))
 	       OR EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id AND e.processed_at IS NULL))
 	ORDER BY m.updated_at
@@ -42,12 +44,13 @@ RETURNING mailboxes.id`
 // owner, $2 expiry, $3 now. %[1]s is the dialect's LeaseLock. Both the candidates and the
 // count of a repository's live runs come from the index mailboxes_state (state, forge, repo),
 // so the claim reads the mailboxes in a run state and never the closed ones ('done',
-// 'cancelled'), however many there are.
+// 'cancelled'), however many there are. A paused mailbox or project is skipped (sqlNotPaused).
 const sqlLeaseRun = `
 WITH due AS (
 	SELECT m.id FROM mailboxes m
 	WHERE (m.lease_expires_at IS NULL OR m.lease_expires_at < $3)
 	  AND m.state IN (%[2]s)
+	  AND ` + sqlNotPaused + `
 	  AND (m.wake_at <= $3 OR EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id AND e.processed_at IS NULL))
 	  AND ($4 <= 0 OR (SELECT count(*) FROM mailboxes o
 	                   WHERE o.forge = m.forge AND o.repo = m.repo AND o.id <> m.id
@@ -66,6 +69,7 @@ const sqlQueuedRuns = `
 SELECT m.id FROM mailboxes m
 WHERE (m.lease_expires_at IS NULL OR m.lease_expires_at < $1)
   AND m.state IN (%s) AND m.wake_at <= $1
+  AND ` + sqlNotPaused + `
 ORDER BY m.wake_at, m.id`
 
 // stateList renders states as a quoted SQL list. The states are the mailbox package's own

@@ -40,7 +40,9 @@ SELECT m.id, m.forge, m.repo, m.number, m.merge_request, m.title, m.state, m.bra
 	(SELECT ` + sqlSumCost + ` FROM llm_sessions s WHERE s.mailbox_id = m.id) AS cost_usd,
 	(SELECT count(*) FROM runs r WHERE r.mailbox_id = m.id AND ` + sqlRunUnrated + `) AS unrated,
 	(SELECT coalesce(sum(tokens_in), 0) FROM llm_sessions s WHERE s.mailbox_id = m.id) AS tokens_in,
-	(SELECT coalesce(sum(tokens_out), 0) FROM llm_sessions s WHERE s.mailbox_id = m.id) AS tokens_out
+	(SELECT coalesce(sum(tokens_out), 0) FROM llm_sessions s WHERE s.mailbox_id = m.id) AS tokens_out,
+	m.paused_at IS NOT NULL AS paused, m.paused_by,
+	EXISTS (SELECT 1 FROM paused_projects p WHERE p.forge = m.forge AND p.repo = m.repo) AS project_paused
 FROM mailboxes m
 LEFT JOIN runs rr ON rr.id = (SELECT max(x.id) FROM runs x WHERE x.mailbox_id = m.id AND x.status = 'running')
 LEFT JOIN events le ON le.id = (SELECT max(x.id) FROM events x WHERE x.mailbox_id = m.id)`
@@ -65,13 +67,17 @@ type webMailboxRow struct {
 	Unrated      int          `db:"unrated"`
 	TokensIn     int64        `db:"tokens_in"`
 	TokensOut    int64        `db:"tokens_out"`
+	Paused       bool         `db:"paused"`
+	PausedBy     string       `db:"paused_by"`
+	ProjPaused   bool         `db:"project_paused"`
 }
 
 func (r webMailboxRow) summary() web.MailboxSummary {
 	s := web.MailboxSummary{ID: r.ID, Forge: r.Forge, Repo: r.Repo, Number: r.Number, MergeRequest: r.MergeRequest,
 		Title: r.Title, State: r.State, Phase: r.RunningPhase, Running: r.RunningPhase != "",
 		LastEvent: r.LastEvent, LastEventAt: r.LastEventAt.Time, CostUSD: r.CostUSD, Unrated: r.Unrated,
-		TokensIn: r.TokensIn, TokensOut: r.TokensOut, Closed: r.Closed}
+		TokensIn: r.TokensIn, TokensOut: r.TokensOut, Closed: r.Closed,
+		Paused: r.Paused, PausedBy: r.PausedBy, ProjectPaused: r.ProjPaused}
 	if !s.Running && !r.Closed {
 		if p := mailbox.State(r.State).Phase(); p != "" && r.Due {
 			s.Phase, s.Queued = string(p), true
@@ -101,6 +107,11 @@ func (s *Store) Mailboxes(ctx context.Context, offset, limit int) ([]web.Mailbox
 	}
 	return out, nil
 }
+
+// sqlWebActions reads what operators did to a mailbox ($1) and to its project ($2 forge, $3
+// repo), from the indexes operator_actions_mailbox and operator_actions_project.
+const sqlWebActions = `SELECT action, actor, at FROM operator_actions WHERE mailbox_id = $1
+UNION ALL SELECT action, actor, at FROM operator_actions WHERE mailbox_id IS NULL AND forge = $2 AND repo = $3`
 
 const sqlWebEvents = `SELECT event_type, payload, received_at, processed_at, outcome FROM events
 WHERE mailbox_id = $1 ORDER BY id`
@@ -200,6 +211,17 @@ func (s *Store) Mailbox(ctx context.Context, id int64) (*web.MailboxDetail, erro
 		if !r.FinishedAt.IsZero() {
 			d.Timeline = append(d.Timeline, web.TimelineEntry{At: r.FinishedAt, Kind: "run", Text: fmt.Sprintf("run %d: %s %s: %s", r.ID, name, r.Status, r.Outcome)})
 		}
+	}
+	var actions []struct {
+		Action string    `db:"action"`
+		Actor  string    `db:"actor"`
+		At     time.Time `db:"at"`
+	}
+	if err := s.db.SelectContext(ctx, &actions, sqlWebActions, id, row.Forge, row.Repo); err != nil {
+		return nil, fmt.Errorf("list operator actions of mailbox %d: %w", id, err)
+	}
+	for _, a := range actions {
+		d.Timeline = append(d.Timeline, web.TimelineEntry{At: a.At, Kind: "operator", Text: a.Actor + " " + a.Action})
 	}
 	sortTimeline(d.Timeline)
 	return d, nil

@@ -44,6 +44,9 @@ func Run(t *testing.T, newStore NewStore) {
 		"SameDeliveryIDOtherBodyLogged": sameDeliveryOtherBody,
 		"ClosedMailboxesStayOut":        closedStayOut,
 		"SaveProcessedGroups":           saveProcessedGroups,
+		"PausedMailboxNotClaimed":       pausedNotClaimed,
+		"PausedProjectNotClaimed":       pausedProject,
+		"RunCancelRequest":              cancelRequest,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,103 @@
+package webtest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+)
+
+// Tab is one headless Chromium tab driven over the DevTools protocol (chromedp): it keeps its
+// cookies between pages, so a test can sign in, follow links and submit the pages' forms as
+// an operator's browser does.
+type Tab struct {
+	b   *Browser
+	ctx context.Context
+}
+
+// Tab starts a fresh Chromium (its own profile directory) with one tab; it stops when the
+// test ends.
+func (b *Browser) Tab(t testing.TB) *Tab {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(b.bin), chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser, outside any timeout
+		t.Fatalf("start chromium: %v", err)
+	}
+	return &Tab{b: b, ctx: ctx}
+}
+
+// bound is the most one step may take: a bound for a stuck browser, not a measure of speed.
+const bound = 90 * time.Second
+
+// Open loads url and returns the document's answer.
+func (tb *Tab) Open(t testing.TB, url string) *network.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, bound)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(url))
+	if err != nil {
+		t.Fatalf("chromium open %s: %v", url, err)
+	}
+	return resp
+}
+
+// Click clicks the element css selects (a form's button) and returns the answer of the page
+// it leads to (after redirects).
+func (tb *Tab) Click(t testing.TB, css string) *network.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, bound)
+	defer cancel()
+	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(css), chromedp.NodeVisible))
+	if err != nil {
+		t.Fatalf("chromium click %s: %v", css, err)
+	}
+	return resp
+}
+
+// SetValue sets the value attribute of the element css selects (a hidden field), as a page
+// an attacker crafted could.
+func (tb *Tab) SetValue(t testing.TB, css, value string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, bound)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.SetAttributeValue(chromedp.CSS(css), "value", value, chromedp.NodeReady)); err != nil {
+		t.Fatalf("chromium set %s: %v", css, err)
+	}
+}
+
+// DOM returns the current document's serialised DOM.
+func (tb *Tab) DOM(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, bound)
+	defer cancel()
+	html, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
+	if err != nil {
+		t.Fatalf("chromium read the DOM: %v", err)
+	}
+	return html
+}
+
+// Screenshot saves the current page as name+".png" in the browser's ScreenshotDir.
+func (tb *Tab) Screenshot(t testing.TB, name string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, bound)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 is PNG, below it JPEG
+	if err != nil {
+		t.Fatalf("chromium screenshot: %v", err)
+	}
+	path := filepath.Join(tb.b.ScreenshotDir, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+	return path
+}

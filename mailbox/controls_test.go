@@ -1,0 +1,114 @@
+package mailbox_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner/phase"
+)
+
+// canceller is the store's RequestCancel, which the pages call (spec/operations.md, "Controls").
+type canceller interface {
+	RequestCancel(ctx context.Context, runID int64, by string) error
+}
+
+func TestOperatorCancelStopsTheRunAndTellsTheIssueOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.exec.block = make(chan struct{})
+	b.deliver(assign("alice"))
+	done := make(chan *mailbox.Mailbox)
+	go func() { done <- b.advance() }()
+	signal(t, "the run started", func() bool { return b.runsStarted() == 1 })
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	running, err := b.store.RunningRuns(context.Background(), mb.ID)
+	require.NoError(t, err)
+	require.Len(t, running, 1)
+	require.NoError(t, b.store.(canceller).RequestCancel(context.Background(), running[0].ID, "operator from 127.0.0.1"))
+
+	select { // the running phase sees the request and stops the job
+	case mb = <-done:
+	case <-time.After(2 * time.Minute): // a bound for a stuck test, not a measure of speed
+		t.Fatal("the run was not stopped")
+	}
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	runs, err := b.store.Runs(context.Background(), mb.ID)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.RunInterrupted, runs[0].Status)
+	told := b.lastComment()
+	require.Contains(t, told, "an operator cancelled the analysis.functional run (attempt 1) from Alfred's pages.")
+	require.NotContains(t, told, "127.0.0.1", "the operator's address stays on the pages")
+
+	before := len(b.comments())
+	b.advance() // nothing more to do: no second comment, no new run
+	require.Len(t, b.comments(), before)
+	require.Equal(t, 1, b.runsStarted())
+	b.requireUniqueMarkers()
+}
+
+func TestDrainFinishesTheRunAndStartsNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	hold := make(chan struct{})
+	b.exec.mu.Lock()
+	b.exec.block = hold
+	b.exec.mu.Unlock()
+	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", Count: 1, Runs: 1, Poll: 20 * time.Millisecond, LeaseTTL: time.Minute},
+		b.store, b.machine, b.log)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	first := b.assignNew(t, "A long run")
+	signal(t, "the first run started", func() bool { return b.runsStarted() == 1 })
+	w.Drain(true)
+	require.True(t, w.Draining())
+	second := b.assignNew(t, "Arrives while draining")
+	close(hold) // the run in progress finishes and its outcome is applied
+	signal(t, "the first run's questions", func() bool { return strings.Contains(b.commentsOf(first), "Which separator?") })
+
+	// Draining: no claim takes the second mailbox, whose event waits in the inbox.
+	worked, err := w.OnceEvents(context.Background())
+	require.NoError(t, err)
+	require.False(t, worked, "no lease is taken while draining")
+	worked, err = w.OnceRun(context.Background())
+	require.NoError(t, err)
+	require.False(t, worked)
+	mb, err := b.store.Find(context.Background(), second)
+	require.NoError(t, err)
+	require.Nil(t, mb.LeaseOwner, "no worker holds it")
+	pending, err := b.store.PendingEvents(context.Background(), mb.ID)
+	require.NoError(t, err)
+	require.Len(t, pending, 1, "the event is stored and waits")
+	require.Empty(t, b.commentsOf(second))
+
+	w.Drain(false)
+	signal(t, "the second issue acknowledged", func() bool {
+		return strings.Contains(b.commentsOf(second), "Thanks @alice, I am on it")
+	})
+}
+
+// A run a restarted process reattached to, cancelled by an operator, blocks the issue as a
+// live run's cancel does, and is not run again.
+func TestOperatorCancelOfAReattachedRunBlocks(t *testing.T) {
+	t.Parallel()
+	b, m, rx, run := crashedInDevelopment(t)
+	require.NoError(t, b.store.(canceller).RequestCancel(context.Background(), run.ID, "operator from 127.0.0.1"))
+	rx.recover = func(job phase.Job, wait bool) *phase.Outcome {
+		return &phase.Outcome{Interrupted: true, Recovered: true, InterruptReason: "stopped"}
+	}
+	mb := b.advanceWith(m)
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Contains(t, b.lastComment(), "an operator cancelled the development run (attempt 1) from Alfred's pages.")
+	require.Zero(t, developmentJobs(b.exec), "not run again")
+	require.Contains(t, b.exec.cleanups, mb.ID, "its containers and worktree cleaned up")
+	b.requireUniqueMarkers()
+}
