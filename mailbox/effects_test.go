@@ -21,7 +21,7 @@ func TestEffectStoreCountsEveryWrite(t *testing.T) {
 	reads := map[string]bool{
 		"PendingEvents": true, "Get": true, "ExpiredLeases": true, "UnfinishedMailboxes": true,
 		"Questions": true, "RunningRuns": true, "UnappliedRun": true, "PostedComment": true,
-		"ReconcileDue": true, "Tracked": true, "KnownRepos": true, "QueuedRuns": true,
+		"ReconcileDue": true, "Tracked": true, "KnownRepos": true, "QueuedRuns": true, "CancelRequested": true,
 	}
 	st := reflect.TypeFor[Store]()
 	for i := range st.NumMethod() {
