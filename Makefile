@@ -75,13 +75,13 @@ fuzz:
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; done
 
-## run: prepare the demo's files, bring up Docker (and PostgreSQL only when $(CONFIG) or ALFRED_DATABASE_URL names a PostgreSQL database; none or sqlite:PATH = embedded SQLite), build, build the script agent image, check (alfred doctor), serve with $(CONFIG)
+## run: prepare the demo's files, bring up Docker (no Chromium: only the tests use it; and PostgreSQL only when $(CONFIG) or ALFRED_DATABASE_URL names a PostgreSQL database; none or sqlite:PATH = embedded SQLite), build, build the script agent image, check (alfred doctor), serve with $(CONFIG)
 run:
 	@CONFIG=$(CONFIG) bash scripts/demo-files.sh
 	@if grep -E '^[[:space:]]*database_url(_file)?:[[:space:]]*["'"'"']?[^[:space:]#"'"'"']' $(CONFIG) | grep -Evq 'database_url:[[:space:]]*["'"'"']?sqlite:' || [ -n "$${ALFRED_DATABASE_URL:-}$${ALFRED_DATABASE_URL_FILE:-}" ]; then \
-		bash scripts/dev-deps.sh; \
+		ALFRED_DEPS_SKIP_BROWSER=1 bash scripts/dev-deps.sh; \
 	else \
-		ALFRED_DEPS_SKIP_POSTGRES=1 bash scripts/dev-deps.sh; \
+		ALFRED_DEPS_SKIP_POSTGRES=1 ALFRED_DEPS_SKIP_BROWSER=1 bash scripts/dev-deps.sh; \
 	fi
 	$(MAKE) build script-agent-image
 	@./bin/alfred doctor --config $(CONFIG) || { echo "make run: fix the failures above (each says how), then make run again"; exit 1; }
