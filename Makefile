@@ -94,9 +94,9 @@ script-agent-image:
 	printf 'FROM scratch\nCOPY alfred-script-agent /alfred-script-agent\nUSER 65532:65532\nENTRYPOINT ["/alfred-script-agent"]\n' > bin/script-agent-image/Dockerfile
 	docker build -q -t $(SCRIPT_AGENT_IMAGE) bin/script-agent-image
 
-## image: build the container image alfred:$(VERSION) (needs a Docker engine)
+## image: build the container image alfred:$(VERSION) (needs a Docker engine with BuildKit: deploy/Dockerfile uses RUN --mount)
 image:
-	docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t alfred:$(VERSION) .
+	DOCKER_BUILDKIT=1 docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t alfred:$(VERSION) .
 
 ## realcli-test: install the real agent CLIs from npm into $(REALCLI_DIR) and run the adapters against them (host, mock model; -update via REALCLI_ARGS)
 # Claude Code 2.1.197 is the last release whose engines allow Node < 22 (spec/agents.md §1 Install note).
