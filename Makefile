@@ -75,13 +75,13 @@ fuzz:
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; done
 
-## run: prepare the demo's files, bring up Docker (and PostgreSQL only when $(CONFIG) or ALFRED_DATABASE_URL names a PostgreSQL database; none or sqlite:PATH = embedded SQLite), build, build the script agent image, check (alfred doctor), serve with $(CONFIG)
+## run: prepare the demo's files, bring up Docker (no Chromium: only the tests use it; and PostgreSQL only when $(CONFIG) or ALFRED_DATABASE_URL names a PostgreSQL database; none or sqlite:PATH = embedded SQLite), build, build the script agent image, check (alfred doctor), serve with $(CONFIG)
 run:
 	@CONFIG=$(CONFIG) bash scripts/demo-files.sh
 	@if grep -E '^[[:space:]]*database_url(_file)?:[[:space:]]*["'"'"']?[^[:space:]#"'"'"']' $(CONFIG) | grep -Evq 'database_url:[[:space:]]*["'"'"']?sqlite:' || [ -n "$${ALFRED_DATABASE_URL:-}$${ALFRED_DATABASE_URL_FILE:-}" ]; then \
-		bash scripts/dev-deps.sh; \
+		ALFRED_DEPS_SKIP_BROWSER=1 bash scripts/dev-deps.sh; \
 	else \
-		ALFRED_DEPS_SKIP_POSTGRES=1 bash scripts/dev-deps.sh; \
+		ALFRED_DEPS_SKIP_POSTGRES=1 ALFRED_DEPS_SKIP_BROWSER=1 bash scripts/dev-deps.sh; \
 	fi
 	$(MAKE) build script-agent-image
 	@./bin/alfred doctor --config $(CONFIG) || { echo "make run: fix the failures above (each says how), then make run again"; exit 1; }
@@ -94,9 +94,9 @@ script-agent-image:
 	printf 'FROM scratch\nCOPY alfred-script-agent /alfred-script-agent\nUSER 65532:65532\nENTRYPOINT ["/alfred-script-agent"]\n' > bin/script-agent-image/Dockerfile
 	docker build -q -t $(SCRIPT_AGENT_IMAGE) bin/script-agent-image
 
-## image: build the container image alfred:$(VERSION) (needs a Docker engine)
+## image: build the container image alfred:$(VERSION) (needs a Docker engine with BuildKit: deploy/Dockerfile uses RUN --mount)
 image:
-	docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t alfred:$(VERSION) .
+	DOCKER_BUILDKIT=1 docker build -f deploy/Dockerfile --build-arg VERSION=$(VERSION) -t alfred:$(VERSION) .
 
 ## realcli-test: install the real agent CLIs from npm into $(REALCLI_DIR) and run the adapters against them (host, mock model; -update via REALCLI_ARGS)
 # Claude Code 2.1.197 is the last release whose engines allow Node < 22 (spec/agents.md §1 Install note).

@@ -82,7 +82,9 @@ start() {
 		-e FORGEJO__database__DB_TYPE=sqlite3 \
 		-e FORGEJO__webhook__ALLOWED_HOST_LIST=loopback \
 		-e FORGEJO__service__DISABLE_REGISTRATION=true \
-		"$image" >/dev/null
+		"$image" >/dev/null ||
+		die "docker could not start $image (above: docker's reason)" \
+			"pull it where a registry is reachable (docker pull $image), or set ALFRED_TRY_IMAGE to an image you have"
 	for _ in $(seq 120); do
 		curl -sf "$url/api/v1/version" >/dev/null && break
 		sleep 1
@@ -91,7 +93,8 @@ start() {
 	local pass
 	pass=$(random 12)
 	docker exec "$container" forgejo admin user create --admin --username "$admin" --password "$pass" \
-		--email "$admin@example.org" --must-change-password=false >/dev/null
+		--email "$admin@example.org" --must-change-password=false >/dev/null ||
+		die "could not create the administrator $admin" "docker logs $container; then bash scripts/try-forgejo.sh stop and start again"
 	(umask 077 && printf '%s\n' "$pass" >"$admin_file")
 	say "Forgejo $(curl -sf "$url/api/v1/version") is up; administrator $admin, password in $admin_file"
 }
@@ -137,7 +140,11 @@ setup() {
 case ${1:-all} in
 start) start ;;
 setup) setup ;;
-all) start && setup ;;
+# Not "start && setup": bash ignores set -e inside a function run on the left of &&.
+all)
+	start
+	setup
+	;;
 stop)
 	docker rm -f -v "$container" >/dev/null 2>&1 || true
 	rm -f "$admin_file"
