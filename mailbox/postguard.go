@@ -73,7 +73,9 @@ type PostGuard struct {
 // An issue description is the human's text with Alfred's sections: only the sections are
 // cleaned, and one over the limit is not sent (ErrDescriptionTooLong).
 // When f has the review calls (forge.Reviews), so does the result: replies and reviews are
-// cleaned the same way. The other methods are f's.
+// cleaned the same way. When f has the merge calls (forge.Merger), so does the result: they
+// post no text and are f's, so a refused merge is the forge's error as it is (not
+// ErrPostRefused). The other methods are f's.
 //
 // A comment over MaxCommentBytes is split at rune (and, where one is near, line) boundaries into
 // parts. The first part keeps the comment's own marker and is the comment the mailbox records;
@@ -94,10 +96,12 @@ func GuardPosts(f forge.Forge, g PostGuard) forge.Forge {
 	limits.MaxCommentBytes = max(limits.MaxCommentBytes, minPostBytes)
 	limits.MaxDescriptionBytes = max(limits.MaxDescriptionBytes, minPostBytes)
 	gf := &guardedForge{Forge: f, limits: limits, clean: func(s string) string { return quoteBotMentions(censor(s), isBot) }}
-	if rv, ok := f.(forge.Reviews); ok {
-		return &guardedReviews{guardedForge: gf, rv: rv}
+	var rv forge.Reviews
+	if r, ok := f.(forge.Reviews); ok {
+		rv = &guardedReviews{rv: r, clean: gf.clean}
 	}
-	return gf
+	mg, _ := f.(forge.Merger)
+	return withOptional(gf, rv, mg)
 }
 
 type guardedForge struct {
@@ -398,12 +402,13 @@ func cutRunes(s string, n int) string {
 	return string([]rune(s)[:n])
 }
 
-// guardedReviews is a guarded forge whose client also has the review calls (forge.Reviews):
-// reads pass through, and every text posted (a reply, a review and its inline comments) is
-// cleaned as comments are, so a review is censored and mentions no bot either.
+// guardedReviews is the review calls (forge.Reviews) of a guarded forge: reads pass through,
+// and every text posted (a reply, a review and its inline comments) is cleaned as comments
+// are, so a review is censored and mentions no bot either.
 type guardedReviews struct {
-	*guardedForge
 	rv forge.Reviews
+	// clean is the guarded forge's.
+	clean func(string) string
 }
 
 // ReviewComments implements forge.Reviews.
