@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -465,19 +464,12 @@ func ReadSecretFile(path string) (Secret, error) {
 	return Secret(strings.TrimRight(string(b), "\r\n")), nil
 }
 
-// Secrets returns every non-empty secret value, longest first, without duplicates. The
-// password of a URL-shaped database_url is listed on its own too.
+// Secrets returns every non-empty secret value (those of KeyedSecrets), longest first, without
+// duplicates. The password of a URL-shaped database_url is listed on its own too.
 func (c *Config) Secrets() []string {
 	var out []string
-	for _, r := range c.secretRefs() {
-		if *r.val != "" {
-			out = append(out, r.val.Reveal())
-		}
-	}
-	if u, err := url.Parse(c.DatabaseURL.Reveal()); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			out = append(out, pw)
-		}
+	for _, ks := range c.KeyedSecrets() {
+		out = append(out, ks.Value.Reveal())
 	}
 	slices.SortFunc(out, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
 	return slices.Compact(out)
@@ -492,8 +484,8 @@ func (c *Config) Censor() *censor.Censor {
 	for _, f := range c.Forges {
 		users = append(users, f.BotUser, f.GitUser)
 	}
-	if u, err := url.Parse(c.DatabaseURL.Reveal()); err == nil && u.User != nil {
-		users = append(users, u.User.Username())
+	if u := c.databaseUser(); u != nil {
+		users = append(users, u.Username())
 	}
 	// Alfred's own structure (marker pieces, label names) survives a secret that is one of its
 	// words; Validate refuses such secrets anyway, this keeps a Censor built otherwise safe.
