@@ -130,8 +130,15 @@ func quoteBotMentions(s string, isBot func(string) bool) string {
 	})
 }
 
+// refusedByForge reports a call the forge refused for a reason of its own (a 4xx answer:
+// forge.ErrRefused, ErrConflict, ErrForbidden), which sending it again cannot change: a post
+// (ErrPostRefused) or a merge (the auto-merge refusal).
+func refusedByForge(err error) bool {
+	return errors.Is(err, forge.ErrRefused) || errors.Is(err, forge.ErrConflict) || errors.Is(err, forge.ErrForbidden)
+}
+
 func refused(op string, err error) error {
-	if errors.Is(err, forge.ErrRefused) || errors.Is(err, forge.ErrConflict) || errors.Is(err, forge.ErrForbidden) {
+	if refusedByForge(err) {
 		return fmt.Errorf("%w: %s: %w", ErrPostRefused, op, err)
 	}
 	return err
