@@ -163,16 +163,16 @@ func cleanSections(body string, clean func(string) string) string {
 	var b strings.Builder
 	rest := body
 	for {
-		i := strings.Index(rest, "<!-- alfred:section=")
+		i := strings.Index(rest, sectionOpen)
 		if i < 0 {
 			break
 		}
-		j := strings.Index(rest[i:], " -->")
+		j := strings.Index(rest[i:], markerClose)
 		if j < 0 {
 			break
 		}
-		marker := rest[i : i+j+len(" -->")]
-		name, ok := strings.CutSuffix(strings.TrimPrefix(marker, "<!-- alfred:section="), ":start -->")
+		marker := rest[i : i+j+len(markerClose)]
+		name, ok := strings.CutSuffix(strings.TrimPrefix(marker, sectionOpen), sectionStartClose)
 		if !ok {
 			b.WriteString(rest[:i+len(marker)])
 			rest = rest[i+len(marker):]
@@ -363,7 +363,7 @@ func CutDescription(body string, max int) string {
 			break
 		}
 		off += i
-		j := strings.Index(rest[off:], " -->")
+		j := strings.Index(rest[off:], markerClose)
 		if j < 0 {
 			cut = off // a marker cut in half is dropped
 			break
@@ -377,7 +377,7 @@ func CutDescription(body string, max int) string {
 				open = open[:n-1]
 			}
 		}
-		off += j + len(" -->")
+		off += j + len(markerClose)
 	}
 	out := body[:cut] + notice
 	for i := len(open) - 1; i >= 0; i-- {
