@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	osexec "os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -145,13 +144,7 @@ func TestExecutorAPIModeFailures(t *testing.T) {
 func apiService(t *testing.T, srv *apimodetest.Server) (*runner.Service, phase.Job) {
 	t.Helper()
 	dir := t.TempDir()
-	bare, seed := filepath.Join(dir, "repo.git"), filepath.Join(dir, "seed")
-	for _, args := range [][]string{{"init", "--quiet", "--bare", "-b", "main", bare}, {"init", "--quiet", "-b", "main", seed},
-		{"-C", seed, "-c", "user.name=s", "-c", "user.email=s@example.org", "commit", "--quiet", "--allow-empty", "-m", "init"},
-		{"-C", seed, "push", "--quiet", bare, "main"}} {
-		out, err := osexec.Command("git", args...).CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
+	bare := seedRemote(t, dir, nil)
 	mgr, err := gitrepo.New(gitrepo.Config{DataDir: filepath.Join(dir, "data"), AuthorName: "Alfred", AuthorEmail: "a@example.org"})
 	require.NoError(t, err)
 	svc := runner.NewService(apiExecutor(t, srv, apiKey, time.Minute), map[string]*gitrepo.Manager{"gl": mgr}, runner.SessionConfig{}, nil)
