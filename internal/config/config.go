@@ -132,8 +132,9 @@ type Forge struct {
 	// MaxCommentBytes caps one comment Alfred posts; a longer one is split into marked parts
 	// (default: GitLab 1,000,000, Forgejo 65,000; spec/edge.md).
 	MaxCommentBytes int `yaml:"max_comment_bytes"`
-	// MaxDescriptionBytes caps an issue or merge request description Alfred writes; a longer
-	// one is cut with a notice (same defaults).
+	// MaxDescriptionBytes caps an issue or merge request description Alfred writes (same
+	// defaults): a longer merge request description is cut with a notice; an issue description
+	// is never cut, Alfred's section that would not fit goes into a comment of its own.
 	MaxDescriptionBytes int `yaml:"max_description_bytes"`
 	// Projects holds checkout settings for large repositories of this forge, by repository
 	// path ("group/sub/repo"); repositories not listed are checked out whole from a full mirror
