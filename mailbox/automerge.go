@@ -52,7 +52,7 @@ func (m *Machine) autoMerge(ctx context.Context, bot Bot, mb *Mailbox, mr *forge
 	method := m.settings(mb.Repo).MergeMethod
 	sha7 := short(mr.HeadSHA)
 	err = mg.Merge(ctx, mb.Repo, mr.Number, forge.MergeOptions{Method: method, HeadSHA: mr.HeadSHA})
-	if refusedMerge(err) {
+	if refusedByForge(err) {
 		mb.Data.AutoMergeRefused = mr.HeadSHA
 		body := fmt.Sprintf("CI is green on %s, the %s is approved and no review thread is open, but the forge refused to merge it (%s): %s\n\nI leave it in review. Merge it yourself, or fix what the forge says: I try again after the next change to the %s, or when `%s` is added again.",
 			sha7, m.mrWord(bot), method, m.cfg.Redact(err.Error()), m.mrWord(bot), m.cfg.Labels.AutoMerge)
@@ -72,11 +72,6 @@ func (m *Machine) autoMerge(ctx context.Context, bot Bot, mb *Mailbox, mr *forge
 	}
 	_, err = m.done(ctx, bot, mb, onAutoMerged, "merged by Alfred (auto-merge)")
 	return err == nil, err
-}
-
-// refusedMerge reports a merge the forge refused for a reason of its own (a 4xx answer).
-func refusedMerge(err error) bool {
-	return errors.Is(err, forge.ErrRefused) || errors.Is(err, forge.ErrConflict) || errors.Is(err, forge.ErrForbidden)
 }
 
 // autoMergeLabel handles the AutoMerge label added by a human: a writer's turns auto-merge on

@@ -35,18 +35,21 @@ func (m *Machine) watched(fx *effects) *Machine {
 	return &w
 }
 
-// bot returns b with its forge counting every call in fx (the review calls too when the forge
-// has them).
+// bot returns b with its forge counting every call in fx (the review and merge calls too when
+// the forge has them).
 func (fx *effects) bot(b Bot) Bot {
 	if b.Forge == nil {
 		return b
 	}
-	f := effectForge{f: b.Forge, fx: fx}
-	if rv, ok := b.Forge.(forge.Reviews); ok {
-		b.Forge = effectReviews{effectForge: f, rv: rv}
-	} else {
-		b.Forge = f
+	var rv forge.Reviews
+	if r, ok := b.Forge.(forge.Reviews); ok {
+		rv = effectReviews{rv: r, fx: fx}
 	}
+	var mg forge.Merger
+	if g, ok := b.Forge.(forge.Merger); ok {
+		mg = effectMerger{mg: g, fx: fx}
+	}
+	b.Forge = withOptional(effectForge{f: b.Forge, fx: fx}, rv, mg)
 	return b
 }
 
@@ -302,10 +305,10 @@ func (f effectForge) CIStatus(ctx context.Context, repo, sha string) (*forge.Pip
 	return f.f.CIStatus(ctx, repo, sha)
 }
 
-// effectReviews is effectForge of a forge with the review calls, counted too.
+// effectReviews is forge.Reviews counting every call.
 type effectReviews struct {
-	effectForge
 	rv forge.Reviews
+	fx *effects
 }
 
 func (f effectReviews) ReviewComments(ctx context.Context, repo string, number int64) ([]forge.ReviewComment, error) {
@@ -328,29 +331,26 @@ func (f effectReviews) PostReview(ctx context.Context, repo string, number int64
 	return f.rv.PostReview(ctx, repo, number, r)
 }
 
+// effectMerger is forge.Merger counting every call.
+type effectMerger struct {
+	mg forge.Merger
+	fx *effects
+}
+
+func (f effectMerger) MergeChecks(ctx context.Context, repo string, number int64) (*forge.MergeChecks, error) {
+	f.fx.add()
+	return f.mg.MergeChecks(ctx, repo, number)
+}
+
+func (f effectMerger) Merge(ctx context.Context, repo string, number int64, opt forge.MergeOptions) error {
+	f.fx.add()
+	return f.mg.Merge(ctx, repo, number, opt)
+}
+
 var (
 	_ forge.Forge   = effectForge{}
 	_ forge.Reviews = effectReviews{}
+	_ forge.Merger  = effectMerger{}
 	_ JobRunner     = effectJobs{}
 	_ RunRecoverer  = effectRecoverer{}
 )
-
-// MergeChecks implements forge.Merger: a forge call, counted.
-func (f effectReviews) MergeChecks(ctx context.Context, repo string, number int64) (*forge.MergeChecks, error) {
-	mg, ok := f.rv.(forge.Merger)
-	if !ok {
-		return nil, errNoMerger
-	}
-	f.fx.add()
-	return mg.MergeChecks(ctx, repo, number)
-}
-
-// Merge implements forge.Merger: a forge call, counted.
-func (f effectReviews) Merge(ctx context.Context, repo string, number int64, opt forge.MergeOptions) error {
-	mg, ok := f.rv.(forge.Merger)
-	if !ok {
-		return errNoMerger
-	}
-	f.fx.add()
-	return mg.Merge(ctx, repo, number, opt)
-}

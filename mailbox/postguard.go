@@ -73,7 +73,9 @@ type PostGuard struct {
 // An issue description is the human's text with Alfred's sections: only the sections are
 // cleaned, and one over the limit is not sent (ErrDescriptionTooLong).
 // When f has the review calls (forge.Reviews), so does the result: replies and reviews are
-// cleaned the same way. The other methods are f's.
+// cleaned the same way. When f has the merge calls (forge.Merger), so does the result: they
+// post no text and are f's, so a refused merge is the forge's error as it is (not
+// ErrPostRefused). The other methods are f's.
 //
 // A comment over MaxCommentBytes is split at rune (and, where one is near, line) boundaries into
 // parts. The first part keeps the comment's own marker and is the comment the mailbox records;
@@ -94,10 +96,12 @@ func GuardPosts(f forge.Forge, g PostGuard) forge.Forge {
 	limits.MaxCommentBytes = max(limits.MaxCommentBytes, minPostBytes)
 	limits.MaxDescriptionBytes = max(limits.MaxDescriptionBytes, minPostBytes)
 	gf := &guardedForge{Forge: f, limits: limits, clean: func(s string) string { return quoteBotMentions(censor(s), isBot) }}
-	if rv, ok := f.(forge.Reviews); ok {
-		return &guardedReviews{guardedForge: gf, rv: rv}
+	var rv forge.Reviews
+	if r, ok := f.(forge.Reviews); ok {
+		rv = &guardedReviews{rv: r, clean: gf.clean}
 	}
-	return gf
+	mg, _ := f.(forge.Merger)
+	return withOptional(gf, rv, mg)
 }
 
 type guardedForge struct {
@@ -126,8 +130,15 @@ func quoteBotMentions(s string, isBot func(string) bool) string {
 	})
 }
 
+// refusedByForge reports a call the forge refused for a reason of its own (a 4xx answer:
+// forge.ErrRefused, ErrConflict, ErrForbidden), which sending it again cannot change: a post
+// (ErrPostRefused) or a merge (the auto-merge refusal).
+func refusedByForge(err error) bool {
+	return errors.Is(err, forge.ErrRefused) || errors.Is(err, forge.ErrConflict) || errors.Is(err, forge.ErrForbidden)
+}
+
 func refused(op string, err error) error {
-	if errors.Is(err, forge.ErrRefused) || errors.Is(err, forge.ErrConflict) || errors.Is(err, forge.ErrForbidden) {
+	if refusedByForge(err) {
 		return fmt.Errorf("%w: %s: %w", ErrPostRefused, op, err)
 	}
 	return err
@@ -152,16 +163,16 @@ func cleanSections(body string, clean func(string) string) string {
 	var b strings.Builder
 	rest := body
 	for {
-		i := strings.Index(rest, "<!-- alfred:section=")
+		i := strings.Index(rest, sectionOpen)
 		if i < 0 {
 			break
 		}
-		j := strings.Index(rest[i:], " -->")
+		j := strings.Index(rest[i:], markerClose)
 		if j < 0 {
 			break
 		}
-		marker := rest[i : i+j+len(" -->")]
-		name, ok := strings.CutSuffix(strings.TrimPrefix(marker, "<!-- alfred:section="), ":start -->")
+		marker := rest[i : i+j+len(markerClose)]
+		name, ok := strings.CutSuffix(strings.TrimPrefix(marker, sectionOpen), sectionStartClose)
 		if !ok {
 			b.WriteString(rest[:i+len(marker)])
 			rest = rest[i+len(marker):]
@@ -352,7 +363,7 @@ func CutDescription(body string, max int) string {
 			break
 		}
 		off += i
-		j := strings.Index(rest[off:], " -->")
+		j := strings.Index(rest[off:], markerClose)
 		if j < 0 {
 			cut = off // a marker cut in half is dropped
 			break
@@ -366,7 +377,7 @@ func CutDescription(body string, max int) string {
 				open = open[:n-1]
 			}
 		}
-		off += j + len(" -->")
+		off += j + len(markerClose)
 	}
 	out := body[:cut] + notice
 	for i := len(open) - 1; i >= 0; i-- {
@@ -398,12 +409,13 @@ func cutRunes(s string, n int) string {
 	return string([]rune(s)[:n])
 }
 
-// guardedReviews is a guarded forge whose client also has the review calls (forge.Reviews):
-// reads pass through, and every text posted (a reply, a review and its inline comments) is
-// cleaned as comments are, so a review is censored and mentions no bot either.
+// guardedReviews is the review calls (forge.Reviews) of a guarded forge: reads pass through,
+// and every text posted (a reply, a review and its inline comments) is cleaned as comments
+// are, so a review is censored and mentions no bot either.
 type guardedReviews struct {
-	*guardedForge
 	rv forge.Reviews
+	// clean is the guarded forge's.
+	clean func(string) string
 }
 
 // ReviewComments implements forge.Reviews.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/alfred-bot/alfred/internal/cost"
 )
 
 // ProgressKey is the comment key of the status comment: one per mailbox, edited in place.
@@ -130,35 +132,19 @@ func writeBudget(b *strings.Builder, p Progress) {
 		return
 	}
 	usd, unrated := p.Spent()
-	fmt.Fprintf(b, "\nBudget: $%.2f, spent %s", *p.BudgetUSD, spentWords(usd, unrated))
+	fmt.Fprintf(b, "\nBudget: $%.2f, spent %s", *p.BudgetUSD, cost.Words(usd, unrated))
 	if unrated > 0 {
 		b.WriteString(" (an unrated run's cost is unknown and not counted)")
 	}
 	b.WriteString(".\n")
 }
 
-// costWords is a row's cost: "unrated" when no run of the row reported one, else spentWords.
+// costWords is a row's cost: "unrated" when no run of the row reported one, else cost.Words.
 func costWords(usd float64, unrated, runs int) string {
 	if unrated == runs {
 		return "unrated"
 	}
-	return spentWords(usd, unrated)
-}
-
-// spentWords is a sum of costs with the runs it leaves out: "$0.0123", "$0.0123 + 1 unrated
-// run", "2 unrated runs" — never "$0.0000" for a sum that has unrated runs only.
-func spentWords(usd float64, unrated int) string {
-	runs := "runs"
-	if unrated == 1 {
-		runs = "run"
-	}
-	switch {
-	case unrated == 0:
-		return fmt.Sprintf("$%.4f", usd)
-	case usd == 0:
-		return fmt.Sprintf("%d unrated %s", unrated, runs)
-	}
-	return fmt.Sprintf("$%.4f + %d unrated %s", usd, unrated, runs)
+	return cost.Words(usd, unrated)
 }
 
 // elapsed is the time from since to now for a headline: whole seconds under a minute ("0s",
@@ -199,7 +185,7 @@ func Budget(spentUSD float64, unrated int, budget *float64, retryOnce bool) (ok 
 		return true, ""
 	}
 	reason = fmt.Sprintf("the cost so far (%s) has reached this issue's budget ($%.2f, budget_usd). ",
-		spentWords(spentUSD, unrated), *budget)
+		cost.Words(spentUSD, unrated), *budget)
 	if unrated > 0 {
 		reason += "Unrated runs are not in the sum: their adapter reported no cost, so the issue may have cost more. "
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -291,7 +290,7 @@ func (r *Reconciler) ours(ctx context.Context, name string, bot Bot, known []str
 	case err != nil:
 		return false, fmt.Errorf("reconcile %s: read the hooks of %s: %w", name, repo, err)
 	}
-	v = hookVerdict{at: r.now(), ours: slices.ContainsFunc(hooks, func(h forge.Hook) bool { return SameHookURL(h.URL, scope.HookURL) })}
+	v = hookVerdict{at: r.now(), ours: slices.ContainsFunc(hooks, func(h forge.Hook) bool { return forge.SameHookURL(h.URL, scope.HookURL) })}
 	if v.ours {
 		st.Discovered++
 		r.log.Info("a repository that sent no delivery has this Alfred's webhook; its assignments are reconciled",
@@ -304,33 +303,6 @@ func (r *Reconciler) ours(ctx context.Context, name string, bot Bot, known []str
 	r.hooked[name][key] = v
 	r.mu.Unlock()
 	return v.ours, nil
-}
-
-// SameHookURL reports whether a webhook's URL is want: the same scheme and host (case
-// insensitive), port (the scheme's default when absent) and path, a trailing '/' ignored; the
-// query (GitLab lets one add it) is ignored too. A URL that does not parse is not the same.
-func SameHookURL(hook, want string) bool {
-	h, err1 := url.Parse(strings.TrimSpace(hook))
-	w, err2 := url.Parse(want)
-	if err1 != nil || err2 != nil || h.Host == "" {
-		return false
-	}
-	return strings.EqualFold(h.Scheme, w.Scheme) && strings.EqualFold(h.Hostname(), w.Hostname()) &&
-		urlPort(h) == urlPort(w) && strings.TrimRight(h.Path, "/") == strings.TrimRight(w.Path, "/")
-}
-
-// urlPort is u's port, the scheme's default (80, 443) when it names none.
-func urlPort(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	switch strings.ToLower(u.Scheme) {
-	case "http":
-		return "80"
-	case "https":
-		return "443"
-	}
-	return ""
 }
 
 // Mailbox reconciles one mailbox now (on demand: the status page, a failed pass). It returns

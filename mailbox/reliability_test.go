@@ -267,19 +267,6 @@ func TestReconcileHookReadFailureHoldsUpOnlyItsRepository(t *testing.T) {
 	require.NoError(t, err)
 }
 
-func TestSameHookURL(t *testing.T) {
-	t.Parallel()
-	const want = "https://alfred.example.org/webhooks/gl"
-	for hook, same := range map[string]bool{
-		want: true, want + "/": true, "HTTPS://Alfred.Example.org/webhooks/gl": true, want + "?x=1": true,
-		"https://alfred.example.org/webhooks/gl2": false, "https://alfred.example.org/webhooks/GL": false,
-		"http://alfred.example.org/webhooks/gl": false, "https://alfred.example.org:8443/webhooks/gl": false, "https://alfred.example.org:443/webhooks/gl": true,
-		"https://other.example.org/webhooks/gl": false, "/webhooks/gl": false, "": false, "%zz": false,
-	} {
-		require.Equal(t, same, mailbox.SameHookURL(hook, want), hook)
-	}
-}
-
 // Forgejo sends byte-identical bodies for assign, unassign, assign within one second: the third
 // delivery differs from the first only by its delivery id, and must count.
 func TestAssignUnassignAssignWithIdenticalBodies(t *testing.T) {

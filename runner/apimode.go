@@ -134,16 +134,6 @@ type censoredError struct {
 func (c *censoredError) Error() string { return c.msg }
 func (c *censoredError) Unwrap() error { return c.err }
 
-// apiAgent returns the APIAgent bound to in, if the binding is one.
-func (s *Service) apiAgent(in phase.Input) (string, APIAgent, bool) {
-	name, a, ok := s.exec.Agent(in)
-	if !ok {
-		return "", nil, false
-	}
-	aa, ok := a.(APIAgent)
-	return name, aa, ok
-}
-
 // recordAPIMode writes the llm_sessions row of an API-mode run: no session name, no native id,
 // fallback_reason api_mode, and the provider's usage (also of a failed run: its tokens were
 // spent). The row is the run's share in the usage path every run feeds (status comment,

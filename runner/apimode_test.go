@@ -15,7 +15,9 @@ import (
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/apimode"
 	"github.com/alfred-bot/alfred/runner/agent/apimode/apimodetest"
+	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
+	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 // noContainers is a Runtime that refuses every call: an API-mode run must never reach it.
@@ -134,5 +136,45 @@ func TestExecutorAPIModeFailures(t *testing.T) {
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "read-only phases only")
 		assert.Zero(t, srv.Calls())
+	})
+}
+
+// apiService is a Service running apiExecutor's adapter on a worktree of a one-commit
+// repository.
+func apiService(t *testing.T, srv *apimodetest.Server) (*runner.Service, phase.Job) {
+	t.Helper()
+	dir := t.TempDir()
+	bare := seedRemote(t, dir, nil)
+	mgr, err := gitrepo.New(gitrepo.Config{DataDir: filepath.Join(dir, "data"), AuthorName: "Alfred", AuthorEmail: "a@example.org"})
+	require.NoError(t, err)
+	svc := runner.NewService(apiExecutor(t, srv, apiKey, time.Minute), map[string]*gitrepo.Manager{"gl": mgr}, runner.SessionConfig{}, nil)
+	return svc, phase.Job{MailboxID: 1, RunID: 2, Attempt: 1, ForgeName: "gl",
+		Repository: forge.Repository{Path: "acme/shop", DefaultBranch: "main", CloneURL: bare}, Input: apiInput()}
+}
+
+// An API-mode run names no container in its outcome, finished or interrupted: there is none
+// for the pages to show or for recovery to look for.
+func TestServiceAPIModeRunNamesNoContainer(t *testing.T) {
+	t.Run("finished", func(t *testing.T) {
+		srv := apimodetest.NewOpenAI(t, apiKey, "gpt-standin", func(apimodetest.Exchange) apimodetest.Reply {
+			return apimodetest.Reply{Text: `{"summary": "ok", "understanding": "ok"}`}
+		})
+		svc, job := apiService(t, srv)
+		out, err := svc.Execute(context.Background(), job)
+		require.NoError(t, err)
+		require.Empty(t, out.Failure)
+		assert.Empty(t, out.Container)
+	})
+	t.Run("interrupted", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		srv := apimodetest.NewOpenAI(t, apiKey, "gpt-standin", func(apimodetest.Exchange) apimodetest.Reply {
+			cancel()
+			return apimodetest.Reply{Text: "{}"}
+		})
+		svc, job := apiService(t, srv)
+		out, err := svc.Execute(ctx, job)
+		require.NoError(t, err)
+		require.True(t, out.Interrupted)
+		assert.Empty(t, out.Container)
 	})
 }

@@ -70,6 +70,8 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 	if err != nil {
 		return nil, fmt.Errorf("plan the session: %w", err)
 	}
+	bound, agent, _ := s.exec.Agent(job.Input)
+	api, apiMode := agent.(APIAgent)
 	var (
 		out     *RunOutcome
 		session *phase.SessionRecord
@@ -78,8 +80,8 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 		out, session, err = s.runWithSession(ctx, job, req, plan)
 	} else {
 		out, err = s.exec.Run(ctx, req)
-		if name, aa, ok := s.apiAgent(job.Input); ok {
-			session = s.recordAPIMode(ctx, job, name, aa, out)
+		if apiMode {
+			session = s.recordAPIMode(ctx, job, bound, api, out)
 		}
 	}
 	if out != nil && out.Status == StatusDetached {
@@ -87,21 +89,26 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 		// reattaches it.
 		return &phase.Outcome{Interrupted: true, Detached: true, Container: out.Name}, nil
 	}
-	var adapter string // the agent whose container ran: its usage is counted
+	var adapter string // the agent that ran: its usage is counted
 	if out != nil {
-		adapter, _, _ = s.exec.Agent(job.Input)
+		adapter = bound
+	}
+	// container names the run's container for an outcome; API mode has none (the pages show
+	// none, recovery looks for none).
+	container := func(n string) string {
+		if apiMode {
+			return ""
+		}
+		return n
 	}
 	if out != nil && out.Status == StatusCanceled || (err != nil && ctx.Err() != nil) {
-		return &phase.Outcome{Interrupted: true, Container: name, Session: session, Adapter: adapter}, nil
+		return &phase.Outcome{Interrupted: true, Container: container(name), Session: session, Adapter: adapter}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", name, err)
 	}
-	res := &phase.Outcome{ExitCode: out.Exit.Code, Container: out.Name, Output: joinOutput(out), Session: session,
+	res := &phase.Outcome{ExitCode: out.Exit.Code, Container: container(out.Name), Output: joinOutput(out), Session: session,
 		Adapter: adapter}
-	if out.Usage != nil {
-		res.Container = "" // API mode: no container (the pages show none and read no container log)
-	}
 	return s.finish(ctx, job, mgr, wt, out, res)
 }
 

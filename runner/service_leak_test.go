@@ -3,9 +3,7 @@ package runner_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -45,19 +43,8 @@ func TestServiceRefusesToPushTheAgentsKey(t *testing.T) {
 	ctx := context.Background()
 	d := setupDocker(t, ctx, leakScript)
 	dir := t.TempDir()
-	bare := filepath.Join(dir, "repo.git")
-	seed := filepath.Join(dir, "seed")
-	git := func(args ...string) string {
-		out, err := exec.Command("git", args...).CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-		return strings.TrimSpace(string(out))
-	}
-	git("init", "--bare", "-b", "main", bare)
-	git("init", "-b", "main", seed)
-	require.NoError(t, os.WriteFile(filepath.Join(seed, "README"), []byte("original\n"), 0o644))
-	git("-C", seed, "add", ".")
-	git("-C", seed, "-c", "user.name=s", "-c", "user.email=s@example.org", "commit", "-m", "init")
-	git("-C", seed, "push", bare, "main")
+	bare := seedRemote(t, dir, map[string]string{"README": "original\n"})
+	git := func(args ...string) string { return runGit(t, args...) }
 
 	mgr, err := gitrepo.New(gitrepo.Config{DataDir: filepath.Join(dir, "data"), AuthorName: "Alfred", AuthorEmail: "a@example.org",
 		UID: runtimetest.ImageUID, GID: runtimetest.ImageGID,

@@ -3,7 +3,6 @@ package runner_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,14 +44,7 @@ func newSessionBundle(t *testing.T) *sessionBundle {
 	image := agenttest.BuildImage(t, ctx, cli)
 
 	dir := t.TempDir()
-	bare := filepath.Join(dir, "repo.git")
-	seed := filepath.Join(dir, "seed")
-	for _, args := range [][]string{{"init", "--bare", "-b", "main", bare}, {"init", "-b", "main", seed},
-		{"-C", seed, "-c", "user.name=s", "-c", "user.email=s@example.org", "commit", "--allow-empty", "-m", "init"},
-		{"-C", seed, "push", bare, "main"}} {
-		out, err := exec.Command("git", args...).CombinedOutput()
-		require.NoError(t, err, "%s", out)
-	}
+	bare := seedRemote(t, dir, nil)
 	data := filepath.Join(dir, "data")
 	mgr, err := gitrepo.New(gitrepo.Config{DataDir: data, AuthorName: "Alfred", AuthorEmail: "a@example.org",
 		UID: 65532, GID: 65532})

@@ -3,9 +3,7 @@ package runner_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -44,20 +42,8 @@ func TestServiceWorktreeKeptCleanAndRetired(t *testing.T) {
 	ctx := context.Background()
 	d := setupDocker(t, ctx, worktreeScript)
 	dir := t.TempDir()
-	bare := filepath.Join(dir, "repo.git")
-	seed := filepath.Join(dir, "seed")
-	git := func(args ...string) string {
-		out, err := exec.Command("git", args...).CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-		return strings.TrimSpace(string(out))
-	}
-	git("init", "--bare", "-b", "main", bare)
-	git("init", "-b", "main", seed)
-	require.NoError(t, os.WriteFile(filepath.Join(seed, "README"), []byte("original\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(seed, ".gitignore"), []byte("*.log\n"), 0o644))
-	git("-C", seed, "add", ".")
-	git("-C", seed, "-c", "user.name=s", "-c", "user.email=s@example.org", "commit", "-m", "init")
-	git("-C", seed, "push", bare, "main")
+	bare := seedRemote(t, dir, map[string]string{"README": "original\n", ".gitignore": "*.log\n"})
+	git := func(args ...string) string { return runGit(t, args...) }
 
 	data := filepath.Join(dir, "data")
 	mgr, err := gitrepo.New(gitrepo.Config{DataDir: data, AuthorName: "Alfred", AuthorEmail: "a@example.org",

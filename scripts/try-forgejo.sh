@@ -46,20 +46,29 @@ random() { od -An -tx1 -N"$1" /dev/urandom | tr -d ' \n'; }
 str() { local s=${1//\\/\\\\}; s=${s//\"/\\\"}; printf '"%s"' "$s"; }
 
 # api METHOD PATH USER PASSWORD WANT [JSON]: calls Forgejo's API with Basic credentials, prints
-# the answer's body, and fails unless the status is WANT.
+# the answer's body, and fails unless the status is WANT. The credentials and the body (which
+# may hold a password or the webhook secret) reach curl in files of a private directory, never
+# in its arguments, which every local user can read (ps, /proc/PID/cmdline).
 api() {
-	local method=$1 path=$2 user=$3 pass=$4 want=$5 data=${6:-} out status
-	out=$(mktemp)
-	local args=(-sS -o "$out" -w '%{http_code}' -X "$method" -u "$user:$pass" -H 'Accept: application/json')
-	[ -z "$data" ] || args+=(-H 'Content-Type: application/json' --data-binary "$data")
-	status=$(curl "${args[@]}" "$url/api/v1$path") || { rm -f "$out"; die "$method $path: Forgejo at $url does not answer" "start it: bash scripts/try-forgejo.sh start"; }
+	local method=$1 path=$2 user=$3 pass=$4 want=$5 data=${6:-} tmp cred status
+	tmp=$(mktemp -d)
+	cred=$user:$pass
+	cred=${cred//\\/\\\\}
+	cred=${cred//\"/\\\"}
+	printf 'user = "%s"\n' "$cred" >"$tmp/config"
+	local args=(-sS -K "$tmp/config" -o "$tmp/out" -w '%{http_code}' -X "$method" -H 'Accept: application/json')
+	if [ -n "$data" ]; then
+		printf '%s' "$data" >"$tmp/body"
+		args+=(-H 'Content-Type: application/json' --data-binary "@$tmp/body")
+	fi
+	status=$(curl "${args[@]}" "$url/api/v1$path") || { rm -rf "$tmp"; die "$method $path: Forgejo at $url does not answer" "start it: bash scripts/try-forgejo.sh start"; }
 	if [ "$status" != "$want" ]; then
-		say "$method $path answered $status: $(cat "$out")"
-		rm -f "$out"
+		say "$method $path answered $status: $(cat "$tmp/out")"
+		rm -rf "$tmp"
 		return 1
 	fi
-	cat "$out"
-	rm -f "$out"
+	cat "$tmp/out"
+	rm -rf "$tmp"
 }
 
 start() {

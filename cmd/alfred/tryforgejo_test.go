@@ -84,3 +84,34 @@ agents:
 	require.NotContains(t, out, adminPassword)
 	require.True(t, strings.Contains(out, "cannot create the bot account"), out)
 }
+
+// The setup's API calls carry the administrator's and the bot's passwords and the webhook
+// secret in files curl reads, never in its arguments, which any local user sees (ps,
+// /proc/PID/cmdline): a curl in front of the real one records every argument.
+func TestTryForgejoKeepsSecretsOutOfArgv(t *testing.T) {
+	t.Parallel()
+	curl, err := exec.LookPath("curl")
+	require.NoError(t, err)
+	fj := forgetest.NewForgejoServer(t)
+	const adminPassword = "try-admin-5e8b1d"
+	fj.EnableSetup("alice", adminPassword)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "forgejo-try.admin"), []byte(adminPassword+"\n"), 0o600))
+	const secret = "9c1e4a7b2d5f8e0a3c6b9d2e5f8a1b4c"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "webhook.secret"), []byte(secret+"\n"), 0o600))
+	bin, argv := t.TempDir(), filepath.Join(t.TempDir(), "argv")
+	require.NoError(t, os.WriteFile(filepath.Join(bin, "curl"), []byte(fmt.Sprintf(
+		"#!/usr/bin/env bash\nprintf '%%s\\n' \"$*\" >>%q\nexec %q \"$@\"\n", argv, curl)), 0o755))
+
+	cmd := exec.Command("bash", "../../scripts/try-forgejo.sh", "setup")
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "ALFRED_TRY_URL="+fj.URL,
+		"ALFRED_TRY_DIR="+dir, "ALFRED_TRY_BOT="+forgetest.BotLogin, "ALFRED_TRY_HOOK_URL=http://127.0.0.1:8080/webhooks/forgejo")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	args, err := os.ReadFile(argv)
+	require.NoError(t, err)
+	require.Contains(t, string(args), "/api/v1/", "the calls went through the recording curl")
+	require.NotContains(t, string(args), adminPassword)
+	require.NotContains(t, string(args), secret)
+	require.NotContains(t, string(args), "password", "no password in a request body on the command line")
+}

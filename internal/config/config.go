@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -133,8 +132,9 @@ type Forge struct {
 	// MaxCommentBytes caps one comment Alfred posts; a longer one is split into marked parts
 	// (default: GitLab 1,000,000, Forgejo 65,000; spec/edge.md).
 	MaxCommentBytes int `yaml:"max_comment_bytes"`
-	// MaxDescriptionBytes caps an issue or merge request description Alfred writes; a longer
-	// one is cut with a notice (same defaults).
+	// MaxDescriptionBytes caps an issue or merge request description Alfred writes (same
+	// defaults): a longer merge request description is cut with a notice; an issue description
+	// is never cut, Alfred's section that would not fit goes into a comment of its own.
 	MaxDescriptionBytes int `yaml:"max_description_bytes"`
 	// Projects holds checkout settings for large repositories of this forge, by repository
 	// path ("group/sub/repo"); repositories not listed are checked out whole from a full mirror
@@ -465,19 +465,12 @@ func ReadSecretFile(path string) (Secret, error) {
 	return Secret(strings.TrimRight(string(b), "\r\n")), nil
 }
 
-// Secrets returns every non-empty secret value, longest first, without duplicates. The
-// password of a URL-shaped database_url is listed on its own too.
+// Secrets returns every non-empty secret value (those of KeyedSecrets), longest first, without
+// duplicates. The password of a URL-shaped database_url is listed on its own too.
 func (c *Config) Secrets() []string {
 	var out []string
-	for _, r := range c.secretRefs() {
-		if *r.val != "" {
-			out = append(out, r.val.Reveal())
-		}
-	}
-	if u, err := url.Parse(c.DatabaseURL.Reveal()); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			out = append(out, pw)
-		}
+	for _, ks := range c.KeyedSecrets() {
+		out = append(out, ks.Value.Reveal())
 	}
 	slices.SortFunc(out, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
 	return slices.Compact(out)
@@ -492,8 +485,8 @@ func (c *Config) Censor() *censor.Censor {
 	for _, f := range c.Forges {
 		users = append(users, f.BotUser, f.GitUser)
 	}
-	if u, err := url.Parse(c.DatabaseURL.Reveal()); err == nil && u.User != nil {
-		users = append(users, u.User.Username())
+	if u := c.databaseUser(); u != nil {
+		users = append(users, u.Username())
 	}
 	// Alfred's own structure (marker pieces, label names) survives a secret that is one of its
 	// words; Validate refuses such secrets anyway, this keeps a Censor built otherwise safe.

@@ -21,10 +21,21 @@ func (c *Config) KeyedSecrets() []KeyedSecret {
 			out = append(out, KeyedSecret{Key: r.key, Value: *r.val})
 		}
 	}
-	if u, err := url.Parse(c.DatabaseURL.Reveal()); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			out = append(out, KeyedSecret{Key: "the database password", Value: Secret(pw)})
+	if u := c.databaseUser(); u != nil {
+		if pw, ok := u.Password(); ok && pw != "" {
+			out = append(out, KeyedSecret{Key: keyDatabasePassword, Value: Secret(pw)})
 		}
 	}
 	return out
+}
+
+// keyDatabasePassword is the Key of the password of a URL-shaped database_url.
+const keyDatabasePassword = "the database password"
+
+// databaseUser is the user information of a URL-shaped database_url, nil when it has none.
+func (c *Config) databaseUser() *url.Userinfo {
+	if u, err := url.Parse(c.DatabaseURL.Reveal()); err == nil {
+		return u.User
+	}
+	return nil
 }

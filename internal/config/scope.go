@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 // Scope holds the settings an organization (a GitLab group, a Forgejo owner) or a project may
@@ -56,6 +58,9 @@ type Effective struct {
 	Sources map[string]string
 }
 
+// defaultMergeMethod is the merge method of "" (forge.ParseMergeMethod).
+const defaultMergeMethod = string(forge.MergeCommit)
+
 // Scoped setting keys, in the order config check prints them.
 var ScopedKeys = []string{"branch_prefix", "question_deadline", "ci_fix_attempts", "budget_usd",
 	"agent_session_resume", "retention_days", "auto_merge", "merge_method"}
@@ -69,7 +74,7 @@ func (c *Config) For(project string) Effective {
 	e := Effective{Project: project, BranchPrefix: c.Lifecycle.BranchPrefix, QuestionDeadline: c.Lifecycle.QuestionDeadline,
 		CIFixAttempts: c.Lifecycle.CIFixAttempts, BudgetUSD: positive(c.Lifecycle.BudgetUSD),
 		SessionResume: c.Sessions.AgentSessionResume == nil || *c.Sessions.AgentSessionResume,
-		RetentionDays: c.RetentionDays, AutoMerge: c.Lifecycle.AutoMerge, MergeMethod: cmp.Or(c.Lifecycle.MergeMethod, "merge"),
+		RetentionDays: c.RetentionDays, AutoMerge: c.Lifecycle.AutoMerge, MergeMethod: cmp.Or(c.Lifecycle.MergeMethod, defaultMergeMethod),
 		Phases: Phases{}, Sources: map[string]string{}}
 	global := func(key string, isDefault bool) {
 		e.Sources[key] = "global"
@@ -84,7 +89,7 @@ func (c *Config) For(project string) Effective {
 	global("agent_session_resume", c.Sessions.AgentSessionResume == nil)
 	global("retention_days", e.RetentionDays == 0)
 	global("auto_merge", !e.AutoMerge)
-	global("merge_method", c.Lifecycle.MergeMethod == "" || c.Lifecycle.MergeMethod == "merge")
+	global("merge_method", e.MergeMethod == defaultMergeMethod)
 	for _, p := range knownPhases {
 		if a := c.Phases[p]; a != "" {
 			e.Phases[p] = a
@@ -132,7 +137,7 @@ func (e *Effective) apply(sc Scope, src string) {
 		e.AutoMerge, e.Sources["auto_merge"] = *sc.AutoMerge, src
 	}
 	if sc.MergeMethod != nil {
-		e.MergeMethod, e.Sources["merge_method"] = cmp.Or(*sc.MergeMethod, "merge"), src
+		e.MergeMethod, e.Sources["merge_method"] = cmp.Or(*sc.MergeMethod, defaultMergeMethod), src
 	}
 	for p, a := range sc.Phases {
 		e.Phases[p], e.Sources["phases."+p] = a, src

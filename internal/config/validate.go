@@ -301,21 +301,19 @@ const secretFix = "set a random value of 16 bytes or more instead (openssl rand 
 // them. The password of database_url is checked on its own. Messages never quote the value.
 func (c *Config) validateSecrets(v *validator) {
 	own := slices.Concat(mailbox.Vocabulary(), c.Labels.WithDefaults().All())
-	for _, r := range c.secretRefs() {
-		if *r.val == "" || r.key == "database_url" {
+	for _, ks := range c.KeyedSecrets() {
+		if ks.Key == "database_url" {
 			continue
 		}
-		if why := confusable(r.val.Reveal(), own); why != "" {
-			v.add(r.key, "%s; %s", why, secretFix)
-		}
-	}
-	if u, err := url.Parse(c.DatabaseURL.Reveal()); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok && pw != "" {
-			if why := confusable(pw, own); why != "" {
-				v.add("database_url", "the password %s; give the database role a random password of 16 bytes "+
-					"or more (ALTER ROLE %s PASSWORD '…') and put it in database_url (the development "+
-					"database of the README: run scripts/dev-deps.sh again)", why, u.User.Username())
-			}
+		why := confusable(ks.Value.Reveal(), own)
+		switch {
+		case why == "":
+		case ks.Key == keyDatabasePassword:
+			v.add("database_url", "the password %s; give the database role a random password of 16 bytes "+
+				"or more (ALTER ROLE %s PASSWORD '…') and put it in database_url (the development "+
+				"database of the README: run scripts/dev-deps.sh again)", why, c.databaseUser().Username())
+		default:
+			v.add(ks.Key, "%s; %s", why, secretFix)
 		}
 	}
 }

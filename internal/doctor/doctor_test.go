@@ -181,3 +181,24 @@ func TestDatabaseProbePanicIsAFailedCheck(t *testing.T) {
 	require.Contains(t, out.String(), "fix: start PostgreSQL")
 	require.Contains(t, out.String(), "[ok]   docker: engine reachable")
 }
+
+// A hook whose URL is the webhook URL in another spelling (the host's case, the scheme's
+// default port, a trailing '/', a query GitLab lets one add) is the webhook Alfred needs:
+// doctor says so as reconciliation does (forge.SameHookURL); a hook to another path is not.
+func TestWebhookURLSpellings(t *testing.T) {
+	t.Parallel()
+	for url, ok := range map[string]bool{
+		"HTTP://Alfred.Example:8080/webhooks/fj/":    true,
+		"http://alfred.example:8080/webhooks/fj?x=1": true,
+		"http://alfred.example:8080/webhooks/fj2":    false,
+	} {
+		s, cfg := good(t)
+		s.AddRepo("alice/spelled", "main", "")
+		s.SetAccessLevel("alice/spelled", forgetest.BotLogin, 40)
+		s.AddHook("alice/spelled", forge.Hook{URL: url, ContentType: "json", Active: true,
+			Events: append(append([]string{}, doctor.ForgejoEvents...), "status")})
+		cfg.Forges[0].Repos = []string{"alice/spelled"}
+		r := doctor.Run(t.Context(), cfg)
+		require.Equal(t, !ok, r.Blocking(), "%s: %+v", url, r.Failed())
+	}
+}

@@ -150,14 +150,13 @@ func checkHook(ctx context.Context, r *Report, publicURL string, f Forge, repo s
 	r.add(check, OK, detail, "")
 }
 
-// hookPoints reports whether a hook's URL is Alfred's: exactly want when the public URL is
-// known, else any URL whose path ends in /webhooks/{name}.
+// hookPoints reports whether a hook's URL is Alfred's: want (forge.SameHookURL) when the
+// public URL is known, else any URL whose path ends in /webhooks/{name}.
 func hookPoints(url, publicURL, want, name string) bool {
-	url = strings.TrimRight(url, "/")
 	if publicURL != "" {
-		return url == want
+		return forge.SameHookURL(url, want)
 	}
-	return strings.HasSuffix(url, "/webhooks/"+name)
+	return strings.HasSuffix(strings.TrimRight(url, "/"), "/webhooks/"+name)
 }
 
 // eventGroups are hook event names that stand for others: Gitea 1.25 lists the review events

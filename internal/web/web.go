@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/alfred-bot/alfred/internal/cost"
 )
 
 // Prefix is where cmd mounts the pages.
@@ -403,21 +405,8 @@ func (h *Handler) settings(w http.ResponseWriter, r *http.Request) {
 }
 
 // Cost formats a sum of costs in US dollars with the runs it leaves out because their cost
-// is unknown (unrated): "$0.0123", "$0.0123 + 1 unrated run", "2 unrated runs" — never "free"
-// or "$0.0000" for a sum that has unrated runs.
-func Cost(usd float64, unrated int) string {
-	runs := "runs"
-	if unrated == 1 {
-		runs = "run"
-	}
-	switch {
-	case unrated == 0:
-		return fmt.Sprintf("$%.4f", usd)
-	case usd == 0:
-		return fmt.Sprintf("%d unrated %s", unrated, runs)
-	}
-	return fmt.Sprintf("$%.4f + %d unrated %s", usd, unrated, runs)
-}
+// is unknown (unrated), as cost.Words does everywhere Alfred shows a cost.
+func Cost(usd float64, unrated int) string { return cost.Words(usd, unrated) }
 
 // Tokens formats input and output tokens ("1.2k in / 340 out").
 func Tokens(in, out int64) string { return short(in) + " in / " + short(out) + " out" }

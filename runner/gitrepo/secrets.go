@@ -173,25 +173,55 @@ func (m *Manager) ScanPush(ctx context.Context, wt *Worktree) ([]Leak, error) {
 		return nil, nil
 	}
 	sc := newScanner(m.cfg.Secrets, m.cfg.Token, m.cfg.Username)
+	stdin := []byte(strings.Join(commits, "\n") + "\n")
+	// Every message in one read, in the order of commits.
+	log, err := m.gitWT(ctx, wt, stdin, "log", "-z", "--no-walk=unsorted", "--stdin", "--format=%H%n%B")
+	if err != nil {
+		return nil, fmt.Errorf("read the messages of the commits to push: %w", err)
+	}
 	var leaks []Leak
-	for _, c := range commits {
-		msg, err := m.gitWT(ctx, wt, nil, "show", "--no-patch", "--format=%B", c)
-		if err != nil {
-			return nil, fmt.Errorf("read commit %s: %w", c, err)
-		}
-		if kind := sc.find(msg); kind != "" {
-			leaks = append(leaks, Leak{Commit: c, Kind: kind})
+	for _, c := range commitMessages(log, commits) {
+		if kind := sc.find(c.msg); kind != "" {
+			leaks = append(leaks, Leak{Commit: c.sha, Kind: kind})
 		}
 	}
 	// One patch per commit: a merge's combined diff (--cc) shows only what it resolved;
 	// --text reads binary files as text, so a key in one is found too.
-	patch, err := m.gitWT(ctx, wt, []byte(strings.Join(commits, "\n")+"\n"), "diff-tree", "--stdin", "--root", "-r", "-p", "--cc",
+	patch, err := m.gitWT(ctx, wt, stdin, "diff-tree", "--stdin", "--root", "-r", "-p", "--cc",
 		"--text", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/")
 	if err != nil {
 		return nil, fmt.Errorf("read the changes to push: %w", err)
 	}
 	leaks = append(leaks, scanPatch(patch, commits, sc)...)
 	return leaks, nil
+}
+
+// commitMessage is one commit's sha and message.
+type commitMessage struct{ sha, msg string }
+
+// commitMessages splits the output of "git log -z --format=%H%n%B" over commits: entries
+// separated by NUL, each the sha, a line break and the message. A NUL inside a message (git
+// keeps one) continues the message it is in: text after it is not taken for an entry unless it
+// starts with the sha of one of commits, so it is scanned either way.
+func commitMessages(log string, commits []string) []commitMessage {
+	isCommit := map[string]bool{}
+	for _, c := range commits {
+		isCommit[c] = true
+	}
+	var out []commitMessage
+	for _, entry := range strings.Split(log, "\x00") {
+		sha, msg, _ := strings.Cut(strings.TrimPrefix(entry, "\n"), "\n")
+		if isCommit[sha] {
+			out = append(out, commitMessage{sha: sha, msg: msg})
+			continue
+		}
+		if n := len(out); n > 0 {
+			out[n-1].msg += "\x00" + entry
+		} else if entry != "" {
+			out = append(out, commitMessage{msg: entry})
+		}
+	}
+	return out
 }
 
 // scanPatch reads diff-tree's output (each commit's sha on a line of its own, then its patch)

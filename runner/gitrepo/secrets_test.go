@@ -180,6 +180,24 @@ func BenchmarkScanPush(b *testing.B) {
 			require.NoError(b, err)
 		}
 	})
+	// A push of 20 small commits: what reading each commit's message costs.
+	b.Run("scan-20-commits", func(b *testing.B) {
+		b.StopTimer()
+		n++
+		wt, err := mgr.AddWorktree(b.Context(), p, fmt.Sprintf("alfred-mbx%d-r1-development-a1", n), Checkout{Branch: fmt.Sprintf("agent/bench-%d", n)})
+		require.NoError(b, err)
+		for i := range 20 {
+			require.NoError(b, os.WriteFile(filepath.Join(wt.Path, fmt.Sprintf("c%02d.go", i)), []byte(line), 0o644))
+			_, err := mgr.Commit(b.Context(), wt, fmt.Sprintf("Step %d", i))
+			require.NoError(b, err)
+		}
+		b.StartTimer()
+		for b.Loop() {
+			leaks, err := mgr.ScanPush(b.Context(), wt)
+			require.NoError(b, err)
+			require.Empty(b, leaks)
+		}
+	})
 	b.Run("scan", func(b *testing.B) {
 		b.StopTimer()
 		wt := change()
@@ -239,4 +257,27 @@ func TestPushOfAMergeScansOnlyWhatItAdds(t *testing.T) {
 			require.NotContains(t, err.Error(), "GitLab", "main's fixture is not the merge's")
 		})
 	}
+}
+
+// A secret in a commit message is found in the commit that has it, among several commits
+// about to be pushed, in their order; the other commits' messages are clean.
+func TestScanPushReadsEveryCommitMessage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, secretsConfig())
+	ctx := t.Context()
+	wt, err := b.mgr.AddWorktree(ctx, b.proj, "alfred-mbx9-r1-development-a1", Checkout{Branch: "agent/issue-9-messages"})
+	require.NoError(t, err)
+	messages := []string{"Add the export", "Use the key " + canaryAgentKey + "\n\nas configured", "Clean up",
+		"Add the token\n\n" + formatted["ghp_"]}
+	var shas []string
+	for i, msg := range messages {
+		require.NoError(t, os.WriteFile(filepath.Join(wt.Path, fmt.Sprintf("f%d.txt", i)), []byte("x\n"), 0o644))
+		sha, err := b.mgr.Commit(ctx, wt, msg)
+		require.NoError(t, err)
+		shas = append(shas, sha)
+	}
+	leaks, err := b.mgr.ScanPush(ctx, wt)
+	require.NoError(t, err)
+	require.Equal(t, []Leak{{Commit: shas[1], Kind: "the value of agents[0].api_key"},
+		{Commit: shas[3], Kind: "a GitHub token (ghp_…)"}}, leaks)
 }

@@ -19,8 +19,8 @@ var _ forge.Merger = (*Client)(nil)
 // read access, 0 for an unprotected branch), the reviewers whose latest verdict (GET
 // …/pulls/{n}/reviews, every page; APPROVED or REQUEST_CHANGES, official and not dismissed —
 // what Gitea's GetGrantedApprovalsCount counts) approves or requests changes, and the
-// code-comment conversations (ReviewComments, threaded by path and line) none of whose comments
-// has a resolver.
+// code-comment conversations (the comments of the same reviews, as ReviewComments reads them,
+// threaded by path and line) none of whose comments has a resolver. The reviews are listed once.
 func (c *Client) MergeChecks(ctx context.Context, repo string, number int64) (*forge.MergeChecks, error) {
 	owner, name, err := clientSplit(repo)
 	if err != nil {
@@ -39,31 +39,23 @@ func (c *Client) MergeChecks(ctx context.Context, repo string, number int64) (*f
 		}
 		out.ApprovalsRequired = int(br.RequiredApprovals)
 	}
+	reviews, err := c.pullReviews(api, owner, name, number)
+	if err != nil {
+		return nil, err
+	}
 	latest := map[string]gitea.ReviewStateType{}
 	var order []string
-	for page := 1; ; {
-		list, resp, err := api.ListPullReviews(owner, name, number, gitea.ListPullReviewsOptions{
-			ListOptions: gitea.ListOptions{Page: page, PageSize: clientPageSize},
-		})
-		if err != nil {
-			return nil, c.wrap(fmt.Sprintf("list reviews of %s!%d", repo, number), resp, err)
+	for _, rv := range reviews {
+		if rv == nil || rv.Reviewer == nil || !rv.Official || rv.Dismissed {
+			continue
 		}
-		for _, rv := range list {
-			if rv == nil || rv.Reviewer == nil || !rv.Official || rv.Dismissed {
-				continue
-			}
-			if rv.State != gitea.ReviewStateApproved && rv.State != gitea.ReviewStateRequestChanges {
-				continue
-			}
-			if _, ok := latest[rv.Reviewer.UserName]; !ok {
-				order = append(order, rv.Reviewer.UserName)
-			}
-			latest[rv.Reviewer.UserName] = rv.State // the list is oldest first
+		if rv.State != gitea.ReviewStateApproved && rv.State != gitea.ReviewStateRequestChanges {
+			continue
 		}
-		if resp == nil || resp.NextPage <= page || len(list) == 0 {
-			break
+		if _, ok := latest[rv.Reviewer.UserName]; !ok {
+			order = append(order, rv.Reviewer.UserName)
 		}
-		page = resp.NextPage
+		latest[rv.Reviewer.UserName] = rv.State // the list is oldest first
 	}
 	for _, login := range order {
 		if latest[login] == gitea.ReviewStateApproved {
@@ -73,7 +65,7 @@ func (c *Client) MergeChecks(ctx context.Context, repo string, number int64) (*f
 		}
 	}
 	out.Approved = len(out.ApprovedBy) >= out.ApprovalsRequired
-	comments, err := c.ReviewComments(ctx, repo, number)
+	comments, err := c.commentsOfReviews(ctx, api, owner, name, number, reviews)
 	if err != nil {
 		return nil, err
 	}

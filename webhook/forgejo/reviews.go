@@ -35,28 +35,44 @@ func (c *Client) ReviewComments(ctx context.Context, repo string, number int64) 
 		return nil, err
 	}
 	api := c.api(ctx)
-	var out []forge.ReviewComment
+	reviews, err := c.pullReviews(api, owner, name, number)
+	if err != nil {
+		return nil, err
+	}
+	return c.commentsOfReviews(ctx, api, owner, name, number, reviews)
+}
+
+// pullReviews lists every review of pull request number of owner/name (GET
+// …/pulls/{n}/reviews, every page), oldest first.
+func (c *Client) pullReviews(api *gitea.Client, owner, name string, number int64) ([]*gitea.PullReview, error) {
+	var all []*gitea.PullReview
 	for page := 1; ; {
 		list, resp, err := api.ListPullReviews(owner, name, number, gitea.ListPullReviewsOptions{
 			ListOptions: gitea.ListOptions{Page: page, PageSize: clientPageSize},
 		})
 		if err != nil {
-			return nil, c.wrap(fmt.Sprintf("list reviews of %s!%d", repo, number), resp, err)
+			return nil, c.wrap(fmt.Sprintf("list reviews of %s/%s!%d", owner, name, number), resp, err)
 		}
-		for _, rv := range list {
-			if rv == nil || rv.State == gitea.ReviewStateRequestReview || rv.State == gitea.ReviewStatePending {
-				continue
-			}
-			cs, err := c.reviewComments(ctx, api, owner, name, number, rv)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, cs...)
-		}
+		all = append(all, list...)
 		if resp == nil || resp.NextPage <= page || len(list) == 0 {
-			break
+			return all, nil
 		}
 		page = resp.NextPage
+	}
+}
+
+// commentsOfReviews is ReviewComments of the reviews already listed.
+func (c *Client) commentsOfReviews(ctx context.Context, api *gitea.Client, owner, name string, number int64, reviews []*gitea.PullReview) ([]forge.ReviewComment, error) {
+	var out []forge.ReviewComment
+	for _, rv := range reviews {
+		if rv == nil || rv.State == gitea.ReviewStateRequestReview || rv.State == gitea.ReviewStatePending {
+			continue
+		}
+		cs, err := c.reviewComments(ctx, api, owner, name, number, rv)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
 	}
 	slices.SortStableFunc(out, func(a, b forge.ReviewComment) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))

@@ -26,30 +26,17 @@ func (c *Client) MergeChecks(ctx context.Context, repo string, number int64) (*f
 			out.ApprovedBy = append(out.ApprovedBy, a.User.Username)
 		}
 	}
-	var page gl.RequestOptionFunc
-	for {
-		reqOpts := []gl.RequestOptionFunc{gl.WithContext(ctx)}
-		if page != nil {
-			reqOpts = append(reqOpts, page)
-		}
-		list, resp, err := c.api.Discussions.ListMergeRequestDiscussions(repo, number,
-			&gl.ListMergeRequestDiscussionsOptions{ListOptions: gl.ListOptions{PerPage: 100}}, reqOpts...)
-		if err != nil {
-			return nil, c.wrap(fmt.Sprintf("list discussions of %s!%d", repo, number), resp, err)
-		}
-		for _, d := range list {
-			for _, n := range d.Notes {
-				if n != nil && n.Resolvable && !n.Resolved {
-					out.OpenThreads++
-					break
-				}
+	list, err := c.mrDiscussions(ctx, repo, number)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range list {
+		for _, n := range d.Notes {
+			if n != nil && n.Resolvable && !n.Resolved {
+				out.OpenThreads++
+				break
 			}
 		}
-		next, ok := gl.WithNext(resp)
-		if !ok || len(list) == 0 {
-			break
-		}
-		page = next
 	}
 	return out, nil
 }

@@ -20,38 +20,36 @@ var _ forge.Reviews = (*Client)(nil)
 // notes. Thread is the discussion id; a diff note carries its position, a general note none.
 // ReviewState is "commented": GitLab keeps no verdict on a note.
 func (c *Client) ReviewComments(ctx context.Context, repo string, number int64) ([]forge.ReviewComment, error) {
-	var (
-		out  []forge.ReviewComment
-		page gl.RequestOptionFunc
-	)
-	for {
-		reqOpts := []gl.RequestOptionFunc{gl.WithContext(ctx)}
-		if page != nil {
-			reqOpts = append(reqOpts, page)
-		}
-		list, resp, err := c.api.Discussions.ListMergeRequestDiscussions(repo, number,
-			&gl.ListMergeRequestDiscussionsOptions{ListOptions: gl.ListOptions{PerPage: 100}}, reqOpts...)
-		if err != nil {
-			return nil, c.wrap(fmt.Sprintf("list discussions of %s!%d", repo, number), resp, err)
-		}
-		for _, d := range list {
-			for _, n := range d.Notes {
-				if n == nil || n.System {
-					continue
-				}
-				out = append(out, clientReviewComment(d.ID, n))
+	list, err := c.mrDiscussions(ctx, repo, number)
+	if err != nil {
+		return nil, err
+	}
+	var out []forge.ReviewComment
+	for _, d := range list {
+		for _, n := range d.Notes {
+			if n == nil || n.System {
+				continue
 			}
+			out = append(out, clientReviewComment(d.ID, n))
 		}
-		next, ok := gl.WithNext(resp)
-		if !ok || len(list) == 0 {
-			break
-		}
-		page = next
 	}
 	slices.SortStableFunc(out, func(a, b forge.ReviewComment) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
 	return out, nil
+}
+
+// mrDiscussions lists every discussion of merge request number (GET …/discussions, every
+// page).
+func (c *Client) mrDiscussions(ctx context.Context, repo string, number int64) ([]*gl.Discussion, error) {
+	list, resp, err := clientAllPages(func(page gl.RequestOptionFunc) ([]*gl.Discussion, *gl.Response, error) {
+		return c.api.Discussions.ListMergeRequestDiscussions(repo, number,
+			&gl.ListMergeRequestDiscussionsOptions{ListOptions: gl.ListOptions{PerPage: 100}}, clientReqOpts(ctx, page)...)
+	})
+	if err != nil {
+		return nil, c.wrap(fmt.Sprintf("list discussions of %s!%d", repo, number), resp, err)
+	}
+	return list, nil
 }
 
 func clientReviewComment(thread string, n *gl.Note) forge.ReviewComment {

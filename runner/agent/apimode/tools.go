@@ -162,14 +162,21 @@ func confined(p string, err error) error {
 	return err
 }
 
+// open opens p (clean, confined) below the worktree; c is its cleaned path.
+func (t *Tools) open(p string) (f *os.File, c string, err error) {
+	if c, err = clean(p); err != nil {
+		return nil, "", err
+	}
+	if f, err = t.root.Open(c); err != nil {
+		return nil, "", confined(p, err)
+	}
+	return f, c, nil
+}
+
 func (t *Tools) listDir(p string) (string, error) {
-	c, err := clean(p)
+	f, c, err := t.open(p)
 	if err != nil {
 		return "", err
-	}
-	f, err := t.root.Open(c)
-	if err != nil {
-		return "", confined(p, err)
 	}
 	defer f.Close()
 	entries, err := f.ReadDir(-1)
@@ -206,13 +213,9 @@ func (t *Tools) listDir(p string) (string, error) {
 }
 
 func (t *Tools) readFile(p string, offset int64) (string, error) {
-	c, err := clean(p)
+	f, _, err := t.open(p)
 	if err != nil {
 		return "", err
-	}
-	f, err := t.root.Open(c)
-	if err != nil {
-		return "", confined(p, err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
@@ -236,9 +239,15 @@ func (t *Tools) readFile(p string, offset int64) (string, error) {
 	}
 	text := string(buf)
 	if end := offset + int64(n); end < info.Size() {
-		text += fmt.Sprintf("\n[… %d of %d bytes shown; call %s again with offset %d for the rest]", end, info.Size(), ToolReadFile, end)
+		text += more(end, info.Size(), ToolReadFile)
 	}
 	return text, nil
+}
+
+// more tells the model where a text cut after end of its size bytes goes on: tool again from
+// offset end.
+func more(end, size int64, tool string) string {
+	return fmt.Sprintf("\n[… %d of %d bytes shown; call %s again with offset %d for the rest]", end, size, tool, end)
 }
 
 // page returns s from offset, at most MaxReadBytes, with where to continue.
@@ -249,7 +258,7 @@ func page(s string, offset int64) string {
 	end := min(offset+MaxReadBytes, int64(len(s)))
 	out := s[offset:end]
 	if end < int64(len(s)) {
-		out += fmt.Sprintf("\n[… %d of %d bytes shown; call %s again with offset %d for the rest]", end, len(s), ToolReadDiff, end)
+		out += more(end, int64(len(s)), ToolReadDiff)
 	}
 	return out
 }
