@@ -17,21 +17,24 @@ import (
 // or expired, counts the claim and returns the claimed mailbox (mailboxColumns): $1 owner, $2
 // expiry, $3 now. The candidates come from two partial indexes, mailboxes_due_wake (open
 // mailboxes with a timer) and events_pending, so the claim reads the due mailboxes and never
-// the closed or idle ones, however many there are. Of them, the %[4]v least recently updated
-// are picked first without a lock (a top-N sort, which keeps only N rows, instead of sorting
-// every due mailbox to lock them in order), and the first of those whose row is not locked
+// the closed or idle ones, however many there are; each candidate says which index it came
+// from, so that picking it costs no look-up of its events. Of them, the %[4]v least recently
+// updated are picked first without a lock (a top-N sort, which keeps only N rows, instead of
+// sorting every due mailbox to lock them in order), and the first of those whose row is not locked
 // by another claim or save is locked, its conditions checked again on the locked row (so
 // a concurrent claim or release is seen). A paused mailbox or project is skipped
 // (sqlNotPaused). %[1]s is the dialect's WakeBound (how the index scan is bounded by $3),
 // %[2]s its LeaseLock, %[3]s the run states as a quoted list.
 const sqlLeaseEvents = `
 WITH candidate AS (
-	SELECT id FROM mailboxes WHERE closed_at IS NULL AND wake_at IS NOT NULL AND wake_at <= %[1]s
+	SELECT id, FALSE AS pending FROM mailboxes WHERE closed_at IS NULL AND wake_at IS NOT NULL AND wake_at <= %[1]s
 	UNION
-	SELECT mailbox_id FROM events WHERE processed_at IS NULL
+	SELECT mailbox_id, TRUE FROM events WHERE processed_at IS NULL
 ), picked AS (
 	SELECT m.id FROM mailboxes m JOIN candidate c ON c.id = m.id
-	WHERE ` + sqlLeaseDue + `
+	WHERE (m.lease_expires_at IS NULL OR m.lease_expires_at < $3)
+	  AND ` + sqlNotPaused + `
+	  AND (c.pending OR m.state NOT IN (%[3]s))
 	ORDER BY m.updated_at
 	LIMIT %[4]v
 ), due AS (
