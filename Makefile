@@ -54,9 +54,10 @@ bench: deps
 bench-ingest: deps
 	$(GO) test -run '^$$' -bench IngestVsPgbench -benchtime 3000x -count=1 ./webhook/
 
-## bench-process: install/start PostgreSQL if needed, then deliveries stored/s next to events processed/s by the workers, at 8 and 32 senders, on PostgreSQL and SQLite
+## bench-process: install/start PostgreSQL if needed, then deliveries stored/s next to events processed/s by the workers, at 8 and 32 senders over 50 mailboxes and at 8 over 1,000 (one delivery each), on PostgreSQL and SQLite
 bench-process: deps
-	$(GO) test -run '^$$' -bench IngestVsProcessing -benchtime 3000x -count=1 ./webhook/
+	$(GO) test -run '^$$' -bench 'IngestVsProcessing/./senders/mailboxes=50' -benchtime 3000x -count=1 ./webhook/
+	$(GO) test -run '^$$' -bench 'IngestVsProcessing/./senders/mailboxes=each' -benchtime 1000x -count=1 ./webhook/
 
 ## fuzz: run every fuzz target for FUZZTIME each (`go test` runs their seed corpus)
 FUZZTIME ?= 30s

@@ -25,9 +25,11 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
-// processIssues is how many issues the deliveries of BenchmarkIngestVsProcessing are spread
-// over: the odd ones idle (known mailboxes Alfred is not assigned to), the even ones waiting
-// for the plan's validation with Alfred assigned.
+// processIssues is how many issues the deliveries of BenchmarkIngestVsProcessing's
+// mailboxes=50 cases are spread over: the odd ones idle (known mailboxes Alfred is not
+// assigned to), the even ones waiting for the plan's validation with Alfred assigned. The
+// mailboxes=each cases spread them over b.N issues, one delivery each, so that every event
+// costs a pass of its own.
 const processIssues = 50
 
 // BenchmarkIngestVsProcessing measures, in the same run and on each store, how fast the webhook
@@ -44,16 +46,22 @@ const processIssues = 50
 //     unprocessed when the last delivery is answered, and drain-ms how long it then takes to
 //     process it.
 //
-// forge-calls counts the calls the workers made to the forge (none are needed).
+// forge-calls counts the calls the workers made to the forge (none are needed). The deliveries
+// go to processIssues known mailboxes (mailboxes=50) or to b.N known mailboxes, one each
+// (mailboxes=each, at 8 senders: every event is a pass of its own, claim and release included).
 //
-//	go test -run '^$' -bench IngestVsProcessing -benchtime 3000x ./webhook/
+//	go test -run '^$' -bench 'IngestVsProcessing/./senders/mailboxes=50' -benchtime 3000x ./webhook/
+//	go test -run '^$' -bench 'IngestVsProcessing/./senders/mailboxes=each' -benchtime 1000x ./webhook/
 func BenchmarkIngestVsProcessing(b *testing.B) {
 	for _, engine := range []string{"postgres", "sqlite"} {
 		for _, senders := range []int{8, 32} {
-			b.Run(fmt.Sprintf("store=%s/senders=%d", engine, senders), func(b *testing.B) {
-				benchIngestVsProcessing(b, openBenchStore(b, engine), senders)
+			b.Run(fmt.Sprintf("store=%s/senders=%d/mailboxes=50", engine, senders), func(b *testing.B) {
+				benchIngestVsProcessing(b, openBenchStore(b, engine), senders, processIssues)
 			})
 		}
+		b.Run(fmt.Sprintf("store=%s/senders=8/mailboxes=each", engine), func(b *testing.B) {
+			benchIngestVsProcessing(b, openBenchStore(b, engine), 8, b.N)
+		})
 	}
 }
 
@@ -76,7 +84,9 @@ func openBenchStore(b *testing.B, engine string) *sqlstore.Store {
 	return postgres.New(db, nil)
 }
 
-func benchIngestVsProcessing(b *testing.B, store *sqlstore.Store, senders int) {
+// benchIngestVsProcessing runs the rounds BenchmarkIngestVsProcessing describes on store, with
+// the deliveries spread over issues mailboxes.
+func benchIngestVsProcessing(b *testing.B, store *sqlstore.Store, senders, issues int) {
 	ctx := context.Background()
 	defaults := config.Default()
 	fake := forgetest.NewFake(forge.KindForgejo)
@@ -116,7 +126,7 @@ func benchIngestVsProcessing(b *testing.B, store *sqlstore.Store, senders int) {
 			seq++
 			body := bytes.Replace(tmpl, []byte(`"body": "Date, amount, category."`),
 				fmt.Appendf(nil, `"body": "delivery %d"`, seq), 1)
-			body = bytes.Replace(body, []byte(`"number": 1,`), fmt.Appendf(nil, `"number": %d,`, 1+seq%processIssues), 1)
+			body = bytes.Replace(body, []byte(`"number": 1,`), fmt.Appendf(nil, `"number": %d,`, 1+seq%int64(issues)), 1)
 			reqs[i] = wireRequest(b, forgetest.NewForgejoRequest(srv.URL+"/webhooks/forgejo", "issue_comment",
 				fmt.Sprintf("process-%d", seq), "bench-secret", body))
 		}
@@ -154,13 +164,13 @@ func benchIngestVsProcessing(b *testing.B, store *sqlstore.Store, senders int) {
 
 	// The mailboxes: one delivery per issue, then half of them moved to waiting_validation with
 	// Alfred assigned.
-	if _, err := sendRound(addr, 1, burst(processIssues)); err != nil {
+	if _, err := sendRound(addr, 1, burst(issues)); err != nil {
 		b.Fatal(err)
 	}
 	startWorkers()
 	waitDrained()
 	stopWorkers()
-	for n := int64(2); n <= processIssues; n += 2 {
+	for n := int64(2); n <= int64(issues); n += 2 {
 		mb, err := store.Find(ctx, forge.IssueRef{Forge: "forgejo", Repo: "acceptance/sandbox", Number: n})
 		if err != nil {
 			b.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
@@ -106,4 +107,33 @@ func TestGroupedInsertsAnswerEachDelivery(t *testing.T) {
 	require.NoError(t, db.GetContext(ctx, &stored, `SELECT count(*) FROM events`))
 	require.Equal(t, 2+fresh, stored)
 	require.Contains(t, logs.String(), "delivery_id=twin")
+}
+
+// The event claim picks a few of the least recently updated due mailboxes before locking one;
+// when every one it picked is locked by another claim or save in progress, it still claims a
+// due mailbox that is not, the least recently updated of them.
+func TestLeaseEventsPastLockedRows(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.New(t)
+	s := postgres.New(db, nil)
+	ctx := context.Background()
+	for n := int64(1); n <= 80; n++ {
+		_, err := s.Deliver(ctx, storetest.Event(n, fmt.Sprintf("d%d", n), fmt.Sprintf("h%d", n)))
+		require.NoError(t, err)
+	}
+	var order []int64
+	require.NoError(t, db.SelectContext(ctx, &order, `SELECT id FROM mailboxes ORDER BY updated_at, id`))
+	const locked = 70
+	tx, err := db.BeginTxx(ctx, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback() })
+	var held []int64
+	require.NoError(t, tx.SelectContext(ctx, &held, `SELECT id FROM mailboxes WHERE id = ANY($1) FOR UPDATE`, pq.Array(order[:locked])))
+	require.Len(t, held, locked)
+
+	mb, err := s.LeaseEvents(ctx, "w", time.Minute, nil)
+	require.NoError(t, err)
+	require.NotNil(t, mb, "a due mailbox whose row is not locked is claimed")
+	require.Equal(t, order[locked], mb.ID, "the least recently updated of the unlocked due mailboxes")
+	require.Equal(t, "w", *mb.LeaseOwner, "the claimed mailbox is returned as claimed")
 }

@@ -14,30 +14,53 @@ import (
 
 // sqlLeaseEvents claims the least recently updated due mailbox — one with pending events, or
 // an open one whose wake_at has come and whose state is not a run state — whose lease is free
-// or expired, and counts the claim: $1 owner, $2 expiry, $3 now. The candidates come from two
-// partial indexes, mailboxes_due_wake (open mailboxes with a timer) and events_pending, so the
-// claim reads the due mailboxes and never the closed or idle ones, however many there are; the
-// conditions are checked again on the chosen row. A paused mailbox or project is skipped
-// (sqlNotPaused). %[1]s is the dialect's WakeBound (how the
-// index scan is bounded by $3), %[2]s its LeaseLock, %[3]s the run states as a quoted list.
+// or expired, counts the claim and returns the claimed mailbox (mailboxColumns): $1 owner, $2
+// expiry, $3 now. The candidates come from two partial indexes, mailboxes_due_wake (open
+// mailboxes with a timer) and events_pending, so the claim reads the due mailboxes and never
+// the closed or idle ones, however many there are; each candidate says which index it came
+// from, so that picking it costs no look-up of its events. Of them, the %[4]v least recently
+// updated are picked first without a lock (a top-N sort, which keeps only N rows, instead of
+// sorting every due mailbox to lock them in order), and the first of those whose row is not locked
+// by another claim or save is locked, its conditions checked again on the locked row (so
+// a concurrent claim or release is seen). A paused mailbox or project is skipped
+// (sqlNotPaused). %[1]s is the dialect's WakeBound (how the index scan is bounded by $3),
+// %[2]s its LeaseLock, %[3]s the run states as a quoted list.
 const sqlLeaseEvents = `
 WITH candidate AS (
-	SELECT id FROM mailboxes WHERE closed_at IS NULL AND wake_at IS NOT NULL AND wake_at <= %[1]s
+	SELECT id, FALSE AS pending FROM mailboxes WHERE closed_at IS NULL AND wake_at IS NOT NULL AND wake_at <= %[1]s
 	UNION
-	SELECT mailbox_id FROM events WHERE processed_at IS NULL
-), due AS (
+	SELECT mailbox_id, TRUE FROM events WHERE processed_at IS NULL
+), picked AS (
 	SELECT m.id FROM mailboxes m JOIN candidate c ON c.id = m.id
 	WHERE (m.lease_expires_at IS NULL OR m.lease_expires_at < $3)
 	  AND ` + sqlNotPaused + `
-	  AND ((m.closed_at IS NULL AND m.wake_at <= $3 AND m.state NOT IN (%[3]s))
-	       OR EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id AND e.processed_at IS NULL))
+	  AND (c.pending OR m.state NOT IN (%[3]s))
+	ORDER BY m.updated_at
+	LIMIT %[4]v
+), due AS (
+	SELECT m.id AS due_id FROM mailboxes m
+	WHERE m.id IN (SELECT id FROM picked) AND ` + sqlLeaseDue + `
 	ORDER BY m.updated_at
 	LIMIT 1
 	%[2]s
 )
 UPDATE mailboxes SET lease_owner = $1, lease_expires_at = $2, lease_attempts = mailboxes.lease_attempts + 1
-FROM due WHERE mailboxes.id = due.id
-RETURNING mailboxes.id`
+FROM due WHERE mailboxes.id = due.due_id
+RETURNING ` + mailboxColumns
+
+// sqlLeaseDue is the condition a mailbox m meets to be claimed by sqlLeaseEvents: its lease
+// free or expired, not paused, and due (an open one whose timer has come outside a run state,
+// %[3]s, or one with a pending event).
+const sqlLeaseDue = `(m.lease_expires_at IS NULL OR m.lease_expires_at < $3)
+	  AND ` + sqlNotPaused + `
+	  AND ((m.closed_at IS NULL AND m.wake_at <= $3 AND m.state NOT IN (%[3]s))
+	       OR EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id AND e.processed_at IS NULL))`
+
+// leasePick is how many due mailboxes sqlLeaseEvents picks before locking one: more than the
+// claims that run at once in one process (its event workers), so that the first claim finds
+// an unlocked row among them; when every one is locked (other replicas claiming at the same
+// time), LeaseEvents claims again from every due mailbox.
+const leasePick = 32
 
 // sqlLeaseRun claims the due mailbox in a run state (%[2]s, a quoted list) that waited
 // longest, skipping repositories with $4 (> 0) run-state mailboxes under a live lease: $1
@@ -90,12 +113,33 @@ func (s *Store) Lease(ctx context.Context, owner string, ttl time.Duration) (*ma
 	return s.LeaseEvents(ctx, owner, ttl, nil)
 }
 
-// LeaseEvents implements mailbox.RunQueue (sqlLeaseEvents). Workers call it every poll
-// interval, so the statement is prepared once per run-state list and kept.
+// LeaseEvents implements mailbox.RunQueue (sqlLeaseEvents): one statement claims and reads
+// the mailbox. Workers call it every poll interval, so the statement is prepared once per
+// run-state list and kept. When the leasePick mailboxes it picked were all locked by other
+// claims (a dialect with a LeaseLock only: without one no row is skipped), it claims again
+// from every due mailbox.
 func (s *Store) LeaseEvents(ctx context.Context, owner string, ttl time.Duration, runStates []string) (*mailbox.Mailbox, error) {
 	now := s.now()
-	query := fmt.Sprintf(sqlLeaseEvents, cmp.Or(s.dialect.WakeBound, "$3"), s.dialect.LeaseLock, stateList(runStates))
-	return s.leaseBy(ctx, query, owner, now.Add(ttl), now)
+	bound, states := cmp.Or(s.dialect.WakeBound, "$3"), stateList(runStates)
+	mb, err := s.claimMailbox(ctx, fmt.Sprintf(sqlLeaseEvents, bound, s.dialect.LeaseLock, states, leasePick), owner, now.Add(ttl), now)
+	if err != nil || mb != nil || s.dialect.LeaseLock == "" {
+		return mb, err
+	}
+	return s.claimMailbox(ctx, fmt.Sprintf(sqlLeaseEvents, bound, s.dialect.LeaseLock, states, "ALL"), owner, now.Add(ttl), now)
+}
+
+// claimMailbox runs a claim returning mailboxColumns (prepared once and kept) and returns the
+// claimed mailbox, nil when none is due.
+func (s *Store) claimMailbox(ctx context.Context, query string, args ...any) (*mailbox.Mailbox, error) {
+	var m mailbox.Mailbox
+	err := s.getPrepared(ctx, &m, query, args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease mailbox: %w", err)
+	}
+	return &m, nil
 }
 
 // LeaseRun implements mailbox.RunQueue (sqlLeaseRun).
