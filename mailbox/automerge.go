@@ -54,19 +54,19 @@ func (m *Machine) autoMerge(ctx context.Context, bot Bot, mb *Mailbox, mr *forge
 	err = mg.Merge(ctx, mb.Repo, mr.Number, forge.MergeOptions{Method: method, HeadSHA: mr.HeadSHA})
 	if refusedByForge(err) {
 		mb.Data.AutoMergeRefused = mr.HeadSHA
-		body := fmt.Sprintf("CI is green on %s, the %s is approved and no review thread is open, but the forge refused to merge it (%s): %s\n\nI leave it in review. Merge it yourself, or fix what the forge says: I try again after the next change to the %s, or when `%s` is added again.",
+		body := fmt.Sprintf("CI is green on %s, the %s has the approvals the forge requires and no review thread is open, but the forge refused to merge it (%s): %s\n\nI leave it in review. Merge it yourself, or fix what the forge says: I try again after the next change to the %s, or when `%s` is added again.",
 			sha7, m.mrWord(bot), method, m.cfg.Redact(err.Error()), m.mrWord(bot), m.cfg.Labels.AutoMerge)
 		return false, m.post(ctx, bot, mb, "auto-merge-refused-"+mr.HeadSHA, "auto_merge", body)
 	}
 	if err != nil {
 		return false, fmt.Errorf("merge: %w", err)
 	}
-	by := ""
+	approvals := "it has the approvals the forge requires"
 	if len(c.ApprovedBy) > 0 {
-		by = " by " + strings.Join(c.ApprovedBy, ", ")
+		approvals = "it is approved by " + strings.Join(c.ApprovedBy, ", ")
 	}
-	body := fmt.Sprintf("I merged %s (%s): CI is green on %s, it is approved%s and no review thread is open.",
-		m.mrRef(bot, mr.Number), method, sha7, by)
+	body := fmt.Sprintf("I merged %s (%s): CI is green on %s, %s and no review thread is open.",
+		m.mrRef(bot, mr.Number), method, sha7, approvals)
 	if err := m.post(ctx, bot, mb, "auto-merged-"+mr.HeadSHA, "auto_merge", body); err != nil {
 		return false, err
 	}

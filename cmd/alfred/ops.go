@@ -43,7 +43,8 @@ func (s *server) opsRoutes(top, guarded chi.Router, reader web.Reader) error {
 	key := sha256.Sum256([]byte("alfred pages csrf key\x00" + s.cfg.Admin.Token.Reveal()))
 	pages, err := web.New(web.Config{Reader: reader, Logs: dockerLogs{cli}, Settings: settingsView{s.cfg},
 		Redact: s.cfg.Censor().String, Logger: s.log, IssueURL: issueURL(s.cfg), Backlog: s.store.Backlog,
-		Controls: controls{store: s.store, workers: s.workers, log: s.log}, CSRFKey: key[:]})
+		PullRequests: func(name string) bool { f, ok := s.cfg.Forge(name); return ok && f.Kind != forge.KindGitLab },
+		Controls:     controls{store: s.store, workers: s.workers, log: s.log}, CSRFKey: key[:]})
 	if err != nil {
 		return err
 	}

@@ -68,6 +68,9 @@ type Config struct {
 	// IssueURL links an issue (or merge request) on its forge when the Reader gives no link;
 	// nil or "" shows no link.
 	IssueURL func(forgeName, repo string, number int64, mergeRequest bool) string
+	// PullRequests reports whether the forge of that name calls a merge request a pull request
+	// and numbers it with "#" (Forgejo, Gitea); nil or false: "merge request" and "!" (GitLab).
+	PullRequests func(forgeName string) bool
 	// Backlog reads the backlog of event processing: how many stored events wait to be
 	// applied, and how long the first of them has waited. Every page's header shows it; nil
 	// shows nothing, a read error is logged and shows nothing.
@@ -108,6 +111,15 @@ func New(cfg Config) (*Handler, error) {
 		"duration": func(r RunSummary) string { return r.Duration(cfg.Now()).String() },
 		"cost":     Cost,
 		"tokens":   Tokens,
+		"mr": func(forgeName string, number int64) string {
+			return MergeRequestRef(cfg.PullRequests != nil && cfg.PullRequests(forgeName), number)
+		},
+		"mrsigil": func(forgeName string) string {
+			if cfg.PullRequests != nil && cfg.PullRequests(forgeName) {
+				return "#"
+			}
+			return "!"
+		},
 	}
 	for _, page := range []string{"mailboxes", "mailbox", "run", "settings"} {
 		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", "templates/"+page+".html")
@@ -444,4 +456,13 @@ func ago(now, t time.Time) string {
 		return fmt.Sprintf("%d h ago", int(d.Hours()))
 	}
 	return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+}
+
+// MergeRequestRef names merge request number as its forge's users do: "pull request #2" on a
+// forge with pull requests (Forgejo, Gitea), "merge request !2" on GitLab.
+func MergeRequestRef(pullRequests bool, number int64) string {
+	if pullRequests {
+		return fmt.Sprintf("pull request #%d", number)
+	}
+	return fmt.Sprintf("merge request !%d", number)
 }
