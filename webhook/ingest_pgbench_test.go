@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -67,13 +68,7 @@ func benchIngestVsPgbench(b *testing.B, clients int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := defaults.HTTP
-	srv := httptest.NewUnstartedServer(nil)
-	srv.Config = httpserve.New(httpserve.Limits{ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
-		WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout, MaxHeaderBytes: h.MaxHeaderBytes,
-		MaxConcurrent: h.MaxConcurrent, MaxReaders: h.MaxReaders, MaxBodyBytes: defaults.MaxBodyBytes,
-		BodyMemory: h.MaxBodyMemory}, rc).Server
-	srv.Start()
+	srv := limitedServer(defaults, rc)
 	defer srv.Close()
 	tmpl, err := os.ReadFile(fixturePath(b, "forgejo-live/006-issue_comment-created.json"))
 	if err != nil {
@@ -261,4 +256,17 @@ func (c *cpuPer) report(b *testing.B, unit string) {
 	}
 	b.ReportMetric(float64(c.cpu.self.Microseconds())/float64(c.units), "go-µs/"+unit)
 	b.ReportMetric(float64(c.cpu.postgres.Microseconds())/float64(c.units), "pg-µs/"+unit)
+}
+
+// limitedServer starts h behind httpserve with the HTTP limits of cfg, as alfred serve runs the
+// receiver (cmd/alfred's httpLimits), so a benchmark measures the stages a delivery passes.
+func limitedServer(cfg *config.Config, h http.Handler) *httptest.Server {
+	l := cfg.HTTP
+	srv := httptest.NewUnstartedServer(nil)
+	srv.Config = httpserve.New(httpserve.Limits{ReadHeaderTimeout: l.ReadHeaderTimeout, ReadTimeout: l.ReadTimeout,
+		WriteTimeout: l.WriteTimeout, IdleTimeout: l.IdleTimeout, MaxHeaderBytes: l.MaxHeaderBytes,
+		MaxConcurrent: l.MaxConcurrent, MaxReaders: l.MaxReaders, MaxBodyBytes: cfg.MaxBodyBytes,
+		BodyMemory: l.MaxBodyMemory}, h).Server
+	srv.Start()
+	return srv
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/alfred-bot/alfred/internal/config"
-	"github.com/alfred-bot/alfred/internal/httpserve"
 	"github.com/alfred-bot/alfred/internal/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/mailbox/store/postgres"
@@ -106,13 +104,7 @@ func benchIngestVsProcessing(b *testing.B, store *sqlstore.Store, senders, issue
 	if err != nil {
 		b.Fatal(err)
 	}
-	h := defaults.HTTP
-	srv := httptest.NewUnstartedServer(nil)
-	srv.Config = httpserve.New(httpserve.Limits{ReadHeaderTimeout: h.ReadHeaderTimeout, ReadTimeout: h.ReadTimeout,
-		WriteTimeout: h.WriteTimeout, IdleTimeout: h.IdleTimeout, MaxHeaderBytes: h.MaxHeaderBytes,
-		MaxConcurrent: h.MaxConcurrent, MaxReaders: h.MaxReaders, MaxBodyBytes: defaults.MaxBodyBytes,
-		BodyMemory: h.MaxBodyMemory}, rc).Server
-	srv.Start()
+	srv := limitedServer(defaults, rc)
 	defer srv.Close()
 	addr := srv.Listener.Addr().String()
 	tmpl, err := os.ReadFile(fixturePath(b, "forgejo-live/006-issue_comment-created.json"))
