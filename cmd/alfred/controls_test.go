@@ -113,30 +113,11 @@ phases:
 	adminSrv := httptest.NewServer(e.srv.admin)
 	t.Cleanup(adminSrv.Close)
 
-	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
-	require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", setLabels("type::task")))
-	e.waitStatus("status::waiting_validation")
-	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
-	require.Equal(t, http.StatusAccepted, e.send("003-issue_label-label_updated", setLabels(e.forgejo.IssueLabels(e.issue)...)))
-
-	mb, err := e.srv.store.Find(ctx, e.issue)
-	require.NoError(t, err)
-	var run int64
-	var container string
-	require.Eventually(t, func() bool {
-		d, err := e.srv.store.Mailbox(ctx, mb.ID)
-		require.NoError(t, err)
-		if len(d.Runs) == 0 {
-			return false
-		}
-		r := d.Runs[len(d.Runs)-1]
-		if r.Phase != "development" || !r.Running() || r.Container == "" {
-			return false
-		}
-		_, err = cli.ContainerInspect(ctx, r.Container)
-		run, container = r.ID, r.Container
+	mb, r := e.toRunningDevelopment(func(r web.RunSummary) bool {
+		_, err := cli.ContainerInspect(ctx, r.Container)
 		return err == nil
-	}, 2*time.Minute, 200*time.Millisecond, "the development's container never started")
+	})
+	run, container := r.ID, r.Container
 
 	resp := tab.Open(t, adminSrv.URL+web.Prefix+"/login?token="+e2eAdminToken+"&next="+url.QueryEscape(fmt.Sprintf("%s/runs/%d", web.Prefix, run)))
 	require.EqualValues(t, http.StatusOK, resp.Status)

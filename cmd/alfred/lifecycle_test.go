@@ -24,6 +24,7 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/admin"
 	"github.com/alfred-bot/alfred/internal/config"
+	"github.com/alfred-bot/alfred/internal/web"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
@@ -487,4 +488,35 @@ func requireNoLeftovers(t *testing.T, dataDir string) {
 	}, 30*time.Second, 200*time.Millisecond, "an Alfred container was left behind")
 	entries, _ := os.ReadDir(filepath.Join(dataDir, "worktrees"))
 	require.Empty(t, entries, "a worktree was left behind")
+}
+
+// toRunningDevelopment takes the issue as a task through its plan's validation and waits until
+// the development run is running in a container and ready(run) holds; it returns the mailbox
+// and that run. ready may wait on the container (its state, its log); nil accepts any.
+func (e *e2e) toRunningDevelopment(ready func(web.RunSummary) bool) (*mailbox.Mailbox, web.RunSummary) {
+	t := e.t
+	ctx := context.Background()
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
+	require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", setLabels("type::task")))
+	e.waitStatus("status::waiting_validation")
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
+	require.Equal(t, http.StatusAccepted, e.send("003-issue_label-label_updated", setLabels(e.forgejo.IssueLabels(e.issue)...)))
+
+	mb, err := e.srv.store.Find(ctx, e.issue)
+	require.NoError(t, err)
+	var run web.RunSummary
+	require.Eventually(t, func() bool {
+		d, err := e.srv.store.Mailbox(ctx, mb.ID)
+		require.NoError(t, err)
+		if len(d.Runs) == 0 {
+			return false
+		}
+		r := d.Runs[len(d.Runs)-1]
+		if r.Phase != "development" || !r.Running() || r.Container == "" {
+			return false
+		}
+		run = r
+		return ready == nil || ready(r)
+	}, 2*time.Minute, 200*time.Millisecond, "the development never ran")
+	return mb, run
 }

@@ -61,35 +61,16 @@ phases:
   default: claude
   development: script
 `, claude, script, scriptPath))
-	ctx := context.Background()
 	// The admin listener (admin.listen): the pages and the metrics, behind the admin token.
 	adminSrv := httptest.NewServer(e.srv.admin)
 	t.Cleanup(adminSrv.Close)
 	login := adminSrv.URL + web.Prefix + "/login?token=" + e2eAdminToken + "&next="
 
-	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
-	require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", setLabels("type::task")))
-	e.waitStatus("status::waiting_validation")
-	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
-	require.Equal(t, http.StatusAccepted, e.send("003-issue_label-label_updated", setLabels(e.forgejo.IssueLabels(e.issue)...)))
-
 	// The development runs: wait until its container's log shows the agent's lines.
-	mb, err := e.srv.store.Find(ctx, e.issue)
-	require.NoError(t, err)
-	var devRun int64
-	require.Eventually(t, func() bool {
-		d, err := e.srv.store.Mailbox(ctx, mb.ID)
-		require.NoError(t, err)
-		if len(d.Runs) == 0 {
-			return false
-		}
-		r := d.Runs[len(d.Runs)-1]
-		if r.Phase != "development" || !r.Running() || r.Container == "" {
-			return false
-		}
-		devRun = r.ID
+	mb, r := e.toRunningDevelopment(func(r web.RunSummary) bool {
 		return strings.Contains(opsGet(t, adminSrv.URL+fmt.Sprintf("%s/runs/%d/log", web.Prefix, r.ID)), "step 2: writing export.csv")
-	}, 90*time.Second, 200*time.Millisecond, "the development never showed its log")
+	})
+	devRun := r.ID
 
 	p := browser.Load(t, login+web.Prefix+"/", "ops-mailboxes")
 	require.Contains(t, p.DOM, "acceptance/sandbox#1")
