@@ -22,6 +22,7 @@ require (
 	github.com/pressly/goose/v3 v3.30.0
 	github.com/prometheus/client_golang v1.23.0
 	github.com/stretchr/testify v1.12.1
+	github.com/yuin/goldmark v1.8.7
 	gitlab.com/gitlab-org/api/client-go/v2 v2.64.0
 	golang.org/x/sync v0.25.0
 	golang.org/x/time v0.15.0

@@ -21,6 +21,12 @@ func (m *Machine) post(ctx context.Context, bot Bot, mb *Mailbox, key, kind, bod
 	if err != nil {
 		return err
 	}
+	if pc != nil && pc.CommentID < 0 && !m.settings(mb.Repo).Shadow {
+		// Posted in shadow mode (a synthetic id): the forge has no such comment, and the
+		// project is live now, so the comment is posted as new; the shadow history is not
+		// replayed.
+		pc = nil
+	}
 	if pc != nil && pc.CommentID == 0 {
 		cs, err := bot.Forge.Comments(ctx, ref)
 		if err != nil {

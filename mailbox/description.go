@@ -56,7 +56,7 @@ func (m *Machine) writeSection(ctx context.Context, bot Bot, mb *Mailbox, issue 
 		return inComment, err
 	}
 	where := "a comment of its own below"
-	if pc, err := m.store.PostedComment(ctx, mb.ID, sectionKey(name)); err == nil && pc != nil && pc.CommentID != 0 && issue.WebURL != "" {
+	if pc, err := m.store.PostedComment(ctx, mb.ID, sectionKey(name)); err == nil && pc != nil && pc.CommentID > 0 && issue.WebURL != "" {
 		where = fmt.Sprintf("[this comment](%s)", commentURL(bot.Forge.Kind(), issue.WebURL, pc.CommentID))
 	}
 	pointer := fmt.Sprintf("*(The **%s** is longer than this description can hold: it is in %s.)*", title, where)

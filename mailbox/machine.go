@@ -64,6 +64,10 @@ type Config struct {
 	// Usage reads the runs' tokens and cost for the status comment and the budget; nil posts
 	// no status comment and applies no budget.
 	Usage UsageReader
+	// ShadowLog records what shadow mode does not do itself: a run that pushes, not started
+	// (ShadowRun). cmd/alfred passes the store, which also backs the Shadow forge wrapper; nil
+	// records nothing.
+	ShadowLog ShadowLog
 	// PoisonAttempts is how many times an event may fail to apply before it is set aside, and
 	// how many claims of a mailbox may end without the pass finishing (the process died) before
 	// the mailbox is blocked (default 5).
@@ -205,6 +209,12 @@ func (m *Machine) advance(ctx context.Context, mb *Mailbox, slots RunSlots) erro
 			return m.orClose(ctx, bot, mb, err)
 		}
 		ran := false
+		if parked, err := m.shadowPark(ctx, mb); parked || err != nil {
+			if err != nil {
+				return m.orClose(ctx, bot, mb, err)
+			}
+			break // shadow mode starts no run that pushes
+		}
 		if def(mb.State).Phase != "" && slots != nil {
 			if err := m.queued(ctx, bot, mb, slots); err != nil {
 				return m.orClose(ctx, bot, mb, err)
@@ -338,6 +348,13 @@ func (m *Machine) setWake(ctx context.Context, mb *Mailbox) {
 	mb.WakeAt = nil
 	switch def(mb.State).Wake {
 	case wakeRun:
+		if mb.Data.ShadowParked == string(mb.State) {
+			// Shadow mode holds the run: look again after a CI poll's time, so that a project
+			// switched to live starts it.
+			t := m.now().Add(m.cfg.CIPoll)
+			mb.WakeAt = &t
+			break
+		}
 		// A run is due (queued for a run worker, or an infrastructure error stopped it). A
 		// mailbox already waiting keeps its place in the queue.
 		t := m.now()
@@ -387,6 +404,7 @@ func (m *Machine) follow(ctx context.Context, bot Bot, mb *Mailbox, on trigger) 
 // reading the issue's labels first so a human's concurrent change is respected.
 func (m *Machine) setState(ctx context.Context, bot Bot, mb *Mailbox, s State) error {
 	mb.State = s
+	mb.Data.ShadowParked = ""
 	issue, err := bot.Forge.Issue(ctx, mb.Ref())
 	if err != nil {
 		return fmt.Errorf("read labels: %w", err)
@@ -399,6 +417,14 @@ func (m *Machine) setState(ctx context.Context, bot Bot, mb *Mailbox, s State) e
 	}
 	// The mailbox's own view changes by the status label only: a label a human added or removed
 	// meanwhile is an event (a delivery, or reconciliation), which must still find the difference.
+	// In shadow mode the status label is not on the forge, so the view keeps the forge's labels.
+	if m.settings(mb.Repo).Shadow {
+		mb.Assignees = issue.Assignees
+		if def(s).Wake == wakeCIPoll {
+			mb.WakeAt = nil
+		}
+		return nil
+	}
 	knownAdd, knownRemove := m.cfg.Labels.StatusDiff(mb.Labels, s)
 	labels := slices.DeleteFunc(slices.Clone([]string(mb.Labels)), func(l string) bool { return slices.Contains(knownRemove, l) })
 	mb.Labels = append(labels, knownAdd...)

@@ -144,6 +144,9 @@ type Data struct {
 	// AutoMergeRefused is the head the forge refused to auto-merge: Alfred does not try that
 	// head again until an event on the merge request or the auto-merge label added again.
 	AutoMergeRefused string `json:"auto_merge_refused,omitempty"`
+	// ShadowParked is the state whose run shadow mode did not start (a phase that pushes),
+	// recorded once as a ShadowRun write; "" when none.
+	ShadowParked string `json:"shadow_parked,omitempty"`
 }
 
 // Value implements driver.Valuer.

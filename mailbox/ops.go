@@ -31,6 +31,9 @@ type Settings struct {
 	// MergeMethod is how it merges ("" is forge.MergeCommit).
 	AutoMerge   bool
 	MergeMethod forge.MergeMethod
+	// Shadow puts the project in shadow mode: Alfred computes everything but writes nothing to
+	// the forge (Shadow, spec/operations.md "Shadow mode"), and starts no run that pushes.
+	Shadow bool
 }
 
 // agent returns the agent the project binds to p, "" for the global binding.

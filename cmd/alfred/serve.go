@@ -113,7 +113,7 @@ func newServer(ctx context.Context, cfg *config.Config, log *slog.Logger) (*serv
 // wire builds the components from the configuration and connects them: the forges, the
 // runner service, the mailbox machine and workers, and the HTTP handler.
 func (s *server) wire(ctx context.Context) error {
-	forges, err := buildForges(s.cfg, s.metrics)
+	forges, err := buildForges(s.cfg, s.metrics, s.store)
 	if err != nil {
 		return err
 	}
@@ -131,13 +131,14 @@ func (s *server) wire(ctx context.Context) error {
 		SessionResume:  func(repo string) bool { return cfg.For(repo).SessionResume },
 		Settings:       func(repo string) mailbox.Settings { return scopedSettings(cfg.For(repo)) },
 		Usage:          s.store,
+		ShadowLog:      s.store,
 		PoisonAttempts: cfg.Workers.PoisonAttempts,
 	}, s.store, forges.bots, s.metrics.InstrumentJobs(s.service), nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
 		Poll: cfg.Workers.PollInterval, Runs: cfg.Workers.Runs, RunsPerProject: cfg.Workers.RunsPerProject}, s.store, machine, s.log)
 	s.recon = mailbox.NewReconciler(mailbox.ReconcilerConfig{Interval: cfg.Workers.ReconcileInterval, Batch: cfg.Workers.ReconcileBatch,
 		OnPass: reconcilePass(s.metrics), Scopes: reconcileScopes(cfg)},
-		s.store, mailbox.WakingInbox{Inbox: s.store, Workers: s.workers}, forges.bots, nil, s.log)
+		s.store, mailbox.WakingInbox{Inbox: s.store, Workers: s.workers}, forges.live, nil, s.log)
 	s.handler, err = s.buildHandler(forges.sources)
 	return err
 }
@@ -157,15 +158,21 @@ func reconcileScopes(cfg *config.Config) map[string]mailbox.Scope {
 // and its git manager.
 type forges struct {
 	sources map[string]webhook.Source
-	bots    map[string]mailbox.Bot
-	gits    map[string]*gitrepo.Manager
+	// bots are the machine's: a project in shadow mode writes nothing through them
+	// (mailbox.Shadow). live are the same clients without the shadow wrapper, for
+	// reconciliation, which only reads and must compare the mailboxes with the forge as it is.
+	bots map[string]mailbox.Bot
+	live map[string]mailbox.Bot
+	gits map[string]*gitrepo.Manager
 }
 
 // buildForges builds the webhook source, API client and git manager of every configured forge;
-// every API call is counted in m (alfred_forge_api_requests_total). An error names the forge.
-func buildForges(cfg *config.Config, m *metrics.Metrics) (forges, error) {
+// every API call is counted in m (alfred_forge_api_requests_total). A project in shadow mode
+// (the scoped setting) writes nothing to the forge: its writes go to shadow instead. An error
+// names the forge.
+func buildForges(cfg *config.Config, m *metrics.Metrics, shadow mailbox.ShadowLog) (forges, error) {
 	fs := forges{sources: map[string]webhook.Source{}, bots: map[string]mailbox.Bot{},
-		gits: map[string]*gitrepo.Manager{}}
+		live: map[string]mailbox.Bot{}, gits: map[string]*gitrepo.Manager{}}
 	for _, f := range cfg.Forges {
 		src, client, err := newForge(f, &http.Client{Transport: m.Transport(f.Name, nil)})
 		if err != nil {
@@ -188,10 +195,15 @@ func buildForges(cfg *config.Config, m *metrics.Metrics) (forges, error) {
 		}
 		fs.sources[f.Name] = src
 		// Every text posted to the forge passes the censor and the forge's size limits, and
-		// mentions no bot.
-		fs.bots[f.Name] = mailbox.Bot{Forge: mailbox.GuardPosts(client, mailbox.PostGuard{Censor: cfg.Censor().String,
+		// mentions no bot. The shadow wrapper sits under the guard, so that what it records is
+		// what the forge would have received.
+		guard := mailbox.PostGuard{Censor: cfg.Censor().String,
 			Limits: mailbox.PostLimits{MaxCommentBytes: f.MaxCommentBytes, MaxDescriptionBytes: f.MaxDescriptionBytes},
-			IsBot:  botCheck(f)}), Login: f.BotUser, OtherBots: f.OtherBots}
+			IsBot:  botCheck(f)}
+		shadowed := mailbox.Shadow(client, mailbox.ShadowConfig{Forge: f.Name, BotLogin: f.BotUser, Log: shadow,
+			On: func(repo string) bool { return cfg.For(repo).Shadow }})
+		fs.bots[f.Name] = mailbox.Bot{Forge: mailbox.GuardPosts(shadowed, guard), Login: f.BotUser, OtherBots: f.OtherBots}
+		fs.live[f.Name] = mailbox.Bot{Forge: mailbox.GuardPosts(client, guard), Login: f.BotUser, OtherBots: f.OtherBots}
 		fs.gits[f.Name] = g
 	}
 	return fs, nil

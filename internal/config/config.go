@@ -185,6 +185,12 @@ type Lifecycle struct {
 	// "rebase". GitLab's merge call has no rebase: there "rebase" merges the way the project's
 	// merge method says, as "merge" does.
 	MergeMethod string `yaml:"merge_method" env:"MERGE_METHOD"`
+	// Shadow puts every project in shadow mode (spec/operations.md, "Shadow mode"): Alfred
+	// follows the issues it is assigned to and computes everything, acknowledgements,
+	// questions, plans, labels and the read-only runs, but writes nothing to the forge; the
+	// pages show what it would have posted. A run that pushes is not started. Scopes set it
+	// for an organization or a project; off by default.
+	Shadow bool `yaml:"shadow" env:"SHADOW"`
 	// BranchPrefix prefixes the branches Alfred creates.
 	BranchPrefix string `yaml:"branch_prefix" env:"BRANCH_PREFIX"`
 	// BudgetUSD is the most an issue may cost, in US dollars as the adapters report it: once

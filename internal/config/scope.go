@@ -34,6 +34,8 @@ type Scope struct {
 	AutoMerge *bool `yaml:"auto_merge,omitempty"`
 	// MergeMethod overrides lifecycle.merge_method.
 	MergeMethod *string `yaml:"merge_method,omitempty"`
+	// Shadow overrides lifecycle.shadow.
+	Shadow *bool `yaml:"shadow,omitempty"`
 }
 
 // Effective is the settings in force for one project, and where each came from.
@@ -53,6 +55,9 @@ type Effective struct {
 	// without open thread; MergeMethod how ("merge", "squash", "rebase").
 	AutoMerge   bool
 	MergeMethod string
+	// Shadow is on when Alfred writes nothing to the project's forge and shows on the pages
+	// what it would have written.
+	Shadow bool
 	// Sources maps each key of Keys (and "phases.<phase>") to where its value came from:
 	// "default", "global", "org <path>" or "project <path>".
 	Sources map[string]string
@@ -63,7 +68,7 @@ const defaultMergeMethod = string(forge.MergeCommit)
 
 // Scoped setting keys, in the order config check prints them.
 var ScopedKeys = []string{"branch_prefix", "question_deadline", "ci_fix_attempts", "budget_usd",
-	"agent_session_resume", "retention_days", "auto_merge", "merge_method"}
+	"agent_session_resume", "retention_days", "auto_merge", "merge_method", "shadow"}
 
 // For returns the settings in force for project ("owner/name", a GitLab path "group/sub/name";
 // "" for the global values): the project's scope, else the closest enclosing organization's,
@@ -75,6 +80,7 @@ func (c *Config) For(project string) Effective {
 		CIFixAttempts: c.Lifecycle.CIFixAttempts, BudgetUSD: positive(c.Lifecycle.BudgetUSD),
 		SessionResume: c.Sessions.AgentSessionResume == nil || *c.Sessions.AgentSessionResume,
 		RetentionDays: c.RetentionDays, AutoMerge: c.Lifecycle.AutoMerge, MergeMethod: cmp.Or(c.Lifecycle.MergeMethod, defaultMergeMethod),
+		Shadow: c.Lifecycle.Shadow,
 		Phases: Phases{}, Sources: map[string]string{}}
 	global := func(key string, isDefault bool) {
 		e.Sources[key] = "global"
@@ -90,6 +96,7 @@ func (c *Config) For(project string) Effective {
 	global("retention_days", e.RetentionDays == 0)
 	global("auto_merge", !e.AutoMerge)
 	global("merge_method", e.MergeMethod == defaultMergeMethod)
+	global("shadow", !e.Shadow)
 	for _, p := range knownPhases {
 		if a := c.Phases[p]; a != "" {
 			e.Phases[p] = a
@@ -138,6 +145,9 @@ func (e *Effective) apply(sc Scope, src string) {
 	}
 	if sc.MergeMethod != nil {
 		e.MergeMethod, e.Sources["merge_method"] = cmp.Or(*sc.MergeMethod, defaultMergeMethod), src
+	}
+	if sc.Shadow != nil {
+		e.Shadow, e.Sources["shadow"] = *sc.Shadow, src
 	}
 	for p, a := range sc.Phases {
 		e.Phases[p], e.Sources["phases."+p] = a, src
@@ -191,6 +201,7 @@ func (e Effective) Entries() []Entry {
 		"retention_days":       "0 (keep everything)",
 		"auto_merge":           strconv.FormatBool(e.AutoMerge),
 		"merge_method":         e.MergeMethod,
+		"shadow":               strconv.FormatBool(e.Shadow),
 	}
 	if e.BudgetUSD != nil {
 		val["budget_usd"] = fmt.Sprintf("%.2f", *e.BudgetUSD)

@@ -27,12 +27,14 @@ scopes:
     budget_usd: 2
     branch_prefix: acme-bot/
     auto_merge: true
+    shadow: true
   acme/shop:
     budget_usd: 0.01
     ci_fix_attempts: 1
     phases: {development: codex}
     retention_days: 7
     merge_method: squash
+    shadow: false
   group/sub:
     agent_session_resume: false
 `
@@ -51,6 +53,7 @@ func TestScopedSettings(t *testing.T) {
 		`retention_days = 30 (global)`,
 		`auto_merge = false (default)`,
 		`merge_method = merge (default)`,
+		`shadow = false (default)`,
 		`phases.default = script (global)`,
 	}, c.For("").Lines())
 
@@ -64,6 +67,7 @@ func TestScopedSettings(t *testing.T) {
 		`retention_days = 7 (project acme/shop)`,
 		`auto_merge = true (org acme)`,
 		`merge_method = squash (project acme/shop)`,
+		`shadow = false (project acme/shop)`,
 		`phases.default = script (global)`,
 		`phases.development = codex (project acme/shop)`,
 	}, shop.Lines())
@@ -73,6 +77,8 @@ func TestScopedSettings(t *testing.T) {
 	other := c.For("acme/other")
 	require.InDelta(t, 2, *other.BudgetUSD, 1e-9)
 	require.Equal(t, "org acme", other.Sources["budget_usd"])
+	require.True(t, other.Shadow, "the organization's shadow mode covers its projects")
+	require.Equal(t, "org acme", other.Sources["shadow"])
 
 	require.False(t, c.For("acme/legacy").SessionResume, "sessions.overrides is one more scope source")
 	deep := c.For("group/sub/deep/project")

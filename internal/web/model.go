@@ -97,6 +97,9 @@ type MailboxDetail struct {
 	Timeline []TimelineEntry
 	// Runs are the mailbox's runs, oldest first.
 	Runs []RunSummary
+	// Shadow lists, oldest first, what Alfred would have written to the forge while the
+	// project was in shadow mode; empty for a project that never was.
+	Shadow []ShadowPost
 }
 
 // TimelineEntry is one line of a mailbox's timeline.

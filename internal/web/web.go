@@ -111,6 +111,7 @@ func New(cfg Config) (*Handler, error) {
 		"duration": func(r RunSummary) string { return r.Duration(cfg.Now()).String() },
 		"cost":     Cost,
 		"tokens":   Tokens,
+		"markdown": renderMarkdown,
 		"mr": func(forgeName string, number int64) string {
 			return MergeRequestRef(cfg.PullRequests != nil && cfg.PullRequests(forgeName), number)
 		},

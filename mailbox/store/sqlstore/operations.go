@@ -133,7 +133,7 @@ func (s *Store) Purgeable(ctx context.Context, before time.Time) ([]mailbox.Clos
 }
 
 // Purge implements mailbox.RetentionStore: it deletes the mailbox's events (the received
-// payloads), blanks the runs' logs and outputs and the questions' context and records when
+// payloads) and its shadow writes (the texts shadow mode did not post), blanks the runs' logs and outputs and the questions' context and records when
 // (purged_at, which takes the mailbox out of Purgeable), in one transaction. Idempotent.
 func (s *Store) Purge(ctx context.Context, mailboxID int64) error {
 	return s.withTx(ctx, func(q querier) error {
@@ -151,6 +151,7 @@ func (s *Store) Purge(ctx context.Context, mailboxID int64) error {
 			`DELETE FROM events WHERE mailbox_id = $1`,
 			`UPDATE runs SET output = '', result = '' WHERE mailbox_id = $1 AND (output <> '' OR result <> '')`,
 			`UPDATE questions SET context = '' WHERE mailbox_id = $1 AND context <> ''`,
+			`DELETE FROM shadow_writes WHERE mailbox_id = $1`,
 		} {
 			if _, err := q.ExecContext(ctx, st, mailboxID); err != nil {
 				return fmt.Errorf("purge mailbox %d: %w", mailboxID, err)

@@ -42,6 +42,8 @@ func backgroundStatements(lock string) []backgroundStatement {
 		{"unfinished mailboxes", sqlUnfinishedMailboxes, "", none},
 		{"retention list", sqlPurgeable, "now() - interval '30 days'", func(now int64) []any { return []any{now - 30*day} }},
 		{"retention purge of events", `DELETE FROM events WHERE mailbox_id = $1`, "7", func(int64) []any { return []any{7} }},
+		{"retention purge of shadow writes", `DELETE FROM shadow_writes WHERE mailbox_id = $1`, "7", func(int64) []any { return []any{7} }},
+		{"shadow overlay", sqlShadowWrites, "'gitlab', 'acme/r4', 4, false", func(int64) []any { return []any{"gitlab", "acme/r4", 4, false} }},
 		{"orphans: leased", sqlLeasedMailboxes, "now()", nowArg},
 		{"orphans: open", sqlOpenMailboxes, "", none},
 		{"orphans: live containers", sqlLiveExecutorMailboxes, "", none},

@@ -38,6 +38,8 @@ func seedClosed(t *testing.T, s *sqlstore.Store, n int64, closedAt *time.Time) *
 	id := run.ID
 	require.NoError(t, s.RecordSession(ctx, &phase.SessionRecord{MailboxID: mb.ID, RunID: &id, Adapter: "claude",
 		Name: "agent/issue", TokensIn: 100, TokensOut: 10, CostUSD: 0.02, ReportedCost: 0.02, Succeeded: true}))
+	_, err = s.RecordShadow(ctx, mailbox.ShadowWrite{Target: mb.Ref(), Kind: mailbox.ShadowComment, Body: "the text shadow mode kept"})
+	require.NoError(t, err)
 	if closedAt != nil {
 		mb.State, mb.ClosedAt = mailbox.StateDone, closedAt
 		require.NoError(t, s.Save(ctx, mb))
@@ -79,6 +81,7 @@ func retention(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 		require.Equal(t, c.events, count(`SELECT count(*) FROM events WHERE mailbox_id = $1`, id), "events of %d", id)
 		require.Equal(t, c.texts, count(`SELECT count(*) FROM runs WHERE mailbox_id = $1 AND output <> '' AND result <> ''`, id))
 		require.Equal(t, c.texts, count(`SELECT count(*) FROM questions WHERE mailbox_id = $1 AND context <> ''`, id))
+		require.Equal(t, c.texts, count(`SELECT count(*) FROM shadow_writes WHERE mailbox_id = $1`, id), "shadow writes of %d", id)
 		// Kept everywhere: the mailbox, the run's phase, times and outcome, the answer, the session.
 		require.Equal(t, 1, count(`SELECT count(*) FROM mailboxes WHERE id = $1`, id))
 		require.Equal(t, 1, count(`SELECT count(*) FROM runs WHERE mailbox_id = $1 AND phase = 'development'

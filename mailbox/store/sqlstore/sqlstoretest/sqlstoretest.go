@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"PausedMailboxNotClaimed":       pausedNotClaimed,
 		"PausedProjectNotClaimed":       pausedProject,
 		"RunCancelRequest":              cancelRequest,
+		"ShadowWrites":                  shadowWrites,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
