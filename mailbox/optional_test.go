@@ -10,7 +10,16 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
-// The wrappers of a forge during a pass (the post guard, then the effects count) keep each
+// nopShadowLog records nothing: the shadow wrapper of a project that is not in shadow mode
+// never asks it.
+type nopShadowLog struct{}
+
+func (nopShadowLog) RecordShadow(context.Context, ShadowWrite) (int64, error) { return 0, nil }
+func (nopShadowLog) ShadowWrites(context.Context, forge.IssueRef) ([]ShadowWrite, error) {
+	return nil, nil
+}
+
+// The wrappers of a forge during a pass (the shadow wrapper, the post guard, then the effects count) keep each
 // optional interface of the client (forge.Reviews, forge.Merger) on its own and claim none the
 // client lacks, and the effects count counts the optional calls too.
 func TestWrappersKeepEachOptionalInterface(t *testing.T) {
@@ -33,7 +42,8 @@ func TestWrappersKeepEachOptionalInterface(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			fx := new(effects)
-			got := fx.bot(Bot{Forge: GuardPosts(c.f, PostGuard{})}).Forge
+			shadowed := Shadow(c.f, ShadowConfig{Log: nopShadowLog{}}) // off: every call is the client's
+			got := fx.bot(Bot{Forge: GuardPosts(shadowed, PostGuard{})}).Forge
 			rv, isReviews := got.(forge.Reviews)
 			mg, isMerger := got.(forge.Merger)
 			require.Equal(t, c.reviews, isReviews, "forge.Reviews kept as the client has it")

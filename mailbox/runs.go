@@ -213,14 +213,16 @@ func (m *Machine) execute(ctx context.Context, bot Bot, mb *Mailbox, in phase.In
 // jobFor builds the job of run r of the mailbox: the one place a phase.Job is made, for a live
 // run (in carries the issue as just read and the decisions) and for a run recovery finds again
 // (in is empty), so both name the same branch, session and commit message. The commit message
-// names the issue by the title the mailbox knows (kept current by the issue's events).
+// names the issue by the title the mailbox knows (kept current by the issue's events). A job of
+// a project in shadow mode never pushes: shadow mode starts no run that pushes (shadowPark), and
+// a run of that kind started live and recovered after the switch is collected without its push.
 func (m *Machine) jobFor(mb *Mailbox, r Run, in phase.Input, repo forge.Repository) phase.Job {
 	in.Phase, in.Step, in.Attempt = phase.Phase(r.Phase), phase.Step(r.Step), r.Attempt
 	in.Agent = cmp.Or(in.Agent, m.settings(mb.Repo).agent(in.Phase))
 	in.Key = phase.KeyOf(in.Phase, in.Step)
 	in.Repo, in.Issue, in.Title, in.Branch = mb.Repo, mb.Number, cmp.Or(in.Title, mb.Title), mb.Branch
 	job := phase.Job{MailboxID: mb.ID, RunID: r.ID, Attempt: r.Attempt, ForgeName: mb.Forge,
-		Repository: repo, Branch: mb.Branch, Input: in, Push: !in.Phase.ReadOnly(),
+		Repository: repo, Branch: mb.Branch, Input: in, Push: !in.Phase.ReadOnly() && !m.settings(mb.Repo).Shadow,
 		CommitMessage: fmt.Sprintf("%s for #%d: %s", in.Phase, mb.Number, mb.Title)}
 	if m.cfg.SessionResume == nil || m.cfg.SessionResume(mb.Repo) {
 		// The session is named after the branch, frozen with it; a merge request not the

@@ -161,3 +161,107 @@ func TestShadowCommentIsPostedAnewOnceLive(t *testing.T) {
 	require.Equal(t, []string{"status::waiting_validation"}, b.status())
 	b.requireUniqueMarkers()
 }
+
+// The shadow wrapper records the review loop's and the merge's writes too, answers them with
+// synthetic ids, reads back a merge request opened in shadow, and passes every call through
+// for a repository not in shadow.
+func TestShadowRecordsReviewsMergesAndMergeRequests(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fake := forgetest.NewFake(forge.KindForgejo)
+	fake.AddUser("alice")
+	fake.AddRepo(repo, "main", "/nonexistent.git")
+	fake.AddRepo("acme/live", "main", "/nonexistent.git")
+	n := fake.AddIssue(repo, forgetest.SeedIssue{Title: "t", Author: "alice"})
+	c := &clock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	log := mailboxtest.NewShadowLog(c.Now)
+	f := mailbox.Shadow(fake, mailbox.ShadowConfig{Forge: "fj", BotLogin: forgetest.BotLogin, Log: log,
+		On: func(r string) bool { return r == repo }})
+	rv, ok := f.(forge.Reviews)
+	require.True(t, ok, "forge.Reviews kept")
+	mg, ok := f.(forge.Merger)
+	require.True(t, ok, "forge.Merger kept")
+
+	mr, err := f.CreateMergeRequest(ctx, repo, forge.NewMergeRequest{SourceBranch: "agent/x", TargetBranch: "main", Title: "Add x", Body: "Closes #1"})
+	require.NoError(t, err)
+	require.Negative(t, mr.Number)
+	got, err := f.MergeRequest(ctx, repo, mr.Number)
+	require.NoError(t, err)
+	require.Equal(t, "agent/x", got.SourceBranch)
+	id, err := rv.PostReview(ctx, repo, 7, forge.NewReview{Body: "Looks good.", Event: forge.ReviewApprove,
+		Comments: []forge.NewReviewComment{{Position: forge.Position{Path: "a.go", NewLine: 3}, Body: "nit"}}})
+	require.NoError(t, err)
+	require.Negative(t, id)
+	rid, err := rv.Reply(ctx, repo, 7, forge.ReviewComment{ID: 55, Thread: "a.go:+3"}, "Fixed.")
+	require.NoError(t, err)
+	require.Negative(t, rid)
+	require.NoError(t, rv.ResolveThread(ctx, repo, 7, "a.go:+3"))
+	require.NoError(t, mg.Merge(ctx, repo, 7, forge.MergeOptions{Method: forge.MergeSquash, HeadSHA: "abc"}))
+	ref := forge.IssueRef{Forge: "fj", Repo: repo, Number: n}
+	require.NoError(t, f.SetAssignees(ctx, ref, []string{"alice"}, nil))
+	require.NoError(t, f.EnsureLabels(ctx, repo, []string{"status::done"}))
+	for _, c := range fake.Calls() {
+		require.False(t, forgeWrites[c.Method], "no write reaches the forge: %s", c.Method)
+	}
+	ws, err := log.ShadowWrites(ctx, forge.IssueRef{Forge: "fj", Repo: repo, Number: 7, MergeRequest: true})
+	require.NoError(t, err)
+	require.Equal(t, []mailbox.ShadowKind{mailbox.ShadowReview, mailbox.ShadowReply, mailbox.ShadowResolve, mailbox.ShadowMerge}, shadowKinds(ws))
+	require.Equal(t, "approve", ws[0].Detail["event"])
+	require.Equal(t, "a.go:+3: nit", ws[0].Detail["comments"])
+	require.Equal(t, "squash", ws[3].Detail["method"])
+	is, err := f.Issue(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, []string{"alice"}, is.Assignees, "the assignees read back")
+
+	// Comments since a time: a shadow comment posted before it is left out unless edited after.
+	c1, err := f.Comment(ctx, ref, "first")
+	require.NoError(t, err)
+	ws, err = log.ShadowWrites(ctx, ref)
+	require.NoError(t, err)
+	since := ws[len(ws)-1].At.Add(time.Nanosecond)
+	cs, err := f.CommentsSince(ctx, ref, since)
+	require.NoError(t, err)
+	require.Empty(t, cs)
+	c.Add(time.Second)
+	require.NoError(t, f.EditComment(ctx, ref, c1, "first, edited"))
+	cs, err = f.CommentsSince(ctx, ref, since)
+	require.NoError(t, err)
+	require.Len(t, cs, 1)
+	require.Equal(t, "first, edited", cs[0].Body)
+	require.Equal(t, forgetest.BotLogin, cs[0].Author.Login)
+
+	// Another repository is live: its writes reach the forge.
+	live := fake.AddIssue("acme/live", forgetest.SeedIssue{Title: "t", Author: "alice"})
+	_, err = f.Comment(ctx, forge.IssueRef{Forge: "fj", Repo: "acme/live", Number: live}, "hello")
+	require.NoError(t, err)
+	require.Len(t, fake.IssueComments(forge.IssueRef{Repo: "acme/live", Number: live}), 1)
+}
+
+// A development run started live and recovered after its project switched to shadow mode is
+// collected without its push: the recovery's job does not push.
+func TestShadowRecoveredRunDoesNotPush(t *testing.T) {
+	t.Parallel()
+	b, _, rx, run := crashedInDevelopment(t)
+	log := mailboxtest.NewShadowLog(b.clock.Now)
+	f := mailbox.Shadow(b.fake, mailbox.ShadowConfig{Forge: "gl", BotLogin: forgetest.BotLogin, Log: log,
+		On: func(string) bool { return true }})
+	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, ShadowLog: log,
+		Settings: func(string) mailbox.Settings { return mailbox.Settings{Shadow: true} }}, b.store,
+		map[string]mailbox.Bot{"gl": {Forge: f, Login: forgetest.BotLogin}}, rx, b.clock.Now, b.log)
+	var pushed []bool
+	rx.recover = func(job phase.Job, _ bool) *phase.Outcome {
+		require.Equal(t, run.ID, job.RunID)
+		pushed = append(pushed, job.Push)
+		return &phase.Outcome{Recovered: true, Container: "c", Result: &phase.Result{Summary: "Added the CSV export."}}
+	}
+	ctx := context.Background()
+	mb, err := b.store.Find(ctx, b.ref)
+	require.NoError(t, err)
+	_, err = m.RecoverRuns(ctx, mb)
+	require.NoError(t, err)
+	require.Equal(t, []bool{false}, pushed, "shadow mode never pushes")
+	base := b.writes()
+	mb = b.advanceWith(m)
+	require.Zero(t, mb.MRNumber, "no merge request on the forge")
+	require.Equal(t, base, b.writes())
+}
