@@ -159,6 +159,7 @@ func TestShadowModeWritesNothingThenLivePosts(t *testing.T) {
 	require.Contains(t, page, "would add the labels status::waiting_info")
 	require.Contains(t, page, "would start the development run; shadow mode starts no run that pushes")
 	require.NotContains(t, page, "alfred:key=", "the markers stay hidden")
+	require.Contains(t, e.adminPage("/ui/"), `<span class="badge shadow">shadow</span>`, "the list says so")
 
 	// Live: the next step posts normally.
 	e.restart(func(c *config.Config) { c.Scopes = nil })

@@ -85,6 +85,9 @@ type MailboxSummary struct {
 	Paused        bool
 	PausedBy      string
 	ProjectPaused bool
+	// ShadowWrites counts the writes Alfred did not make because the project was in shadow
+	// mode (MailboxDetail.Shadow lists them); 0 for a project that never was.
+	ShadowWrites int
 }
 
 // MailboxDetail is one mailbox's page.

@@ -33,7 +33,7 @@ func shadowBundle(t *testing.T) string {
 	mem := webtest.NewMemory()
 	mem.AddMailbox(web.MailboxDetail{
 		MailboxSummary: web.MailboxSummary{ID: 3, Forge: "gl", Repo: "acme/shop", Number: 4, Title: "Export as CSV",
-			State: "in_development", LastEventAt: t0},
+			State: "in_development", LastEventAt: t0, ShadowWrites: 5},
 		Shadow: []web.ShadowPost{
 			{ID: 1, At: t0, Kind: "comment", CommentID: -1, Body: "<!-- alfred:key=ack:kind=ack -->\nThanks @alice, I am on it."},
 			{ID: 2, At: t0, Kind: "labels", Add: []string{"status::waiting_info"}},
@@ -64,6 +64,7 @@ func TestShadowPostsRenderAsTheForgeShowsThem(t *testing.T) {
 	require.Contains(t, section, "<td>b. Semicolon</td>", "a table")
 	require.NotContains(t, section, "<script>", "raw HTML is not passed through")
 	require.NotContains(t, section, "alfred:key=", "the hidden markers stay hidden")
+	require.Contains(t, body, `<a href="#shadow">5 writes not made</a>`)
 	require.Contains(t, section, "would add the labels status::waiting_info")
 	require.Contains(t, section, "would start the development run; shadow mode starts no run that pushes")
 	// In order: the acknowledgement, the label, the questions, the description, the run.

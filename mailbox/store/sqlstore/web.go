@@ -42,7 +42,8 @@ SELECT m.id, m.forge, m.repo, m.number, m.merge_request, m.title, m.state, m.bra
 	(SELECT coalesce(sum(tokens_in), 0) FROM llm_sessions s WHERE s.mailbox_id = m.id) AS tokens_in,
 	(SELECT coalesce(sum(tokens_out), 0) FROM llm_sessions s WHERE s.mailbox_id = m.id) AS tokens_out,
 	m.paused_at IS NOT NULL AS paused, m.paused_by,
-	EXISTS (SELECT 1 FROM paused_projects p WHERE p.forge = m.forge AND p.repo = m.repo) AS project_paused
+	EXISTS (SELECT 1 FROM paused_projects p WHERE p.forge = m.forge AND p.repo = m.repo) AS project_paused,
+	(SELECT count(*) FROM shadow_writes w WHERE w.mailbox_id = m.id) AS shadow_writes
 FROM mailboxes m
 LEFT JOIN runs rr ON rr.id = (SELECT max(x.id) FROM runs x WHERE x.mailbox_id = m.id AND x.status = 'running')
 LEFT JOIN events le ON le.id = (SELECT max(x.id) FROM events x WHERE x.mailbox_id = m.id)`
@@ -70,6 +71,7 @@ type webMailboxRow struct {
 	Paused       bool         `db:"paused"`
 	PausedBy     string       `db:"paused_by"`
 	ProjPaused   bool         `db:"project_paused"`
+	ShadowWrites int          `db:"shadow_writes"`
 }
 
 func (r webMailboxRow) summary() web.MailboxSummary {
@@ -77,7 +79,7 @@ func (r webMailboxRow) summary() web.MailboxSummary {
 		Title: r.Title, State: r.State, Phase: r.RunningPhase, Running: r.RunningPhase != "",
 		LastEvent: r.LastEvent, LastEventAt: r.LastEventAt.Time, CostUSD: r.CostUSD, Unrated: r.Unrated,
 		TokensIn: r.TokensIn, TokensOut: r.TokensOut, Closed: r.Closed,
-		Paused: r.Paused, PausedBy: r.PausedBy, ProjectPaused: r.ProjPaused}
+		Paused: r.Paused, PausedBy: r.PausedBy, ProjectPaused: r.ProjPaused, ShadowWrites: r.ShadowWrites}
 	if !s.Running && !r.Closed {
 		if p := mailbox.State(r.State).Phase(); p != "" && r.Due {
 			s.Phase, s.Queued = string(p), true
