@@ -418,16 +418,11 @@ func (m *Machine) setState(ctx context.Context, bot Bot, mb *Mailbox, s State) e
 	// The mailbox's own view changes by the status label only: a label a human added or removed
 	// meanwhile is an event (a delivery, or reconciliation), which must still find the difference.
 	// In shadow mode the status label is not on the forge, so the view keeps the forge's labels.
-	if m.settings(mb.Repo).Shadow {
-		mb.Assignees = issue.Assignees
-		if def(s).Wake == wakeCIPoll {
-			mb.WakeAt = nil
-		}
-		return nil
+	if !m.settings(mb.Repo).Shadow {
+		knownAdd, knownRemove := m.cfg.Labels.StatusDiff(mb.Labels, s)
+		labels := slices.DeleteFunc(slices.Clone([]string(mb.Labels)), func(l string) bool { return slices.Contains(knownRemove, l) })
+		mb.Labels = append(labels, knownAdd...)
 	}
-	knownAdd, knownRemove := m.cfg.Labels.StatusDiff(mb.Labels, s)
-	labels := slices.DeleteFunc(slices.Clone([]string(mb.Labels)), func(l string) bool { return slices.Contains(knownRemove, l) })
-	mb.Labels = append(labels, knownAdd...)
 	mb.Assignees = issue.Assignees
 	if def(s).Wake == wakeCIPoll {
 		mb.WakeAt = nil // poll at once

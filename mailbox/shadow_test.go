@@ -265,3 +265,22 @@ func TestShadowRecoveredRunDoesNotPush(t *testing.T) {
 	require.Zero(t, mb.MRNumber, "no merge request on the forge")
 	require.Equal(t, base, b.writes())
 }
+
+// In shadow mode the mailbox's view of the labels is the forge's: a human's label change on
+// the forge, whose event lists the forge's labels (without the status label Alfred did not
+// write), does not read as the status label removed.
+func TestShadowLabelEventKeepsABlockedIssueBlocked(t *testing.T) {
+	t.Parallel()
+	b, _, _ := setupShadow(t, "type::task")
+	b.exec.failures["analysis.functional"] = "agent wrote no result"
+	b.deliver(assign("alice"))
+	mb := b.advance()
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Empty(t, b.status(), "the forge has no status label")
+	delete(b.exec.failures, "analysis.functional") // a wrongful resume would now go on
+
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "priority::high")})
+	mb = b.advance()
+	require.Equal(t, mailbox.StateBlocked, mb.State, "status::blocked was never on the forge, so nobody removed it")
+}
