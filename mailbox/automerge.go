@@ -24,11 +24,13 @@ func (m *Machine) autoMergeOn(mb *Mailbox) bool {
 // refusal by the forge (a 4xx: not mergeable, approvals missing by the forge's count, a
 // conflict, a protected branch) is said once in the issue, by a comment keyed by the head, and
 // the head is not tried again until something changes on the merge request (see
-// Data.AutoMergeRefused): the mailbox stays in review. A merge done moves the mailbox to done.
+// Data.AutoMergeRefused): the mailbox stays in review. A merge done moves the mailbox to done;
+// in shadow mode the merge is recorded instead, once per head (Data.ShadowMerged), and the
+// mailbox stays in review.
 // fired reports a state change.
 func (m *Machine) autoMerge(ctx context.Context, bot Bot, mb *Mailbox, mr *forge.MergeRequest) (fired bool, err error) {
 	if mb.State != StateInReview || mr.State != "open" || !m.autoMergeOn(mb) || mr.HeadSHA == "" ||
-		mb.Data.AutoMergeRefused == mr.HeadSHA {
+		mb.Data.AutoMergeRefused == mr.HeadSHA || mb.Data.ShadowMerged == mr.HeadSHA {
 		return false, nil
 	}
 	mg, ok := bot.Forge.(forge.Merger)
@@ -52,6 +54,12 @@ func (m *Machine) autoMerge(ctx context.Context, bot Bot, mb *Mailbox, mr *forge
 	method := m.settings(mb.Repo).MergeMethod
 	sha7 := short(mr.HeadSHA)
 	err = mg.Merge(ctx, mb.Repo, mr.Number, forge.MergeOptions{Method: method, HeadSHA: mr.HeadSHA})
+	if err == nil && m.settings(mb.Repo).Shadow {
+		// Recorded, not merged (the Shadow wrapper): the merge and what follows it happen on
+		// the forge, so the issue stays in review, as for a run that pushes.
+		mb.Data.ShadowMerged = mr.HeadSHA
+		return false, nil
+	}
 	if refusedByForge(err) {
 		mb.Data.AutoMergeRefused = mr.HeadSHA
 		body := fmt.Sprintf("CI is green on %s, the %s has the approvals the forge requires and no review thread is open, but the forge refused to merge it (%s): %s\n\nI leave it in review. Merge it yourself, or fix what the forge says: I try again after the next change to the %s, or when `%s` is added again.",

@@ -284,3 +284,33 @@ func TestShadowLabelEventKeepsABlockedIssueBlocked(t *testing.T) {
 	mb = b.advance()
 	require.Equal(t, mailbox.StateBlocked, mb.State, "status::blocked was never on the forge, so nobody removed it")
 }
+
+// An auto-merge in shadow mode is recorded once per head and not made: the merge request stays
+// open and the issue in review.
+func TestShadowAutoMergeIsRecordedNotMade(t *testing.T) {
+	t.Parallel()
+	b, mb := setupAutoMerge(t, mailbox.Config{})
+	log := mailboxtest.NewShadowLog(b.clock.Now)
+	f := mailbox.GuardPosts(mailbox.Shadow(b.fake, mailbox.ShadowConfig{Forge: "gl", BotLogin: forgetest.BotLogin, Log: log,
+		On: func(string) bool { return true }}), mailbox.PostGuard{})
+	cfg := mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, ShadowLog: log,
+		Settings: func(string) mailbox.Settings { return mailbox.Settings{AutoMerge: true, Shadow: true} }}
+	b.machine = mailbox.NewMachine(cfg, b.store, map[string]mailbox.Bot{"gl": {Forge: f, Login: forgetest.BotLogin}},
+		b.exec, b.clock.Now, b.log)
+	base := b.writes()
+	b.fake.AddReview(repo, mb.MRNumber, "alice", "approved", "")
+	mb = b.poll()
+	require.Equal(t, mailbox.StateInReview, mb.State, "held in review")
+	mb = b.poll()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	require.Zero(t, b.merges(), "nothing merged on the forge")
+	require.Equal(t, base, b.writes())
+	var merges []mailbox.ShadowWrite
+	for _, w := range log.All() {
+		if w.Kind == mailbox.ShadowMerge {
+			merges = append(merges, w)
+		}
+	}
+	require.Len(t, merges, 1, "recorded once for the head")
+	require.Equal(t, mb.HeadSHA, merges[0].Detail["head_sha"])
+}
