@@ -112,9 +112,15 @@ func (e *e2e) adminPage(path string) string {
 // held development run starts, pushes and opens the pull request, and the shadow history is not
 // replayed.
 func TestShadowModeWritesNothingThenLivePosts(t *testing.T) {
+	for _, store := range e2eStores {
+		t.Run("store="+store, func(t *testing.T) { shadowModeWritesNothingThenLivePosts(t, store) })
+	}
+}
+
+func shadowModeWritesNothingThenLivePosts(t *testing.T, store string) {
 	agents, _ := scriptAgents(t, lifecycleScript)
 	on := true
-	e := startE2EConfig(t, storeSQLite, forge.KindForgejo, "acceptance/sandbox", 24*time.Hour, agents,
+	e := startE2EConfig(t, store, forge.KindForgejo, "acceptance/sandbox", 24*time.Hour, agents,
 		func(c *config.Config) { c.Scopes = map[string]config.Scope{"acceptance": {Shadow: &on}} })
 	ctx := context.Background()
 
