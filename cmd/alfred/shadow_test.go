@@ -183,3 +183,59 @@ func shadowModeWritesNothingThenLivePosts(t *testing.T, store string) {
 	require.NoError(t, err)
 	require.Equal(t, recorded, after, "live mode records nothing")
 }
+
+// The same on the GitLab stand-in, the project itself in shadow mode: no note, label,
+// assignee, description, branch or merge request until the project is live; then the held
+// development run pushes and opens the merge request.
+func TestShadowModeGitLab(t *testing.T) {
+	agents, _ := scriptAgents(t, lifecycleScript)
+	on := true
+	e := startE2EConfig(t, storeSQLite, forge.KindGitLab, "gitlab-org/gitlab-test", 24*time.Hour, agents,
+		func(c *config.Config) { c.Scopes = map[string]config.Scope{"gitlab-org/gitlab-test": {Shadow: &on}} })
+	ctx := context.Background()
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
+	before := e.forgeState()
+
+	require.Equal(t, http.StatusAccepted, e.sendGitLab("issue_hook_open_with_changes", "Issue Hook", func(doc map[string]any) {
+		oa := doc["object_attributes"].(map[string]any)
+		oa["iid"], oa["title"] = 1, "Export the report as CSV"
+		doc["user"].(map[string]any)["username"] = "alice"
+		doc["assignees"] = glUsers("bot")
+		doc["labels"] = glLabels("type::task")
+		delete(doc, "changes")
+	}))
+	e.waitState(mailbox.StateWaitingInfo)
+	require.Equal(t, http.StatusAccepted, e.sendGitLab("note_hook_issue", "Note Hook", func(doc map[string]any) {
+		doc["user"].(map[string]any)["username"] = "alice"
+		doc["object_attributes"].(map[string]any)["note"] = "Q1: 2"
+		doc["object_attributes"].(map[string]any)["id"] = 98765
+		doc["issue"].(map[string]any)["iid"] = 1
+	}))
+	e.waitState(mailbox.StateWaitingValidation)
+	require.Equal(t, before, e.forgeState(), "shadow mode writes nothing to the forge")
+
+	current := e.forgejo.IssueLabels(e.issue)
+	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
+	before.Labels = e.forgejo.IssueLabels(e.issue)
+	before.RepoLabels = e.forgejo.RepoLabels(e.issue.Repo)
+	require.Equal(t, http.StatusAccepted, e.sendGitLab("issue_hook_update_label_added", "Issue Hook", func(doc map[string]any) {
+		doc["object_attributes"].(map[string]any)["iid"] = 1
+		doc["user"].(map[string]any)["username"] = "alice"
+		doc["labels"] = glLabels(before.Labels...)
+		doc["changes"] = map[string]any{"labels": map[string]any{"previous": glLabels(current...), "current": glLabels(before.Labels...)}}
+	}))
+	e.shadowWrites(mailbox.ShadowRun)
+	mb := e.waitState(mailbox.StateInDevelopment)
+	require.Equal(t, before, e.forgeState(), "no note, label, assignee, description, branch or merge request")
+	page := e.adminPage("/ui/mailboxes/" + strconv.FormatInt(mb.ID, 10))
+	require.Contains(t, page, "<h3>q1. Which separator?</h3>")
+	require.Contains(t, page, "<td>b. Semicolon</td>")
+
+	e.restart(func(c *config.Config) { c.Scopes = nil })
+	e.waitStatus("status::in_ci")
+	require.Len(t, e.forgejo.MergeRequests(e.issue.Repo), 1)
+	comments := strings.Join(e.comments(), "\n")
+	require.Contains(t, comments, "I opened merge request !")
+	require.NotContains(t, comments, "### q1. Which separator?", "the shadow history is not replayed")
+	e.requireUniqueMarkers()
+}
