@@ -126,7 +126,12 @@ func BuildImageFrom(tb testing.TB, ctx context.Context, cli *client.Client, tag,
 		Dockerfile:  "Dockerfile",
 		Remove:      true,
 		ForceRemove: true,
-		Version:     build.BuilderV1,
+		// No cache: the binaries are reproducible, so without it a build of another test
+		// binary's tag from the same sources reuses this image's layers, and this test's
+		// cleanup (ImageRemove) can remove a layer the other build is about to tag ("layer
+		// does not exist"). A scratch image of one file builds in well under a second.
+		NoCache: true,
+		Version: build.BuilderV1,
 	})
 	if err != nil {
 		tb.Fatalf("docker build %s: %v", tag, err)
