@@ -94,15 +94,14 @@ func (r *Reconciler) Rebuild(ctx context.Context, store Rebuilds, cfg Config) ([
 }
 
 // RebuildIfEmpty runs Rebuild when the store holds no mailbox at all, and says so in the log;
-// it reports whether it ran.
-func (r *Reconciler) RebuildIfEmpty(ctx context.Context, store Rebuilds, cfg Config) (bool, error) {
+// it returns Rebuild's stats, nil when the store was not empty.
+func (r *Reconciler) RebuildIfEmpty(ctx context.Context, store Rebuilds, cfg Config) ([]RebuildStats, error) {
 	empty, err := store.Empty(ctx)
 	if err != nil || !empty {
-		return false, err
+		return nil, err
 	}
 	r.log.Info("the store is empty: rebuilding the mailboxes of the open issues assigned to the bot from the forge")
-	_, err = r.Rebuild(ctx, store, cfg)
-	return true, err
+	return r.Rebuild(ctx, store, cfg)
 }
 
 func (r *Reconciler) rebuildForge(ctx context.Context, store Rebuilds, cfg Config, name string) RebuildStats {
