@@ -27,6 +27,18 @@ func (a *app) rebuild(ctx context.Context, args []string) error {
 		return err
 	}
 	defer srv.Close()
+	empty, err := srv.store.Empty(ctx)
+	if err != nil {
+		return err
+	}
+	if empty {
+		// The new mailboxes' ids may be the lost ones of other issues: what the lost store's
+		// runs left under those ids (containers, worktrees, session state) goes first, as at
+		// the start-up of serve.
+		if err := srv.reap(ctx); err != nil {
+			return fmt.Errorf("remove what the lost store's runs left: %w", err)
+		}
+	}
 	stats, err := srv.recon.Rebuild(ctx, srv.store, srv.lifecycle)
 	for _, st := range stats {
 		fmt.Fprintf(a.stdout, "%s: %d open issues assigned to the bot, %d mailboxes rebuilt, %d already there, %d skipped\n",
