@@ -260,9 +260,13 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 				rb.Questions = append(rb.Questions, Question{Round: d.Round, QID: q.ID, Title: q.Title, Context: q.Context,
 					OptionsJSON: string(opts), Default: q.Default, DeadlineAt: pb.deadline})
 			}
-			// The hash of the block as the bot rendered it: ticks a human added since differ
-			// from it, so reconciliation reads them as the human's edit.
-			hashes[block.key] = bodyHash(Marker(block.key, block.kind) + "\n" + RenderQuestions(pb.intro, pb.questions, pb.deadline))
+			// Ticks a human added since: the hash is the block as the bot rendered it, so
+			// reconciliation reads the forge's block as the human's edit and applies them. A
+			// block whose ticks are the defaults keeps its own hash (what the bot posted passed
+			// the censor, which may differ from a plain rendering): no edit to apply.
+			if len(ParseTicks(block.text, pb.questions)) > 0 {
+				hashes[block.key] = bodyHash(Marker(block.key, block.kind) + "\n" + RenderQuestions(pb.intro, pb.questions, pb.deadline))
+			}
 		}
 	}
 	for _, o := range own {
