@@ -270,6 +270,9 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 		}
 	}
 	for _, o := range own {
+		if eventKeyed(o.key) {
+			continue // keyed by an event id of the lost store: the new store's ids start again
+		}
 		h, ok := hashes[o.key]
 		if !ok {
 			h = bodyHash(o.c.Body)
@@ -306,7 +309,7 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 		state = StateAnswering
 	case state == StateBlocked:
 		d.Blocked = "rebuilt from the forge while blocked"
-		d.BlockedFrom = blockedFrom(mb, d)
+		d.BlockedFrom = blockedFrom(mb, d, own)
 	}
 	mb.State = state
 	d.Acknowledged = state != StateIdle
@@ -344,10 +347,42 @@ func stateOfLabels(l Labels, labels []string) State {
 	return ""
 }
 
-// blockedFrom guesses the state a rebuilt blocked mailbox resumes on retry from what the forge
-// shows: the merge request (in CI), a validated plan (development), a plan (validation), the
-// functional analysis (technical analysis), else the functional analysis.
-func blockedFrom(mb Mailbox, d *Data) State {
+// eventKeyed reports the comment keys made of an event id (see their post calls): a rebuilt
+// mailbox does not record them, so that an event of the new store with the same id posts its
+// own comment instead of editing an old one.
+func eventKeyed(key string) bool {
+	for _, p := range []string{"auto-merge-on-", "held-", "refused-", "retry-", "set-aside-"} {
+		if rest, ok := strings.CutPrefix(key, p); ok {
+			if _, err := strconv.ParseInt(rest, 10, 64); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var blockedKeyRE = regexp.MustCompile(`^blocked-\d+-([a-z_]+)-b\d+$`)
+
+// blockedFrom returns the state a rebuilt blocked mailbox resumes on retry: the one the newest
+// block comment's key names ("blocked-ROUND-STATE-bN"). When the newest is a hold by a human's
+// label ("held-…"), it is guessed from what the forge shows: the merge request (in CI), a
+// validated plan (development), a plan (validation), the functional analysis (technical
+// analysis), else the functional analysis.
+func blockedFrom(mb Mailbox, d *Data, own map[string]ownComment) State {
+	var newest *ownComment
+	for k, o := range own {
+		if blockedKeyRE.MatchString(k) || strings.HasPrefix(k, "held-") {
+			if newest == nil || o.c.CreatedAt.After(newest.c.CreatedAt) ||
+				(o.c.CreatedAt.Equal(newest.c.CreatedAt) && o.c.ID > newest.c.ID) {
+				newest = &o
+			}
+		}
+	}
+	if newest != nil {
+		if m := blockedKeyRE.FindStringSubmatch(newest.key); m != nil && State(m[1]).Working() {
+			return State(m[1])
+		}
+	}
 	switch {
 	case mb.MRNumber != 0:
 		return StateInCI

@@ -67,6 +67,11 @@ func TestParseTheBotsComments(t *testing.T) {
 	section := RenderAnalysis(&phase.Result{Understanding: "CSV"}, qs, "")
 	require.Equal(t, map[string]string{"q1": "Semi | colon", "q2": "Yes"}, parseDecisions(section))
 	require.Empty(t, parseDecisions("## Functional analysis\n\nNo questions."))
+
+	for key, want := range map[string]bool{"retry-12": true, "held-3": true, "refused-4": true, "set-aside-9": true,
+		"auto-merge-on-2": true, "refused-answers-1-bob": false, "refused-retry-b1-bob": false, "ack-1": false} {
+		require.Equal(t, want, eventKeyed(key), key)
+	}
 }
 
 func ptr(s string) *string { return &s }

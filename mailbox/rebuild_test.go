@@ -253,3 +253,31 @@ func TestRebuildSkipsIssuesWithoutAlfredsMarks(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, empty)
 }
+
+func TestRebuildWhileBlocked(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.toValidation()
+	b.exec.failures["development"] = "agent wrote no result"
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
+	require.Equal(t, mailbox.StateBlocked, b.advance().State)
+	delete(b.exec.failures, "development")
+	// While Alfred has no store, alice asks for a retry.
+	b.fake.AddComment(b.ref, "alice", "retry")
+
+	st := b.loseStore()
+	require.Equal(t, map[mailbox.State]int{mailbox.StateBlocked: 1}, st.States)
+	mb := b.advance()
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Equal(t, mailbox.StateInDevelopment, mb.Data.BlockedFrom, "read from the block comment's key")
+	require.Equal(t, 1, mb.Data.Blocks)
+
+	require.Equal(t, 1, b.reconcile().Events)
+	mb = b.advance()
+	require.Equal(t, mailbox.StateInCI, mb.State, "the retry resumes the development")
+	require.Equal(t, 2, b.jobsOf(phase.Development), "the failed run and the retried one")
+	require.Equal(t, 2, b.jobsOf(phase.Analysis), "the functional and the technical analysis, once each")
+	b.fromCIToDone(mb)
+	b.requireUniqueMarkers()
+}
