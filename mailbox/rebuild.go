@@ -152,6 +152,9 @@ func (r *Reconciler) rebuildForge(ctx context.Context, store Rebuilds, cfg Confi
 		}
 		st.Rebuilt++
 		st.States[rb.Mailbox.State]++
+		if why, ok := strings.CutPrefix(rb.Mailbox.Data.Blocked, "rebuilt from the forge: "); ok {
+			r.log.Warn("a mailbox rebuilt from the forge is blocked until a human says retry", "issue", is.Ref.String(), "reason", why)
+		}
 		r.log.Info("rebuilt a mailbox from the forge", "issue", is.Ref.String(), "mailbox_id", rb.Mailbox.ID,
 			"state", rb.Mailbox.State, "comments", len(rb.Comments), "questions", len(rb.Questions))
 	}
@@ -235,16 +238,29 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 	}
 	rb := &Rebuilt{}
 	hashes := map[string]string{}
+	// unreadable is why the open question block could not be read back: the mailbox is rebuilt
+	// blocked, so nothing is posted or asked until a human says retry (which runs the
+	// functional analysis again), rather than started again as a new assignment.
+	unreadable := ""
 	if state == StateWaitingInfo {
 		block, ok := own[fmt.Sprintf("questions-%d", d.Round)]
-		if !ok {
-			return nil, fmt.Errorf("rebuild %s: the status says questions are open, but the question block questions-%d is not there", ref, d.Round)
-		}
 		pb, err := parseBlock(block.text)
-		if err != nil {
-			return nil, fmt.Errorf("rebuild %s: read the question block: %w", ref, err)
+		_, analysed := Section(is.Body, sectionFunctional)
+		switch {
+		case !ok:
+			unreadable = fmt.Sprintf("the status says questions are open, but the question block questions-%d is not there", d.Round)
+		case err != nil:
+			unreadable = "the question block could not be read back: " + err.Error()
+		case !pb.open && analysed:
+			// Answered, the analysis written, the label not moved yet: the next step is due.
+			state = StateTechnicalAnalysis
+			if mb.Type == "analysis" {
+				state = StateInReview
+			}
+		case !pb.open:
+			unreadable = "the question block is answered, but the functional analysis is not in the description"
 		}
-		if pb.open {
+		if unreadable == "" && pb.open {
 			d.QuestionIntro = pb.intro
 			asksType := len(pb.questions) == 1 && pb.questions[0].Title == TypeQuestion().Title
 			if asksType {
@@ -307,6 +323,9 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 		state = StateInCI // a ci_fix, review_fix or conflict run was due; the CI poll finds out again
 	case state == StateInDevelopment && mb.Type == "question":
 		state = StateAnswering
+	case unreadable != "":
+		state = StateBlocked
+		d.Blocked, d.BlockedFrom = "rebuilt from the forge: "+unreadable, StateFunctionalAnalysis
 	case state == StateBlocked:
 		d.Blocked = "rebuilt from the forge while blocked"
 		d.BlockedFrom = blockedFrom(mb, d, own)

@@ -281,3 +281,31 @@ func TestRebuildWhileBlocked(t *testing.T) {
 	b.fromCIToDone(mb)
 	b.requireUniqueMarkers()
 }
+
+func TestRebuildWithAnUnreadableQuestionBlockBlocks(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.deliver(assign("alice"))
+	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+	// A human rewrote the question block: it cannot be read back.
+	block := b.fake.IssueComments(b.ref)[1]
+	key, kind, ok := mailbox.ParseMarker(block.Body)
+	require.True(t, ok)
+	require.NoError(t, b.fake.EditComment(context.Background(), b.ref, block.ID, mailbox.Marker(key, kind)+"\nnever mind"))
+	comments := len(b.comments())
+
+	st := b.loseStore()
+	require.Equal(t, map[mailbox.State]int{mailbox.StateBlocked: 1}, st.States)
+	mb := b.advance()
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Contains(t, mb.Data.Blocked, "the question block could not be read back")
+	b.reconcile()
+	b.advance()
+	require.Len(t, b.comments(), comments, "blocked: nothing posted, nothing asked, no new acknowledgement")
+
+	b.fake.AddComment(b.ref, "alice", "retry")
+	require.Equal(t, 1, b.reconcile().Events)
+	mb = b.advance()
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State, "the retry runs the functional analysis again, which asks anew")
+	b.requireUniqueMarkers()
+}
