@@ -84,7 +84,9 @@ func TestStoreDeletedAtEachStateContinuesToDone(t *testing.T) {
 					require.Len(t, mrs, 1)
 					head, err := exec.Command("git", "-C", e.bare, "rev-parse", mrs[0].SourceBranch).Output()
 					require.NoError(t, err)
-					e.forgejo.(interface{ SetBranch(repo, branch, sha string) }).SetBranch(repo, mrs[0].SourceBranch, strings.TrimSpace(string(head)))
+					e.forgejo.(interface {
+						SetBranch(repo, branch, sha string)
+					}).SetBranch(repo, mrs[0].SourceBranch, strings.TrimSpace(string(head)))
 				},
 				func() { // CI passes
 					mrs := e.forgejo.MergeRequests(repo)
