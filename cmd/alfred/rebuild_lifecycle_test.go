@@ -84,9 +84,7 @@ func TestStoreDeletedAtEachStateContinuesToDone(t *testing.T) {
 					require.Len(t, mrs, 1)
 					head, err := exec.Command("git", "-C", e.bare, "rev-parse", mrs[0].SourceBranch).Output()
 					require.NoError(t, err)
-					e.forgejo.(interface {
-						SetBranch(repo, branch, sha string)
-					}).SetBranch(repo, mrs[0].SourceBranch, strings.TrimSpace(string(head)))
+					e.forgejo.(branchSetter).SetBranch(repo, mrs[0].SourceBranch, strings.TrimSpace(string(head)))
 				},
 				func() { // CI passes
 					mrs := e.forgejo.MergeRequests(repo)
@@ -128,6 +126,11 @@ func TestStoreDeletedAtEachStateContinuesToDone(t *testing.T) {
 			require.Equal(t, c.after, runKeys(t, e), "no phase done before the loss ran again")
 		})
 	}
+}
+
+// branchSetter is the stand-ins' SetBranch (forgetest.MergeSeeder's).
+type branchSetter interface {
+	SetBranch(repo, branch, sha string)
 }
 
 // waitIdle waits until no mailbox of e's store holds a lease or has a run running: the pass in
