@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strconv"
@@ -76,18 +77,13 @@ func (r *Reconciler) Rebuild(ctx context.Context, store Rebuilds, cfg Config) ([
 	var first error
 	for _, name := range names {
 		st := r.rebuildForge(ctx, store, cfg, name)
-		level := "info"
+		level := slog.LevelInfo
 		if st.Err != nil {
-			level = "warn"
+			level = slog.LevelWarn
 			first = cmp.Or(first, st.Err)
 		}
-		args := []any{"forge", name, "issues", st.Issues, "rebuilt", st.Rebuilt, "existing", st.Existing,
-			"skipped", st.Skipped, "states", st.States, "err", st.Err}
-		if level == "warn" {
-			r.log.Warn("rebuilt mailboxes from the forge", args...)
-		} else {
-			r.log.Info("rebuilt mailboxes from the forge", args...)
-		}
+		r.log.Log(ctx, level, "rebuilt mailboxes from the forge", "forge", name, "issues", st.Issues, "rebuilt", st.Rebuilt,
+			"existing", st.Existing, "skipped", st.Skipped, "states", st.States, "err", st.Err)
 		out = append(out, st)
 	}
 	return out, first
