@@ -118,7 +118,7 @@ func (r *Reconciler) rebuildForge(ctx context.Context, store Rebuilds, cfg Confi
 		is := issues[i]
 		is.Ref.Forge = name
 		st.Issues++
-		ok, err := r.ours(ctx, name, bot, known, is.Ref.Repo, &pass)
+		ok, err := r.oursAs(ctx, name, bot, known, is.Ref.Repo, &pass, false)
 		if err != nil {
 			st.Err = cmp.Or(st.Err, err)
 			continue
