@@ -127,6 +127,13 @@ func (r *Reconciler) rebuildForge(ctx context.Context, store Rebuilds, cfg Confi
 			st.Skipped++
 			continue
 		}
+		if tracked, err := r.store.Tracked(ctx, is.Ref); err != nil {
+			st.Err = cmp.Or(st.Err, err)
+			continue
+		} else if tracked {
+			st.Existing++ // a working mailbox: its comments are not even read
+			continue
+		}
 		rb, err := DeriveMailbox(ctx, bot.Forge, bot.Login, cfg, &is, r.now())
 		if err != nil {
 			r.log.Warn("rebuilding a mailbox from the forge failed; run the rebuild again", "issue", is.Ref.String(), "err", err)
