@@ -309,3 +309,40 @@ func TestRebuildWithAnUnreadableQuestionBlockBlocks(t *testing.T) {
 	require.Equal(t, mailbox.StateWaitingInfo, mb.State, "the retry runs the functional analysis again, which asks anew")
 	b.requireUniqueMarkers()
 }
+
+func TestRebuildWhileAFixWasDue(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	mb := b.toCI()
+	// CI failed and the ci_fix was due (status::in_development) when the store was lost.
+	b.fake.SetCI(repo, mb.HeadSHA, forgetest.CIJob{Name: "test", State: forge.CIFailed, Log: "FAIL: TestExport"})
+	require.NoError(t, b.fake.SetLabels(context.Background(), b.ref, []string{"status::in_development"}, []string{"status::in_ci"}))
+
+	st := b.loseStore()
+	require.Equal(t, map[mailbox.State]int{mailbox.StateInCI: 1}, st.States, "with a merge request: in CI, whose poll finds the failure")
+	mb = b.advance()
+	require.Equal(t, mailbox.StateInCI, mb.State)
+	require.Equal(t, 1, b.jobsOf(phase.CIFix), "the CI poll found the failure and ran the fix once")
+	b.fromCIToDone(mb)
+	b.requireUniqueMarkers()
+	b.requireOncePerPhase()
+}
+
+func TestRebuildAfterTheAcknowledgementBeforeTheLabel(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t) // no type label
+	// The pass that acknowledged stopped before it wrote the status label.
+	b.fake.SetIssueAssignees(b.ref, "alice", forgetest.BotLogin)
+	ack := mailbox.Marker("ack-1", "ack") + "\nThanks @alice, I am on it. You can follow where I am in the `status::` label of this issue."
+	_, err := b.fake.Comment(context.Background(), b.ref, ack)
+	require.NoError(t, err)
+
+	st := b.loseStore()
+	require.Equal(t, map[mailbox.State]int{mailbox.StateIdle: 1}, st.States)
+	require.Equal(t, 1, b.reconcile().NewAssignments, "reconciliation starts it as an assignment")
+	mb := b.advance()
+	require.Equal(t, mailbox.StateWaitingType, mb.State)
+	require.Len(t, b.comments(), 2, "the acknowledgement is kept, not posted twice; then the type question")
+	require.Equal(t, ack, b.comments()[0])
+	b.requireUniqueMarkers()
+}
