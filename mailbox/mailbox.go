@@ -20,6 +20,8 @@
 //     questions.go renders the block and parses replies and ticks;
 //   - runs.go: preparing a run, the one Job builder (jobFor), applying results; analysis.go
 //     the functional analysis; recovery.go runs a restart finds again;
+//   - rebuild.go: a mailbox the store lost, rebuilt from what Alfred left on the forge (its
+//     status label, marked comments, question block, description section, plan, merge request);
 //   - ci.go: CI results and ci_fix; reviewloop.go the review loop and automerge.go the opt-in
 //     merge of the bot's merge request; comments.go: the marker-keyed post-or-edit protocol
 //     (markers.go); closing.go: done, cancel, block, retry.

@@ -264,6 +264,12 @@ func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot
 // the repository not ours, logged. Any other error of the read is returned and nothing is
 // kept: the search is not complete and the next pass reads again.
 func (r *Reconciler) ours(ctx context.Context, name string, bot Bot, known []string, repo string, st *PassStats) (bool, error) {
+	return r.oursAs(ctx, name, bot, known, repo, st, true)
+}
+
+// oursAs is ours; with remember false (the rebuild) what the hooks said is neither kept nor
+// logged, so that the pass after it finds, logs and counts the repository as usual.
+func (r *Reconciler) oursAs(ctx context.Context, name string, bot Bot, known []string, repo string, st *PassStats, remember bool) (bool, error) {
 	if _, ok := slices.BinarySearch(known, repo); ok {
 		return true, nil
 	}
@@ -284,6 +290,7 @@ func (r *Reconciler) ours(ctx context.Context, name string, bot Bot, known []str
 	hooks, err := bot.Forge.Hooks(ctx, repo)
 	st.Calls++
 	switch {
+	case (errors.Is(err, forge.ErrForbidden) || errors.Is(err, forge.ErrNotFound)) && !remember:
 	case errors.Is(err, forge.ErrForbidden) || errors.Is(err, forge.ErrNotFound):
 		r.log.Info("an issue is assigned to the bot in a repository whose webhooks it may not read; not reconciled until a delivery comes from it or forges[].repositories lists it",
 			"forge", name, "repo", repo, "err", err)
@@ -291,6 +298,9 @@ func (r *Reconciler) ours(ctx context.Context, name string, bot Bot, known []str
 		return false, fmt.Errorf("reconcile %s: read the hooks of %s: %w", name, repo, err)
 	}
 	v = hookVerdict{at: r.now(), ours: slices.ContainsFunc(hooks, func(h forge.Hook) bool { return forge.SameHookURL(h.URL, scope.HookURL) })}
+	if !remember {
+		return v.ours, nil
+	}
 	if v.ours {
 		st.Discovered++
 		r.log.Info("a repository that sent no delivery has this Alfred's webhook; its assignments are reconciled",

@@ -2,6 +2,8 @@
 //
 //	alfred serve          [--config alfred.yaml]   run the webhook server and the workers
 //	alfred migrate        [--config alfred.yaml]   apply the database migrations
+//	alfred rebuild        [--config alfred.yaml]   rebuild the mailboxes the store lacks from
+//	                                               what Alfred left on the forges
 //	alfred config check   [--config alfred.yaml] [--project owner/name]
 //	                                               load, validate and print the configuration and
 //	                                               the settings in force for a project
@@ -36,6 +38,7 @@ const usage = `usage: alfred <command> [flags]
 commands:
   serve          run the webhook server and the workers
   migrate        apply the database migrations
+  rebuild        rebuild the mailboxes of open issues the store lacks from what Alfred left on the forges
   config check   load, validate and print the effective configuration (secrets redacted)
   doctor         check the configuration, database, Docker, agent images and forges; print the fixes
   replay         sign a captured webhook fixture and POST it to a running Alfred
@@ -90,6 +93,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return runServe(ctx, a, rest)
 	case "migrate":
 		return a.migrate(ctx, rest)
+	case "rebuild":
+		return a.rebuild(ctx, rest)
 	case "config":
 		if len(rest) == 0 || rest[0] != "check" {
 			fmt.Fprintln(a.stderr, "usage: alfred config check [--config alfred.yaml] [--project owner/name]")

@@ -68,9 +68,11 @@ type server struct {
 	store   *sqlstore.Store
 	workers *mailbox.Workers
 	recon   *mailbox.Reconciler
-	service *runner.Service
-	handler http.Handler
-	metrics *metrics.Metrics
+	// lifecycle is the machine's configuration (the rebuild from the forge reads it too).
+	lifecycle mailbox.Config
+	service   *runner.Service
+	handler   http.Handler
+	metrics   *metrics.Metrics
 	// admin serves the status endpoints behind the admin token (on cfg.Admin.Listen).
 	admin http.Handler
 }
@@ -121,7 +123,7 @@ func (s *server) wire(ctx context.Context) error {
 		return err
 	}
 	cfg := s.cfg
-	machine := mailbox.NewMachine(mailbox.Config{
+	s.lifecycle = mailbox.Config{
 		Labels:           cfg.Labels,
 		QuestionDeadline: cfg.Lifecycle.QuestionDeadline, CIWait: cfg.Lifecycle.CIWait,
 		CIPoll: cfg.Lifecycle.CIPoll, Redact: cfg.Censor().String,
@@ -133,7 +135,8 @@ func (s *server) wire(ctx context.Context) error {
 		Usage:          s.store,
 		ShadowLog:      s.store,
 		PoisonAttempts: cfg.Workers.PoisonAttempts,
-	}, s.store, forges.bots, s.metrics.InstrumentJobs(s.service), nil, s.log)
+	}
+	machine := mailbox.NewMachine(s.lifecycle, s.store, forges.bots, s.metrics.InstrumentJobs(s.service), nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,
 		Poll: cfg.Workers.PollInterval, Runs: cfg.Workers.Runs, RunsPerProject: cfg.Workers.RunsPerProject}, s.store, machine, s.log)
 	s.recon = mailbox.NewReconciler(mailbox.ReconcilerConfig{Interval: cfg.Workers.ReconcileInterval, Batch: cfg.Workers.ReconcileBatch,
@@ -344,6 +347,11 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	if err := s.reap(ctx); err != nil {
 		s.log.Warn("start-up cleanup incomplete", "err", err)
+	}
+	// An empty store (new, or lost) is rebuilt from the forge before any delivery or pass
+	// could start an issue Alfred already works on again.
+	if err := s.rebuildIfEmpty(ctx); err != nil {
+		return err
 	}
 	httpSrv := httpserve.New(httpLimits(s.cfg.HTTP, s.cfg.MaxBodyBytes, s.cfg.HTTP.MaxConcurrent), s.handler)
 	s.metrics.HTTPStages("webhook", stageStats(httpSrv))

@@ -21,6 +21,7 @@ import (
 // Store is a mailbox.Store plus the reads tests inspect it with.
 type Store interface {
 	mailbox.Store
+	mailbox.Rebuilds
 	// Find reads the mailbox of an issue or merge request; an error wrapping
 	// mailbox.ErrNotFound when there is none.
 	Find(ctx context.Context, ref forge.IssueRef) (*mailbox.Mailbox, error)
@@ -62,6 +63,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"FailedEventsAreSetAside":               failedEventsSetAside,
 		"LeaseAttemptsCountUntilReleased":       leaseAttemptsCount,
 		"EventsApplyOnceInOrder":                eventsApplyOnceInOrder,
+		"RebuildCreatesOnce":                    rebuildCreatesOnce,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

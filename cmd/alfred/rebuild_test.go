@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner/runtimetest"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+// TestStoreDeletedWhileQuestionsAreOpen runs `alfred serve` (SQLite) until an issue's type
+// question is open, stops it, deletes the database and starts it again: the start-up says the
+// store is empty and rebuilds the mailbox from the forge, and the start-up reconciliation pass
+// that follows posts nothing (no second acknowledgement, no second question block, no new
+// assignment). `alfred rebuild` afterwards finds the mailbox there and stores nothing.
+func TestStoreDeletedWhileQuestionsAreOpen(t *testing.T) {
+	_ = runtimetest.Client(t) // serve needs the Docker engine
+	bin := filepath.Join(t.TempDir(), "alfred")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	fj := forgetest.NewForgejoServer(t)
+	fj.AddUser("alice")
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	const repo = "acme/shop"
+	fj.AddRepo(repo, "main", "https://example.invalid/acme/shop.git")
+	fj.SetAccess(repo, "alice", true)
+	fj.SetAccessLevel(repo, forgetest.BotLogin, 40) // a repository admin reads the hooks
+	fj.AddHook(repo, forge.Hook{URL: "http://" + addr + "/webhooks/forgejo", ContentType: "json", Active: true, Events: []string{"issues"}})
+
+	script := filepath.Join(dir, "script.yaml")
+	require.NoError(t, os.WriteFile(script, []byte("development:\n  summary: nothing\n"), 0o644))
+	cfgPath := filepath.Join(dir, "alfred.yaml")
+	dataDir := filepath.Join(dir, "data")
+	// No type label on the issue: the acknowledgement asks for the type, so no container runs.
+	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
+listen: %s
+data_dir: %s
+forges:
+  - {name: forgejo, kind: forgejo, base_url: %s, token: %s, webhook_secret: %s, bot_user: %s}
+agents:
+  - {name: script, adapter: script, image: alfred/rebuild-unused:none, script: %s}
+phases: {default: script}
+workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms, reconcile_interval: 1h}
+`, addr, dataDir, fj.URL, fj.Token, liveSecret, forgetest.BotLogin, script)), 0o600))
+	logPath := filepath.Join(dir, "serve.log")
+	var proc *exec.Cmd
+	start := func() {
+		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		require.NoError(t, err)
+		proc = exec.Command(bin, "serve", "--config", cfgPath)
+		proc.Stdout, proc.Stderr = logf, logf
+		require.NoError(t, proc.Start())
+		_ = logf.Close()
+		require.Eventually(t, func() bool {
+			resp, err := http.Get("http://" + addr + "/readyz")
+			if err == nil {
+				_ = resp.Body.Close()
+			}
+			return err == nil && resp.StatusCode == http.StatusOK
+		}, 60*time.Second, 100*time.Millisecond, "alfred serve never became ready")
+	}
+	stop := func() {
+		require.NoError(t, proc.Process.Signal(syscall.SIGTERM))
+		state, _ := proc.Process.Wait()
+		require.True(t, state.Success(), "a clean shutdown exits 0")
+		proc = nil
+	}
+	serveLog := func() string {
+		b, err := os.ReadFile(logPath)
+		require.NoError(t, err)
+		return string(b)
+	}
+	t.Cleanup(func() {
+		if proc != nil {
+			_ = proc.Process.Kill()
+			_, _ = proc.Process.Wait()
+		}
+		if t.Failed() {
+			t.Logf("serve.log:\n%s", serveLog())
+		}
+	})
+
+	// Alfred up: the bot is assigned (the start-up pass finds it), acknowledges and asks.
+	n := fj.AddIssue(repo, forgetest.SeedIssue{Title: "Export the report as CSV", Body: "Please.", Author: "alice"})
+	ref := forge.IssueRef{Forge: "forgejo", Repo: repo, Number: n}
+	fj.SetIssueAssignees(ref, "alice", forgetest.BotLogin)
+	start()
+	asked := func() bool {
+		for _, c := range fj.IssueComments(ref) {
+			if key, _, _ := mailbox.ParseMarker(c.Body); strings.HasPrefix(key, "questions-") {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, asked, 60*time.Second, 100*time.Millisecond, "the type question was never asked")
+	require.Eventually(t, func() bool { return contains(fj.IssueLabels(ref), "status::waiting_info") },
+		30*time.Second, 100*time.Millisecond)
+	stop()
+	before := fj.IssueComments(ref)
+	require.Len(t, before, 2, "the acknowledgement and the question block")
+	require.Regexp(t, `rebuilt mailboxes from the forge" forge=forgejo issues=1 rebuilt=0 existing=0 skipped=1`, serveLog(),
+		"a new database is empty too: the issue Alfred never saw is left to reconciliation")
+	first := len(serveLog())
+
+	// The store is lost.
+	for _, f := range []string{"alfred.db", "alfred.db-wal", "alfred.db-shm"} {
+		require.NoError(t, os.RemoveAll(filepath.Join(dataDir, f)))
+	}
+	start()
+	second := func() string { return serveLog()[first:] }
+	require.Contains(t, second(), "the store is empty: rebuilding the mailboxes")
+	require.Regexp(t, `rebuilt a mailbox from the forge" issue=forgejo:acme/shop#1 mailbox_id=1 state=waiting_type comments=2 questions=1`, second())
+	require.Regexp(t, `rebuilt mailboxes from the forge" forge=forgejo issues=1 rebuilt=1 existing=0 skipped=0`, second())
+	// The start-up reconciliation pass, after the rebuild, is the signal that Alfred had its
+	// chance to post again.
+	require.Eventually(t, func() bool { return strings.Contains(second(), "msg=reconciled") },
+		60*time.Second, 100*time.Millisecond, "the start-up reconciliation pass never ended")
+	require.Regexp(t, `msg=reconciled forge=forgejo mailboxes=1 new_assignments=0 discovered=0 events=0`, second())
+	stop()
+	after := fj.IssueComments(ref)
+	require.Equal(t, len(before), len(after), "nothing is posted twice, nothing is asked again")
+	for i := range before {
+		require.Equal(t, before[i].Body, after[i].Body)
+	}
+	require.Equal(t, []string{"status::waiting_info"}, statusOf(fj.IssueLabels(ref)))
+
+	// On demand, again: the mailbox is there, nothing is rebuilt.
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, "rebuild", "--config", cfgPath)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "%s", stderr.String())
+	require.Contains(t, stdout.String(), "forgejo: 1 open issues assigned to the bot, 0 mailboxes rebuilt, 1 already there, 0 skipped")
+}
+
+// statusOf keeps the status:: labels of labels.
+func statusOf(labels []string) []string {
+	var out []string
+	for _, l := range labels {
+		if strings.HasPrefix(l, "status::") {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -1,0 +1,622 @@
+package mailbox
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alfred-bot/alfred/runner/phase"
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// Rebuilds is what rebuilding mailboxes from the forge needs of the store (spec/reliability.md,
+// "Rebuild from the forge").
+type Rebuilds interface {
+	// Empty reports whether the store holds no mailbox at all: a new database, or one that was
+	// lost.
+	Empty(ctx context.Context) (bool, error)
+	// Rebuild stores r's mailbox with its comments and questions in one transaction, unless the
+	// issue already has a mailbox (then it stores nothing and reports false). It sets the
+	// mailbox id in r.Mailbox, in the comments and in the questions. The mailbox's Reconciled
+	// times are stored as given (nil: never), its lease is free.
+	Rebuild(ctx context.Context, r *Rebuilt) (created bool, err error)
+}
+
+// Rebuilt is a mailbox derived from what Alfred left on the forge (DeriveMailbox): the row,
+// the comments it posted (so that none is posted again) and the open question block.
+type Rebuilt struct {
+	// Mailbox is the row to store; its ID is set by Rebuilds.Rebuild.
+	Mailbox Mailbox
+	// Comments are the bot's marked comments, one per key, with the hash of the body the bot
+	// would post again (the question block as rendered, not as ticked by a human since).
+	Comments []PostedComment
+	// Questions are the questions of the open question block, unanswered.
+	Questions []Question
+}
+
+// RebuildStats is what one rebuild did on one forge.
+type RebuildStats struct {
+	// Forge is the configured forge name.
+	Forge string
+	// Issues counts the open issues assigned to the bot that were looked at; Rebuilt the
+	// mailboxes stored; Existing the issues that had a mailbox already (left as they are);
+	// Skipped those that carry no status label of Alfred's (a new assignment:
+	// reconciliation starts them) or are in a repository not this Alfred's.
+	Issues, Rebuilt, Existing, Skipped int
+	// States counts the rebuilt mailboxes per state.
+	States map[State]int
+	// Err is the first error, nil when the rebuild completed.
+	Err error
+}
+
+// Rebuild rebuilds, on every configured forge, the mailbox of each open issue assigned to the
+// bot, in a repository of this Alfred's (as reconciliation decides), that has no mailbox in the
+// store, from what Alfred left on the forge (DeriveMailbox). It is idempotent: an issue with a
+// mailbox is left as it is. cfg is the machine's configuration (labels, CI wait, branch
+// prefix). The rebuilt mailboxes are due at once, never reconciled: the next reconciliation
+// pass turns what changed on the forge meanwhile (answers, the plan validation, a merge) into
+// events.
+func (r *Reconciler) Rebuild(ctx context.Context, store Rebuilds, cfg Config) ([]RebuildStats, error) {
+	cfg = cfg.withDefaults()
+	names := make([]string, 0, len(r.bots))
+	for name := range r.bots {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var out []RebuildStats
+	var first error
+	for _, name := range names {
+		st := r.rebuildForge(ctx, store, cfg, name)
+		level := slog.LevelInfo
+		if st.Err != nil {
+			level = slog.LevelWarn
+			first = cmp.Or(first, st.Err)
+		}
+		r.log.Log(ctx, level, "rebuilt mailboxes from the forge", "forge", name, "issues", st.Issues, "rebuilt", st.Rebuilt,
+			"existing", st.Existing, "skipped", st.Skipped, "states", st.States, "err", st.Err)
+		out = append(out, st)
+	}
+	return out, first
+}
+
+// RebuildIfEmpty runs Rebuild when the store holds no mailbox at all, and says so in the log;
+// it returns Rebuild's stats, nil when the store was not empty.
+func (r *Reconciler) RebuildIfEmpty(ctx context.Context, store Rebuilds, cfg Config) ([]RebuildStats, error) {
+	empty, err := store.Empty(ctx)
+	if err != nil || !empty {
+		return nil, err
+	}
+	r.log.Info("the store is empty: rebuilding the mailboxes of the open issues assigned to the bot from the forge")
+	return r.Rebuild(ctx, store, cfg)
+}
+
+func (r *Reconciler) rebuildForge(ctx context.Context, store Rebuilds, cfg Config, name string) RebuildStats {
+	st := RebuildStats{Forge: name, States: map[State]int{}}
+	bot := r.bots[name]
+	known, err := r.store.KnownRepos(ctx, name)
+	if err != nil {
+		st.Err = err
+		return st
+	}
+	issues, err := bot.Forge.AssignedIssues(ctx, time.Time{}, 0)
+	if err != nil {
+		st.Err = fmt.Errorf("rebuild %s: list the bot's assigned issues: %w", name, err)
+		return st
+	}
+	var pass PassStats
+	for i := range issues {
+		is := issues[i]
+		is.Ref.Forge = name
+		st.Issues++
+		ok, err := r.oursAs(ctx, name, bot, known, is.Ref.Repo, &pass, false)
+		if err != nil {
+			st.Err = cmp.Or(st.Err, err)
+			continue
+		}
+		if !ok {
+			st.Skipped++
+			continue
+		}
+		if tracked, err := r.store.Tracked(ctx, is.Ref); err != nil {
+			st.Err = cmp.Or(st.Err, err)
+			continue
+		} else if tracked {
+			st.Existing++ // a working mailbox: its comments are not even read
+			continue
+		}
+		rb, err := DeriveMailbox(ctx, bot.Forge, bot.Login, cfg, &is, r.now())
+		if err != nil {
+			r.log.Warn("rebuilding a mailbox from the forge failed; run the rebuild again", "issue", is.Ref.String(), "err", err)
+			st.Err = cmp.Or(st.Err, err)
+			continue
+		}
+		if rb == nil {
+			st.Skipped++
+			continue
+		}
+		created, err := store.Rebuild(ctx, rb)
+		if err != nil {
+			st.Err = cmp.Or(st.Err, fmt.Errorf("rebuild %s: %w", is.Ref, err))
+			continue
+		}
+		if !created {
+			st.Existing++
+			continue
+		}
+		st.Rebuilt++
+		st.States[rb.Mailbox.State]++
+		if why, ok := strings.CutPrefix(rb.Mailbox.Data.Blocked, "rebuilt from the forge: "); ok {
+			r.log.Warn("a mailbox rebuilt from the forge is blocked until a human says retry", "issue", is.Ref.String(), "reason", why)
+		}
+		r.log.Info("rebuilt a mailbox from the forge", "issue", is.Ref.String(), "mailbox_id", rb.Mailbox.ID,
+			"state", rb.Mailbox.State, "comments", len(rb.Comments), "questions", len(rb.Questions))
+	}
+	return st
+}
+
+// ownComment is one of the bot's marked comments on the issue.
+type ownComment struct {
+	key, kind string
+	c         forge.Comment
+	text      string // the body after the marker line
+}
+
+// DeriveMailbox derives the mailbox of an open issue assigned to the bot from what Alfred left
+// on it: the status label gives the state (status::waiting_info with a type question open:
+// waiting_type; status::in_development with a merge request: in_ci, whose CI poll finds a
+// failure again); the marked comments give the comment keys, the round, the open question
+// block, the plan, the validation and the merge request (read for its branch and head); the
+// functional analysis section gives the decisions. It returns nil when the issue carries
+// neither a status label nor a marked comment of the bot (a new assignment, which
+// reconciliation starts). bot is the bot's login, cfg the machine's configuration, now the
+// clock of the deadlines it sets.
+//
+// What it cannot know is named in spec/reliability.md: run history, costs, the agent session,
+// the parts of the functional analysis result not in the question block, the review comments
+// already handled (all present are taken as handled).
+func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, is *forge.Issue, now time.Time) (*Rebuilt, error) {
+	cfg = cfg.withDefaults()
+	ref := is.Ref
+	cs, err := f.Comments(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild %s: read comments: %w", ref, err)
+	}
+	own := map[string]ownComment{}
+	var latest time.Time
+	for _, c := range cs {
+		if !strings.EqualFold(c.Author.Login, bot) {
+			continue
+		}
+		key, kind, ok := ParseMarker(c.Body)
+		if !ok {
+			continue
+		}
+		text := c.Body
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			text = text[i+1:]
+		} else {
+			text = ""
+		}
+		own[key] = ownComment{key: key, kind: kind, c: c, text: text}
+		if c.CreatedAt.After(latest) {
+			latest = c.CreatedAt
+		}
+	}
+	state := stateOfLabels(cfg.Labels, is.Labels)
+	if state == "" && len(own) == 0 {
+		return nil, nil
+	}
+	mb := Mailbox{Forge: ref.Forge, Repo: ref.Repo, Number: ref.Number, Author: is.Author.Login, Title: is.Title,
+		Labels: slices.Clone(is.Labels), Assignees: slices.Clone(is.Assignees), CreatedAt: now}
+	for _, l := range is.Labels {
+		if t := cfg.Labels.TypeOf(l); t != "" {
+			mb.Type = t
+			break
+		}
+	}
+	d := &mb.Data
+	d.Round = maxSuffix(own, "ack-", "questions-", "plan-", "validated-", "mr-", "analysis-", "answer-", "defaults-")
+	d.Blocks = countPrefix(own, "blocked-")
+	d.StuckReports = maxSuffix(own, "stuck-")
+	d.CIAttempts = countPrefix(own, "cifix-")
+	d.ReviewAttempts = maxSuffix(own, "review-fix-")
+	if fa, ok := Section(is.Body, sectionFunctional); ok {
+		d.Decisions = parseDecisions(fa)
+	}
+	if p, ok := own[fmt.Sprintf("plan-%d", d.Round)]; ok {
+		d.Plan = parsePlan(p.text)
+	}
+	if v, ok := own[fmt.Sprintf("validated-%d", d.Round)]; ok {
+		d.ValidatedBy = parseValidatedBy(v.text)
+	}
+	rb := &Rebuilt{}
+	hashes := map[string]string{}
+	// unreadable is why the open question block could not be read back: the mailbox is rebuilt
+	// blocked, so nothing is posted or asked until a human says retry (which runs the
+	// functional analysis again), rather than started again as a new assignment.
+	unreadable := ""
+	if state == StateWaitingInfo {
+		block, ok := own[fmt.Sprintf("questions-%d", d.Round)]
+		pb, err := parseBlock(block.text)
+		_, analysed := Section(is.Body, sectionFunctional)
+		switch {
+		case !ok:
+			unreadable = fmt.Sprintf("the status says questions are open, but the question block questions-%d is not there", d.Round)
+		case err != nil:
+			unreadable = "the question block could not be read back: " + err.Error()
+		case !pb.open && analysed:
+			// Answered, the analysis written, the label not moved yet: the next step is due.
+			state = StateTechnicalAnalysis
+			if mb.Type == "analysis" {
+				state = StateInReview
+			}
+		case !pb.open:
+			unreadable = "the question block is answered, but the functional analysis is not in the description"
+		}
+		if unreadable == "" && pb.open {
+			d.QuestionIntro = pb.intro
+			asksType := len(pb.questions) == 1 && pb.questions[0].Title == TypeQuestion().Title
+			if asksType {
+				state = StateWaitingType
+				mb.Type = ""
+				mb.Labels = slices.DeleteFunc(mb.Labels, func(l string) bool { return cfg.Labels.TypeOf(l) != "" })
+			} else {
+				d.AnalysisRound = d.Round
+				d.Analysis = &phase.Result{Understanding: pb.understanding(), Questions: pb.questions}
+			}
+			for _, q := range pb.questions {
+				opts, _ := json.Marshal(q.Options)
+				rb.Questions = append(rb.Questions, Question{Round: d.Round, QID: q.ID, Title: q.Title, Context: q.Context,
+					OptionsJSON: string(opts), Default: q.Default, DeadlineAt: pb.deadline})
+			}
+			// Ticks a human added since: the hash is the block as the bot rendered it, so
+			// reconciliation reads the forge's block as the human's edit and applies them. A
+			// block whose ticks are the defaults keeps its own hash (what the bot posted passed
+			// the censor, which may differ from a plain rendering): no edit to apply.
+			if len(ParseTicks(block.text, pb.questions)) > 0 {
+				hashes[block.key] = bodyHash(Marker(block.key, block.kind) + "\n" + RenderQuestions(pb.intro, pb.questions, pb.deadline))
+			}
+		}
+	}
+	for _, o := range own {
+		if eventKeyed(o.key) {
+			continue // keyed by an event id of the lost store: the new store's ids start again
+		}
+		h, ok := hashes[o.key]
+		if !ok {
+			h = bodyHash(o.c.Body)
+		}
+		rb.Comments = append(rb.Comments, PostedComment{Key: o.key, Kind: o.kind, CommentID: o.c.ID, BodyHash: h})
+	}
+	slices.SortFunc(rb.Comments, func(a, b PostedComment) int { return cmp.Compare(a.CommentID, b.CommentID) })
+	if m, ok := own[fmt.Sprintf("mr-%d", d.Round)]; ok {
+		if n, branch := parseMRComment(m.text); n != 0 {
+			mb.MRNumber, mb.Branch = n, branch
+			mr, err := f.MergeRequest(ctx, ref.Repo, n)
+			switch {
+			case err == nil:
+				mb.HeadSHA, mb.Branch = mr.HeadSHA, cmp.Or(mr.SourceBranch, branch)
+				if err := handledReviews(ctx, f, ref.Repo, n, d); err != nil {
+					return nil, fmt.Errorf("rebuild %s: %w", ref, err)
+				}
+			case !errors.Is(err, forge.ErrNotFound):
+				return nil, fmt.Errorf("rebuild %s: read merge request %d: %w", ref, n, err)
+			}
+		}
+	}
+	switch {
+	case state == "":
+		// Marked comments but no status label: the pass that acknowledged stopped before the
+		// label. Idle, without the bot among the assignees and a round back, so reconciliation's
+		// assignment starts it again and the acknowledgement is edited, not posted twice.
+		state = StateIdle
+		d.Round = max(d.Round-1, 0)
+		mb.Assignees = slices.DeleteFunc(mb.Assignees, func(a string) bool { return strings.EqualFold(a, bot) })
+	case state == StateInDevelopment && mb.MRNumber != 0:
+		state = StateInCI // a ci_fix, review_fix or conflict run was due; the CI poll finds out again
+	case state == StateInDevelopment && mb.Type == "question":
+		state = StateAnswering
+	case unreadable != "":
+		state = StateBlocked
+		d.Blocked, d.BlockedFrom = "rebuilt from the forge: "+unreadable, StateFunctionalAnalysis
+	case state == StateBlocked:
+		d.Blocked = "rebuilt from the forge while blocked"
+		d.BlockedFrom = blockedFrom(mb, d, own)
+	}
+	mb.State = state
+	d.Acknowledged = state != StateIdle
+	if state == StateInCI {
+		d.CIWaitUntil = now.Add(cfg.CIWait)
+	}
+	// One-shot labels present now were added while Alfred could not see them: they stay out
+	// of the mailbox's labels, so reconciliation finds them as added and acts on them.
+	mb.Labels = slices.DeleteFunc(mb.Labels, func(l string) bool {
+		return slices.ContainsFunc([]string{cfg.Labels.ValidatePlan, cfg.Labels.Retry, cfg.Labels.RetryOnce,
+			cfg.Labels.RetryUntilGreen}, func(o string) bool { return strings.EqualFold(o, l) })
+	})
+	if state.Closed() {
+		mb.ClosedAt = &now
+	} else {
+		mb.WakeAt = &now
+	}
+	// Comments are read again from the bot's last comment: what humans wrote after it (answers,
+	// retry) was not applied.
+	since := cmp.Or(latest, now)
+	mb.CommentsSince = &since
+	rb.Mailbox = mb
+	return rb, nil
+}
+
+// stateOfLabels returns the state a status label names ("" when the issue has none): the
+// first state of the table with that label.
+func stateOfLabels(l Labels, labels []string) State {
+	for _, s := range []State{StateWaitingInfo, StateFunctionalAnalysis, StateTechnicalAnalysis, StateWaitingValidation,
+		StateInDevelopment, StateInCI, StateInReview, StateBlocked, StateDone} {
+		if st := l.Status(s); st != "" && containsFold(labels, st) {
+			return s
+		}
+	}
+	return ""
+}
+
+// eventKeyed reports the comment keys made of an event id (see their post calls): a rebuilt
+// mailbox does not record them, so that an event of the new store with the same id posts its
+// own comment instead of editing an old one.
+func eventKeyed(key string) bool {
+	for _, p := range []string{"auto-merge-on-", "held-", "refused-", "retry-", "set-aside-"} {
+		if rest, ok := strings.CutPrefix(key, p); ok {
+			if _, err := strconv.ParseInt(rest, 10, 64); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var blockedKeyRE = regexp.MustCompile(`^blocked-\d+-([a-z_]+)-b\d+$`)
+
+// blockedFrom returns the state a rebuilt blocked mailbox resumes on retry: the one the newest
+// block comment's key names ("blocked-ROUND-STATE-bN"). When the newest is a hold by a human's
+// label ("held-…"), it is guessed from what the forge shows: the merge request (in CI), a
+// validated plan (development), a plan (validation), the functional analysis (technical
+// analysis), else the functional analysis.
+func blockedFrom(mb Mailbox, d *Data, own map[string]ownComment) State {
+	var newest *ownComment
+	for k, o := range own {
+		if blockedKeyRE.MatchString(k) || strings.HasPrefix(k, "held-") {
+			if newest == nil || o.c.CreatedAt.After(newest.c.CreatedAt) ||
+				(o.c.CreatedAt.Equal(newest.c.CreatedAt) && o.c.ID > newest.c.ID) {
+				newest = &o
+			}
+		}
+	}
+	if newest != nil {
+		if m := blockedKeyRE.FindStringSubmatch(newest.key); m != nil && State(m[1]).Working() {
+			return State(m[1])
+		}
+	}
+	switch {
+	case mb.MRNumber != 0:
+		return StateInCI
+	case d.Plan != "" && d.ValidatedBy != "":
+		return StateInDevelopment
+	case d.Plan != "":
+		return StateWaitingValidation
+	case d.Decisions != nil:
+		return StateTechnicalAnalysis
+	}
+	return StateFunctionalAnalysis
+}
+
+// handledReviews records the merge request's review comments present now as handled: the
+// review_fix runs before the rebuild took them, and no run takes a comment twice.
+func handledReviews(ctx context.Context, f forge.Forge, repo string, number int64, d *Data) error {
+	rv, ok := f.(forge.Reviews)
+	if !ok {
+		return nil
+	}
+	cs, err := rv.ReviewComments(ctx, repo, number)
+	if err != nil {
+		return fmt.Errorf("read the review comments of %d: %w", number, err)
+	}
+	for _, c := range cs {
+		d.Handled = append(d.Handled, c.ID)
+	}
+	return nil
+}
+
+func bodyHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// maxSuffix returns the highest number that ends a key starting with one of prefixes, the
+// whole rest being a number ("questions-3"); 0 when none.
+func maxSuffix(own map[string]ownComment, prefixes ...string) int {
+	n := 0
+	for k := range own {
+		for _, p := range prefixes {
+			if rest, ok := strings.CutPrefix(k, p); ok {
+				if v, err := strconv.Atoi(rest); err == nil && v > n {
+					n = v
+				}
+			}
+		}
+	}
+	return n
+}
+
+func countPrefix(own map[string]ownComment, prefix string) int {
+	n := 0
+	for k := range own {
+		if strings.HasPrefix(k, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// parsePlan reads the plan out of the plan comment (see applyResult).
+func parsePlan(text string) string {
+	text = strings.TrimPrefix(strings.TrimSpace(text), "## Technical plan")
+	if i := strings.LastIndex(text, "\n\nAdd the `"); i >= 0 {
+		text = text[:i]
+	}
+	return strings.TrimSpace(text)
+}
+
+var validatedRE = regexp.MustCompile(`Plan validated by @([^\s.]+)`)
+
+func parseValidatedBy(text string) string {
+	if m := validatedRE.FindStringSubmatch(text); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+var mrCommentRE = regexp.MustCompile("I opened (?:merge|pull) request [!#](\\d+) from `([^`]+)`")
+
+// parseMRComment reads the number and branch out of the "I opened merge request !N from
+// `branch`" comment; 0 when it does not say.
+func parseMRComment(text string) (int64, string) {
+	m := mrCommentRE.FindStringSubmatch(text)
+	if m == nil {
+		return 0, ""
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n, m[2]
+}
+
+var decisionRE = regexp.MustCompile(`^\|\s*(q\d+)\.\s.*?\|\s*[a-z]\.\s(.*?)\s*\|[^|]*\|\s*$`)
+
+// parseDecisions reads the decisions table of the functional analysis section (RenderAnalysis):
+// question id → the chosen option's label; nil when there is none.
+func parseDecisions(section string) map[string]string {
+	var out map[string]string
+	for _, line := range strings.Split(section, "\n") {
+		if m := decisionRE.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[m[1]] = strings.ReplaceAll(m[2], `\|`, "|")
+		}
+	}
+	if out == nil {
+		return map[string]string{}
+	}
+	return out
+}
+
+// parsedBlock is a question block read back from its comment (renderBlock).
+type parsedBlock struct {
+	intro     string
+	open      bool // still waiting for answers: its deadline is shown
+	deadline  time.Time
+	questions []phase.Question
+}
+
+const understandingIntro = "Here is how I understand the issue:\n\n"
+
+// understanding returns the understanding quoted in the intro of an analysis round, "" when
+// there is none.
+func (p parsedBlock) understanding() string {
+	rest, ok := strings.CutPrefix(p.intro, understandingIntro)
+	if !ok {
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(rest, "\n") {
+		q, ok := strings.CutPrefix(l, "> ")
+		if !ok {
+			if l == ">" {
+				lines = append(lines, "")
+				continue
+			}
+			break
+		}
+		lines = append(lines, q)
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+var (
+	openNoticeRE  = regexp.MustCompile(`^\*\*Without an answer by (\d{4}-\d{2}-\d{2} \d{2}:\d{2}) UTC, I will apply the defaults\.\*\*$`)
+	optionLineRE  = regexp.MustCompile(`^- \[([ xX])\] \*\*([a-z])\. (.*?)\*\*( _\(default\)_)?(?: — (.*))?$`)
+	blockQuestion = regexp.MustCompile(`^### (q\d+)\. (.*)$`)
+)
+
+// parseBlock reads a question block (the comment's text after its marker line) back into its
+// intro, its questions and, when it is still open, its deadline. An option's id is its label:
+// the block shows only labels (the type question's ids are its labels).
+func parseBlock(text string) (parsedBlock, error) {
+	var p parsedBlock
+	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	notice := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "**") && (openNoticeRE.MatchString(l) || strings.HasPrefix(l, "**Answered by ") ||
+			strings.HasPrefix(l, "**No answer by ")) {
+			notice = i
+			break
+		}
+	}
+	if notice < 0 {
+		return p, errors.New("no deadline or answer notice")
+	}
+	if m := openNoticeRE.FindStringSubmatch(lines[notice]); m != nil {
+		t, err := time.Parse("2006-01-02 15:04", m[1])
+		if err != nil {
+			return p, fmt.Errorf("read the deadline: %w", err)
+		}
+		p.open, p.deadline = true, t.UTC()
+	}
+	head := strings.Join(lines[:notice], "\n")
+	if i := strings.Index(head, "\n\nTick one box per question"); i >= 0 {
+		head = head[:i]
+	}
+	p.intro = strings.TrimRight(head, "\n")
+	var cur *phase.Question
+	var ctxLines []string
+	flush := func() {
+		if cur != nil {
+			cur.Context = strings.TrimSpace(strings.Join(ctxLines, "\n"))
+			p.questions = append(p.questions, *cur)
+		}
+		cur, ctxLines = nil, nil
+	}
+	for _, l := range lines[notice+1:] {
+		if m := blockQuestion.FindStringSubmatch(l); m != nil {
+			flush()
+			cur = &phase.Question{ID: m[1], Title: m[2]}
+			continue
+		}
+		if cur == nil {
+			continue
+		}
+		if m := optionLineRE.FindStringSubmatch(l); m != nil {
+			o := phase.Option{ID: m[3], Label: m[3], Description: m[5]}
+			if m[4] != "" {
+				cur.Default = o.ID
+			}
+			cur.Options = append(cur.Options, o)
+			continue
+		}
+		if len(cur.Options) == 0 {
+			ctxLines = append(ctxLines, l)
+		}
+	}
+	flush()
+	if len(p.questions) == 0 {
+		return p, errors.New("no question")
+	}
+	return p, nil
+}

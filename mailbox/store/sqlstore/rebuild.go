@@ -1,0 +1,78 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/alfred-bot/alfred/mailbox"
+)
+
+// sqlAnyMailbox reads one row of the mailboxes table at most.
+const sqlAnyMailbox = `SELECT count(*) FROM (SELECT 1 FROM mailboxes LIMIT 1) AS one`
+
+// Empty implements mailbox.Rebuilds.
+func (s *Store) Empty(ctx context.Context) (bool, error) {
+	var n int
+	if err := s.db.GetContext(ctx, &n, sqlAnyMailbox); err != nil {
+		return false, fmt.Errorf("count mailboxes: %w", err)
+	}
+	return n == 0, nil
+}
+
+// sqlRebuildMailbox creates a rebuilt mailbox unless its issue has one; no row when it has.
+const sqlRebuildMailbox = `
+INSERT INTO mailboxes (forge, repo, number, merge_request, created_at, updated_at)
+VALUES ($1, $2, $3, FALSE, $4, $4)
+ON CONFLICT (forge, repo, number, merge_request) DO NOTHING
+RETURNING id`
+
+// sqlRebuiltTimes writes what a save does not: the comments still to be read, and no
+// reconciliation yet.
+const sqlRebuiltTimes = `UPDATE mailboxes SET comments_since = $2, issue_updated_at = $3, mr_updated_at = $4
+WHERE id = $1`
+
+// Rebuild implements mailbox.Rebuilds: the mailbox, its comments and its questions in one
+// transaction.
+func (s *Store) Rebuild(ctx context.Context, r *mailbox.Rebuilt) (bool, error) {
+	created := false
+	err := s.withTx(ctx, func(q querier) error {
+		mb := &r.Mailbox
+		var id int64
+		err := q.GetContext(ctx, &id, sqlRebuildMailbox, mb.Forge, mb.Repo, mb.Number, s.now())
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("create rebuilt mailbox: %w", err)
+		}
+		mb.ID, created = id, true
+		if err := s.save(ctx, q, mb); err != nil {
+			return err
+		}
+		if _, err := q.ExecContext(ctx, sqlRebuiltTimes, id, mb.CommentsSince, mb.IssueUpdatedAt, mb.MRUpdatedAt); err != nil {
+			return fmt.Errorf("rebuilt mailbox %d: %w", id, err)
+		}
+		for i := range r.Comments {
+			c := &r.Comments[i]
+			c.MailboxID = id
+			if _, err := q.ExecContext(ctx, sqlRecordComment, c.MailboxID, c.Key, c.Kind, c.CommentID, c.BodyHash); err != nil {
+				return fmt.Errorf("record rebuilt comment: %w", err)
+			}
+		}
+		for i := range r.Questions {
+			x := &r.Questions[i]
+			x.MailboxID = id
+			if _, err := q.ExecContext(ctx, sqlInsertQuestion,
+				x.MailboxID, x.Round, x.QID, x.Title, x.Context, x.OptionsJSON, x.Default, x.DeadlineAt); err != nil {
+				return fmt.Errorf("insert rebuilt question %s: %w", x.QID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return created, nil
+}

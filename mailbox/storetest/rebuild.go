@@ -1,0 +1,73 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/mailbox"
+)
+
+// rebuildCreatesOnce: a rebuilt mailbox is stored with its comments, questions and times,
+// due and unleased; a second rebuild of the same issue stores nothing; Empty tells a store
+// without mailboxes.
+func rebuildCreatesOnce(t *testing.T, s Store, c *Clock) {
+	ctx := context.Background()
+	empty, err := s.Empty(ctx)
+	require.NoError(t, err)
+	require.True(t, empty)
+
+	now := c.Now()
+	since := now.Add(-time.Hour)
+	deadline := now.Add(24 * time.Hour).Truncate(time.Minute)
+	rb := &mailbox.Rebuilt{
+		Mailbox: mailbox.Mailbox{Forge: "gl", Repo: "acme/shop", Number: 7, State: mailbox.StateWaitingInfo, Type: "task",
+			Author: "alice", Title: "Export", Labels: mailbox.StringList{"status::waiting_info", "type::task"},
+			Assignees: mailbox.StringList{"alfred", "alice"}, Data: mailbox.Data{Round: 2, AnalysisRound: 2, Acknowledged: true},
+			WakeAt: &now, Reconciled: mailbox.Reconciled{CommentsSince: &since}},
+		Comments: []mailbox.PostedComment{{Key: "ack-1", Kind: "ack", CommentID: 11, BodyHash: "a"},
+			{Key: "questions-2", Kind: "questions", CommentID: 12, BodyHash: "q"}},
+		Questions: []mailbox.Question{{Round: 2, QID: "q1", Title: "Separator?", OptionsJSON: `[{"id":"Comma","label":"Comma"}]`,
+			Default: "Comma", DeadlineAt: deadline}},
+	}
+	created, err := s.Rebuild(ctx, rb)
+	require.NoError(t, err)
+	require.True(t, created)
+	require.NotZero(t, rb.Mailbox.ID)
+	empty, err = s.Empty(ctx)
+	require.NoError(t, err)
+	require.False(t, empty)
+
+	mb, err := s.Find(ctx, issue(7))
+	require.NoError(t, err)
+	require.Equal(t, rb.Mailbox.ID, mb.ID)
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+	require.Equal(t, 2, mb.Data.AnalysisRound)
+	require.Equal(t, []string{"alfred", "alice"}, []string(mb.Assignees))
+	require.Nil(t, mb.LeaseOwner)
+	require.Nil(t, mb.ReconciledAt)
+	require.NotNil(t, mb.CommentsSince)
+	require.True(t, since.Equal(*mb.CommentsSince))
+	pc, err := s.PostedComment(ctx, mb.ID, "questions-2")
+	require.NoError(t, err)
+	require.Equal(t, mailbox.PostedComment{MailboxID: mb.ID, Key: "questions-2", Kind: "questions", CommentID: 12, BodyHash: "q"}, *pc)
+	qs, err := s.Questions(ctx, mb.ID, 2)
+	require.NoError(t, err)
+	require.Len(t, qs, 1)
+	require.Equal(t, "Comma", qs[0].Default)
+	require.True(t, deadline.Equal(qs[0].DeadlineAt))
+	require.Nil(t, qs[0].Answer)
+
+	got, err := s.Lease(ctx, "w", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, got, "a rebuilt mailbox is due at once")
+	require.Equal(t, mb.ID, got.ID)
+
+	again := *rb
+	again.Mailbox.ID = 0
+	created, err = s.Rebuild(ctx, &again)
+	require.NoError(t, err)
+	require.False(t, created, "an issue with a mailbox is not rebuilt")
+}
