@@ -1,0 +1,334 @@
+#!/usr/bin/env bash
+# A real single-node Kubernetes cluster on this machine, on loopback only, for the tests of the
+# Kubernetes runtime (spec/kubernetes.md): kube-apiserver, kube-controller-manager,
+# kube-scheduler and kubelet built from the Kubernetes module source the Go module proxy serves,
+# Debian 12's etcd, containerd, runc and CNI plugins, and a pause image built here (no image
+# registry is reachable: images are imported into containerd's k8s.io namespace).
+#
+#   bash scripts/test-cluster.sh up       build what is missing, start the cluster, wait until
+#                                         its node is Ready; prints the kubeconfig's path
+#   bash scripts/test-cluster.sh import IMAGE...
+#                                         copy images from the Docker engine into the cluster
+#   bash scripts/test-cluster.sh down     delete every pod, stop everything, remove the state
+#   bash scripts/test-cluster.sh env      print KUBECONFIG=… for eval
+#
+#   ALFRED_K8S_VERSION   Kubernetes version (default v1.34.4; staging modules at v0.<minor>.<patch>)
+#   ALFRED_K8S_CACHE     where the built binaries are kept between runs (default
+#                        /var/cache/alfred-k8s); a fresh machine builds them once (about 10 to
+#                        15 minutes on 2 cores)
+#   ALFRED_K8S_DIR       the cluster's state, certificates, logs and sockets (default
+#                        /tmp/alfred-k8s); `down` removes it
+#
+# Needs root (containerd, kubelet), Go, Docker (to build the pause image), and the Debian
+# packages etcd-server, containerd, runc, containernetworking-plugins and openssl, which it
+# installs when missing. Ports, all on 127.0.0.1: etcd 23790/23800, kube-apiserver 16443, kubelet
+# 10350 (healthz 10348), controller-manager 10357, scheduler 10359.
+#
+# What this machine needs that a stock kubelet set-up does not (found by running it here):
+#   - containerd's restrict_oom_score_adj: the sandbox's oom_score_adj of -998 is refused
+#     inside this machine's own container ("can't get final child's PID from pipe: EOF");
+#   - the node is named localhost and kube-apiserver reaches the kubelet by Hostname: the
+#     kubelet refuses a loopback node IP, and test traffic stays on loopback;
+#   - failCgroupV1: false (the machine has cgroup v1) and failSwapOn: false.
+set -euo pipefail
+
+VERSION=${ALFRED_K8S_VERSION:-v1.34.4}
+CACHE=${ALFRED_K8S_CACHE:-/var/cache/alfred-k8s}
+DIR=${ALFRED_K8S_DIR:-/tmp/alfred-k8s}
+BIN=$CACHE/$VERSION/bin
+SOCK=$DIR/run/containerd.sock
+NODE=localhost
+PAUSE=registry.k8s.io/pause:3.10
+KUBECTL=("$BIN/kubectl" --kubeconfig "$DIR/etc/admin.kubeconfig")
+
+log() { printf 'test-cluster: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "needs root (containerd and the kubelet manage namespaces, mounts and cgroups)"
+export PATH="/usr/local/go/bin:$PATH"
+
+packages() {
+	local missing=()
+	command -v etcd >/dev/null || missing+=(etcd-server)
+	command -v containerd >/dev/null || missing+=(containerd)
+	command -v runc >/dev/null || missing+=(runc)
+	[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+	command -v openssl >/dev/null || missing+=(openssl)
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "installing ${missing[*]}"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null ||
+			{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; }
+	fi
+}
+
+# build compiles the Kubernetes binaries from the module source once per version.
+build() {
+	local cmds=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
+	local c have=1
+	for c in "${cmds[@]}"; do [ -x "$BIN/$c" ] || have=0; done
+	[ "$have" = 1 ] && return
+	local src=$CACHE/$VERSION/src staging=v0.${VERSION#v1.}
+	mkdir -p "$src" "$BIN"
+	log "building Kubernetes $VERSION into $BIN (once per machine)"
+	(
+		cd "$src"
+		printf 'module alfredtestcluster\n\ngo 1.26\n\nrequire k8s.io/kubernetes %s\n' "$VERSION" >go.mod
+		GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$VERSION" >/dev/null
+		local modfile
+		modfile=$(GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "k8s.io/kubernetes")/go.mod
+		# The staging modules are nested modules, not in k8s.io/kubernetes's zip: take them from
+		# the proxy at the matching version.
+		{ echo 'replace ('; sed -n '/^replace (/,/^)/p' "$modfile" | awk '/=>/ {print "\t" $1 " => " $1 " '"$staging"'"}'; echo ')'; } >>go.mod
+		printf '//go:build tools\n\npackage tools\n\nimport (\n' >tools.go
+		for c in "${cmds[@]}"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c" >>tools.go; done
+		printf ')\n' >>tools.go
+		GOFLAGS=-mod=mod go mod tidy
+		for c in "${cmds[@]}"; do
+			log "go build $c"
+			CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags='-s -w' -o "$BIN/$c.new" "k8s.io/kubernetes/cmd/$c"
+			mv "$BIN/$c.new" "$BIN/$c"
+		done
+	)
+}
+
+pki() {
+	local p=$DIR/pki
+	[ -f "$p/ca.crt" ] && return
+	mkdir -p "$p"
+	(
+		cd "$p"
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 30 -subj /CN=alfred-test-cluster-ca 2>/dev/null
+		cert() { # name subject [extfile]
+			openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "$2" 2>/dev/null
+			openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -out "$1.crt" -days 30 ${3:+-extfile "$3"} 2>/dev/null
+		}
+		printf 'subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\n' >san.ext
+		cert apiserver /CN=kube-apiserver san.ext
+		cert apiserver-kubelet /O=system:masters/CN=kube-apiserver-kubelet-client
+		openssl genrsa -out sa.key 2048 2>/dev/null
+		openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+	)
+	# Static tokens: the administrator (the tests' client), and the node, the controller manager
+	# and the scheduler under their own names so that RBAC and the Node authorizer apply.
+	local t
+	for t in admin node controller scheduler; do head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$p/$t.token"; done
+	{
+		echo "$(cat "$p/admin.token"),admin,admin,system:masters"
+		echo "$(cat "$p/node.token"),system:node:$NODE,node,system:nodes"
+		# The controller manager runs every controller under one identity (no per-controller
+		# service accounts): a test cluster gives it all rights rather than each controller's role.
+		echo "$(cat "$p/controller.token"),system:kube-controller-manager,controller,system:masters"
+		echo "$(cat "$p/scheduler.token"),system:kube-scheduler,scheduler"
+	} >"$p/tokens.csv"
+	chmod 600 "$p"/*.key "$p"/*.token "$p/tokens.csv"
+}
+
+kubeconfig() { # file token
+	cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: alfred-test
+  cluster: {server: "https://127.0.0.1:16443", certificate-authority: "$DIR/pki/ca.crt"}
+users:
+- name: user
+  user: {tokenFile: "$2"}
+contexts:
+- name: alfred-test
+  context: {cluster: alfred-test, user: user}
+current-context: alfred-test
+EOF
+}
+
+configs() {
+	mkdir -p "$DIR/etc" "$DIR/run" "$DIR/log" "$DIR/cni"
+	kubeconfig "$DIR/etc/admin.kubeconfig" "$DIR/pki/admin.token"
+	kubeconfig "$DIR/etc/node.kubeconfig" "$DIR/pki/node.token"
+	kubeconfig "$DIR/etc/controller.kubeconfig" "$DIR/pki/controller.token"
+	kubeconfig "$DIR/etc/scheduler.kubeconfig" "$DIR/pki/scheduler.token"
+	cat >"$DIR/etc/containerd.toml" <<EOF
+version = 2
+root = "$DIR/containerd/root"
+state = "$DIR/containerd/state"
+[grpc]
+  address = "$SOCK"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$PAUSE"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$DIR/cni"
+EOF
+	cat >"$DIR/cni/10-alfred-test.conflist" <<'EOF'
+{"cniVersion": "0.4.0", "name": "alfred-test", "plugins": [
+ {"type": "bridge", "bridge": "alfredk8s0", "isGateway": true, "ipMasq": true,
+  "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+ {"type": "portmap", "capabilities": {"portMappings": true}},
+ {"type": "loopback"}]}
+EOF
+	cat >"$DIR/etc/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: "$DIR/pki/ca.crt"}
+authorization: {mode: AlwaysAllow}
+address: 127.0.0.1
+port: 10350
+healthzBindAddress: 127.0.0.1
+healthzPort: 10348
+readOnlyPort: 0
+cgroupDriver: cgroupfs
+failSwapOn: false
+failCgroupV1: false
+containerRuntimeEndpoint: "unix://$SOCK"
+clusterDomain: cluster.local
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+resolvConf: /etc/resolv.conf
+EOF
+}
+
+# start runs a daemon in the background with its log and pid file; it survives this script.
+start() { # name command...
+	local name=$1
+	shift
+	if [ -f "$DIR/run/$name.pid" ] && kill -0 "$(cat "$DIR/run/$name.pid")" 2>/dev/null; then return; fi
+	setsid "$@" >"$DIR/log/$name.log" 2>&1 </dev/null &
+	echo $! >"$DIR/run/$name.pid"
+}
+
+wait_for() { # what seconds command...
+	local what=$1 secs=$2 i
+	shift 2
+	for ((i = 0; i < secs * 5; i++)); do
+		if "$@" >/dev/null 2>&1; then return; fi
+		sleep 0.2
+	done
+	die "$what not ready after ${secs}s; logs in $DIR/log"
+}
+
+pause_image() {
+	ctr --address "$SOCK" -n k8s.io images ls -q | grep -qx "$PAUSE" && return
+	local b
+	b=$(mktemp -d)
+	cat >"$b/main.go" <<'EOF'
+// The sandbox process of every pod: waits for SIGTERM or SIGINT, then exits.
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGTERM, syscall.SIGINT)
+	<-c
+}
+EOF
+	printf 'module pause\n\ngo 1.26\n' >"$b/go.mod"
+	(cd "$b" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o pause .)
+	printf 'FROM scratch\nCOPY pause /pause\nUSER 65535:65535\nENTRYPOINT ["/pause"]\n' >"$b/Dockerfile"
+	DOCKER_BUILDKIT=0 docker build -q -t "$PAUSE" "$b" >/dev/null 2>&1
+	import "$PAUSE"
+	rm -rf "$b"
+}
+
+import() {
+	local img
+	for img in "$@"; do
+		docker save "$img" | ctr --address "$SOCK" -n k8s.io images import - >/dev/null
+	done
+}
+
+up() {
+	packages
+	build
+	pki
+	configs
+	start etcd etcd --name alfred-test --data-dir "$DIR/etcd" \
+		--listen-client-urls http://127.0.0.1:23790 --advertise-client-urls http://127.0.0.1:23790 \
+		--listen-peer-urls http://127.0.0.1:23800 --initial-advertise-peer-urls http://127.0.0.1:23800 \
+		--initial-cluster alfred-test=http://127.0.0.1:23800
+	start kube-apiserver "$BIN/kube-apiserver" --etcd-servers=http://127.0.0.1:23790 \
+		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=16443 \
+		--tls-cert-file="$DIR/pki/apiserver.crt" --tls-private-key-file="$DIR/pki/apiserver.key" \
+		--client-ca-file="$DIR/pki/ca.crt" --token-auth-file="$DIR/pki/tokens.csv" \
+		--authorization-mode=Node,RBAC --allow-privileged=false \
+		--kubelet-client-certificate="$DIR/pki/apiserver-kubelet.crt" \
+		--kubelet-client-key="$DIR/pki/apiserver-kubelet.key" --kubelet-preferred-address-types=Hostname \
+		--service-account-key-file="$DIR/pki/sa.pub" --service-account-signing-key-file="$DIR/pki/sa.key" \
+		--service-account-issuer=https://kubernetes.default.svc --service-cluster-ip-range=10.96.0.0/24
+	wait_for kube-apiserver 60 "${KUBECTL[@]}" get --raw /readyz
+	start kube-controller-manager "$BIN/kube-controller-manager" --kubeconfig="$DIR/etc/controller.kubeconfig" \
+		--bind-address=127.0.0.1 --secure-port=10357 --leader-elect=false \
+		--service-account-private-key-file="$DIR/pki/sa.key" --root-ca-file="$DIR/pki/ca.crt" \
+		--use-service-account-credentials=false --controllers='*,-nodeipam,-cloud-node-lifecycle'
+	start kube-scheduler "$BIN/kube-scheduler" --kubeconfig="$DIR/etc/scheduler.kubeconfig" \
+		--bind-address=127.0.0.1 --secure-port=10359 --leader-elect=false
+	start containerd containerd --config "$DIR/etc/containerd.toml"
+	wait_for containerd 30 ctr --address "$SOCK" version
+	pause_image
+	start kubelet "$BIN/kubelet" --config="$DIR/etc/kubelet.yaml" --kubeconfig="$DIR/etc/node.kubeconfig" \
+		--hostname-override="$NODE" --root-dir="$DIR/kubelet" --cert-dir="$DIR/kubelet/pki"
+	wait_for "node $NODE" 90 "${KUBECTL[@]}" wait --for=condition=Ready "node/$NODE" --timeout=1s
+	wait_for "default service account" 60 "${KUBECTL[@]}" get serviceaccount default
+	log "ready: KUBECONFIG=$DIR/etc/admin.kubeconfig"
+	echo "$DIR/etc/admin.kubeconfig"
+}
+
+stop() { # name
+	local f=$DIR/run/$1.pid pid
+	[ -f "$f" ] || return 0
+	pid=$(cat "$f")
+	kill "$pid" 2>/dev/null || true
+	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+	kill -9 "$pid" 2>/dev/null || true
+	rm -f "$f"
+}
+
+down() {
+	[ -d "$DIR" ] || return 0
+	if [ -f "$DIR/run/kube-apiserver.pid" ] && [ -x "$BIN/kubectl" ]; then
+		"${KUBECTL[@]}" delete pods --all --all-namespaces --grace-period=0 --force --timeout=30s >/dev/null 2>&1 || true
+	fi
+	stop kubelet
+	if [ -S "$SOCK" ]; then
+		local id
+		for id in $(ctr --address "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
+			ctr --address "$SOCK" -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true
+			ctr --address "$SOCK" -n k8s.io tasks delete -f "$id" >/dev/null 2>&1 || true
+		done
+	fi
+	stop containerd
+	# containerd's shims outlive it; end those of this cluster only.
+	pkill -9 -f "containerd-shim.*-address $SOCK" 2>/dev/null || true
+	stop kube-scheduler
+	stop kube-controller-manager
+	stop kube-apiserver
+	stop etcd
+	grep -o " $DIR[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+	ip link delete alfredk8s0 2>/dev/null || true
+	rm -rf "$DIR"
+	log "stopped; $DIR removed"
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+import)
+	shift
+	import "$@"
+	;;
+env) echo "KUBECONFIG=$DIR/etc/admin.kubeconfig" ;;
+*) die "usage: $0 up|down|import IMAGE...|env" ;;
+esac
