@@ -133,7 +133,13 @@ func (s *Store) webShadow(ctx context.Context, id int64) ([]web.ShadowPost, erro
 	}
 	out := make([]web.ShadowPost, 0, len(ws))
 	for _, w := range ws {
-		out = append(out, web.ShadowPost{ID: w.ID, At: w.At, Kind: string(w.Kind), CommentID: w.CommentID, Body: w.Body,
+		commentID := w.CommentID
+		if w.Kind == mailbox.ShadowComment {
+			// A created comment's synthetic id is not stored: it is minus the row's id (what
+			// mailbox.Shadow answered and what a later edit names).
+			commentID = -w.ID
+		}
+		out = append(out, web.ShadowPost{ID: w.ID, At: w.At, Kind: string(w.Kind), CommentID: commentID, Body: w.Body,
 			Add: w.Add, Remove: w.Remove, Detail: w.Detail})
 	}
 	return out, nil

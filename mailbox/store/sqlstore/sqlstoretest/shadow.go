@@ -66,5 +66,7 @@ func shadowWrites(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	require.Equal(t, 3, list[0].ShadowWrites, "the list says which mailboxes are in shadow")
 	require.Equal(t, "comment", d.Shadow[0].Kind)
 	require.Contains(t, d.Shadow[0].Body, "Thanks @alice")
+	require.Equal(t, -first, d.Shadow[0].CommentID, "a posted comment shows its synthetic id, the one its edits name")
+	require.Equal(t, d.Shadow[0].CommentID, d.Shadow[2].CommentID)
 	require.Equal(t, "would add the labels status::waiting_info and remove the labels status::done", d.Shadow[1].Summary())
 }
