@@ -15,11 +15,16 @@ import (
 var _ mailbox.ShadowLog = (*Store)(nil)
 
 // sqlRecordShadow appends a shadow write, attached to the mailbox of its target when there is
-// one (none for a repository's write, number 0).
+// one (none for a repository's write, number 0). A write on the bot's own merge request (the
+// held auto-merge) has no mailbox of its own: it is attached to the issue's mailbox whose merge
+// request it is, so that the issue's page shows it and retention purges it with the issue.
 const sqlRecordShadow = `
 INSERT INTO shadow_writes (mailbox_id, forge, repo, number, merge_request, kind, comment_id, body,
 	add_labels, remove_labels, detail, at)
-VALUES ((SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4),
+VALUES (COALESCE(
+		(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4),
+		(SELECT id FROM mailboxes WHERE $4 AND forge = $1 AND repo = $2 AND mr_number = $3
+			AND NOT merge_request ORDER BY id DESC LIMIT 1)),
 	$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 RETURNING id`
 

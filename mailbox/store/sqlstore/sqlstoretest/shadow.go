@@ -69,4 +69,18 @@ func shadowWrites(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	require.Equal(t, -first, d.Shadow[0].CommentID, "a posted comment shows its synthetic id, the one its edits name")
 	require.Equal(t, d.Shadow[0].CommentID, d.Shadow[2].CommentID)
 	require.Equal(t, "would add the labels status::waiting_info and remove the labels status::done", d.Shadow[1].Summary())
+
+	// The held auto-merge targets the bot's own merge request, which has no mailbox of its own:
+	// it is shown on the page of the issue whose merge request it is.
+	mb, err := s.Get(ctx, id)
+	require.NoError(t, err)
+	mb.MRNumber = 7
+	require.NoError(t, s.SaveProcessed(ctx, mb, nil))
+	_, err = s.RecordShadow(ctx, mailbox.ShadowWrite{Target: forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 7, MergeRequest: true},
+		Kind: mailbox.ShadowMerge, Detail: map[string]string{"method": "merge", "head_sha": "abc"}})
+	require.NoError(t, err)
+	d, err = s.Mailbox(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, d.Shadow, 4, "the held merge is on the issue's page")
+	require.Equal(t, "would merge the merge request (merge)", d.Shadow[3].Summary())
 }
