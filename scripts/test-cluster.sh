@@ -250,9 +250,18 @@ import() {
 	done
 }
 
+# running reports whether the cluster's daemon NAME runs (its pid file names a live process).
+running() { [ -f "$DIR/run/$1.pid" ] && kill -0 "$(cat "$DIR/run/$1.pid")" 2>/dev/null; }
+
 up() {
 	packages
 	build
+	# A cluster whose processes were ended without `down` (a stopped session, a reboot) left
+	# state, mounts and a bridge: start afresh rather than on top of them.
+	if [ -d "$DIR" ] && ! running kube-apiserver; then
+		log "the cluster in $DIR is not running: removing its state first"
+		down
+	fi
 	pki
 	configs
 	start etcd etcd --name alfred-test --data-dir "$DIR/etcd" \
@@ -298,11 +307,11 @@ stop() { # name
 
 down() {
 	[ -d "$DIR" ] || return 0
-	if [ -f "$DIR/run/kube-apiserver.pid" ] && [ -x "$BIN/kubectl" ]; then
+	if running kube-apiserver; then
 		"${KUBECTL[@]}" delete pods --all --all-namespaces --grace-period=0 --force --timeout=30s >/dev/null 2>&1 || true
 	fi
 	stop kubelet
-	if [ -S "$SOCK" ]; then
+	if running containerd; then
 		local id
 		for id in $(ctr --address "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
 			ctr --address "$SOCK" -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true
@@ -310,8 +319,12 @@ down() {
 		done
 	fi
 	stop containerd
-	# containerd's shims outlive it; end those of this cluster only.
+	# containerd's shims outlive it, and the containers their shims: end those of this cluster
+	# only (its shims name its socket; its containers are in the kubelet's kubepods cgroups).
 	pkill -9 -f "containerd-shim.*-address $SOCK" 2>/dev/null || true
+	if [ -d /sys/fs/cgroup/pids/kubepods ]; then
+		find /sys/fs/cgroup/pids/kubepods -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+	fi
 	stop kube-scheduler
 	stop kube-controller-manager
 	stop kube-apiserver
