@@ -1,5 +1,7 @@
-// Package kubernetes turns a run's runner.ContainerSpec into a Kubernetes Pod (PodFor, pure,
-// golden-tested).
+// Package kubernetes implements runner.Runtime on Kubernetes (k8s.io/client-go, tested against
+// Kubernetes v1.34): each run is one Pod in one namespace, compiled from its
+// runner.ContainerSpec by PodFor (pure, golden-tested) and driven by Runtime. It is not wired
+// into Alfred's configuration yet (spec/kubernetes.md, "The runtime").
 //
 // # The mapping
 //
@@ -28,4 +30,17 @@
 // scripts/test-cluster.sh (spec/kubernetes.md): on any other cluster the Pod would see the
 // node's directories, not Alfred's. The next step replaces them with a PersistentVolumeClaim per
 // issue.
+//
+// # The runtime
+//
+// A run's runner.ContainerID is its Pod's name. Runtime.Start creates the Secret, then the Pod,
+// and waits until the container runs: a name already held by a Pod or a Secret is refused
+// (runner.ErrNameConflict, the holder untouched), and an image the node cannot have is
+// runner.ErrImageNotFound (set Options.PullPolicy to corev1.PullNever where no registry is
+// reachable). Kubernetes stops a container only by ending its Pod: Runtime.Stop lowers the
+// Pod's activeDeadlineSeconds, so the kubelet ends the container with the grace fixed at
+// creation (Options.StopGrace) and the Pod keeps its exit code and logs until Destroy.
+//
+// Kubernetes' log API merges stdout and stderr into one stream: Runtime.Logs returns it as
+// stdout, with stderr empty.
 package kubernetes

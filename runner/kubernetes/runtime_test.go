@@ -160,6 +160,44 @@ func TestRuntimeSecret(t *testing.T) {
 	require.True(t, adopted.Running, "the holder still runs")
 }
 
+// TestRuntimeDeadline: Options.Timeout ends the run on the kubelet's side, and a Stop is seen
+// by another Runtime (a restarted Alfred) as Killed too, since both end the Pod by its
+// deadline; the Pod and its logs stay readable after the kill.
+func TestRuntimeDeadline(t *testing.T) {
+	cs, ns := cluster(t)
+	image := probeImage(t)
+	spec := func(name string) runner.ContainerSpec {
+		return runner.ContainerSpec{Name: name + "-" + randomHex(t, 4), Image: image, Cmd: []string{"sleep", "60"},
+			User: runtimetest.ImageUser, Labels: map[string]string{runner.LabelManaged: "true"}}
+	}
+	opts := testOptions(ns)
+	opts.Timeout = time.Second
+	timed := kubernetes.New(cs, opts)
+	h, err := timed.Start(t.Context(), spec("alfred-deadline"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = timed.Destroy(context.Background(), h.ID) })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	st, err := timed.Wait(ctx, h.ID)
+	require.NoError(t, err)
+	require.True(t, st.Killed)
+	require.NotEqual(t, 0, st.Code)
+	_, _, err = timed.Logs(ctx, h.ID)
+	require.NoError(t, err)
+
+	rt := kubernetes.New(cs, testOptions(ns))
+	h, err = rt.Start(t.Context(), spec("alfred-stopped"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Destroy(context.Background(), h.ID) })
+	require.NoError(t, rt.Stop(ctx, h.ID, time.Second))
+	st, err = kubernetes.New(cs, testOptions(ns)).Wait(ctx, h.ID)
+	require.NoError(t, err)
+	require.True(t, st.Killed, "another Runtime sees the stop")
+	adopted, err := rt.Adopt(ctx, h.Name)
+	require.NoError(t, err)
+	require.False(t, adopted.Running)
+}
+
 func randomHex(t *testing.T, n int) string {
 	b := make([]byte, n)
 	_, err := rand.Read(b)
