@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -39,13 +40,6 @@ var imageReasons = map[string]bool{
 	"ErrImagePull":      true,
 	"ImagePullBackOff":  true,
 	"InvalidImageName":  true,
-}
-
-// startReasons are the waiting reasons of a container the kubelet could not create or start.
-var startReasons = map[string]bool{
-	"CreateContainerConfigError": true,
-	"CreateContainerError":       true,
-	"RunContainerError":          true,
 }
 
 // Runtime is a runner.Runtime backed by a Kubernetes cluster: one Pod (and, when the spec has
@@ -95,8 +89,8 @@ func (r *Runtime) pods() typedcorev1.PodInterface { return r.cs.CoreV1().Pods(r.
 //
 // Errors: a spec PodFor refuses; a Pod or Secret of the same name already in the namespace
 // (wraps runner.ErrNameConflict; the holder is left alone); an image the node cannot have
-// (wraps runner.ErrImageNotFound); a container the kubelet cannot create, or that does not run
-// within StartTimeout; any API error. On every error after a create, what this call created
+// (wraps runner.ErrImageNotFound); a container that does not run within StartTimeout (with the
+// last reason the kubelet gave); any API error. On every error after a create, what this call created
 // (by uid) is removed before returning.
 func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.Handle, error) {
 	pod, secret, err := PodFor(spec, r.opts)
@@ -141,8 +135,12 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 	sctx, cancel := context.WithTimeout(ctx, orDefault(r.StartTimeout, DefaultStartTimeout))
 	defer cancel()
 	var started time.Time
+	var waiting string // the last reason the container gave for not running yet
 	err = r.watchPod(sctx, p.Name, func(p *corev1.Pod) (bool, error) {
 		cs := runContainer(p)
+		if cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
+			waiting = cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message
+		}
 		switch {
 		case cs != nil && cs.State.Running != nil:
 			started = cs.State.Running.StartedAt.Time
@@ -157,7 +155,7 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 	})
 	if err != nil {
 		if ctx.Err() == nil && sctx.Err() != nil {
-			err = fmt.Errorf("pod %s: container not running after %s", spec.Name, orDefault(r.StartTimeout, DefaultStartTimeout))
+			err = fmt.Errorf("pod %s: container not running after %s (last: %s)", spec.Name, orDefault(r.StartTimeout, DefaultStartTimeout), cmp.Or(waiting, "no container status"))
 		}
 		return runner.Handle{}, undo(fmt.Errorf("start %s: %w", spec.Name, err))
 	}
@@ -168,22 +166,18 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 		Labels: spec.Labels, Running: true, StartedAt: started}, nil
 }
 
-// notStarting returns the error of a container that cannot start: its image cannot be had
-// (wraps runner.ErrImageNotFound) or the kubelet cannot create it; nil while it may still start.
+// notStarting returns the error of a container whose image cannot be had (wraps
+// runner.ErrImageNotFound), nil otherwise. Other reasons a container waits for
+// (CreateContainerError and the like) can pass, and the kubelet retries them: Start waits for
+// them up to StartTimeout and reports the last one, Wait until its ctx ends.
 func notStarting(p *corev1.Pod) error {
 	cs := runContainer(p)
-	if cs == nil || cs.State.Waiting == nil {
+	if cs == nil || cs.State.Waiting == nil || !imageReasons[cs.State.Waiting.Reason] {
 		return nil
 	}
 	w := cs.State.Waiting
-	switch {
-	case imageReasons[w.Reason]:
-		return fmt.Errorf("%w: %q: %s: %s (images are never pulled from a registry here; import it into the cluster first)",
-			runner.ErrImageNotFound, cs.Image, w.Reason, w.Message)
-	case startReasons[w.Reason]:
-		return fmt.Errorf("container cannot start: %s: %s", w.Reason, w.Message)
-	}
-	return nil
+	return fmt.Errorf("%w: %q: %s: %s (no image is pulled from a registry it cannot reach; import it into the cluster first)",
+		runner.ErrImageNotFound, cs.Image, w.Reason, w.Message)
 }
 
 // conflict describes the holder of name (the Pod if there is one, else the Secret), without
