@@ -9,6 +9,8 @@
 #                                         its node is Ready; prints the kubeconfig's path
 #   bash scripts/test-cluster.sh import IMAGE...
 #                                         copy images from the Docker engine into the cluster
+#   bash scripts/test-cluster.sh forget IMAGE...
+#                                         remove imported images from the cluster (absent: fine)
 #   bash scripts/test-cluster.sh down     delete every pod, stop everything, remove the state
 #   bash scripts/test-cluster.sh env      print KUBECONFIG=… for eval
 #
@@ -250,6 +252,21 @@ import() {
 	done
 }
 
+# forget removes images from the cluster's containerd, by the full reference containerd keeps
+# (docker.io/library/NAME, docker.io/OWNER/NAME, or as given with a registry host).
+forget() {
+	local img ref
+	for img in "$@"; do
+		ref=$img
+		if [[ $img != */* ]]; then
+			ref=docker.io/library/$img
+		elif [[ ${img%%/*} != *.* && ${img%%/*} != *:* && ${img%%/*} != localhost ]]; then
+			ref=docker.io/$img
+		fi
+		ctr --address "$SOCK" -n k8s.io images rm "$ref" >/dev/null 2>&1 || true
+	done
+}
+
 up() {
 	packages
 	build
@@ -329,6 +346,10 @@ import)
 	shift
 	import "$@"
 	;;
+forget)
+	shift
+	forget "$@"
+	;;
 env) echo "KUBECONFIG=$DIR/etc/admin.kubeconfig" ;;
-*) die "usage: $0 up|down|import IMAGE...|env" ;;
+*) die "usage: $0 up|down|import IMAGE...|forget IMAGE...|env" ;;
 esac

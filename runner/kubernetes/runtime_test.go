@@ -63,13 +63,19 @@ type errorString string
 func (e errorString) Error() string { return string(e) }
 
 // probeImage builds the conformance probe with Docker and imports it into the test cluster's
-// containerd (scripts/test-cluster.sh import): the cluster reaches no registry.
+// containerd (scripts/test-cluster.sh import; forget when the test ends): the cluster reaches
+// no registry.
 func probeImage(t *testing.T) string {
 	t.Helper()
 	cli := runtimetest.Client(t)
 	tag := runtimetest.BuildImage(t, t.Context(), cli, "alfred-test/k8s-probe:"+randomHex(t, 4), runtimetest.ProbePackage)
 	out, err := exec.CommandContext(t.Context(), "bash", "../../scripts/test-cluster.sh", "import", tag).CombinedOutput()
 	require.NoError(t, err, "import %s into the test cluster: %s", tag, out)
+	t.Cleanup(func() {
+		if out, err := exec.Command("bash", "../../scripts/test-cluster.sh", "forget", tag).CombinedOutput(); err != nil {
+			t.Errorf("remove %s from the test cluster: %v: %s", tag, err, out)
+		}
+	})
 	return tag
 }
 
