@@ -253,9 +253,12 @@ import() {
 }
 
 # forget removes images from the cluster's containerd, by the full reference containerd keeps
-# (docker.io/library/NAME, docker.io/OWNER/NAME, or as given with a registry host).
+# (docker.io/library/NAME, docker.io/OWNER/NAME, or as given with a registry host), and the
+# image id reference (sha256:…) the kubelet's image service adds, unless another name still
+# points at the same image.
 forget() {
-	local img ref
+	local img ref digest id
+	local CTR=(ctr --address "$SOCK" -n k8s.io)
 	for img in "$@"; do
 		ref=$img
 		if [[ $img != */* ]]; then
@@ -263,7 +266,14 @@ forget() {
 		elif [[ ${img%%/*} != *.* && ${img%%/*} != *:* && ${img%%/*} != localhost ]]; then
 			ref=docker.io/$img
 		fi
-		ctr --address "$SOCK" -n k8s.io images rm "$ref" >/dev/null 2>&1 || true
+		digest=$("${CTR[@]}" images ls | awk -v r="$ref" '$1 == r { print $3 }')
+		[ -n "$digest" ] || continue
+		"${CTR[@]}" images rm "$ref" >/dev/null
+		if ! "${CTR[@]}" images ls | awk -v d="$digest" '$3 == d && $1 !~ /^sha256:/' | grep -q .; then
+			for id in $("${CTR[@]}" images ls | awk -v d="$digest" '$3 == d && $1 ~ /^sha256:/ { print $1 }'); do
+				"${CTR[@]}" images rm "$id" >/dev/null
+			done
+		fi
 	done
 }
 
