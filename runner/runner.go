@@ -15,7 +15,8 @@ import (
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
-// ContainerID is a Docker container id.
+// ContainerID identifies a run's container in its runtime: a Docker container id, or a
+// Kubernetes Pod's name (runner/kubernetes).
 type ContainerID string
 
 // Mount is a host directory bound into a container.

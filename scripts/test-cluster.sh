@@ -9,6 +9,8 @@
 #                                         its node is Ready; prints the kubeconfig's path
 #   bash scripts/test-cluster.sh import IMAGE...
 #                                         copy images from the Docker engine into the cluster
+#   bash scripts/test-cluster.sh forget IMAGE...
+#                                         remove imported images from the cluster (absent: fine)
 #   bash scripts/test-cluster.sh down     delete every pod, stop everything, remove the state
 #   bash scripts/test-cluster.sh env      print KUBECONFIG=… for eval
 #
@@ -253,6 +255,31 @@ import() {
 # running reports whether the cluster's daemon NAME runs (its pid file names a live process).
 running() { [ -f "$DIR/run/$1.pid" ] && kill -0 "$(cat "$DIR/run/$1.pid")" 2>/dev/null; }
 
+# forget removes images from the cluster's containerd, by the full reference containerd keeps
+# (docker.io/library/NAME, docker.io/OWNER/NAME, or as given with a registry host), and the
+# image id reference (sha256:…) the kubelet's image service adds, unless another name still
+# points at the same image.
+forget() {
+	local img ref digest id
+	local CTR=(ctr --address "$SOCK" -n k8s.io)
+	for img in "$@"; do
+		ref=$img
+		if [[ $img != */* ]]; then
+			ref=docker.io/library/$img
+		elif [[ ${img%%/*} != *.* && ${img%%/*} != *:* && ${img%%/*} != localhost ]]; then
+			ref=docker.io/$img
+		fi
+		digest=$("${CTR[@]}" images ls | awk -v r="$ref" '$1 == r { print $3 }')
+		[ -n "$digest" ] || continue
+		"${CTR[@]}" images rm "$ref" >/dev/null
+		if ! "${CTR[@]}" images ls | awk -v d="$digest" '$3 == d && $1 !~ /^sha256:/' | grep -q .; then
+			for id in $("${CTR[@]}" images ls | awk -v d="$digest" '$3 == d && $1 ~ /^sha256:/ { print $1 }'); do
+				"${CTR[@]}" images rm "$id" >/dev/null
+			done
+		fi
+	done
+}
+
 up() {
 	packages
 	build
@@ -342,6 +369,10 @@ import)
 	shift
 	import "$@"
 	;;
+forget)
+	shift
+	forget "$@"
+	;;
 env) echo "KUBECONFIG=$DIR/etc/admin.kubeconfig" ;;
-*) die "usage: $0 up|down|import IMAGE...|env" ;;
+*) die "usage: $0 up|down|import IMAGE...|forget IMAGE...|env" ;;
 esac

@@ -1,0 +1,212 @@
+package kubernetes_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8s "k8s.io/client-go/kubernetes"
+
+	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/kubernetes"
+	"github.com/alfred-bot/alfred/runner/runtimetest"
+)
+
+// kubeconfigEnv names the variable holding the path of the test cluster's kubeconfig
+// (scripts/test-cluster.sh up prints it).
+const kubeconfigEnv = "ALFRED_TEST_KUBECONFIG"
+
+// cluster returns a clientset for the test cluster and a fresh namespace of this test's own,
+// deleted when the test ends. Without ALFRED_TEST_KUBECONFIG, or with a cluster that does not
+// answer, the test is skipped loudly when CI is unset and fails when it is set (as
+// runtimetest.Client does for Docker).
+func cluster(t *testing.T) (*k8s.Clientset, string) {
+	t.Helper()
+	path := os.Getenv(kubeconfigEnv)
+	var cs *k8s.Clientset
+	var err error
+	if path == "" {
+		err = errorString(kubeconfigEnv + " is not set")
+	} else if cs, err = kubernetes.NewClientset(path); err == nil {
+		_, err = cs.Discovery().ServerVersion()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("!!! SKIPPING KUBERNETES TEST %s: no test cluster (%v). Start one with scripts/test-cluster.sh up and set %s; set CI=1 to turn this into a failure. !!!", t.Name(), err, kubeconfigEnv)
+		}
+		t.Fatalf("Kubernetes test cluster required (CI is set): %v", err)
+	}
+	ns := "alfred-test-" + randomHex(t, 5)
+	_, err = cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete namespace %s: %v", ns, err)
+		}
+	})
+	return cs, ns
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// probeImage builds the conformance probe with Docker and imports it into the test cluster's
+// containerd (scripts/test-cluster.sh import; forget when the test ends): the cluster reaches
+// no registry.
+func probeImage(t *testing.T) string {
+	t.Helper()
+	cli := runtimetest.Client(t)
+	tag := runtimetest.BuildImage(t, t.Context(), cli, "alfred-test/k8s-probe:"+randomHex(t, 4), runtimetest.ProbePackage)
+	out, err := exec.CommandContext(t.Context(), "bash", "../../scripts/test-cluster.sh", "import", tag).CombinedOutput()
+	require.NoError(t, err, "import %s into the test cluster: %s", tag, out)
+	t.Cleanup(func() {
+		if out, err := exec.Command("bash", "../../scripts/test-cluster.sh", "forget", tag).CombinedOutput(); err != nil {
+			t.Errorf("remove %s from the test cluster: %v: %s", tag, err, out)
+		}
+	})
+	return tag
+}
+
+// testOptions are the Runtime's options on the test cluster: imported images only, a grace of
+// one second (the conformance suite's Stop grace), and small requests so that the suite's
+// parallel Pods fit on the node's two cores.
+func testOptions(ns string) kubernetes.Options {
+	return kubernetes.Options{
+		Namespace:  ns,
+		PullPolicy: corev1.PullNever,
+		StopGrace:  time.Second,
+		Requests: corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("10m"),
+			corev1.ResourceMemory: resource.MustParse("16Mi"),
+		},
+	}
+}
+
+// TestRuntimeConformance runs the runner.Runtime contract on the test cluster, with the logs
+// merged (Kubernetes' log API).
+func TestRuntimeConformance(t *testing.T) {
+	cs, ns := cluster(t)
+	image := probeImage(t)
+	runtimetest.RunRuntimeConformanceWith(t, kubernetes.New(cs, testOptions(ns)), image,
+		runtimetest.ConformanceOptions{MergedLogs: true})
+}
+
+// TestRuntimeSecret: the environment goes to a Secret owned by the Pod and never into the Pod;
+// a Secret already holding the name is a conflict, left alone, and no Pod is created; Destroy
+// removes the Secret with the Pod.
+func TestRuntimeSecret(t *testing.T) {
+	cs, ns := cluster(t)
+	image := probeImage(t)
+	rt := kubernetes.New(cs, testOptions(ns))
+	spec := runner.ContainerSpec{
+		Name:   "alfred-secret-" + randomHex(t, 4),
+		Image:  image,
+		Cmd:    []string{"sleep", "60"},
+		Env:    []string{"TOKEN=hunter2-in-test"},
+		User:   runtimetest.ImageUser,
+		Labels: map[string]string{runner.LabelManaged: "true"},
+	}
+	h, err := rt.Start(t.Context(), spec)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Destroy(context.Background(), h.ID) })
+
+	pod, err := cs.CoreV1().Pods(ns).Get(t.Context(), spec.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotContains(t, pod.String(), "hunter2")
+	secret, err := cs.CoreV1().Secrets(ns).Get(t.Context(), spec.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "hunter2-in-test", string(secret.Data["TOKEN"]))
+	require.Len(t, secret.OwnerReferences, 1)
+	require.Equal(t, pod.UID, secret.OwnerReferences[0].UID)
+
+	require.NoError(t, rt.Destroy(t.Context(), h.ID))
+	_, err = cs.CoreV1().Secrets(ns).Get(t.Context(), spec.Name, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "secret left: %v", err)
+
+	// A foreign Secret holds the name: refused, left alone, no Pod.
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: spec.Name}, StringData: map[string]string{"x": "y"}}
+	foreign, err = cs.CoreV1().Secrets(ns).Create(t.Context(), foreign, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = rt.Start(t.Context(), spec)
+	require.ErrorIs(t, err, runner.ErrNameConflict)
+	require.NotContains(t, err.Error(), "hunter2")
+	still, err := cs.CoreV1().Secrets(ns).Get(t.Context(), spec.Name, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, foreign.UID, still.UID)
+	_, err = cs.CoreV1().Pods(ns).Get(t.Context(), spec.Name, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "a pod was created: %v", err)
+
+	// A Pod holds the name of a run with an environment: refused, and the Secret this Start
+	// created is removed again.
+	holder := spec
+	holder.Name, holder.Env = "alfred-holder-"+randomHex(t, 4), nil
+	hh, err := rt.Start(t.Context(), holder)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Destroy(context.Background(), hh.ID) })
+	again := spec
+	again.Name = holder.Name
+	_, err = rt.Start(t.Context(), again)
+	require.ErrorIs(t, err, runner.ErrNameConflict)
+	_, err = cs.CoreV1().Secrets(ns).Get(t.Context(), holder.Name, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the secret of the refused start is left: %v", err)
+	adopted, err := rt.Adopt(t.Context(), holder.Name)
+	require.NoError(t, err)
+	require.True(t, adopted.Running, "the holder still runs")
+}
+
+// TestRuntimeDeadline: Options.Timeout ends the run on the kubelet's side, and a Stop is seen
+// by another Runtime (a restarted Alfred) as Killed too, since both end the Pod by its
+// deadline; the Pod and its logs stay readable after the kill.
+func TestRuntimeDeadline(t *testing.T) {
+	cs, ns := cluster(t)
+	image := probeImage(t)
+	spec := func(name string) runner.ContainerSpec {
+		return runner.ContainerSpec{Name: name + "-" + randomHex(t, 4), Image: image, Cmd: []string{"sleep", "60"},
+			User: runtimetest.ImageUser, Labels: map[string]string{runner.LabelManaged: "true"}}
+	}
+	opts := testOptions(ns)
+	opts.Timeout = time.Second
+	timed := kubernetes.New(cs, opts)
+	h, err := timed.Start(t.Context(), spec("alfred-deadline"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = timed.Destroy(context.Background(), h.ID) })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	st, err := timed.Wait(ctx, h.ID)
+	require.NoError(t, err)
+	require.True(t, st.Killed)
+	require.NotEqual(t, 0, st.Code)
+	_, _, err = timed.Logs(ctx, h.ID)
+	require.NoError(t, err)
+
+	rt := kubernetes.New(cs, testOptions(ns))
+	h, err = rt.Start(t.Context(), spec("alfred-stopped"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = rt.Destroy(context.Background(), h.ID) })
+	require.NoError(t, rt.Stop(ctx, h.ID, time.Second))
+	st, err = kubernetes.New(cs, testOptions(ns)).Wait(ctx, h.ID)
+	require.NoError(t, err)
+	require.True(t, st.Killed, "another Runtime sees the stop")
+	adopted, err := rt.Adopt(ctx, h.Name)
+	require.NoError(t, err)
+	require.False(t, adopted.Running)
+}
+
+func randomHex(t *testing.T, n int) string {
+	b := make([]byte, n)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return hex.EncodeToString(b)
+}
