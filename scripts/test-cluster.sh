@@ -202,7 +202,7 @@ EOF
 start() { # name command...
 	local name=$1
 	shift
-	if [ -f "$DIR/run/$name.pid" ] && kill -0 "$(cat "$DIR/run/$name.pid")" 2>/dev/null; then return; fi
+	if running "$name"; then return; fi
 	setsid "$@" >"$DIR/log/$name.log" 2>&1 </dev/null &
 	echo $! >"$DIR/run/$name.pid"
 }
@@ -252,8 +252,15 @@ import() {
 	done
 }
 
-# running reports whether the cluster's daemon NAME runs (its pid file names a live process).
-running() { [ -f "$DIR/run/$1.pid" ] && kill -0 "$(cat "$DIR/run/$1.pid")" 2>/dev/null; }
+# running reports whether the cluster's daemon NAME runs: its pid file names a process that is
+# not a zombie (a killed daemon stays one until the machine's init reaps it).
+running() {
+	local pid state
+	[ -f "$DIR/run/$1.pid" ] || return 1
+	pid=$(cat "$DIR/run/$1.pid")
+	state=$(ps -o stat= -p "$pid" 2>/dev/null) || return 1
+	[[ $state != Z* ]]
+}
 
 # forget removes images from the cluster's containerd, by the full reference containerd keeps
 # (docker.io/library/NAME, docker.io/OWNER/NAME, or as given with a registry host), and the
@@ -356,7 +363,7 @@ down() {
 	stop kube-controller-manager
 	stop kube-apiserver
 	stop etcd
-	grep -o " $DIR[^ ]*" /proc/self/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+	{ grep -o " $DIR[^ ]*" /proc/self/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
 	ip link delete alfredk8s0 2>/dev/null || true
 	rm -rf "$DIR"
 	log "stopped; $DIR removed"
