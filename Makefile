@@ -15,7 +15,20 @@ export ALFRED_TEST_DATABASE_URL
 
 SCRIPT_AGENT_IMAGE ?= alfred/script-agent:dev
 
-.PHONY: all build deps test bench bench-ingest bench-process fuzz run image script-agent-image realcli-test clean
+# The single-node Kubernetes the Kubernetes runtime's tests use (scripts/test-cluster.sh, which
+# writes its kubeconfig under ALFRED_K8S_DIR). ALFRED_DEPS_SKIP_KUBERNETES=1 neither builds nor
+# starts it, and those tests then skip (or fail, with CI set).
+ALFRED_K8S_DIR ?= /tmp/alfred-k8s
+export ALFRED_K8S_DIR
+ifeq ($(ALFRED_DEPS_SKIP_KUBERNETES),1)
+TEST_CLUSTER :=
+else
+TEST_CLUSTER := cluster
+ALFRED_TEST_KUBECONFIG ?= $(ALFRED_K8S_DIR)/etc/admin.kubeconfig
+export ALFRED_TEST_KUBECONFIG
+endif
+
+.PHONY: all build deps cluster cluster-down test bench bench-ingest bench-process fuzz run image script-agent-image realcli-test clean
 
 all: build
 
@@ -28,12 +41,20 @@ build:
 deps:
 	bash scripts/dev-deps.sh
 
-## test: install/start PostgreSQL and Docker if needed, check gofmt, vet and run every test against them, then every fuzz target for TEST_FUZZTIME
+## cluster: build (once per machine, into /var/cache/alfred-k8s) and start the single-node Kubernetes the runtime's tests use
+cluster:
+	bash scripts/test-cluster.sh up
+
+## cluster-down: stop the test cluster and remove its state
+cluster-down:
+	bash scripts/test-cluster.sh down
+
+## test: install/start PostgreSQL, Docker and the test cluster if needed, check gofmt, vet and run every test against them, then every fuzz target for TEST_FUZZTIME
 # A count, not a duration: Go 1.26's fuzzing coordinator can fail a run whose duration ends
 # while a worker is mid-execution ("context deadline exceeded", no failing input;
 # go.dev/issue/75804, fixed in Go 1.27). 500 executions take about a second a target.
 TEST_FUZZTIME ?= 500x
-test: deps
+test: deps $(TEST_CLUSTER)
 	@unformatted=$$("$$(dirname $(GO))/gofmt" -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted"; exit 1; fi
 	$(GO) vet -tags '$(TEST_TAGS)' ./...
