@@ -190,9 +190,7 @@ func runCrashCaseOn(t *testing.T, store string, c crashCase) {
 	image := runtimetest.BuildImage(t, ctx, cli, "alfred-crash-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
 
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "alfred")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := buildAlfred(t, dir)
 
 	bare := seedBareRepo(t, dir)
 	fj := forgetest.NewForgejoServer(t)

@@ -30,9 +30,7 @@ import (
 // public_url's.
 func TestAssignmentWhileDownInRepositoryThatNeverSentAnEvent(t *testing.T) {
 	_ = runtimetest.Client(t) // serve needs the Docker engine
-	bin := filepath.Join(t.TempDir(), "alfred")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := buildAlfred(t, t.TempDir())
 	for _, kind := range []forge.Kind{forge.KindForgejo, forge.KindGitLab} {
 		t.Run(string(kind), func(t *testing.T) { assignmentWhileDownInNewRepository(t, bin, kind) })
 	}

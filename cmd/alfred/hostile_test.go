@@ -160,9 +160,7 @@ func startHostileWith(t *testing.T, readTimeout time.Duration) *hostileEnv {
 	_, dsn := pgtest.New(t)
 	_ = runtimetest.Client(t) // serve needs the Docker engine
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "alfred")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := buildAlfred(t, dir)
 
 	fj := forgetest.NewForgejoServer(t)
 	gl := forgetest.NewGitLabServer(t)
@@ -244,6 +242,16 @@ func (e *hostileEnv) kill() {
 	_ = e.proc.Process.Kill()
 	_, _ = e.proc.Process.Wait()
 	e.proc = nil
+}
+
+// buildAlfred builds this package's binary, `alfred`, into dir and returns its path, for the
+// tests that run it as an operator would (start, SIGKILL, start again).
+func buildAlfred(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "alfred")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return bin
 }
 
 func freeAddr(t *testing.T) string {

@@ -44,6 +44,17 @@ func (e *e2e) sendGitLab(fixture, event string, edit func(map[string]any)) int {
 	return e.post(fixture, h, body)
 }
 
+// glAssignTask edits the recorded GitLab "Issue Hook" delivery issue_hook_open_with_changes
+// into alice opening issue 1 already assigned to the bot and labelled type::task.
+func glAssignTask(doc map[string]any) {
+	oa := doc["object_attributes"].(map[string]any)
+	oa["iid"], oa["title"] = 1, "Export the report as CSV"
+	doc["user"].(map[string]any)["username"] = "alice"
+	doc["assignees"] = glUsers("bot")
+	doc["labels"] = glLabels("type::task")
+	delete(doc, "changes")
+}
+
 func glUsers(logins ...string) []any {
 	var out []any
 	for i, l := range logins {
@@ -66,14 +77,7 @@ func TestLifecycleGitLabRecordedDeliveries(t *testing.T) {
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
 
 	// An issue opened already assigned to the bot (Issue Hook, action open).
-	require.Equal(t, http.StatusAccepted, e.sendGitLab("issue_hook_open_with_changes", "Issue Hook", func(doc map[string]any) {
-		oa := doc["object_attributes"].(map[string]any)
-		oa["iid"], oa["title"] = 1, "Export the report as CSV"
-		doc["user"].(map[string]any)["username"] = "alice"
-		doc["assignees"] = glUsers("bot")
-		doc["labels"] = glLabels("type::task")
-		delete(doc, "changes")
-	}))
+	require.Equal(t, http.StatusAccepted, e.sendGitLab("issue_hook_open_with_changes", "Issue Hook", glAssignTask))
 	require.Eventually(t, func() bool { return strings.Contains(strings.Join(e.comments(), "\n"), "### q1. Which separator?") },
 		90*time.Second, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
 	e.waitStatus("status::waiting_info")

@@ -28,9 +28,7 @@ import (
 // assignment). `alfred rebuild` afterwards finds the mailbox there and stores nothing.
 func TestStoreDeletedWhileQuestionsAreOpen(t *testing.T) {
 	_ = runtimetest.Client(t) // serve needs the Docker engine
-	bin := filepath.Join(t.TempDir(), "alfred")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	bin := buildAlfred(t, t.TempDir())
 
 	fj := forgetest.NewForgejoServer(t)
 	fj.AddUser("alice")

@@ -196,14 +196,7 @@ func TestShadowModeGitLab(t *testing.T) {
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
 	before := e.forgeState()
 
-	require.Equal(t, http.StatusAccepted, e.sendGitLab("issue_hook_open_with_changes", "Issue Hook", func(doc map[string]any) {
-		oa := doc["object_attributes"].(map[string]any)
-		oa["iid"], oa["title"] = 1, "Export the report as CSV"
-		doc["user"].(map[string]any)["username"] = "alice"
-		doc["assignees"] = glUsers("bot")
-		doc["labels"] = glLabels("type::task")
-		delete(doc, "changes")
-	}))
+	require.Equal(t, http.StatusAccepted, e.sendGitLab("issue_hook_open_with_changes", "Issue Hook", glAssignTask))
 	e.waitState(mailbox.StateWaitingInfo)
 	require.Equal(t, http.StatusAccepted, e.sendGitLab("note_hook_issue", "Note Hook", func(doc map[string]any) {
 		doc["user"].(map[string]any)["username"] = "alice"
