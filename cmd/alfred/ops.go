@@ -25,7 +25,6 @@ import (
 	"github.com/alfred-bot/alfred/internal/web"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
-	"github.com/alfred-bot/alfred/runner/docker"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -34,14 +33,10 @@ import (
 // the same token (a browser signs in once; scripts send the Bearer header).
 func (s *server) opsRoutes(top, guarded chi.Router, reader web.Reader) error {
 	guarded.Method(http.MethodGet, "/metrics", s.metrics.Handler())
-	cli, err := docker.NewClient()
-	if err != nil {
-		return err
-	}
 	// The forms' CSRF key is derived from the admin token: the same on every replica, changed
 	// with the token.
 	key := sha256.Sum256([]byte("alfred pages csrf key\x00" + s.cfg.Admin.Token.Reveal()))
-	pages, err := web.New(web.Config{Reader: reader, Logs: dockerLogs{cli}, Settings: settingsView{s.cfg},
+	pages, err := web.New(web.Config{Reader: reader, Logs: s.runtime.logs, Settings: settingsView{s.cfg},
 		Redact: s.cfg.Censor().String, Logger: s.log, IssueURL: issueURL(s.cfg), Backlog: s.store.Backlog,
 		PullRequests: func(name string) bool { f, ok := s.cfg.Forge(name); return ok && f.Kind != forge.KindGitLab },
 		Controls:     controls{store: s.store, workers: s.workers, log: s.log}, CSRFKey: key[:]})

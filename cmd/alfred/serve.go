@@ -28,7 +28,6 @@ import (
 	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent"
-	"github.com/alfred-bot/alfred/runner/docker"
 	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -71,8 +70,10 @@ type server struct {
 	// lifecycle is the machine's configuration (the rebuild from the forge reads it too).
 	lifecycle mailbox.Config
 	service   *runner.Service
-	handler   http.Handler
-	metrics   *metrics.Metrics
+	// runtime is where the runs' containers are (runner.runtime): Docker or Kubernetes.
+	runtime *agentRuntime
+	handler http.Handler
+	metrics *metrics.Metrics
 	// admin serves the status endpoints behind the admin token (on cfg.Admin.Listen).
 	admin http.Handler
 }
@@ -234,23 +235,22 @@ func newForge(f config.Forge, hc *http.Client) (webhook.Source, forge.Forge, err
 	return src, client, err
 }
 
-// buildService connects to the Docker engine and builds the runner service: the executor with
-// the configured agents, limits and container log, the git managers and the session store.
+// buildService connects to the configured runtime (the Docker engine, or the Kubernetes
+// cluster) and builds the runner service: the executor with the configured agents, limits and
+// container log, the git managers and the session store.
 func (s *server) buildService(ctx context.Context, gits map[string]*gitrepo.Manager) (*runner.Service, error) {
 	cfg := s.cfg
 	agents, err := buildAgents(cfg)
 	if err != nil {
 		return nil, err
 	}
-	cli, err := docker.NewClient()
+	rt, err := newRuntime(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := cli.Ping(ctx); err != nil {
-		return nil, fmt.Errorf("reach the Docker engine (is dockerd running? `make deps` starts it): %w", err)
-	}
+	s.runtime = rt
 	exec, err := runner.NewExecutor(runner.Config{
-		Runtime: docker.New(cli), Agents: agents, Bindings: cfg.Phases.Bindings(),
+		Runtime: rt, Agents: agents, Bindings: cfg.Phases.Bindings(),
 		DataDir: cfg.DataDir, UID: cfg.Runner.UID, GID: cfg.Runner.GID,
 		Limits: runner.Limits{MemoryBytes: cfg.Runner.MemoryBytes, NanoCPUs: int64(cfg.Runner.CPUs * 1e9),
 			PIDs: cfg.Runner.PIDs},

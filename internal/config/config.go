@@ -306,6 +306,10 @@ func (c *Config) setDefaults() {
 	r.PIDs = cmp.Or(r.PIDs, 512)
 	r.Timeout = cmp.Or(r.Timeout, 30*time.Minute)
 	r.MaxOutputBytes = cmp.Or(r.MaxOutputBytes, 1<<20)
+	r.Runtime = cmp.Or(r.Runtime, RuntimeDocker)
+	if r.Runtime == RuntimeKubernetes {
+		r.Kubernetes.PullPolicy = cmp.Or(r.Kubernetes.PullPolicy, "IfNotPresent")
+	}
 
 	for i := range c.Forges {
 		f := &c.Forges[i]

@@ -136,7 +136,7 @@ func TestLoadYAML(t *testing.T) {
 			ReconcileInterval: 5 * time.Minute, ReconcileBatch: 50, PoisonAttempts: 5, Runs: 2}, c.Workers)
 		require.Equal(t, Runner{
 			UID: 65532, GID: 65532, MemoryBytes: 1 << 30, CPUs: 1.5, PIDs: 512, Timeout: time.Hour,
-			MaxOutputBytes: 1 << 20, HostNetwork: true,
+			MaxOutputBytes: 1 << 20, HostNetwork: true, Runtime: RuntimeDocker,
 		}, c.Runner)
 
 		require.Equal(t, []Agent{
@@ -173,7 +173,7 @@ func TestLoadYAML(t *testing.T) {
 			ReconcileInterval: 5 * time.Minute, ReconcileBatch: 50, PoisonAttempts: 5, Runs: 2}, c.Workers)
 		require.Equal(t, Runner{
 			UID: 65532, GID: 65532, MemoryBytes: 2147483648, CPUs: 1, PIDs: 512,
-			Timeout: 30 * time.Minute, MaxOutputBytes: 1048576,
+			Timeout: 30 * time.Minute, MaxOutputBytes: 1048576, Runtime: RuntimeDocker,
 		}, c.Runner)
 		require.Equal(t, Phases{PhaseDefault: "script"}, c.Phases, "a single agent becomes the default")
 		require.Equal(t, AdapterScript, c.Agents[0].Adapter, "adapter defaults to the name")
@@ -643,4 +643,29 @@ func TestLoadRefusesConfusableSecrets(t *testing.T) {
 		_, err := loadYAML(t, fullYAML, ok)
 		require.NoError(t, err, ok)
 	}
+}
+
+// TestRuntimeKubernetes: runner.runtime selects the runtime; the Kubernetes runtime needs its
+// namespace and state claim, takes one of the three pull policies, and is set from the
+// environment as from the file.
+func TestRuntimeKubernetes(t *testing.T) {
+	t.Parallel()
+	c, err := loadYAML(t, minimalYAML, "ALFRED_RUNNER_RUNTIME=kubernetes", "ALFRED_RUNNER_KUBERNETES_NAMESPACE=alfred",
+		"ALFRED_RUNNER_KUBERNETES_STATE_CLAIM=alfred-state")
+	require.NoError(t, err)
+	require.Equal(t, Kubernetes{Namespace: "alfred", StateClaim: "alfred-state", PullPolicy: "IfNotPresent"}, c.Runner.Kubernetes)
+
+	_, err = loadYAML(t, minimalYAML, "ALFRED_RUNNER_RUNTIME=kubernetes")
+	require.ErrorContains(t, err, "runner.kubernetes.namespace")
+	require.ErrorContains(t, err, "runner.kubernetes.state_claim")
+
+	_, err = loadYAML(t, minimalYAML+"runner:\n  runtime: kubernetes\n  kubernetes:\n    namespace: a\n    state_claim: b\n    pull_policy: never\n")
+	require.ErrorContains(t, err, "runner.kubernetes.pull_policy")
+
+	_, err = loadYAML(t, minimalYAML, "ALFRED_RUNNER_RUNTIME=podman")
+	require.ErrorContains(t, err, "runner.runtime")
+
+	c, err = loadYAML(t, minimalYAML, "ALFRED_RUNNER_KUBERNETES_NAMESPACE=ignored")
+	require.NoError(t, err, "the docker runtime reads nothing of the kubernetes section")
+	require.Equal(t, RuntimeDocker, c.Runner.Runtime)
 }

@@ -101,6 +101,40 @@ type Runner struct {
 	MaxOutputBytes int64 `yaml:"max_output_bytes" env:"MAX_OUTPUT_BYTES"`
 	// HostNetwork runs containers on the host network instead of the default bridge.
 	HostNetwork bool `yaml:"host_network" env:"HOST_NETWORK"`
+	// Runtime is where the agent containers run: RuntimeDocker (the default, the local Docker
+	// engine) or RuntimeKubernetes (one Pod per run, see Kubernetes and spec/kubernetes.md).
+	Runtime string `yaml:"runtime" env:"RUNTIME"`
+	// Kubernetes configures the Kubernetes runtime; read only when Runtime is
+	// RuntimeKubernetes.
+	Kubernetes Kubernetes `yaml:"kubernetes" envPrefix:"KUBERNETES_"`
+}
+
+// The runtimes of Runner.Runtime.
+const (
+	// RuntimeDocker runs each phase as a container on the Docker engine of the host (runner/docker).
+	RuntimeDocker = "docker"
+	// RuntimeKubernetes runs each phase as a Pod (runner/kubernetes).
+	RuntimeKubernetes = "kubernetes"
+)
+
+// Kubernetes is the Kubernetes runtime's side of the installation (spec/kubernetes.md).
+type Kubernetes struct {
+	// Kubeconfig is the kubeconfig file to use; empty uses the in-cluster configuration (the
+	// service account of the Pod Alfred runs in).
+	Kubeconfig string `yaml:"kubeconfig" env:"KUBECONFIG"`
+	// Namespace holds the runs' Pods, their Secrets and the state claim.
+	Namespace string `yaml:"namespace" env:"NAMESPACE"`
+	// StateClaim is the PersistentVolumeClaim (in Namespace) holding data_dir: Alfred mounts it
+	// at data_dir, and each run's Pod mounts the run's directories from it as sub-paths (its
+	// worktree, input, output and agent session state). Its access mode must let every node
+	// that runs Alfred or a run mount it at once (ReadWriteMany; ReadWriteOnce on one node).
+	StateClaim string `yaml:"state_claim" env:"STATE_CLAIM"`
+	// PullPolicy is the runs' image pull policy: "IfNotPresent" (the default), "Always" or
+	// "Never" (images imported into the nodes, no registry).
+	PullPolicy string `yaml:"pull_policy" env:"PULL_POLICY"`
+	// ServiceAccount is the service account the runs' Pods name (default: the namespace's
+	// "default"); its token is never mounted into them.
+	ServiceAccount string `yaml:"service_account" env:"SERVICE_ACCOUNT"`
 }
 
 // Agent is one coding-agent configuration.

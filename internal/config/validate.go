@@ -229,6 +229,18 @@ func (c *Config) validateRunner(v *validator) {
 	v.atLeast("runner.pids", c.Runner.PIDs, 1)
 	v.positive("runner.timeout", c.Runner.Timeout)
 	v.atLeast("runner.max_output_bytes", c.Runner.MaxOutputBytes, 1)
+	switch c.Runner.Runtime {
+	case RuntimeDocker:
+	case RuntimeKubernetes:
+		k := c.Runner.Kubernetes
+		v.required("runner.kubernetes.namespace", k.Namespace)
+		v.required("runner.kubernetes.state_claim", k.StateClaim)
+		if !slices.Contains([]string{"IfNotPresent", "Always", "Never"}, k.PullPolicy) {
+			v.add("runner.kubernetes.pull_policy", "must be IfNotPresent, Always or Never, got %q", k.PullPolicy)
+		}
+	default:
+		v.add("runner.runtime", "must be %q or %q, got %q", RuntimeDocker, RuntimeKubernetes, c.Runner.Runtime)
+	}
 }
 
 // validateAgents checks the agents: unique names, known adapters, an image each.

@@ -30,6 +30,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/alfred-bot/alfred/internal/censor"
 )
@@ -177,6 +178,13 @@ func (m *Manager) withSettings(p Project) Project {
 	return p
 }
 
+// lock serialises the work on one mirror (its fetches, its worktrees, its spare) and returns
+// the unlock. It takes the mirror's mutex in this process, then an exclusive flock(2) on
+// "<mirror>.lock" beside it, so that replicas sharing the data directory (the Kubernetes
+// runtime's state claim, spec/kubernetes.md) never run git on one mirror at once: two
+// fetches into one bare repository race on its ref locks, and two first clones on its
+// directory. When the lock file cannot be opened (the data directory is not writable) only
+// the mutex is held; the git commands that follow fail on their own.
 func (m *Manager) lock(dir string) func() {
 	m.mu.Lock()
 	l, ok := m.locks[dir]
@@ -186,7 +194,33 @@ func (m *Manager) lock(dir string) func() {
 	}
 	m.mu.Unlock()
 	l.Lock()
-	return l.Unlock
+	f, err := openLockFile(dir + ".lock")
+	if err != nil {
+		return l.Unlock
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err != syscall.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		_ = f.Close()
+		return l.Unlock
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+		l.Unlock()
+	}
+}
+
+// openLockFile opens (creating it and its directory) the lock file at path.
+func openLockFile(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 }
 
 // Sync creates the project's mirror (git clone --bare) if it is missing and fetches it

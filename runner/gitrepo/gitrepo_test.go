@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -255,4 +256,41 @@ func TestTokenOnlyInEnvironment(t *testing.T) {
 	_, err = bad.Sync(ctx, b.proj)
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "wrong-TOKEN-456")
+}
+
+// TestReplicasShareADataDir: two Managers on one data directory, as two replicas on one
+// state claim, clone, fetch and prepare the same project at once. Without the lock file
+// beside the mirror the first clones race on its directory and the fetches on its ref locks.
+func TestReplicasShareADataDir(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	other, err := New(b.mgr.cfg)
+	require.NoError(t, err)
+	ctx := t.Context()
+	mgrs := []*Manager{b.mgr, other}
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Go(func() {
+			m := mgrs[i%2]
+			if i%4 < 2 {
+				_, err := m.Sync(ctx, b.proj)
+				errs <- err
+				return
+			}
+			wt, err := m.Prepare(ctx, b.proj, fmt.Sprintf("alfred-mbx%d-worktree", i), Checkout{})
+			if err == nil {
+				require.Equal(t, b.mainSHA, wt.Head)
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	dir, err := b.mgr.MirrorDir(b.proj)
+	require.NoError(t, err)
+	require.FileExists(t, dir+".lock")
 }

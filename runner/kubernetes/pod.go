@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +42,18 @@ type Options struct {
 	// Requests, when set, are the container's resource requests (what the scheduler reserves)
 	// instead of the default, requests equal to the limits.
 	Requests corev1.ResourceList
+	// StateClaim, when set, is the PersistentVolumeClaim holding Alfred's data directory, and
+	// StateRoot the absolute path Alfred sees it at (its data_dir). Every spec mount must then
+	// lie under StateRoot and becomes a mount of the claim at the sub-path relative to it; a
+	// mount elsewhere is refused. Without a StateClaim, mounts are hostPath volumes (only valid
+	// on a single-node cluster sharing this process's file system; see the package
+	// documentation).
+	StateClaim string
+	// StateRoot is the path of the state claim in Alfred's file system (see StateClaim).
+	StateRoot string
+	// ServiceAccount is the service account the Pod names (the namespace's "default" when
+	// empty). Its token is never mounted.
+	ServiceAccount string
 }
 
 // PodFor compiles spec into the run's Pod and, when spec.Env is not empty, the Secret holding
@@ -70,7 +83,7 @@ func PodFor(spec runner.ContainerSpec, opts Options) (*corev1.Pod, *corev1.Secre
 	if err != nil {
 		return nil, nil, fmt.Errorf("container spec %s: %w", spec.Name, err)
 	}
-	volumes, mounts, err := volumesFor(spec.Mounts)
+	volumes, mounts, err := volumesFor(spec.Mounts, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("container spec %s: %w", spec.Name, err)
 	}
@@ -109,6 +122,7 @@ func PodFor(spec runner.ContainerSpec, opts Options) (*corev1.Pod, *corev1.Secre
 			AutomountServiceAccountToken:  new(false),
 			EnableServiceLinks:            new(false),
 			HostNetwork:                   spec.HostNetwork,
+			ServiceAccountName:            opts.ServiceAccount,
 			TerminationGracePeriodSeconds: &grace,
 			SecurityContext: &corev1.PodSecurityContext{
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
@@ -221,16 +235,21 @@ func secretEnv(secret string, entries []string) ([]corev1.EnvVar, map[string][]b
 	return env, data, nil
 }
 
-// Volume names of the writable directories every Pod gets.
+// Volume names of the writable directories every Pod gets, and of the state claim.
 const (
-	volumeTmp  = "tmp"
-	volumeHome = "home"
+	volumeTmp   = "tmp"
+	volumeHome  = "home"
+	volumeState = "state"
 )
 
 // volumesFor returns the Pod's volumes and the container's mounts: a memory-backed emptyDir at
 // /tmp and at runner.HomeDir (runner/docker's tmpfs; a spec mount at the same target replaces
-// it), then one hostPath volume per spec mount, in order, with its read-only flag.
-func volumesFor(ms []runner.Mount) ([]corev1.Volume, []corev1.VolumeMount, error) {
+// it), then, in order and with its read-only flag, each spec mount: a sub-path of the state
+// claim when opts.StateClaim is set, else a hostPath volume.
+func volumesFor(ms []runner.Mount, opts Options) ([]corev1.Volume, []corev1.VolumeMount, error) {
+	if opts.StateClaim != "" && !strings.HasPrefix(opts.StateRoot, "/") {
+		return nil, nil, fmt.Errorf("state claim %s: its root must be an absolute path, got %q", opts.StateClaim, opts.StateRoot)
+	}
 	targets := map[string]bool{}
 	for _, m := range ms {
 		if !strings.HasPrefix(m.Source, "/") || !strings.HasPrefix(m.Target, "/") {
@@ -251,6 +270,23 @@ func volumesFor(ms []runner.Mount) ([]corev1.Volume, []corev1.VolumeMount, error
 			EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory},
 		}})
 		mounts = append(mounts, corev1.VolumeMount{Name: w.name, MountPath: w.path})
+	}
+	if opts.StateClaim != "" {
+		root := path.Clean(opts.StateRoot)
+		if len(ms) > 0 {
+			vols = append(vols, corev1.Volume{Name: volumeState, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: opts.StateClaim},
+			}})
+		}
+		for _, m := range ms {
+			rel, ok := strings.CutPrefix(path.Clean(m.Source), root+"/")
+			if !ok || rel == "" {
+				return nil, nil, fmt.Errorf("mount %s→%s: not under the state root %s (on Kubernetes every mount is a sub-path of the state claim %s)",
+					m.Source, m.Target, root, opts.StateClaim)
+			}
+			mounts = append(mounts, corev1.VolumeMount{Name: volumeState, MountPath: m.Target, SubPath: rel, ReadOnly: m.ReadOnly})
+		}
+		return vols, mounts, nil
 	}
 	dir := corev1.HostPathDirectory
 	for i, m := range ms {

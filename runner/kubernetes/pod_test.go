@@ -57,6 +57,13 @@ func TestPodForGolden(t *testing.T) {
 			s.Limits = runner.Limits{}
 			return s
 		}(), kubernetes.Options{Namespace: "alfred", PullPolicy: corev1.PullNever, Timeout: 90*time.Second + time.Millisecond, StopGrace: 1500 * time.Millisecond}},
+		"state_claim_session": {func() runner.ContainerSpec {
+			s := runSpec()
+			s.Mounts = append(s.Mounts,
+				runner.Mount{Source: "/data/runs/alfred-mbx12-r34-development-a2/home", Target: "/alfred/home/.claude"},
+				runner.Mount{Source: "/data/sessions/12/", Target: "/alfred/home/.claude/projects/-workspace"})
+			return s
+		}(), kubernetes.Options{Namespace: "alfred", StateClaim: "alfred-state", StateRoot: "/data/", ServiceAccount: "alfred-agent"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -181,6 +188,48 @@ func TestPodForEdges(t *testing.T) {
 			s.Mounts = bad
 			_, _, err := kubernetes.PodFor(s, opts)
 			require.Error(t, err)
+		}
+	})
+
+	t.Run("StateClaimSubPaths", func(t *testing.T) {
+		t.Parallel()
+		o := kubernetes.Options{Namespace: "alfred", StateClaim: "alfred-state", StateRoot: "/data"}
+		pod, _, err := kubernetes.PodFor(runSpec(), o)
+		require.NoError(t, err)
+		sub := map[string]string{}
+		for _, m := range pod.Spec.Containers[0].VolumeMounts {
+			if m.Name == "state" {
+				sub[m.MountPath] = m.SubPath
+			}
+		}
+		require.Equal(t, map[string]string{
+			runner.WorkspaceDir: "worktrees/alfred-mbx12-worktree",
+			runner.InputDir:     "runs/alfred-mbx12-r34-development-a2/in",
+			runner.OutputDir:    "runs/alfred-mbx12-r34-development-a2/out",
+		}, sub)
+		for _, v := range pod.Spec.Volumes {
+			require.Nil(t, v.HostPath, "no host path with a state claim")
+		}
+
+		// A mount outside the root, the root itself, a sibling sharing its prefix, and a path
+		// climbing out of it are refused: a Pod sees nothing of the claim but its run's paths.
+		for _, src := range []string{"/etc", "/data", "/data/", "/database/x", "/data/../etc"} {
+			s := runSpec()
+			s.Mounts = []runner.Mount{{Source: src, Target: "/x"}}
+			_, _, err := kubernetes.PodFor(s, o)
+			require.Error(t, err, src)
+		}
+		o.StateRoot = "data"
+		_, _, err = kubernetes.PodFor(runSpec(), o)
+		require.Error(t, err, "a relative root")
+
+		// No mounts: no claim either (a Pod that needs none of Alfred's state).
+		s := runSpec()
+		s.Mounts = nil
+		pod, _, err = kubernetes.PodFor(s, kubernetes.Options{Namespace: "alfred", StateClaim: "alfred-state", StateRoot: "/data"})
+		require.NoError(t, err)
+		for _, v := range pod.Spec.Volumes {
+			require.Nil(t, v.PersistentVolumeClaim)
 		}
 	})
 

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/alfred-bot/alfred/internal/config"
+	"github.com/alfred-bot/alfred/internal/web"
+	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/docker"
+	"github.com/alfred-bot/alfred/runner/kubernetes"
+)
+
+// agentRuntime is the configured container runtime with what the rest of the wiring needs of
+// it: the runtime itself, the live logs of the pages, and a close.
+type agentRuntime struct {
+	runner.Runtime
+	logs  web.LiveLogs
+	close func() error
+}
+
+// newRuntime builds the runtime runner.runtime selects and checks that it answers: the Docker
+// engine's ping, or the cluster's state claim read through the API (which also proves the
+// credentials and the namespace).
+func newRuntime(ctx context.Context, cfg *config.Config) (*agentRuntime, error) {
+	if cfg.Runner.Runtime != config.RuntimeKubernetes {
+		cli, err := docker.NewClient()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := cli.Ping(ctx); err != nil {
+			_ = cli.Close()
+			return nil, fmt.Errorf("reach the Docker engine (is dockerd running? `make deps` starts it): %w", err)
+		}
+		return &agentRuntime{Runtime: docker.New(cli), logs: dockerLogs{cli}, close: cli.Close}, nil
+	}
+	k := cfg.Runner.Kubernetes
+	cs, err := kubernetes.NewClientset(k.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cs.CoreV1().PersistentVolumeClaims(k.Namespace).Get(ctx, k.StateClaim, metav1.GetOptions{}); err != nil {
+		return nil, fmt.Errorf("read the state claim %s in namespace %s (spec/kubernetes.md): %w", k.StateClaim, k.Namespace, err)
+	}
+	rt := kubernetes.New(cs, kubeOptions(cfg))
+	return &agentRuntime{Runtime: rt, logs: runtimeLogs{rt}, close: func() error { return nil }}, nil
+}
+
+// kubeOptions is the Pod side of the configuration: the namespace, the state claim mounted
+// at data_dir, the pull policy, the service account and the phase timeout as the Pod's
+// deadline.
+func kubeOptions(cfg *config.Config) kubernetes.Options {
+	k := cfg.Runner.Kubernetes
+	root, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		root = cfg.DataDir
+	}
+	return kubernetes.Options{Namespace: k.Namespace, PullPolicy: corev1.PullPolicy(k.PullPolicy),
+		StateClaim: k.StateClaim, StateRoot: root, ServiceAccount: k.ServiceAccount,
+		// The Executor stops a run at the timeout; the deadline, a grace later, is the
+		// cluster's own bound should Alfred be gone by then.
+		Timeout: cfg.Runner.Timeout + runner.DefaultStopGrace}
+}
+
+// runtimeLogs is web.LiveLogs on a runner.Runtime whose container ids are the run names (the
+// Kubernetes runtime: a run's Pod is named as the run).
+type runtimeLogs struct{ rt runner.Runtime }
+
+func (l runtimeLogs) RunLog(ctx context.Context, name string, maxBytes int) (string, error) {
+	stdout, stderr, err := l.rt.Logs(ctx, runner.ContainerID(name))
+	if errors.Is(err, runner.ErrContainerNotFound) {
+		return "", fmt.Errorf("run %s: %w", name, web.ErrNotFound)
+	}
+	if err != nil {
+		return "", err
+	}
+	b := append(stdout, stderr...)
+	if len(b) > maxBytes {
+		b = b[len(b)-maxBytes:]
+	}
+	return string(b), nil
+}
