@@ -5,7 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,64 +18,25 @@ import (
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/kubernetes"
+	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 )
 
-// kubeconfigEnv names the variable holding the path of the test cluster's kubeconfig
-// (scripts/test-cluster.sh up prints it).
-const kubeconfigEnv = "ALFRED_TEST_KUBECONFIG"
-
-// cluster returns a clientset for the test cluster and a fresh namespace of this test's own,
-// deleted when the test ends. Without ALFRED_TEST_KUBECONFIG, or with a cluster that does not
-// answer, the test is skipped loudly when CI is unset and fails when it is set (as
-// runtimetest.Client does for Docker).
+// cluster returns a clientset for the test cluster and a fresh namespace of this test's own
+// (kubetest).
 func cluster(t *testing.T) (*k8s.Clientset, string) {
 	t.Helper()
-	path := os.Getenv(kubeconfigEnv)
-	var cs *k8s.Clientset
-	var err error
-	if path == "" {
-		err = errorString(kubeconfigEnv + " is not set")
-	} else if cs, err = kubernetes.NewClientset(path); err == nil {
-		_, err = cs.Discovery().ServerVersion()
-	}
-	if err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("!!! SKIPPING KUBERNETES TEST %s: no test cluster (%v). Start one with scripts/test-cluster.sh up and set %s; set CI=1 to turn this into a failure. !!!", t.Name(), err, kubeconfigEnv)
-		}
-		t.Fatalf("Kubernetes test cluster required (CI is set): %v", err)
-	}
-	ns := "alfred-test-" + randomHex(t, 5)
-	_, err = cs.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete namespace %s: %v", ns, err)
-		}
-	})
-	return cs, ns
+	_, cs := kubetest.Kubeconfig(t)
+	return cs, kubetest.Namespace(t, cs)
 }
 
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
-
 // probeImage builds the conformance probe with Docker and imports it into the test cluster's
-// containerd (scripts/test-cluster.sh import; forget when the test ends): the cluster reaches
-// no registry.
+// containerd (no registry is reachable).
 func probeImage(t *testing.T) string {
 	t.Helper()
 	cli := runtimetest.Client(t)
-	tag := runtimetest.BuildImage(t, t.Context(), cli, "alfred-test/k8s-probe:"+randomHex(t, 4), runtimetest.ProbePackage)
-	out, err := exec.CommandContext(t.Context(), "bash", "../../scripts/test-cluster.sh", "import", tag).CombinedOutput()
-	require.NoError(t, err, "import %s into the test cluster: %s", tag, out)
-	t.Cleanup(func() {
-		if out, err := exec.Command("bash", "../../scripts/test-cluster.sh", "forget", tag).CombinedOutput(); err != nil {
-			t.Errorf("remove %s from the test cluster: %v: %s", tag, err, out)
-		}
-	})
+	tag := runtimetest.BuildImage(t, t.Context(), cli, "alfred-test/k8s-probe:"+kubetest.RandomHex(t, 4), runtimetest.ProbePackage)
+	kubetest.ImportImage(t, tag)
 	return tag
 }
 
@@ -111,7 +72,7 @@ func TestRuntimeSecret(t *testing.T) {
 	image := probeImage(t)
 	rt := kubernetes.New(cs, testOptions(ns))
 	spec := runner.ContainerSpec{
-		Name:   "alfred-secret-" + randomHex(t, 4),
+		Name:   "alfred-secret-" + kubetest.RandomHex(t, 4),
 		Image:  image,
 		Cmd:    []string{"sleep", "60"},
 		Env:    []string{"TOKEN=hunter2-in-test"},
@@ -151,7 +112,7 @@ func TestRuntimeSecret(t *testing.T) {
 	// A Pod holds the name of a run with an environment: refused, and the Secret this Start
 	// created is removed again.
 	holder := spec
-	holder.Name, holder.Env = "alfred-holder-"+randomHex(t, 4), nil
+	holder.Name, holder.Env = "alfred-holder-"+kubetest.RandomHex(t, 4), nil
 	hh, err := rt.Start(t.Context(), holder)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = rt.Destroy(context.Background(), hh.ID) })
@@ -173,7 +134,7 @@ func TestRuntimeDeadline(t *testing.T) {
 	cs, ns := cluster(t)
 	image := probeImage(t)
 	spec := func(name string) runner.ContainerSpec {
-		return runner.ContainerSpec{Name: name + "-" + randomHex(t, 4), Image: image, Cmd: []string{"sleep", "60"},
+		return runner.ContainerSpec{Name: name + "-" + kubetest.RandomHex(t, 4), Image: image, Cmd: []string{"sleep", "60"},
 			User: runtimetest.ImageUser, Labels: map[string]string{runner.LabelManaged: "true"}}
 	}
 	opts := testOptions(ns)
@@ -209,4 +170,47 @@ func randomHex(t *testing.T, n int) string {
 	_, err := rand.Read(b)
 	require.NoError(t, err)
 	return hex.EncodeToString(b)
+}
+
+// TestRuntimeStateClaim: a run's mounts are sub-paths of the state claim. The Pod reads its
+// input and writes its output as the non-root run user through the claim, Alfred reads the
+// output in its own data directory, and a read-only sub-path refuses writes.
+func TestRuntimeStateClaim(t *testing.T) {
+	cs, ns := cluster(t)
+	image := probeImage(t)
+	root := t.TempDir()
+	opts := testOptions(ns)
+	opts.StateClaim, opts.StateRoot = kubetest.StateClaim(t, cs, ns, root), root
+	rt := kubernetes.New(cs, opts)
+
+	name := "alfred-claim-" + kubetest.RandomHex(t, 4)
+	in, out := filepath.Join(root, "runs", name, "in"), filepath.Join(root, "runs", name, "out")
+	require.NoError(t, os.MkdirAll(in, 0o755))
+	require.NoError(t, os.MkdirAll(out, 0o777))
+	require.NoError(t, os.Chmod(out, 0o777))
+	run := func(suffix string, cmd ...string) (runner.ExitState, string) {
+		spec := runner.ContainerSpec{
+			Name: name + suffix, Image: image, Cmd: cmd, User: runtimetest.ImageUser,
+			Labels: map[string]string{runner.LabelManaged: "true"},
+			Mounts: []runner.Mount{{Source: in, Target: runner.InputDir, ReadOnly: true}, {Source: out, Target: runner.OutputDir}},
+		}
+		h, err := rt.Start(t.Context(), spec)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = rt.Destroy(context.Background(), h.ID) })
+		st, err := rt.Wait(t.Context(), h.ID)
+		require.NoError(t, err)
+		stdout, _, err := rt.Logs(t.Context(), h.ID)
+		require.NoError(t, err)
+		return st, string(stdout)
+	}
+
+	st, log := run("-w", "try-write", runner.OutputDir+"/result.json")
+	require.Equal(t, 0, st.Code, log)
+	b, err := os.ReadFile(filepath.Join(out, "result.json"))
+	require.NoError(t, err, "the run's output is in Alfred's data directory")
+	require.Equal(t, "probe\n", string(b))
+
+	st, log = run("-r", "try-write", runner.InputDir+"/x")
+	require.Equal(t, 1, st.Code, "a read-only sub-path: %s", log)
+	require.NoFileExists(t, filepath.Join(in, "x"))
 }

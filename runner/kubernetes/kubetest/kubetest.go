@@ -1,0 +1,163 @@
+// Package kubetest holds the test helpers of the Kubernetes runtime on the real test cluster
+// of scripts/test-cluster.sh (spec/kubernetes.md, "The test cluster"): a clientset, a namespace
+// per test, a state claim backed by a test's own directory, and images imported into the
+// cluster's containerd (no registry is reachable).
+//
+// Every helper skips the test loudly when ALFRED_TEST_KUBECONFIG is unset or the cluster does
+// not answer, and fails it instead when CI is set, as runtimetest.Client does for Docker.
+package kubetest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8s "k8s.io/client-go/kubernetes"
+
+	"github.com/alfred-bot/alfred/runner/kubernetes"
+)
+
+// KubeconfigEnv names the variable holding the path of the test cluster's kubeconfig
+// (scripts/test-cluster.sh up prints it; make test exports it).
+const KubeconfigEnv = "ALFRED_TEST_KUBECONFIG"
+
+// ClaimName is the name of the state claim StateClaim creates in a test's namespace.
+const ClaimName = "alfred-state"
+
+// Kubeconfig returns the test cluster's kubeconfig path and a clientset on it, after checking
+// that the API server answers; it skips the test (fails it under CI) otherwise.
+func Kubeconfig(tb testing.TB) (string, *k8s.Clientset) {
+	tb.Helper()
+	path := os.Getenv(KubeconfigEnv)
+	var cs *k8s.Clientset
+	var err error
+	if path == "" {
+		err = errString(KubeconfigEnv + " is not set")
+	} else if cs, err = kubernetes.NewClientset(path); err == nil {
+		_, err = cs.Discovery().ServerVersion()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			tb.Skipf("!!! SKIPPING KUBERNETES TEST %s: no test cluster (%v). Start one with scripts/test-cluster.sh up and set %s; set CI=1 to turn this into a failure. !!!", tb.Name(), err, KubeconfigEnv)
+		}
+		tb.Fatalf("Kubernetes test cluster required (CI is set): %v", err)
+	}
+	return path, cs
+}
+
+// Namespace creates a namespace of the test's own ("alfred-test-<random>") and deletes it
+// (with everything in it) when the test ends.
+func Namespace(tb testing.TB, cs k8s.Interface) string {
+	tb.Helper()
+	ns := "alfred-test-" + RandomHex(tb, 5)
+	_, err := cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	require.NoError(tb, err)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			tb.Errorf("delete namespace %s: %v", ns, err)
+		}
+	})
+	return ns
+}
+
+// StateClaim creates, for a test's Alfred whose data_dir is dir (absolute), the state claim
+// ClaimName in ns, bound to a PersistentVolume of the test's own backed by dir itself: on the
+// single-node test cluster the node is this machine, so the PersistentVolume is the hostPath
+// dir (ReadWriteMany, no StorageClass), as a ReadWriteMany claim on a real cluster is a
+// network file system both Alfred and the runs' Pods mount. The PersistentVolume is deleted
+// when the test ends; the claim goes with the namespace.
+func StateClaim(tb testing.TB, cs k8s.Interface, ns, dir string) string {
+	tb.Helper()
+	require.True(tb, filepath.IsAbs(dir), "the state root must be absolute: %s", dir)
+	require.NoError(tb, os.MkdirAll(dir, 0o755))
+	ctx := context.Background()
+	pvName := ns + "-state"
+	empty := ""
+	dirType := corev1.HostPathDirectory
+	size := resource.MustParse("1Gi")
+	_, err := cs.CoreV1().PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName, Labels: map[string]string{"alfred.test": ns}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			StorageClassName:              empty,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: ClaimName},
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &dirType}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(tb, err)
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cs.CoreV1().PersistentVolumes().Delete(ctx, pvName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			tb.Errorf("delete persistent volume %s: %v", pvName, err)
+		}
+	})
+	_, err = cs.CoreV1().PersistentVolumeClaims(ns).Create(ctx, &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: ClaimName},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName: &empty,
+			VolumeName:       pvName,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(tb, err)
+	return ClaimName
+}
+
+// ImportImage imports the Docker image tag into the test cluster's containerd
+// (scripts/test-cluster.sh import) and forgets it when the test ends.
+func ImportImage(tb testing.TB, tag string) {
+	tb.Helper()
+	script := filepath.Join(RepoRoot(tb), "scripts", "test-cluster.sh")
+	out, err := exec.Command("bash", script, "import", tag).CombinedOutput()
+	require.NoError(tb, err, "import %s into the test cluster: %s", tag, out)
+	tb.Cleanup(func() {
+		if out, err := exec.Command("bash", script, "forget", tag).CombinedOutput(); err != nil {
+			tb.Errorf("remove %s from the test cluster: %v: %s", tag, err, out)
+		}
+	})
+}
+
+// RepoRoot returns the repository's root: the nearest directory above the working directory
+// holding go.mod.
+func RepoRoot(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.Getwd()
+	require.NoError(tb, err)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		require.NotEqual(tb, parent, dir, "no go.mod above the working directory")
+		dir = parent
+	}
+}
+
+// RandomHex returns n random bytes in hex: names of a test's own.
+func RandomHex(tb testing.TB, n int) string {
+	tb.Helper()
+	b := make([]byte, n)
+	_, err := rand.Read(b)
+	require.NoError(tb, err)
+	return hex.EncodeToString(b)
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
