@@ -1,7 +1,7 @@
 // Package kubernetes implements runner.Runtime on Kubernetes (k8s.io/client-go, tested against
 // Kubernetes v1.34): each run is one Pod in one namespace, compiled from its
-// runner.ContainerSpec by PodFor (pure, golden-tested) and driven by Runtime. It is not wired
-// into Alfred's configuration yet (spec/kubernetes.md, "The runtime").
+// runner.ContainerSpec by PodFor (pure, golden-tested) and driven by Runtime. Alfred uses it
+// when the configuration says runner.runtime: kubernetes (spec/kubernetes.md).
 //
 // # The mapping
 //
@@ -22,14 +22,16 @@
 // same name and labels as the Pod, and the container reads each variable from it
 // (secretKeyRef). The Secret is created first, and the Pod is made its owner once it exists.
 //
-// # Mounts are hostPath volumes, for now
+// # Mounts are sub-paths of the state claim
 //
-// spec.Mounts are host directories, and each becomes a hostPath volume (type Directory) with
-// the same read-only flag. This is an interim step that is only valid on a single-node cluster
-// whose node shares this process's filesystem, such as the test cluster of
-// scripts/test-cluster.sh (spec/kubernetes.md): on any other cluster the Pod would see the
-// node's directories, not Alfred's. The next step replaces them with a PersistentVolumeClaim per
-// issue.
+// spec.Mounts are directories under Alfred's data directory. With Options.StateClaim set (what
+// `alfred serve` does with runner.runtime: kubernetes), the data directory is that
+// PersistentVolumeClaim, mounted by Alfred at Options.StateRoot, and each mount becomes a
+// volume mount of the claim at the sub-path relative to StateRoot, with the mount's read-only
+// flag; a mount outside StateRoot is refused, so a Pod sees only its run's directories
+// (spec/kubernetes.md, "Per-issue state"). Without a StateClaim each mount is a hostPath volume
+// (type Directory): valid only on a single-node cluster whose node shares this process's
+// filesystem, such as the test cluster of scripts/test-cluster.sh.
 //
 // # The runtime
 //
