@@ -26,7 +26,7 @@
 //     merge of the bot's merge request; comments.go: the marker-keyed post-or-edit protocol
 //     (markers.go); closing.go: done, cancel, block, retry.
 //
-// Persistence is the Store interface (store.go), implemented by mailbox/store/postgres and, in
+// Persistence is the Store interface (store.go), implemented by internal/store/postgres and, in
 // memory, by mailbox/mailboxtest; mailbox/storetest is the conformance suite both pass. The
 // lifecycle is specified in spec/lifecycle.md, and spec_test.go fails when the document and
 // the table differ.

@@ -19,7 +19,7 @@ var ErrNotFound = errors.New("mailbox: not found")
 // Store is what the machine, the workers and the inbox need from persistence. Every method is
 // safe for concurrent use by several workers and several processes sharing one database; an
 // error other than the sentinels documented per method means the storage is unavailable and
-// the caller retries later. mailbox/store/postgres implements it on PostgreSQL and
+// the caller retries later. internal/store/postgres implements it on PostgreSQL and
 // mailbox/mailboxtest in memory; mailbox/storetest holds the conformance suite both pass.
 type Store interface {
 	Inbox

@@ -18,7 +18,7 @@ import (
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 )
 
-// memLog is an in-memory runner.ContainerLog (mailbox/store/postgres is the real one, tested there).
+// memLog is an in-memory runner.ContainerLog (internal/store/postgres is the real one, tested there).
 type memLog struct {
 	mu   sync.Mutex
 	rows []runner.ContainerRecord

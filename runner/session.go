@@ -85,7 +85,7 @@ const (
 	FallbackRefused            = "refused"             // the CLI refused the resume; re-invoked fresh in the same run
 )
 
-// SessionStore keeps llm_sessions and agent_installations; mailbox/store/postgres implements it.
+// SessionStore keeps llm_sessions and agent_installations; internal/store/postgres implements it.
 type SessionStore interface {
 	// LatestSession returns the mailbox's most recent successful session record of any
 	// adapter, nil when there is none.

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
-	"github.com/alfred-bot/alfred/mailbox/store/postgres"
-	"github.com/alfred-bot/alfred/mailbox/store/sqlite"
-	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
+	"github.com/alfred-bot/alfred/internal/store/postgres"
+	"github.com/alfred-bot/alfred/internal/store/sqlite"
+	"github.com/alfred-bot/alfred/internal/store/sqlstore"
 	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"

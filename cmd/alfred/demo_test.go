@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/config"
-	"github.com/alfred-bot/alfred/mailbox/store"
+	"github.com/alfred-bot/alfred/internal/store"
 	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner/agent/script"
 )

@@ -14,7 +14,7 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/doctor"
-	"github.com/alfred-bot/alfred/mailbox/store"
+	"github.com/alfred-bot/alfred/internal/store"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/docker"
 	"github.com/alfred-bot/alfred/webhook/forge"

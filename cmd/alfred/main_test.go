@@ -22,7 +22,7 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/censor"
 	"github.com/alfred-bot/alfred/internal/pgtest"
-	"github.com/alfred-bot/alfred/mailbox/store/sqlite"
+	"github.com/alfred-bot/alfred/internal/store/sqlite"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 )
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/alfred-bot/alfred/mailbox/store"
+	"github.com/alfred-bot/alfred/internal/store"
 	"github.com/alfred-bot/alfred/migrations"
 )
 

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
-	"github.com/alfred-bot/alfred/mailbox/store"
-	"github.com/alfred-bot/alfred/mailbox/store/sqlite"
+	"github.com/alfred-bot/alfred/internal/store"
+	"github.com/alfred-bot/alfred/internal/store/sqlite"
 	"github.com/alfred-bot/alfred/migrations"
 )
 

@@ -29,7 +29,7 @@ type Config struct {
 	Listen string `yaml:"listen" env:"LISTEN"`
 	// PublicURL is the optional external URL of this instance, used for links.
 	PublicURL string `yaml:"public_url" env:"PUBLIC_URL"`
-	// DatabaseURL selects the store (mailbox/store.Open). Empty, the default, is the embedded
+	// DatabaseURL selects the store (internal/store.Open). Empty, the default, is the embedded
 	// SQLite database <data_dir>/alfred.db, for one process; sqlite:PATH is a SQLite database
 	// at PATH (relative to data_dir); a postgres:// URL or a key=value DSN is PostgreSQL, which
 	// several replicas can share. It is a secret because it may hold a password.

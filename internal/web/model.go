@@ -10,7 +10,7 @@ import (
 // page answers 404.
 var ErrNotFound = errors.New("web: not found")
 
-// Reader is what the pages read. The store implements it (mailbox/store/postgres); webtest
+// Reader is what the pages read. The store implements it (internal/store/postgres); webtest
 // has an in-memory one. Every method returns the store's data as is: the pages censor run
 // logs themselves (Config.Redact) and compute nothing else.
 type Reader interface {

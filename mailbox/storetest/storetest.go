@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite of mailbox.Store: Run proves a store keeps the
 // contracts the mailbox package relies on. The in-memory store (mailbox/mailboxtest) runs it,
-// and the SQL store on PostgreSQL and on SQLite runs it through mailbox/store/sqlstore/
+// and the SQL store on PostgreSQL and on SQLite runs it through internal/store/sqlstore/
 // sqlstoretest; a new store plugs into the same suite.
 package storetest
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/mailbox/store/sqlite"
+	"github.com/alfred-bot/alfred/internal/store/sqlite"
 )
 
 // lockHelperEnv makes the test binary, run again as a child process, open the database named

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/internal/store/sqlstore"
 	"github.com/alfred-bot/alfred/mailbox"
-	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/mailbox/storetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )

@@ -1,5 +1,5 @@
 // Package postgres is Alfred's PostgreSQL store (jmoiron/sqlx on lib/pq): the shared SQL store
-// (mailbox/store/sqlstore) with PostgreSQL's Dialect, on the schema in migrations/. Several
+// (internal/store/sqlstore) with PostgreSQL's Dialect, on the schema in migrations/. Several
 // `alfred serve` replicas can share one database: leases are claimed with row locks, and the
 // migrations are serialised by an advisory lock.
 package postgres
@@ -14,7 +14,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	_ "github.com/lib/pq" // PostgreSQL driver, registered as "postgres"
 
-	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
+	"github.com/alfred-bot/alfred/internal/store/sqlstore"
 	"github.com/alfred-bot/alfred/migrations"
 )
 

@@ -1,4 +1,4 @@
-// Package sqlstoretest is the conformance suite of the SQL store (mailbox/store/sqlstore) on a
+// Package sqlstoretest is the conformance suite of the SQL store (internal/store/sqlstore) on a
 // real engine: Run proves a store on PostgreSQL or on SQLite keeps every contract the rest of
 // Alfred relies on. It runs the mailbox.Store suite (mailbox/storetest: deliver and dedup,
 // leases and rescue, mailboxes, questions, runs, comments) and then what only the SQL store
@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/internal/store/sqlstore"
 	"github.com/alfred-bot/alfred/mailbox"
-	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
 	"github.com/alfred-bot/alfred/mailbox/storetest"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/phase"

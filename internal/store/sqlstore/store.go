@@ -1,5 +1,5 @@
 // Package sqlstore is Alfred's store on a SQL database, shared by the PostgreSQL store
-// (mailbox/store/postgres) and the embedded SQLite store (mailbox/store/sqlite). It
+// (internal/store/postgres) and the embedded SQLite store (internal/store/sqlite). It
 // implements mailbox.Store, the runner's runner.ContainerLog and runner.SessionStore, and the
 // queries of the admin endpoints, on the schema in migrations/ (one set of files per engine,
 // with the same tables and columns).

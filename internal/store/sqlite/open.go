@@ -1,4 +1,4 @@
-// Package sqlite is Alfred's embedded store: the shared SQL store (mailbox/store/sqlstore) with
+// Package sqlite is Alfred's embedded store: the shared SQL store (internal/store/sqlstore) with
 // SQLite's Dialect on one database file, for a single `alfred serve` process (several workers
 // of that process share it). Several replicas need the PostgreSQL store, which coordinates
 // them with row locks.
@@ -28,7 +28,7 @@ import (
 	"modernc.org/sqlite" // SQLite driver, registered as "sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
+	"github.com/alfred-bot/alfred/internal/store/sqlstore"
 	"github.com/alfred-bot/alfred/migrations"
 )
 

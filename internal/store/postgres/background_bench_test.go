@@ -6,9 +6,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
-	"github.com/alfred-bot/alfred/mailbox/store/postgres"
-	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
-	"github.com/alfred-bot/alfred/mailbox/store/sqlstore/sqlstoretest"
+	"github.com/alfred-bot/alfred/internal/store/postgres"
+	"github.com/alfred-bot/alfred/internal/store/sqlstore"
+	"github.com/alfred-bot/alfred/internal/store/sqlstore/sqlstoretest"
 )
 
 // BenchmarkBackgroundQueries is sqlstoretest.BenchBackground on PostgreSQL: every statement

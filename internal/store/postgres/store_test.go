@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
-	"github.com/alfred-bot/alfred/mailbox/store/postgres"
-	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
-	"github.com/alfred-bot/alfred/mailbox/store/sqlstore/sqlstoretest"
+	"github.com/alfred-bot/alfred/internal/store/postgres"
+	"github.com/alfred-bot/alfred/internal/store/sqlstore"
+	"github.com/alfred-bot/alfred/internal/store/sqlstore/sqlstoretest"
 	"github.com/alfred-bot/alfred/mailbox/storetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/pgtest"
-	"github.com/alfred-bot/alfred/mailbox/store/postgres"
-	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
+	"github.com/alfred-bot/alfred/internal/store/postgres"
+	"github.com/alfred-bot/alfred/internal/store/sqlstore"
 )
 
 // BenchmarkLease measures claiming the next due mailbox (postgres.Store.Lease: the claim and the read of

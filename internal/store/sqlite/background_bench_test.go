@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/mailbox/store/sqlite"
-	"github.com/alfred-bot/alfred/mailbox/store/sqlstore"
-	"github.com/alfred-bot/alfred/mailbox/store/sqlstore/sqlstoretest"
+	"github.com/alfred-bot/alfred/internal/store/sqlite"
+	"github.com/alfred-bot/alfred/internal/store/sqlstore"
+	"github.com/alfred-bot/alfred/internal/store/sqlstore/sqlstoretest"
 )
 
 // BenchmarkBackgroundQueries is sqlstoretest.BenchBackground on SQLite: every statement
