@@ -168,6 +168,7 @@ patches:
         value: %d
 `, tag, pv, port), map[string]string{"alfred.yaml": alfredYAML, "script.yaml": script,
 		"forgejo_token": fj.Token, "forgejo_webhook_secret": webhookSecret})
+	applied := time.Now()
 	out2, stderr := run(t, "--kubeconfig", kc, "apply", "-k", dir)
 	t.Logf("kubectl apply -k:\n%s%s", out2, stderr)
 	t.Cleanup(func() {
@@ -182,15 +183,18 @@ patches:
 	// Alfred answers once its store is open and the runtime has read the state claim.
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitReady(t, base+"/readyz", 5*time.Minute)
+	t.Logf("kubectl apply -k to Alfred ready: %s", time.Since(applied).Round(100*time.Millisecond))
 
 	// Watch the namespace's run Pods from now on, then deliver the assignment.
 	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: runner.LabelManaged + "=true"})
 	require.NoError(t, err)
 	defer w.Stop()
+	delivered := time.Now()
 	require.Equal(t, http.StatusAccepted, deliver(t, base+"/webhooks/forgejo"))
 
 	run := firstPod(t, w, 5*time.Minute)
-	t.Logf("run pod %s (service account %s, phase label %s)", run.Name, run.Spec.ServiceAccountName, run.Labels[runner.LabelPhase])
+	t.Logf("run pod %s (service account %s, phase label %s) created %s after the delivery", run.Name,
+		run.Spec.ServiceAccountName, run.Labels[runner.LabelPhase], time.Since(delivered).Round(100*time.Millisecond))
 	require.Equal(t, "analysis", run.Labels[runner.LabelPhase])
 	require.Equal(t, "alfred-run", run.Spec.ServiceAccountName)
 	require.NotNil(t, run.Spec.AutomountServiceAccountToken)
@@ -213,6 +217,7 @@ patches:
 		}
 		return false
 	}, 5*time.Minute, 200*time.Millisecond, "no question block; labels %v", fj.IssueLabels(issue))
+	t.Logf("delivery to the question posted: %s", time.Since(delivered).Round(100*time.Millisecond))
 }
 
 // onlyAlfredCreatesRuns makes the API server refuse, in ns, a Pod labelled alfred.managed=true

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	goyaml "github.com/goccy/go-yaml"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -193,4 +194,68 @@ func TestManifestsRestricted(t *testing.T) {
 	bad.Spec.Containers[0].SecurityContext.Capabilities = &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}
 	_, err = cs.CoreV1().Pods(ns).Create(ctx, bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	require.ErrorContains(t, err, "violates PodSecurity")
+}
+
+// TestDeploymentMatchesConfig holds the Deployment to the alfred.yaml of its ConfigMap: Alfred's
+// Pod runs as runner.uid:gid with that fsGroup (so it shares the state claim's files with the
+// runs' Pods), mounts runner.kubernetes.state_claim at data_dir, and the runs' service account
+// is one of the manifests'.
+func TestDeploymentMatchesConfig(t *testing.T) {
+	out, _ := run(t, "kustomize", manifests(t))
+	var dep *appsv1.Deployment
+	var cm *corev1.ConfigMap
+	var claim *corev1.PersistentVolumeClaim
+	accounts := map[string]bool{}
+	for _, obj := range decode(t, out) {
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			dep = o
+		case *corev1.ConfigMap:
+			cm = o
+		case *corev1.PersistentVolumeClaim:
+			claim = o
+		case *corev1.ServiceAccount:
+			accounts[o.Name] = true
+		}
+	}
+	require.NotNil(t, dep)
+	require.NotNil(t, cm)
+	require.NotNil(t, claim)
+	var cfg struct {
+		DataDir string `yaml:"data_dir"`
+		Runner  struct {
+			UID        int64  `yaml:"uid"`
+			GID        int64  `yaml:"gid"`
+			Runtime    string `yaml:"runtime"`
+			Kubernetes struct {
+				Kubeconfig     string `yaml:"kubeconfig"`
+				StateClaim     string `yaml:"state_claim"`
+				ServiceAccount string `yaml:"service_account"`
+			} `yaml:"kubernetes"`
+		} `yaml:"runner"`
+	}
+	require.NoError(t, goyaml.Unmarshal([]byte(cm.Data["alfred.yaml"]), &cfg))
+	require.Equal(t, "kubernetes", cfg.Runner.Runtime)
+	require.Empty(t, cfg.Runner.Kubernetes.Kubeconfig, "in-cluster: the service account")
+	require.True(t, accounts[cfg.Runner.Kubernetes.ServiceAccount], "the runs' service account %q", cfg.Runner.Kubernetes.ServiceAccount)
+	require.Equal(t, claim.Name, cfg.Runner.Kubernetes.StateClaim)
+	require.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, claim.Spec.AccessModes)
+
+	pod := dep.Spec.Template.Spec
+	sc := pod.SecurityContext
+	require.NotNil(t, sc)
+	require.Equal(t, cfg.Runner.UID, *sc.RunAsUser)
+	require.Equal(t, cfg.Runner.GID, *sc.RunAsGroup)
+	require.Equal(t, cfg.Runner.GID, *sc.FSGroup)
+	var stateVolume string
+	for _, v := range pod.Volumes {
+		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim.Name {
+			stateVolume = v.Name
+		}
+	}
+	require.NotEmpty(t, stateVolume, "the Pod mounts the state claim")
+	for _, c := range append(pod.InitContainers, pod.Containers...) {
+		require.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: stateVolume, MountPath: cfg.DataDir}, "%s mounts the claim at data_dir", c.Name)
+		require.False(t, c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged, c.Name)
+	}
 }
