@@ -17,8 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	k8sscheme "k8s.io/client-go/kubernetes/scheme"
 
@@ -257,5 +259,43 @@ func TestDeploymentMatchesConfig(t *testing.T) {
 	for _, c := range append(pod.InitContainers, pod.Containers...) {
 		require.Contains(t, c.VolumeMounts, corev1.VolumeMount{Name: stateVolume, MountPath: cfg.DataDir}, "%s mounts the claim at data_dir", c.Name)
 		require.False(t, c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged, c.Name)
+	}
+}
+
+// TestNetworkPolicySelectsRunsOnly: the egress policy selects a run's Pod as runner/kubernetes
+// labels it, and not Alfred's own Pod; it denies all ingress and lets out only DNS and the
+// listed address ranges.
+func TestNetworkPolicySelectsRunsOnly(t *testing.T) {
+	out, _ := run(t, "kustomize", manifests(t))
+	var np *networkingv1.NetworkPolicy
+	var dep *appsv1.Deployment
+	for _, obj := range decode(t, out) {
+		switch o := obj.(type) {
+		case *networkingv1.NetworkPolicy:
+			np = o
+		case *appsv1.Deployment:
+			dep = o
+		}
+	}
+	require.NotNil(t, np)
+	require.NotNil(t, dep)
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	require.NoError(t, err)
+	pod, _, err := kubernetes.PodFor(runner.ContainerSpec{Name: "alfred-run-1", Image: "alfred/agent:1", User: "65532:65532",
+		Labels: map[string]string{runner.LabelManaged: "true", runner.LabelRun: "1", runner.LabelPhase: "development"}},
+		kubernetes.Options{Namespace: "alfred"})
+	require.NoError(t, err)
+	require.True(t, sel.Matches(labels.Set(pod.Labels)), "a run's Pod is selected")
+	require.False(t, sel.Matches(labels.Set(dep.Spec.Template.Labels)), "Alfred's Pod is not selected")
+	require.ElementsMatch(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}, np.Spec.PolicyTypes)
+	require.Empty(t, np.Spec.Ingress)
+	for _, rule := range np.Spec.Egress {
+		require.NotEmpty(t, rule.To, "every egress rule names its peers")
+		require.NotEmpty(t, rule.Ports, "every egress rule names its ports")
+		for _, peer := range rule.To {
+			if peer.IPBlock != nil {
+				require.NotEqual(t, "0.0.0.0/0", peer.IPBlock.CIDR, "no rule lets everything out")
+			}
+		}
 	}
 }
