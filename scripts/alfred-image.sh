@@ -13,7 +13,7 @@
 #                        base
 #   ALFRED_DEBIAN_MIRROR the Debian mirror debootstrap reads (default http://deb.debian.org/debian)
 #
-# A cold build (no tarball) runs debootstrap: about a minute on this machine's 2
+# A cold build (no tarball) runs debootstrap: 61 to 69 s on this machine's 2
 # cores (spec/kubernetes.md, "Alfred's image"); with the tarball cached, only the Go build and
 # two small Docker layers. Needs root (debootstrap, chroot), debootstrap (installed from the
 # Debian archive when missing), Go and Docker.
