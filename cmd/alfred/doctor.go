@@ -17,6 +17,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/store"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/docker"
+	"github.com/alfred-bot/alfred/runner/kubernetes"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/gitlab"
@@ -26,7 +27,7 @@ import (
 var errBlocked = errors.New("doctor: some checks failed (see above)")
 
 // doctor implements "alfred doctor": it checks the configuration, the database, the Docker
-// engine, the agent images and every forge, prints the checklist with a fix per failure, and
+// engine (or, with runner.runtime: kubernetes, the cluster), the agent images and every forge, prints the checklist with a fix per failure, and
 // fails when something blocks work; only when nothing does, it prints the webhook URL to
 // configure on each forge.
 func (a *app) doctor(ctx context.Context, args []string) error {
@@ -107,16 +108,28 @@ func (a *app) doctorConfig(ctx context.Context, path string, cfg *config.Config)
 		dc.ConfigErr = err
 		return dc, func() {}
 	}
-	if cli, err := docker.NewClient(); err == nil {
+	// The runtime runner.runtime selects: the Docker engine, or the cluster (its API, RBAC,
+	// state claim and a Pod per agent image, doctor_kube.go). The CLI probe runs on it.
+	var rt runner.Runtime
+	if cfg.Runner.Runtime == config.RuntimeKubernetes {
+		var kr *kubernetes.Runtime
+		dc.Kubernetes, kr = kubeDoctor(cfg)
+		if kr != nil {
+			rt = kr
+		}
+	} else if cli, err := docker.NewClient(); err == nil {
 		closers = append(closers, func() { _ = cli.Close() })
 		dc.Engine = dockerEngine{cli: cli}
-		exec, err := runner.NewExecutor(runner.Config{Runtime: docker.New(cli), Agents: agents,
+		rt = docker.New(cli)
+	} else {
+		dc.Engine = dockerEngine{err: err}
+	}
+	if rt != nil {
+		exec, err := runner.NewExecutor(runner.Config{Runtime: rt, Agents: agents,
 			DataDir: cfg.DataDir, UID: cfg.Runner.UID, GID: cfg.Runner.GID, Instance: runner.InstanceID(cfg.DataDir)})
 		if err == nil {
 			dc.Prober = cliProber{svc: runner.NewService(exec, nil, runner.SessionConfig{}, nil), agents: agents}
 		}
-	} else {
-		dc.Engine = dockerEngine{err: err}
 	}
 	for _, ag := range cfg.Agents {
 		var phases []string
@@ -127,6 +140,9 @@ func (a *app) doctorConfig(ctx context.Context, path string, cfg *config.Config)
 		}
 		slices.Sort(phases)
 		da := doctor.Agent{Name: ag.Name, Adapter: ag.Adapter, Image: ag.Image, Phases: phases}
+		if sa, ok := agents[ag.Name].(runner.SessionAgent); ok {
+			da.VersionCommand = sa.Capabilities().VersionCommand
+		}
 		if c, ok := agents[ag.Name].(interface{ Check(context.Context) error }); ok {
 			da.API = c.Check // API mode: the provider's models endpoint, no tokens
 		}

@@ -1,9 +1,11 @@
 // Package doctor checks that an installation can work before it serves: the configuration,
-// the database, the Docker engine, each agent image and CLI, and on each forge the bot's
-// token, its permission on the repositories and their webhooks. Each check says what is wrong
-// and how to fix it; Report.Blocking tells whether anything stops Alfred from working.
-// Every dependency is a small interface, so the checks run against the real services in
-// "alfred doctor" and against stand-ins in tests.
+// the database, the Docker engine (or, with runner.runtime: kubernetes, the cluster: the API,
+// each verb the runtime needs, the state claim, a Pod of each agent image run to completion),
+// each agent image and CLI, and on each forge the bot's token, its permission on the
+// repositories and their webhooks. Each check says what is wrong and how to fix it;
+// Report.Blocking tells whether anything stops Alfred from working. Every dependency is a small
+// interface, so the checks run against the real services in "alfred doctor" and against
+// stand-ins in tests.
 package doctor
 
 import (
@@ -118,6 +120,9 @@ type Agent struct {
 	Name, Adapter, Image string
 	// Phases are the phases bound to it; an agent bound to none is only warned about.
 	Phases []string
+	// VersionCommand is the adapter's version command (the arguments of the image's
+	// entrypoint), run by the Kubernetes check's Pod; empty runs the image's default command.
+	VersionCommand []string
 	// API checks an API-mode agent against its provider without spending tokens (the key is
 	// accepted, the model exists); nil for an agent that runs in a container. An API-mode
 	// agent has no image and needs no Docker engine.
@@ -178,7 +183,10 @@ type Config struct {
 	Database func(ctx context.Context) error
 	// Engine is the Docker engine; nil skips the engine and image checks.
 	Engine Engine
-	Agents []Agent
+	// Kubernetes, when set (runner.runtime: kubernetes), is checked instead of Engine: the
+	// API, the runtime's permissions, the state claim, and a Pod of each agent's image.
+	Kubernetes *Kubernetes
+	Agents     []Agent
 	// Prober detects CLI versions; nil skips that check.
 	Prober Prober
 	Forges []Forge
@@ -204,7 +212,11 @@ func Run(ctx context.Context, cfg Config) *Report {
 			"set public_url to the URL the forges reach Alfred at (e.g. http://alfred.example:8080)")
 	}
 	checkDatabase(ctx, r, cfg.Database)
-	checkEngine(ctx, r, cfg)
+	if cfg.Kubernetes != nil {
+		checkKubernetes(ctx, r, cfg)
+	} else {
+		checkEngine(ctx, r, cfg)
+	}
 	for _, a := range cfg.Agents {
 		if a.API != nil {
 			checkAPI(ctx, r, a)
@@ -295,6 +307,12 @@ func checkAgent(ctx context.Context, r *Report, cfg Config, a Agent) {
 		return
 	}
 	r.add(name+": image", OK, a.Image+" present", "")
+	checkCLI(ctx, r, cfg, a)
+}
+
+// checkCLI detects the agent's CLI version in its image (cfg.Prober), when it has a CLI.
+func checkCLI(ctx context.Context, r *Report, cfg Config, a Agent) {
+	name := "agent " + a.Name
 	if cfg.Prober == nil || a.Adapter == "script" {
 		return
 	}

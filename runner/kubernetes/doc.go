@@ -45,4 +45,11 @@
 //
 // Kubernetes' log API merges stdout and stderr into one stream: Runtime.Logs returns it as
 // stdout, with stderr empty.
+//
+// # Permissions
+//
+// Access lists every verb the runtime uses, all in its one namespace: the Role of
+// deploy/kubernetes grants exactly these (deploy/deploytest holds the two equal), and
+// `alfred doctor` checks each with a SelfSubjectAccessReview. A new call on the API adds its
+// verb to Access.
 package kubernetes

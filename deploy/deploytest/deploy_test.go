@@ -1,0 +1,409 @@
+package deploytest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	k8s "k8s.io/client-go/kubernetes"
+
+	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
+	"github.com/alfred-bot/alfred/runner/runtimetest"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgejo"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+	"github.com/alfred-bot/alfred/webhook/forgetest/recorded"
+)
+
+// The runs' user of deploy/kubernetes (runner.uid, runner.gid and Alfred's Pod's runAsUser).
+const runUser = 65532
+
+// webhookSecret signs the test's deliveries.
+const webhookSecret = "deploytest-webhook-secret"
+
+// script is the script agent's scenario: the functional analysis asks one question.
+const script = `
+analysis.functional:
+  summary: Understood.
+  understanding: You want the report exported as a CSV file.
+  questions:
+    - id: q1
+      title: Which separator?
+      context: Spreadsheets in some locales expect semicolons.
+      options:
+        - {id: a, label: Comma, description: RFC 4180}
+        - {id: b, label: Semicolon, description: what Excel expects in Europe}
+      default: a
+  expected_behaviour: An Export button downloads report.csv.
+  acceptance_criteria: [the file opens in a spreadsheet]
+  out_of_scope: [PDF export]
+`
+
+// TestDeployRunsPhaseAsPod applies deploy/kubernetes to the test cluster (kubectl apply -k,
+// through testdata/overlay and an overlay of the test's own), which starts Alfred in its
+// Deployment's Pod with the in-cluster service account "alfred"; a signed delivery assigns an
+// issue of the forge stand-in, and Alfred runs the functional analysis as a Pod, whose result
+// comes back through the state claim: the question is posted on the issue.
+//
+// The run's Pod is Alfred's service account's work, not the test's: a ValidatingAdmissionPolicy
+// of the test's own refuses, in the test's namespace, every Pod labelled alfred.managed=true
+// whose creator is not system:serviceaccount:<namespace>:alfred (the test's administrator is
+// refused one, as a check of the policy itself).
+func TestDeployRunsPhaseAsPod(t *testing.T) {
+	kc, cs := kubetest.Kubeconfig(t)
+	kubectl(t)
+	ctx := context.Background()
+	ns := kubetest.Namespace(t, cs)
+	onlyAlfredCreatesRuns(t, cs, ns)
+
+	// Images: Alfred's from scripts/alfred-image.sh (Debian with git, built here), and the
+	// script agent's; both imported into the node.
+	tag := kubetest.RandomHex(t, 4)
+	alfredImage := "alfred-deploytest:" + tag
+	began := time.Now()
+	out, err := exec.Command("bash", filepath.Join(kubetest.RepoRoot(t), "scripts", "alfred-image.sh"), alfredImage).CombinedOutput()
+	require.NoError(t, err, "scripts/alfred-image.sh: %s", out)
+	t.Logf("alfred image %s built in %s", alfredImage, time.Since(began).Round(time.Second))
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", alfredImage).Run() })
+	kubetest.ImportImage(t, alfredImage)
+	agentImage := runtimetest.BuildImage(t, ctx, runtimetest.Client(t), "alfred-deploytest-script:"+tag, "../../cmd/alfred-script-agent")
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", agentImage).Run() })
+	kubetest.ImportImage(t, agentImage)
+
+	// The state claim's volume: a directory of the test's own, which on this single-node
+	// cluster the node mounts as it is. The forge's repository lives in it too, at the path
+	// Alfred's Pod sees it (its clone URL).
+	state := t.TempDir()
+	require.NoError(t, os.Chmod(state, 0o755))
+	bare := filepath.Join(state, "forge", "sandbox.git")
+	seedBareRepo(t, bare)
+	chownTree(t, state, runUser)
+	pv := staticVolume(t, cs, ns, state)
+
+	fj := forgetest.NewForgejoServer(t)
+	repo := "acceptance/sandbox"
+	fj.AddRepo(repo, "main", "/var/lib/alfred/forge/sandbox.git")
+	fj.AddUser("alice")
+	fj.AddUser("bot")
+	fj.SetAccess(repo, "alice", true)
+	issue := forge.IssueRef{Forge: "forgejo", Repo: repo, Number: 1}
+	require.EqualValues(t, 1, fj.AddIssue(repo, forgetest.SeedIssue{Title: "Export the report as CSV",
+		Body: "The monthly report should be downloadable.", Author: "alice", Assignees: []string{"bot"}, Labels: []string{"type::task"}}))
+
+	port := freePort(t)
+	alfredYAML := fmt.Sprintf(`listen: ":%d"
+data_dir: /var/lib/alfred
+forges:
+  - name: forgejo
+    kind: forgejo
+    base_url: %s
+    token_file: /run/secrets/alfred/forgejo_token
+    webhook_secret_file: /run/secrets/alfred/forgejo_webhook_secret
+    bot_user: bot
+workers:
+  count: 1
+  poll_interval: 200ms
+runner:
+  uid: %d
+  gid: %d
+  timeout: 5m
+  runtime: kubernetes
+  kubernetes:
+    state_claim: alfred-state
+    pull_policy: Never
+    service_account: alfred-run
+agents:
+  - name: script
+    adapter: script
+    image: %s
+    script: /etc/alfred/script.yaml
+phases:
+  default: script
+`, port, fj.URL, runUser, runUser, agentImage)
+	dir := overlay(t, "deploy/deploytest/testdata/overlay", ns, fmt.Sprintf(`images:
+  - name: alfred
+    newName: alfred-deploytest
+    newTag: %q
+configMapGenerator:
+  - name: alfred-config
+    behavior: replace
+    files: [alfred.yaml, script.yaml]
+secretGenerator:
+  - name: alfred-secrets
+    files: [forgejo_token, forgejo_webhook_secret]
+generatorOptions:
+  disableNameSuffixHash: true
+patches:
+  - target: { kind: PersistentVolumeClaim, name: alfred-state }
+    patch: |
+      - op: add
+        path: /spec/volumeName
+        value: %s
+      - op: replace
+        path: /spec/resources/requests/storage
+        value: 1Gi
+  - target: { kind: Deployment, name: alfred }
+    patch: |
+      - op: replace
+        path: /spec/template/spec/containers/0/ports/0/containerPort
+        value: %d
+`, tag, pv, port), map[string]string{"alfred.yaml": alfredYAML, "script.yaml": script,
+		"forgejo_token": fj.Token, "forgejo_webhook_secret": webhookSecret})
+	applied := time.Now()
+	out2, stderr := run(t, "--kubeconfig", kc, "apply", "-k", dir)
+	t.Logf("kubectl apply -k:\n%s%s", out2, stderr)
+	t.Cleanup(func() {
+		if t.Failed() {
+			o, _ := exec.Command(kubectl(t), "--kubeconfig", kc, "-n", ns, "logs", "deploy/alfred", "--all-containers", "--tail=200").CombinedOutput()
+			t.Logf("alfred's logs:\n%s", o)
+			o, _ = exec.Command(kubectl(t), "--kubeconfig", kc, "-n", ns, "get", "pods,events", "-o", "wide").CombinedOutput()
+			t.Logf("pods and events:\n%s", o)
+		}
+	})
+
+	// Alfred answers once its store is open and the runtime has read the state claim.
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	waitReady(t, base+"/readyz", 5*time.Minute)
+	t.Logf("kubectl apply -k to Alfred ready: %s", time.Since(applied).Round(100*time.Millisecond))
+
+	// Watch the namespace's run Pods from now on, then deliver the assignment.
+	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: runner.LabelManaged + "=true"})
+	require.NoError(t, err)
+	defer w.Stop()
+	delivered := time.Now()
+	require.Equal(t, http.StatusAccepted, deliver(t, base+"/webhooks/forgejo"))
+
+	run := firstPod(t, w, 5*time.Minute)
+	t.Logf("run pod %s (service account %s, phase label %s) created %s after the delivery", run.Name,
+		run.Spec.ServiceAccountName, run.Labels[runner.LabelPhase], time.Since(delivered).Round(100*time.Millisecond))
+	require.Equal(t, "analysis", run.Labels[runner.LabelPhase])
+	require.Equal(t, "alfred-run", run.Spec.ServiceAccountName)
+	require.NotNil(t, run.Spec.AutomountServiceAccountToken)
+	require.False(t, *run.Spec.AutomountServiceAccountToken)
+	var claimMounts int
+	for _, v := range run.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			require.Equal(t, "alfred-state", v.PersistentVolumeClaim.ClaimName)
+			claimMounts++
+		}
+	}
+	require.Equal(t, 1, claimMounts, "the run mounts the state claim")
+
+	// The result came back through the claim: the question is on the issue.
+	require.Eventually(t, func() bool {
+		for _, c := range fj.IssueComments(issue) {
+			if strings.Contains(c.Body, "### q1. Which separator?") {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Minute, 200*time.Millisecond, "no question block; labels %v", fj.IssueLabels(issue))
+	t.Logf("delivery to the question posted: %s", time.Since(delivered).Round(100*time.Millisecond))
+}
+
+// onlyAlfredCreatesRuns makes the API server refuse, in ns, a Pod labelled alfred.managed=true
+// created by anyone but the service account alfred of ns; it checks that the test's own
+// administrator is refused one.
+func onlyAlfredCreatesRuns(t *testing.T, cs k8s.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	name := ns + "-runs-by-alfred"
+	fail := admissionregistrationv1.Fail
+	_, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+				}}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:alfred'", ns),
+				Message:    "only Alfred's service account creates run Pods here",
+			}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}},
+				ObjectSelector:    &metav1.LabelSelector{MatchLabels: map[string]string{runner.LabelManaged: "true"}},
+			},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	// The policy takes effect once kube-apiserver has loaded it: until the administrator's
+	// Pod is refused (a dry run, nothing is created).
+	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "admin-probe", Labels: map[string]string{runner.LabelManaged: "true"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "none"}}}}
+	var last error
+	require.Eventually(t, func() bool {
+		_, last = cs.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last != nil && strings.Contains(last.Error(), "only Alfred's service account")
+	}, 2*time.Minute, 250*time.Millisecond, "the administrator's run Pod was never refused (last: %v)", last)
+}
+
+// staticVolume creates the PersistentVolume the state claim alfred-state of ns binds to: the
+// host directory dir, ReadWriteMany, reserved for that claim; deleted when the test ends.
+func staticVolume(t *testing.T, cs k8s.Interface, ns, dir string) string {
+	t.Helper()
+	name := ns + "-state"
+	dirType := corev1.HostPathDirectory
+	_, err := cs.CoreV1().PersistentVolumes().Create(context.Background(), &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"alfred.test": ns}},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: "alfred-state"},
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &dirType}},
+		},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cs.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete persistent volume %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// seedBareRepo makes the bare repository bare with one commit on main.
+func seedBareRepo(t *testing.T, bare string) {
+	t.Helper()
+	work := t.TempDir()
+	for _, args := range [][]string{
+		{"init", "--bare", "-b", "main", bare},
+		{"init", "-b", "main", work},
+		{"-C", work, "-c", "user.name=seed", "-c", "user.email=seed@example.org", "commit", "--allow-empty", "-m", "initial"},
+		{"-C", work, "push", bare, "main"},
+	} {
+		out, err := exec.Command("git", args...).CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+}
+
+// chownTree gives dir and everything in it to uid:uid (the runs' user), as a state claim's
+// volume is Alfred's; the test runs as root.
+func chownTree(t *testing.T, dir string, uid int) {
+	t.Helper()
+	require.NoError(t, filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, uid)
+	}))
+}
+
+// freePort returns a TCP port free on this host now (Alfred's Pod listens on it, on the host
+// network).
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// waitReady waits until url answers 200.
+func waitReady(t *testing.T, url string, within time.Duration) {
+	t.Helper()
+	var last string
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(url)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		last = fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(b))
+		return resp.StatusCode == http.StatusOK
+	}, within, 500*time.Millisecond, "alfred never ready at %s (last: %s)", url, last)
+}
+
+// deliver posts the recorded Forgejo assignment of issue #1 to url, re-signed with the test's
+// secret under a new delivery id, and returns the status code.
+func deliver(t *testing.T, url string) int {
+	t.Helper()
+	h, body, err := recorded.Load(filepath.Join(forgetest.FixtureDir(t, forge.KindForgejo), "forgejo-live", "002-issue_assign-assigned.json"))
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(body, &doc))
+	doc["issue"].(map[string]any)["labels"] = []any{map[string]any{"id": 100, "name": "type::task", "color": "ededed", "exclusive": false}}
+	body, err = json.Marshal(doc)
+	require.NoError(t, err)
+	sig := forgejo.Sign(webhookSecret, body)
+	id := uuid.NewString()
+	for _, k := range []string{"X-Forgejo-Signature", "X-Gitea-Signature", "X-Gogs-Signature"} {
+		h.Set(k, sig)
+	}
+	for _, k := range []string{"X-Forgejo-Delivery", "X-Gitea-Delivery", "X-Gogs-Delivery", "X-GitHub-Delivery"} {
+		h.Set(k, id)
+	}
+	h.Del("X-Hub-Signature")
+	h.Del("X-Hub-Signature-256")
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	require.NoError(t, err)
+	for k, vs := range h {
+		if k != "Content-Length" && k != "Host" {
+			req.Header[k] = vs
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	t.Logf("POST assignment → %d %s", resp.StatusCode, bytes.TrimSpace(b))
+	return resp.StatusCode
+}
+
+// firstPod returns the first Pod w reports.
+func firstPod(t *testing.T, w watch.Interface, within time.Duration) *corev1.Pod {
+	t.Helper()
+	timer := time.NewTimer(within)
+	defer timer.Stop()
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			require.True(t, ok, "the watch of the run Pods closed")
+			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Added {
+				return p
+			}
+		case <-timer.C:
+			t.Fatalf("no run Pod within %s", within)
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrImageMissing is wrapped by Cluster.RunPod when no node can have the image (not present,
+// and not pullable under the configured pull policy).
+var ErrImageMissing = errors.New("image missing on the cluster")
+
+// Cluster is the Kubernetes API as the checks of runner.runtime: kubernetes need it, with the
+// credentials and in the namespace Alfred's runtime uses.
+type Cluster interface {
+	// Version returns the API server's version ("v1.34.4"): it answers and accepts the
+	// credentials.
+	Version(ctx context.Context) (string, error)
+	// Allowed reports whether the credentials may do verb on resource ("pods", or
+	// "pods/log" with its subresource) in the namespace: a SelfSubjectAccessReview.
+	Allowed(ctx context.Context, resource, verb string) (bool, error)
+	// Claim returns the state claim as the API has it; Exists is false when there is none.
+	Claim(ctx context.Context) (ClaimStatus, error)
+	// RunPod runs one Pod of image (with args, or the image's default command when empty) in
+	// the namespace, hardened as a run's Pod, until its container ends, then deletes it.
+	// Errors: the image cannot be had (wraps ErrImageMissing); the Pod was refused, never
+	// ran or did not end within the caller's deadline.
+	RunPod(ctx context.Context, image string, args []string) (PodRun, error)
+}
+
+// ClaimStatus is what the checks read of a PersistentVolumeClaim.
+type ClaimStatus struct {
+	// Exists is false when the namespace has no claim of that name.
+	Exists bool
+	// Phase is the claim's status phase: "Bound", "Pending" or "Lost".
+	Phase string
+	// AccessModes are the modes of the bound volume (the requested ones while Pending):
+	// "ReadWriteMany", "ReadWriteOnce", ...
+	AccessModes []string
+	// StorageClass is the claim's storage class name, empty when it has none.
+	StorageClass string
+}
+
+// PodRun is how a Pod of RunPod ended.
+type PodRun struct {
+	// Exit is the container's exit code.
+	Exit int
+	// Took is the time from the Pod's creation to its container's end.
+	Took time.Duration
+}
+
+// Permission is one resource and the verbs Alfred's runtime uses on it, in its namespace
+// (cmd/alfred passes runner/kubernetes.Access).
+type Permission struct {
+	// Resource is the resource's plural name, with a subresource after a slash ("pods/log").
+	Resource string
+	// Verbs are the RBAC verbs needed.
+	Verbs []string
+	// Why names the calls that need them.
+	Why string
+}
+
+// Kubernetes is the side of Config checked when runner.runtime is kubernetes, in place of the
+// Docker engine.
+type Kubernetes struct {
+	// Namespace is the runtime's namespace (runner.kubernetes.namespace), StateClaim its state
+	// claim (runner.kubernetes.state_claim); both only name things in the messages.
+	Namespace, StateClaim string
+	// Cluster reaches the API with Alfred's credentials.
+	Cluster Cluster
+	// Permissions are the verbs to check, each with a SelfSubjectAccessReview.
+	Permissions []Permission
+}
+
+// checkKubernetes checks the cluster: the API answers, every permission is granted, the state
+// claim is bound, and a Pod of each container agent's image runs to completion. Each line
+// names what is missing (the verb, the claim, the image).
+func checkKubernetes(ctx context.Context, r *Report, cfg Config) {
+	k := cfg.Kubernetes
+	v, err := guardedValue(func() (string, error) { return k.Cluster.Version(ctx) })
+	if err != nil {
+		r.add("kubernetes: API", Fail, "unreachable: "+err.Error(),
+			"check runner.kubernetes.kubeconfig (empty: the Pod's service account) and that the API server answers")
+		return
+	}
+	r.add("kubernetes: API", OK, "Kubernetes "+v+" answers; namespace "+k.Namespace, "")
+	denied := false
+	for _, p := range k.Permissions {
+		var missing []string
+		var errs []string
+		for _, verb := range p.Verbs {
+			ok, err := guardedValue(func() (bool, error) { return k.Cluster.Allowed(ctx, p.Resource, verb) })
+			switch {
+			case err != nil:
+				errs = append(errs, verb+": "+err.Error())
+			case !ok:
+				missing = append(missing, verb)
+			}
+		}
+		name := "kubernetes: RBAC " + p.Resource
+		switch {
+		case len(errs) > 0:
+			denied = true
+			r.add(name, Fail, "cannot check: "+strings.Join(errs, "; "),
+				"let Alfred's credentials create selfsubjectaccessreviews (every authenticated user may, through system:basic-user)")
+		case len(missing) > 0:
+			denied = true
+			r.add(name, Fail, fmt.Sprintf("missing verb %s on %s in namespace %s (needed: %s; %s)",
+				strings.Join(missing, ", "), p.Resource, k.Namespace, strings.Join(p.Verbs, ", "), p.Why),
+				"grant them to Alfred's service account in its namespace: the Role alfred-runtime of deploy/kubernetes/rbac.yaml")
+		default:
+			r.add(name, OK, strings.Join(p.Verbs, ", ")+" allowed", "")
+		}
+	}
+	checkClaim(ctx, r, k)
+	for _, a := range cfg.Agents {
+		if a.API != nil {
+			continue
+		}
+		if denied {
+			r.add("agent "+a.Name+": image", Skip, "not checked: permissions are missing (above)", "")
+			continue
+		}
+		if checkPod(ctx, r, k, a) {
+			checkCLI(ctx, r, cfg, a)
+		}
+	}
+}
+
+func checkClaim(ctx context.Context, r *Report, k *Kubernetes) {
+	name := "kubernetes: state claim " + k.StateClaim
+	c, err := guardedValue(func() (ClaimStatus, error) { return k.Cluster.Claim(ctx) })
+	switch {
+	case err != nil:
+		r.add(name, Fail, "cannot read it: "+err.Error(), "check the permission to get persistentvolumeclaims (above)")
+		return
+	case !c.Exists:
+		r.add(name, Fail, "no such claim in namespace "+k.Namespace,
+			"create it (deploy/kubernetes/state.yaml: ReadWriteMany, a storage class of your cluster) or set runner.kubernetes.state_claim")
+		return
+	case c.Phase != "Bound":
+		r.add(name, Fail, fmt.Sprintf("%s, not Bound (storage class %q, access modes %s)", c.Phase, c.StorageClass, strings.Join(c.AccessModes, ", ")),
+			"give it a storage class that provisions ReadWriteMany volumes (kubectl describe pvc "+k.StateClaim+" says why it waits), or a PersistentVolume it binds to")
+		return
+	case !slices.Contains(c.AccessModes, "ReadWriteMany"):
+		r.add(name, Warn, "Bound, but "+strings.Join(c.AccessModes, ", ")+": Alfred and every run's Pod must then be on one node",
+			"use a ReadWriteMany storage class (deploy/kubernetes/README.md, \"Storage\")")
+		return
+	}
+	r.add(name, OK, "Bound, ReadWriteMany", "")
+}
+
+// checkPod runs a Pod of a's image and reports whether it ran.
+func checkPod(ctx context.Context, r *Report, k *Kubernetes, a Agent) bool {
+	name := "agent " + a.Name + ": image"
+	run, err := guardedValue(func() (PodRun, error) { return k.Cluster.RunPod(ctx, a.Image, a.VersionCommand) })
+	switch {
+	case errors.Is(err, ErrImageMissing):
+		s := Fail
+		if len(a.Phases) == 0 {
+			s = Warn
+		}
+		r.add(name, s, a.Image+" cannot be had on the cluster: "+err.Error(),
+			"push "+a.Image+" to a registry the nodes can pull from (with imagePullSecrets on the service account runner.kubernetes.service_account), or load it into every node")
+		return false
+	case err != nil:
+		r.add(name, Fail, "a Pod of "+a.Image+" did not run to completion in namespace "+k.Namespace+": "+err.Error(),
+			"kubectl get events -n "+k.Namespace+" says what refused or held the Pod (admission, quota, scheduling)")
+		return false
+	}
+	what := "its default command"
+	if len(a.VersionCommand) > 0 {
+		what = strings.Join(a.VersionCommand, " ")
+	}
+	r.add(name, OK, fmt.Sprintf("%s present or pullable: a Pod of it (%s) ran to completion in namespace %s (exit %d, %s)",
+		a.Image, what, k.Namespace, run.Exit, run.Took.Round(100*time.Millisecond)), "")
+	return true
+}
+
+// guardedValue is guarded for a probe returning a value.
+func guardedValue[T any](probe func() (T, error)) (T, error) {
+	var v T
+	err := guarded(func() error {
+		var err error
+		v, err = probe()
+		return err
+	})
+	return v, err
+}
