@@ -277,4 +277,16 @@ func TestLifecycleKubernetes(t *testing.T) {
 	require.Equal(t, []string{"analysis", "analysis", "development", "ci_fix", "review_fix"}, phases, "the functional and technical analyses, then the phases that change the branch")
 	requireHardenedRunPods(t, rec, kubetest.ClaimName, token)
 	requireNoKubeLeftovers(t, cs, ns, e.srv.cfg.DataDir)
+
+	// The figures: each run from its start (the Pod's creation included) to its end.
+	var runs []struct {
+		Phase    string    `db:"phase"`
+		Started  time.Time `db:"started_at"`
+		Finished time.Time `db:"finished_at"`
+	}
+	require.NoError(t, e.srv.store.DB().SelectContext(ctx, &runs,
+		`SELECT phase, started_at, finished_at FROM runs WHERE mailbox_id = $1 ORDER BY id`, mb.ID))
+	for _, r := range runs {
+		t.Logf("run %s: %s", r.Phase, r.Finished.Sub(r.Started).Round(10*time.Millisecond))
+	}
 }
