@@ -200,10 +200,12 @@ func inputFiles(in phase.Input, inv Invocation) (map[string][]byte, error) {
 	return files, nil
 }
 
-// ContainerName returns the base name of a run: alfred-mbx<mailbox>-r<run>-<phase>-a<attempt>.
+// ContainerName returns the base name of a run: alfred-mbx<mailbox>-r<run>-<phase>-a<attempt>,
+// the phase's "_" written "-" (alfred-mbx1-r4-ci-fix-a1), so the name is a DNS label (RFC
+// 1123): a container's host name, and a Pod's name on Kubernetes, which refuses "_".
 // Containers and run directories are named by CompileConfig.InstanceName of it.
 func ContainerName(mailboxID, runID int64, p phase.Phase, attempt int) string {
-	return fmt.Sprintf("alfred-mbx%d-r%d-%s-a%d", mailboxID, runID, p, attempt)
+	return fmt.Sprintf("alfred-mbx%d-r%d-%s-a%d", mailboxID, runID, strings.ReplaceAll(string(p), "_", "-"), attempt)
 }
 
 // WorktreeName returns the name of a mailbox's worktree, kept from one of its runs to the next

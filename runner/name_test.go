@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/alfred-bot/alfred/runner/phase"
 )
@@ -17,6 +18,12 @@ func TestInstanceNameIsUniquePerInstanceAndFitsADNSLabel(t *testing.T) {
 	base := ContainerName(1, 3, phase.Development, 1)
 	require.Equal(t, "alfred-59bac303cb2f-mbx1-r3-development-a1", a.InstanceName(base))
 	require.NotEqual(t, a.InstanceName(base), b.InstanceName(base), "two suites on one daemon do not collide")
+
+	for _, p := range phase.All() {
+		name := a.InstanceName(ContainerName(1, 3, p, 1)) + "-fresh" // the longest suffix a run adds
+		require.Empty(t, validation.IsDNS1123Label(name), "%s: a Pod's name on Kubernetes", name)
+	}
+	require.Equal(t, "alfred-59bac303cb2f-mbx1-r3-ci-fix-a1", a.InstanceName(ContainerName(1, 3, phase.CIFix, 1)))
 
 	long := ContainerName(123456789, 987654321, phase.ConflictResolution, 12)
 	got := a.InstanceName(long)

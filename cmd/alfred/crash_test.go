@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/api/types/filters"
-	"github.com/docker/docker/client"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
@@ -53,9 +50,9 @@ type crashCase struct {
 	sleep string
 	// term stops the process with SIGTERM (a clean shutdown) instead of SIGKILL.
 	term bool
-	// whileDown runs after the SIGKILL, before the restart, with the container's id and the
-	// database.
-	whileDown func(t *testing.T, ctx context.Context, cli *client.Client, id string, db *sqlx.DB)
+	// whileDown runs after the SIGKILL, before the restart, with the runtime, the container's
+	// id and the database.
+	whileDown func(t *testing.T, rt crashRuntime, id string, db *sqlx.DB)
 	// log, when set, checks the restarted process's log.
 	log func(t *testing.T, log string)
 	// devRuns checks the development runs once the lifecycle is done.
@@ -63,6 +60,7 @@ type crashCase struct {
 }
 
 type crashRun struct {
+	ID      int64  `db:"id"`
 	Attempt int    `db:"attempt"`
 	Status  string `db:"status"`
 	Outcome string `db:"outcome"`
@@ -77,10 +75,9 @@ type crashRun struct {
 func TestKillDuringDevelopmentRun(t *testing.T) {
 	runCrashCase(t, crashCase{
 		sleep: "15",
-		whileDown: func(t *testing.T, ctx context.Context, cli *client.Client, id string, _ *sqlx.DB) {
-			info, err := cli.ContainerInspect(ctx, id)
-			require.NoError(t, err)
-			require.True(t, info.State.Running, "the container must still run when Alfred restarts")
+		whileDown: func(t *testing.T, rt crashRuntime, id string, _ *sqlx.DB) {
+			running, _ := rt.state(t, id)
+			require.True(t, running, "the container must still run when Alfred restarts")
 		},
 		devRuns: func(t *testing.T, runs []crashRun) {
 			require.Len(t, runs, 1, "the development run was reattached, not run again")
@@ -99,10 +96,9 @@ func TestShutdownDuringDevelopmentRun(t *testing.T) {
 	runCrashCase(t, crashCase{
 		sleep: "15",
 		term:  true,
-		whileDown: func(t *testing.T, ctx context.Context, cli *client.Client, id string, db *sqlx.DB) {
-			info, err := cli.ContainerInspect(ctx, id)
-			require.NoError(t, err)
-			require.True(t, info.State.Running, "the container must still run when Alfred restarts")
+		whileDown: func(t *testing.T, rt crashRuntime, id string, db *sqlx.DB) {
+			running, _ := rt.state(t, id)
+			require.True(t, running, "the container must still run when Alfred restarts")
 			var held int
 			require.NoError(t, db.Get(&held, `SELECT count(*) FROM mailboxes WHERE lease_owner IS NOT NULL`))
 			require.Zero(t, held, "a clean shutdown releases its leases")
@@ -125,15 +121,13 @@ func TestShutdownDuringDevelopmentRun(t *testing.T) {
 func TestKillDuringDevelopmentRunContainerFinishes(t *testing.T) {
 	runCrashCase(t, crashCase{
 		sleep: "4",
-		whileDown: func(t *testing.T, ctx context.Context, cli *client.Client, id string, db *sqlx.DB) {
+		whileDown: func(t *testing.T, rt crashRuntime, id string, db *sqlx.DB) {
 			require.Eventually(t, func() bool {
-				info, err := cli.ContainerInspect(ctx, id)
-				require.NoError(t, err)
-				return !info.State.Running
+				running, _ := rt.state(t, id)
+				return !running
 			}, time.Minute, 100*time.Millisecond, "the container never finished")
-			info, err := cli.ContainerInspect(ctx, id)
-			require.NoError(t, err)
-			require.Equal(t, 0, info.State.ExitCode, "the development container failed (or was stopped by another process)")
+			_, exit := rt.state(t, id)
+			require.Equal(t, 0, exit, "the development container failed (or was stopped by another process)")
 			// The killed process's lease has expired, so the start-up recovery (not a worker's
 			// step) claims the mailbox and collects the run.
 			require.Eventually(t, func() bool {
@@ -161,8 +155,8 @@ func TestKillDuringDevelopmentRunContainerFinishes(t *testing.T) {
 func TestKillDuringDevelopmentRunContainerRemoved(t *testing.T) {
 	runCrashCase(t, crashCase{
 		sleep: "600",
-		whileDown: func(t *testing.T, ctx context.Context, cli *client.Client, id string, _ *sqlx.DB) {
-			require.NoError(t, cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true}))
+		whileDown: func(t *testing.T, rt crashRuntime, id string, _ *sqlx.DB) {
+			rt.remove(t, id)
 		},
 		devRuns: func(t *testing.T, runs []crashRun) {
 			require.Len(t, runs, 2)
@@ -174,16 +168,19 @@ func TestKillDuringDevelopmentRunContainerRemoved(t *testing.T) {
 	})
 }
 
-// runCrashCase drives one crash scenario on each store (e2eStores, one subtest each).
+// runCrashCase drives one crash scenario on Docker on each store (e2eStores, one subtest each),
+// and on Kubernetes (the test cluster) on PostgreSQL.
 func runCrashCase(t *testing.T, c crashCase) {
 	for _, store := range e2eStores {
-		t.Run("store="+store, func(t *testing.T) { runCrashCaseOn(t, store, c) })
+		t.Run("store="+store, func(t *testing.T) { runCrashCaseOn(t, store, newDockerCrash(t), c) })
 	}
+	t.Run("runtime=kubernetes", func(t *testing.T) { runCrashCaseOn(t, storePostgres, newKubeCrash(t), c) })
 }
 
-// runCrashCaseOn drives one crash scenario on store: assign, plan, validate; SIGKILL during the
-// first development container; c.whileDown; restart; then the lifecycle must reach done.
-func runCrashCaseOn(t *testing.T, store string, c crashCase) {
+// runCrashCaseOn drives one crash scenario on store and rt: assign, plan, validate; SIGKILL
+// during the first development container; c.whileDown; restart; then the lifecycle must reach
+// done.
+func runCrashCaseOn(t *testing.T, store string, rt crashRuntime, c crashCase) {
 	dsn := testDatabaseURL(t, store)
 	cli := runtimetest.Client(t)
 	ctx := context.Background()
@@ -191,6 +188,8 @@ func runCrashCaseOn(t *testing.T, store string, c crashCase) {
 
 	dir := t.TempDir()
 	bin := buildAlfred(t, dir)
+	dataDir := filepath.Join(dir, "data")
+	runnerConfig := rt.prepare(t, image, dataDir)
 
 	bare := seedBareRepo(t, dir)
 	fj := forgetest.NewForgejoServer(t)
@@ -220,7 +219,8 @@ agents:
 phases: {default: script}
 lifecycle: {ci_wait: 2s, ci_poll: 300ms}
 workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
-`, addr, filepath.Join(dir, "data"), fj.URL, fj.Token, liveSecret, image, scriptPath)), 0o600))
+%s
+`, addr, dataDir, fj.URL, fj.Token, liveSecret, image, scriptPath, runnerConfig)), 0o600))
 
 	start := func() *exec.Cmd {
 		cmd := exec.Command(bin, "serve", "--config", cfgPath)
@@ -257,13 +257,9 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 
 	// This test's own containers: the instance label is derived from this test's data
 	// directory, so a development container of another test (or package) never matches.
-	devFilter := filters.NewArgs(filters.Arg("label", "alfred.managed=true"), filters.Arg("label", "alfred.phase=development"),
-		filters.Arg("label", "alfred.instance="+runner.InstanceID(filepath.Join(dir, "data"))))
-	require.Eventually(t, func() bool {
-		list, err := cli.ContainerList(ctx, container.ListOptions{Filters: devFilter})
-		require.NoError(t, err)
-		return len(list) == 1
-	}, 60*time.Second, 100*time.Millisecond, "the development container never ran")
+	instance := runner.InstanceID(dataDir)
+	require.Eventually(t, func() bool { return len(rt.devRunning(t, instance)) == 1 },
+		60*time.Second, 100*time.Millisecond, "the development container never ran")
 
 	// SIGKILL: no cleanup of any kind runs; the container outlives the process. SIGTERM: the
 	// process stops taking work, releases its leases and leaves the container running.
@@ -276,11 +272,10 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	if c.term {
 		require.True(t, state.Success(), "a clean shutdown exits 0")
 	}
-	list, err := cli.ContainerList(ctx, container.ListOptions{Filters: devFilter})
-	require.NoError(t, err)
+	list := rt.devRunning(t, instance)
 	require.Len(t, list, 1, "the stopped process left its container running")
-	db := openTestDatabase(t, dsn, filepath.Join(dir, "data"))
-	c.whileDown(t, ctx, cli, list[0].ID, db)
+	db := openTestDatabase(t, dsn, dataDir)
+	c.whileDown(t, rt, list[0], db)
 
 	proc = start()
 	e.waitStatus("status::in_ci")
@@ -296,7 +291,6 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	}))
 	e.waitStatus("status::done")
 	e.requireUniqueMarkers()
-	requireNoLeftovers(t, filepath.Join(dir, "data"))
 
 	// The development runs are as the case says, no executor is left live, and every event
 	// was processed.
@@ -306,8 +300,9 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 		c.log(t, string(b))
 	}
 	var runs []crashRun
-	require.NoError(t, db.Select(&runs, `SELECT attempt, status, outcome, applied FROM runs WHERE phase = 'development' ORDER BY id`))
+	require.NoError(t, db.Select(&runs, `SELECT id, attempt, status, outcome, applied FROM runs WHERE phase = 'development' ORDER BY id`))
 	c.devRuns(t, runs)
+	rt.done(t, dataDir, fj.Token, runs)
 	var live int
 	require.NoError(t, db.Get(&live, `SELECT count(*) FROM executors WHERE status IN ('starting', 'ready')`))
 	require.Zero(t, live, "a container record is still live")

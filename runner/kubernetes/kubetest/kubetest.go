@@ -76,8 +76,9 @@ func Namespace(tb testing.TB, cs k8s.Interface) string {
 // ClaimName in ns, bound to a PersistentVolume of the test's own backed by dir itself: on the
 // single-node test cluster the node is this machine, so the PersistentVolume is the hostPath
 // dir (ReadWriteMany, no StorageClass), as a ReadWriteMany claim on a real cluster is a
-// network file system both Alfred and the runs' Pods mount. The PersistentVolume is deleted
-// when the test ends; the claim goes with the namespace.
+// network file system both Alfred and the runs' Pods mount. It returns once the claim is
+// Bound (a Pod on a Pending claim waits for the scheduler's back-off). The PersistentVolume
+// is deleted when the test ends; the claim goes with the namespace.
 func StateClaim(tb testing.TB, cs k8s.Interface, ns, dir string) string {
 	tb.Helper()
 	require.True(tb, filepath.IsAbs(dir), "the state root must be absolute: %s", dir)
@@ -116,7 +117,35 @@ func StateClaim(tb testing.TB, cs k8s.Interface, ns, dir string) string {
 		},
 	}, metav1.CreateOptions{})
 	require.NoError(tb, err)
+	waitBound(tb, cs, ns)
 	return ClaimName
+}
+
+// waitBound waits until the claim ClaimName of ns is Bound. A Pod naming a claim still
+// Pending is not scheduled, and the scheduler tries it again only after a back-off of seconds:
+// a test's first run would wait for it.
+func waitBound(tb testing.TB, cs k8s.Interface, ns string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	start := time.Now()
+	claims := cs.CoreV1().PersistentVolumeClaims(ns)
+	for {
+		c, err := claims.Get(ctx, ClaimName, metav1.GetOptions{})
+		require.NoError(tb, err, "the state claim %s/%s never bound", ns, ClaimName)
+		if c.Status.Phase == corev1.ClaimBound {
+			tb.Logf("state claim %s/%s bound after %s", ns, ClaimName, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		w, err := claims.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + ClaimName, ResourceVersion: c.ResourceVersion})
+		require.NoError(tb, err, "watch the state claim %s/%s", ns, ClaimName)
+		for ev := range w.ResultChan() {
+			if c, ok := ev.Object.(*corev1.PersistentVolumeClaim); ok && c.Status.Phase == corev1.ClaimBound {
+				break
+			}
+		}
+		w.Stop() // closed by the server, by ctx, or bound: read it again
+	}
 }
 
 // ImportImage imports the Docker image tag into the test cluster's containerd
