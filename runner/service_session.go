@@ -223,6 +223,9 @@ func (s *Service) resumeVerified(ctx context.Context, adapter string, sa Session
 	return inst.ResumeVerified, nil
 }
 
+// detectPhase is the LabelPhase of a version detection's container.
+const detectPhase = "detect"
+
 // detect runs the CLI's version command in image, in a disposable container.
 func (s *Service) detect(ctx context.Context, sa SessionAgent, image string) (string, error) {
 	cmd := sa.Capabilities().VersionCommand
@@ -232,7 +235,7 @@ func (s *Service) detect(ctx context.Context, sa SessionAgent, image string) (st
 	rt := s.exec.Runtime()
 	spec := ContainerSpec{Name: "alfred-detect-" + strings.ToLower(uuid.NewString()[:12]), Image: image, Cmd: cmd,
 		Env: []string{"HOME=" + HomeDir}, WorkingDir: "/", User: fmt.Sprintf("%d:%d", s.exec.UID(), s.exec.GID()),
-		Labels: s.exec.ManagedLabels(map[string]string{LabelPhase: "detect"}),
+		Labels: s.exec.ManagedLabels(map[string]string{LabelPhase: detectPhase}),
 		Limits: Limits{MemoryBytes: 512 << 20, NanoCPUs: 1e9, PIDs: 128}}
 	h, err := rt.Start(ctx, spec)
 	if err != nil {
