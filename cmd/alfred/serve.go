@@ -262,8 +262,13 @@ func (s *server) buildService(ctx context.Context, gits map[string]*gitrepo.Mana
 	if err != nil {
 		return nil, err
 	}
+	// The data directory's id: where the sessions this replica runs leave their state.
+	host, err := runner.StateHost(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	return runner.NewService(exec, gits, runner.SessionConfig{Store: s.store, Dir: filepath.Join(cfg.DataDir, "sessions"),
-		UID: cfg.Runner.UID, GID: cfg.Runner.GID}, s.log), nil
+		UID: cfg.Runner.UID, GID: cfg.Runner.GID, Host: host}, s.log), nil
 }
 
 // buildHandler returns the webhook receiver, which stores each delivery and wakes the workers
