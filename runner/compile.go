@@ -200,10 +200,12 @@ func inputFiles(in phase.Input, inv Invocation) (map[string][]byte, error) {
 	return files, nil
 }
 
-// ContainerName returns the base name of a run: alfred-mbx<mailbox>-r<run>-<phase>-a<attempt>.
-// Containers and run directories are named by CompileConfig.InstanceName of it.
+// ContainerName returns the base name of a run: alfred-mbx<mailbox>-r<run>-<phase>-a<attempt>,
+// the phase's underscores written as hyphens ("ci-fix"): the name is a DNS label, as a
+// Kubernetes Pod's name must be. Containers and run directories are named by
+// CompileConfig.InstanceName of it.
 func ContainerName(mailboxID, runID int64, p phase.Phase, attempt int) string {
-	return fmt.Sprintf("alfred-mbx%d-r%d-%s-a%d", mailboxID, runID, p, attempt)
+	return fmt.Sprintf("alfred-mbx%d-r%d-%s-a%d", mailboxID, runID, strings.ReplaceAll(string(p), "_", "-"), attempt)
 }
 
 // WorktreeName returns the name of a mailbox's worktree, kept from one of its runs to the next
