@@ -15,8 +15,11 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/alfred-bot/alfred/runner/agent/agenttest"
+	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -114,6 +117,17 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	rs.url = "http://" + r.addr
 	if rs.db == nil {
 		rs.db = openTestDatabase(t, rs.dsn, dataDir)
+		t.Cleanup(func() {
+			if !t.Failed() {
+				return
+			}
+			for _, q := range []string{`SELECT row_to_json(m)::text FROM mailboxes m`, `SELECT row_to_json(r)::text FROM runs r ORDER BY id`,
+				`SELECT row_to_json(e)::text FROM events e ORDER BY id`} {
+				var rows []string
+				_ = rs.db.Select(&rows, q)
+				t.Logf("%s:\n%s", q, strings.Join(rows, "\n"))
+			}
+		})
 	}
 	return r
 }
@@ -229,4 +243,109 @@ func TestReplicasDockerSessionElsewhere(t *testing.T) {
 	require.NotEqual(t, rows[0].NativeID, rows[2].NativeID, "a fresh session on B")
 	require.Contains(t, b.text(t), fmt.Sprintf("session state of mailbox 1 is on replica %s, not here (%s)", idA, idB))
 	rs.requireEventsOnce("analysis.functional", "analysis.technical", "development")
+}
+
+// TestReplicasKubernetesOneSession: two replicas on one PostgreSQL and the test cluster
+// (runner.runtime: kubernetes), sharing one data directory through the state claim. Replica A
+// runs the analysis and starts the development, whose Pod the stand-in holds; replica B starts
+// meanwhile: its start-up recovery leaves A's mailbox to A's lease and its reap removes none of
+// A's run (the Pod, the worktree, the run directory, the session state). A then finishes the
+// development and stops; B runs the CI fix. One agent session throughout: every run after the
+// first resumes the same native id, the CLI of the CI fix on B answered with the three earlier
+// turns of A in its history (its session file, its cumulative usage), each phase ran once,
+// every event was processed and no comment was posted twice; nothing is left in the cluster.
+func TestReplicasKubernetesOneSession(t *testing.T) {
+	kubeconfig, cs := kubetest.Kubeconfig(t)
+	rs := newReplicaSet(t)
+	kubetest.ImportImage(t, rs.image)
+	ns := kubetest.Namespace(t, cs)
+	data := filepath.Join(rs.dir, "data")
+	claim := kubetest.StateClaim(t, cs, ns, data)
+	runnerYAML := fmt.Sprintf(`runner:
+  runtime: kubernetes
+  kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}
+`, kubeconfig, ns, claim)
+	ctx := context.Background()
+	pods := func(phase string) []corev1.Pod {
+		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "alfred.managed=true,alfred.phase=" + phase})
+		require.NoError(t, err)
+		return list.Items
+	}
+
+	a := rs.start("replica-a", data, runnerYAML)
+	rs.toValidation()
+	var mb int64
+	require.NoError(t, rs.db.Get(&mb, `SELECT id FROM mailboxes WHERE number = 1`))
+	sessionDir := filepath.Join(data, "sessions", fmt.Sprint(mb), "claude")
+	hold := filepath.Join(sessionDir, agenttest.StandinHoldFile)
+	require.NoError(t, os.WriteFile(hold, nil, 0o644))
+	rs.validate()
+	var dev corev1.Pod
+	require.Eventually(t, func() bool {
+		list := pods("development")
+		if len(list) != 1 || list[0].Status.Phase != corev1.PodRunning {
+			return false
+		}
+		dev = list[0]
+		return true
+	}, 2*time.Minute, 100*time.Millisecond, "the development Pod never ran")
+
+	// B starts while A's development Pod runs; /healthz answers after its recovery and reap.
+	b := rs.start("replica-b", data, runnerYAML)
+	require.Contains(t, b.text(t), "held by a live lease at start-up", "B's recovery left A's run to A")
+	p, err := cs.CoreV1().Pods(ns).Get(ctx, dev.Name, metav1.GetOptions{})
+	require.NoError(t, err, "B's start-up removed A's Pod")
+	require.Equal(t, corev1.PodRunning, p.Status.Phase)
+	require.Nil(t, p.DeletionTimestamp)
+	for _, d := range []string{sessionDir, filepath.Join(data, "worktrees", fmt.Sprintf("alfred-mbx%d-worktree", mb)),
+		filepath.Join(data, "runs", dev.Name)} {
+		require.DirExists(t, d, "B's start-up removed a directory of A's live run")
+	}
+
+	require.NoError(t, os.Remove(hold))
+	rs.waitStatus("status::in_ci")
+	a.stop(t)
+	rs.url = "http://" + b.addr
+
+	mr := rs.fj.MergeRequests(rs.issue.Repo)[0]
+	head := func() string {
+		out, err := exec.Command("git", "-C", rs.bare, "rev-parse", mr.SourceBranch).Output()
+		require.NoError(t, err)
+		return strings.TrimSpace(string(out))
+	}
+	first := head()
+	rs.fj.SetCI(rs.issue.Repo, first, forgetest.CIJob{Name: "ci/test", State: forge.CIFailed, Log: "FAIL"})
+	require.Eventually(t, func() bool { return head() != first }, 2*time.Minute, 100*time.Millisecond, "no ci_fix push")
+	rs.fj.SetCI(rs.issue.Repo, head(), forgetest.CIJob{Name: "ci/test", State: forge.CISuccess})
+	rs.waitStatus("status::in_review")
+	rs.fj.MarkMerged(rs.issue.Repo, mr.Number)
+	require.Equal(t, http.StatusAccepted, rs.send("022-pull_request-closed", func(doc map[string]any) {
+		doc["number"] = mr.Number
+		doc["pull_request"].(map[string]any)["number"] = mr.Number
+		doc["pull_request"].(map[string]any)["head"].(map[string]any)["ref"] = mr.SourceBranch
+	}))
+	rs.waitStatus("status::done")
+
+	require.Equal(t, []string{"analysis.functional", "analysis.technical", "development"}, a.ran(t))
+	require.Equal(t, []string{"ci_fix"}, b.ran(t))
+	host, err := os.ReadFile(filepath.Join(data, "state-host"))
+	require.NoError(t, err)
+	rows := rs.sessions()
+	require.Len(t, rows, 4)
+	for i, r := range rows {
+		require.Equal(t, rows[0].NativeID, r.NativeID, "one session")
+		require.Equal(t, i > 0, r.Resumed, "run %s resumed", r.Key)
+		require.True(t, r.Succeeded)
+		require.Equal(t, strings.TrimSpace(string(host)), r.StateHost, "one data directory")
+		// The stand-in reports usage summed over the session's turns, as Claude Code does.
+		require.EqualValues(t, 120*(i+1), r.Reported, "run %s: the CLI counted %d turns", r.Key, i+1)
+	}
+	require.Equal(t, "ci_fix", rows[3].Key)
+	rs.requireEventsOnce("analysis.functional", "analysis.technical", "development", "ci_fix")
+	require.Eventually(t, func() bool {
+		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "alfred.managed=true"})
+		require.NoError(t, err)
+		return len(list.Items) == 0
+	}, time.Minute, 200*time.Millisecond, "a run's Pod was left behind")
+	require.NoDirExists(t, sessionDir, "the session state goes with the mailbox")
 }
