@@ -318,6 +318,17 @@ func TestReplicasKubernetesOneSession(t *testing.T) {
 	require.Eventually(t, func() bool { return head() != first }, 2*time.Minute, 100*time.Millisecond, "no ci_fix push")
 	rs.fj.SetCI(rs.issue.Repo, head(), forgetest.CIJob{Name: "ci/test", State: forge.CISuccess})
 	rs.waitStatus("status::in_review")
+	// The session's history as the CLI of the CI fix on B read and extended it: A's three
+	// turns, then B's.
+	native := rs.sessions()[0].NativeID
+	history, err := os.ReadFile(filepath.Join(sessionDir, native+".jsonl"))
+	require.NoError(t, err)
+	at := -1
+	for _, key := range []string{"analysis.functional", "analysis.technical", "development", "ci_fix"} {
+		i := strings.Index(string(history), "## Your task ("+key+")")
+		require.Greater(t, i, at, "turn %s in the session's history, in order", key)
+		at = i
+	}
 	rs.fj.MarkMerged(rs.issue.Repo, mr.Number)
 	require.Equal(t, http.StatusAccepted, rs.send("022-pull_request-closed", func(doc map[string]any) {
 		doc["number"] = mr.Number
