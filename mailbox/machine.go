@@ -425,7 +425,12 @@ func (m *Machine) setState(ctx context.Context, bot Bot, mb *Mailbox, s State) e
 	}
 	mb.Assignees = issue.Assignees
 	if def(s).Wake == wakeCIPoll {
-		mb.WakeAt = nil // poll at once
+		// Poll at once: due now, not "never" (nil), for the mailbox may be saved with it
+		// before the pass sets its next wake (the run's outcome is saved as soon as it is
+		// applied), and a pass cut there (a forge error, the process stopping) must leave it
+		// due for the next pass, on this replica or another.
+		now := m.now()
+		mb.WakeAt = &now
 	}
 	return nil
 }

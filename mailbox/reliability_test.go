@@ -533,3 +533,30 @@ func TestValidationDuringARecoveredPlanIsNotSwallowed(t *testing.T) {
 	require.Equal(t, 1, b.jobsOf(phase.Development))
 	b.requireUniqueMarkers()
 }
+
+// A pass cut right after the development's outcome took the mailbox to in_ci (the forge's CI
+// read fails, or the process stops: a replica handed over with SIGTERM) leaves the mailbox
+// due: the next pass, on any replica, polls the CI. The mailbox was saved mid-pass with the
+// outcome; its wake time must not be "never".
+func TestPassCutAfterEnteringCILeavesTheMailboxDue(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.toValidation()
+	b.fake.FailNextCall("CIStatus", fmt.Errorf("forgejo: commit status: HTTP 502: %w", forge.ErrUnavailable))
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.ErrorIs(t, b.machine.Advance(context.Background(), mb), forge.ErrUnavailable)
+	require.Equal(t, 1, b.jobsOf(phase.Development))
+
+	mb, err = b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateInCI, mb.State, "the outcome was saved")
+	require.NotNil(t, mb.WakeAt, "a mailbox in CI without a wake time is never polled again")
+	require.False(t, mb.WakeAt.After(b.clock.Now()), "due at once")
+	leased, err := b.store.Lease(context.Background(), "replica-b", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, leased, "another worker takes the mailbox")
+	require.Equal(t, mb.ID, leased.ID)
+}

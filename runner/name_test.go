@@ -3,6 +3,7 @@ package runner
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -31,6 +32,17 @@ func TestInstanceNameIsUniquePerInstanceAndFitsADNSLabel(t *testing.T) {
 	require.True(t, strings.HasPrefix(got, "alfred-59bac303cb2f-mbx123456789-"))
 	require.Equal(t, got, a.InstanceName(long), "the same run gets the same name")
 	require.NotEqual(t, got, a.InstanceName(ContainerName(123456789, 987654321, phase.ConflictResolution, 13)))
+
+	// Every phase's name is a DNS label (RFC 1123), as a Kubernetes Pod's name must be.
+	label := regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	for _, p := range []phase.Phase{phase.Analysis, phase.Development, phase.CIFix, phase.ReviewFix,
+		phase.ConflictResolution, phase.Answer, phase.Review} {
+		for _, n := range []string{a.InstanceName(ContainerName(1, 3, p, 1)), a.InstanceName(ContainerName(123456789, 987654321, p, 12))} {
+			require.Regexp(t, label, n)
+			require.LessOrEqual(t, len(n), MaxContainerName)
+		}
+	}
+	require.Equal(t, "alfred-mbx1-r3-ci-fix-a1", ContainerName(1, 3, phase.CIFix, 1))
 }
 
 func TestReapRemovesRunDirsOfMailboxesNotKept(t *testing.T) {

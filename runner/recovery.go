@@ -144,7 +144,8 @@ func (e *Executor) recoveredInput(rec ContainerRecord, runDir string) (phase.Inp
 // container record accounts for: containers whose run was never recorded or has ended. Containers
 // are listed before the rows are read, and a row is always written before its container is
 // created, so a container another process is starting is never taken for an orphan. Without
-// a ContainerLog it does nothing. It returns the names destroyed.
+// a ContainerLog it does nothing. A version detection that still runs (another replica's) is
+// kept. It returns the names destroyed.
 func (e *Executor) RemoveOrphans(ctx context.Context) ([]string, error) {
 	if e.cfg.ContainerLog == nil {
 		return nil, nil
@@ -164,8 +165,15 @@ func (e *Executor) RemoveOrphans(ctx context.Context) ([]string, error) {
 			known[r.ContainerID] = true
 		}
 	}
-	return e.destroyAll(ctx, "remove orphan", list, func(c Container) bool { return known[c.Name] || known[string(c.ID)] })
+	return e.destroyAll(ctx, "remove orphan", list, func(c Container) bool {
+		return known[c.Name] || known[string(c.ID)] || (c.Running && detecting(c.Labels))
+	})
 }
+
+// detecting reports whether labels are those of a CLI version detection (Service.detect): a
+// short container with no container record, which another replica sharing the runtime may be
+// running while this one starts. The sweeps keep it while it runs.
+func detecting(labels map[string]string) bool { return labels[LabelPhase] == detectPhase }
 
 // Recover finishes a run whose worker stopped (the process was killed) while the run was in
 // progress; job is the run as the mailbox would have asked for it. It finds the run's live

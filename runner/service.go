@@ -261,26 +261,6 @@ func (s *Service) Cleanup(ctx context.Context, mailboxID int64) error {
 	return errors.Join(err, rerr, s.sweep(ctx, func(name string) bool { return !strings.HasPrefix(name, prefix) }))
 }
 
-// Reap removes every Alfred container and worktree of a mailbox keep rejects, and every
-// worktree of a run (not the mailbox's own, WorktreeName) of a mailbox keepRuns rejects; used at
-// start-up to remove what a crashed process left behind. Both get the mailbox id.
-func (s *Service) Reap(ctx context.Context, keep, keepRuns func(mailboxID int64) bool) error {
-	_, err := s.exec.Reap(ctx, func(labels map[string]string) bool {
-		id, perr := strconv.ParseInt(labels[LabelMailbox], 10, 64)
-		return perr == nil && keepRuns(id)
-	})
-	return errors.Join(err, s.sweep(ctx, func(name string) bool {
-		var id int64
-		if _, perr := fmt.Sscanf(name, "alfred-mbx%d-", &id); perr != nil {
-			return true // not ours
-		}
-		if name == WorktreeName(id) {
-			return keep(id)
-		}
-		return keepRuns(id)
-	}), s.exec.sweepRunDirs(keepRuns))
-}
-
 // Mailboxes is what the store knows about the mailboxes when leftovers are reaped; each map
 // holds the ids for which the statement is true.
 type Mailboxes struct {
@@ -294,26 +274,99 @@ type Mailboxes struct {
 
 // ReapLeftovers is the start-up clean-up policy, run after recovery: it removes the session
 // state and the worktree of mailboxes that are no longer open, the containers no live
-// container record accounts for (RemoveOrphans), and the containers and run worktrees of
-// mailboxes that are neither leased by a live process nor have a live container record. What it removed is logged; failures are
-// joined.
-func (s *Service) ReapLeftovers(ctx context.Context, mb Mailboxes) error {
+// container record accounts for (RemoveOrphans), and the containers, run directories and run
+// worktrees of mailboxes that are neither leased by a live process nor have a live container
+// record. What it removed is logged; failures are joined.
+//
+// read returns the store's view of the mailboxes. Another replica sharing the data directory
+// and the runtime (spec/kubernetes.md, "Replicas") works on while this one starts, so each
+// sweep lists what it might remove first (directories, containers) and reads the store only
+// then, once per sweep: whatever the other replica starts after a listing is not in it, and
+// whatever it started before is, by the time of the read, under its lease or a live container
+// record (a lease is taken before a worktree, session directory, run directory or container
+// is made, a record written before a container is created). A view read before the listings
+// would take a mailbox leased in between for a leftover and remove its live run. When read
+// fails, the sweep keeps everything. A version-detection container that still runs is
+// another replica's detection in progress and is kept (it ends on its own; the next start-up
+// removes it once exited).
+func (s *Service) ReapLeftovers(ctx context.Context, read func(context.Context) (Mailboxes, error)) error {
+	var errs []error
+	// view reads the store once, at a sweep's first question (after the sweep's listing).
+	view := func() func() (Mailboxes, bool) {
+		var (
+			once sync.Once
+			mb   Mailboxes
+			ok   bool
+		)
+		return func() (Mailboxes, bool) {
+			once.Do(func() {
+				var err error
+				if mb, err = read(ctx); err != nil {
+					errs = append(errs, fmt.Errorf("read the mailboxes: %w", err))
+				} else {
+					ok = true
+				}
+			})
+			return mb, ok
+		}
+	}
+	// keepMailbox: a mailbox's own worktree lives as long as the mailbox is open.
+	keepMailbox := func(v func() (Mailboxes, bool)) func(int64) bool {
+		return func(id int64) bool {
+			mb, ok := v()
+			return !ok || mb.Open[id] || mb.Leased[id] || mb.LiveContainers[id]
+		}
+	}
+	keepRuns := func(v func() (Mailboxes, bool)) func(int64) bool {
+		return func(id int64) bool {
+			mb, ok := v()
+			return !ok || mb.Leased[id] || mb.LiveContainers[id]
+		}
+	}
 	// Session state lives as long as its mailbox is open; what is left of closed or deleted
 	// mailboxes is an orphan.
-	removed, err := s.SweepSessions(func(id int64) bool { return mb.Open[id] })
+	sessions := view()
+	removed, err := s.SweepSessions(func(id int64) bool {
+		mb, ok := sessions()
+		return !ok || mb.Open[id]
+	})
+	errs = append(errs, err)
 	if len(removed) > 0 {
 		s.log.Info("removed orphaned agent session state", "mailboxes", removed)
 	}
 	// Containers no live container record accounts for are orphans; the containers and
 	// worktrees of a mailbox with a live record belong to its recovery (the next pass
 	// reattaches).
-	orphans, oerr := s.RemoveOrphans(ctx)
+	orphans, err := s.RemoveOrphans(ctx)
+	errs = append(errs, err)
 	if len(orphans) > 0 {
 		s.log.Info("removed containers no live container record accounts for", "containers", orphans)
 	}
-	// A mailbox's own worktree lives as long as the mailbox is open.
-	return errors.Join(err, oerr, s.Reap(ctx, func(id int64) bool { return mb.Open[id] || mb.Leased[id] || mb.LiveContainers[id] },
-		func(id int64) bool { return mb.Leased[id] || mb.LiveContainers[id] }))
+	containers := view()
+	reaped, err := s.exec.Reap(ctx, func(labels map[string]string) bool {
+		if detecting(labels) {
+			return true
+		}
+		id, perr := strconv.ParseInt(labels[LabelMailbox], 10, 64)
+		return perr == nil && keepRuns(containers)(id)
+	})
+	errs = append(errs, err)
+	if len(reaped) > 0 {
+		s.log.Info("removed the containers of mailboxes no live process holds", "containers", reaped)
+	}
+	worktrees := view()
+	errs = append(errs, s.sweep(ctx, func(name string) bool {
+		var id int64
+		if _, perr := fmt.Sscanf(name, "alfred-mbx%d-", &id); perr != nil {
+			return true // not ours
+		}
+		if name == WorktreeName(id) {
+			return keepMailbox(worktrees)(id)
+		}
+		return keepRuns(worktrees)(id)
+	}))
+	errs = append(errs, s.exec.sweepRunDirs(keepRuns(view())))
+	return errors.Join(errs...)
 }
 
 // sweep removes the worktrees keep rejects. Every forge's git manager shares the one worktree

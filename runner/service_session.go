@@ -24,6 +24,10 @@ type SessionConfig struct {
 	Dir string
 	// UID and GID own the state directories (the container user) when Alfred runs as root.
 	UID, GID int
+	// Host is the id of the data directory Dir is in (StateHost), recorded with every
+	// session so that a replica on another data directory knows whose the state is; "" records
+	// none.
+	Host string
 }
 
 // sessionPlan is how one run uses the mailbox's session.
@@ -80,6 +84,14 @@ func (s *Service) plan(ctx context.Context, job phase.Job) (*sessionPlan, error)
 		p.fallback = FallbackUnsupportedVersion
 	case !stateComplete(p.dir, prev.NativeID):
 		p.fallback = FallbackStateMissing
+		if prev.StateHost != "" && s.sessions.Host != "" && prev.StateHost != s.sessions.Host {
+			// Docker on several hosts: the previous run's replica kept the state in its own data
+			// directory. Say so; the run goes on fresh (spec/sessions.md, "Replicas").
+			p.fallback = FallbackStateElsewhere
+			s.log.Warn(fmt.Sprintf("session state of mailbox %d is on replica %s, not here (%s): starting a fresh session",
+				job.MailboxID, prev.StateHost, s.sessions.Host), "mailbox_id", job.MailboxID, "adapter", name,
+				"state_host", prev.StateHost, "here", s.sessions.Host, "session", prev.NativeID)
+		}
 	default:
 		p.in.SessionID, p.in.Resume, p.resumed, p.prev = prev.NativeID, true, true, prev
 	}
@@ -120,7 +132,8 @@ func stateComplete(dir, id string) bool {
 // record writes the run's session row and, after a success, the state marker.
 func (s *Service) record(ctx context.Context, job phase.Job, p *sessionPlan, out *RunOutcome) *phase.SessionRecord {
 	rec := &phase.SessionRecord{MailboxID: job.MailboxID, Adapter: p.adapter, Model: job.Input.Model,
-		Name: job.SessionName, NativeID: p.in.SessionID, Resumed: p.resumed, FallbackReason: p.fallback}
+		Name: job.SessionName, NativeID: p.in.SessionID, Resumed: p.resumed, FallbackReason: p.fallback,
+		StateHost: s.sessions.Host}
 	if job.RunID != 0 {
 		id := job.RunID
 		rec.RunID = &id
@@ -223,6 +236,9 @@ func (s *Service) resumeVerified(ctx context.Context, adapter string, sa Session
 	return inst.ResumeVerified, nil
 }
 
+// detectPhase is the LabelPhase of a version detection's container.
+const detectPhase = "detect"
+
 // detect runs the CLI's version command in image, in a disposable container.
 func (s *Service) detect(ctx context.Context, sa SessionAgent, image string) (string, error) {
 	cmd := sa.Capabilities().VersionCommand
@@ -232,7 +248,7 @@ func (s *Service) detect(ctx context.Context, sa SessionAgent, image string) (st
 	rt := s.exec.Runtime()
 	spec := ContainerSpec{Name: "alfred-detect-" + strings.ToLower(uuid.NewString()[:12]), Image: image, Cmd: cmd,
 		Env: []string{"HOME=" + HomeDir}, WorkingDir: "/", User: fmt.Sprintf("%d:%d", s.exec.UID(), s.exec.GID()),
-		Labels: s.exec.ManagedLabels(map[string]string{LabelPhase: "detect"}),
+		Labels: s.exec.ManagedLabels(map[string]string{LabelPhase: detectPhase}),
 		Limits: Limits{MemoryBytes: 512 << 20, NanoCPUs: 1e9, PIDs: 128}}
 	h, err := rt.Start(ctx, spec)
 	if err != nil {

@@ -218,3 +218,52 @@ func TestSessionStateRemovedAndOrphansSwept(t *testing.T) {
 
 // unusedRuntime is a Runtime that is never called (the test exercises no container).
 type unusedRuntime struct{ runner.Runtime }
+
+// Docker on several hosts: each replica keeps the session state in its own data directory.
+// A run on replica B after one on replica A starts fresh with the reason state_elsewhere (the
+// record of A's run names A's data directory), not a silent state_missing; B's next run
+// resumes B's session; every record names the data directory its state is in.
+func TestSessionStateOnAnotherReplica(t *testing.T) {
+	a := newSessionBundle(t)
+	a.sessions.Host = "replica-a-0001"
+	b := *a
+	b.dataDir = filepath.Join(t.TempDir(), "data")
+	mgr, err := gitrepo.New(gitrepo.Config{DataDir: b.dataDir, AuthorName: "Alfred", AuthorEmail: "a@example.org",
+		UID: 65532, GID: 65532})
+	require.NoError(t, err)
+	b.git = map[string]*gitrepo.Manager{"gl": mgr}
+	b.sessions.Dir, b.sessions.Host = filepath.Join(b.dataDir, "sessions"), "replica-b-0002"
+
+	id := a.mailbox(1)
+	first := a.run(a.service(nil), id, phase.Analysis, phase.StepFunctional, "MARK-ALPHA", "agent/issue-1-x")
+	require.Equal(t, "replica-a-0001", first.Session.StateHost)
+	second := b.run(b.service(nil), id, phase.Analysis, phase.StepTechnical, "MARK-BETA", "agent/issue-1-x")
+	require.False(t, second.Session.Resumed)
+	require.Equal(t, runner.FallbackStateElsewhere, second.Session.FallbackReason)
+	require.Equal(t, "replica-b-0002", second.Session.StateHost)
+	require.NotEqual(t, first.Session.NativeID, second.Session.NativeID)
+	third := b.run(b.service(nil), id, phase.Development, "", "MARK-GAMMA", "agent/issue-1-x")
+	require.True(t, third.Session.Resumed, "B resumes the session it holds")
+	require.Equal(t, second.Session.NativeID, third.Session.NativeID)
+	require.Contains(t, third.Output, "MARK-BETA,MARK-GAMMA", "the resumed CLI saw B's earlier turn")
+	require.NotContains(t, third.Output, "MARK-ALPHA", "A's turns stayed on A")
+}
+
+// StateHost is the data directory's id: the same for every replica of one directory, another
+// for another directory.
+func TestStateHost(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	id, err := runner.StateHost(dir)
+	require.NoError(t, err)
+	require.Regexp(t, `^([a-z0-9-]+-)?[0-9a-f]{8}$`, id)
+	again, err := runner.StateHost(dir)
+	require.NoError(t, err)
+	require.Equal(t, id, again)
+	other, err := runner.StateHost(t.TempDir())
+	require.NoError(t, err)
+	require.NotEqual(t, id, other)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "no temporary file is left")
+}

@@ -81,6 +81,7 @@ const (
 	FallbackNoPriorSession     = "no_prior_session"    // first run of the mailbox with this adapter
 	FallbackAdapterChanged     = "adapter_changed"     // the phase is bound to another adapter than the last run's
 	FallbackStateMissing       = "state_missing"       // the session directory is gone or half-written
+	FallbackStateElsewhere     = "state_elsewhere"     // the previous run's replica keeps the state in another data directory
 	FallbackUnsupportedVersion = "unsupported_version" // the CLI version is not verified to resume
 	FallbackRefused            = "refused"             // the CLI refused the resume; re-invoked fresh in the same run
 )

@@ -262,8 +262,13 @@ func (s *server) buildService(ctx context.Context, gits map[string]*gitrepo.Mana
 	if err != nil {
 		return nil, err
 	}
+	// The data directory's id: where the sessions this replica runs leave their state.
+	host, err := runner.StateHost(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
 	return runner.NewService(exec, gits, runner.SessionConfig{Store: s.store, Dir: filepath.Join(cfg.DataDir, "sessions"),
-		UID: cfg.Runner.UID, GID: cfg.Runner.GID}, s.log), nil
+		UID: cfg.Runner.UID, GID: cfg.Runner.GID, Host: host}, s.log), nil
 }
 
 // buildHandler returns the webhook receiver, which stores each delivery and wakes the workers
@@ -430,21 +435,24 @@ func stageStats(srv *httpserve.Server) func() metrics.StageStats {
 }
 
 // reap removes what a process killed during a run left behind and recovery did not keep
-// (runner.Service.ReapLeftovers), from the store's view of the mailboxes.
+// (runner.Service.ReapLeftovers, which reads the store's view of the mailboxes after listing
+// what it might remove: another replica may be working on).
 func (s *server) reap(ctx context.Context) error {
-	leased, err := s.store.LeasedMailboxes(ctx)
-	if err != nil {
-		return err
-	}
-	open, err := s.store.OpenMailboxes(ctx)
-	if err != nil {
-		return err
-	}
-	live, err := s.store.LiveContainerMailboxes(ctx)
-	if err != nil {
-		return err
-	}
-	return s.service.ReapLeftovers(ctx, runner.Mailboxes{Leased: leased, Open: open, LiveContainers: live})
+	return s.service.ReapLeftovers(ctx, func(ctx context.Context) (runner.Mailboxes, error) {
+		leased, err := s.store.LeasedMailboxes(ctx)
+		if err != nil {
+			return runner.Mailboxes{}, err
+		}
+		open, err := s.store.OpenMailboxes(ctx)
+		if err != nil {
+			return runner.Mailboxes{}, err
+		}
+		live, err := s.store.LiveContainerMailboxes(ctx)
+		if err != nil {
+			return runner.Mailboxes{}, err
+		}
+		return runner.Mailboxes{Leased: leased, Open: open, LiveContainers: live}, nil
+	})
 }
 
 // Close releases the store (and, on SQLite, its process lock).

@@ -88,4 +88,8 @@ type SessionRecord struct {
 	ReportedCost float64 `db:"reported_cost"`
 	DurationMS   int64   `db:"duration_ms"`
 	Succeeded    bool    `db:"succeeded"`
+	// StateHost names where the run left the session state: the id of the data directory
+	// of the replica that ran it (runner.StateHost; "" before it was recorded, and for API
+	// mode, which keeps none).
+	StateHost string `db:"state_host"`
 }

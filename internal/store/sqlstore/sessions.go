@@ -15,7 +15,7 @@ import (
 
 const sessionColumns = `id, mailbox_id, run_id, adapter, model, session_name, native_id, resumed,
 fallback_reason, tokens_in, tokens_out, cost_usd, reported_in, reported_out, reported_cost,
-duration_ms, succeeded`
+duration_ms, succeeded, state_host`
 
 const sqlLatestSession = `SELECT ` + sessionColumns + ` FROM llm_sessions
 WHERE mailbox_id = $1 AND succeeded AND native_id <> '' ORDER BY id DESC LIMIT 1`
@@ -47,8 +47,8 @@ func (s *Store) Sessions(ctx context.Context, mailboxID int64) ([]phase.SessionR
 const sqlRecordSession = `
 INSERT INTO llm_sessions (mailbox_id, run_id, adapter, model, session_name, native_id, resumed,
 	fallback_reason, tokens_in, tokens_out, cost_usd, reported_in, reported_out, reported_cost,
-	duration_ms, succeeded, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) RETURNING id`
+	duration_ms, succeeded, state_host, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) RETURNING id`
 
 // sqlLinkSession tells the run's latest container its session.
 const sqlLinkSession = `UPDATE executors SET session_id = $1, native_session_id = $2
@@ -59,7 +59,7 @@ WHERE id = (SELECT max(id) FROM executors WHERE run_id = $3)`
 func (s *Store) RecordSession(ctx context.Context, r *phase.SessionRecord) error {
 	err := s.db.GetContext(ctx, &r.ID, sqlRecordSession,
 		r.MailboxID, r.RunID, r.Adapter, r.Model, r.Name, r.NativeID, r.Resumed, r.FallbackReason,
-		r.TokensIn, r.TokensOut, r.CostUSD, r.ReportedIn, r.ReportedOut, r.ReportedCost, r.DurationMS, r.Succeeded, s.now())
+		r.TokensIn, r.TokensOut, r.CostUSD, r.ReportedIn, r.ReportedOut, r.ReportedCost, r.DurationMS, r.Succeeded, r.StateHost, s.now())
 	if err != nil {
 		return fmt.Errorf("record session: %w", err)
 	}

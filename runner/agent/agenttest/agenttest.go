@@ -26,6 +26,11 @@ import (
 // StandinPackage is the import path of the stand-in CLI.
 const StandinPackage = "github.com/alfred-bot/alfred/runner/agent/agenttest/standin"
 
+// StandinHoldFile is the file that, in a run's session directory, makes the stand-in claude
+// wait before it answers until the file is removed (the stand-in's HoldFile): a test keeps a
+// run's container running with it.
+const StandinHoldFile = "standin-hold"
+
 // CLIs are the names the stand-in answers to; BuildImage installs it as /bin/<name> for each.
 var CLIs = []string{"claude", "codex", "opencode", "copilot", "gemini"}
 

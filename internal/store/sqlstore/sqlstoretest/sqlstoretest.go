@@ -159,7 +159,7 @@ func sessionsAndInstallations(t *testing.T, s *sqlstore.Store, _ *storetest.Cloc
 	require.Nil(t, none)
 	ok := &phase.SessionRecord{MailboxID: mb.ID, RunID: &run.ID, Adapter: "codex", Model: "m", Name: "agent/issue-1",
 		NativeID: "n-1", TokensIn: 10, TokensOut: 20, CostUSD: 0.25, ReportedIn: 100, ReportedOut: 200,
-		ReportedCost: 1.5, DurationMS: 1234, Succeeded: true}
+		ReportedCost: 1.5, DurationMS: 1234, Succeeded: true, StateHost: "alfred-a-3f9c2a1b"}
 	require.NoError(t, s.RecordSession(ctx, ok))
 	require.NotZero(t, ok.ID)
 	failed := &phase.SessionRecord{MailboxID: mb.ID, Adapter: "codex", Name: "agent/issue-1", NativeID: "n-2",

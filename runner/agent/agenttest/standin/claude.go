@@ -27,6 +27,7 @@ func claude(args []string) int {
 	touchConfig(filepath.Join(home(), ".claude"))
 	slug := regexp.MustCompile(`[^a-zA-Z0-9]`).ReplaceAllString(cwd(), "-")
 	dir := filepath.Join(home(), ".claude", "projects", slug)
+	hold(dir)
 	id := f["--session-id"]
 	switch {
 	case f["--resume"] != "":

@@ -15,6 +15,9 @@
 //   - it writes /alfred/out/result.json with the minimal valid fields of the run's phase (read
 //     from /alfred/in/input.json), the reply as summary, and a file in /workspace for
 //     read-write phases;
+//   - claude waits, before it answers, while its session directory holds a file named HoldFile
+//     ("standin-hold"): a test that creates it on the host keeps the run's container running
+//     until it removes the file (the run's own time limit still applies);
 //   - like the real CLIs it writes a state file in the CLI's own config directory (~/.claude,
 //     ~/.codex, ~/.copilot, ~/.gemini, ~/.local/share/opencode) and warns on stderr
 //     ("standin: warning: config dir not writable") when it cannot.
@@ -228,6 +231,19 @@ func writeResult(cli, text string) error {
 	}
 	out, _ := json.Marshal(r)
 	return os.WriteFile(filepath.Join(runner.OutputDir, phase.ResultFile), out, 0o644)
+}
+
+// HoldFile is the file in the session directory that makes claude wait (hold).
+const HoldFile = "standin-hold"
+
+// hold waits while dir/HoldFile exists.
+func hold(dir string) {
+	for {
+		if _, err := os.Stat(filepath.Join(dir, HoldFile)); err != nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func emit(v any) {
