@@ -169,7 +169,7 @@ func (e *throughputEnv) round(b *testing.B, n int) roundResult {
 	for _, r := range reps {
 		pids = append(pids, r.cmd.Process.Pid)
 	}
-	api := &e2e{t: b, forgejo: e.fj, kind: forge.KindForgejo}
+	api := &e2e{t: quietTB{b}, forgejo: e.fj, kind: forge.KindForgejo}
 	var refs []forge.IssueRef
 	for range throughputMailboxes {
 		number := e.fj.AddIssue("acceptance/sandbox", forgetest.SeedIssue{Title: "Export the report as CSV",
@@ -203,6 +203,12 @@ func (e *throughputEnv) round(b *testing.B, n int) roundResult {
 	}
 	return roundResult{rate: float64(throughputMailboxes) / took.Seconds(), took: took, cpu: cpu, runs: runs}
 }
+
+// quietTB is a testing.TB whose Logf prints nothing: the deliveries of a round are not logged
+// one by one.
+type quietTB struct{ testing.TB }
+
+func (quietTB) Logf(string, ...any) {}
 
 // replica is one `alfred serve` subprocess.
 type replica struct {

@@ -302,16 +302,25 @@ func ended(p *corev1.Pod) bool {
 		p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
 }
 
-// Destroy deletes the Pod (grace DestroyGrace) and its Secret and returns once the Pod is gone.
-// Objects that do not exist are not an error, so Destroy is idempotent. If ctx is already done,
+// Destroy deletes the Pod and its Secret and returns once the Pod is gone. A Pod whose
+// container still runs gets the grace DestroyGrace; one whose container has ended is deleted
+// at once (grace 0): nothing is left to stop, and a graceful deletion would wait for the
+// kubelet to confirm it (about 2 s on the test cluster, on the path of every phase). Objects
+// that do not exist are not an error, so Destroy is idempotent. If ctx is already done,
 // Destroy works on a fresh context bounded by CleanupTimeout. Failures of the steps are joined.
 func (r *Runtime) Destroy(ctx context.Context, id runner.ContainerID) error {
 	ctx, cancel := r.cleanupCtx(ctx)
 	defer cancel()
 	defer r.stopped.Delete(id)
 	grace := int64(orDefault(r.DestroyGrace, DefaultDestroyGrace) / time.Second)
+	opts := metav1.DeleteOptions{GracePeriodSeconds: &grace}
+	if p, err := r.pods().Get(ctx, string(id), metav1.GetOptions{}); err == nil && ended(p) {
+		// Only this Pod (its uid): should a newer Pod hold the name by then, the delete fails
+		// instead of cutting that one's grace.
+		opts = metav1.DeleteOptions{GracePeriodSeconds: new(int64(0)), Preconditions: &metav1.Preconditions{UID: &p.UID}}
+	}
 	var errs []error
-	podErr := r.pods().Delete(ctx, string(id), metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	podErr := r.pods().Delete(ctx, string(id), opts)
 	if podErr != nil && !apierrors.IsNotFound(podErr) {
 		errs = append(errs, fmt.Errorf("delete pod %s: %w", id, podErr))
 	}
