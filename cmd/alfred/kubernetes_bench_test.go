@@ -53,19 +53,21 @@ func (k *kubeCluster) useKubernetes(tb testing.TB) func(*config.Config) {
 }
 
 // podClock records, by this process's clock, when the watch of a namespace first saw each Pod
-// (≈ its creation in the API server) and first saw its container running (the kubelet's status
-// report, which can come after the container has started).
+// (≈ its creation in the API server), first saw its container running or ended (the kubelet's
+// status report, which can come after the container has started) and saw it deleted.
 type podClock struct {
 	mu      sync.Mutex
 	added   map[string]time.Time
 	running map[string]time.Time
+	deleted map[string]time.Time
 	labels  map[string]map[string]string
 }
 
 // watchPods starts a podClock on ns; it stops when the test ends.
 func watchPods(tb testing.TB, cs k8s.Interface, ns string) *podClock {
 	tb.Helper()
-	c := &podClock{added: map[string]time.Time{}, running: map[string]time.Time{}, labels: map[string]map[string]string{}}
+	c := &podClock{added: map[string]time.Time{}, running: map[string]time.Time{}, deleted: map[string]time.Time{},
+		labels: map[string]map[string]string{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	require.NoError(tb, err)
@@ -88,8 +90,14 @@ func watchPods(tb testing.TB, cs k8s.Interface, ns string) *podClock {
 					continue
 				}
 				rv = p.ResourceVersion
-				if ev.Type == watch.Added || ev.Type == watch.Modified {
+				switch ev.Type {
+				case watch.Added, watch.Modified:
 					c.see(p, time.Now())
+				case watch.Deleted:
+					c.see(p, time.Now())
+					c.mu.Lock()
+					c.deleted[p.Name] = time.Now()
+					c.mu.Unlock()
 				}
 			}
 			w.Stop()
@@ -114,6 +122,20 @@ func (c *podClock) see(p *corev1.Pod, now time.Time) {
 			c.running[p.Name] = now
 		}
 	}
+}
+
+// lifetimes returns, for every Pod carrying runner.LabelManaged=true first seen after since and
+// deleted, the time from first seen to deleted.
+func (c *podClock) lifetimes(since time.Time) []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []time.Duration
+	for n, added := range c.added {
+		if gone, ok := c.deleted[n]; ok && added.After(since) && c.labels[n][runner.LabelManaged] == "true" {
+			out = append(out, gone.Sub(added))
+		}
+	}
+	return out
 }
 
 // find returns the name of the Pod carrying every label of sel, and when it was first seen

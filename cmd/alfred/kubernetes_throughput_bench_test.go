@@ -63,7 +63,12 @@ analysis.technical:
 // that wait 2 s first, as an agent waiting on its model does (the runs at once are the bound).
 //
 // Reported (medians over the iterations): mbx/s-1 and mbx/s-3 (mailboxes completed per
-// second) and ratio (3 replicas ÷ 1); per phase in the 3-replica rounds, the CPU used by the
+// second) and ratio (3 replicas ÷ 1); in the 1-replica rounds, slot-ms/phase (how long a phase
+// holds one of the replica's 2 run slots: 2 × the round's time ÷ its phases) and pod-ms/phase
+// (the median Pod's time in the cluster, from the watch of the namespace: created → deleted,
+// i.e. scheduling, the container's start and run, the kubelet's report of its end, and
+// Alfred's wait, logs and delete), so that slot − pod is Alfred's own part (worktree, rows,
+// Secret, result); per phase in the 3-replica rounds, the CPU used by the
 // replicas (alfred-cpu-ms/phase), by the cluster's long-lived processes (etcd, kube-apiserver,
 // the controller manager, the scheduler, the kubelet, the cluster's containerd and its
 // shims: kube-cpu-ms/phase) and by PostgreSQL (pg-cpu-ms/phase); and machine-busy-3, the share
@@ -72,7 +77,7 @@ func BenchmarkMailboxThroughputKubernetes(b *testing.B) {
 	for _, c := range []struct{ name, extra string }{{"short", ""}, {"wait2s", "sleep_seconds: 2"}} {
 		b.Run("phase="+c.name, func(b *testing.B) {
 			env := newThroughputEnv(b, fmt.Sprintf(throughputScript, c.extra))
-			var one, three, busy, alfredCPU, kubeCPU, pgCPU []float64
+			var one, three, busy, alfredCPU, kubeCPU, pgCPU, slot, pod []float64
 			for b.Loop() {
 				r1 := env.round(b, 1)
 				r3 := env.round(b, 3)
@@ -82,13 +87,17 @@ func BenchmarkMailboxThroughputKubernetes(b *testing.B) {
 				kubeCPU = append(kubeCPU, r3.cpu.kube/phases)
 				pgCPU = append(pgCPU, r3.cpu.pg/phases)
 				busy = append(busy, r3.cpu.busy)
-				b.Logf("round: 1 replica %.3f mbx/s (%s), 3 replicas %.3f mbx/s (%s); 3 replicas' CPU per phase: alfred %.0f ms, kube %.0f ms, pg %.0f ms; machine busy %.0f %%, runs per replica %v",
-					r1.rate, r1.took.Round(time.Millisecond), r3.rate, r3.took.Round(time.Millisecond),
+				slot = append(slot, 2*float64(r1.took.Milliseconds())/phases)
+				pod = append(pod, medianMS(r1.pods))
+				b.Logf("round: 1 replica %.3f mbx/s (%s; a phase holds a slot %.0f ms, its Pod lives %.0f ms), 3 replicas %.3f mbx/s (%s); 3 replicas' CPU per phase: alfred %.0f ms, kube %.0f ms, pg %.0f ms; machine busy %.0f %%, runs per replica %v",
+					r1.rate, r1.took.Round(time.Millisecond), slot[len(slot)-1], pod[len(pod)-1], r3.rate, r3.took.Round(time.Millisecond),
 					r3.cpu.alfred/phases, r3.cpu.kube/phases, r3.cpu.pg/phases, 100*r3.cpu.busy, r3.runs)
 			}
 			b.ReportMetric(median(one), "mbx/s-1")
 			b.ReportMetric(median(three), "mbx/s-3")
 			b.ReportMetric(median(three)/median(one), "ratio")
+			b.ReportMetric(median(slot), "slot-ms/phase")
+			b.ReportMetric(median(pod), "pod-ms/phase")
 			b.ReportMetric(median(alfredCPU), "alfred-cpu-ms/phase")
 			b.ReportMetric(median(kubeCPU), "kube-cpu-ms/phase")
 			b.ReportMetric(median(pgCPU), "pg-cpu-ms/phase")
@@ -108,6 +117,7 @@ func median(xs []float64) float64 {
 type throughputEnv struct {
 	bin, dir, cfgPath, dsn string
 	fj                     *forgetest.ForgejoServer
+	pods                   *podClock
 	rounds                 int
 }
 
@@ -140,15 +150,17 @@ runner:
   runtime: kubernetes
   kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}
 `, data, fj.URL, fj.Token, liveSecret, agents, k.kubeconfig, k.ns, claim)), 0o600))
-	return &throughputEnv{bin: buildAlfred(b, dir), dir: dir, cfgPath: cfgPath, dsn: dsn, fj: fj}
+	return &throughputEnv{bin: buildAlfred(b, dir), dir: dir, cfgPath: cfgPath, dsn: dsn, fj: fj, pods: k.pods}
 }
 
-// roundResult is one round's rate (mailboxes per second), time, CPU and runs per replica.
+// roundResult is one round's rate (mailboxes per second), time, CPU, runs per replica and the
+// lifetimes of its Pods.
 type roundResult struct {
 	rate float64
 	took time.Duration
 	cpu  cpuUse
 	runs []int
+	pods []time.Duration
 }
 
 // round starts n replicas, assigns throughputMailboxes new issues and waits until each waits
@@ -201,7 +213,10 @@ func (e *throughputEnv) round(b *testing.B, n int) roundResult {
 	for _, r := range reps {
 		runs = append(runs, r.count(b, `msg="run started"`))
 	}
-	return roundResult{rate: float64(throughputMailboxes) / took.Seconds(), took: took, cpu: cpu, runs: runs}
+	// Every Pod of the round is deleted before its run finishes, so before the issue moves on.
+	pods := e.pods.lifetimes(start)
+	require.Len(b, pods, 2*throughputMailboxes, "one Pod a phase")
+	return roundResult{rate: float64(throughputMailboxes) / took.Seconds(), took: took, cpu: cpu, runs: runs, pods: pods}
 }
 
 // quietTB is a testing.TB whose Logf prints nothing: the deliveries of a round are not logged
