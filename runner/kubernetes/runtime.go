@@ -68,12 +68,24 @@ func New(cs kubernetes.Interface, opts Options) *Runtime {
 	return &Runtime{cs: cs, opts: opts}
 }
 
-// NewClientset returns a clientset for the cluster of the kubeconfig file at path.
+// Client-side rate limits of NewClientset's clientset: API requests per second, and the burst
+// above it. client-go's defaults (5 and 10) suit a controller; a run makes about ten requests
+// (Secret, Pod, owner, watches, logs, deletes), so two runs at once emptied the burst and every
+// later request waited 200 ms for its turn, on the path from a trigger to its agent.
+const (
+	ClientQPS   = 50
+	ClientBurst = 100
+)
+
+// NewClientset returns a clientset for the cluster of the kubeconfig file at path (the
+// in-cluster configuration when path is empty), limited to ClientQPS requests a second with
+// bursts of ClientBurst.
 func NewClientset(path string) (*kubernetes.Clientset, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = ClientQPS, ClientBurst
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create kubernetes client: %w", err)
