@@ -172,7 +172,9 @@ func (c *podClock) find(sel map[string]string) (name string, added, running time
 //
 // Reported medians: trigger-ms, bare-ms and their ratio; and where the trigger's time goes,
 // from a watch of the namespace: alfred-ms (webhook → the Pod seen in the API server: delivery,
-// mailbox, comment, worktree, Secret and Pod created), pod-ms (the Pod seen → the marker: the
+// mailbox, comment, worktree, Secret and Pod created; split at the development run's row into
+// machine-ms, the delivery through the mailbox's step until the run starts, and prepare-ms,
+// the run's worktree, directories, rows, Secret and Pod), pod-ms (the Pod seen → the marker: the
 // scheduler, the kubelet and the container start) and its bare twin bare-pod-ms.
 func BenchmarkTriggerToAgentKubernetes(b *testing.B) {
 	k := newKubeCluster(b)
@@ -180,12 +182,13 @@ func BenchmarkTriggerToAgentKubernetes(b *testing.B) {
 	kubetest.ImportImage(b, image)
 	e := startE2EConfig(b, storeSQLite, forge.KindForgejo, "acceptance/sandbox", 24*time.Hour, agents, k.useKubernetes(b))
 	bare := newBarePod(b, k, image, e.srv.cfg.DataDir)
-	var trigger, plain, alfred, pod, barePod []time.Duration
+	var trigger, plain, alfred, pod, barePod, machine, prepare []time.Duration
 	for b.Loop() {
 		took, podSeen := bare.run(b)
 		plain, barePod = append(plain, took), append(barePod, podSeen)
 		r := e.triggerOnceOn(b, k.pods)
 		trigger, alfred, pod = append(trigger, r.total), append(alfred, r.alfred), append(pod, r.pod)
+		machine, prepare = append(machine, r.machine), append(prepare, r.prepare)
 	}
 	b.ReportMetric(medianMS(trigger), "trigger-ms")
 	b.ReportMetric(medianMS(plain), "bare-ms")
@@ -193,6 +196,8 @@ func BenchmarkTriggerToAgentKubernetes(b *testing.B) {
 	b.ReportMetric(medianMS(alfred), "alfred-ms")
 	b.ReportMetric(medianMS(pod), "pod-ms")
 	b.ReportMetric(medianMS(barePod), "bare-pod-ms")
+	b.ReportMetric(medianMS(machine), "machine-ms")
+	b.ReportMetric(medianMS(prepare), "prepare-ms")
 }
 
 // medianMS is the median of ds in milliseconds (ds is sorted in place).
@@ -201,8 +206,8 @@ func medianMS(ds []time.Duration) float64 {
 	return float64(ds[len(ds)/2].Microseconds()) / 1000
 }
 
-// triggerTimes is one trigger's time and its two parts (see BenchmarkTriggerToAgentKubernetes).
-type triggerTimes struct{ total, alfred, pod time.Duration }
+// triggerTimes is one trigger's time and its parts (see BenchmarkTriggerToAgentKubernetes).
+type triggerTimes struct{ total, alfred, pod, machine, prepare time.Duration }
 
 // triggerOnceOn is triggerOnce on the Kubernetes runtime: it also returns when the clock saw
 // the development run's Pod (labelled with the mailbox and the phase).
@@ -216,6 +221,13 @@ func (e *e2e) triggerOnceOn(b *testing.B, clock *podClock) triggerTimes {
 		require.True(b, ok, "no development Pod of mailbox %d seen in the namespace", mailboxID)
 		require.True(b, added.Before(marked), "Pod %s seen after its marker", name)
 		r.alfred, r.pod = added.Sub(start), marked.Sub(added)
+		runs, err := e.srv.store.Runs(context.Background(), mailboxID)
+		require.NoError(b, err)
+		for _, run := range runs {
+			if run.Phase == "development" {
+				r.machine, r.prepare = run.StartedAt.Sub(start), added.Sub(run.StartedAt)
+			}
+		}
 	})
 	return r
 }
