@@ -70,8 +70,8 @@ func New(cs kubernetes.Interface, opts Options) *Runtime {
 
 // Client-side rate limits of NewClientset's clientset: API requests per second, and the burst
 // above it. client-go's defaults (5 and 10) suit a controller; a run makes about ten requests
-// (Secret, Pod, owner, watches, logs, deletes), so two runs at once emptied the burst and every
-// later request waited 200 ms for its turn, on the path from a trigger to its agent.
+// (Secret, Pod, owner, watches, logs, deletes), so a few runs in a row, or two at once, emptied
+// the burst and every later request waited 200 ms for its turn, on the path of every phase.
 const (
 	ClientQPS   = 50
 	ClientBurst = 100
