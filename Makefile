@@ -28,7 +28,7 @@ ALFRED_TEST_KUBECONFIG ?= $(ALFRED_K8S_DIR)/etc/admin.kubeconfig
 export ALFRED_TEST_KUBECONFIG
 endif
 
-.PHONY: all build deps cluster cluster-down test bench bench-ingest bench-process fuzz run image script-agent-image realcli-test clean
+.PHONY: all build deps cluster cluster-down test bench bench-kubernetes bench-ingest bench-process fuzz run image script-agent-image realcli-test clean
 
 all: build
 
@@ -63,13 +63,23 @@ test: deps $(TEST_CLUSTER)
 
 # The cost benchmarks report medians and ratios over a fixed number of iterations, one package
 # at a time.
-COST_BENCH      := BenchmarkWorktree|BenchmarkLease|BenchmarkBackgroundQueries|BenchmarkTriggerToAgent
+COST_BENCH      := BenchmarkWorktree|BenchmarkLease|BenchmarkBackgroundQueries|BenchmarkTriggerToAgent$$
 COST_BENCH_RUNS ?= 20
 
-## bench: install/start PostgreSQL and Docker if needed, then run the benchmarks only (the cost benchmarks $(COST_BENCH_RUNS) iterations each)
+## bench: install/start PostgreSQL and Docker if needed, then run the benchmarks only (the cost benchmarks $(COST_BENCH_RUNS) iterations each; the Kubernetes runtime's are bench-kubernetes)
 bench: deps
-	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench . -skip '$(COST_BENCH)' -benchmem -count=1 ./...
+	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench . -skip '$(COST_BENCH)|Kubernetes' -benchmem -count=1 ./...
 	$(GO) test -tags '$(TEST_TAGS)' -run '^$$' -bench '$(COST_BENCH)' -benchtime $(COST_BENCH_RUNS)x -count=1 -p 1 ./...
+
+# Iterations of the Kubernetes runtime's benchmarks: trigger → agent started (about 15 s each)
+# and mailbox throughput (a round with 1 replica and one with 3, about 70 s each a phase kind).
+KUBE_TRIGGER_RUNS    ?= 10
+KUBE_THROUGHPUT_RUNS ?= 3
+
+## bench-kubernetes: install/start PostgreSQL, Docker and the test cluster if needed, then the Kubernetes runtime's benchmarks: trigger → agent started next to a bare Pod ($(KUBE_TRIGGER_RUNS) iterations), mailboxes analysed per second by 1 and 3 replicas ($(KUBE_THROUGHPUT_RUNS))
+bench-kubernetes: deps cluster
+	$(GO) test -run '^$$' -bench 'BenchmarkTriggerToAgentKubernetes' -benchtime $(KUBE_TRIGGER_RUNS)x -count=1 -timeout 60m ./cmd/alfred/
+	$(GO) test -run '^$$' -bench 'BenchmarkMailboxThroughputKubernetes' -benchtime $(KUBE_THROUGHPUT_RUNS)x -count=1 -timeout 60m ./cmd/alfred/
 
 ## bench-ingest: install/start PostgreSQL if needed, then webhook ingest at 1, 8 and 32 senders next to pgbench inserting the same rows
 bench-ingest: deps

@@ -105,6 +105,13 @@ func addFiles(b *testing.B, bare string, n int) {
 // mailbox to close.
 func (e *e2e) triggerOnce(b *testing.B) time.Duration {
 	b.Helper()
+	return e.triggerOnceHook(b, nil)
+}
+
+// triggerOnceHook is triggerOnce, calling seen (when not nil) once the marker appeared, with
+// the mailbox, when the validation webhook was sent and when the marker was seen.
+func (e *e2e) triggerOnceHook(b *testing.B, seen func(mailboxID int64, start, marked time.Time)) time.Duration {
+	b.Helper()
 	ctx := context.Background()
 	number := e.forgejo.AddIssue("acceptance/sandbox", forgetest.SeedIssue{Title: "Export the report as CSV",
 		Body: "The monthly report should be downloadable.", Author: "alice", Assignees: []string{"bot"},
@@ -135,6 +142,9 @@ func (e *e2e) triggerOnce(b *testing.B) time.Duration {
 	require.Eventually(b, func() bool { m, _ := filepath.Glob(glob); return len(m) > 0 },
 		2*time.Minute, time.Millisecond, "the agent never started; comments: %v", e.forgejo.IssueComments(ref))
 	took := time.Since(start)
+	if seen != nil {
+		seen(mailboxID, start, start.Add(took))
+	}
 	waitLabel("status::in_ci")
 	// The issue is closed, so the mailbox closes and its worktree is retired.
 	require.Equal(b, http.StatusAccepted, e.send("023-issues-closed", edit(e.forgejo.IssueLabels(ref)...)))

@@ -68,12 +68,24 @@ func New(cs kubernetes.Interface, opts Options) *Runtime {
 	return &Runtime{cs: cs, opts: opts}
 }
 
-// NewClientset returns a clientset for the cluster of the kubeconfig file at path.
+// Client-side rate limits of NewClientset's clientset: API requests per second, and the burst
+// above it. client-go's defaults (5 and 10) suit a controller; a run makes about ten requests
+// (Secret, Pod, owner, watches, logs, deletes), so a few runs in a row, or two at once, emptied
+// the burst and every later request waited 200 ms for its turn, on the path of every phase.
+const (
+	ClientQPS   = 50
+	ClientBurst = 100
+)
+
+// NewClientset returns a clientset for the cluster of the kubeconfig file at path (the
+// in-cluster configuration when path is empty), limited to ClientQPS requests a second with
+// bursts of ClientBurst.
 func NewClientset(path string) (*kubernetes.Clientset, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = ClientQPS, ClientBurst
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create kubernetes client: %w", err)
@@ -302,16 +314,25 @@ func ended(p *corev1.Pod) bool {
 		p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
 }
 
-// Destroy deletes the Pod (grace DestroyGrace) and its Secret and returns once the Pod is gone.
-// Objects that do not exist are not an error, so Destroy is idempotent. If ctx is already done,
+// Destroy deletes the Pod and its Secret and returns once the Pod is gone. A Pod whose
+// container still runs gets the grace DestroyGrace; one whose container has ended is deleted
+// at once (grace 0): nothing is left to stop, and a graceful deletion would wait for the
+// kubelet to confirm it (about 2 s on the test cluster, on the path of every phase). Objects
+// that do not exist are not an error, so Destroy is idempotent. If ctx is already done,
 // Destroy works on a fresh context bounded by CleanupTimeout. Failures of the steps are joined.
 func (r *Runtime) Destroy(ctx context.Context, id runner.ContainerID) error {
 	ctx, cancel := r.cleanupCtx(ctx)
 	defer cancel()
 	defer r.stopped.Delete(id)
 	grace := int64(orDefault(r.DestroyGrace, DefaultDestroyGrace) / time.Second)
+	opts := metav1.DeleteOptions{GracePeriodSeconds: &grace}
+	if p, err := r.pods().Get(ctx, string(id), metav1.GetOptions{}); err == nil && ended(p) {
+		// Only this Pod (its uid): should a newer Pod hold the name by then, the delete fails
+		// instead of cutting that one's grace.
+		opts = metav1.DeleteOptions{GracePeriodSeconds: new(int64(0)), Preconditions: &metav1.Preconditions{UID: &p.UID}}
+	}
 	var errs []error
-	podErr := r.pods().Delete(ctx, string(id), metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	podErr := r.pods().Delete(ctx, string(id), opts)
 	if podErr != nil && !apierrors.IsNotFound(podErr) {
 		errs = append(errs, fmt.Errorf("delete pod %s: %w", id, podErr))
 	}
