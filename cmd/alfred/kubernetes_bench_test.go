@@ -23,28 +23,28 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
-// kubeCluster is a test's own corner of the test cluster: its kubeconfig, a clientset, a
+// benchCluster is a test's own corner of the test cluster: its kubeconfig, a clientset, a
 // namespace of its own and a watch of that namespace's Pods.
-type kubeCluster struct {
+type benchCluster struct {
 	kubeconfig string
 	cs         *k8s.Clientset
 	ns         string
 	pods       *podClock
 }
 
-// newKubeCluster returns the test cluster with a namespace of the test's own and a running Pod
+// newBenchCluster returns the test cluster with a namespace of the test's own and a running Pod
 // clock on it; it skips the benchmark without a cluster (kubetest.Kubeconfig).
-func newKubeCluster(tb testing.TB) *kubeCluster {
+func newBenchCluster(tb testing.TB) *benchCluster {
 	tb.Helper()
 	path, cs := kubetest.Kubeconfig(tb)
 	ns := kubetest.Namespace(tb, cs)
-	return &kubeCluster{kubeconfig: path, cs: cs, ns: ns, pods: watchPods(tb, cs, ns)}
+	return &benchCluster{kubeconfig: path, cs: cs, ns: ns, pods: watchPods(tb, cs, ns)}
 }
 
 // useKubernetes returns the configuration change that makes a loaded configuration run its
 // phases as Pods in the cluster's namespace, with the state claim of the configuration's own
 // data_dir (created here) and imported images only.
-func (k *kubeCluster) useKubernetes(tb testing.TB) func(*config.Config) {
+func (k *benchCluster) useKubernetes(tb testing.TB) func(*config.Config) {
 	return func(cfg *config.Config) {
 		cfg.Runner.Runtime = config.RuntimeKubernetes
 		cfg.Runner.Kubernetes = config.Kubernetes{Kubeconfig: k.kubeconfig, Namespace: k.ns,
@@ -177,7 +177,7 @@ func (c *podClock) find(sel map[string]string) (name string, added, running time
 // the run's worktree, directories, rows, Secret and Pod), pod-ms (the Pod seen → the marker: the
 // scheduler, the kubelet and the container start) and its bare twin bare-pod-ms.
 func BenchmarkTriggerToAgentKubernetes(b *testing.B) {
-	k := newKubeCluster(b)
+	k := newBenchCluster(b)
 	agents, image := scriptAgents(b, triggerScript)
 	kubetest.ImportImage(b, image)
 	e := startE2EConfig(b, storeSQLite, forge.KindForgejo, "acceptance/sandbox", 24*time.Hour, agents, k.useKubernetes(b))
@@ -235,13 +235,13 @@ func (e *e2e) triggerOnceOn(b *testing.B, clock *podClock) triggerTimes {
 // barePod runs the script agent's image as a bare Pod (see BenchmarkTriggerToAgentKubernetes)
 // in a directory of the state claim (dir, under the claim's root root).
 type barePod struct {
-	k          *kubeCluster
+	k          *benchCluster
 	image, dir string
 	rel        string // dir relative to the claim's root
 	iteration  int
 }
 
-func newBarePod(b *testing.B, k *kubeCluster, image, root string) *barePod {
+func newBarePod(b *testing.B, k *benchCluster, image, root string) *barePod {
 	b.Helper()
 	rel := "bench-bare"
 	dir := filepath.Join(root, rel)

@@ -123,7 +123,7 @@ type throughputEnv struct {
 
 func newThroughputEnv(b *testing.B, script string) *throughputEnv {
 	b.Helper()
-	k := newKubeCluster(b)
+	k := newBenchCluster(b)
 	agents, image := scriptAgents(b, script)
 	kubetest.ImportImage(b, image)
 	_, dsn := pgtest.New(b)
@@ -168,7 +168,7 @@ type roundResult struct {
 func (e *throughputEnv) round(b *testing.B, n int) roundResult {
 	b.Helper()
 	e.rounds++
-	var reps []*replica
+	var reps []*benchReplica
 	for i := range n {
 		reps = append(reps, e.startReplica(b, fmt.Sprintf("r%d-%d", e.rounds, i)))
 	}
@@ -225,15 +225,15 @@ type quietTB struct{ testing.TB }
 
 func (quietTB) Logf(string, ...any) {}
 
-// replica is one `alfred serve` subprocess.
-type replica struct {
+// benchReplica is one `alfred serve` subprocess of the throughput benchmark.
+type benchReplica struct {
 	cmd      *exec.Cmd
 	url, log string
 }
 
 // startReplica starts `alfred serve` on a free port with the environment's configuration and
 // waits until it answers /healthz.
-func (e *throughputEnv) startReplica(b *testing.B, name string) *replica {
+func (e *throughputEnv) startReplica(b *testing.B, name string) *benchReplica {
 	b.Helper()
 	addr := freeAddr(b)
 	logPath := filepath.Join(e.dir, name+".log")
@@ -244,7 +244,7 @@ func (e *throughputEnv) startReplica(b *testing.B, name string) *replica {
 	cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+e.dsn, "ALFRED_LISTEN="+addr)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	require.NoError(b, cmd.Start())
-	r := &replica{cmd: cmd, url: "http://" + addr, log: logPath}
+	r := &benchReplica{cmd: cmd, url: "http://" + addr, log: logPath}
 	b.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
 	require.Eventually(b, func() bool {
 		resp, err := http.Get(r.url + "/healthz")
@@ -257,7 +257,7 @@ func (e *throughputEnv) startReplica(b *testing.B, name string) *replica {
 }
 
 // stop ends the replica with SIGTERM and waits for it.
-func (r *replica) stop(b *testing.B) {
+func (r *benchReplica) stop(b *testing.B) {
 	if r.cmd.ProcessState != nil {
 		return
 	}
@@ -276,7 +276,7 @@ func (r *replica) stop(b *testing.B) {
 }
 
 // count returns how many lines of the replica's log contain s.
-func (r *replica) count(b *testing.B, s string) int {
+func (r *benchReplica) count(b *testing.B, s string) int {
 	b.Helper()
 	f, err := os.Open(r.log)
 	require.NoError(b, err)
@@ -293,7 +293,7 @@ func (r *replica) count(b *testing.B, s string) int {
 }
 
 // tail is the end of the replica's log.
-func (r *replica) tail() string {
+func (r *benchReplica) tail() string {
 	out, _ := os.ReadFile(r.log)
 	return string(out[max(0, len(out)-4000):])
 }
