@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -158,4 +159,67 @@ func statusOf(labels []string) []string {
 		}
 	}
 	return out
+}
+
+// TestServeAliveWhileRebuildWaits: with an empty store and a forge that does not answer, the
+// start-up rebuild waits for the forge, and meanwhile the webhook port answers: /healthz 200
+// (a liveness probe keeps the process), /readyz 503, and a delivery 503 with Retry-After
+// (not stored: the rebuild must see the issues first).
+func TestServeAliveWhileRebuildWaits(t *testing.T) {
+	_ = runtimetest.Client(t) // serve needs the Docker engine
+	bin := buildAlfred(t, t.TempDir())
+	dir := t.TempDir()
+	closed := freeAddr(t) // nothing listens there: the forge is down
+	addr := freeAddr(t)
+	script := filepath.Join(dir, "script.yaml")
+	require.NoError(t, os.WriteFile(script, []byte("development:\n  summary: nothing\n"), 0o644))
+	cfgPath := filepath.Join(dir, "alfred.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
+listen: %s
+data_dir: %s
+forges:
+  - {name: forgejo, kind: forgejo, base_url: http://%s, token: tok-unused, webhook_secret: %s, bot_user: alfred}
+agents:
+  - {name: script, adapter: script, image: alfred/rebuild-unused:none, script: %s}
+phases: {default: script}
+`, addr, filepath.Join(dir, "data"), closed, liveSecret, script)), 0o600))
+	logPath := filepath.Join(dir, "serve.log")
+	logf, err := os.Create(logPath)
+	require.NoError(t, err)
+	proc := exec.Command(bin, "serve", "--config", cfgPath)
+	proc.Stdout, proc.Stderr = logf, logf
+	require.NoError(t, proc.Start())
+	_ = logf.Close()
+	t.Cleanup(func() {
+		_ = proc.Process.Kill()
+		_, _ = proc.Process.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logPath)
+			t.Logf("serve.log:\n%s", b)
+		}
+	})
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(logPath)
+		return strings.Contains(string(b), "the rebuild from the forge waits for the forge")
+	}, 60*time.Second, 100*time.Millisecond, "the rebuild never waited for the forge")
+
+	// A request that is never answered fails the test within the client's timeout.
+	client := &http.Client{Timeout: 30 * time.Second}
+	get := func(path string) (int, string) {
+		resp, err := client.Get("http://" + addr + path)
+		require.NoError(t, err, "the port answers while the rebuild waits")
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, _ := get("/healthz")
+	require.Equal(t, http.StatusOK, code)
+	code, body := get("/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body, "rebuilding")
+	resp, err := client.Post("http://"+addr+"/webhooks/forgejo", "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Equal(t, "10", resp.Header.Get("Retry-After"))
 }

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -353,15 +356,21 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.reap(ctx); err != nil {
 		s.log.Warn("start-up cleanup incomplete", "err", err)
 	}
-	// An empty store (new, or lost) is rebuilt from the forge before any delivery or pass
-	// could start an issue Alfred already works on again.
-	if err := s.rebuildIfEmpty(ctx); err != nil {
-		return err
-	}
-	httpSrv := httpserve.New(httpLimits(s.cfg.HTTP, s.cfg.MaxBodyBytes, s.cfg.HTTP.MaxConcurrent), s.handler)
+	// The webhook port answers at once, so that a liveness probe sees the process alive while
+	// the rebuild below waits for the forge; until it is done the port is gated (rebuildGate).
+	gate := &rebuildGate{next: s.handler}
+	httpSrv := httpserve.New(httpLimits(s.cfg.HTTP, s.cfg.MaxBodyBytes, s.cfg.HTTP.MaxConcurrent), gate)
 	s.metrics.HTTPStages("webhook", stageStats(httpSrv))
 	errc := make(chan error, 2)
 	go func() { errc <- httpSrv.Serve(ln) }()
+	// An empty store (new, or lost) is rebuilt from the forge before any delivery or pass
+	// could start an issue Alfred already works on again.
+	if err := s.rebuildIfEmpty(ctx); err != nil {
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return errors.Join(err, httpSrv.Shutdown(shutdownCtx))
+	}
+	gate.open.Store(true)
 	if s.cfg.Admin.Listen != "" {
 		aln, err := net.Listen("tcp", s.cfg.Admin.Listen)
 		if err != nil {
@@ -405,6 +414,32 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 		err = nil
 	}
 	return err
+}
+
+// rebuildGate is the webhook port's handler while the start-up rebuild runs: GET /healthz
+// answers 200 "ok" (the process is alive), and everything else 503 with a Retry-After, /readyz
+// included (not ready: "rebuilding"). A delivery is not stored meanwhile: a mailbox it made
+// would hide its issue from the rebuild, which skips issues that have one, and the issue would
+// start again as a new assignment. Once open, every request goes to next.
+type rebuildGate struct {
+	open atomic.Bool
+	next http.Handler
+}
+
+func (g *rebuildGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.open.Load() {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "ok\n")
+		return
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(int(rebuildRetry/time.Second)))
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = io.WriteString(w, "rebuilding the mailboxes from the forge\n")
 }
 
 // botCheck reports whether a login of forge f is a bot: the bot itself, one of its other_bots,
