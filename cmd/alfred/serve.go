@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -358,7 +357,7 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	// The webhook port answers at once, so that a liveness probe sees the process alive while
 	// the rebuild below waits for the forge; until it is done the port is gated (rebuildGate).
-	gate := &rebuildGate{next: s.handler}
+	gate := newRebuildGate(s.handler)
 	httpSrv := httpserve.New(httpLimits(s.cfg.HTTP, s.cfg.MaxBodyBytes, s.cfg.HTTP.MaxConcurrent), gate)
 	s.metrics.HTTPStages("webhook", stageStats(httpSrv))
 	errc := make(chan error, 2)
@@ -366,11 +365,12 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	// An empty store (new, or lost) is rebuilt from the forge before any delivery or pass
 	// could start an issue Alfred already works on again.
 	if err := s.rebuildIfEmpty(ctx); err != nil {
+		gate.stop()
 		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		return errors.Join(err, httpSrv.Shutdown(shutdownCtx))
 	}
-	gate.open.Store(true)
+	gate.open()
 	if s.cfg.Admin.Listen != "" {
 		aln, err := net.Listen("tcp", s.cfg.Admin.Listen)
 		if err != nil {
@@ -417,19 +417,34 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 }
 
 // rebuildGate is the webhook port's handler while the start-up rebuild runs: GET /healthz
-// answers 200 "ok" (the process is alive), and everything else 503 with a Retry-After, /readyz
-// included (not ready: "rebuilding"). A delivery is not stored meanwhile: a mailbox it made
-// would hide its issue from the rebuild, which skips issues that have one, and the issue would
-// start again as a new assignment. Once open, every request goes to next.
+// answers 200 "ok" (the process is alive: a liveness probe keeps it) and GET /readyz 503
+// "rebuilding" at once; every other request, deliveries included, waits until the gate opens
+// (then goes to next), its client leaves, or the gate stops (503 with a Retry-After). A
+// delivery is not stored before the rebuild is done: a mailbox it made would hide its issue
+// from the rebuild, which skips issues that have one, and the issue would start again as a
+// new assignment.
 type rebuildGate struct {
-	open atomic.Bool
-	next http.Handler
+	next    http.Handler
+	opened  chan struct{} // closed by open
+	stopped chan struct{} // closed by stop
 }
 
+func newRebuildGate(next http.Handler) *rebuildGate {
+	return &rebuildGate{next: next, opened: make(chan struct{}), stopped: make(chan struct{})}
+}
+
+// open lets every request through; call it once.
+func (g *rebuildGate) open() { close(g.opened) }
+
+// stop answers the waiting requests 503; call it once, when the rebuild ends without opening.
+func (g *rebuildGate) stop() { close(g.stopped) }
+
 func (g *rebuildGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if g.open.Load() {
+	select {
+	case <-g.opened:
 		g.next.ServeHTTP(w, r)
 		return
+	default:
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
@@ -437,9 +452,20 @@ func (g *rebuildGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "ok\n")
 		return
 	}
-	w.Header().Set("Retry-After", strconv.Itoa(int(rebuildRetry/time.Second)))
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = io.WriteString(w, "rebuilding the mailboxes from the forge\n")
+	if r.Method == http.MethodGet && r.URL.Path == "/readyz" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "rebuilding the mailboxes from the forge\n")
+		return
+	}
+	select {
+	case <-g.opened:
+		g.next.ServeHTTP(w, r)
+	case <-r.Context().Done():
+	case <-g.stopped:
+		w.Header().Set("Retry-After", strconv.Itoa(int(rebuildRetry/time.Second)))
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "alfred is stopping\n")
+	}
 }
 
 // botCheck reports whether a login of forge f is a bot: the bot itself, one of its other_bots,
