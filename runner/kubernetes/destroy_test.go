@@ -40,8 +40,21 @@ func TestRuntimeDestroyGrace(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, 0, st.Code)
 		}
-		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", spec.Name).String()})
-		require.NoError(t, err)
+		// The watch is established once it has sent the Pod as it is now (a watch from no
+		// resource version starts with an ADDED event of each object). An ERROR first (the API
+		// server's watch cache behind its store, as after an etcd restart: "Too large resource
+		// version") opens it again.
+		var w watch.Interface
+		for {
+			w, err = cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", spec.Name).String()})
+			require.NoError(t, err)
+			ev, open := <-w.ResultChan()
+			require.True(t, open, "the watch closed before its first event")
+			if ev.Type == watch.Added {
+				break
+			}
+			w.Stop()
+		}
 		defer w.Stop()
 		require.NoError(t, rt.Destroy(ctx, h.ID))
 		var out []int64
