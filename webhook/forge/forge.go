@@ -329,6 +329,10 @@ type Forge interface {
 	// CanWrite reports whether login has write access (GitLab: Developer or more; Forgejo:
 	// write permission or admin) to the repository.
 	CanWrite(ctx context.Context, repo, login string) (bool, error)
+	// Role returns login's role in the repository (see Role for the calls and fields of each
+	// forge). An unknown login is RoleNone with a nil error; a missing repository ErrNotFound.
+	// The bot's token needs admin on the repository for Forgejo/Gitea to answer about others.
+	Role(ctx context.Context, repo, login string) (Role, error)
 	// Repository returns the repository's default branch and clone URL.
 	Repository(ctx context.Context, repo string) (*Repository, error)
 

@@ -90,6 +90,10 @@ func (m *model) addReviewLocked(mi *modelIssue, u *modelUser, state, body, commi
 	}
 	if !m.sharedNumbers && state == "APPROVED" && !slices.Contains(mi.approvedBy, u.login) {
 		mi.approvedBy = append(mi.approvedBy, u.login) // GitLab: an approval, not a review
+		if mi.approvedAt == nil {
+			mi.approvedAt = map[string]time.Time{}
+		}
+		mi.approvedAt[u.login] = now
 	}
 	var ids []int64
 	for _, c := range comments {
