@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/mailbox/gate"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
