@@ -57,6 +57,9 @@ func (m *Machine) DropPermissions(repo string) {
 // authorize passes one input of login through the gate (mailbox/gate) in mb's state. An input
 // that is not allowed is counted (Config.Refused) and logged; the caller says a refusal.
 func (m *Machine) authorize(ctx context.Context, bot Bot, mb *Mailbox, kind gate.Kind, login string) (gate.Decision, error) {
+	if m.cfg.Needs.Need(kind) == forge.RoleNone {
+		return gate.Allowed, nil // no role to read
+	}
 	r, err := m.role(ctx, bot, mb.Repo, login)
 	if err != nil {
 		return gate.Ignored, err

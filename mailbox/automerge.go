@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,6 +123,20 @@ func (m *Machine) mergeGate(ctx context.Context, bot Bot, mb *Mailbox, mg forge.
 		}
 		if ok, err := m.canWrite(ctx, bot, mb.Repo, by); err != nil {
 			return "", nil, err
+		} else if !ok && mb.Data.AutoMergeBy == "" {
+			// Added by a non-writer while Alfred did not see it (before the assignment, a
+			// missed delivery): undone as gateLabels undoes it.
+			if m.cfg.Refused != nil {
+				m.cfg.Refused(string(gate.SteerLabel), gate.Reason(m.cfg.Needs, gate.SteerLabel))
+			}
+			if err := bot.Forge.SetLabels(ctx, mb.Ref(), nil, []string{m.cfg.Labels.AutoMerge}); err != nil {
+				return "", nil, fmt.Errorf("remove %s: %w", m.cfg.Labels.AutoMerge, err)
+			}
+			mb.Labels = slices.DeleteFunc(mb.Labels, func(l string) bool { return strings.EqualFold(l, m.cfg.Labels.AutoMerge) })
+			if _, err := m.refuseAs(ctx, bot, mb, "refused-labels-"+strings.ToLower(by), by, "turn auto-merge on"); err != nil {
+				return "", nil, err
+			}
+			return fmt.Sprintf("a member with write access to add `%s`: @%s, who added it, has no write access", m.cfg.Labels.AutoMerge, by), nil, nil
 		} else if !ok {
 			if m.cfg.Refused != nil {
 				m.cfg.Refused(string(gate.SteerLabel), "enabler_lost_write")

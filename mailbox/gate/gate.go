@@ -82,7 +82,8 @@ const (
 type Needs map[Kind]forge.Role
 
 // DefaultNeeds returns the defaults: steering needs write (push and merge rights); unassigning
-// needs triage (whoever the forge lets change the assignees).
+// needs no role of Alfred's: the forge lets only triage and up change the assignees, and
+// Alfred takes its word.
 func DefaultNeeds() Needs {
 	return Needs{
 		SteerLabel: forge.RoleWrite,
@@ -90,7 +91,7 @@ func DefaultNeeds() Needs {
 		Answer:     forge.RoleWrite,
 		Command:    forge.RoleWrite,
 		Assign:     forge.RoleWrite,
-		Unassign:   forge.RoleTriage,
+		Unassign:   forge.RoleNone,
 		Review:     forge.RoleWrite,
 		Approval:   forge.RoleWrite,
 	}
