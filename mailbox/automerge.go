@@ -121,9 +121,13 @@ func (m *Machine) mergeGate(ctx context.Context, bot Bot, mb *Mailbox, mg forge.
 		if by == "" {
 			return fmt.Sprintf("a member with write access to add `%s` (the label history shows none)", m.cfg.Labels.AutoMerge), nil, nil
 		}
-		if ok, err := m.canWrite(ctx, bot, mb.Repo, by); err != nil {
+		ok, err := m.canWrite(ctx, bot, mb.Repo, by)
+		switch {
+		case err != nil:
 			return "", nil, err
-		} else if !ok && mb.Data.AutoMergeBy == "" {
+		case ok && mb.Data.AutoMergeBy == "":
+			mb.Data.AutoMergeBy = by // the history named a writer: recorded, checked again each time
+		case !ok && mb.Data.AutoMergeBy == "":
 			// Added by a non-writer while Alfred did not see it (before the assignment, a
 			// missed delivery): undone as gateLabels undoes it.
 			if m.cfg.Refused != nil {
@@ -137,11 +141,12 @@ func (m *Machine) mergeGate(ctx context.Context, bot Bot, mb *Mailbox, mg forge.
 				return "", nil, err
 			}
 			return fmt.Sprintf("a member with write access to add `%s`: @%s, who added it, has no write access", m.cfg.Labels.AutoMerge, by), nil, nil
-		} else if !ok {
-			if m.cfg.Refused != nil {
+		case !ok:
+			waits := fmt.Sprintf("a member with write access to add `%s` again: @%s, who added it, no longer has write access", m.cfg.Labels.AutoMerge, by)
+			if m.cfg.Refused != nil && waits != mb.Data.AutoMergeWaits { // counted once, not per poll
 				m.cfg.Refused(string(gate.SteerLabel), "enabler_lost_write")
 			}
-			return fmt.Sprintf("a member with write access to add `%s` again: @%s, who added it, no longer has write access", m.cfg.Labels.AutoMerge, by), nil, nil
+			return waits, nil, nil
 		}
 	}
 	p, err := bot.Forge.CIStatus(ctx, mb.Repo, mr.HeadSHA)
