@@ -100,9 +100,10 @@ func (m *Machine) stateLabel(label string) bool {
 // gateLabels passes each label of one change through the gate, in every state: a steering
 // label added (or status::blocked removed) by someone without the role it needs is undone on
 // the forge and said once per person and issue; a state label they added is not taken. It
-// returns the added and removed labels that may act.
-func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, added, removed []string) ([]string, []string, error) {
-	var keep, keepRemoved, undoAdd, undoRemove []string
+// returns the added and removed labels that may act, and what it did not allow, for the
+// event's outcome ("" when it allowed everything).
+func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, added, removed []string) (keepAdded, keepRemoved []string, note string, err error) {
+	var keep, undoAdd, undoRemove, ignored []string
 	for _, l := range added {
 		kind := gate.Kind("")
 		switch {
@@ -117,13 +118,15 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 		}
 		d, err := m.authorize(ctx, bot, mb, kind, sender)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		switch d {
 		case gate.Allowed:
 			keep = append(keep, l)
 		case gate.Refused:
 			undoAdd = append(undoAdd, l)
+		default:
+			ignored = append(ignored, l)
 		}
 	}
 	for _, l := range removed {
@@ -133,7 +136,7 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 		}
 		d, err := m.authorize(ctx, bot, mb, gate.SteerLabel, sender)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		if d == gate.Allowed {
 			keepRemoved = append(keepRemoved, l)
@@ -141,11 +144,14 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 			undoRemove = append(undoRemove, l)
 		}
 	}
+	if len(ignored) > 0 {
+		note = fmt.Sprintf("ignored for @%s (%s): %s; ", sender, gate.Reason(m.cfg.Needs, gate.StateLabel), strings.Join(ignored, ", "))
+	}
 	if len(undoAdd)+len(undoRemove) == 0 {
-		return keep, keepRemoved, nil
+		return keep, keepRemoved, note, nil
 	}
 	if err := bot.Forge.SetLabels(ctx, mb.Ref(), undoRemove, undoAdd); err != nil {
-		return nil, nil, fmt.Errorf("undo the labels of @%s: %w", sender, err)
+		return nil, nil, "", fmt.Errorf("undo the labels of @%s: %w", sender, err)
 	}
 	mb.Labels = slices.DeleteFunc(mb.Labels, func(l string) bool { return containsFold(undoAdd, l) })
 	for _, l := range undoRemove {
@@ -167,9 +173,11 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 	what := strings.Join(whats, " or ")
 	key := "refused-labels-" + strings.ToLower(sender)
 	if _, err := m.refuseAs(ctx, bot, mb, key, sender, what); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	return keep, keepRemoved, nil
+	note += fmt.Sprintf("refused for @%s (%s): %s; ", sender, gate.Reason(m.cfg.Needs, gate.SteerLabel),
+		strings.Join(append(undoAdd, undoRemove...), ", "))
+	return keep, keepRemoved, note, nil
 }
 
 // autoMergeEnabler returns who turned auto-merge on by the label: the writer recorded when the

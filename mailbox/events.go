@@ -358,10 +358,20 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 	added, removed := diff(prev, ev.Labels)
 	mb.Labels = ev.Labels
 	// Every label of the change passes the gate on its own, in every state.
-	added, removed, err := m.gateLabels(ctx, bot, mb, ev.Sender.Login, added, removed)
+	added, removed, note, err := m.gateLabels(ctx, bot, mb, ev.Sender.Login, added, removed)
 	if err != nil {
 		return "", err
 	}
+	if note != "" {
+		out, err := m.labelsChangedBy(ctx, bot, mb, se, added, removed)
+		return note + out, err
+	}
+	return m.labelsChangedBy(ctx, bot, mb, se, added, removed)
+}
+
+// labelsChangedBy acts on the labels of a change that passed the gate.
+func (m *Machine) labelsChangedBy(ctx context.Context, bot Bot, mb *Mailbox, se StoredEvent, added, removed []string) (string, error) {
+	ev := se.Event
 	if mb.State == StateBlocked && containsFold(removed, m.cfg.Labels.Blocked) && !containsFold(added, m.cfg.Labels.Blocked) {
 		return m.resume(ctx, bot, mb, ev.Sender.Login, se.ID, false,
 			fmt.Sprintf("Resuming where I stopped, as @%s removed `%s`.", ev.Sender.Login, m.cfg.Labels.Blocked))
