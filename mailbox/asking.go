@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/alfred-bot/alfred/mailbox/gate"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
@@ -19,9 +20,9 @@ func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string
 	if mb.State.Working() {
 		return "already working on it", nil
 	}
-	if ok, err := m.canWrite(ctx, bot, mb.Repo, sender); err != nil {
+	if d, err := m.authorize(ctx, bot, mb, gate.Assign, sender); err != nil {
 		return "", err
-	} else if !ok {
+	} else if d != gate.Allowed {
 		return m.refuse(ctx, bot, mb, eventID, sender, "assign me to an issue")
 	}
 	issue, err := bot.Forge.Issue(ctx, mb.Ref())
@@ -119,9 +120,9 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 	if len(qs) == 0 {
 		return "no open questions", nil
 	}
-	if ok, err := m.canWrite(ctx, bot, mb.Repo, author); err != nil {
+	if d, err := m.authorize(ctx, bot, mb, gate.Answer, author); err != nil {
 		return "", err
-	} else if !ok && !strings.EqualFold(author, mb.Author) {
+	} else if d != gate.Allowed {
 		// One refusal per person and round: sixteen comments are answered once.
 		key := fmt.Sprintf("refused-answers-%d-%s", mb.Data.Round, strings.ToLower(author))
 		return m.refuseAs(ctx, bot, mb, key, author, "answer my questions")
@@ -154,11 +155,7 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 
 // typeLabel answers the type question with a type:: label the author or a writer added.
 func (m *Machine) typeLabel(ctx context.Context, bot Bot, mb *Mailbox, typ, sender string, eventID int64) (string, error) {
-	if ok, err := m.canWrite(ctx, bot, mb.Repo, sender); err != nil {
-		return "", err
-	} else if !ok && !strings.EqualFold(sender, mb.Author) {
-		return m.refuse(ctx, bot, mb, eventID, sender, "set the type")
-	}
+	// The label passed the gate already (gateLabels: a state label, the author may set it).
 	mb.Type = typ
 	if err := m.answerRound(ctx, mb, map[string]string{"q1": mb.Type}, sender); err != nil {
 		return "", err

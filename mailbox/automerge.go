@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alfred-bot/alfred/mailbox/gate"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -37,18 +38,16 @@ func (m *Machine) autoMerge(ctx context.Context, bot Bot, mb *Mailbox, mr *forge
 	if !ok {
 		return false, errors.New("the forge client has no merge calls")
 	}
-	p, err := bot.Forge.CIStatus(ctx, mb.Repo, mr.HeadSHA)
+	waits, c, err := m.mergeGate(ctx, bot, mb, mg, mr)
 	if err != nil {
-		return false, fmt.Errorf("read CI status: %w", err)
+		return false, err
 	}
-	if p.State != forge.CISuccess {
-		return false, nil
+	if waits != mb.Data.AutoMergeWaits {
+		mb.Data.AutoMergeWaits = waits
+		m.log.Info("auto-merge waits", "mailbox_id", mb.ID, "head", mr.HeadSHA, "waits", waits)
+		m.postProgress(ctx, bot, mb, "", time.Time{})
 	}
-	c, err := mg.MergeChecks(ctx, mb.Repo, mr.Number)
-	if err != nil {
-		return false, fmt.Errorf("read the approvals and threads: %w", err)
-	}
-	if !c.Approved || c.OpenThreads > 0 || len(c.ChangesRequested) > 0 {
+	if waits != "" {
 		return false, nil
 	}
 	method := m.settings(mb.Repo).MergeMethod
@@ -70,8 +69,8 @@ func (m *Machine) autoMerge(ctx context.Context, bot Bot, mb *Mailbox, mr *forge
 		return false, fmt.Errorf("merge: %w", err)
 	}
 	approvals := "it has the approvals the forge requires"
-	if len(c.ApprovedBy) > 0 {
-		approvals = "it is approved by " + strings.Join(c.ApprovedBy, ", ")
+	if by := approversOf(c, mr.HeadSHA, bot.Login); len(by) > 0 {
+		approvals = "it is approved by " + strings.Join(by, ", ")
 	}
 	body := fmt.Sprintf("I merged %s (%s): CI is green on %s, %s and no review thread is open.",
 		m.mrRef(bot, mr.Number), method, sha7, approvals)
@@ -86,16 +85,9 @@ func (m *Machine) autoMerge(ctx context.Context, bot Bot, mb *Mailbox, mr *forge
 // (said once) and has the merge status read at once; anyone else's is removed with the reason.
 func (m *Machine) autoMergeLabel(ctx context.Context, bot Bot, mb *Mailbox, sender string, eventID int64) (string, error) {
 	label := m.cfg.Labels.AutoMerge
-	if ok, err := m.canWrite(ctx, bot, mb.Repo, sender); err != nil {
-		return "", err
-	} else if !ok {
-		if err := bot.Forge.SetLabels(ctx, mb.Ref(), nil, []string{label}); err != nil {
-			return "", fmt.Errorf("remove %s: %w", label, err)
-		}
-		mb.Labels = slices.DeleteFunc(mb.Labels, func(l string) bool { return strings.EqualFold(l, label) })
-		return m.refuse(ctx, bot, mb, eventID, sender, "turn auto-merge on")
-	}
-	mb.Data.AutoMergeRefused, mb.Data.MergeCheckAt = "", time.Time{}
+	// The label passed the gate already (gateLabels): sender may steer.
+	mb.Data.AutoMergeBy = sender
+	mb.Data.AutoMergeRefused, mb.Data.MergeCheckAt, mb.Data.AutoMergeWaits = "", time.Time{}, ""
 	body := fmt.Sprintf("Auto-merge is on, as @%s added `%s`: I will merge the %s (%s) once CI is green, the required approvals are there and no review thread is open.",
 		sender, label, m.mrWord(bot), m.settings(mb.Repo).MergeMethod)
 	if err := m.post(ctx, bot, mb, fmt.Sprintf("auto-merge-on-%d", eventID), "auto_merge", body); err != nil {
@@ -111,4 +103,95 @@ func (m *Machine) autoMergeRecheck(mb *Mailbox) {
 	if mb.State == StateInReview && m.autoMergeOn(mb) {
 		mb.Data.AutoMergeRefused, mb.Data.MergeCheckAt = "", time.Time{}
 	}
+}
+
+// mergeGate returns what auto-merge still waits for before it merges head H of mr ("" for
+// nothing), with the forge's checks: auto-merge enabled by configuration, or by a writer who
+// still may steer now; CI green on H; at least MinApprovals approvals given on H by accounts
+// other than the bot with the role gate.Approval needs (approvals of earlier heads never
+// count, whatever the forge's own setting on stale approvals); the approvals the forge itself
+// requires; no review thread open and no reviewer's latest verdict asking for changes.
+func (m *Machine) mergeGate(ctx context.Context, bot Bot, mb *Mailbox, mg forge.Merger, mr *forge.MergeRequest) (string, *forge.MergeChecks, error) {
+	sha7 := short(mr.HeadSHA)
+	if !m.settings(mb.Repo).AutoMerge {
+		by, err := m.autoMergeEnabler(ctx, bot, mb)
+		if err != nil {
+			return "", nil, err
+		}
+		if by == "" {
+			return fmt.Sprintf("a member with write access to add `%s` (the label history shows none)", m.cfg.Labels.AutoMerge), nil, nil
+		}
+		ok, err := m.canWrite(ctx, bot, mb.Repo, by)
+		switch {
+		case err != nil:
+			return "", nil, err
+		case ok && mb.Data.AutoMergeBy == "":
+			mb.Data.AutoMergeBy = by // the history named a writer: recorded, checked again each time
+		case !ok && mb.Data.AutoMergeBy == "":
+			// Added by a non-writer while Alfred did not see it (before the assignment, a
+			// missed delivery): undone as gateLabels undoes it.
+			if m.cfg.Refused != nil {
+				m.cfg.Refused(string(gate.SteerLabel), gate.Reason(m.cfg.Needs, gate.SteerLabel))
+			}
+			if err := bot.Forge.SetLabels(ctx, mb.Ref(), nil, []string{m.cfg.Labels.AutoMerge}); err != nil {
+				return "", nil, fmt.Errorf("remove %s: %w", m.cfg.Labels.AutoMerge, err)
+			}
+			mb.Labels = slices.DeleteFunc(mb.Labels, func(l string) bool { return strings.EqualFold(l, m.cfg.Labels.AutoMerge) })
+			if _, err := m.refuseAs(ctx, bot, mb, "refused-labels-"+strings.ToLower(by), by, "turn auto-merge on"); err != nil {
+				return "", nil, err
+			}
+			return fmt.Sprintf("a member with write access to add `%s`: @%s, who added it, has no write access", m.cfg.Labels.AutoMerge, by), nil, nil
+		case !ok:
+			waits := fmt.Sprintf("a member with write access to add `%s` again: @%s, who added it, no longer has write access", m.cfg.Labels.AutoMerge, by)
+			if m.cfg.Refused != nil && waits != mb.Data.AutoMergeWaits { // counted once, not per poll
+				m.cfg.Refused(string(gate.SteerLabel), "enabler_lost_write")
+			}
+			return waits, nil, nil
+		}
+	}
+	p, err := bot.Forge.CIStatus(ctx, mb.Repo, mr.HeadSHA)
+	if err != nil {
+		return "", nil, fmt.Errorf("read CI status: %w", err)
+	}
+	if p.State != forge.CISuccess {
+		return "CI to be green on " + sha7, nil, nil
+	}
+	c, err := mg.MergeChecks(ctx, mb.Repo, mr.Number)
+	if err != nil {
+		return "", nil, fmt.Errorf("read the approvals and threads: %w", err)
+	}
+	if c.OpenThreads > 0 {
+		return fmt.Sprintf("%d open review thread(s) to be resolved", c.OpenThreads), c, nil
+	}
+	if len(c.ChangesRequested) > 0 {
+		return "a new verdict of " + strings.Join(c.ChangesRequested, ", ") + ", who asked for changes", c, nil
+	}
+	n := 0
+	for _, login := range approversOf(c, mr.HeadSHA, bot.Login) {
+		r, err := m.role(ctx, bot, mb.Repo, login)
+		if err != nil {
+			return "", nil, err
+		}
+		if r >= m.cfg.Needs.Need(gate.Approval) {
+			n++
+		}
+	}
+	if need := *m.cfg.MinApprovals; n < need {
+		return fmt.Sprintf("an approval of %s by a member with write access (%d of %d)", sha7, n, need), c, nil
+	}
+	if !c.Approved {
+		return fmt.Sprintf("the approvals the forge requires (%d)", c.ApprovalsRequired), c, nil
+	}
+	return "", c, nil
+}
+
+// approversOf lists the accounts, other than the bot, whose approval c reports on head.
+func approversOf(c *forge.MergeChecks, head, botLogin string) []string {
+	var out []string
+	for _, a := range c.Approvals {
+		if a.SHA == head && !strings.EqualFold(a.Login, botLogin) && !containsFold(out, a.Login) {
+			out = append(out, a.Login)
+		}
+	}
+	return out
 }

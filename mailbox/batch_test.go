@@ -77,7 +77,7 @@ func TestFailureBehindQuietEventsKeepsTheOrder(t *testing.T) {
 	b, rec := setupRecorded(t)
 	ids := quietAroundRefusal(t, b)
 	b.fake.SetErrorHook(func(method string, _ forge.IssueRef) error {
-		if method == "CanWrite" {
+		if method == "Role" {
 			return forge.ErrUnavailable
 		}
 		return nil

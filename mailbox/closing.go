@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/alfred-bot/alfred/mailbox/gate"
 )
 
 // closeMailbox removes what the mailbox holds on this host: containers, worktrees and the
@@ -73,21 +75,22 @@ func (m *Machine) block(ctx context.Context, bot Bot, mb *Mailbox, on trigger, f
 // retry resumes a blocked mailbox in the state it was blocked from, when a writer asks, with
 // fresh attempts for that phase.
 func (m *Machine) retry(ctx context.Context, bot Bot, mb *Mailbox, author string, eventID int64) (string, error) {
-	return m.resume(ctx, bot, mb, author, eventID, true, fmt.Sprintf("Retrying as asked by @%s.", author))
-}
-
-// resume moves a blocked mailbox back to the state it was blocked from when author, a
-// writer, asks (a retry comment or label, or the blocked label removed), saying so in body.
-// reset gives the phase fresh attempts (retry); without it the attempts used stay counted, so
-// that ai::retry_once is exactly one more attempt.
-func (m *Machine) resume(ctx context.Context, bot Bot, mb *Mailbox, author string, eventID int64, reset bool, body string) (string, error) {
-	if ok, err := m.canWrite(ctx, bot, mb.Repo, author); err != nil {
+	if d, err := m.authorize(ctx, bot, mb, gate.Command, author); err != nil {
 		return "", err
-	} else if !ok {
+	} else if d != gate.Allowed {
 		// One refusal per person and block: sixteen "retry" comments are answered once.
 		key := fmt.Sprintf("refused-retry-b%d-%s", mb.Data.Blocks, strings.ToLower(author))
 		return m.refuseAs(ctx, bot, mb, key, author, "ask me to retry")
 	}
+	return m.resume(ctx, bot, mb, author, eventID, true, fmt.Sprintf("Retrying as asked by @%s.", author))
+}
+
+// resume moves a blocked mailbox back to the state it was blocked from when author, a
+// writer, asks (a retry comment or label, or the blocked label removed: the caller passed it
+// through the gate), saying so in body.
+// reset gives the phase fresh attempts (retry); without it the attempts used stay counted, so
+// that ai::retry_once is exactly one more attempt.
+func (m *Machine) resume(ctx context.Context, bot Bot, mb *Mailbox, author string, eventID int64, reset bool, body string) (string, error) {
 	from := cmp.Or(mb.Data.BlockedFrom, StateFunctionalAnalysis)
 	mb.Data.Blocked, mb.Data.Failures = "", 0
 	if reset {
@@ -117,16 +120,7 @@ func (m *Machine) retryLabel(ctx context.Context, bot Bot, mb *Mailbox, label, s
 		}
 		mb.Labels = slices.DeleteFunc(mb.Labels, func(s string) bool { return strings.EqualFold(s, label) })
 	}
-	if ok, err := m.canWrite(ctx, bot, mb.Repo, sender); err != nil {
-		return "", err
-	} else if !ok {
-		if untilGreen {
-			if err := bot.Forge.SetLabels(ctx, mb.Ref(), nil, []string{label}); err != nil {
-				return "", fmt.Errorf("remove %s: %w", label, err)
-			}
-		}
-		return m.refuse(ctx, bot, mb, eventID, sender, "ask me to retry")
-	}
+	// The label passed the gate already (gateLabels).
 	if untilGreen {
 		mb.Data.UntilGreen, mb.Data.UntilGreenRuns = true, 0
 	}

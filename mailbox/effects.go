@@ -225,6 +225,11 @@ func (f effectForge) CanWrite(ctx context.Context, repo, login string) (bool, er
 	return f.f.CanWrite(ctx, repo, login)
 }
 
+func (f effectForge) Role(ctx context.Context, repo, login string) (forge.Role, error) {
+	f.fx.add()
+	return f.f.Role(ctx, repo, login)
+}
+
 func (f effectForge) Repository(ctx context.Context, repo string) (*forge.Repository, error) {
 	f.fx.add()
 	return f.f.Repository(ctx, repo)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/alfred-bot/alfred/mailbox/gate"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -220,7 +221,10 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 	if mb.MergeRequest {
 		return m.foreignMR(ctx, bot, mb, se, o)
 	}
-	if o.onOurMR && !o.fromBot {
+	// The merge gate is evaluated again on every approval, push and status change: a human's
+	// event on the bot's merge request, and a pipeline of its head whoever started it (the
+	// bot's own push starts one).
+	if (o.onOurMR && !o.fromBot) || (ev.Type == forge.EventPipeline && ev.Pipeline != nil && mb.HeadSHA != "" && ev.Pipeline.SHA == mb.HeadSHA) {
 		m.autoMergeRecheck(mb)
 	}
 	switch ev.Type {
@@ -319,6 +323,16 @@ func (m *Machine) assignees(ctx context.Context, bot Bot, mb *Mailbox, se Stored
 		return m.start(ctx, bot, mb, ev.Sender.Login, se.ID)
 	}
 	if mb.State.Working() && (containsFold(removed, bot.Login) || !containsFold(ev.Assignees, bot.Login)) {
+		if d, err := m.authorize(ctx, bot, mb, gate.Unassign, ev.Sender.Login); err != nil {
+			return "", err
+		} else if d != gate.Allowed {
+			// Undone: the bot assigns itself again and goes on.
+			if err := bot.Forge.SetAssignees(ctx, mb.Ref(), []string{bot.Login}, nil); err != nil {
+				return "", fmt.Errorf("assign the bot again: %w", err)
+			}
+			mb.Assignees = append(mb.Assignees, bot.Login)
+			return m.refuseAs(ctx, bot, mb, "refused-unassign-"+strings.ToLower(ev.Sender.Login), ev.Sender.Login, "unassign me")
+		}
 		return m.cancel(ctx, mb, onUnassigned, "the bot was unassigned by @"+ev.Sender.Login)
 	}
 	return "assignees recorded", nil
@@ -343,6 +357,21 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 	}
 	added, removed := diff(prev, ev.Labels)
 	mb.Labels = ev.Labels
+	// Every label of the change passes the gate on its own, in every state.
+	added, removed, note, err := m.gateLabels(ctx, bot, mb, ev.Sender.Login, added, removed)
+	if err != nil {
+		return "", err
+	}
+	if note != "" {
+		out, err := m.labelsChangedBy(ctx, bot, mb, se, added, removed)
+		return note + out, err
+	}
+	return m.labelsChangedBy(ctx, bot, mb, se, added, removed)
+}
+
+// labelsChangedBy acts on the labels of a change that passed the gate.
+func (m *Machine) labelsChangedBy(ctx context.Context, bot Bot, mb *Mailbox, se StoredEvent, added, removed []string) (string, error) {
+	ev := se.Event
 	if mb.State == StateBlocked && containsFold(removed, m.cfg.Labels.Blocked) && !containsFold(added, m.cfg.Labels.Blocked) {
 		return m.resume(ctx, bot, mb, ev.Sender.Login, se.ID, false,
 			fmt.Sprintf("Resuming where I stopped, as @%s removed `%s`.", ev.Sender.Login, m.cfg.Labels.Blocked))

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/alfred-bot/alfred/mailbox/gate"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -72,6 +73,18 @@ type Config struct {
 	// how many claims of a mailbox may end without the pass finishing (the process died) before
 	// the mailbox is blocked (default 5).
 	PoisonAttempts int
+	// Needs is the role each kind of human input needs (mailbox/gate; nil or a missing kind
+	// takes gate.DefaultNeeds: writing steers).
+	Needs gate.Needs
+	// PermissionTTL is how long a role read from the forge is trusted (default 1m): a demoted
+	// person loses their power within it.
+	PermissionTTL time.Duration
+	// MinApprovals is how many approvals of the merged head, by accounts with the role
+	// gate.Approval needs other than the bot, auto-merge waits for; nil is 1 (0 only when set).
+	MinApprovals *int
+	// Refused counts an input the gate did not allow, by kind and reason (cmd/alfred passes
+	// internal/metrics' alfred_refused_inputs_total); nil counts nothing.
+	Refused func(kind, reason string)
 }
 
 func (c Config) withDefaults() Config {
@@ -86,6 +99,11 @@ func (c Config) withDefaults() Config {
 	c.MergeMethod = cmp.Or(c.MergeMethod, forge.MergeCommit)
 	c.FailureStreak = cmp.Or(c.FailureStreak, 3)
 	c.PoisonAttempts = cmp.Or(c.PoisonAttempts, 5)
+	c.PermissionTTL = cmp.Or(c.PermissionTTL, time.Minute)
+	if c.MinApprovals == nil {
+		one := 1
+		c.MinApprovals = &one
+	}
 	if c.Redact == nil {
 		c.Redact = func(s string) string { return s }
 	}
@@ -125,8 +143,8 @@ type known struct {
 }
 
 type permEntry struct {
-	ok  bool
-	exp time.Time
+	role forge.Role
+	exp  time.Time
 }
 
 // NewMachine wires a machine. bots maps a configured forge name to its Bot; jobs runs the
@@ -433,25 +451,6 @@ func (m *Machine) setState(ctx context.Context, bot Bot, mb *Mailbox, s State) e
 		mb.WakeAt = &now
 	}
 	return nil
-}
-
-// canWrite asks the forge whether login has write access, caching the answer for a minute.
-func (m *Machine) canWrite(ctx context.Context, bot Bot, repo, login string) (bool, error) {
-	key := repo + "\x00" + strings.ToLower(login)
-	m.known.mu.Lock()
-	e, ok := m.known.perms[key]
-	m.known.mu.Unlock()
-	if ok && m.now().Before(e.exp) {
-		return e.ok, nil
-	}
-	allowed, err := bot.Forge.CanWrite(ctx, repo, login)
-	if err != nil {
-		return false, fmt.Errorf("check permission of %s: %w", login, err)
-	}
-	m.known.mu.Lock()
-	m.known.perms[key] = permEntry{ok: allowed, exp: m.now().Add(time.Minute)}
-	m.known.mu.Unlock()
-	return allowed, nil
 }
 
 // ensureLabels creates the labels maintainers add by hand (type::…, ai::validate_plan) and

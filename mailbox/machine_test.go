@@ -25,8 +25,10 @@ import (
 // with a scripted result and "pushes" by moving the branch head in the fake forge. The real
 // Service, with Docker and git, runs the same lifecycle in the end-to-end tests.
 type scriptedJobs struct {
-	mu       sync.Mutex
-	fake     *forgetest.Fake
+	mu   sync.Mutex
+	fake interface {
+		SetBranch(repo, branch, sha string)
+	}
 	results  map[string]*phase.Result
 	failures map[string]string
 	jobs     []phase.Job

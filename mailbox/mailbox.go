@@ -146,6 +146,12 @@ type Data struct {
 	// AutoMergeRefused is the head the forge refused to auto-merge: Alfred does not try that
 	// head again until an event on the merge request or the auto-merge label added again.
 	AutoMergeRefused string `json:"auto_merge_refused,omitempty"`
+	// AutoMergeBy is the writer whose ai::auto_merge label is in force ("" when unknown: the
+	// label history tells, autoMergeEnabler); the merge gate checks they still may steer.
+	AutoMergeBy string `json:"auto_merge_by,omitempty"`
+	// AutoMergeWaits is what auto-merge last said it waits for, so that it is said once per
+	// change.
+	AutoMergeWaits string `json:"auto_merge_waits,omitempty"`
 	// ShadowParked is the state whose run shadow mode did not start (a phase that pushes),
 	// recorded once as a ShadowRun write; "" when none.
 	ShadowParked string `json:"shadow_parked,omitempty"`

@@ -31,6 +31,9 @@ type Progress struct {
 	Blocked string
 	// Done is true once the lifecycle ended.
 	Done bool
+	// AutoMergeWaits is what auto-merge waits for ("CI to be green on abc1234"), "" when it is
+	// off or waits for nothing.
+	AutoMergeWaits string
 }
 
 // ProgressRun is one run's share of the use.
@@ -84,6 +87,8 @@ func RenderProgress(p Progress) string {
 		fmt.Fprintf(&b, "**Running:** %s for %s", p.Phase, elapsed(p.Now, p.Since))
 	case p.Phase != "":
 		fmt.Fprintf(&b, "**Queued:** %s, waiting %s", p.Phase, elapsed(p.Now, p.Since))
+	case p.AutoMergeWaits != "":
+		b.WriteString("**Auto-merge waits** for " + p.AutoMergeWaits + ".")
 	default:
 		b.WriteString("**Waiting** for the next event.")
 	}

@@ -131,3 +131,11 @@ func TestRenderProgressUnrated(t *testing.T) {
 	require.Contains(t, some, "| **Total** | 2 | 1m20s | 0 | 0 | $0.4200 + 1 unrated run |")
 	require.Contains(t, some, "Budget: $1.00, spent $0.4200 + 1 unrated run (an unrated run's cost is unknown and not counted).")
 }
+
+// While auto-merge waits, the status comment's headline says for what.
+func TestRenderProgressAutoMergeWaits(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	got := RenderProgress(Progress{Now: t0, AutoMergeWaits: "an approval of 2222222 by a member with write access (0 of 1)"})
+	require.Contains(t, got, "**Auto-merge waits** for an approval of 2222222 by a member with write access (0 of 1).")
+}

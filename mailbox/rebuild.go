@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alfred-bot/alfred/mailbox/gate"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
@@ -42,6 +43,10 @@ type Rebuilt struct {
 	Comments []PostedComment
 	// Questions are the questions of the open question block, unanswered.
 	Questions []Question
+	// Untrusted are the status and type labels on the issue that were not taken: the forge's
+	// label history shows neither Alfred nor an account with the role gate.StateLabel needs
+	// adding them (trustedLabels).
+	Untrusted []string
 }
 
 // RebuildStats is what one rebuild did on one forge.
@@ -155,6 +160,9 @@ func (r *Reconciler) rebuildForge(ctx context.Context, store Rebuilds, cfg Confi
 		}
 		st.Rebuilt++
 		st.States[rb.Mailbox.State]++
+		if len(rb.Untrusted) > 0 {
+			r.log.Warn("labels not taken as state: no writer or Alfred added them", "issue", is.Ref.String(), "labels", rb.Untrusted)
+		}
 		if why, ok := strings.CutPrefix(rb.Mailbox.Data.Blocked, "rebuilt from the forge: "); ok {
 			r.log.Warn("a mailbox rebuilt from the forge is blocked until a human says retry", "issue", is.Ref.String(), "reason", why)
 		}
@@ -212,13 +220,17 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 			latest = c.CreatedAt
 		}
 	}
-	state := stateOfLabels(cfg.Labels, is.Labels)
+	labels, untrusted, err := trustedLabels(ctx, f, bot, cfg, is)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild %s: %w", ref, err)
+	}
+	state := stateOfLabels(cfg.Labels, labels)
 	if state == "" && len(own) == 0 {
 		return nil, nil
 	}
 	mb := Mailbox{Forge: ref.Forge, Repo: ref.Repo, Number: ref.Number, Author: is.Author.Login, Title: is.Title,
-		Labels: slices.Clone(is.Labels), Assignees: slices.Clone(is.Assignees), CreatedAt: now}
-	for _, l := range is.Labels {
+		Labels: labels, Assignees: slices.Clone(is.Assignees), CreatedAt: now}
+	for _, l := range labels {
 		if t := cfg.Labels.TypeOf(l); t != "" {
 			mb.Type = t
 			break
@@ -239,7 +251,7 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 	if v, ok := own[fmt.Sprintf("validated-%d", d.Round)]; ok {
 		d.ValidatedBy = parseValidatedBy(v.text)
 	}
-	rb := &Rebuilt{}
+	rb := &Rebuilt{Untrusted: untrusted}
 	hashes := map[string]string{}
 	// unreadable is why the open question block could not be read back: the mailbox is rebuilt
 	// blocked, so nothing is posted or asked until a human says retry (which runs the
@@ -619,4 +631,63 @@ func parseBlock(text string) (parsedBlock, error) {
 		return p, errors.New("no question")
 	}
 	return p, nil
+}
+
+// trustedLabels returns the issue's labels without the status and type labels the rebuild must
+// not trust, and those (untrusted): a status or type label counts only when the issue's label
+// history (Forge.Activity: the Forgejo/Gitea timeline's label events, GitLab's
+// resource_label_events) shows it last added by the bot or by an account with the role
+// gate.StateLabel needs; a label the history does not show was set when the issue was created,
+// by its author, and counts as the author's.
+func trustedLabels(ctx context.Context, f forge.Forge, bot string, cfg Config, is *forge.Issue) (labels, untrusted []string, err error) {
+	var check []string
+	for _, l := range is.Labels {
+		if containsFold(cfg.Labels.statuses(), l) || cfg.Labels.TypeOf(l) != "" {
+			check = append(check, l)
+		}
+	}
+	if len(check) == 0 {
+		return slices.Clone(is.Labels), nil, nil
+	}
+	acts, err := f.Activity(ctx, is.Ref, time.Time{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the label history: %w", err)
+	}
+	by := map[string]string{}
+	for _, a := range acts {
+		if a.Kind == forge.ActivityLabelAdded {
+			by[strings.ToLower(a.Label)] = a.Actor.Login
+		}
+	}
+	trust := map[string]bool{}
+	for _, l := range is.Labels {
+		if !slices.Contains(check, l) {
+			labels = append(labels, l)
+			continue
+		}
+		who, ok := by[strings.ToLower(l)]
+		if !ok {
+			who = is.Author.Login
+		}
+		trusted, seen := trust[strings.ToLower(who)]
+		if !seen {
+			switch {
+			case strings.EqualFold(who, bot):
+				trusted = true
+			case who != "":
+				r, err := f.Role(ctx, is.Ref.Repo, who)
+				if err != nil {
+					return nil, nil, fmt.Errorf("check permission of %s: %w", who, err)
+				}
+				trusted = r >= cfg.Needs.Need(gate.StateLabel)
+			}
+			trust[strings.ToLower(who)] = trusted
+		}
+		if trusted {
+			labels = append(labels, l)
+		} else {
+			untrusted = append(untrusted, l)
+		}
+	}
+	return labels, untrusted, nil
 }

@@ -2,6 +2,7 @@ package mailbox_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -345,4 +346,25 @@ func TestRebuildAfterTheAcknowledgementBeforeTheLabel(t *testing.T) {
 	require.Len(t, b.comments(), 2, "the acknowledgement is kept, not posted twice; then the type question")
 	require.Equal(t, ack, b.comments()[0])
 	b.requireUniqueMarkers()
+}
+
+// A status label a non-writer set while Alfred's store was lost is not taken as state: the
+// label history shows who added it (mallory, a Reporter), so the rebuild does not start the
+// development the label names.
+func TestRebuildIgnoresAStatusLabelSetByANonWriter(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.deliver(assign("alice"))
+	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+	labels := slices.DeleteFunc(b.fake.IssueLabels(b.ref), func(l string) bool { return strings.HasPrefix(l, "status::") })
+	b.fake.SetIssueLabels(b.ref, "mallory", append(labels, "status::in_development")...)
+
+	st := b.loseStore()
+	require.Equal(t, 1, st.Rebuilt)
+	require.Zero(t, st.States[mailbox.StateInDevelopment], "the label is not taken: %v", st.States)
+	require.Zero(t, st.States[mailbox.StateInCI])
+	b.advance()
+	b.reconcile()
+	b.advance()
+	require.Zero(t, b.jobsOf(phase.Development), "no development run without a validated plan")
 }

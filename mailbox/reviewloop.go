@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alfred-bot/alfred/mailbox/gate"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
@@ -38,9 +39,9 @@ func (m *Machine) reviewEvent(ctx context.Context, bot Bot, mb *Mailbox, se Stor
 	if m.cfg.ReviewFixAttempts == 0 {
 		return "ignored: review_fix is off", nil
 	}
-	if ok, err := m.canWrite(ctx, bot, mb.Repo, ev.Sender.Login); err != nil {
+	if d, err := m.authorize(ctx, bot, mb, gate.Review, ev.Sender.Login); err != nil {
 		return "", err
-	} else if !ok {
+	} else if d != gate.Allowed {
 		return m.refuse(ctx, bot, mb, se.ID, ev.Sender.Login, "ask me to change the "+m.mrWord(bot))
 	}
 	mb.Data.ReviewDue = m.now().Add(m.cfg.ReviewQuiet)

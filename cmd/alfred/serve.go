@@ -138,6 +138,12 @@ func (s *server) wire(ctx context.Context) error {
 		Usage:          s.store,
 		ShadowLog:      s.store,
 		PoisonAttempts: cfg.Workers.PoisonAttempts,
+		PermissionTTL:  cfg.Permissions.Cache,
+		MinApprovals:   cfg.Lifecycle.AutoMergeMinApprovals,
+		Refused:        s.metrics.RefusedInput,
+	}
+	if s.lifecycle.Needs, err = cfg.Permissions.Needs(); err != nil {
+		return err
 	}
 	machine := mailbox.NewMachine(s.lifecycle, s.store, forges.bots, s.metrics.InstrumentJobs(s.service), nil, s.log)
 	s.workers = mailbox.NewWorkers(mailbox.WorkerConfig{Count: cfg.Workers.Count, LeaseTTL: cfg.Workers.LeaseTTL,

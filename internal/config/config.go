@@ -54,6 +54,8 @@ type Config struct {
 	Labels mailbox.Labels `yaml:"labels" envPrefix:"LABELS_"`
 	// Lifecycle tunes the issue life cycle.
 	Lifecycle Lifecycle `yaml:"lifecycle" envPrefix:"LIFECYCLE_"`
+	// Permissions says which forge role each kind of human input needs (spec/authorization.md).
+	Permissions Permissions `yaml:"permissions" envPrefix:"PERMISSIONS_"`
 	// Workers tunes the mailbox workers.
 	Workers Workers `yaml:"workers" envPrefix:"WORKERS_"`
 	// Runner limits the agent containers.
@@ -185,6 +187,10 @@ type Lifecycle struct {
 	// "rebase". GitLab's merge call has no rebase: there "rebase" merges the way the project's
 	// merge method says, as "merge" does.
 	MergeMethod string `yaml:"merge_method" env:"MERGE_METHOD"`
+	// AutoMergeMinApprovals is how many approvals of the merged head, by accounts with the
+	// role permissions.approval names other than the bot, auto-merge waits for, whatever the
+	// forge requires (default 1; 0 only when set explicitly).
+	AutoMergeMinApprovals *int `yaml:"auto_merge_min_approvals" env:"AUTO_MERGE_MIN_APPROVALS"`
 	// Shadow puts every project in shadow mode (spec/operations.md, "Shadow mode"): Alfred
 	// follows the issues it is assigned to and computes everything, acknowledgements,
 	// questions, plans, labels and the read-only runs, but writes nothing to the forge; the
@@ -262,6 +268,7 @@ func (c *Config) setDefaults() {
 	c.Listen = cmp.Or(c.Listen, ":8080")
 	c.DataDir = cmp.Or(c.DataDir, "/var/lib/alfred")
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, 5<<20)
+	c.Permissions.Cache = cmp.Or(c.Permissions.Cache, time.Minute)
 
 	h := &c.HTTP
 	h.ReadHeaderTimeout = cmp.Or(h.ReadHeaderTimeout, 10*time.Second)

@@ -201,6 +201,13 @@ func (c *Config) validateLifecycle(v *validator) {
 	v.atLeast("lifecycle.ci_fix_attempts", int64(c.Lifecycle.CIFixAttempts), 0)
 	v.atLeast("lifecycle.review_fix_attempts", int64(c.Lifecycle.ReviewFixAttempts), 0)
 	v.mergeMethod("lifecycle.merge_method", c.Lifecycle.MergeMethod)
+	if n := c.Lifecycle.AutoMergeMinApprovals; n != nil {
+		v.atLeast("lifecycle.auto_merge_min_approvals", int64(*n), 0)
+	}
+	if _, err := c.Permissions.Needs(); err != nil {
+		v.add("permissions", "%v", err)
+	}
+	v.positive("permissions.cache", c.Permissions.Cache)
 	v.atLeast("lifecycle.retry_until_green_max", int64(c.Lifecycle.RetryUntilGreenMax), 1)
 	v.positive("lifecycle.review_quiet", c.Lifecycle.ReviewQuiet)
 	v.required("lifecycle.branch_prefix", c.Lifecycle.BranchPrefix)

@@ -97,6 +97,7 @@ type Metrics struct {
 	forgeSecs  *prometheus.HistogramVec
 	passes     *prometheus.CounterVec
 	findings   *prometheus.CounterVec
+	refused    *prometheus.CounterVec
 }
 
 // New builds the registry with every Alfred family, plus the Go runtime and process
@@ -150,6 +151,10 @@ func New(cfg Config) *Metrics {
 		Name: "reconciliation_findings_total",
 		Help: "What reconciliation passes found and repaired, by kind."},
 		[]string{"kind"})
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace,
+		Name: "refused_inputs_total",
+		Help: "Human inputs the authorization gate did not allow (refused or ignored), by input kind (mailbox/gate) and reason."},
+		[]string{"kind", "reason"})
 	for _, r := range []string{PassOK, PassFailed} {
 		m.passes.WithLabelValues(r)
 	}
@@ -157,7 +162,7 @@ func New(cfg Config) *Metrics {
 		m.findings.WithLabelValues(k)
 	}
 	m.reg.MustRegister(m.deliveries, m.ackSeconds, m.runs, m.runSeconds, m.tokens, m.cost,
-		m.unrated, m.forgeCalls, m.forgeSecs, m.passes, m.findings,
+		m.unrated, m.forgeCalls, m.forgeSecs, m.passes, m.findings, m.refused,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Gauges != nil {
 		m.reg.MustRegister(&gaugeCollector{read: cfg.Gauges, timeout: cfg.GaugeTimeout})
@@ -167,6 +172,11 @@ func New(cfg Config) *Metrics {
 	}
 	return m
 }
+
+// RefusedInput counts one human input the authorization gate did not allow: kind is the
+// input's kind (mailbox/gate.Kind), reason gate.Reason's ("role_below_write") or
+// "enabler_lost_write". The signature is mailbox.Config.Refused's.
+func (m *Metrics) RefusedInput(kind, reason string) { m.refused.WithLabelValues(kind, reason).Inc() }
 
 // Registry returns the registry, for tests and for registering more collectors.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }

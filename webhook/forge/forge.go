@@ -327,8 +327,13 @@ type Forge interface {
 	// BotUser returns the account the token belongs to.
 	BotUser(ctx context.Context) (User, error)
 	// CanWrite reports whether login has write access (GitLab: Developer or more; Forgejo:
-	// write permission or admin) to the repository.
+	// write permission or admin) to the repository. The authorization gate reads Role instead;
+	// CanWrite stays for callers that need only the yes or no.
 	CanWrite(ctx context.Context, repo, login string) (bool, error)
+	// Role returns login's role in the repository (see Role for the calls and fields of each
+	// forge). An unknown login is RoleNone with a nil error; a missing repository ErrNotFound.
+	// The bot's token needs admin on the repository for Forgejo/Gitea to answer about others.
+	Role(ctx context.Context, repo, login string) (Role, error)
 	// Repository returns the repository's default branch and clone URL.
 	Repository(ctx context.Context, repo string) (*Repository, error)
 

@@ -49,10 +49,25 @@ type MergeChecks struct {
 	// ChangesRequested lists the reviewers whose latest review requests changes (Forgejo/Gitea
 	// REQUEST_CHANGES, official and not dismissed); GitLab keeps no such verdict in this call.
 	ChangesRequested []string `json:"changes_requested,omitempty"`
+	// Approvals lists every current approval with the head it was given on, so that the caller
+	// can count only the approvals of the head it merges, whatever the forge's own setting on
+	// stale approvals: Forgejo/Gitea the commit_id of each reviewer's latest APPROVED review
+	// (GET /repos/{o}/{r}/pulls/{index}/reviews); GitLab approved_by[].approved_at of the
+	// approvals API placed among the merge request's diff versions (GET
+	// …/merge_requests/:iid/versions, head_commit_sha and created_at): an approval belongs to
+	// the latest version created at or before it.
+	Approvals []Approval `json:"approvals,omitempty"`
 	// OpenThreads counts the review threads not resolved: GitLab discussions with a resolvable
 	// note not resolved; Forgejo/Gitea code-comment conversations (by path and line) none of
 	// whose comments carries a resolver.
 	OpenThreads int `json:"open_threads"`
+}
+
+// Approval is one approval of a merge request: who gave it, and on which head (SHA; "" when the
+// forge does not say, which never counts as the current head).
+type Approval struct {
+	Login string `json:"login"`
+	SHA   string `json:"sha,omitempty"`
 }
 
 // MergeOptions is the input of Merger.Merge.

@@ -44,6 +44,7 @@ func (c *Client) MergeChecks(ctx context.Context, repo string, number int64) (*f
 		return nil, err
 	}
 	latest := map[string]gitea.ReviewStateType{}
+	commit := map[string]string{}
 	var order []string
 	for _, rv := range reviews {
 		if rv == nil || rv.Reviewer == nil || !rv.Official || rv.Dismissed {
@@ -56,10 +57,12 @@ func (c *Client) MergeChecks(ctx context.Context, repo string, number int64) (*f
 			order = append(order, rv.Reviewer.UserName)
 		}
 		latest[rv.Reviewer.UserName] = rv.State // the list is oldest first
+		commit[rv.Reviewer.UserName] = rv.CommitID
 	}
 	for _, login := range order {
 		if latest[login] == gitea.ReviewStateApproved {
 			out.ApprovedBy = append(out.ApprovedBy, login)
+			out.Approvals = append(out.Approvals, forge.Approval{Login: login, SHA: commit[login]})
 		} else {
 			out.ChangesRequested = append(out.ChangesRequested, login)
 		}

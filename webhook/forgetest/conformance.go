@@ -29,6 +29,9 @@ type Seeder interface {
 	// AddHook configures a webhook on repo as a maintainer would (ID assigned when 0) and
 	// returns its id; Events are the forge's own event names (forge.Hook).
 	AddHook(repo string, h forge.Hook) int64
+	// AddTeam gives an organization team access to repo with units ("repo.issues": "write",
+	// …) and members (Forgejo/Gitea; GitLab has no teams and ignores it in Role).
+	AddTeam(repo, name string, units map[string]string, members ...string)
 	// SetAccess gives login write access (GitLab Developer, Forgejo write) or, with write
 	// false, read access only (GitLab Reporter, Forgejo read).
 	SetAccess(repo, login string, write bool)
@@ -413,6 +416,34 @@ func RunConformance(t *testing.T, newForge func(t *testing.T) (forge.Forge, Seed
 			require.Equal(t, want, got, login)
 		}
 		_, err := b.f.CanWrite(b.ctx, "acme/nope", "dev")
+		require.ErrorIs(t, err, forge.ErrNotFound)
+	})
+
+	t.Run("Role", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.s.SetAccessLevel(ConformanceRepo, "guest", 10)
+		b.s.SetAccessLevel(ConformanceRepo, "reporter", 20)
+		b.s.SetAccessLevel(ConformanceRepo, "developer", 30)
+		b.s.SetAccessLevel(ConformanceRepo, "maintainer", 40)
+		b.s.SetAccessLevel(ConformanceRepo, "owner", 50)
+		b.s.AddTeam(ConformanceRepo, "triage", map[string]string{"repo.issues": "write", "repo.code": "read"}, "triager")
+		b.s.AddUser("stranger")
+		want := map[string]forge.Role{ // GitLab: access levels; no membership is no role
+			"guest": forge.RoleRead, "reporter": forge.RoleTriage, "developer": forge.RoleWrite,
+			"maintainer": forge.RoleAdmin, "owner": forge.RoleAdmin, "triager": forge.RoleNone,
+			"stranger": forge.RoleNone, "ghost-no-account": forge.RoleNone,
+		}
+		if b.f.Kind() == forge.KindForgejo { // Forgejo: everyone reads a public repository
+			want["guest"], want["reporter"], want["triager"], want["stranger"] = forge.RoleRead, forge.RoleRead, forge.RoleTriage, forge.RoleRead
+			want["acme"] = forge.RoleAdmin // the repository's owner
+		}
+		for login, role := range want {
+			got, err := b.f.Role(b.ctx, ConformanceRepo, login)
+			require.NoError(t, err, login)
+			require.Equal(t, role.String(), got.String(), login)
+		}
+		_, err := b.f.Role(b.ctx, "acme/nope", "developer")
 		require.ErrorIs(t, err, forge.ErrNotFound)
 	})
 

@@ -155,6 +155,15 @@ func (f *Fake) CanWrite(ctx context.Context, repo, login string) (ok bool, err e
 	return ok, err
 }
 
+// Role is login's role as the forge of the Fake's kind reports it (see roleLocked).
+func (f *Fake) Role(ctx context.Context, repo, login string) (role forge.Role, err error) {
+	err = f.withRepo(ctx, "Role", repo, []string{login}, func(r *modelRepo) error {
+		role = f.roleLocked(r, login)
+		return nil
+	})
+	return role, err
+}
+
 // Repository returns the seeded default branch and clone URL.
 func (f *Fake) Repository(ctx context.Context, repo string) (out *forge.Repository, err error) {
 	err = f.withRepo(ctx, "Repository", repo, nil, func(r *modelRepo) error {

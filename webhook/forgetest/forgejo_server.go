@@ -3,6 +3,7 @@ package forgetest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -130,6 +131,9 @@ func (s *ForgejoServer) route(w http.ResponseWriter, r *http.Request, seg []stri
 	case len(seg) == 3 && seg[0] == "repos" && seg[1] == "issues" && seg[2] == "search" && m == http.MethodGet:
 		s.fjSearchIssues(w, r)
 		return
+	case len(seg) == 4 && seg[0] == "teams" && seg[2] == "members" && m == http.MethodGet:
+		s.fjTeamMember(w, seg[1], seg[3])
+		return
 	case len(seg) < 3 || seg[0] != "repos":
 		s.fjError(w, http.StatusNotFound, "not found")
 		return
@@ -145,6 +149,8 @@ func (s *ForgejoServer) route(w http.ResponseWriter, r *http.Request, seg []stri
 		fjJSON(w, http.StatusOK, s.fjRepo(p))
 	case len(seg) == 3 && seg[0] == "collaborators" && seg[2] == "permission" && m == http.MethodGet:
 		s.fjPermission(w, p, seg[1])
+	case len(seg) == 1 && seg[0] == "teams" && m == http.MethodGet:
+		s.fjRepoTeams(w, p)
 	case len(seg) == 1 && seg[0] == "hooks" && m == http.MethodGet:
 		s.fjHooks(w, r, p)
 	case len(seg) == 1 && seg[0] == "labels" && m == http.MethodGet:
@@ -190,6 +196,8 @@ func (s *ForgejoServer) fjPermission(w http.ResponseWriter, p *modelRepo, login 
 		s.fjError(w, http.StatusNotFound, fmt.Sprintf("user redirect does not exist [name: %s]", strings.ToLower(login)))
 		return
 	}
+	// Gitea's GetRepoPermissions: the access mode, which for a team with per-unit rights is the
+	// lowest of its units' (a triage team reads "read": its units say more, fjRepoTeams).
 	perm := "read" // public repository: everyone reads
 	level := p.access[strings.ToLower(u.login)]
 	switch owner, _, _ := strings.Cut(p.path, "/"); {
@@ -459,4 +467,42 @@ func (s *ForgejoServer) fjCombined(w http.ResponseWriter, p *modelRepo, ref stri
 		"commit_url": fmt.Sprintf("%s/api/v1/repos/%s/commits/%s", s.URL, p.path, ref),
 		"url":        fmt.Sprintf("%s/api/v1/repos/%s/commits/%s/status", s.URL, p.path, ref),
 	})
+}
+
+// fjRepoTeams is GET /repos/{o}/{r}/teams: the teams with access, each with its units_map, as
+// Gitea answers them (a user's repository has none: an empty list).
+func (s *ForgejoServer) fjRepoTeams(w http.ResponseWriter, p *modelRepo) {
+	out := []any{}
+	for _, t := range p.teams {
+		perm := "read"
+		for _, v := range t.units {
+			if v == "admin" {
+				perm = "admin"
+			}
+		}
+		out = append(out, map[string]any{"id": t.id, "name": t.name, "description": "", "permission": perm,
+			"includes_all_repositories": false, "can_create_org_repo": false, "units_map": t.units,
+			"units": slices.Collect(maps.Keys(t.units))})
+	}
+	fjJSON(w, http.StatusOK, out)
+}
+
+// fjTeamMember is GET /teams/{id}/members/{username}: the user when they are in the team, 404
+// otherwise.
+func (s *ForgejoServer) fjTeamMember(w http.ResponseWriter, idStr, login string) {
+	id, _ := strconv.ParseInt(idStr, 10, 64)
+	for _, r := range s.repos {
+		for _, t := range r.teams {
+			if t.id != id {
+				continue
+			}
+			if u := s.userLocked(login); u != nil && slices.Contains(t.members, strings.ToLower(login)) {
+				fjJSON(w, http.StatusOK, s.fjUser(u))
+				return
+			}
+			s.fjError(w, http.StatusNotFound, "not found")
+			return
+		}
+	}
+	s.fjError(w, http.StatusNotFound, "team not found")
 }

@@ -3,6 +3,7 @@ package forgetest
 import (
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
@@ -13,7 +14,11 @@ func (s *GitLabServer) glApprovals(w http.ResponseWriter, p *modelRepo, mi *mode
 	c := s.mergeChecksLocked(p, mi)
 	by := []any{}
 	for _, login := range c.ApprovedBy {
-		by = append(by, map[string]any{"user": s.glUser(s.userLocked(login))})
+		entry := map[string]any{"user": s.glUser(s.userLocked(login))}
+		if at, ok := mi.approvedAt[login]; ok {
+			entry["approved_at"] = at.UTC().Format(time.RFC3339)
+		}
+		by = append(by, entry)
 	}
 	glJSON(w, http.StatusOK, map[string]any{
 		"id": mi.id, "iid": mi.number, "state": glState(mi), "approved": c.Approved,
@@ -40,4 +45,17 @@ func (s *GitLabServer) glMerge(w http.ResponseWriter, r *http.Request, p *modelR
 		return
 	}
 	glJSON(w, http.StatusOK, s.glIssueJSON(p, mi))
+}
+
+// glVersions is GET …/merge_requests/:iid/versions: the diff versions, newest first, each with
+// its head_commit_sha and created_at, as GitLab answers them.
+func (s *GitLabServer) glVersions(w http.ResponseWriter, mi *modelIssue) {
+	out := []any{}
+	for i := len(mi.versions) - 1; i >= 0; i-- {
+		v := mi.versions[i]
+		out = append(out, map[string]any{"id": v.id, "head_commit_sha": v.sha, "base_commit_sha": "",
+			"start_commit_sha": "", "created_at": v.made.UTC().Format(time.RFC3339), "merge_request_id": mi.id,
+			"state": "collected", "real_size": "1"})
+	}
+	glJSON(w, http.StatusOK, out)
 }

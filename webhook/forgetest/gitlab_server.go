@@ -276,6 +276,8 @@ func (s *GitLabServer) glIssuable(w http.ResponseWriter, r *http.Request, p *mod
 			"approved_by": []any{map[string]any{"user": s.glUser(s.userLocked(BotLogin))}}})
 	case mr && len(seg) == 1 && seg[0] == "approvals" && r.Method == http.MethodGet:
 		s.glApprovals(w, p, is)
+	case mr && len(seg) == 1 && seg[0] == "versions" && r.Method == http.MethodGet:
+		s.glVersions(w, is)
 	case mr && len(seg) == 1 && seg[0] == "merge" && r.Method == http.MethodPut:
 		s.glMerge(w, r, p, is)
 	case len(seg) == 1 && (seg[0] == "resource_label_events" || seg[0] == "resource_state_events") && r.Method == http.MethodGet:

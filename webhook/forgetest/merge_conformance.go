@@ -95,6 +95,27 @@ func RunMergeConformance(t *testing.T, newForge func(t *testing.T) (forge.Forge,
 		require.ErrorIs(t, err, forge.ErrNotFound)
 	})
 
+	t.Run("MergeChecks names the head of each approval", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.s.AddReview(ConformanceRepo, b.number, "bob", "approved", "")
+		c, err := b.m.MergeChecks(b.ctx, ConformanceRepo, b.number)
+		require.NoError(t, err)
+		require.Equal(t, []forge.Approval{{Login: "bob", SHA: b.head}}, c.Approvals)
+
+		// A push: bob's approval stays (no forge setting dismisses it here) but names the old head.
+		next := "1111111111111111111111111111111111111111"
+		b.s.SetBranch(ConformanceRepo, "agent/issue-1", next)
+		c, err = b.m.MergeChecks(b.ctx, ConformanceRepo, b.number)
+		require.NoError(t, err)
+		require.Equal(t, []forge.Approval{{Login: "bob", SHA: b.head}}, c.Approvals, "an approval of the earlier head")
+
+		b.s.AddReview(ConformanceRepo, b.number, "alice", "approved", "")
+		c, err = b.m.MergeChecks(b.ctx, ConformanceRepo, b.number)
+		require.NoError(t, err)
+		require.ElementsMatch(t, []forge.Approval{{Login: "bob", SHA: b.head}, {Login: "alice", SHA: next}}, c.Approvals)
+	})
+
 	t.Run("Merge merges with the method", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
@@ -60,10 +61,21 @@ func (m *model) MergedWith(repo string, number int64) string {
 // changes: GitLab its approvals; Forgejo the latest APPROVED or REQUEST_CHANGES review per
 // reviewer.
 func (m *model) approvalsLocked(mi *modelIssue) (approved, changes []string) {
+	approved, changes, _ = m.approvalsOnLocked(mi)
+	return approved, changes
+}
+
+// approvalsOnLocked is approvalsLocked with the head each approval was given on: the review's
+// commit on Forgejo, the diff version current when the approval was given on GitLab.
+func (m *model) approvalsOnLocked(mi *modelIssue) (approved, changes []string, on []forge.Approval) {
 	if !m.sharedNumbers {
-		return slices.Clone(mi.approvedBy), nil
+		for _, login := range mi.approvedBy {
+			on = append(on, forge.Approval{Login: login, SHA: mi.headAtLocked(mi.approvedAt[login])})
+		}
+		return slices.Clone(mi.approvedBy), nil, on
 	}
 	latest := map[string]string{}
+	commit := map[string]string{}
 	var order []string
 	for _, rv := range mi.reviews {
 		if rv.state != "APPROVED" && rv.state != "REQUEST_CHANGES" {
@@ -73,15 +85,28 @@ func (m *model) approvalsLocked(mi *modelIssue) (approved, changes []string) {
 			order = append(order, rv.author.login)
 		}
 		latest[rv.author.login] = rv.state
+		commit[rv.author.login] = rv.commit
 	}
 	for _, login := range order {
 		if latest[login] == "APPROVED" {
 			approved = append(approved, login)
+			on = append(on, forge.Approval{Login: login, SHA: commit[login]})
 		} else {
 			changes = append(changes, login)
 		}
 	}
-	return approved, changes
+	return approved, changes, on
+}
+
+// headAtLocked returns the head of the latest diff version made at or before t ("" for none).
+func (mi *modelIssue) headAtLocked(t time.Time) string {
+	head := ""
+	for _, v := range mi.versions {
+		if !v.made.After(t) {
+			head = v.sha
+		}
+	}
+	return head
 }
 
 // openThreadsLocked counts mi's unresolved review threads: GitLab discussions (every thread
@@ -119,10 +144,10 @@ func (m *model) openThreadsLocked(mi *modelIssue) int {
 
 // mergeChecksLocked is what the forge reports before a merge of mi in r.
 func (m *model) mergeChecksLocked(r *modelRepo, mi *modelIssue) *forge.MergeChecks {
-	approved, changes := m.approvalsLocked(mi)
+	approved, changes, on := m.approvalsOnLocked(mi)
 	req := r.merge.required[mi.target]
 	return &forge.MergeChecks{ApprovalsRequired: req, ApprovedBy: approved, Approved: len(approved) >= req,
-		ChangesRequested: changes, OpenThreads: m.openThreadsLocked(mi)}
+		ChangesRequested: changes, Approvals: on, OpenThreads: m.openThreadsLocked(mi)}
 }
 
 // mergeLocked merges mi with opt the way the forge's merge API does, or returns the status and

@@ -57,6 +57,7 @@ type modelRepo struct {
 	branches      map[string]string // branch → head sha
 	runs          map[string][]*modelRun
 	hooks         []forge.Hook
+	teams         []*modelTeam
 	merge         modelMergeRules // required approvals and protected branches (merge_model.go)
 }
 
@@ -80,8 +81,26 @@ type modelIssue struct {
 	threadNotes         []*modelReviewComment // inline comments and thread replies
 	mergeStatus         forge.MergeStatus     // "" reads as mergeable
 	reviewers           []string
-	approvedBy          []string // GitLab approvals (Forgejo keeps them as APPROVED reviews)
-	mergedWith          string   // the merge method of the merge that merged it
+	approvedBy          []string             // GitLab approvals (Forgejo keeps them as APPROVED reviews)
+	approvedAt          map[string]time.Time // GitLab: login → when it approved
+	versions            []modelVersion       // GitLab diff versions: each head the merge request had
+	mergedWith          string               // the merge method of the merge that merged it
+}
+
+// modelVersion is one GitLab diff version of a merge request: its head and when it was made.
+type modelVersion struct {
+	id   int64
+	sha  string
+	made time.Time
+}
+
+// modelTeam is a Forgejo/Gitea organization team with access to a repository: units maps a
+// unit ("repo.issues", "repo.code", …) to "read", "write" or "admin".
+type modelTeam struct {
+	id      int64
+	name    string
+	units   map[string]string
+	members []string // lower-case logins
 }
 
 type modelComment struct {
@@ -161,6 +180,32 @@ func (m *model) ensureLabelLocked(r *modelRepo, name, color string) *modelLabel 
 	return l
 }
 
+// roleLocked is login's role in r as the forge reports it: the owner is admin; GitLab maps the
+// access level (forge.GitLabRole); Forgejo maps ≥ 40 to admin, 30 to write, and everyone else
+// reads the (public) repository, a member of a team with write on issues as triage.
+func (m *model) roleLocked(r *modelRepo, login string) forge.Role {
+	owner, _, _ := strings.Cut(r.path, "/")
+	if strings.EqualFold(owner, login) {
+		return forge.RoleAdmin
+	}
+	level := r.access[strings.ToLower(login)]
+	if !m.sharedNumbers {
+		return forge.GitLabRole(level)
+	}
+	switch {
+	case level >= 40:
+		return forge.RoleAdmin
+	case level >= 30:
+		return forge.RoleWrite
+	}
+	for _, t := range r.teams {
+		if slices.Contains(t.members, strings.ToLower(login)) && t.units["repo.issues"] != "" && t.units["repo.issues"] != "read" {
+			return forge.RoleTriage
+		}
+	}
+	return forge.RoleRead
+}
+
 func (m *model) canWriteLocked(r *modelRepo, login string) bool {
 	owner, _, _ := strings.Cut(r.path, "/")
 	return strings.EqualFold(owner, login) || r.access[strings.ToLower(login)] >= 30
@@ -172,6 +217,7 @@ func (m *model) newMRLocked(r *modelRepo, author *modelUser, source, target, tit
 		id: m.nextID(), mr: true, title: title, body: body, state: "open", author: author,
 		source: source, target: target, sha: r.headLocked(source), created: now, updated: now,
 	}
+	mi.versions = []modelVersion{{id: m.nextID(), sha: mi.sha, made: now}}
 	if m.sharedNumbers {
 		r.lastIssue++
 		mi.number = r.lastIssue

@@ -88,8 +88,16 @@ func (m *model) addReviewLocked(mi *modelIssue, u *modelUser, state, body, commi
 	} else if body != "" {
 		m.addCommentLocked(mi, u, body, false)
 	}
-	if !m.sharedNumbers && state == "APPROVED" && !slices.Contains(mi.approvedBy, u.login) {
-		mi.approvedBy = append(mi.approvedBy, u.login) // GitLab: an approval, not a review
+	if !m.sharedNumbers && state == "APPROVED" {
+		// GitLab: an approval, not a review. Approving again stands for revoking and approving
+		// again (GitLab lets an account approve once): the approval's time moves.
+		if !slices.Contains(mi.approvedBy, u.login) {
+			mi.approvedBy = append(mi.approvedBy, u.login)
+		}
+		if mi.approvedAt == nil {
+			mi.approvedAt = map[string]time.Time{}
+		}
+		mi.approvedAt[u.login] = now
 	}
 	var ids []int64
 	for _, c := range comments {

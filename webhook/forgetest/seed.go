@@ -172,10 +172,30 @@ func (m *model) SetBranch(repo, branch, sha string) {
 	r := m.mustRepoLocked(repo)
 	r.branches[branch] = sha
 	for _, mi := range r.allMRsLocked(m.sharedNumbers) {
-		if mi.source == branch && mi.state == "open" {
+		if mi.source == branch && mi.state == "open" && mi.sha != sha {
 			mi.sha = sha
+			mi.versions = append(mi.versions, modelVersion{id: m.nextID(), sha: sha, made: m.now()})
 		}
 	}
+}
+
+// AddTeam gives a Forgejo/Gitea organization team access to repo: units maps a unit
+// ("repo.issues", "repo.code", …) to "read", "write" or "admin"; members (created if needed)
+// are in the team. A team whose units give write on issues and read on code is what Gitea
+// offers for triage: its members may label and assign, not push (their permission reads
+// "read").
+func (m *model) AddTeam(repo, name string, units map[string]string, members ...string) {
+	for _, login := range members {
+		m.AddUser(login)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.mustRepoLocked(repo)
+	t := &modelTeam{id: m.nextID(), name: name, units: units}
+	for _, login := range members {
+		t.members = append(t.members, strings.ToLower(login))
+	}
+	r.teams = append(r.teams, t)
 }
 
 // AddComment posts a comment by login (created if needed) and returns its id.

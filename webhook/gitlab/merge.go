@@ -3,6 +3,7 @@ package gitlab
 import (
 	"context"
 	"fmt"
+	"time"
 
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
@@ -21,9 +22,17 @@ func (c *Client) MergeChecks(ctx context.Context, repo string, number int64) (*f
 		return nil, c.wrap(fmt.Sprintf("get the approvals of %s!%d", repo, number), resp, err)
 	}
 	out := &forge.MergeChecks{ApprovalsRequired: int(ap.ApprovalsRequired), Approved: ap.Approved}
+	var versions []*gl.MergeRequestDiffVersion
+	if len(ap.ApprovedBy) > 0 {
+		versions, resp, err = c.api.MergeRequests.GetMergeRequestDiffVersions(repo, number, nil, gl.WithContext(ctx))
+		if err != nil {
+			return nil, c.wrap(fmt.Sprintf("get the versions of %s!%d", repo, number), resp, err)
+		}
+	}
 	for _, a := range ap.ApprovedBy {
 		if a != nil && a.User != nil {
 			out.ApprovedBy = append(out.ApprovedBy, a.User.Username)
+			out.Approvals = append(out.Approvals, forge.Approval{Login: a.User.Username, SHA: approvedHead(versions, a.ApprovedAt)})
 		}
 	}
 	list, err := c.mrDiscussions(ctx, repo, number)
@@ -59,4 +68,24 @@ func (c *Client) Merge(ctx context.Context, repo string, number int64, opt forge
 		return c.wrap(fmt.Sprintf("merge %s!%d", repo, number), resp, err)
 	}
 	return nil
+}
+
+// approvedHead returns the head an approval given at `at` was given on: the head_commit_sha of
+// the latest diff version created at or before it; "" when GitLab gives no time or no version
+// is that old (the approval then counts for no head).
+func approvedHead(versions []*gl.MergeRequestDiffVersion, at *time.Time) string {
+	if at == nil {
+		return ""
+	}
+	var head string
+	var when time.Time
+	for _, v := range versions {
+		if v == nil || v.CreatedAt == nil || v.CreatedAt.After(*at) {
+			continue
+		}
+		if head == "" || !v.CreatedAt.Before(when) {
+			head, when = v.HeadCommitSHA, *v.CreatedAt
+		}
+	}
+	return head
 }

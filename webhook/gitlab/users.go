@@ -57,6 +57,28 @@ func (c *Client) CanWrite(ctx context.Context, repo, login string) (bool, error)
 	return m.AccessLevel >= gl.DeveloperPermissions, nil
 }
 
+// Role returns login's role in the project: the access level of its membership, direct or
+// through its groups (GET /projects/:id/members/all/:user_id, access_level), mapped by
+// forge.GitLabRole (10 Guest read, 20 Reporter triage, 30 Developer write, 40 Maintainer and 50
+// Owner admin). An unknown login or a non-member (404) is RoleNone with a nil error.
+func (c *Client) Role(ctx context.Context, repo, login string) (forge.Role, error) {
+	id, ok, err := c.userID(ctx, login)
+	if err != nil || !ok {
+		return forge.RoleNone, err
+	}
+	m, resp, err := c.api.ProjectMembers.GetInheritedProjectMember(repo, id, gl.WithContext(ctx))
+	if err != nil {
+		if clientStatus(resp, err) == http.StatusNotFound {
+			if _, err := c.Repository(ctx, repo); err != nil {
+				return forge.RoleNone, err
+			}
+			return forge.RoleNone, nil
+		}
+		return forge.RoleNone, c.wrap("get member "+login+" of "+repo, resp, err)
+	}
+	return forge.GitLabRole(int(m.AccessLevel)), nil
+}
+
 // Repository returns the project's path, default branch and http_url_to_repo.
 func (c *Client) Repository(ctx context.Context, repo string) (*forge.Repository, error) {
 	p, resp, err := c.api.Projects.GetProject(repo, nil, gl.WithContext(ctx))

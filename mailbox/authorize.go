@@ -1,0 +1,226 @@
+package mailbox
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/alfred-bot/alfred/mailbox/gate"
+	"github.com/alfred-bot/alfred/webhook/forge"
+)
+
+// gateState is the state of mb as the authorization gate tells states apart.
+func gateState(s State) gate.State {
+	switch {
+	case s == StateBlocked:
+		return gate.Blocked
+	case s.Working():
+		return gate.Working
+	}
+	return gate.Idle
+}
+
+// role returns login's role in repo as the forge reports it, cached for PermissionTTL (a
+// demoted person loses their power within that bound; DropPermissions forgets sooner).
+func (m *Machine) role(ctx context.Context, bot Bot, repo, login string) (forge.Role, error) {
+	key := repo + "\x00" + strings.ToLower(login)
+	m.known.mu.Lock()
+	e, ok := m.known.perms[key]
+	m.known.mu.Unlock()
+	if ok && m.now().Before(e.exp) {
+		return e.role, nil
+	}
+	r, err := bot.Forge.Role(ctx, repo, login)
+	if err != nil {
+		return forge.RoleNone, fmt.Errorf("check permission of %s: %w", login, err)
+	}
+	m.known.mu.Lock()
+	m.known.perms[key] = permEntry{role: r, exp: m.now().Add(m.cfg.PermissionTTL)}
+	m.known.mu.Unlock()
+	return r, nil
+}
+
+// DropPermissions forgets the cached roles of repo ("" forgets every repository's): the forge
+// reported a change of its members.
+func (m *Machine) DropPermissions(repo string) {
+	m.known.mu.Lock()
+	defer m.known.mu.Unlock()
+	for k := range m.known.perms {
+		if repo == "" || strings.HasPrefix(k, repo+"\x00") {
+			delete(m.known.perms, k)
+		}
+	}
+}
+
+// authorize passes one input of login through the gate (mailbox/gate) in mb's state. An input
+// that is not allowed is counted (Config.Refused) and logged; the caller says a refusal.
+func (m *Machine) authorize(ctx context.Context, bot Bot, mb *Mailbox, kind gate.Kind, login string) (gate.Decision, error) {
+	if m.cfg.Needs.Need(kind) == forge.RoleNone {
+		return gate.Allowed, nil // no role to read
+	}
+	r, err := m.role(ctx, bot, mb.Repo, login)
+	if err != nil {
+		return gate.Ignored, err
+	}
+	in := gate.Input{Kind: kind, State: gateState(mb.State), Role: r, Author: mb.Author != "" && strings.EqualFold(login, mb.Author)}
+	d := gate.Decide(m.cfg.Needs, in)
+	if d != gate.Allowed {
+		reason := gate.Reason(m.cfg.Needs, kind)
+		m.log.Info("input not allowed", "mailbox_id", mb.ID, "kind", kind, "login", login, "role", r.String(),
+			"state", mb.State, "decision", d, "reason", reason)
+		if m.cfg.Refused != nil {
+			m.cfg.Refused(string(kind), reason)
+		}
+	}
+	return d, nil
+}
+
+// canWrite reports whether login may steer (the role SteerLabel needs).
+func (m *Machine) canWrite(ctx context.Context, bot Bot, repo, login string) (bool, error) {
+	r, err := m.role(ctx, bot, repo, login)
+	if err != nil {
+		return false, err
+	}
+	return r >= m.cfg.Needs.Need(gate.SteerLabel), nil
+}
+
+// steering reports whether label steers Alfred (gate.SteerLabel).
+func (m *Machine) steering(label string) bool {
+	l := m.cfg.Labels
+	return containsFold([]string{l.ValidatePlan, l.Retry, l.RetryOnce, l.RetryUntilGreen, l.AutoMerge, l.Blocked}, label)
+}
+
+// stateLabel reports whether label is a status or type label (gate.StateLabel).
+func (m *Machine) stateLabel(label string) bool {
+	return containsFold(m.cfg.Labels.statuses(), label) || m.cfg.Labels.TypeOf(label) != ""
+}
+
+// gateLabels passes each label of one change through the gate, in every state: a steering
+// label added (or status::blocked removed) by someone without the role it needs is undone on
+// the forge and said once per person and issue; a state label they added is not taken. It
+// returns the added and removed labels that may act, and what it did not allow, for the
+// event's outcome ("" when it allowed everything).
+func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, added, removed []string) (keepAdded, keepRemoved []string, note string, err error) {
+	var keep, undoAdd, undoRemove, ignored []string
+	for _, l := range added {
+		kind := gate.Kind("")
+		switch {
+		case m.steering(l):
+			kind = gate.SteerLabel
+		case m.stateLabel(l):
+			kind = gate.StateLabel
+		}
+		if kind == "" {
+			keep = append(keep, l)
+			continue
+		}
+		d, err := m.authorize(ctx, bot, mb, kind, sender)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		switch d {
+		case gate.Allowed:
+			keep = append(keep, l)
+		case gate.Refused:
+			undoAdd = append(undoAdd, l)
+		default:
+			ignored = append(ignored, l)
+		}
+	}
+	for _, l := range removed {
+		if !strings.EqualFold(l, m.cfg.Labels.Blocked) || mb.State != StateBlocked {
+			keepRemoved = append(keepRemoved, l)
+			continue
+		}
+		d, err := m.authorize(ctx, bot, mb, gate.SteerLabel, sender)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		if d == gate.Allowed {
+			keepRemoved = append(keepRemoved, l)
+		} else {
+			undoRemove = append(undoRemove, l)
+		}
+	}
+	if len(ignored) > 0 {
+		note = fmt.Sprintf("ignored for @%s (%s): %s; ", sender, gate.Reason(m.cfg.Needs, gate.StateLabel), strings.Join(ignored, ", "))
+	}
+	if len(undoAdd)+len(undoRemove) == 0 {
+		return keep, keepRemoved, note, nil
+	}
+	if err := bot.Forge.SetLabels(ctx, mb.Ref(), undoRemove, undoAdd); err != nil {
+		return nil, nil, "", fmt.Errorf("undo the labels of @%s: %w", sender, err)
+	}
+	mb.Labels = slices.DeleteFunc(mb.Labels, func(l string) bool { return containsFold(undoAdd, l) })
+	for _, l := range undoRemove {
+		if !containsFold(mb.Labels, l) {
+			mb.Labels = append(mb.Labels, l)
+		}
+	}
+	var whats []string
+	for _, l := range undoAdd {
+		if w := m.labelWhat(l, true); !slices.Contains(whats, w) {
+			whats = append(whats, w)
+		}
+	}
+	for _, l := range undoRemove {
+		if w := m.labelWhat(l, false); !slices.Contains(whats, w) {
+			whats = append(whats, w)
+		}
+	}
+	what := strings.Join(whats, " or ")
+	key := "refused-labels-" + strings.ToLower(sender)
+	if _, err := m.refuseAs(ctx, bot, mb, key, sender, what); err != nil {
+		return nil, nil, "", err
+	}
+	note += fmt.Sprintf("refused for @%s (%s): %s; ", sender, gate.Reason(m.cfg.Needs, gate.SteerLabel),
+		strings.Join(append(undoAdd, undoRemove...), ", "))
+	return keep, keepRemoved, note, nil
+}
+
+// autoMergeEnabler returns who turned auto-merge on by the label: the writer recorded when the
+// label was taken, else the last account the issue's label history shows adding it ("" when it
+// shows none).
+func (m *Machine) autoMergeEnabler(ctx context.Context, bot Bot, mb *Mailbox) (string, error) {
+	if mb.Data.AutoMergeBy != "" {
+		return mb.Data.AutoMergeBy, nil
+	}
+	acts, err := bot.Forge.Activity(ctx, mb.Ref(), time.Time{})
+	if err != nil {
+		return "", fmt.Errorf("read the label history: %w", err)
+	}
+	by := ""
+	for _, a := range acts {
+		if strings.EqualFold(a.Label, m.cfg.Labels.AutoMerge) {
+			switch a.Kind {
+			case forge.ActivityLabelAdded:
+				by = a.Actor.Login
+			case forge.ActivityLabelRemoved:
+				by = ""
+			}
+		}
+	}
+	return by, nil
+}
+
+// labelWhat says what adding (or removing) a steering label asks, for a refusal.
+func (m *Machine) labelWhat(label string, added bool) string {
+	l := m.cfg.Labels
+	switch {
+	case !added:
+		return "resume me by removing `" + label + "`"
+	case strings.EqualFold(label, l.ValidatePlan):
+		return "validate the plan"
+	case strings.EqualFold(label, l.AutoMerge):
+		return "turn auto-merge on"
+	case strings.EqualFold(label, l.RetryOnce):
+		return "allow one more run"
+	case strings.EqualFold(label, l.Retry), strings.EqualFold(label, l.RetryUntilGreen):
+		return "ask me to retry"
+	case strings.EqualFold(label, l.Blocked):
+		return "stop me with `" + label + "`"
+	}
+	return "add `" + label + "`"
+}
