@@ -135,9 +135,12 @@ func (f *Forge) Open(ctx context.Context) error {
 	f.mu.Unlock()
 	n := f.fj.AddIssue(Repo, forgetest.SeedIssue{Title: issueTitle, Body: issueBody, Author: Human,
 		Labels: []string{typeLabel}, Assignees: []string{Bot}})
-	f.issue = forge.IssueRef{Forge: string(forge.KindForgejo), Repo: Repo, Number: n}
+	issue := forge.IssueRef{Forge: string(forge.KindForgejo), Repo: Repo, Number: n}
+	f.mu.Lock()
+	f.issue = issue
+	f.mu.Unlock()
 	f.say("%s filed issue %s#%d %q and assigned it to %s", Human, Repo, n, issueTitle, Bot)
-	return f.deliver(ctx, "issue_assign", f.fj.IssueHook(f.issue, "assigned", Human))
+	return f.deliver(ctx, "issue_assign", f.fj.IssueHook(issue, "assigned", Human))
 }
 
 // ErrNotWaiting is returned by Answer and Validate when the issue does not wait for that.
@@ -153,7 +156,7 @@ func (f *Forge) Answer(ctx context.Context, text string) error {
 	if text == "" {
 		return errors.New("an empty answer: write it as Alfred asks, e.g. q1: b")
 	}
-	id := f.fj.AddComment(f.issue, Human, text)
+	id := f.fj.AddComment(f.filed(), Human, text)
 	f.say("%s answered: %s", Human, text)
 	return f.deliver(ctx, "issue_comment", f.fj.CommentHook(Repo, id, "created"))
 }
@@ -164,9 +167,10 @@ func (f *Forge) Validate(ctx context.Context) error {
 	if s := f.Status(); s.Label != "status::waiting_validation" {
 		return fmt.Errorf("%w: no plan waits for validation (the issue is %s)", ErrNotWaiting, s.Label)
 	}
-	f.fj.AddIssueLabels(f.issue, "ai::validate_plan")
+	issue := f.filed()
+	f.fj.AddIssueLabels(issue, "ai::validate_plan")
 	f.say("%s validated the plan (label ai::validate_plan)", Human)
-	return f.deliver(ctx, "issue_label", f.fj.IssueHook(f.issue, "label_updated", Human))
+	return f.deliver(ctx, "issue_label", f.fj.IssueHook(issue, "label_updated", Human))
 }
 
 // deliver POSTs a delivery to Alfred as Forgejo sends it, signed, with a new delivery id.
@@ -201,14 +205,12 @@ type Status struct {
 
 // Status reads the issue's state from the stand-in; before Open it is empty.
 func (f *Forge) Status() Status {
-	f.mu.Lock()
-	opened := f.opened
-	f.mu.Unlock()
-	if !opened || f.issue.Number == 0 {
+	issue := f.filed()
+	if issue.Number == 0 {
 		return Status{}
 	}
-	st := Status{Body: f.fj.IssueBody(f.issue), Labels: f.fj.IssueLabels(f.issue), Assignees: f.fj.IssueAssignees(f.issue),
-		Comments: f.fj.IssueComments(f.issue), PullRequests: f.fj.MergeRequests(Repo)}
+	st := Status{Body: f.fj.IssueBody(issue), Labels: f.fj.IssueLabels(issue), Assignees: f.fj.IssueAssignees(issue),
+		Comments: f.fj.IssueComments(issue), PullRequests: f.fj.MergeRequests(Repo)}
 	for _, l := range st.Labels {
 		if strings.HasPrefix(l, "status::") {
 			st.Label = l
@@ -220,6 +222,13 @@ func (f *Forge) Status() Status {
 		}
 	}
 	return st
+}
+
+// filed is the issue Open filed (Number 0 before).
+func (f *Forge) filed() forge.IssueRef {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.issue
 }
 
 // Run plays the forge's own part until ctx ends: the CI passes on each new head of an open

@@ -77,7 +77,7 @@ func (f *Forge) servePage(w http.ResponseWriter, r *http.Request) {
 		Validate   bool
 		Working    bool
 		Repository string
-	}{Status: st, Repo: Repo, Issue: f.issue.Number, Title: issueTitle,
+	}{Status: st, Repo: Repo, Issue: f.filed().Number, Title: issueTitle,
 		Error: r.URL.Query().Get("error"), Pages: f.cfg.PagesURL,
 		Login: strings.TrimSuffix(f.cfg.PagesURL, "/") + "/login", Token: f.cfg.AdminToken,
 		Waiting: st.Label == "status::waiting_info", Validate: st.Label == "status::waiting_validation",
