@@ -1,5 +1,5 @@
-# Alfred. `make deps` once (installs and starts PostgreSQL and Docker), then `make test`.
-# `make run` needs no database server with the default embedded SQLite store.
+# Alfred. `make run` plays the demo (no forge configured) or serves (a forge configured);
+# `make test` runs every test. Both install and start what they need (scripts/dev-deps.sh).
 
 # go from PATH, else Go's default install directory (scripts/dev-deps.sh checks the version).
 GO       ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
@@ -28,7 +28,7 @@ ALFRED_TEST_KUBECONFIG ?= $(ALFRED_K8S_DIR)/etc/admin.kubeconfig
 export ALFRED_TEST_KUBECONFIG
 endif
 
-.PHONY: all build deps cluster cluster-down test bench bench-kubernetes bench-ingest bench-process fuzz run image script-agent-image realcli-test clean
+.PHONY: all build deps cluster cluster-down test demo serve bench bench-kubernetes bench-ingest bench-process fuzz run image script-agent-image realcli-test clean
 
 all: build
 
@@ -54,11 +54,15 @@ cluster-down:
 # while a worker is mid-execution ("context deadline exceeded", no failing input;
 # go.dev/issue/75804, fixed in Go 1.27). 500 executions take about a second a target.
 TEST_FUZZTIME ?= 500x
+# go test -json through alfred-testprogress: each package is printed as it ends (go test's text
+# output holds them all back behind the slowest first one, cmd/alfred), and every minute the
+# packages still running.
 test: deps $(TEST_CLUSTER)
 	@unformatted=$$("$$(dirname $(GO))/gofmt" -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted"; exit 1; fi
 	$(GO) vet -tags '$(TEST_TAGS)' ./...
-	$(GO) test -tags '$(TEST_TAGS)' -count=1 -p 2 -timeout 40m ./...
+	$(GO) build -o bin/alfred-testprogress ./cmd/alfred-testprogress
+	$(GO) test -json -tags '$(TEST_TAGS)' -count=1 -p 2 -timeout 40m ./... | ./bin/alfred-testprogress
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 # The cost benchmarks report medians and ratios over a fixed number of iterations, one package
@@ -107,9 +111,15 @@ fuzz:
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; done
 
-## run: prepare the demo's files, bring up Docker (no Chromium: only the tests use it; and PostgreSQL only when $(CONFIG) or ALFRED_DATABASE_URL names a PostgreSQL database; none or sqlite:PATH = embedded SQLite), build, build the script agent image, check (alfred doctor), serve with $(CONFIG)
+## run: with a forge configured ($(CONFIG) and its bot's token file), bring up Docker (and PostgreSQL only when $(CONFIG) or ALFRED_DATABASE_URL names a PostgreSQL database; none or sqlite:PATH = embedded SQLite), build, build the script agent image, check (alfred doctor), serve with $(CONFIG). With none, prepare its files (scripts/demo-files.sh) and play the demo instead (make demo)
 run:
-	@CONFIG=$(CONFIG) bash scripts/demo-files.sh
+	@CONFIG=$(CONFIG) bash scripts/demo-files.sh; rc=$$?; \
+		if [ $$rc -eq 3 ]; then exec $(MAKE) --no-print-directory demo; fi; \
+		if [ $$rc -ne 0 ]; then exit $$rc; fi; \
+		exec $(MAKE) --no-print-directory serve
+
+# serve: what make run does with a forge configured.
+serve:
 	@if grep -E '^[[:space:]]*database_url(_file)?:[[:space:]]*["'"'"']?[^[:space:]#"'"'"']' $(CONFIG) | grep -Evq 'database_url:[[:space:]]*["'"'"']?sqlite:' || [ -n "$${ALFRED_DATABASE_URL:-}$${ALFRED_DATABASE_URL_FILE:-}" ]; then \
 		ALFRED_DEPS_SKIP_BROWSER=1 bash scripts/dev-deps.sh; \
 	else \
@@ -118,6 +128,12 @@ run:
 	$(MAKE) build script-agent-image
 	@./bin/alfred doctor --config $(CONFIG) || { echo "make run: fix the failures above (each says how), then make run again"; exit 1; }
 	./bin/alfred serve --config $(CONFIG)
+
+## demo: no forge needed: bring up Docker, build, build the script agent image, then play one issue from its assignment to a merged pull request on a stand-in Forgejo (alfred demo; its files in alfred-demo/)
+demo:
+	@ALFRED_DEPS_SKIP_POSTGRES=1 ALFRED_DEPS_SKIP_BROWSER=1 bash scripts/dev-deps.sh
+	$(MAKE) --no-print-directory build script-agent-image
+	./bin/alfred demo --image $(SCRIPT_AGENT_IMAGE)
 
 ## script-agent-image: build $(SCRIPT_AGENT_IMAGE) offline (static binary in a FROM scratch image)
 script-agent-image:

@@ -1,9 +1,16 @@
-// Package runner executes agent phases: each phase is one run in one disposable Docker
-// container, over a git worktree of the project, with the agent CLI chosen by an Agent adapter.
+// Package runner executes agent phases: each phase is one run of a coding-agent CLI in one
+// disposable container over the issue's git worktree, or, for a read-only phase bound to an
+// API-mode agent, one tool loop in Alfred's own process (APIAgent) with no container at all.
 //
-// The package holds the vocabulary (Phase, Input, Result), the seams (Runtime for containers,
-// Agent for CLIs) and the Executor that ties them together. Adapters live below it:
-// runner/docker (Runtime on the Docker Engine API) and runner/agent/<cli>.
+// The package holds the seams (Runtime for containers, Agent for CLIs, APIAgent for API mode),
+// Compile (a run request and its adapter to a container spec, every mount under data_dir), the
+// Executor that starts, waits for and heartbeats a run and records its container
+// (ContainerLog), the collection of its logs and result (censored and capped), the Service that
+// prepares worktrees, keeps one agent session per issue and publishes (commit and push), and
+// the recovery of runs a stopped process left (reattach, collect, reap). The vocabulary shared
+// with mailbox is runner/phase. The runtimes live below it: runner/docker (the Docker Engine
+// API) and runner/kubernetes (a Pod per run, chosen by runner.runtime: kubernetes); the
+// adapters in runner/agent/<cli> and runner/agent/apimode; git in runner/gitrepo.
 package runner
 
 import (

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Prepares the demo before `make run`: copies deploy/demo/alfred.yaml to ./alfred.yaml when
-# there is none, creates the secrets Alfred can make itself (the webhook secret and the token
-# of the operator pages, random, mode 600) and says exactly which file only you can create
-# (the bot's API token). Leaves every existing file alone. Exits 1 while a file is missing.
+# Prepares `make run`: copies deploy/demo/alfred.yaml to ./alfred.yaml when there is none,
+# creates the secrets Alfred can make itself (the webhook secret and the token of the operator
+# pages, random, mode 600) and says exactly which file only you can create (the bot's API
+# token). Leaves every existing file alone. Exits 3 while no forge is configured (no forges
+# entry, or its token file missing): make run then plays the demo on a stand-in forge
+# (alfred demo) instead of serving.
 #
 #   CONFIG=FILE   the configuration (default alfred.yaml); only the demo's files are created
 set -euo pipefail
@@ -40,14 +42,21 @@ hook=$(value webhook_secret_file)
 admin=$(sed -n '/^admin:/,/^[^[:space:]]/s/^[[:space:]]*token_file:[[:space:]]*\([^#[:space:]]*\).*/\1/p' "$config" | head -n 1)
 [ -z "$admin" ] || random_secret "$admin" "the token of the operator pages at /ui"
 
+# forge_entries counts the entries of the forges: list (a line starting with "-" inside it).
+forge_entries() { awk '/^forges:/ { in_f = 1; next } /^[^[:space:]#-]/ { in_f = 0 } in_f && /^[[:space:]]*-/ { n++ } END { print n + 0 }' "$config"; }
+if [ "$(forge_entries)" -eq 0 ]; then
+	say "no forge configured in $config: playing Alfred's demo on a stand-in forge instead (make demo)"
+	exit 3
+fi
 token=$(value token_file)
 if [ -n "$token" ]; then
 	token=$(path_of "$token")
 	if [ ! -s "$token" ]; then
-		say "missing $token: only you can create it. It holds the API token of the bot user $(value bot_user) on $(value base_url):"
+		say "no forge yet: $token is missing, so make run plays Alfred's demo on a stand-in forge instead."
+		say "To use your forge, create $token: the API token of the bot user $(value bot_user) on $(value base_url):"
 		say "  Forgejo/Gitea: sign in as $(value bot_user), Settings → Applications → Generate New Token, permissions issue and repository: Read and Write;"
-		say "  then: printf '%s\\n' 'THE-TOKEN' > $token && chmod 600 $token"
-		exit 1
+		say "  then: printf '%s\\n' 'THE-TOKEN' > $token && chmod 600 $token   (no forge? bash scripts/try-forgejo.sh starts one and writes it)"
+		exit 3
 	fi
 fi
 say "secret files present; the webhook secret is in ${hook:-(none)}"

@@ -54,22 +54,41 @@ as_postgres() { (cd / && "${SUDO[@]}" runuser -u postgres -- "$@"); }
 pg_installed() { compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null && command -v pg_ctlcluster >/dev/null; }
 
 # --- packages ---------------------------------------------------------------------------
-missing=()
-command -v git >/dev/null || missing+=(git)
-command -v make >/dev/null || missing+=(make)
+# Each group says what it installs and why before apt runs. Nothing else is upgraded: no
+# `apt-get upgrade`, and --no-upgrade leaves what is installed at its version. apt may still
+# have to upgrade an installed package a new one depends on at a newer version (libsystemd0,
+# say): those are named first, from apt's simulation.
+groups=()
+group() { # WHY PACKAGE...: a group to install
+	local why=$1
+	shift
+	if [ $# -gt 0 ]; then groups+=("$why|$*"); fi
+}
+tools=()
+command -v git >/dev/null || tools+=(git)
+command -v make >/dev/null || tools+=(make)
+group "the build and the agents' worktrees" "${tools[@]}"
 if [ "${ALFRED_DEPS_SKIP_POSTGRES:-}" != 1 ]; then
-	pg_installed || missing+=(postgresql)
+	pg_installed || group "the tests' database, and the store when database_url names PostgreSQL" postgresql
 fi
 if [ "${ALFRED_DEPS_SKIP_DOCKER:-}" != 1 ] && ! command -v dockerd >/dev/null; then
-	missing+=(docker.io)
+	group "the Docker engine: each agent run is a disposable container" docker.io
 fi
 if [ "${ALFRED_DEPS_SKIP_BROWSER:-}" != 1 ] && ! command -v chromium >/dev/null; then
-	missing+=(chromium)
+	group "the headless browser of the web pages' tests" chromium
 fi
-if [ ${#missing[@]} -gt 0 ]; then
-	log "installing ${missing[*]}"
-	"${SUDO[@]}" apt-get update
-	"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+if [ ${#groups[@]} -gt 0 ]; then
+	log "refreshing the package lists (apt-get update)"
+	"${SUDO[@]}" apt-get update -q >/dev/null
+	for g in "${groups[@]}"; do
+		why=${g%%|*}
+		read -r -a pkgs <<<"${g#*|}"
+		log "installing ${pkgs[*]}: $why"
+		upgrades=$("${SUDO[@]}" apt-get install -s --no-upgrade "${pkgs[@]}" 2>/dev/null |
+			sed -n 's/^Inst \([^ ]*\) \[\([^]]*\)\] (\([^ ]*\).*/\1 \2→\3/p' | tr '\n' ' ')
+		[ -z "$upgrades" ] || log "  apt must also upgrade, as dependencies of these: $upgrades"
+		"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-upgrade "${pkgs[@]}" >/dev/null
+	done
 fi
 
 # --- PostgreSQL -------------------------------------------------------------------------

@@ -46,6 +46,30 @@ KUBECTL=("$BIN/kubectl" --kubeconfig "$DIR/etc/admin.kubeconfig")
 log() { printf 'test-cluster: %s\n' "$*" >&2; }
 die() { log "$*"; exit 1; }
 
+# elapsed START prints the time since START (a $SECONDS value) as 3m07s.
+elapsed() {
+	local s=$((SECONDS - $1))
+	printf '%dm%02ds' $((s / 60)) $((s % 60))
+}
+
+# timed LABEL COMMAND...: runs COMMAND, says every minute that LABEL is still running and, at
+# the end, how long it took; returns COMMAND's status.
+timed() {
+	local label=$1 start=$SECONDS hb rc=0
+	shift
+	(while sleep 60; do log "  ... $label: $(elapsed "$start") so far"; done) &
+	hb=$!
+	"$@" || rc=$?
+	kill "$hb" 2>/dev/null || true
+	wait "$hb" 2>/dev/null || true
+	if [ "$rc" -eq 0 ]; then
+		log "$label: done in $(elapsed "$start")"
+	else
+		log "$label: failed after $(elapsed "$start")"
+	fi
+	return "$rc"
+}
+
 [ "$(id -u)" -eq 0 ] || die "needs root (containerd and the kubelet manage namespaces, mounts and cgroups)"
 export PATH="/usr/local/go/bin:$PATH"
 
@@ -57,9 +81,11 @@ packages() {
 	[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 	command -v openssl >/dev/null || missing+=(openssl)
 	if [ ${#missing[@]} -gt 0 ]; then
-		log "installing ${missing[*]}"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null ||
-			{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; }
+		# --no-upgrade: what is installed stays at its version (a dependency that needs a newer
+		# one is still upgraded by apt, and apt lists it).
+		log "installing ${missing[*]} (the cluster's store, container runtime, network plugins and certificates)"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-upgrade "${missing[@]}" >/dev/null ||
+			{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-upgrade "${missing[@]}" >/dev/null; }
 	fi
 }
 
@@ -71,11 +97,12 @@ build() {
 	[ "$have" = 1 ] && return
 	local src=$CACHE/$VERSION/src staging=v0.${VERSION#v1.}
 	mkdir -p "$src" "$BIN"
-	log "building Kubernetes $VERSION into $BIN (once per machine)"
+	log "building Kubernetes $VERSION into $BIN (once per machine: ${#cmds[@]} binaries; 7 to 13 minutes on an idle 2-core machine, 30 to 45 on a loaded one; the first binary compiles most of the packages the others share)"
+	local all=$SECONDS
 	(
 		cd "$src"
 		printf 'module alfredtestcluster\n\ngo 1.26\n\nrequire k8s.io/kubernetes %s\n' "$VERSION" >go.mod
-		GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$VERSION" >/dev/null
+		timed "download k8s.io/kubernetes $VERSION" env GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$VERSION" >/dev/null
 		local modfile
 		modfile=$(GOFLAGS=-mod=mod go list -m -f '{{.Dir}}' "k8s.io/kubernetes")/go.mod
 		# The staging modules are nested modules, not in k8s.io/kubernetes's zip: take them from
@@ -84,13 +111,16 @@ build() {
 		printf '//go:build tools\n\npackage tools\n\nimport (\n' >tools.go
 		for c in "${cmds[@]}"; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c" >>tools.go; done
 		printf ')\n' >>tools.go
-		GOFLAGS=-mod=mod go mod tidy
+		timed "download the modules Kubernetes needs (go mod tidy)" env GOFLAGS=-mod=mod go mod tidy
+		local i=0
 		for c in "${cmds[@]}"; do
-			log "go build $c"
-			CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags='-s -w' -o "$BIN/$c.new" "k8s.io/kubernetes/cmd/$c"
+			i=$((i + 1))
+			timed "go build $c ($i of ${#cmds[@]})" env CGO_ENABLED=0 GOFLAGS=-mod=mod \
+				go build -trimpath -ldflags='-s -w' -o "$BIN/$c.new" "k8s.io/kubernetes/cmd/$c"
 			mv "$BIN/$c.new" "$BIN/$c"
 		done
 	)
+	log "Kubernetes $VERSION built in $(elapsed "$all")"
 }
 
 pki() {

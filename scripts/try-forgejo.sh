@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A throwaway Forgejo on this machine to try Alfred with, for whoever has no forge of their own
-# (README, "No forge? A throwaway Forgejo"). It matches deploy/demo/alfred.yaml: Forgejo at
+# (docs/forges.md, "No forge? A throwaway Forgejo"). It matches deploy/demo/alfred.yaml: Forgejo at
 # http://127.0.0.1:3000, the bot account "bot", Alfred's webhook at
 # http://127.0.0.1:8080/webhooks/forgejo.
 #
@@ -15,8 +15,9 @@
 #                                       with the secret of webhook.secret
 #   bash scripts/try-forgejo.sh stop    remove the container and its data
 #
-# Run `make run` once before (it creates alfred.yaml and webhook.secret), this script, then
-# `make run` again. The environment can change the defaults:
+# Run `make run` once before (it creates alfred.yaml and webhook.secret, then plays the demo:
+# stop it with Ctrl-C), this script, then `make run` again. It starts Docker first when it is
+# not running (scripts/dev-deps.sh). The environment can change the defaults:
 #   ALFRED_TRY_URL       Forgejo's URL (http://127.0.0.1:3000, the demo's base_url)
 #   ALFRED_TRY_ADMIN     the administrator, owner of the repository: you (alice)
 #   ALFRED_TRY_BOT       the bot account (bot, the demo's bot_user)
@@ -72,10 +73,24 @@ api() {
 }
 
 start() {
-	command -v docker >/dev/null || die "docker is not installed" "bash scripts/dev-deps.sh"
+	# Docker first: on a fresh machine nothing has started it yet (make run stops before it
+	# does when no forge is configured). dev-deps.sh installs and starts it, and nothing else.
+	if ! docker info >/dev/null 2>&1; then
+		say "the Docker engine is not running: starting it (scripts/dev-deps.sh)"
+		ALFRED_DEPS_SKIP_POSTGRES=1 ALFRED_DEPS_SKIP_BROWSER=1 bash scripts/dev-deps.sh ||
+			die "scripts/dev-deps.sh could not start Docker (above: its reason)" "fix what it says, then bash scripts/try-forgejo.sh again"
+	fi
+	docker info >/dev/null 2>&1 || die "the Docker engine does not answer (docker info fails)" \
+		"see /tmp/alfred-dockerd.log, or start dockerd yourself"
 	command -v curl >/dev/null || die "curl is not installed" "apt-get install curl (with sudo when not root)"
 	if docker container inspect "$container" >/dev/null 2>&1; then
 		die "the container $container exists already" "bash scripts/try-forgejo.sh stop, then start again"
+	fi
+	if ! docker image inspect "$image" >/dev/null 2>&1; then
+		say "pulling $image (not on this machine yet)"
+		docker pull -q "$image" >/dev/null ||
+			die "$image is not on this machine and could not be pulled (above: docker's reason; no registry reachable?)" \
+				"pull it where a registry is reachable and bring it here (docker save | docker load), or set ALFRED_TRY_IMAGE to an image you have; without any forge, make run plays Alfred's demo on a stand-in forge instead"
 	fi
 	local port=${url##*:}
 	say "starting $image as $container (host network, $url)"
@@ -92,8 +107,8 @@ start() {
 		-e FORGEJO__webhook__ALLOWED_HOST_LIST=loopback \
 		-e FORGEJO__service__DISABLE_REGISTRATION=true \
 		"$image" >/dev/null ||
-		die "docker could not start $image (above: docker's reason)" \
-			"pull it where a registry is reachable (docker pull $image), or set ALFRED_TRY_IMAGE to an image you have"
+		die "docker could not run $image (above: docker's reason)" \
+			"docker rm -f $container, then bash scripts/try-forgejo.sh again"
 	for _ in $(seq 120); do
 		curl -sf "$url/api/v1/version" >/dev/null && break
 		sleep 1

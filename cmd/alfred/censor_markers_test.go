@@ -20,7 +20,7 @@ import (
 )
 
 // TestLifecycleWordPasswordKeepsMarkers runs the whole lifecycle on PostgreSQL with a database
-// password that is a word of Alfred's own texts ("alfred", the README's old development
+// password that is a word of Alfred's own texts ("alfred", the old development
 // password): the censor hides it, and every hidden marker of the bot's comments and of the
 // issue description's sections still reads as a marker. Load refuses such a password
 // (TestServeRefusesConfusableSecret); the test sets it after Load, as a Censor built any other

@@ -153,13 +153,7 @@ func startE2EConfig(t testing.TB, store string, kind forge.Kind, repo string, de
 		api, err = forgejo.NewClient(forgejo.ClientConfig{BaseURL: url, Token: token})
 	}
 	require.NoError(t, err)
-	seeder.AddRepo(repo, "main", bare)
-	seeder.AddUser("alice")
-	seeder.AddUser("bot")
-	seeder.SetAccess(repo, "alice", true)
-	n := seeder.AddIssue(repo, forgetest.SeedIssue{Title: "Export the report as CSV",
-		Body: "The monthly report should be downloadable.", Author: "alice", Assignees: []string{"bot"}})
-	require.EqualValues(t, 1, n)
+	issue := forgetest.SeedAcceptance(t, seeder, string(kind), repo, bare)
 
 	cfgPath := filepath.Join(dir, "alfred.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
@@ -198,7 +192,7 @@ admin:
 	require.NoError(t, err)
 	runCtx, cancel := context.WithCancel(ctx)
 	e := &e2e{t: t, srv: srv, url: "http://" + ln.Addr().String(), forgejo: seeder, api: api, kind: kind,
-		bare: bare, issue: forge.IssueRef{Forge: string(kind), Repo: repo, Number: 1}, cancel: cancel,
+		bare: bare, issue: issue, cancel: cancel,
 		done: make(chan error, 1)}
 	go func() { e.done <- srv.Serve(runCtx, ln) }()
 	t.Cleanup(func() {
@@ -216,19 +210,11 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// seedBareRepo creates dir/sandbox.git with one commit on main and returns its path.
 func seedBareRepo(t testing.TB, dir string) string {
 	t.Helper()
 	bare := filepath.Join(dir, "sandbox.git")
-	work := filepath.Join(dir, "seed")
-	for _, args := range [][]string{
-		{"init", "--bare", "-b", "main", bare},
-		{"init", "-b", "main", work},
-		{"-C", work, "-c", "user.name=seed", "-c", "user.email=seed@example.org", "commit", "--allow-empty", "-m", "initial"},
-		{"-C", work, "push", bare, "main"},
-	} {
-		out, err := exec.Command("git", args...).CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-	}
+	forgetest.SeedBareRepo(t, bare)
 	return bare
 }
 

@@ -10,6 +10,9 @@
 //	alfred doctor         [--config alfred.yaml]   check everything Alfred needs, print the fixes
 //	alfred replay --url URL --secret-file F [--kind forgejo|gitlab] [--keep-delivery] FIXTURE.json
 //	                                               sign a captured webhook and POST it
+//	alfred demo           [--dir alfred-demo]      try Alfred with no forge: a stand-in Forgejo,
+//	                                               one issue played to a merged pull request
+//	alfred demo answer q1 b | alfred demo validate act as the demo's human
 //	alfred version                                 print the version
 //
 // --config defaults to $ALFRED_CONFIG, else alfred.yaml. The configuration and its ALFRED_*
@@ -42,6 +45,7 @@ commands:
   config check   load, validate and print the effective configuration (secrets redacted)
   doctor         check the configuration, database, Docker, agent images and forges; print the fixes
   replay         sign a captured webhook fixture and POST it to a running Alfred
+  demo           try Alfred with no forge: a stand-in Forgejo on this machine, one issue to a merged pull request
   version        print the version
 
 Run "alfred <command> -h" for the flags of a command.
@@ -105,6 +109,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 		return a.replay(ctx, rest)
 	case "doctor":
 		return a.doctor(ctx, rest)
+	case "demo":
+		return a.demoCommand(ctx, rest)
 	case "version":
 		fmt.Fprintln(a.stdout, "alfred", versionString())
 		return nil

@@ -26,7 +26,7 @@ func tryForgejo(t *testing.T, url, dir, hookURL string, args ...string) (string,
 	return string(out), err
 }
 
-// TestTryForgejoSetup keeps the README's throwaway Forgejo true where it can run here: the API
+// TestTryForgejoSetup keeps the throwaway Forgejo of docs/forges.md true where it can run here: the API
 // part of scripts/try-forgejo.sh (bot account, its token, a repository with the bot as admin,
 // the webhook to Alfred) runs against the Forgejo stand-in's setup calls, and with the files it
 // wrote `alfred doctor` passes and prints the webhook URL. (Starting the container, `start`,

@@ -95,19 +95,13 @@ func TestDeployRunsPhaseAsPod(t *testing.T) {
 	state := t.TempDir()
 	require.NoError(t, os.Chmod(state, 0o755))
 	bare := filepath.Join(state, "forge", "sandbox.git")
-	seedBareRepo(t, bare)
+	forgetest.SeedBareRepo(t, bare)
 	chownTree(t, state, runUser)
 	pv := staticVolume(t, cs, ns, state)
 
 	fj := forgetest.NewForgejoServer(t)
 	repo := "acceptance/sandbox"
-	fj.AddRepo(repo, "main", "/var/lib/alfred/forge/sandbox.git")
-	fj.AddUser("alice")
-	fj.AddUser("bot")
-	fj.SetAccess(repo, "alice", true)
-	issue := forge.IssueRef{Forge: "forgejo", Repo: repo, Number: 1}
-	require.EqualValues(t, 1, fj.AddIssue(repo, forgetest.SeedIssue{Title: "Export the report as CSV",
-		Body: "The monthly report should be downloadable.", Author: "alice", Assignees: []string{"bot"}, Labels: []string{"type::task"}}))
+	issue := forgetest.SeedAcceptance(t, fj, "forgejo", repo, "/var/lib/alfred/forge/sandbox.git", "type::task")
 
 	port := freePort(t)
 	alfredYAML := fmt.Sprintf(`listen: ":%d"
@@ -298,21 +292,6 @@ func staticVolume(t *testing.T, cs k8s.Interface, ns, dir string) string {
 		}
 	})
 	return name
-}
-
-// seedBareRepo makes the bare repository bare with one commit on main.
-func seedBareRepo(t *testing.T, bare string) {
-	t.Helper()
-	work := t.TempDir()
-	for _, args := range [][]string{
-		{"init", "--bare", "-b", "main", bare},
-		{"init", "-b", "main", work},
-		{"-C", work, "-c", "user.name=seed", "-c", "user.email=seed@example.org", "commit", "--allow-empty", "-m", "initial"},
-		{"-C", work, "push", bare, "main"},
-	} {
-		out, err := exec.Command("git", args...).CombinedOutput()
-		require.NoError(t, err, "git %v: %s", args, out)
-	}
 }
 
 // chownTree gives dir and everything in it to uid:uid (the runs' user), as a state claim's

@@ -29,23 +29,8 @@ import (
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 )
 
-// kubectl returns the path of a kubectl: on PATH, else the test cluster's own build. It skips
-// the test without one (fails it under CI).
-func kubectl(tb testing.TB) string {
-	tb.Helper()
-	if p, err := exec.LookPath("kubectl"); err == nil {
-		return p
-	}
-	matches, _ := filepath.Glob("/var/cache/alfred-k8s/*/bin/kubectl")
-	if len(matches) > 0 {
-		return matches[len(matches)-1]
-	}
-	if os.Getenv("CI") != "" {
-		tb.Fatal("kubectl required (CI is set): none on PATH or under /var/cache/alfred-k8s")
-	}
-	tb.Skip("!!! SKIPPING: no kubectl (on PATH or built by scripts/test-cluster.sh) !!!")
-	return ""
-}
+// kubectl returns the path of a kubectl (kubetest.Kubectl).
+func kubectl(tb testing.TB) string { return kubetest.Kubectl(tb) }
 
 // run runs kubectl with args and returns its standard output and error.
 func run(tb testing.TB, args ...string) (stdout, stderr string) {

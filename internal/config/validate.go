@@ -330,7 +330,7 @@ func (c *Config) validateSecrets(v *validator) {
 		case ks.Key == keyDatabasePassword:
 			v.add("database_url", "the password %s; give the database role a random password of 16 bytes "+
 				"or more (ALTER ROLE %s PASSWORD '…') and put it in database_url (the development "+
-				"database of the README: run scripts/dev-deps.sh again)", why, c.databaseUser().Username())
+				"database: run scripts/dev-deps.sh again)", why, c.databaseUser().Username())
 		default:
 			v.add(ks.Key, "%s; %s", why, secretFix)
 		}

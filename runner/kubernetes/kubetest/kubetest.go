@@ -4,13 +4,15 @@
 // cluster's containerd (no registry is reachable).
 //
 // Every helper skips the test loudly when ALFRED_TEST_KUBECONFIG is unset or the cluster does
-// not answer, and fails it instead when CI is set, as runtimetest.Client does for Docker.
+// not answer, and fails it instead when CI is set, as runtimetest.Client does for Docker: one
+// rule, Unavailable, which the other tests of the cluster (deploy/deploytest) call too.
 package kubetest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,12 +49,35 @@ func Kubeconfig(tb testing.TB) (string, *k8s.Clientset) {
 		_, err = cs.Discovery().ServerVersion()
 	}
 	if err != nil {
-		if os.Getenv("CI") == "" {
-			tb.Skipf("!!! SKIPPING KUBERNETES TEST %s: no test cluster (%v). Start one with scripts/test-cluster.sh up and set %s; set CI=1 to turn this into a failure. !!!", tb.Name(), err, KubeconfigEnv)
-		}
-		tb.Fatalf("Kubernetes test cluster required (CI is set): %v", err)
+		Unavailable(tb, "no test cluster (%v). Start one with scripts/test-cluster.sh up and set %s", err, KubeconfigEnv)
 	}
 	return path, cs
+}
+
+// Unavailable ends a test that needs the test cluster or its tools when they are missing,
+// the one rule for every such test: without CI it skips, loudly, with the reason and the fix
+// (format and args); with CI set it fails, since CI must run every test.
+func Unavailable(tb testing.TB, format string, args ...any) {
+	tb.Helper()
+	why := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "" {
+		tb.Skipf("!!! SKIPPING KUBERNETES TEST %s: %s; set CI=1 to turn this into a failure. !!!", tb.Name(), why)
+	}
+	tb.Fatalf("Kubernetes test cluster required (CI is set): %s", why)
+}
+
+// Kubectl returns the path of a kubectl: on PATH, else the one scripts/test-cluster.sh built
+// under /var/cache/alfred-k8s. Without one the test ends by Unavailable.
+func Kubectl(tb testing.TB) string {
+	tb.Helper()
+	if p, err := exec.LookPath("kubectl"); err == nil {
+		return p
+	}
+	if matches, _ := filepath.Glob("/var/cache/alfred-k8s/*/bin/kubectl"); len(matches) > 0 {
+		return matches[len(matches)-1]
+	}
+	Unavailable(tb, "no kubectl on PATH or under /var/cache/alfred-k8s (scripts/test-cluster.sh up builds one)")
+	return ""
 }
 
 // Namespace creates a namespace of the test's own ("alfred-test-<random>") and deletes it
