@@ -46,6 +46,8 @@ type Config struct {
 	// MergeMethod is how (default forge.MergeCommit).
 	AutoMerge   bool
 	MergeMethod forge.MergeMethod
+	// SelfReview configures the self_review phase (spec/lifecycle.md, "Self-review").
+	SelfReview SelfReviewConfig
 	// BranchPrefix starts every branch name (default "agent/").
 	BranchPrefix string
 	// FailureStreak is how many failed passes in a row (forge, database, Docker or git
@@ -86,6 +88,7 @@ func (c Config) withDefaults() Config {
 	c.MergeMethod = cmp.Or(c.MergeMethod, forge.MergeCommit)
 	c.FailureStreak = cmp.Or(c.FailureStreak, 3)
 	c.PoisonAttempts = cmp.Or(c.PoisonAttempts, 5)
+	c.SelfReview.MaxRounds = cmp.Or(c.SelfReview.MaxRounds, 1)
 	if c.Redact == nil {
 		c.Redact = func(s string) string { return s }
 	}
