@@ -56,7 +56,9 @@ func (b *bundle) keys() []string {
 // is left; auto-merge waits while a blocking finding is left.
 func TestSelfReviewFindingsGetOneRoundThenTheSectionListsTheRest(t *testing.T) {
 	t.Parallel()
-	b := setupSelfReview(t, mailbox.Config{AutoMerge: true})
+	usage := &jobUsage{cost: 0.0123}
+	b := setupSelfReview(t, mailbox.Config{AutoMerge: true, Usage: usage})
+	usage.exec = b.exec
 	mb := b.toCI()
 	require.Equal(t, []string{"analysis.functional", "analysis.technical", "development", "self_review", "review_fix"}, b.keys(),
 		"one review_fix round (self_review.max_rounds 1), then CI")
@@ -79,6 +81,7 @@ func TestSelfReviewFindingsGetOneRoundThenTheSectionListsTheRest(t *testing.T) {
 	require.Equal(t, []string{"status::in_ci"}, b.status())
 	require.Contains(t, b.lastComment(), "My self-review of merge request !1 found 2 blocking finding(s): I fixed 1 in")
 	goldenComment(t, "self_review_section.md", b.mrBody(mb))
+	require.Contains(t, statusComment(t, b), "| self_review | 1 | 30s | 1000 | 100 | $0.0123 |", "the status comment shows its cost")
 
 	// CI green, approved: auto-merge is on, but a blocking finding is left for a human.
 	b.ciEverywhere(forge.CISuccess)
