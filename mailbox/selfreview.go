@@ -314,7 +314,11 @@ func renderSelfReview(sr *SelfReview, maxRounds int) string {
 		fmt.Fprintf(&b, "\n> %s\n", oneLine(sr.Summary))
 	}
 	if len(left) > 0 {
-		fmt.Fprintf(&b, "\n**Left for you** (%d):\n\n", len(left))
+		title := "Left for you"
+		if sr.Fixing {
+			title = "Found" // the round under way decides what is left
+		}
+		fmt.Fprintf(&b, "\n**%s** (%d):\n\n", title, len(left))
 		for _, f := range left {
 			fmt.Fprintf(&b, "- **%s** %s: %s", f.Severity, findingPlace(f.Finding), oneLine(f.Text))
 			switch f.Outcome {
