@@ -47,6 +47,8 @@ type Config struct {
 	// MergeMethod is how (default forge.MergeCommit).
 	AutoMerge   bool
 	MergeMethod forge.MergeMethod
+	// SelfReview configures the self_review phase (spec/lifecycle.md, "Self-review").
+	SelfReview SelfReviewConfig
 	// BranchPrefix starts every branch name (default "agent/").
 	BranchPrefix string
 	// FailureStreak is how many failed passes in a row (forge, database, Docker or git
@@ -104,6 +106,7 @@ func (c Config) withDefaults() Config {
 		one := 1
 		c.MinApprovals = &one
 	}
+	c.SelfReview.MaxRounds = cmp.Or(c.SelfReview.MaxRounds, 1)
 	if c.Redact == nil {
 		c.Redact = func(s string) string { return s }
 	}

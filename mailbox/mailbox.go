@@ -155,6 +155,9 @@ type Data struct {
 	// ShadowParked is the state whose run shadow mode did not start (a phase that pushes),
 	// recorded once as a ShadowRun write; "" when none.
 	ShadowParked string `json:"shadow_parked,omitempty"`
+	// SelfReview is what the self-review of the bot's merge request found and did
+	// (selfreview.go); nil when no self-review was asked for.
+	SelfReview *SelfReview `json:"self_review,omitempty"`
 	// ShadowMerged is the head shadow mode recorded an auto-merge of (a ShadowMerge write)
 	// instead of merging: the issue stays in review, and that head is not recorded again.
 	ShadowMerged string `json:"shadow_merged,omitempty"`

@@ -96,12 +96,12 @@ func Section(body, name string) (string, bool) {
 var (
 	markerKinds = []string{"ack", "analysis", "answer", "auto_merge", "blocked", "ci", "ci_fix", "conflict",
 		"defaults", "held", "merge", "merge_request", "plan", "questions", "queued", "refused",
-		"reply", "retry", "review_fix", "section", "set_aside", "status", "stuck", "until_green", "validated"}
+		"reply", "retry", "review_fix", "section", "self_review", "set_aside", "status", "stuck", "until_green", "validated"}
 	markerKeyStems = []string{"ack-", "analysis-", "answer-", "auto-merge", "blocked-", "ci-", "cifix-",
 		"conflict-", "defaults-", "held-", "merge-", "mr-", "no-pipeline-", "plan-", "questions-",
-		"queued-", "refused-", "reply-", "retry-", "review-fix-", "section-", "set-aside-", "stuck-",
+		"queued-", "refused-", "reply-", "retry-", "review-fix-", "section-", "self-review-fix-", "set-aside-", "stuck-",
 		"until-green-", "validated-", ".part-", ProgressKey}
-	sectionNames = []string{sectionFunctional}
+	sectionNames = []string{sectionFunctional, sectionSelfReview}
 )
 
 // Vocabulary returns the texts of Alfred's own structure beyond MarkerTexts: the kinds of its

@@ -34,6 +34,9 @@ type Settings struct {
 	// Shadow puts the project in shadow mode: Alfred computes everything but writes nothing to
 	// the forge (Shadow, spec/operations.md "Shadow mode"), and starts no run that pushes.
 	Shadow bool
+	// SelfReview is on when the bot reads its own merge request before a human does (the
+	// self_review phase; Config.SelfReview says how).
+	SelfReview bool
 }
 
 // agent returns the agent the project binds to p, "" for the global binding.
@@ -61,7 +64,8 @@ func (m *Machine) settings(repo string) Settings {
 		return s
 	}
 	return Settings{BranchPrefix: m.cfg.BranchPrefix, QuestionDeadline: m.cfg.QuestionDeadline,
-		CIFixAttempts: m.cfg.CIFixAttempts, AutoMerge: m.cfg.AutoMerge, MergeMethod: m.cfg.MergeMethod}
+		CIFixAttempts: m.cfg.CIFixAttempts, AutoMerge: m.cfg.AutoMerge, MergeMethod: m.cfg.MergeMethod,
+		SelfReview: m.cfg.SelfReview.Enabled}
 }
 
 // withinBudget reports whether the next run of mb may start; when not, reason says why for the

@@ -154,6 +154,9 @@ func (m *Machine) applyRecovered(ctx context.Context, bot Bot, mb *Mailbox, stat
 	case prev.Status == RunSucceeded && out.Result != nil:
 		mb.Data.Failures = 0
 		err = m.applyResult(ctx, bot, mb, state, out, repo, prev.Attempt)
+	case prev.Status == RunFailed && state == StateSelfReview:
+		// A self-review that fails never blocks the issue: run again, then go on without it.
+		err = m.selfReviewFailed(ctx, bot, mb, fmt.Sprintf("the %s run (attempt %d) failed: %s", def(state).runKey(), prev.Attempt, prev.Outcome))
 	case prev.Status == RunFailed:
 		mb.Data.Failures++
 		err = m.block(ctx, bot, mb, onRunFailed, state, fmt.Sprintf("the %s run (attempt %d) failed: %s", def(state).runKey(), prev.Attempt, prev.Outcome))

@@ -121,6 +121,13 @@ func (m *Machine) startReviewFix(ctx context.Context, bot Bot, mb *Mailbox) erro
 // merge request's review threads and conversation, by writers only) into in. It reports false
 // when there is none left: the run is not needed.
 func (m *Machine) reviewFixInput(ctx context.Context, bot Bot, mb *Mailbox, in *phase.Input, repo *forge.Repository) (bool, error) {
+	if sr := mb.Data.SelfReview; sr != nil && sr.Fixing {
+		if m.selfReviewFixInput(bot, mb, in, repo) {
+			return true, nil
+		}
+		sr.Fixing, sr.Pending = false, false // nothing left to fix
+		return false, m.writeSelfReview(ctx, bot, mb)
+	}
 	rv, err := reviews(bot)
 	if err != nil {
 		return false, err
@@ -165,6 +172,9 @@ func (m *Machine) reviewFixInput(ctx context.Context, bot Bot, mb *Mailbox, in *
 // marker), resolves the GitLab threads it fixed, says what it did in the issue and moves on to
 // CI. A result that says a comment is fixed but pushed nothing blocks.
 func (m *Machine) applyReviewFix(ctx context.Context, bot Bot, mb *Mailbox, state State, out *phase.Outcome) error {
+	if sr := mb.Data.SelfReview; sr != nil && sr.Fixing {
+		return m.applySelfReviewFix(ctx, bot, mb, state, out)
+	}
 	r := out.Result
 	if r.Fixed() && out.HeadSHA == "" {
 		return m.block(ctx, bot, mb, onNothingPushed, state, "the review_fix run says it fixed a comment but changed no file.")
@@ -213,7 +223,7 @@ func (m *Machine) applyReviewFix(ctx context.Context, bot Bot, mb *Mailbox, stat
 	}
 	mb.HeadSHA = out.HeadSHA
 	mb.Data.CIWaitUntil = m.now().Add(m.cfg.CIWait)
-	return m.follow(ctx, bot, mb, onPushed)
+	return m.afterPush(ctx, bot, mb, state)
 }
 
 // postedReplies returns the keys of the replies the bot already posted on the merge request.

@@ -146,6 +146,8 @@ func (m *Machine) prepareRun(ctx context.Context, bot Bot, mb *Mailbox) (phase.I
 		}
 	case phase.ConflictResolution:
 		in.Conflict = &phase.ConflictInput{Target: repo.DefaultBranch}
+	case phase.SelfReview:
+		m.selfReviewInput(bot, mb, &in, repo)
 	}
 	if err := m.setState(ctx, bot, mb, mb.State); err != nil {
 		return in, nil, err
@@ -284,6 +286,8 @@ func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state S
 		return m.applyMerge(ctx, bot, mb, out)
 	case d.Phase == phase.Review:
 		return m.applyReview(ctx, bot, mb, r)
+	case d.Phase == phase.SelfReview:
+		return m.applySelfReview(ctx, bot, mb, r)
 	case d.Phase == phase.Answer:
 		if err := m.post(ctx, bot, mb, fmt.Sprintf("answer-%d", mb.Data.Round), "answer", strings.TrimSpace(r.Answer)); err != nil {
 			return err
@@ -334,7 +338,7 @@ func (m *Machine) applyPush(ctx context.Context, bot Bot, mb *Mailbox, state Sta
 		}
 	}
 	mb.Data.CIWaitUntil = m.now().Add(m.cfg.CIWait)
-	return m.follow(ctx, bot, mb, onPushed)
+	return m.afterPush(ctx, bot, mb, state)
 }
 
 // BranchName returns "{prefix}issue-{number}-{slug of the title}", the slug transliterated to

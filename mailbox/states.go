@@ -21,6 +21,7 @@ const (
 	StateTechnicalAnalysis  State = "technical_analysis"  // analysis.technical run due
 	StateWaitingValidation  State = "waiting_validation"  // plan posted, waiting for ai::validate_plan
 	StateInDevelopment      State = "in_development"      // development run due
+	StateSelfReview         State = "self_review"         // self_review run due: the bot reads its own merge request
 	StateAnswering          State = "answering"           // answer run due (type::question)
 	StateInCI               State = "in_ci"               // merge request open, waiting for CI
 	StateCIFix              State = "ci_fix"              // ci_fix run due
@@ -107,6 +108,11 @@ const (
 	onReviewAsked   trigger = "review_asked"  // the bot was asked to review a merge request
 	onReviewPosted  trigger = "review_posted" // the review of such a merge request was posted
 	onAutoMerged    trigger = "auto_merged"   // Alfred merged its merge request (auto-merge)
+	// The triggers of the self-review (selfreview.go).
+	onPushedSelfReview   trigger = "pushed_self_review"   // pushed, and a self-review is due
+	onSelfReviewClean    trigger = "self_review_clean"    // no blocking finding, or no round left
+	onSelfReviewFindings trigger = "self_review_findings" // blocking findings, a round left
+	onSelfReviewFailed   trigger = "self_review_failed"   // the self_review run failed its attempts
 	// The triggers of workingTransitions and anyStateTransitions.
 	onIssueClosed  trigger = "issue_closed"
 	onMerged       trigger = "merged"
@@ -186,8 +192,16 @@ var lifecycle = []stateDef{
 	{State: StateInDevelopment, Status: statusInDevelopment, Phase: phase.Development, Wake: wakeRun,
 		Next: []transition{
 			{onPushed, StateInCI, "pushed, merge request opened"},
+			{onPushedSelfReview, StateSelfReview, "pushed, merge request opened, self-review on"},
 			{onRunFailed, StateBlocked, "run failed"},
 			{onNothingPushed, StateBlocked, "run changed nothing"},
+		}},
+	{State: StateSelfReview, Status: statusInDevelopment, Phase: phase.SelfReview, Wake: wakeRun,
+		Next: []transition{
+			{onSelfReviewClean, StateInCI, "no blocking finding, or no round left: listed in the description"},
+			{onSelfReviewFindings, StateReviewFix, "blocking findings, a self_review round left"},
+			{onSelfReviewFailed, StateInCI, "self_review run failed twice: said in the description"},
+			{onRunFailed, StateBlocked, "budget spent, or cancelled by an operator"},
 		}},
 	{State: StateAnswering, Status: statusInDevelopment, Phase: phase.Answer, Wake: wakeRun,
 		Next: []transition{
@@ -204,6 +218,7 @@ var lifecycle = []stateDef{
 	}},
 	{State: StateCIFix, Status: statusInDevelopment, Phase: phase.CIFix, Wake: wakeRun, Next: []transition{
 		{onPushed, StateInCI, "fix pushed"},
+		{onPushedSelfReview, StateSelfReview, "fix pushed, self_review.after_fixes on"},
 		{onRunFailed, StateBlocked, "run failed"},
 		{onNothingPushed, StateBlocked, "run changed nothing"},
 	}},
@@ -215,6 +230,7 @@ var lifecycle = []stateDef{
 	}},
 	{State: StateReviewFix, Status: statusInDevelopment, Phase: phase.ReviewFix, Wake: wakeRun, Next: []transition{
 		{onPushed, StateInCI, "fixes pushed, comments answered"},
+		{onPushedSelfReview, StateSelfReview, "fixes pushed, self-review again (a round left, or after_fixes)"},
 		{onAnswered, StateInCI, "comments answered, nothing to push"},
 		{onRunFailed, StateBlocked, "run failed"},
 		{onNothingPushed, StateBlocked, "a comment fixed, but no file changed"},

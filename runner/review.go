@@ -27,14 +27,18 @@ func checkoutOf(job phase.Job) gitrepo.Checkout {
 	return gitrepo.Checkout{Branch: job.Branch}
 }
 
-// prepareGit is the git work of a job before its agent runs: the diff of a review_fix or review
-// run (prepareReview), the merge step of a conflict_resolution run (mergeTarget). A non-nil
-// outcome is final: the job needs no agent run.
+// prepareGit is the git work of a job before its agent runs: the diff of a review_fix, review or
+// self_review run (prepareReview) and the guidelines a self_review reads (guidelines), the merge
+// step of a conflict_resolution run (mergeTarget). A non-nil outcome is final: the job needs no
+// agent run.
 func prepareGit(ctx context.Context, mgr *gitrepo.Manager, p gitrepo.Project, wt *gitrepo.Worktree, job *phase.Job) (*phase.Outcome, error) {
 	switch job.Input.Phase {
-	case phase.ReviewFix, phase.Review:
+	case phase.ReviewFix, phase.Review, phase.SelfReview:
 		if err := prepareReview(ctx, mgr, wt, &job.Input); err != nil {
 			return nil, fmt.Errorf("prepare the review: %w", err)
+		}
+		if job.Input.Phase == phase.SelfReview {
+			job.Input.Guidelines = guidelines(wt.Path)
 		}
 	case phase.ConflictResolution:
 		done, _, err := mergeTarget(ctx, mgr, p, wt, job)
@@ -80,6 +84,23 @@ func prepareReview(ctx context.Context, mgr *gitrepo.Manager, wt *gitrepo.Worktr
 	}
 	rv.Diff, err = mgr.Diff(ctx, wt, from, "HEAD")
 	return err
+}
+
+// guidelines returns the files of phase.GuidelineFiles that are regular files of the worktree
+// at dir (a link, even to a file inside, is not followed: what the branch holds is input).
+func guidelines(dir string) []string {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
+	var out []string
+	for _, name := range phase.GuidelineFiles {
+		if fi, err := root.Lstat(filepath.FromSlash(name)); err == nil && fi.Mode().IsRegular() {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // mergeTarget is the merge step of a conflict_resolution run, before the agent: it merges the

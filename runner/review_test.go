@@ -98,3 +98,29 @@ func TestMergeTargetStepWithoutAgent(t *testing.T) {
 	require.Empty(t, conflicts)
 	require.Equal(t, "main", job.Input.Conflict.Target)
 }
+
+// A self_review run gets its merge request's diff and the guideline files the worktree holds
+// as regular files (a link is not followed).
+func TestPrepareSelfReviewDiffAndGuidelines(t *testing.T) {
+	t.Parallel()
+	mgr, p, _ := reviewRepo(t)
+	ctx := t.Context()
+	job := phase.Job{Branch: "alice/docs", Repository: forge.Repository{DefaultBranch: "main"},
+		Input: phase.Input{Phase: phase.SelfReview, Review: &phase.ReviewInput{MergeRequest: 2, Target: "main"}}}
+	co := checkoutOf(job)
+	require.Equal(t, gitrepo.Checkout{Branch: "alice/docs"}, co, "the bot's own branch")
+	wt, err := mgr.AddWorktree(ctx, p, "alfred-mbx1-r1-self-review-a1", co)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mgr.RemoveWorktree(ctx, wt) })
+	require.NoError(t, os.WriteFile(filepath.Join(wt.Path, "CONTRIBUTING.md"), []byte("Test everything.\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(wt.Path, ".editorconfig"), []byte("root = true\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(wt.Path, ".github"), 0o755))
+	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(wt.Path, "AGENTS.md")))
+
+	done, err := prepareGit(ctx, mgr, p, wt, &job)
+	require.NoError(t, err)
+	require.Nil(t, done, "the agent runs")
+	require.Contains(t, job.Input.Review.Diff, "+second")
+	require.Equal(t, wt.Head, job.Input.Review.HeadSHA)
+	require.Equal(t, []string{"CONTRIBUTING.md", ".editorconfig"}, job.Input.Guidelines)
+}

@@ -21,10 +21,16 @@ import (
 // startAutoMerge is startReview with more ALFRED_* variables.
 func startAutoMerge(t *testing.T, kind forge.Kind, repo string, env ...string) *e2e {
 	t.Helper()
+	return startAutoMergeScript(t, kind, repo, reviewScript, env...)
+}
+
+// startAutoMergeScript is startAutoMerge with script as the script agent's script.
+func startAutoMergeScript(t *testing.T, kind forge.Kind, repo, script string, env ...string) *e2e {
+	t.Helper()
 	cli := runtimetest.Client(t)
 	image := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
 	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
-	require.NoError(t, os.WriteFile(scriptPath, []byte(reviewScript), 0o644))
+	require.NoError(t, os.WriteFile(scriptPath, []byte(script), 0o644))
 	return startE2EWith(t, storePostgres, kind, repo, time.Hour, fmt.Sprintf(`
 agents:
   - name: script

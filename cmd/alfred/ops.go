@@ -174,7 +174,7 @@ func reconcilePass(m *metrics.Metrics) func(mailbox.PassStats) {
 func scopedSettings(e config.Effective) mailbox.Settings {
 	s := mailbox.Settings{BranchPrefix: e.BranchPrefix, QuestionDeadline: e.QuestionDeadline,
 		CIFixAttempts: e.CIFixAttempts, BudgetUSD: e.BudgetUSD, AutoMerge: e.AutoMerge,
-		MergeMethod: forge.MergeMethod(e.MergeMethod), Shadow: e.Shadow}
+		MergeMethod: forge.MergeMethod(e.MergeMethod), Shadow: e.Shadow, SelfReview: e.SelfReview}
 	for p, a := range e.Phases {
 		if src := e.Sources["phases."+p]; strings.HasPrefix(src, "org ") || strings.HasPrefix(src, "project ") {
 			if s.Agents == nil {

@@ -133,6 +133,8 @@ func (s *server) wire(ctx context.Context) error {
 		CIFixAttempts: cfg.Lifecycle.CIFixAttempts, BranchPrefix: cfg.Lifecycle.BranchPrefix,
 		ReviewFixAttempts: cfg.Lifecycle.ReviewFixAttempts, RetryUntilGreenMax: cfg.Lifecycle.RetryUntilGreenMax,
 		ReviewQuiet: cfg.Lifecycle.ReviewQuiet, ReviewVerdicts: cfg.Lifecycle.ReviewVerdicts,
+		SelfReview: mailbox.SelfReviewConfig{Enabled: cfg.SelfReview.Enabled, MaxRounds: cfg.SelfReview.MaxRounds,
+			AfterFixes: cfg.SelfReview.AfterFixes},
 		SessionResume:  func(repo string) bool { return cfg.For(repo).SessionResume },
 		Settings:       func(repo string) mailbox.Settings { return scopedSettings(cfg.For(repo)) },
 		Usage:          s.store,

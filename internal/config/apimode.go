@@ -52,7 +52,7 @@ func (c *Config) validateAPIBindings(v *validator, key string, phases Phases) {
 			at = key + "." + PhaseDefault
 		}
 		v.add(at, "%s writes the worktree, and agent %q is in API mode (%s), which runs only the read-only phases "+
-			"(analysis, answer, review); bind %s to a CLI agent", ph, name, a.Adapter, ph)
+			"(analysis, answer, review, self_review); bind %s to a CLI agent", ph, name, a.Adapter, ph)
 	}
 }
 

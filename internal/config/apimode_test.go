@@ -41,7 +41,7 @@ func TestAPIModeBinding(t *testing.T) {
 func TestAPIModeRefusesWritingPhases(t *testing.T) {
 	for name, tc := range map[string]struct{ yaml, want string }{
 		"development": {"phases: {default: script, development: claude-api}\n",
-			`phases.development: development writes the worktree, and agent "claude-api" is in API mode (anthropic-api), which runs only the read-only phases (analysis, answer, review); bind development to a CLI agent`},
+			`phases.development: development writes the worktree, and agent "claude-api" is in API mode (anthropic-api), which runs only the read-only phases (analysis, answer, review, self_review); bind development to a CLI agent`},
 		"default": {"phases: {default: claude-api, development: script}\n",
 			`phases.default: ci_fix writes the worktree, and agent "claude-api" is in API mode`},
 		"scope": {"phases: {default: script}\nscopes:\n  acme/shop:\n    phases: {review_fix: claude-api}\n",

@@ -72,6 +72,22 @@ type Config struct {
 	// Scopes override some settings per organization ("acme") or project ("acme/shop"; GitLab:
 	// the full path); the most specific scope wins. See Scope and Config.For.
 	Scopes map[string]Scope `yaml:"scopes" env:"-"`
+	// SelfReview configures the self_review phase: the bot reads its own merge request before
+	// a human does (spec/lifecycle.md, "Self-review").
+	SelfReview SelfReview `yaml:"self_review" envPrefix:"SELF_REVIEW_"`
+}
+
+// SelfReview configures the self_review phase (mailbox.SelfReviewConfig).
+type SelfReview struct {
+	// Enabled turns the self-review on for every project; a scope's self_review turns it on or
+	// off for an organization or a project. Off by default: it costs one read-only run per
+	// merge request, and one review_fix round when it finds something blocking.
+	Enabled bool `yaml:"enabled" env:"ENABLED"`
+	// MaxRounds bounds the review_fix rounds for blocking findings per merge request
+	// (default 1).
+	MaxRounds int `yaml:"max_rounds" env:"MAX_ROUNDS"`
+	// AfterFixes also reviews the merge request after each ci_fix and review_fix push.
+	AfterFixes bool `yaml:"after_fixes" env:"AFTER_FIXES"`
 }
 
 // Sessions controls whether a mailbox's runs continue one agent session (spec/sessions.md).
@@ -295,6 +311,7 @@ func (c *Config) setDefaults() {
 	lc.RetryUntilGreenMax = cmp.Or(lc.RetryUntilGreenMax, 10)
 	lc.ReviewQuiet = cmp.Or(lc.ReviewQuiet, 30*time.Second)
 	lc.BranchPrefix = cmp.Or(lc.BranchPrefix, "agent/")
+	c.SelfReview.MaxRounds = cmp.Or(c.SelfReview.MaxRounds, 1)
 	lc.GitName = cmp.Or(lc.GitName, "Alfred")
 	lc.GitEmail = cmp.Or(lc.GitEmail, "alfred@localhost")
 

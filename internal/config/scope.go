@@ -36,6 +36,8 @@ type Scope struct {
 	MergeMethod *string `yaml:"merge_method,omitempty"`
 	// Shadow overrides lifecycle.shadow.
 	Shadow *bool `yaml:"shadow,omitempty"`
+	// SelfReview overrides self_review.enabled.
+	SelfReview *bool `yaml:"self_review,omitempty"`
 }
 
 // Effective is the settings in force for one project, and where each came from.
@@ -58,6 +60,8 @@ type Effective struct {
 	// Shadow is on when Alfred writes nothing to the project's forge and shows on the pages
 	// what it would have written.
 	Shadow bool
+	// SelfReview is on when the bot reads its own merge requests before a human does.
+	SelfReview bool
 	// Sources maps each key of Keys (and "phases.<phase>") to where its value came from:
 	// "default", "global", "org <path>" or "project <path>".
 	Sources map[string]string
@@ -68,7 +72,7 @@ const defaultMergeMethod = string(forge.MergeCommit)
 
 // Scoped setting keys, in the order config check prints them.
 var ScopedKeys = []string{"branch_prefix", "question_deadline", "ci_fix_attempts", "budget_usd",
-	"agent_session_resume", "retention_days", "auto_merge", "merge_method", "shadow"}
+	"agent_session_resume", "retention_days", "auto_merge", "merge_method", "shadow", "self_review"}
 
 // For returns the settings in force for project ("owner/name", a GitLab path "group/sub/name";
 // "" for the global values): the project's scope, else the closest enclosing organization's,
@@ -80,7 +84,7 @@ func (c *Config) For(project string) Effective {
 		CIFixAttempts: c.Lifecycle.CIFixAttempts, BudgetUSD: positive(c.Lifecycle.BudgetUSD),
 		SessionResume: c.Sessions.AgentSessionResume == nil || *c.Sessions.AgentSessionResume,
 		RetentionDays: c.RetentionDays, AutoMerge: c.Lifecycle.AutoMerge, MergeMethod: cmp.Or(c.Lifecycle.MergeMethod, defaultMergeMethod),
-		Shadow: c.Lifecycle.Shadow,
+		Shadow: c.Lifecycle.Shadow, SelfReview: c.SelfReview.Enabled,
 		Phases: Phases{}, Sources: map[string]string{}}
 	global := func(key string, isDefault bool) {
 		e.Sources[key] = "global"
@@ -97,6 +101,7 @@ func (c *Config) For(project string) Effective {
 	global("auto_merge", !e.AutoMerge)
 	global("merge_method", e.MergeMethod == defaultMergeMethod)
 	global("shadow", !e.Shadow)
+	global("self_review", !e.SelfReview)
 	for _, p := range knownPhases {
 		if a := c.Phases[p]; a != "" {
 			e.Phases[p] = a
@@ -148,6 +153,9 @@ func (e *Effective) apply(sc Scope, src string) {
 	}
 	if sc.Shadow != nil {
 		e.Shadow, e.Sources["shadow"] = *sc.Shadow, src
+	}
+	if sc.SelfReview != nil {
+		e.SelfReview, e.Sources["self_review"] = *sc.SelfReview, src
 	}
 	for p, a := range sc.Phases {
 		e.Phases[p], e.Sources["phases."+p] = a, src
@@ -202,6 +210,7 @@ func (e Effective) Entries() []Entry {
 		"auto_merge":           strconv.FormatBool(e.AutoMerge),
 		"merge_method":         e.MergeMethod,
 		"shadow":               strconv.FormatBool(e.Shadow),
+		"self_review":          strconv.FormatBool(e.SelfReview),
 	}
 	if e.BudgetUSD != nil {
 		val["budget_usd"] = fmt.Sprintf("%.2f", *e.BudgetUSD)

@@ -28,6 +28,7 @@ scopes:
     branch_prefix: acme-bot/
     auto_merge: true
     shadow: true
+    self_review: true
   acme/shop:
     budget_usd: 0.01
     ci_fix_attempts: 1
@@ -35,6 +36,7 @@ scopes:
     retention_days: 7
     merge_method: squash
     shadow: false
+    self_review: false
   group/sub:
     agent_session_resume: false
 `
@@ -54,6 +56,7 @@ func TestScopedSettings(t *testing.T) {
 		`auto_merge = false (default)`,
 		`merge_method = merge (default)`,
 		`shadow = false (default)`,
+		`self_review = false (default)`,
 		`phases.default = script (global)`,
 	}, c.For("").Lines())
 
@@ -68,6 +71,7 @@ func TestScopedSettings(t *testing.T) {
 		`auto_merge = true (org acme)`,
 		`merge_method = squash (project acme/shop)`,
 		`shadow = false (project acme/shop)`,
+		`self_review = false (project acme/shop)`,
 		`phases.default = script (global)`,
 		`phases.development = codex (project acme/shop)`,
 	}, shop.Lines())
@@ -79,6 +83,8 @@ func TestScopedSettings(t *testing.T) {
 	require.Equal(t, "org acme", other.Sources["budget_usd"])
 	require.True(t, other.Shadow, "the organization's shadow mode covers its projects")
 	require.Equal(t, "org acme", other.Sources["shadow"])
+	require.True(t, other.SelfReview, "the organization's self-review covers its projects")
+	require.Equal(t, "org acme", other.Sources["self_review"])
 
 	require.False(t, c.For("acme/legacy").SessionResume, "sessions.overrides is one more scope source")
 	deep := c.For("group/sub/deep/project")

@@ -213,6 +213,7 @@ func (c *Config) validateLifecycle(v *validator) {
 	v.required("lifecycle.branch_prefix", c.Lifecycle.BranchPrefix)
 	v.required("lifecycle.git_name", c.Lifecycle.GitName)
 	v.required("lifecycle.git_email", c.Lifecycle.GitEmail)
+	v.atLeast("self_review.max_rounds", int64(c.SelfReview.MaxRounds), 1)
 }
 
 // validateWorkers checks the workers.

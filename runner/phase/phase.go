@@ -17,17 +17,20 @@ const (
 	ConflictResolution Phase = "conflict_resolution"
 	Answer             Phase = "answer"
 	Review             Phase = "review"
+	// SelfReview reads the bot's own merge request before a human does: the diff against the
+	// plan, the functional analysis and the repository's guidelines, and returns findings.
+	SelfReview Phase = "self_review"
 )
 
 // All lists every phase, in the order of a mailbox's life.
 func All() []Phase {
-	return []Phase{Analysis, Development, CIFix, ReviewFix, ConflictResolution, Answer, Review}
+	return []Phase{Analysis, Development, SelfReview, CIFix, ReviewFix, ConflictResolution, Answer, Review}
 }
 
 // ReadOnly reports whether the phase may not change the worktree.
 func (p Phase) ReadOnly() bool {
 	switch p {
-	case Analysis, Answer, Review:
+	case Analysis, Answer, Review, SelfReview:
 		return true
 	}
 	return false
@@ -85,8 +88,12 @@ type Input struct {
 	// Resume is true when SessionID names an existing session to continue rather than a new
 	// one to create. Adapters resume by exact id only (spec/agents.md "Adapter notes" 2).
 	Resume bool `json:"resume,omitempty"`
+	// Guidelines are the repository's own guideline files found in the worktree
+	// (CONTRIBUTING.md, AGENTS.md, CLAUDE.md, .editorconfig, …: GuidelineFiles), as paths
+	// relative to its root, for a self_review run; the runner fills them.
+	Guidelines []string `json:"guidelines,omitempty"`
 	// Review holds the merge request, its diff and the comments to address (review_fix) or
-	// review (review); nil for other phases.
+	// review (review, self_review); nil for other phases.
 	Review *ReviewInput `json:"review,omitempty"`
 	// Conflict holds the conflicted files of a conflict_resolution run; nil otherwise.
 	Conflict *ConflictInput `json:"conflict,omitempty"`

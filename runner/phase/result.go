@@ -47,6 +47,8 @@ type Result struct {
 	Comments []CommentOutcome `json:"comments,omitempty"`
 	// ReviewComments are the inline comments of a review run; Summary is the review's body.
 	ReviewComments []ReviewNote `json:"review_comments,omitempty"`
+	// Findings are what a self_review run found in the bot's own merge request, one each.
+	Findings []Finding `json:"findings,omitempty"`
 	// ReviewVerdict is what a review run would conclude: VerdictApprove, VerdictRequestChanges,
 	// or "" for a comment only. Alfred posts it only where the configuration allows verdicts.
 	ReviewVerdict string `json:"review_verdict,omitempty"`
@@ -85,7 +87,10 @@ func DecodeResult(in Input, data []byte) (*Result, error) {
 //     declined) and no other id has one; answered needs a reply, declined a reason; a fixed
 //     comment needs CommitMessage;
 //   - review: each review comment has a path, a line (new or old side) and a body; a verdict
-//     is approve or request_changes.
+//     is approve or request_changes;
+//   - self_review: each finding has a severity (blocking, warning or note) and a text, a path
+//     that is relative and inside the repository when set, and no negative line; a line needs
+//     a path.
 //
 // Questions are checked in whatever phase they appear.
 func ValidateResult(in Input, r *Result) error {
@@ -116,6 +121,8 @@ func ValidateResult(in Input, r *Result) error {
 		need(!blank(r.Answer), "answer")
 	case ReviewFix:
 		errs = append(errs, validateOutcomes(in, r)...)
+	case SelfReview:
+		errs = append(errs, validateFindings(r.Findings)...)
 	case Review:
 		errs = append(errs, validateReviewNotes(r.ReviewComments)...)
 		if v := r.ReviewVerdict; v != "" && v != VerdictApprove && v != VerdictRequestChanges {

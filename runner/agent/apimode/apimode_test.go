@@ -315,6 +315,27 @@ func TestReviewReadsTheDiff(t *testing.T) {
 	require.Len(t, rep.Result.ReviewComments, 1)
 }
 
+// A self-review in API mode reads the diff and the guidelines, and returns findings.
+func TestSelfReviewReadsTheDiffAndGuidelines(t *testing.T) {
+	in := phase.Input{Phase: phase.SelfReview, Key: "self_review", Attempt: 1, Repo: "acme/shop", Title: "Export as CSV",
+		Plan: "Add MARK-PLAN.", Guidelines: []string{"CONTRIBUTING.md"},
+		Review: &phase.ReviewInput{MergeRequest: 2, Title: "Export as CSV", Target: "main",
+			Diff: "diff --git a/report.py b/report.py\n+MARK-DIFF\n"}}
+	srv := apimodetest.NewAnthropic(t, testKey, testModel, func(ex apimodetest.Exchange) apimodetest.Reply {
+		if ex.Turn == 1 {
+			assert.Contains(t, ex.Tools, "read_diff")
+			assert.Contains(t, ex.Prompt, "MARK-PLAN")
+			assert.Contains(t, ex.Prompt, "- CONTRIBUTING.md")
+			return apimodetest.Reply{Calls: []apimodetest.Call{{Name: "read_diff", Args: map[string]any{}}}}
+		}
+		assert.Contains(t, ex.Results[0].Content, "MARK-DIFF")
+		return apimodetest.Reply{Text: `{"summary": "Read it.", "findings": [{"path": "report.py", "line": 1, "severity": "blocking", "text": "No test."}]}`}
+	})
+	rep, err := newAgent(t, providers[0], srv, nil).RunAPI(context.Background(), runner.APIRun{Input: in, Worktree: worktree(t)})
+	require.NoError(t, err, rep.Log)
+	require.Equal(t, []phase.Finding{{Path: "report.py", Line: 1, Severity: phase.SeverityBlocking, Text: "No test."}}, rep.Result.Findings)
+}
+
 func TestWritingPhaseRefused(t *testing.T) {
 	srv := apimodetest.NewAnthropic(t, testKey, testModel, nil)
 	_, err := newAgent(t, providers[0], srv, nil).RunAPI(context.Background(),

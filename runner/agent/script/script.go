@@ -7,7 +7,7 @@
 //
 // A YAML (or JSON) mapping from run key (phase.Input.Key: "analysis.functional",
 // "analysis.technical", "development", "ci_fix", "review_fix", "conflict_resolution", "answer",
-// "review") to a step. The fallback key "default" is used when the run's key is absent.
+// "review", "self_review") to a step. The fallback key "default" is used when the run's key is absent.
 //
 //	analysis.functional:
 //	  summary: Understood the issue.            # any phase.Result field, by its JSON name:
@@ -49,6 +49,12 @@
 //	review:
 //	  summary: A few remarks.
 //	  review_comments: [{path: docs/report.md, line: 3, body: "Say which month."}]
+//	self_review:                                # the bot's own merge request
+//	  summary: Read the diff against the plan.
+//	  findings: [{path: report.py, line: 12, severity: blocking, text: "No test covers an empty month."}]
+//
+// A self-review's blocking findings reach the review_fix step as its comments (their text is
+// the comment's), so comment_rules answer them too.
 //
 // Files are written whatever the phase: in read-only phases the mount refuses them, the agent
 // reports the failure on stderr and exits 3 without a result (this is how tests prove that the

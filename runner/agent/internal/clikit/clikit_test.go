@@ -72,3 +72,20 @@ func TestPrompt(t *testing.T) {
 	require.Equal(t, "m", clikit.Model(phase.Input{}, "m"))
 	require.Equal(t, "x", clikit.Model(phase.Input{Model: "x"}, "m"))
 }
+
+// Every CLI adapter's self_review prompt: read-only, the plan, the guidelines found in the
+// worktree, where the diff is, and the findings contract.
+func TestPromptSelfReview(t *testing.T) {
+	t.Parallel()
+	p, err := clikit.Prompt("claude-code", phase.Input{Phase: phase.SelfReview, Title: "Export", Plan: "Add export.csv.",
+		Guidelines: []string{"CONTRIBUTING.md", ".editorconfig"}, Review: &phase.ReviewInput{MergeRequest: 2, Diff: "+x"}})
+	require.NoError(t, err)
+	for _, want := range []string{"mounted READ-ONLY", "## Validated plan\nAdd export.csv.",
+		"## The repository's guidelines\n- /workspace/CONTRIBUTING.md\n- /workspace/.editorconfig\n",
+		`"review.diff" in /alfred/in/input.json`, `"severity": "blocking"`, "Your task (self_review)"} {
+		require.Contains(t, p, want)
+	}
+	p, err = clikit.Prompt("claude-code", phase.Input{Phase: phase.Review, Title: "Export"})
+	require.NoError(t, err)
+	require.NotContains(t, p, "review.diff", "other phases' prompts are unchanged")
+}

@@ -31,6 +31,7 @@ var tasks = map[string]string{
 	"conflict_resolution": "The branch conflicts with its base. Resolve the conflicts in /workspace, keeping the intent of both sides.",
 	"answer":              "Answer the question asked in the latest comment, based on the code. Change nothing.",
 	"review":              "Review the change on this branch against the plan: correctness, tests, style. Change nothing.",
+	"self_review":         "Review your own merge request before a human does. Read its diff against the validated plan and the functional analysis above, and against the repository's own guidelines listed above (when there are any). Report what a careful reviewer would: a missing test, a change outside the plan, an acceptance criterion not met, a convention of the repository not followed, a bug. Mark a finding blocking only when the merge request should not reach a human as it is. Change nothing.",
 }
 
 var contracts = map[string]string{
@@ -44,6 +45,8 @@ var contracts = map[string]string{
 	"conflict_resolution": `{"summary": "...", "commit_message": "..."}`,
 	"answer":              `{"summary": "...", "answer": "the answer to post, in Markdown"} ("answer" is required.)`,
 	"review":              `{"summary": "the review, in Markdown"}`,
+	"self_review": `{"summary": "what you checked, in one or two sentences", "findings": [{"path": "src/file.go", "line": 12, "severity": "blocking", "text": "what is wrong and what to do"}]}
+("findings" may be empty; "severity" is blocking, warning or note; "path" is relative to the repository root, "" for the change as a whole; "line" is a line of the new file, 0 for the whole file.)`,
 }
 
 // Prompt renders the prompt of a run from prompt.tmpl: the issue, decisions, analysis, plan,
