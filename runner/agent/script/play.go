@@ -58,6 +58,16 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	if st.SleepSeconds > 0 {
 		time.Sleep(time.Duration(st.SleepSeconds * float64(time.Second)))
 	}
+	if st.WaitForFile != "" {
+		release := filepath.Join(*outDir, filepath.Base(st.WaitForFile))
+		for {
+			if _, err := os.Stat(release); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond) // polling a file another process writes
+		}
+		_ = os.Remove(release) // not part of the run's output
+	}
 	if err := st.apply(&in, *workspace, stdout); err != nil {
 		return fail(ExitWriteFiles, "%v", err)
 	}
