@@ -35,7 +35,7 @@ func shadowEditsCompacted(t *testing.T, db *sql.DB, d migrations.Dialect, gd goo
 	ctx := context.Background()
 	fsys, err := migrations.Files(d)
 	require.NoError(t, err)
-	files, err := fs.Glob(fsys, "*_shadow_latest_edit.sql")
+	files, err := fs.Glob(fsys, "*_bounded_by_work.sql")
 	require.NoError(t, err)
 	require.Len(t, files, 1)
 	version, err := strconv.ParseInt(files[0][:4], 10, 64)
