@@ -299,7 +299,7 @@ func cmpOr(s, def string) string {
 }
 
 // ErrNoSQLite is wrapped by a Config.Database error when the SQLite file does not exist (the
-// doctor never creates it).
+// doctor never creates it): a warning, since a first start has none yet.
 var ErrNoSQLite = errors.New("no SQLite database")
 
 // ErrSQLiteInUse is wrapped by a Config.Database error when another process holds the SQLite
@@ -312,7 +312,13 @@ func checkDatabase(ctx context.Context, r *Report, db func(context.Context) erro
 		return
 	}
 	if err := boundedErr(ctx, r.quick, db); err != nil {
-		r.add("database", Fail, err.Error(), databaseFix(err, sqlite))
+		s := Fail
+		if errors.Is(err, ErrNoSQLite) {
+			// A first start has none yet (`alfred serve` creates it): a warning, which says
+			// so, rather than an empty database made here or a failure that stops `make run`.
+			s = Warn
+		}
+		r.add("database", s, err.Error(), databaseFix(err, sqlite))
 		return
 	}
 	if sqlite != "" {

@@ -276,6 +276,7 @@ func TestDatabaseFixMatchesTheStore(t *testing.T) {
 			var b bytes.Buffer
 			require.NoError(t, rep.Write(&b))
 			require.Contains(t, b.String(), tc.fix)
+			require.Equal(t, tc.name != "sqlite missing", rep.Blocking(), "only a missing SQLite file is a warning (a first start)")
 			if tc.sqlite != "" {
 				require.NotContains(t, b.String(), "PostgreSQL (", "no PostgreSQL fix for a SQLite store")
 				require.False(t, strings.Contains(b.String(), "start PostgreSQL"))
