@@ -152,10 +152,13 @@ image:
 REALCLI_DIR  ?= .cache/realcli
 REALCLI_NPM  ?= @anthropic-ai/claude-code@2.1.332 @openai/codex@0.171.0 @google/gemini-cli@0.61.0 opencode-ai@1.18.33 @github/copilot@1.0.102
 REALCLI_ARGS ?=
+# Each CLI gets an equal share of the package's -timeout (at least 8 minutes: one CLI's --version
+# took 81 s on a loaded machine); go test's default of 10 minutes is refused by the tests.
+REALCLI_TIMEOUT ?= 60m
 realcli-test:
 	mkdir -p $(REALCLI_DIR)
 	npm install --prefix $(REALCLI_DIR) --no-audit --no-fund --save-exact --include=optional $(REALCLI_NPM)
-	ALFRED_REALCLI_DIR=$(abspath $(REALCLI_DIR)) $(GO) test -tags realcli -count=1 ./runner/agent/realcli/ -v $(REALCLI_ARGS)
+	ALFRED_REALCLI_DIR=$(abspath $(REALCLI_DIR)) $(GO) test -tags realcli -count=1 -timeout $(REALCLI_TIMEOUT) ./runner/agent/realcli/ -v $(REALCLI_ARGS)
 
 clean:
 	rm -rf bin/

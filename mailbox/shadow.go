@@ -59,7 +59,10 @@ type ShadowWrite struct {
 // mailboxtest has an in-memory one.
 type ShadowLog interface {
 	// RecordShadow appends w (ID and At are set by the store, At from its clock when zero),
-	// attached to the mailbox of w.Target when there is one, and returns its ID (> 0).
+	// attached to the mailbox of w.Target when there is one, and returns its ID (> 0). An edit
+	// (ShadowEditComment) replaces the earlier edit of the same comment on the same target, so
+	// the log keeps one entry per comment, its latest edit, however often it is edited (the
+	// status comment is edited at every pass while a run is held).
 	RecordShadow(ctx context.Context, w ShadowWrite) (int64, error)
 	// ShadowWrites returns the writes recorded for target (Forge, Repo, Number, MergeRequest),
 	// oldest first.

@@ -314,3 +314,62 @@ func TestShadowAutoMergeIsRecordedNotMade(t *testing.T) {
 	require.Len(t, merges, 1, "recorded once for the head")
 	require.Equal(t, mb.HeadSHA, merges[0].Detail["head_sha"])
 }
+
+// While shadow mode holds a run, the passes every ci_poll edit the status comment again: the
+// record keeps the latest edit of each comment only, so it grows with the work done, not with
+// the time the run is held.
+func TestShadowHeldRunKeepsTheLatestEditOnly(t *testing.T) {
+	t.Parallel()
+	b, log, shadow := setupShadow(t, "type::task")
+	usage := &jobUsage{exec: b.exec}
+	b.machine = mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, ShadowLog: log, Usage: usage,
+		Settings: func(string) mailbox.Settings { return mailbox.Settings{Shadow: shadow.Load()} }},
+		b.store, b.bots, b.exec, b.clock.Now, b.log)
+	b.deliver(assign("alice"))
+	b.advance()
+	b.deliver(comment("alice", "q1: b"))
+	b.advance()
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
+	mb := b.advance()
+	require.Equal(t, mailbox.StateInDevelopment, mb.State, "the run is held")
+
+	edits := func() map[int64]int {
+		n := map[int64]int{}
+		for _, w := range log.All() {
+			if w.Kind == mailbox.ShadowEditComment {
+				n[w.CommentID]++
+			}
+		}
+		return n
+	}
+	size := len(log.All())
+	for range 20 {
+		b.clock.Add(2 * time.Minute)
+		mb = b.advance()
+		require.Equal(t, mailbox.StateInDevelopment, mb.State)
+	}
+	for id, n := range edits() {
+		require.Equal(t, 1, n, "comment %d: one entry, the latest edit", id)
+	}
+	require.LessOrEqual(t, len(log.All()), size+len(edits()), "twenty passes add at most one entry per comment")
+
+	// What the machine reads back is the latest edit.
+	cs, err := b.bots["gl"].Forge.Comments(context.Background(), b.ref)
+	require.NoError(t, err)
+	var last mailbox.ShadowWrite
+	for _, w := range log.All() {
+		if w.Kind == mailbox.ShadowEditComment {
+			last = w
+		}
+	}
+	require.NotZero(t, last.ID, "the status comment is edited while the run is held")
+	found := false
+	for _, c := range cs {
+		if c.ID == last.CommentID {
+			require.Equal(t, last.Body, c.Body)
+			found = true
+		}
+	}
+	require.True(t, found, "the edited comment is read back")
+}

@@ -271,9 +271,22 @@ func (s *Service) detect(ctx context.Context, sa SessionAgent, image string) (st
 		return "", err
 	}
 	if exit.Code != 0 {
-		return "", fmt.Errorf("%s exited %d: %s", strings.Join(cmd, " "), exit.Code, strings.TrimSpace(string(stderr)))
+		return "", &VersionExitError{Cmd: cmd, Code: exit.Code, Stderr: strings.TrimSpace(string(stderr))}
 	}
 	return sa.ParseVersion(string(stdout))
+}
+
+// VersionExitError is ProbeCLI's error when the image's version command ran and exited
+// non-zero: the image is there but does not run its CLI.
+type VersionExitError struct {
+	// Cmd is the version command; Code its exit code; Stderr what it printed there, trimmed.
+	Cmd    []string
+	Code   int
+	Stderr string
+}
+
+func (e *VersionExitError) Error() string {
+	return fmt.Sprintf("%s exited %d: %s", strings.Join(e.Cmd, " "), e.Code, e.Stderr)
 }
 
 // RemoveSessions deletes the session state of a mailbox (done, cancelled, issue gone).

@@ -17,6 +17,7 @@
 //	401 missing or wrong token/signature (forge.ErrSignature)
 //	404 unknown forge name
 //	405 method other than POST
+//	408 body cut by the server's read timeout (nothing stored; never 2xx)
 //	413 body larger than ReceiverConfig.MaxBodyBytes
 //	503 the Inbox failed for any other reason (database down), with Retry-After
 //
@@ -33,7 +34,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -268,6 +271,13 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		log.LogAttrs(r.Context(), slog.LevelWarn, "reading webhook body", slog.Any("error", err))
+		// Answered even when the read error ended the request's context: a cut body is never
+		// 2xx (a forge takes that as delivered). 408 when the read timeout cut it.
+		w.Header().Set("Connection", "close")
+		if ne, ok := err.(net.Error); (ok && ne.Timeout()) || errors.Is(err, os.ErrDeadlineExceeded) {
+			writeJSON(w, http.StatusRequestTimeout, response{Status: "error", Error: "body cut by the read timeout"})
+			return
+		}
 		writeJSON(w, http.StatusBadRequest, response{Status: "error", Error: "cannot read body"})
 		return
 	}

@@ -1,14 +1,17 @@
 package webhook_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -1051,4 +1054,26 @@ func FuzzReceiver(f *testing.F) {
 			t.Fatalf("status %d for event %q: %s", w.Code, event, w.Body.String())
 		}
 	})
+}
+
+// Served without the reading stage, a body the server's read timeout cuts off is still an
+// error status (408), never 2xx, and nothing is stored.
+func TestReceiverBodyCutByTheReadTimeout(t *testing.T) {
+	b := setup(t)
+	srv := httptest.NewUnstartedServer(b.recv)
+	srv.Config.ReadTimeout = 300 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	c, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	_, err = fmt.Fprintf(c, "POST /webhooks/forgejo HTTP/1.1\r\nHost: alfred\r\nContent-Type: application/json\r\n"+
+		"X-Forgejo-Event: issues\r\nX-Forgejo-Delivery: d-cut\r\nX-Forgejo-Signature: 00\r\nContent-Length: 100\r\n\r\n{\"action\":")
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute))) // a hang's bound, not a timing assertion
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	require.Empty(t, b.inbox.Events())
 }

@@ -15,7 +15,11 @@ import (
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/doctor"
 	"github.com/alfred-bot/alfred/internal/store"
+	"github.com/alfred-bot/alfred/internal/store/sqlite"
+	"github.com/alfred-bot/alfred/internal/store/sqlstore"
+	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/agent/script"
 	"github.com/alfred-bot/alfred/runner/docker"
 	"github.com/alfred-bot/alfred/runner/kubernetes"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -91,7 +95,22 @@ func (a *app) doctorConfig(ctx context.Context, path string, cfg *config.Config)
 	// embedded SQLite store this also proves no other process holds it.
 	// openErr is its own variable: the closure below must see the store's error, not a later
 	// one (a nil st with a nil error would be pinged).
-	st, openErr := store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, poolOf(cfg.Database), nil)
+	// SQLite is opened without ever creating it: a doctor run where the data is not (outside
+	// Alfred's Pod) says there is no database instead of making an empty one.
+	var st *sqlstore.Store
+	var openErr error
+	if d, path := store.Engine(cfg.DatabaseURL.Reveal(), cfg.DataDir); d == migrations.SQLite {
+		dc.SQLite = path
+		st, openErr = sqlite.OpenExisting(ctx, path, nil)
+		switch {
+		case errors.Is(openErr, sqlite.ErrNoDatabase):
+			openErr = fmt.Errorf("%w at %s", doctor.ErrNoSQLite, path)
+		case errors.Is(openErr, sqlite.ErrLocked):
+			openErr = fmt.Errorf("%w: %w", doctor.ErrSQLiteInUse, openErr)
+		}
+	} else {
+		st, openErr = store.Open(ctx, cfg.DatabaseURL.Reveal(), cfg.DataDir, poolOf(cfg.Database), nil)
+	}
 	if openErr != nil {
 		st = nil
 	} else {
@@ -142,6 +161,8 @@ func (a *app) doctorConfig(ctx context.Context, path string, cfg *config.Config)
 		da := doctor.Agent{Name: ag.Name, Adapter: ag.Adapter, Image: ag.Image, Phases: phases}
 		if sa, ok := agents[ag.Name].(runner.SessionAgent); ok {
 			da.VersionCommand = sa.Capabilities().VersionCommand
+		} else if ag.Adapter == script.Name {
+			da.VersionCommand = []string{"-version"} // its default command needs a phase's input
 		}
 		if c, ok := agents[ag.Name].(interface{ Check(context.Context) error }); ok {
 			da.API = c.Check // API mode: the provider's models endpoint, no tokens
@@ -226,6 +247,9 @@ type cliProber struct {
 
 func (p cliProber) ProbeCLI(ctx context.Context, a doctor.Agent) (doctor.CLIProbe, error) {
 	r, err := p.svc.ProbeCLI(ctx, p.agents[a.Name], a.Image)
+	if ve := (*runner.VersionExitError)(nil); errors.As(err, &ve) {
+		err = &doctor.ExitError{Code: ve.Code, Output: ve.Stderr} // the image is broken: a failed check
+	}
 	return doctor.CLIProbe{Version: r.Version, Sessions: r.Sessions, ResumeVerified: r.ResumeVerified}, err
 }
 

@@ -100,6 +100,9 @@ agents:
 	r := runArgs(t, "doctor", "--config", cfg)
 	require.Equal(t, 0, r.code, "stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	require.Contains(t, r.stdout, "checks passed")
+	// The embedded SQLite store of a first start: said to be missing, never created here.
+	require.Contains(t, r.stdout, "[warn] database: no SQLite database at "+filepath.Join(dir, "data", "alfred.db"))
+	require.NoFileExists(t, filepath.Join(dir, "data", "alfred.db"), "the doctor created a database")
 	i := strings.Index(r.stdout, "checks passed")
 	j := strings.Index(r.stdout, "Webhook URL to set on forgejo (forgejo): "+public+"/webhooks/forgejo")
 	require.Greater(t, j, i, "the webhook URL comes after the passing checklist:\n%s", r.stdout)

@@ -25,16 +25,21 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
-// opsScript is the development step of the operations test: slow enough for the live log page.
+// opsScript is the development step of the operations test: held after its log lines until
+// the test has seen the live log page and writes opsRelease into the run's output directory,
+// so the page is the live one however slow the machine is.
 const opsScript = `
 development:
   summary: Added the CSV export.
   commit_message: "Add CSV export"
   log: ["step 1: reading report.go", "step 2: writing export.csv"]
-  sleep_seconds: 12
+  wait_for_file: ` + opsRelease + `
   files:
     export.csv: "date;amount;category\n"
 `
+
+// opsRelease is the file that releases the held development run of opsScript.
+const opsRelease = "release"
 
 // TestOperations runs a lifecycle with the stand-in claude-code CLI for the analyses and a slow
 // scripted development, and checks what an operator sees: the pages (loaded in headless
@@ -86,6 +91,10 @@ phases:
 	require.Contains(t, p.DOM, "live container log")
 	require.Contains(t, p.DOM, "step 1: reading report.go")
 	require.NotContains(t, p.DOM, "sk-test-key-1234567890")
+	// Release the held run: from here it finishes.
+	out := filepath.Join(e.srv.cfg.DataDir, "runs", r.Container, "out")
+	require.DirExists(t, out, "the run's output directory")
+	require.NoError(t, os.WriteFile(filepath.Join(out, opsRelease), nil, 0o644))
 
 	e.waitStatus("status::in_ci")
 	mr := e.forgejo.MergeRequests(e.issue.Repo)[0]

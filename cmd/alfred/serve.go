@@ -331,7 +331,7 @@ func buildAgents(cfg *config.Config) (map[string]runner.Agent, error) {
 		}
 		a, err := agent.New(ag.Adapter, agent.Config{Image: ag.Image, Model: ag.Model, APIKey: ag.APIKey.Reveal(),
 			BaseURL: ag.BaseURL, APIKeyEnv: ag.APIKeyEnv, Script: ag.Script,
-			MaxTurns: maxTurns, MaxTokens: ag.MaxTokens, Prices: agentPrices(ag.Prices)})
+			MaxTurns: maxTurns, MaxTokens: ag.MaxTokens, MaxToolCalls: ag.MaxToolCalls, Prices: agentPrices(ag.Prices)})
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: %w", ag.Name, err)
 		}

@@ -26,6 +26,7 @@ func validateAPIAgent(v *validator, key string, a Agent) {
 	}
 	v.atLeast(key+".max_turns", int64(a.MaxTurns), 0)
 	v.atLeast(key+".max_tokens", a.MaxTokens, 0)
+	v.atLeast(key+".max_tool_calls", int64(a.MaxToolCalls), 0)
 	for _, m := range slices.Sorted(maps.Keys(a.Prices)) {
 		if p := a.Prices[m]; p.InputUSDPerMTok < 0 || p.OutputUSDPerMTok < 0 {
 			v.add(key+".prices."+m, "must not be negative")

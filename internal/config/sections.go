@@ -169,6 +169,9 @@ type Agent struct {
 	// MaxTokens bounds the input and output tokens of one API-mode run, summed over its turns
 	// (default 2000000).
 	MaxTokens int64 `yaml:"max_tokens,omitempty"`
+	// MaxToolCalls bounds the tool calls run for one reply of an API-mode run (default 16); the
+	// calls beyond it are answered as refused.
+	MaxToolCalls int `yaml:"max_tool_calls,omitempty"`
 	// Prices maps a model to its price, for the cost of API-mode runs; a model without one is
 	// unrated (its cost unknown, never zero).
 	Prices map[string]Price `yaml:"prices,omitempty"`

@@ -10,9 +10,11 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
@@ -42,6 +44,54 @@ type Result struct {
 // Report is the checklist, in the order the checks ran.
 type Report struct {
 	Results []Result
+
+	quick, long time.Duration // the checks' deadlines (Config.CheckTimeout, RunTimeout)
+}
+
+// Defaults of Config's deadlines.
+const (
+	// DefaultCheckTimeout bounds a check that asks a service (the database, the engine, the
+	// cluster's API, a provider, the forge).
+	DefaultCheckTimeout = 30 * time.Second
+	// DefaultRunTimeout bounds a check that runs an agent image (a container or a Pod of it):
+	// one CLI's --version took 81 s on a loaded machine.
+	DefaultRunTimeout = 4 * time.Minute
+)
+
+// bounded runs probe with a context that ends after d, and waits for it at most d (a
+// dependency that ignores its context does not hold the checklist): past d it returns an
+// error saying no answer came. A panic in probe is its error.
+func bounded[T any](ctx context.Context, d time.Duration, probe func(context.Context) (T, error)) (T, error) {
+	cctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := guardedValue(func() (T, error) { return probe(cctx) })
+		done <- result{v, err}
+	}()
+	var zero T
+	select {
+	case x := <-done:
+		if x.err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			return zero, fmt.Errorf("no answer within %s: %w", d, x.err)
+		}
+		return x.v, x.err
+	case <-cctx.Done():
+		if ctx.Err() != nil {
+			return zero, ctx.Err()
+		}
+		return zero, fmt.Errorf("no answer within %s", d)
+	}
+}
+
+// boundedErr is bounded for a probe without a value.
+func boundedErr(ctx context.Context, d time.Duration, probe func(context.Context) error) error {
+	_, err := bounded(ctx, d, func(ctx context.Context) (struct{}, error) { return struct{}{}, probe(ctx) })
+	return err
 }
 
 // Blocking reports whether a check failed: Alfred cannot work until it is fixed.
@@ -181,6 +231,13 @@ type Config struct {
 	PublicURL string
 	// Database checks the database (reachable, migrations applicable); nil skips it.
 	Database func(ctx context.Context) error
+	// SQLite is the database file when the store is the embedded SQLite ("" for PostgreSQL):
+	// the database check's fix is then about that file, not about a server.
+	SQLite string
+	// CheckTimeout bounds each check that asks a service (DefaultCheckTimeout if zero);
+	// RunTimeout each check that runs an agent image (DefaultRunTimeout if zero). A check past
+	// its deadline fails saying no answer came.
+	CheckTimeout, RunTimeout time.Duration
 	// Engine is the Docker engine; nil skips the engine and image checks.
 	Engine Engine
 	// Kubernetes, when set (runner.runtime: kubernetes), is checked instead of Engine: the
@@ -200,7 +257,13 @@ func WebhookURL(publicURL, forgeName string) string {
 // Run runs every check and returns the checklist. It never fails itself: what it cannot
 // check is a Fail or a Skip in the report.
 func Run(ctx context.Context, cfg Config) *Report {
-	r := &Report{}
+	r := &Report{quick: cfg.CheckTimeout, long: cfg.RunTimeout}
+	if r.quick <= 0 {
+		r.quick = DefaultCheckTimeout
+	}
+	if r.long <= 0 {
+		r.long = DefaultRunTimeout
+	}
 	if cfg.ConfigErr != nil {
 		r.add("configuration", Fail, cfg.ConfigErr.Error(),
 			"correct "+cmpOr(cfg.ConfigFile, "the configuration")+" (deploy/alfred.example.yaml documents every setting), then run `alfred config check`")
@@ -211,7 +274,7 @@ func Run(ctx context.Context, cfg Config) *Report {
 		r.add("public_url", Warn, "not set: the webhooks' URLs can only be checked for their path",
 			"set public_url to the URL the forges reach Alfred at (e.g. http://alfred.example:8080)")
 	}
-	checkDatabase(ctx, r, cfg.Database)
+	checkDatabase(ctx, r, cfg.Database, cfg.SQLite)
 	if cfg.Kubernetes != nil {
 		checkKubernetes(ctx, r, cfg)
 	} else {
@@ -235,17 +298,48 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-func checkDatabase(ctx context.Context, r *Report, db func(context.Context) error) {
+// ErrNoSQLite is wrapped by a Config.Database error when the SQLite file does not exist (the
+// doctor never creates it): a warning, since a first start has none yet.
+var ErrNoSQLite = errors.New("no SQLite database")
+
+// ErrSQLiteInUse is wrapped by a Config.Database error when another process holds the SQLite
+// database.
+var ErrSQLiteInUse = errors.New("the SQLite database is in use by another process")
+
+func checkDatabase(ctx context.Context, r *Report, db func(context.Context) error, sqlite string) {
 	if db == nil {
 		r.add("database", Skip, "not checked", "")
 		return
 	}
-	if err := guarded(func() error { return db(ctx) }); err != nil {
-		r.add("database", Fail, err.Error(),
-			"start PostgreSQL (`make deps` does) and check database_url (or database_url_file)")
+	if err := boundedErr(ctx, r.quick, db); err != nil {
+		s := Fail
+		if errors.Is(err, ErrNoSQLite) {
+			// A first start has none yet (`alfred serve` creates it): a warning, which says
+			// so, rather than an empty database made here or a failure that stops `make run`.
+			s = Warn
+		}
+		r.add("database", s, err.Error(), databaseFix(err, sqlite))
+		return
+	}
+	if sqlite != "" {
+		r.add("database", OK, "SQLite "+sqlite+" opens", "")
 		return
 	}
 	r.add("database", OK, "reachable", "")
+}
+
+// databaseFix is the fix of a failed database check, for the store in use.
+func databaseFix(err error, sqlite string) string {
+	switch {
+	case sqlite == "":
+		return "start PostgreSQL (`make deps` does) and check database_url (or database_url_file)"
+	case errors.Is(err, ErrNoSQLite):
+		return "no database at " + sqlite + ": `alfred serve` (or `alfred migrate`) creates it; if it should exist, check data_dir and database_url (sqlite:PATH) and that this runs where the data is (inside Alfred's Pod or container, or with its data_dir mounted)"
+	case errors.Is(err, ErrSQLiteInUse):
+		return "another process holds " + sqlite + " (a SQLite database serves one process): run the doctor while Alfred is stopped, or inside its Pod or container; replicas need PostgreSQL"
+	default:
+		return "check " + sqlite + ": its directory exists and this user may read and write it and its -wal and -shm files"
+	}
 }
 
 // guarded runs a check's probe, a panic in it returned as its error: the checklist is printed
@@ -264,7 +358,7 @@ func checkEngine(ctx context.Context, r *Report, cfg Config) {
 		r.add("docker", Skip, "not checked", "")
 		return
 	}
-	if err := cfg.Engine.Ping(ctx); err != nil {
+	if err := boundedErr(ctx, r.quick, cfg.Engine.Ping); err != nil {
 		r.add("docker", Fail, "engine unreachable: "+err.Error(),
 			"start dockerd (`make deps` does) and let this user reach /var/run/docker.sock (or set DOCKER_HOST)")
 		return
@@ -280,7 +374,7 @@ func checkEngine(ctx context.Context, r *Report, cfg Config) {
 // checkAPI asks an API-mode agent's provider whether its key and model are good.
 func checkAPI(ctx context.Context, r *Report, a Agent) {
 	name := "agent " + a.Name + ": API"
-	if err := a.API(ctx); err != nil {
+	if err := boundedErr(ctx, r.quick, a.API); err != nil {
 		s := Fail
 		if len(a.Phases) == 0 {
 			s = Warn
@@ -293,7 +387,7 @@ func checkAPI(ctx context.Context, r *Report, a Agent) {
 
 func checkAgent(ctx context.Context, r *Report, cfg Config, a Agent) {
 	name := "agent " + a.Name
-	ok, err := cfg.Engine.ImageExists(ctx, a.Image)
+	ok, err := bounded(ctx, r.quick, func(ctx context.Context) (bool, error) { return cfg.Engine.ImageExists(ctx, a.Image) })
 	switch {
 	case err != nil:
 		r.add(name+": image", Fail, "cannot inspect "+a.Image+": "+err.Error(), "check the Docker engine")
@@ -316,8 +410,12 @@ func checkCLI(ctx context.Context, r *Report, cfg Config, a Agent) {
 	if cfg.Prober == nil || a.Adapter == "script" {
 		return
 	}
-	p, err := cfg.Prober.ProbeCLI(ctx, a)
+	p, err := bounded(ctx, r.long, func(ctx context.Context) (CLIProbe, error) { return cfg.Prober.ProbeCLI(ctx, a) })
+	var exit *ExitError
 	switch {
+	case errors.As(err, &exit):
+		r.add(name+": CLI", Fail, a.Image+" does not run the "+a.Adapter+" CLI: "+err.Error(),
+			"build the image again (deploy/agents/Dockerfile --target "+a.Adapter+") and run its version command by hand to see why it fails")
 	case err != nil:
 		r.add(name+": CLI", Warn, "version not detected ("+err.Error()+"): sessions start fresh on every run",
 			"check that "+a.Image+" runs the "+a.Adapter+" CLI (deploy/agents/Dockerfile --target "+a.Adapter+")")
@@ -329,6 +427,22 @@ func checkCLI(ctx context.Context, r *Report, cfg Config, a Agent) {
 	default:
 		r.add(name+": CLI", OK, a.Adapter+" "+p.Version+", verified to resume sessions", "")
 	}
+}
+
+// ExitError is a Prober's or a Cluster's error when the image's command ran and exited
+// non-zero: the image is there but broken, which fails its check.
+type ExitError struct {
+	// Code is the exit code; Output the end of what the command printed, if known.
+	Code   int
+	Output string
+}
+
+func (e *ExitError) Error() string {
+	msg := fmt.Sprintf("its command exited %d", e.Code)
+	if out := strings.TrimSpace(e.Output); out != "" {
+		msg += ": " + out
+	}
+	return msg
 }
 
 func imageFix(a Agent) string {

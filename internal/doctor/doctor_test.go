@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,4 +204,97 @@ func TestWebhookURLSpellings(t *testing.T) {
 		r := doctor.Run(t.Context(), cfg)
 		require.Equal(t, !ok, r.Blocking(), "%s: %+v", url, r.Failed())
 	}
+}
+
+// A forge that accepts connections and never answers, a database and an engine that never
+// answer: every check ends at its deadline, fails saying so, and the checklist is printed.
+func TestEveryCheckHasADeadline(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() }) // accepted, never answered
+		}
+	}()
+	c, err := forgejo.NewClient(forgejo.ClientConfig{BaseURL: "http://" + ln.Addr().String(), Token: "t0ken-never-answered", MaxRetries: -1})
+	require.NoError(t, err)
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	cfg := doctor.Config{ConfigFile: "alfred.yaml", PublicURL: public, CheckTimeout: 200 * time.Millisecond, RunTimeout: 300 * time.Millisecond,
+		Database: func(context.Context) error { <-never; return nil }, // ignores its context
+		Engine:   images{"alfred/claude-code:2.1.332": true},
+		Agents:   []doctor.Agent{{Name: "claude", Adapter: "claude-code", Image: "alfred/claude-code:2.1.332", Phases: []string{"analysis"}}},
+		Prober: proberFunc(func(ctx context.Context, _ doctor.Agent) (doctor.CLIProbe, error) {
+			<-ctx.Done()
+			return doctor.CLIProbe{}, ctx.Err()
+		}),
+		Forges: []doctor.Forge{{Name: "fj", Kind: forge.KindForgejo, BotUser: forgetest.BotLogin, Repos: []string{"alice/shop"}, Client: c}}}
+	done := make(chan *doctor.Report, 1)
+	go func() { done <- doctor.Run(context.Background(), cfg) }()
+	var rep *doctor.Report
+	select {
+	case rep = <-done:
+	case <-time.After(time.Minute): // a hang, not a timing assertion: the deadlines are 0.3 s
+		t.Fatal("the doctor did not end")
+	}
+	var b bytes.Buffer
+	require.NoError(t, rep.Write(&b))
+	out := b.String()
+	require.Contains(t, out, "[FAIL] database: no answer within 200ms")
+	require.Contains(t, out, "[FAIL] forge fj: token: cannot reach the forge: no answer within 200ms")
+	require.Contains(t, out, "agent claude: CLI: version not detected (no answer within 300ms")
+	require.True(t, rep.Blocking())
+}
+
+type proberFunc func(ctx context.Context, a doctor.Agent) (doctor.CLIProbe, error)
+
+func (f proberFunc) ProbeCLI(ctx context.Context, a doctor.Agent) (doctor.CLIProbe, error) {
+	return f(ctx, a)
+}
+
+// The database check's fix names the store in use: PostgreSQL's server, or the SQLite file
+// (missing, held by another process, unreadable).
+func TestDatabaseFixMatchesTheStore(t *testing.T) {
+	for _, tc := range []struct {
+		name, sqlite string
+		err          error
+		fix          string
+	}{
+		{"postgres", "", errors.New("dial tcp 127.0.0.1:5432: connection refused"), "fix: start PostgreSQL"},
+		{"sqlite missing", "/data/alfred.db", fmt.Errorf("%w at /data/alfred.db", doctor.ErrNoSQLite), "fix: no database at /data/alfred.db: `alfred serve` (or `alfred migrate`) creates it"},
+		{"sqlite in use", "/data/alfred.db", fmt.Errorf("%w: locked", doctor.ErrSQLiteInUse), "fix: another process holds /data/alfred.db"},
+		{"sqlite unreadable", "/data/alfred.db", errors.New("permission denied"), "fix: check /data/alfred.db: its directory exists"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := doctor.Run(context.Background(), doctor.Config{ConfigFile: "alfred.yaml", PublicURL: public, SQLite: tc.sqlite,
+				Database: func(context.Context) error { return tc.err }})
+			var b bytes.Buffer
+			require.NoError(t, rep.Write(&b))
+			require.Contains(t, b.String(), tc.fix)
+			require.Equal(t, tc.name != "sqlite missing", rep.Blocking(), "only a missing SQLite file is a warning (a first start)")
+			if tc.sqlite != "" {
+				require.NotContains(t, b.String(), "PostgreSQL (", "no PostgreSQL fix for a SQLite store")
+				require.False(t, strings.Contains(b.String(), "start PostgreSQL"))
+			}
+		})
+	}
+}
+
+// An agent image whose version command exits non-zero fails its check (it used to be a
+// warning, with the image line [ok]).
+func TestBrokenAgentImageFails(t *testing.T) {
+	_, cfg := good(t)
+	cfg.Prober = proberFunc(func(context.Context, doctor.Agent) (doctor.CLIProbe, error) {
+		return doctor.CLIProbe{}, &doctor.ExitError{Code: 127, Output: "exec: claude: not found"}
+	})
+	rep := doctor.Run(context.Background(), cfg)
+	var b bytes.Buffer
+	require.NoError(t, rep.Write(&b))
+	require.Contains(t, b.String(), "[FAIL] agent claude: CLI: alfred/claude-code:2.1.332 does not run the claude-code CLI: its command exited 127: exec: claude: not found")
+	require.True(t, rep.Blocking())
 }

@@ -23,7 +23,7 @@ var (
 // checkForge checks the token, then each repository: the bot's permission and the webhook.
 func checkForge(ctx context.Context, r *Report, publicURL string, f Forge) {
 	name := "forge " + f.Name
-	u, err := f.Client.BotUser(ctx)
+	u, err := bounded(ctx, r.quick, f.Client.BotUser)
 	switch {
 	case errors.Is(err, forge.ErrForbidden):
 		r.add(name+": token", Fail, "the forge rejects the token", tokenFix(f))
@@ -59,7 +59,7 @@ func tokenFix(f Forge) string {
 // check is then skipped: listing hooks needs at least that access).
 func checkPermission(ctx context.Context, r *Report, f Forge, repo string) bool {
 	check := fmt.Sprintf("forge %s: %s: permission", f.Name, repo)
-	p, err := f.Client.Permission(ctx, repo)
+	p, err := bounded(ctx, r.quick, func(ctx context.Context) (forge.Permission, error) { return f.Client.Permission(ctx, repo) })
 	switch {
 	case errors.Is(err, forge.ErrNotFound):
 		r.add(check, Fail, f.BotUser+" cannot see the repository", "add "+f.BotUser+" to "+repo+" ("+wantRole(f.Kind)+")")
@@ -98,7 +98,7 @@ func checkHook(ctx context.Context, r *Report, publicURL string, f Forge, repo s
 		events = GitLabEvents
 	}
 	create := hookFix(f, repo, want, events)
-	hooks, err := f.Client.Hooks(ctx, repo)
+	hooks, err := bounded(ctx, r.quick, func(ctx context.Context) ([]forge.Hook, error) { return f.Client.Hooks(ctx, repo) })
 	switch {
 	case errors.Is(err, forge.ErrForbidden) && f.Kind == forge.KindGitLab:
 		r.add(check, Warn, f.BotUser+" may not list the project's webhooks (Maintainer needed): not verified",

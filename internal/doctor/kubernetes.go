@@ -80,7 +80,7 @@ type Kubernetes struct {
 // names what is missing (the verb, the claim, the image).
 func checkKubernetes(ctx context.Context, r *Report, cfg Config) {
 	k := cfg.Kubernetes
-	v, err := guardedValue(func() (string, error) { return k.Cluster.Version(ctx) })
+	v, err := bounded(ctx, r.quick, k.Cluster.Version)
 	if err != nil {
 		r.add("kubernetes: API", Fail, "unreachable: "+err.Error(),
 			"check runner.kubernetes.kubeconfig (empty: the Pod's service account) and that the API server answers")
@@ -92,7 +92,7 @@ func checkKubernetes(ctx context.Context, r *Report, cfg Config) {
 		var missing []string
 		var errs []string
 		for _, verb := range p.Verbs {
-			ok, err := guardedValue(func() (bool, error) { return k.Cluster.Allowed(ctx, p.Resource, verb) })
+			ok, err := bounded(ctx, r.quick, func(ctx context.Context) (bool, error) { return k.Cluster.Allowed(ctx, p.Resource, verb) })
 			switch {
 			case err != nil:
 				errs = append(errs, verb+": "+err.Error())
@@ -132,7 +132,7 @@ func checkKubernetes(ctx context.Context, r *Report, cfg Config) {
 
 func checkClaim(ctx context.Context, r *Report, k *Kubernetes) {
 	name := "kubernetes: state claim " + k.StateClaim
-	c, err := guardedValue(func() (ClaimStatus, error) { return k.Cluster.Claim(ctx) })
+	c, err := bounded(ctx, r.quick, k.Cluster.Claim)
 	switch {
 	case err != nil:
 		r.add(name, Fail, "cannot read it: "+err.Error(), "check the permission to get persistentvolumeclaims (above)")
@@ -156,7 +156,7 @@ func checkClaim(ctx context.Context, r *Report, k *Kubernetes) {
 // checkPod runs a Pod of a's image and reports whether it ran.
 func checkPod(ctx context.Context, r *Report, k *Kubernetes, a Agent) bool {
 	name := "agent " + a.Name + ": image"
-	run, err := guardedValue(func() (PodRun, error) { return k.Cluster.RunPod(ctx, a.Image, a.VersionCommand) })
+	run, err := bounded(ctx, r.long, func(ctx context.Context) (PodRun, error) { return k.Cluster.RunPod(ctx, a.Image, a.VersionCommand) })
 	switch {
 	case errors.Is(err, ErrImageMissing):
 		s := Fail
@@ -174,6 +174,12 @@ func checkPod(ctx context.Context, r *Report, k *Kubernetes, a Agent) bool {
 	what := "its default command"
 	if len(a.VersionCommand) > 0 {
 		what = strings.Join(a.VersionCommand, " ")
+	}
+	if run.Exit != 0 {
+		r.add(name, Fail, fmt.Sprintf("a Pod of %s (%s) ran in namespace %s but exited %d: the image does not run the %s agent",
+			a.Image, what, k.Namespace, run.Exit, a.Adapter),
+			"the Pod's log in namespace "+k.Namespace+" says why; build the image again so that its command runs (deploy/agents/Dockerfile; make script-agent-image for the script agent)")
+		return false
 	}
 	r.add(name, OK, fmt.Sprintf("%s present or pullable: a Pod of it (%s) ran to completion in namespace %s (exit %d, %s)",
 		a.Image, what, k.Namespace, run.Exit, run.Took.Round(100*time.Millisecond)), "")

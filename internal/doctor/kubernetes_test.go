@@ -17,6 +17,7 @@ type cluster struct {
 	denied map[string]bool // "verb resource" the credentials may not do
 	claim  doctor.ClaimStatus
 	images map[string]bool // images the nodes can have
+	broken map[string]bool // images whose command exits 1
 	pods   []string        // images RunPod ran, in order
 }
 
@@ -29,6 +30,9 @@ func (c *cluster) RunPod(_ context.Context, image string, _ []string) (doctor.Po
 	c.pods = append(c.pods, image)
 	if !c.images[image] {
 		return doctor.PodRun{}, fmt.Errorf("%w: ErrImageNeverPull", doctor.ErrImageMissing)
+	}
+	if c.broken[image] {
+		return doctor.PodRun{Exit: 1, Took: 2 * time.Second}, nil
 	}
 	return doctor.PodRun{Exit: 0, Took: 2 * time.Second}, nil
 }
@@ -75,6 +79,10 @@ func TestKubernetesChecks(t *testing.T) {
 			images: map[string]bool{"alfred/script-agent:dev": true, "alfred/spare:1": true}},
 			[]string{"[warn] kubernetes: state claim alfred-state: Bound, but ReadWriteOnce: Alfred and every run's Pod must then be on one node"},
 			false},
+		{"image whose command fails", cluster{claim: bound, images: map[string]bool{"alfred/script-agent:dev": true, "alfred/spare:1": true},
+			broken: map[string]bool{"alfred/script-agent:dev": true}},
+			[]string{"[FAIL] agent script: image: a Pod of alfred/script-agent:dev (its default command) ran in namespace alfred but exited 1: the image does not run the script agent"},
+			true},
 		{"images missing", cluster{claim: bound},
 			[]string{"[FAIL] agent script: image: alfred/script-agent:dev cannot be had on the cluster: image missing on the cluster: ErrImageNeverPull",
 				"[warn] agent spare: image: alfred/spare:1 cannot be had on the cluster"},

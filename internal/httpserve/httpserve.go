@@ -11,7 +11,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -116,8 +118,9 @@ func (s *Stages) Stats() Stats {
 var errSaturated = errors.New("httpserve: saturated")
 
 // ServeHTTP reads r's body whole (at most MaxBodyBytes+1 bytes), then waits for a handling
-// slot and runs the handler with the body from memory. A body that cannot be read (the read
-// timeout passed, the client went away) is answered 400 without a handling slot; a wait that
+// slot and runs the handler with the body from memory. A body that cannot be read is answered
+// without a handling slot, never 2xx: 408 when the read timeout cut it, 400 otherwise (the
+// client went away, a malformed chunk); a wait that
 // runs out is answered 503 with "Retry-After: 1" (nothing was handled or stored).
 func (s *Stages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hasBody(r) && r.ContentLength <= s.maxBody {
@@ -128,9 +131,10 @@ func (s *Stages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			saturated(w, "too many requests being read")
 			return
 		case err != nil:
-			if r.Context().Err() == nil {
-				http.Error(w, "cannot read the request body", http.StatusBadRequest)
-			}
+			// Answered even when the read error ended the request's context (net/http cancels
+			// it on a read error): left unwritten, the answer would be 200 with an empty body,
+			// which a forge takes as delivered. A client that went away reads nothing.
+			bodyReadError(w, err)
 			return
 		}
 		if int64(len(body)) > s.maxBody {
@@ -152,6 +156,17 @@ func (s *Stages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handling.Add(1)
 	defer s.handling.Add(-1)
 	s.h.ServeHTTP(w, r)
+}
+
+// bodyReadError answers a body that could not be read whole: 408 when the read timed out (the
+// server's ReadTimeout cut it), 400 otherwise; the connection is closed after the answer.
+func bodyReadError(w http.ResponseWriter, err error) {
+	w.Header().Set("Connection", "close")
+	if ne, ok := err.(net.Error); (ok && ne.Timeout()) || errors.Is(err, os.ErrDeadlineExceeded) {
+		http.Error(w, "the request body did not arrive within the read timeout", http.StatusRequestTimeout)
+		return
+	}
+	http.Error(w, "cannot read the request body", http.StatusBadRequest)
 }
 
 // hasBody reports whether r may carry a body to read.

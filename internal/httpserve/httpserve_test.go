@@ -1,6 +1,7 @@
 package httpserve
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -204,4 +205,34 @@ func TestBodyMemoryBound(t *testing.T) {
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// A body the server's read timeout cuts off is answered with an error status, never 2xx: a
+// forge takes a 2xx as delivered and never sends it again, and nothing was stored.
+func TestBodyCutByTheReadTimeoutIsAnError(t *testing.T) {
+	var handled atomic.Int32
+	l := limits(1)
+	l.ReadTimeout = 300 * time.Millisecond
+	srv := New(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handled.Add(1)
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	c, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	_, err = fmt.Fprintf(c, "POST /webhooks/fj HTTP/1.1\r\nHost: alfred\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"action\":")
+	require.NoError(t, err)
+	// Then nothing more: the client stalls past the read timeout, still connected, and reads
+	// the answer (the read waits for it; the deadline only keeps a hang from lasting).
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(time.Minute)))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err, "an answer, not a closed connection")
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	require.Zero(t, handled.Load(), "the handler never sees a cut body")
 }

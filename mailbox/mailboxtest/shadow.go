@@ -18,7 +18,8 @@ type ShadowLog struct {
 	now func() time.Time
 
 	mu     sync.Mutex
-	writes []mailbox.ShadowWrite // index = id-1
+	writes []mailbox.ShadowWrite // oldest first
+	lastID int64
 }
 
 // NewShadowLog returns an empty log reading time from now (time.Now when nil).
@@ -29,11 +30,18 @@ func NewShadowLog(now func() time.Time) *ShadowLog {
 	return &ShadowLog{now: now}
 }
 
-// RecordShadow appends w with the next id.
+// RecordShadow appends w with the next id; an edit replaces the earlier edit of its comment
+// (mailbox.ShadowLog).
 func (l *ShadowLog) RecordShadow(_ context.Context, w mailbox.ShadowWrite) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w.ID = int64(len(l.writes) + 1)
+	if w.Kind == mailbox.ShadowEditComment {
+		l.writes = slices.DeleteFunc(l.writes, func(e mailbox.ShadowWrite) bool {
+			return e.Kind == mailbox.ShadowEditComment && e.Target == w.Target && e.CommentID == w.CommentID
+		})
+	}
+	l.lastID++
+	w.ID = l.lastID
 	if w.At.IsZero() {
 		w.At = l.now()
 	}

@@ -44,7 +44,7 @@ var builders = map[string]func(Config) (runner.Agent, error){
 // newAPI builds an API-mode adapter (no image, no container) from cfg.
 func newAPI(kind string, c Config) (runner.Agent, error) {
 	return apimode.New(apimode.Config{Kind: kind, Model: c.Model, APIKey: c.APIKey, BaseURL: c.BaseURL,
-		MaxTurns: c.MaxTurns, MaxTokens: c.MaxTokens, Prices: c.Prices})
+		MaxTurns: c.MaxTurns, MaxTokens: c.MaxTokens, MaxToolCalls: c.MaxToolCalls, Prices: c.Prices})
 }
 
 // Kinds lists the adapter kinds New builds: script, claude-code, codex, opencode, copilot,

@@ -82,3 +82,18 @@ func seedBackground(b *testing.B, n int) *sqlstore.Store {
 	}
 	return postgres.New(db, nil)
 }
+
+// BenchmarkIngestRounds is sqlstoretest.BenchIngestRounds on PostgreSQL.
+func BenchmarkIngestRounds(b *testing.B) {
+	db, _ := pgtest.New(b)
+	s := postgres.New(db, nil)
+	batch := 0
+	sqlstoretest.BenchIngestRounds(b, s, func(n int) {
+		batch++
+		_, err := db.ExecContext(b.Context(), `INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at, processed_at)
+			SELECT (SELECT id FROM mailboxes ORDER BY id LIMIT 1 OFFSET g % (SELECT count(*) FROM mailboxes)), 'forgejo',
+				'seed-' || $2 || '-' || g, 'h', 'comment', '{}', now(), now()
+			FROM generate_series(1, $1) AS g`, n, batch)
+		require.NoError(b, err)
+	})
+}

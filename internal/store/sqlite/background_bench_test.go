@@ -86,3 +86,22 @@ func seedBackground(b *testing.B, n int) *sqlstore.Store {
 	}
 	return s
 }
+
+// BenchmarkIngestRounds is sqlstoretest.BenchIngestRounds on SQLite: the cost of a delivery
+// (stored, read back as pending, marked processed) in a fresh database and after 20,000 and
+// 40,000 processed events in the same mailboxes; ratio = third round / first.
+func BenchmarkIngestRounds(b *testing.B) {
+	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "alfred.db"), nil)
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = s.Close() })
+	batch := 0
+	sqlstoretest.BenchIngestRounds(b, s, func(n int) {
+		batch++
+		_, err := s.DB().ExecContext(b.Context(), `WITH RECURSIVE series (g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM series WHERE g < $1)
+			INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at, processed_at)
+			SELECT (SELECT min(id) FROM mailboxes) + g % (SELECT count(*) FROM mailboxes), 'forgejo', -- ids 1 to 5 in a fresh file
+				'seed-' || $2 || '-' || g, 'h', 'comment', '{}', $3, $3
+			FROM series`, n, batch, time.Now().UnixMicro())
+		require.NoError(b, err)
+	})
+}

@@ -35,6 +35,9 @@ import (
 // ErrLocked is returned (wrapped) by Open and OpenDB when another process holds the database.
 var ErrLocked = errors.New("sqlite: the database is in use by another process")
 
+// ErrNoDatabase is wrapped by OpenExisting when there is no database file at the path.
+var ErrNoDatabase = errors.New("sqlite: there is no database file")
+
 // BusyTimeoutMS is how long a statement waits for a lock held by another connection before it
 // fails with SQLITE_BUSY, in milliseconds. With one connection per process and the process
 // lock it covers tools such as the sqlite3 shell reading the file.
@@ -76,21 +79,45 @@ func Open(ctx context.Context, path string, now func() time.Time) (*sqlstore.Sto
 	return New(db, now), nil
 }
 
+// OpenExisting is Open for a database that must exist already (alfred doctor): it never
+// creates the file or its directory; a missing file is an error wrapping ErrNoDatabase.
+func OpenExisting(ctx context.Context, path string, now func() time.Time) (*sqlstore.Store, error) {
+	db, err := openDB(ctx, path, false)
+	if err != nil {
+		return nil, err
+	}
+	return New(db, now), nil
+}
+
 // OpenDB opens (creating it, mode 0600, and its directory when missing) the SQLite database at
 // path, takes the process lock on path+".lock" and applies the migrations. A lock held by
 // another process returns an error wrapping ErrLocked.
-func OpenDB(ctx context.Context, path string) (*DB, error) {
+func OpenDB(ctx context.Context, path string) (*DB, error) { return openDB(ctx, path, true) }
+
+// openDB is OpenDB; without create, a missing file is ErrNoDatabase and nothing is created but
+// the lock file beside an existing database.
+func openDB(ctx context.Context, path string, create bool) (*DB, error) {
 	if path == "" || strings.ContainsRune(path, '?') {
 		return nil, fmt.Errorf("open sqlite database: invalid path %q", path)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+	if !create {
+		if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("open sqlite database %s: %w", path, ErrNoDatabase)
+		}
+	} else if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("create the database directory: %w", err)
 	}
 	lock, err := acquireLock(path + ".lock")
 	if err != nil {
 		return nil, err
 	}
-	if err := createPrivate(path); err != nil {
+	if !create {
+		if f, err := os.OpenFile(path, os.O_RDWR, 0); err != nil {
+			return nil, errors.Join(fmt.Errorf("open sqlite database %s: %w", path, err), lock.Close())
+		} else if err := f.Close(); err != nil {
+			return nil, errors.Join(err, lock.Close())
+		}
+	} else if err := createPrivate(path); err != nil {
 		return nil, errors.Join(err, lock.Close())
 	}
 	db, err := sqlx.Open(string(migrations.SQLite), DSN(path))

@@ -138,3 +138,22 @@ func TestSecondProcessIsRefused(t *testing.T) {
 	require.NoError(t, err, "the lock goes with the killed process")
 	require.NoError(t, db.Close())
 }
+
+// OpenExisting never creates a database: a missing file (or directory) is ErrNoDatabase and
+// nothing is left behind; an existing database opens.
+func TestOpenExistingCreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "data", "alfred.db")
+	_, err := sqlite.OpenExisting(context.Background(), path, nil)
+	require.ErrorIs(t, err, sqlite.ErrNoDatabase)
+	_, err = os.Stat(filepath.Join(dir, "data"))
+	require.ErrorIs(t, err, os.ErrNotExist, "not even the directory")
+
+	st, err := sqlite.Open(context.Background(), path, nil)
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	st, err = sqlite.OpenExisting(context.Background(), path, nil)
+	require.NoError(t, err)
+	require.NoError(t, st.Ping(context.Background()))
+	require.NoError(t, st.Close())
+}

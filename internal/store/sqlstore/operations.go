@@ -46,7 +46,11 @@ const sqlBacklog = `SELECT count(*) FROM events WHERE processed_at IS NULL`
 
 // sqlOldestPending reads the receive time of the first unprocessed event in arrival order;
 // the column itself, not an aggregate, so that each engine's driver reads it as a time.
-const sqlOldestPending = `SELECT received_at FROM events WHERE processed_at IS NULL ORDER BY id LIMIT 1`
+//
+// ORDER BY +id: ordered by the key itself, SQLite walks every event from the first, processed
+// or not, until it meets a pending one; so the pending events are read through their index
+// and sorted (as many as wait).
+const sqlOldestPending = `SELECT received_at FROM events WHERE processed_at IS NULL ORDER BY +id LIMIT 1`
 
 // Backlog returns how many events wait to be applied and how long the first of them (in
 // arrival order) has waited since it was received, at the store's clock (0 when none waits).

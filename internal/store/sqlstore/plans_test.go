@@ -209,3 +209,52 @@ func (p planNode) seqScans() []string {
 	}
 	return out
 }
+
+// The look-ups of pending events read the pending events only, never every event a mailbox
+// ever had: one mailbox holding 3,000 processed events and 2 pending ones, as under a steady
+// ingest (no ANALYZE, as a fresh database has none). Through events_mailbox the pass's read
+// and the claim's check grew with the events stored, and ingest with them.
+func TestPendingLookupsReadOnlyPendingEventsSQLite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := sqlx.Open("sqlite", filepath.Join(t.TempDir(), "alfred.db")+"?_foreign_keys=1&_time_integer_format=unix_micro")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	require.NoError(t, migrations.Apply(ctx, db.DB, migrations.SQLite))
+	for _, q := range []string{
+		`INSERT INTO mailboxes (forge, repo, number, state, updated_at) VALUES ('gitlab', 'acme/r', 1, 'idle', 1)`,
+		`WITH RECURSIVE series (g) AS (SELECT 1 UNION ALL SELECT g + 1 FROM series WHERE g < 3002)
+		INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, processed_at)
+		SELECT 1, 'gitlab', 'd-' || g, 'h', 'issue', '{}', CASE WHEN g <= 3000 THEN 1 END FROM series`,
+	} {
+		_, err := db.ExecContext(ctx, q)
+		require.NoError(t, err)
+	}
+	for _, st := range []struct {
+		name, query string
+		args        []any
+	}{
+		{"a pass's pending events", sqlPendingEvents, []any{1}},
+		{"the oldest pending event", sqlOldestPending, nil},
+		{"the backlog", sqlBacklog, nil},
+		{"a mailbox with pending events", `SELECT count(*) FROM mailboxes m
+			WHERE EXISTS (SELECT 1 FROM events e WHERE e.mailbox_id = m.id AND e.processed_at IS NULL)`, nil},
+	} {
+		rows, err := db.QueryxContext(ctx, "EXPLAIN QUERY PLAN "+st.query, st.args...)
+		require.NoError(t, err, st.name)
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+			plan = append(plan, detail)
+		}
+		require.NoError(t, rows.Err())
+		all := strings.Join(plan, "\n")
+		require.Contains(t, all, "events_pending", "%s: not through the pending index:\n%s", st.name, all)
+		require.NotContains(t, all, "events_mailbox", "%s reads every event of the mailbox:\n%s", st.name, all)
+		for _, d := range plan {
+			require.NotEqual(t, "SCAN events", d, "%s reads every event:\n%s", st.name, all)
+		}
+	}
+}

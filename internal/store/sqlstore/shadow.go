@@ -28,7 +28,8 @@ VALUES (COALESCE(
 	$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 RETURNING id`
 
-// RecordShadow implements mailbox.ShadowLog.
+// RecordShadow implements mailbox.ShadowLog: an edit replaces the earlier edit of its comment,
+// in the same transaction.
 func (s *Store) RecordShadow(ctx context.Context, w mailbox.ShadowWrite) (int64, error) {
 	add, remove, detail, err := encodeShadow(w)
 	if err != nil {
@@ -39,12 +40,28 @@ func (s *Store) RecordShadow(ctx context.Context, w mailbox.ShadowWrite) (int64,
 		at = s.now()
 	}
 	var id int64
-	if err := s.db.GetContext(ctx, &id, sqlRecordShadow, w.Target.Forge, w.Target.Repo, w.Target.Number,
-		w.Target.MergeRequest, string(w.Kind), w.CommentID, w.Body, add, remove, detail, at); err != nil {
+	err = s.withTx(ctx, func(q querier) error {
+		if w.Kind == mailbox.ShadowEditComment {
+			if _, err := q.ExecContext(ctx, sqlDropEarlierEdits, w.Target.Forge, w.Target.Repo, w.Target.Number,
+				w.Target.MergeRequest, w.CommentID); err != nil {
+				return err
+			}
+		}
+		return q.GetContext(ctx, &id, sqlRecordShadow, w.Target.Forge, w.Target.Repo, w.Target.Number,
+			w.Target.MergeRequest, string(w.Kind), w.CommentID, w.Body, add, remove, detail, at)
+	})
+	if err != nil {
 		return 0, fmt.Errorf("record shadow write: %w", err)
 	}
 	return id, nil
 }
+
+// sqlDropEarlierEdits deletes the earlier edits of a comment on a target: the log keeps the
+// latest edit of each comment only (mailbox.ShadowLog), so its size follows the work done, not
+// the passes made while a run is held. Migration 0015 compacted the rows written before.
+const sqlDropEarlierEdits = `
+DELETE FROM shadow_writes
+WHERE forge = $1 AND repo = $2 AND number = $3 AND merge_request = $4 AND kind = 'edit_comment' AND comment_id = $5`
 
 func encodeShadow(w mailbox.ShadowWrite) (add, remove, detail string, err error) {
 	enc := func(v any, empty string) string {

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
@@ -35,13 +36,19 @@ const (
 	OpenAI    = "openai-api"
 )
 
-// Defaults of the loop's bounds and the SDKs' retries, used when the Config field is zero.
+// Defaults of the loop's bounds and the retries, used when the Config field is zero.
 const (
 	DefaultMaxTurns        = 40
 	DefaultMaxTokens       = 2_000_000
 	DefaultMaxOutputTokens = 8192
+	DefaultMaxToolCalls    = 16
 	DefaultMaxRetries      = 2
+	DefaultMaxRetryWait    = time.Minute
 )
+
+// minTurnOutput is the least output a turn is started with: with fewer tokens left for the
+// reply than this (after the estimate of its input), the run stops before the turn.
+const minTurnOutput = 256
 
 // Price is what a model costs, in US dollars per million tokens.
 type Price = clikit.Price
@@ -62,11 +69,19 @@ type Config struct {
 	// MaxTokens bounds the input and output tokens of one run, summed over its turns
 	// (DefaultMaxTokens if zero).
 	MaxTokens int64
-	// MaxOutputTokens bounds one reply (DefaultMaxOutputTokens if zero).
+	// MaxOutputTokens bounds one reply (DefaultMaxOutputTokens if zero); a turn's max_tokens is
+	// less when less of MaxTokens remains.
 	MaxOutputTokens int64
-	// MaxRetries is the SDK's retries of a failed request (429 honouring retry-after, 408,
-	// 409, 5xx, connection errors); DefaultMaxRetries if zero, none if negative.
+	// MaxToolCalls bounds the tool calls executed for one reply (DefaultMaxToolCalls if zero);
+	// the calls beyond it are answered as refused, without running them.
+	MaxToolCalls int
+	// MaxRetries is Alfred's retries of a failed model call (408, 409, 429, 5xx, connection
+	// errors); DefaultMaxRetries if zero, none if negative. The SDKs' own retries are off.
 	MaxRetries int
+	// MaxRetryWait is the longest Retry-After honoured (DefaultMaxRetryWait if zero): a
+	// provider asking for a longer wait, or one past the run's deadline, fails the call at
+	// once with its words.
+	MaxRetryWait time.Duration
 	// Prices maps a model to its price; a model without one is unrated (cost unknown).
 	Prices map[string]Price
 	// HTTPClient carries the requests (nil: the SDK's default).
@@ -76,6 +91,8 @@ type Config struct {
 // Agent is an API-mode adapter; it implements runner.APIAgent.
 type Agent struct {
 	cfg Config
+	// wait waits d or until ctx ends (sleep; tests replace it to see the waits).
+	wait func(ctx context.Context, d time.Duration) error
 }
 
 var _ runner.APIAgent = (*Agent)(nil)
@@ -100,13 +117,31 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxOutputTokens <= 0 {
 		cfg.MaxOutputTokens = DefaultMaxOutputTokens
 	}
+	if cfg.MaxToolCalls <= 0 {
+		cfg.MaxToolCalls = DefaultMaxToolCalls
+	}
+	if cfg.MaxRetryWait <= 0 {
+		cfg.MaxRetryWait = DefaultMaxRetryWait
+	}
 	switch {
 	case cfg.MaxRetries == 0:
 		cfg.MaxRetries = DefaultMaxRetries
 	case cfg.MaxRetries < 0:
 		cfg.MaxRetries = 0
 	}
-	return &Agent{cfg: cfg}, nil
+	return &Agent{cfg: cfg, wait: sleep}, nil
+}
+
+// sleep waits d, or until ctx ends (its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Name returns the adapter kind.
@@ -133,7 +168,12 @@ var ErrBound = errors.New("the tool loop reached its bound")
 // reply are executed on the worktree (Tools) and answered, and a reply without tool calls is
 // the final answer, read as the result JSON (the whole text or a ```json fence) and validated
 // with phase.ValidateResult. Bounds: Config.MaxTurns model calls and Config.MaxTokens tokens
-// (ErrBound), and ctx. The report's usage and log cover every turn made, also of a failed run.
+// (ErrBound), Config.MaxToolCalls executed per reply, and ctx. The token bound is checked
+// before each turn: the next turn's input is estimated (the last turn's input and output and
+// the tool results added, about four bytes a token) and the turn starts only with at least
+// minTurnOutput tokens left for its reply, its max_tokens capped to what remains. A failed
+// call is retried (callWithRetry). The report's usage and log cover every turn made, also of
+// a failed run.
 func (a *Agent) RunAPI(ctx context.Context, run runner.APIRun) (rep runner.APIReport, _ error) {
 	in := run.Input
 	var log strings.Builder
@@ -160,14 +200,23 @@ func (a *Agent) RunAPI(ctx context.Context, run runner.APIRun) (rep runner.APIRe
 		conv = newOpenAI(a.cfg, model, system, prompt, tools.Specs())
 	}
 	fmt.Fprintf(&log, "API mode: %s, model %s, run %s\n", a.cfg.Kind, model, in.Key)
+	nextIn := int64(len(system)+len(prompt))/4 + 1 // the estimate of the next turn's input tokens
 	for {
 		if rep.Turns == a.cfg.MaxTurns {
 			err := fmt.Errorf("%w: %d turns without a final answer", ErrBound, a.cfg.MaxTurns)
 			fmt.Fprintf(&log, "stopped: %v\n", err)
 			return rep, err
 		}
+		left := a.cfg.MaxTokens - rep.Usage.InputTokens - rep.Usage.OutputTokens
+		maxOut := min(a.cfg.MaxOutputTokens, left-nextIn)
+		if maxOut < min(minTurnOutput, a.cfg.MaxOutputTokens) {
+			err := fmt.Errorf("%w: the next turn needs about %d tokens of input and %d for its reply; %d of the run's %d remain",
+				ErrBound, nextIn, min(minTurnOutput, a.cfg.MaxOutputTokens), max(left, 0), a.cfg.MaxTokens)
+			fmt.Fprintf(&log, "stopped: %v\n", err)
+			return rep, err
+		}
 		rep.Turns++
-		r, err := conv.next(ctx)
+		r, err := a.callWithRetry(ctx, conv, maxOut, &log)
 		rep.Usage.InputTokens += r.in
 		rep.Usage.OutputTokens += r.out
 		if rated {
@@ -199,18 +248,76 @@ func (a *Agent) RunAPI(ctx context.Context, run runner.APIRun) (rep runner.APIRe
 			return rep, err
 		}
 		results := make([]toolResult, 0, len(r.calls))
-		for _, c := range r.calls {
+		resultBytes := 0
+		for i, c := range r.calls {
+			if i >= a.cfg.MaxToolCalls {
+				msg := fmt.Sprintf("refused: this reply made %d tool calls, more than the %d one reply may make; this call was not run, ask for it again if it still matters",
+					len(r.calls), a.cfg.MaxToolCalls)
+				if i == a.cfg.MaxToolCalls {
+					fmt.Fprintf(&log, "  %d tool calls beyond the %d of one reply refused\n", len(r.calls)-i, a.cfg.MaxToolCalls)
+				}
+				results = append(results, toolResult{id: c.id, content: msg, isError: true})
+				resultBytes += len(msg)
+				continue
+			}
 			out, err := tools.Call(c.name, c.args)
 			if err != nil {
 				fmt.Fprintf(&log, "  %s %s: error: %v\n", c.name, oneLine(string(c.args)), err)
 				results = append(results, toolResult{id: c.id, content: err.Error(), isError: true})
+				resultBytes += len(err.Error())
 				continue
 			}
 			fmt.Fprintf(&log, "  %s %s: %d bytes\n", c.name, oneLine(string(c.args)), len(out))
 			results = append(results, toolResult{id: c.id, content: out})
+			resultBytes += len(out)
 		}
 		conv.answer(results)
+		// The next turn sends this turn's input again, its reply and the results.
+		nextIn = r.in + r.out + int64(resultBytes)/4 + 1
 	}
+}
+
+// callWithRetry makes one model call with max_tokens maxOut, retrying a failure the provider
+// may get over (408, 409, 429, 5xx, a connection error) up to Config.MaxRetries times. Before
+// a retry it waits what the provider's Retry-After asks, or else 0.5 s doubled at each retry
+// up to 8 s; a Retry-After over Config.MaxRetryWait, or one that would end past ctx's
+// deadline, fails the call at once with the provider's words (the wait is in them).
+func (a *Agent) callWithRetry(ctx context.Context, conv conversation, maxOut int64, log *strings.Builder) (reply, error) {
+	for attempt := 0; ; attempt++ {
+		r, err := conv.next(ctx, maxOut)
+		if err == nil || attempt >= a.cfg.MaxRetries || ctx.Err() != nil || !retryable(err) {
+			return r, err
+		}
+		wait := min(500*time.Millisecond<<attempt, 8*time.Second)
+		var pe *ProviderError
+		if errors.As(err, &pe) && pe.HasRetryAfter {
+			wait = pe.RetryAfter
+			if wait > a.cfg.MaxRetryWait {
+				fmt.Fprintf(log, "  the provider asks to wait %s, more than the %s honoured\n", wait, a.cfg.MaxRetryWait)
+				return r, err
+			}
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			fmt.Fprintf(log, "  the provider asks to wait %s, past the run's time limit\n", wait)
+			return r, err
+		}
+		fmt.Fprintf(log, "  %v; retry %d of %d in %s\n", err, attempt+1, a.cfg.MaxRetries, wait)
+		if werr := a.wait(ctx, wait); werr != nil {
+			return r, err
+		}
+	}
+}
+
+// retryable reports whether err is a failure a retry may get over: HTTP 408, 409, 429 or 5xx,
+// or the provider not reached (not ctx's end).
+func retryable(err error) bool {
+	var pe *ProviderError
+	if errors.As(err, &pe) {
+		return pe.Status == http.StatusRequestTimeout || pe.Status == http.StatusConflict ||
+			pe.Status == http.StatusTooManyRequests || pe.Status >= 500
+	}
+	var ue *unreachableError
+	return errors.As(err, &ue)
 }
 
 // finalResult reads the final reply as the run's result.

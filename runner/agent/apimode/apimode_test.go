@@ -188,12 +188,24 @@ func TestLoopBoundEndsTheRun(t *testing.T) {
 			assert.Contains(t, rep.Log, "stopped: the tool loop reached its bound")
 		})
 		t.Run(p.kind+"/tokens", func(t *testing.T) {
-			srv := p.start(t, testKey, testModel, loop)
-			rep, err := newAgent(t, p, srv, func(c *apimode.Config) { c.MaxTokens = 1000 }).
+			// The budget is checked before each turn: the fourth turn would send about 436 tokens
+			// again, and 490 are left: less than 256 for its reply; it is not started.
+			var maxTokens []int64
+			srv := p.start(t, testKey, testModel, func(ex apimodetest.Exchange) apimodetest.Reply {
+				maxTokens = append(maxTokens, ex.MaxTokens)
+				return loop(ex)
+			})
+			rep, err := newAgent(t, p, srv, func(c *apimode.Config) { c.MaxTokens = 1750; c.MaxOutputTokens = 600 }).
 				RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
 			require.ErrorIs(t, err, apimode.ErrBound)
-			assert.EqualError(t, err, "the tool loop reached its bound: 1260 tokens used, more than the run's 1000")
+			assert.Regexp(t, `^the tool loop reached its bound: the next turn needs about \d+ tokens of input and 256 for its reply; 490 of the run's 1750 remain$`, err.Error())
 			assert.Equal(t, 3, rep.Turns)
+			assert.Equal(t, 3, srv.Calls())
+			assert.LessOrEqual(t, rep.Usage.InputTokens+rep.Usage.OutputTokens, int64(1750), "the run never overshoots")
+			require.Len(t, maxTokens, 3)
+			assert.Equal(t, int64(600), maxTokens[0], "the configured reply bound while it fits")
+			assert.Less(t, maxTokens[2], int64(600), "the last turn's reply capped to what remains")
+			assert.Positive(t, maxTokens[2])
 		})
 	}
 }
@@ -395,4 +407,95 @@ func TestProviderEnvironmentIgnored(t *testing.T) {
 		cancel()
 	}
 	assert.Zero(t, decoy.Calls())
+}
+
+// A reply's tool calls beyond max_tool_calls are not run: each is answered as refused, and the
+// run goes on.
+func TestToolCallsPerReplyAreBounded(t *testing.T) {
+	for _, p := range providers {
+		t.Run(p.kind, func(t *testing.T) {
+			var seen []apimodetest.Result
+			srv := p.start(t, testKey, testModel, func(ex apimodetest.Exchange) apimodetest.Reply {
+				if ex.Turn == 1 {
+					calls := make([]apimodetest.Call, 30)
+					for i := range calls {
+						calls[i] = apimodetest.Call{Name: "read_file", Args: map[string]any{"path": "src/report.py"}}
+					}
+					return apimodetest.Reply{Calls: calls}
+				}
+				seen = ex.Results
+				return apimodetest.Reply{Text: finalFunctional}
+			})
+			rep, err := newAgent(t, p, srv, func(c *apimode.Config) { c.MaxToolCalls = 5 }).
+				RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
+			require.NoError(t, err, rep.Log)
+			require.Len(t, seen, 30, "every call is answered")
+			for i, r := range seen {
+				if i < 5 {
+					assert.False(t, r.IsError, "call %d runs", i)
+					assert.Contains(t, r.Content, "MARK-REPORT")
+					continue
+				}
+				assert.True(t, r.IsError, "call %d is refused", i)
+				assert.Contains(t, r.Content, "refused: this reply made 30 tool calls, more than the 5 one reply may make")
+			}
+			assert.Contains(t, rep.Log, "25 tool calls beyond the 5 of one reply refused")
+			assert.Equal(t, 5, strings.Count(rep.Log, "read_file"))
+		})
+	}
+}
+
+// A provider's Retry-After is waited before Alfred's retry, within max_retry_wait and the
+// run's time limit; a longer one fails the call at once with the provider's words.
+func TestRetryAfterIsHonoured(t *testing.T) {
+	final := func(apimodetest.Exchange) apimodetest.Reply { return apimodetest.Reply{Text: finalFunctional} }
+	for _, p := range providers {
+		start := func(t *testing.T, retryAfter string) (*apimodetest.Server, *apimode.Agent, *[]time.Duration) {
+			srv := p.start(t, testKey, testModel, final)
+			srv.FailNext(1, apimodetest.Failure{Status: 429, Type: "rate_limit_error", Message: "slow down", RetryAfter: retryAfter})
+			a := newAgent(t, p, srv, func(c *apimode.Config) { c.MaxRetries = 2 })
+			var waits []time.Duration
+			a.SetWait(func(_ context.Context, d time.Duration) error { waits = append(waits, d); return nil })
+			return srv, a, &waits
+		}
+		t.Run(p.kind+"/waited", func(t *testing.T) {
+			srv, a, waits := start(t, "3")
+			rep, err := a.RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
+			require.NoError(t, err, rep.Log)
+			assert.Equal(t, []time.Duration{3 * time.Second}, *waits, "the provider's wait, before the retry")
+			assert.Equal(t, 2, srv.Calls())
+			assert.Contains(t, rep.Log, "retry 1 of 2 in 3s")
+		})
+		t.Run(p.kind+"/beyond the bound", func(t *testing.T) {
+			srv, a, waits := start(t, "120")
+			rep, err := a.RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
+			var pe *apimode.ProviderError
+			require.ErrorAs(t, err, &pe)
+			assert.Contains(t, err.Error(), "is rate limiting the key (retry after 2m0s)")
+			assert.Empty(t, *waits)
+			assert.Equal(t, 1, srv.Calls(), "no retry sooner than the provider asked")
+			assert.Contains(t, rep.Log, "the provider asks to wait 2m0s, more than the 1m0s honoured")
+		})
+		t.Run(p.kind+"/past the deadline", func(t *testing.T) {
+			srv, a, waits := start(t, "30")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			rep, err := a.RunAPI(ctx, runner.APIRun{Input: functional(), Worktree: worktree(t)})
+			require.Error(t, err)
+			assert.Empty(t, *waits)
+			assert.Equal(t, 1, srv.Calls())
+			assert.Contains(t, rep.Log, "past the run's time limit")
+		})
+	}
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{"7": 7 * time.Second, "0": 0,
+		"Sat, 05 Dec 2026 10:01:30 GMT": 90 * time.Second, "Sat, 05 Dec 2026 09:00:00 GMT": 0} {
+		d, ok := apimode.RetryAfter(v, now)
+		assert.True(t, ok, v)
+		assert.Equal(t, want, d, v)
+	}
+	for _, v := range []string{"", "soon", "-3"} {
+		_, ok := apimode.RetryAfter(v, now)
+		assert.False(t, ok, v)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,8 +20,9 @@ import (
 // conversation is one run's exchange with a provider: the messages so far in the provider's
 // own types.
 type conversation interface {
-	// next sends the conversation and returns the model's reply, appended to it.
-	next(ctx context.Context) (reply, error)
+	// next sends the conversation with the reply bounded to maxOut tokens and returns the
+	// model's reply, appended to it (nothing is appended when the call fails).
+	next(ctx context.Context, maxOut int64) (reply, error)
 	// answer appends the results of the reply's tool calls, in the order of the calls.
 	answer(results []toolResult)
 }
@@ -65,13 +67,13 @@ func newAnthropic(cfg Config, model, system, prompt string, tools []ToolSpec) *a
 	return c
 }
 
-// anthropicOptions are the client options of cfg: key, base URL, the SDK's retries (it
-// honours retry-after and retries 408, 409, 429 and 5xx) and the HTTP client. The SDK's
+// anthropicOptions are the client options of cfg: key, base URL, no retries of the SDK's own
+// (Agent.callWithRetry retries, waiting what the provider asks) and the HTTP client. The SDK's
 // environment variables (ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL) are not
 // read: Alfred's own environment never decides where a key goes.
 func anthropicOptions(cfg Config) []aoption.RequestOption {
 	opts := []aoption.RequestOption{aoption.WithoutEnvironmentDefaults(), aoption.WithAPIKey(cfg.APIKey),
-		aoption.WithMaxRetries(cfg.MaxRetries)}
+		aoption.WithMaxRetries(0)}
 	if cfg.BaseURL != "" {
 		opts = append(opts, aoption.WithBaseURL(cfg.BaseURL))
 	}
@@ -81,7 +83,8 @@ func anthropicOptions(cfg Config) []aoption.RequestOption {
 	return opts
 }
 
-func (c *anthropicConv) next(ctx context.Context) (reply, error) {
+func (c *anthropicConv) next(ctx context.Context, maxOut int64) (reply, error) {
+	c.params.MaxTokens = maxOut
 	msg, err := c.client.Messages.New(ctx, c.params)
 	if err != nil {
 		return reply{}, providerError("Anthropic", err)
@@ -148,7 +151,7 @@ func openaiOptions(cfg Config) []ooption.RequestOption {
 	if base == "" {
 		base = openaiBaseURL
 	}
-	opts := []ooption.RequestOption{ooption.WithAPIKey(cfg.APIKey), ooption.WithMaxRetries(cfg.MaxRetries),
+	opts := []ooption.RequestOption{ooption.WithAPIKey(cfg.APIKey), ooption.WithMaxRetries(0),
 		ooption.WithBaseURL(base)}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, ooption.WithHTTPClient(cfg.HTTPClient))
@@ -156,7 +159,8 @@ func openaiOptions(cfg Config) []ooption.RequestOption {
 	return opts
 }
 
-func (c *openaiConv) next(ctx context.Context) (reply, error) {
+func (c *openaiConv) next(ctx context.Context, maxOut int64) (reply, error) {
+	c.params.MaxCompletionTokens = openai.Int(maxOut)
 	res, err := c.client.Chat.Completions.New(ctx, c.params)
 	if err != nil {
 		return reply{}, providerError("OpenAI", err)
@@ -187,16 +191,29 @@ func (c *openaiConv) answer(results []toolResult) {
 	}
 }
 
-// ProviderError is a provider's refusal of a request, after the SDK's own retries: the HTTP
+// ProviderError is a provider's refusal of a request, after Alfred's retries: the HTTP
 // status, the provider's error type and message (its own words), and how long it asked to
-// wait (429). It never holds the key: the SDKs send it in a header, never in the URL or body.
+// wait (Retry-After, in seconds or an HTTP date; HasRetryAfter when it did). It never holds
+// the key: the SDKs send it in a header, never in the URL or body.
 type ProviderError struct {
-	Provider   string
-	Status     int
-	Type       string
-	Message    string
-	RetryAfter time.Duration
+	Provider      string
+	Status        int
+	Type          string
+	Message       string
+	RetryAfter    time.Duration
+	HasRetryAfter bool
 }
+
+// unreachableError is a model call that got no HTTP answer (a refused connection, a reset).
+type unreachableError struct {
+	provider string
+	err      error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("the %s API could not be reached: %v", e.provider, e.err)
+}
+func (e *unreachableError) Unwrap() error { return e.err }
 
 // Error words the refusal for the run's failure: what it means, then the provider's words.
 func (e *ProviderError) Error() string {
@@ -250,17 +267,35 @@ func providerError(provider string, err error) error {
 			pe.Message = strings.TrimSpace(oe.RawJSON())
 		}
 	default:
-		return fmt.Errorf("the %s API could not be reached: %w", provider, err)
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("the %s API call ended: %w", provider, err)
+		}
+		return &unreachableError{provider: provider, err: err}
 	}
 	if len(pe.Message) > 500 {
 		pe.Message = pe.Message[:500] + "…"
 	}
 	if res != nil {
-		if s := res.Header.Get("Retry-After"); s != "" {
-			if d, perr := time.ParseDuration(s + "s"); perr == nil {
-				pe.RetryAfter = d
-			}
-		}
+		pe.RetryAfter, pe.HasRetryAfter = retryAfter(res.Header.Get("Retry-After"), time.Now())
 	}
 	return pe
+}
+
+// retryAfter reads a Retry-After value, seconds or an HTTP date (RFC 9110 §10.2.3), as the
+// wait from now; ok false when there is none or it cannot be read. A date in the past is 0.
+func retryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0, false
+		}
+		return time.Duration(min(n, int64(365*24*3600))) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,9 +24,59 @@ import (
 	"github.com/alfred-bot/alfred/runner/agent/internal/clitest"
 )
 
-// runTimeout bounds one CLI run: none of the CLIs has a wall-clock limit of its own
+// realCLIs is how many CLIs the package runs (one Test function each): each gets an equal share
+// of what is left of the package's -timeout, so a CLI that hangs fails its own test and the
+// others still run.
+const realCLIs = 5
+
+// minCLIShare is the least time one CLI's test may be given: a version, a fresh run and two
+// resumes took up to 81 s each on a loaded 2-core machine. A package -timeout below
+// realCLIs × minCLIShare is refused at once (go test's default of 10 minutes is).
+const minCLIShare = 8 * time.Minute
+
+// clisStarted counts the CLI tests begun so far (they run one after another).
+var clisStarted int
+
+// TestMain refuses a package -timeout too short for every CLI to run (only when the CLIs are
+// installed: without ALFRED_REALCLI_DIR every test skips).
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if os.Getenv("ALFRED_REALCLI_DIR") != "" {
+		if err := checkPackageTimeout(flag.Lookup("test.timeout").Value.(flag.Getter).Get().(time.Duration)); err != nil {
+			fmt.Fprintln(os.Stderr, "realcli:", err)
+			os.Exit(2)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// checkPackageTimeout says why d (go test's -timeout, 0 for none) cannot give every CLI its
+// minimum share, or nil.
+func checkPackageTimeout(d time.Duration) error {
+	if need := realCLIs * minCLIShare; d != 0 && d < need {
+		return fmt.Errorf("the package -timeout %s is below %d CLIs × %s = %s: run make realcli-test (REALCLI_TIMEOUT) or pass -timeout %s", d, realCLIs, minCLIShare, need, need)
+	}
+	return nil
+}
+
+// cliContext is the limit of the CLI test t: an equal share of what is left of the package's
+// deadline among the CLIs not yet begun, less a minute for the test binary to report. The
+// runs wait on the CLI's exit within it; none has a wall-clock limit of its own
 // (spec/agents.md "General rules").
-const runTimeout = 3 * time.Minute
+func cliContext(t *testing.T) context.Context {
+	t.Helper()
+	left := realCLIs - clisStarted
+	clisStarted++
+	deadline, ok := t.Deadline()
+	if !ok || left < 1 {
+		return context.Background()
+	}
+	share := (time.Until(deadline) - time.Minute) / time.Duration(left)
+	ctx, cancel := context.WithTimeout(context.Background(), share)
+	t.Cleanup(cancel)
+	t.Logf("this CLI's share of the package -timeout: %s", share.Round(time.Second))
+	return ctx
+}
 
 // cliBin returns the npm-installed binary name under $ALFRED_REALCLI_DIR (an npm --prefix
 // dir), skipping the test loudly when the variable is unset.
@@ -53,15 +104,17 @@ func npmVersion(t *testing.T, pkg string) string {
 	return pkg + "@" + p.Version
 }
 
-// host is where the CLIs run: a temp HOME, a temp git worktree as cwd, and the mock model.
+// host is where the CLIs run: a temp HOME, a temp git worktree as cwd, the mock model, and the
+// CLI's limit.
 type host struct {
 	home, work string
 	mock       *mockmodel.Server
+	ctx        context.Context // the CLI's limit (cliContext)
 }
 
 func newHost(t *testing.T) *host {
 	t.Helper()
-	h := &host{home: t.TempDir(), work: t.TempDir(), mock: mockmodel.New(t)}
+	h := &host{home: t.TempDir(), work: t.TempDir(), mock: mockmodel.New(t), ctx: cliContext(t)}
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"},
 		{"-c", "user.name=Alfred", "-c", "user.email=alfred@example.invalid", "commit", "-q", "--allow-empty", "-m", "init"},
@@ -80,8 +133,7 @@ func newHost(t *testing.T) *host {
 // PATH (the codex launcher is a node script), HOME, inv.Env and extra.
 func (h *host) run(t *testing.T, bin string, inv runner.Invocation, extra ...string) (stdout, stderr []byte, exit runner.ExitState) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
+	ctx := h.ctx
 	cmd := exec.CommandContext(ctx, bin, inv.Cmd[1:]...)
 	cmd.Dir = h.work
 	cmd.Env = append(append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + h.home}, inv.Env...), extra...)
@@ -101,7 +153,7 @@ func (h *host) run(t *testing.T, bin string, inv runner.Invocation, extra ...str
 	}
 	t.Logf("%s %s: exit %d in %s; %d stdout bytes; stderr:\n%s", filepath.Base(bin), strings.Join(redactPrompt(inv.Cmd[1:]), " "),
 		exit.Code, time.Since(start).Round(time.Millisecond), out.Len(), errb.String())
-	require.False(t, exit.Killed, "the CLI ran over %s", runTimeout)
+	require.False(t, exit.Killed, "the CLI ran over its share of the package -timeout (raise REALCLI_TIMEOUT)")
 	return out.Bytes(), errb.Bytes(), exit
 }
 

@@ -32,8 +32,13 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	inputPath := fs.String("input", runner.InputDir+"/input.json", "phase.Input as JSON")
 	workspace := fs.String("workspace", runner.WorkspaceDir, "workspace directory")
 	outDir := fs.String("out", runner.OutputDir, "output directory for "+phase.ResultFile)
+	version := fs.Bool("version", false, "print the program's name and exit 0 (alfred doctor runs it)")
 	if err := fs.Parse(args); err != nil {
 		return ExitUsage
+	}
+	if *version {
+		fmt.Fprintln(stdout, "alfred-script-agent")
+		return 0
 	}
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "alfred-script-agent: "+format+"\n", a...)
@@ -52,6 +57,16 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	}
 	if st.SleepSeconds > 0 {
 		time.Sleep(time.Duration(st.SleepSeconds * float64(time.Second)))
+	}
+	if st.WaitForFile != "" {
+		release := filepath.Join(*outDir, filepath.Base(st.WaitForFile))
+		for {
+			if _, err := os.Stat(release); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond) // polling a file another process writes
+		}
+		_ = os.Remove(release) // not part of the run's output
 	}
 	if err := st.apply(&in, *workspace, stdout); err != nil {
 		return fail(ExitWriteFiles, "%v", err)

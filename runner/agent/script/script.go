@@ -90,6 +90,11 @@ type Step struct {
 	Stderr []string `json:"stderr,omitempty"`
 	// SleepSeconds delays the step (before files and result), so tests can kill it mid-run.
 	SleepSeconds float64 `json:"sleep_seconds,omitempty"`
+	// WaitForFile holds the step (after its log lines, before its files and result) until a
+	// file of that name exists in the run's output directory (runner.OutputDir; the host side
+	// is DataDir/runs/<name>/out): a test releases a run it has checked while running, so
+	// nothing depends on which comes first. Checked every 50 ms; the run's timeout bounds it.
+	WaitForFile string `json:"wait_for_file,omitempty"`
 	// ExitCode is the process exit code (0 by default).
 	ExitCode int `json:"exit_code,omitempty"`
 	// NoResult skips writing result.json.

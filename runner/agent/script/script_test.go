@@ -164,3 +164,35 @@ func TestCommand(t *testing.T) {
 	require.Equal(t, sample, string(inv.Files[script.ScriptFile]))
 	require.Equal(t, "script", a.Name())
 }
+
+// A step with wait_for_file is held until the file appears in the output directory, then
+// writes its files and result; -version answers 0 without an input (alfred doctor runs it).
+func TestPlayWaitsForTheReleaseFileAndAnswersVersion(t *testing.T) {
+	t.Parallel()
+	in := phase.Input{Phase: phase.Development, Key: "development", Attempt: 1}
+	b := setupPlay(t, in)
+	require.NoError(t, os.WriteFile(filepath.Join(b.in, script.ScriptFile),
+		[]byte("development: {summary: held, log: [started], wait_for_file: release, files: {a.txt: x}}"), 0o644))
+	done := make(chan int, 1)
+	go func() {
+		code, _, _ := b.play(t)
+		done <- code
+	}()
+	select {
+	case <-done:
+		t.Fatal("the step did not wait for its release file")
+	default:
+	}
+	_, err := os.Stat(filepath.Join(b.ws, "a.txt"))
+	require.ErrorIs(t, err, os.ErrNotExist, "no file written while held")
+	require.NoError(t, os.WriteFile(filepath.Join(b.out, "release"), nil, 0o644))
+	require.Equal(t, 0, <-done)
+	_, err = os.Stat(filepath.Join(b.ws, "a.txt"))
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(b.out, "release"))
+	require.ErrorIs(t, err, os.ErrNotExist, "the release file is removed")
+
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, script.Play([]string{"-version"}, &out, &errOut), errOut.String())
+	require.Equal(t, "alfred-script-agent\n", out.String())
+}

@@ -14,8 +14,8 @@ import (
 )
 
 // shadowWrites: the writes of shadow mode are kept in order per target, with their lists and
-// details, attached to the target's mailbox (none for a repository's write), and the mailbox's
-// page lists them.
+// details, attached to the target's mailbox (none for a repository's write), the latest edit of
+// each comment only, and the mailbox's page lists them.
 func shadowWrites(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	ctx := context.Background()
 	id := deliverOn(t, s, 1)
@@ -29,8 +29,12 @@ func shadowWrites(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	_, err = s.RecordShadow(ctx, mailbox.ShadowWrite{Target: ref, Kind: mailbox.ShadowLabels,
 		Add: []string{"status::waiting_info"}, Remove: []string{"status::done"}})
 	require.NoError(t, err)
-	_, err = s.RecordShadow(ctx, mailbox.ShadowWrite{Target: ref, Kind: mailbox.ShadowEditComment, CommentID: -first, Body: "edited"})
+	_, err = s.RecordShadow(ctx, mailbox.ShadowWrite{Target: ref, Kind: mailbox.ShadowEditComment, CommentID: 42, Body: "a forge comment"})
 	require.NoError(t, err)
+	for _, body := range []string{"edited once", "edited twice", "edited"} {
+		_, err = s.RecordShadow(ctx, mailbox.ShadowWrite{Target: ref, Kind: mailbox.ShadowEditComment, CommentID: -first, Body: body})
+		require.NoError(t, err)
+	}
 	_, err = s.RecordShadow(ctx, mailbox.ShadowWrite{Target: forge.IssueRef{Forge: "gl", Repo: "acme/shop"},
 		Kind: mailbox.ShadowEnsureLabels, Add: []string{"status::done"}})
 	require.NoError(t, err, "a repository's write has no mailbox")
@@ -41,7 +45,10 @@ func shadowWrites(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 
 	ws, err := s.ShadowWrites(ctx, ref)
 	require.NoError(t, err)
-	require.Len(t, ws, 3, "the issue's writes only")
+	require.Len(t, ws, 4, "the issue's writes only, the latest edit of each comment")
+	require.Equal(t, int64(42), ws[2].CommentID, "another comment's edit is kept")
+	ws = append(ws[:2], ws[3:]...)
+	require.Equal(t, "edited", ws[2].Body, "the latest edit")
 	require.Equal(t, mailbox.ShadowComment, ws[0].Kind)
 	require.Equal(t, ref, ws[0].Target)
 	require.True(t, ws[0].At.Equal(c.Now().Add(-time.Second)), "stamped with the store's clock")
@@ -58,12 +65,13 @@ func shadowWrites(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 
 	d, err := s.Mailbox(ctx, id)
 	require.NoError(t, err)
-	require.Len(t, d.Shadow, 3)
-	require.Equal(t, 3, d.ShadowWrites)
+	require.Len(t, d.Shadow, 4)
+	require.Equal(t, 4, d.ShadowWrites)
+	d.Shadow = append(d.Shadow[:2], d.Shadow[3:]...)
 	list, err := s.Mailboxes(ctx, 0, 10)
 	require.NoError(t, err)
 	require.Len(t, list, 1)
-	require.Equal(t, 3, list[0].ShadowWrites, "the list says which mailboxes are in shadow")
+	require.Equal(t, 4, list[0].ShadowWrites, "the list says which mailboxes are in shadow")
 	require.Equal(t, "comment", d.Shadow[0].Kind)
 	require.Contains(t, d.Shadow[0].Body, "Thanks @alice")
 	require.Equal(t, -first, d.Shadow[0].CommentID, "a posted comment shows its synthetic id, the one its edits name")
@@ -81,6 +89,6 @@ func shadowWrites(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	require.NoError(t, err)
 	d, err = s.Mailbox(ctx, id)
 	require.NoError(t, err)
-	require.Len(t, d.Shadow, 4, "the held merge is on the issue's page")
-	require.Equal(t, "would merge the merge request (merge)", d.Shadow[3].Summary())
+	require.Len(t, d.Shadow, 5, "the held merge is on the issue's page")
+	require.Equal(t, "would merge the merge request (merge)", d.Shadow[4].Summary())
 }

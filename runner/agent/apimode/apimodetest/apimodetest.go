@@ -29,6 +29,9 @@ type Exchange struct {
 	Results []Result
 	// Turn is 1 for the first call of a run, 2 after one assistant reply, and so on.
 	Turn int
+	// MaxTokens is the bound of the reply the call asked for (max_tokens;
+	// max_completion_tokens).
+	MaxTokens int64
 }
 
 // Key returns the run key the prompt names ("analysis.functional"), "" if none.
@@ -236,7 +239,8 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, Failure{Status: 404, Type: "not_found_error", Message: "model: " + req.Model})
 		return
 	}
-	ex := Exchange{Model: req.Model, System: textOf(req.System), Prompt: textOf(req.Messages[0].Content), Turn: 1}
+	ex := Exchange{Model: req.Model, System: textOf(req.System), Prompt: textOf(req.Messages[0].Content), Turn: 1,
+		MaxTokens: req.MaxTokens}
 	for _, t := range req.Tools {
 		ex.Tools = append(ex.Tools, t.Name)
 	}
@@ -330,8 +334,9 @@ func (s *Server) openaiCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		Model    string `json:"model"`
-		Messages []struct {
+		Model               string `json:"model"`
+		MaxCompletionTokens int64  `json:"max_completion_tokens"`
+		Messages            []struct {
 			Role       string          `json:"role"`
 			Content    json.RawMessage `json:"content"`
 			ToolCallID string          `json:"tool_call_id"`
@@ -350,7 +355,7 @@ func (s *Server) openaiCompletions(w http.ResponseWriter, r *http.Request) {
 		openaiError(w, Failure{Status: 404, Type: "invalid_request_error", Message: "The model `" + req.Model + "` does not exist or you do not have access to it."})
 		return
 	}
-	ex := Exchange{Model: req.Model, Turn: 1}
+	ex := Exchange{Model: req.Model, Turn: 1, MaxTokens: req.MaxCompletionTokens}
 	for _, t := range req.Tools {
 		ex.Tools = append(ex.Tools, t.Function.Name)
 	}

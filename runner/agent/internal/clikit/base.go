@@ -40,6 +40,9 @@ type Config struct {
 	// MaxTokens bounds the tokens of one run, input and output summed over its turns (API
 	// mode).
 	MaxTokens int64 `json:"max_tokens,omitempty" yaml:"max_tokens"`
+	// MaxToolCalls bounds the tool calls run for one reply (API mode; apimode's default when
+	// zero).
+	MaxToolCalls int `json:"max_tool_calls,omitempty" yaml:"max_tool_calls"`
 	// Prices maps a model to its price (API mode); a model without one is unrated.
 	Prices map[string]Price `json:"prices,omitempty" yaml:"prices"`
 }
