@@ -144,7 +144,9 @@ func (m *model) authoredMRsLocked(login string, since time.Time) []assignedIssue
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b assignedIssue) int { return cmp.Or(b.is.updated.Compare(a.is.updated), cmp.Compare(b.is.id, a.is.id)) })
+	slices.SortFunc(out, func(a, b assignedIssue) int {
+		return cmp.Or(b.is.updated.Compare(a.is.updated), cmp.Compare(b.is.id, a.is.id))
+	})
 	return out
 }
 
