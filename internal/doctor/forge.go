@@ -186,7 +186,7 @@ func hookFix(f Forge, repo, url string, events []string) string {
 	return fmt.Sprintf("on %s: Settings → Webhooks → Add webhook (Gitea/Forgejo): URL %s, content type application/json, the secret of webhook_secret_file, custom events: %s (Gitea: also Status)", repo, url, strings.Join(events, ", "))
 }
 
-// checkTransport names the forge's transport and, when it is polled, makes one poll of the last
+// checkTransport, for a polled forge, names its transport and makes one poll of the last
 // minute: the bot's notifications (Forgejo/Gitea) or to-do list (GitLab) must answer with its
 // token (spec/transport.md).
 func checkTransport(ctx context.Context, r *Report, f Forge) {
@@ -199,8 +199,7 @@ func checkTransport(ctx context.Context, r *Report, f Forge) {
 		what = "webhook + poll"
 	}
 	if !f.Poll {
-		r.add(name, OK, what, "")
-		return
+		return // the webhook checks of each repository below say it
 	}
 	p, ok := f.Client.(forge.Poller)
 	if !ok {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -150,6 +152,27 @@ func (m *model) authoredMRsLocked(login string, since time.Time) []assignedIssue
 	return out
 }
 
+// refreshHeadsLocked moves the head of every open merge request whose repository's clone URL is
+// a local git repository to its source branch's head there (and its updated time with it, as a
+// push does on the forges), so that a poll reads the commits pushed to the branch, not the
+// stand-in's stable fake head. Branches set with SetBranch are left alone.
+func (m *model) refreshHeadsLocked() {
+	for _, r := range m.repos {
+		if st, err := os.Stat(r.cloneURL); err != nil || !st.IsDir() {
+			continue
+		}
+		for _, mi := range r.allMRsLocked(m.sharedNumbers) {
+			if _, set := r.branches[mi.source]; set || mi.state != "open" {
+				continue
+			}
+			out, err := exec.Command("git", "--git-dir", r.cloneURL, "rev-parse", "--verify", "-q", "refs/heads/"+mi.source).Output()
+			if sha := strings.TrimSpace(string(out)); err == nil && sha != "" && sha != mi.sha {
+				mi.sha, mi.updated = sha, m.now()
+			}
+		}
+	}
+}
+
 // allThreadsLocked returns the repository's issues and merge requests.
 func (r *modelRepo) allThreadsLocked() []*modelIssue {
 	out := make([]*modelIssue, 0, len(r.issues)+len(r.mrs))
@@ -191,6 +214,7 @@ func (s *ForgejoServer) fjNotifications(w http.ResponseWriter, r *http.Request) 
 	if !ok {
 		return
 	}
+	s.refreshHeadsLocked()
 	out := []any{}
 	for _, n := range s.notificationsLocked(since) {
 		typ, kind := "Issue", "issues"
@@ -221,6 +245,7 @@ func (s *GitLabServer) glTodos(w http.ResponseWriter, r *http.Request) {
 		glJSON(w, http.StatusBadRequest, map[string]any{"error": "forgetest: only state=pending is modelled"})
 		return
 	}
+	s.refreshHeadsLocked()
 	out := []any{}
 	for _, n := range s.todosLocked() {
 		typ := "Issue"
@@ -273,6 +298,7 @@ func (f *Fake) Changes(ctx context.Context, since time.Time) (out []forge.Change
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.refreshHeadsLocked()
 	ref := func(n modelNotification) forge.IssueRef {
 		return forge.IssueRef{Repo: n.repo.path, Number: n.is.number, MergeRequest: n.is.mr}
 	}
