@@ -2,6 +2,7 @@ package mailbox_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -90,4 +91,40 @@ func TestPollWithoutWebhooks(t *testing.T) {
 	require.Contains(t, strings.Join(b.comments(), "\n"), "Plan validated by @alice.")
 	require.Equal(t, 1, b.jobsOf(phase.Development))
 	b.requireUniqueMarkers()
+}
+
+// BenchmarkPollReaction measures the time from a change on the forge (a comment answering the
+// question) to its event stored by the running poller, with a one-second poll interval: at
+// most the interval plus 1 s (reported as reaction_max_s beside interval_s).
+func BenchmarkPollReaction(b *testing.B) {
+	bd := setupPG(b, "type::task")
+	ps, _ := bd.store.(mailbox.PollStore)
+	stored := make(chan int, 16)
+	r := mailbox.NewReconciler(mailbox.ReconcilerConfig{Scopes: map[string]mailbox.Scope{"gl": {AnyRepository: true}}},
+		bd.store, bd.store, bd.bots, bd.clock.Now, bd.log)
+	interval := time.Second
+	p := mailbox.NewPoller(mailbox.PollerConfig{Interval: map[string]time.Duration{"gl": interval},
+		OnPoll: func(st mailbox.PollStats) { stored <- st.Events }}, r, ps, map[string]forge.Poller{"gl": bd.fake}, bd.log)
+	bd.fake.SetIssueAssignees(bd.ref, "alice", forgetest.BotLogin)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx)
+	for n := range stored { // the assignment
+		if n > 0 {
+			break
+		}
+	}
+	var worst time.Duration
+	for i := range b.N {
+		changed := time.Now()
+		bd.fake.AddComment(bd.ref, "alice", fmt.Sprintf("comment %d", i))
+		for n := range stored {
+			if n > 0 {
+				break
+			}
+		}
+		worst = max(worst, time.Since(changed))
+	}
+	b.ReportMetric(worst.Seconds(), "reaction_max_s")
+	b.ReportMetric(interval.Seconds(), "interval_s")
 }
