@@ -17,7 +17,7 @@ import (
 // PollCursor is where the polling of one forge stands (the poll_cursors table).
 type PollCursor struct {
 	// Since is the forge's time from which the next poll asks what changed (zero: never
-	// polled; the first poll asks for everything the forge keeps).
+	// polled; the first poll asks from PollerConfig.FirstLookBack ago).
 	Since time.Time
 	// PolledAt is when the last successful poll ended (Alfred's clock), zero if none.
 	PolledAt time.Time
@@ -49,6 +49,10 @@ type PollerConfig struct {
 	// MaxBackoff bounds the wait after failed polls, which doubles from Interval with each
 	// failure in a row (default 5m).
 	MaxBackoff time.Duration
+	// FirstLookBack is how far back the first poll of a forge (no cursor yet) asks (default
+	// 1h): what is older is reconciliation's (its search of the bot's assignments), not a
+	// first read of every notification the bot ever had.
+	FirstLookBack time.Duration
 	// OnPoll, when set, receives each finished poll (for metrics and tests).
 	OnPoll func(PollStats)
 	// Redact censors the error text of a failed poll before the store keeps it (nil: kept
@@ -95,6 +99,7 @@ type Poller struct {
 // inbox), store keeps the cursors, pollers are the forge clients' poll calls by forge name.
 func NewPoller(cfg PollerConfig, recon *Reconciler, store PollStore, pollers map[string]forge.Poller, log *slog.Logger) *Poller {
 	cfg.MaxBackoff = cmp.Or(cfg.MaxBackoff, 5*time.Minute)
+	cfg.FirstLookBack = cmp.Or(cfg.FirstLookBack, time.Hour)
 	if log == nil {
 		log = slog.Default()
 	}
@@ -159,6 +164,9 @@ func (p *Poller) Poll(ctx context.Context, name string) (st PollStats) {
 	if err != nil {
 		st.Err = err
 		return st
+	}
+	if cur.Since.IsZero() {
+		cur.Since = began.Add(-p.cfg.FirstLookBack).UTC().Truncate(time.Second)
 	}
 	st.Since, st.Next = cur.Since, cur.Since
 	changes, err := src.Changes(ctx, cur.Since)
