@@ -48,6 +48,9 @@ type Scope struct {
 	// Repositories are repository paths ("owner/name", GitLab paths) that are this Alfred's
 	// whatever their hooks say (forges[].repositories): for a bot that may not read hooks.
 	Repositories []string
+	// AnyRepository makes every repository this Alfred's: a forge that is polled with no
+	// Repositories listed (its bot's notifications are its own; spec/transport.md).
+	AnyRepository bool
 }
 
 // PassStats is what one reconciliation pass did on one forge.
@@ -274,7 +277,7 @@ func (r *Reconciler) oursAs(ctx context.Context, name string, bot Bot, known []s
 		return true, nil
 	}
 	scope := r.cfg.Scopes[name]
-	if slices.ContainsFunc(scope.Repositories, func(s string) bool { return strings.EqualFold(s, repo) }) {
+	if scope.AnyRepository || slices.ContainsFunc(scope.Repositories, func(s string) bool { return strings.EqualFold(s, repo) }) {
 		return true, nil
 	}
 	if scope.HookURL == "" {
@@ -334,6 +337,12 @@ func (r *Reconciler) Mailbox(ctx context.Context, id int64) (int, error) {
 // reconcile compares one mailbox with its forge, stores the derived events and then what was
 // seen (so a failure to store an event reads the same changes again next time).
 func (r *Reconciler) reconcile(ctx context.Context, bot Bot, mb *Mailbox, st *PassStats) error {
+	return r.reconcileWith(ctx, bot, mb, st, false)
+}
+
+// reconcileWith is reconcile; reviewComments also derives the review comments of a merge
+// request that moved (ReconcileView.ReviewComments, the polling transport).
+func (r *Reconciler) reconcileWith(ctx context.Context, bot Bot, mb *Mailbox, st *PassStats, reviewComments bool) error {
 	if !mb.State.Working() || mb.MergeRequest {
 		return nil
 	}
@@ -351,6 +360,7 @@ func (r *Reconciler) reconcile(ctx context.Context, bot Bot, mb *Mailbox, st *Pa
 			sum := sha256.Sum256([]byte(body))
 			return pc.BodyHash == hex.EncodeToString(sum[:])
 		},
+		ReviewComments: reviewComments,
 	}
 	d, err := DeriveEvents(ctx, bot.Forge, bot.Login, v, r.now())
 	st.Calls += d.Calls

@@ -37,6 +37,10 @@ type ReconcileView struct {
 	// an edit of the bot's comment that it made itself is not an event. Nil: every edit of a bot
 	// comment is taken as the bot's own.
 	OwnBody func(key, body string) bool
+	// ReviewComments makes a merge request that moved without a new head be read for the
+	// review comments made since the last look (the polling transport, whose forge sends no
+	// delivery for them; spec/transport.md). Off for reconciliation.
+	ReviewComments bool
 }
 
 // Derived is what one comparison of a mailbox with its forge found.
@@ -82,7 +86,7 @@ func DeriveEvents(ctx context.Context, f forge.Forge, bot string, v ReconcileVie
 		}
 	}
 	if v.MRNumber != 0 {
-		if err := d.mergeRequest(ctx, f, v, base); err != nil {
+		if err := d.mergeRequest(ctx, f, bot, v, base); err != nil {
 			return d, err
 		}
 	}
@@ -172,7 +176,7 @@ func (d *Derived) comments(ctx context.Context, f forge.Forge, bot string, v Rec
 }
 
 // mergeRequest derives merged, closed and new-head events of the bot's merge request.
-func (d *Derived) mergeRequest(ctx context.Context, f forge.Forge, v ReconcileView, base forge.Event) error {
+func (d *Derived) mergeRequest(ctx context.Context, f forge.Forge, bot string, v ReconcileView, base forge.Event) error {
 	mr, err := f.MergeRequest(ctx, v.Ref.Repo, v.MRNumber)
 	d.Calls++
 	if errors.Is(err, forge.ErrNotFound) {
@@ -196,9 +200,52 @@ func (d *Derived) mergeRequest(ctx context.Context, f forge.Forge, v ReconcileVi
 	case mr.HeadSHA != "" && mr.HeadSHA != v.HeadSHA:
 		ev.Type = forge.EventMergeRequestUpdated
 	default:
+		if v.ReviewComments {
+			return d.reviewComments(ctx, f, bot, v, base, ev.Target)
+		}
 		return nil
 	}
 	d.addStable(v, ev, "merge request "+string(ev.Type)+" "+mr.HeadSHA)
+	if v.ReviewComments && ev.Type == forge.EventMergeRequestUpdated {
+		return d.reviewComments(ctx, f, bot, v, base, ev.Target)
+	}
+	return nil
+}
+
+// reviewComments derives the review comments of others on the bot's merge request mrRef made
+// since the merge request was last seen (the view's MRUpdatedAt, else CommentsSince): a
+// comment in the diff or in a review thread becomes a comment event on the merge request, a
+// review's summary a review event with the review's state, each named by the forge's comment id
+// as a delivery would name it. The forge's review calls are used when it has them (both
+// clients do).
+func (d *Derived) reviewComments(ctx context.Context, f forge.Forge, bot string, v ReconcileView, base forge.Event, mrRef forge.IssueRef) error {
+	rv, ok := f.(forge.Reviews)
+	if !ok {
+		return nil
+	}
+	since := v.MRUpdatedAt
+	if since.IsZero() {
+		since = v.CommentsSince
+	}
+	list, err := rv.ReviewComments(ctx, mrRef.Repo, mrRef.Number)
+	d.Calls++
+	if err != nil {
+		return fmt.Errorf("reconcile %s: read review comments: %w", mrRef, err)
+	}
+	for _, c := range list {
+		if c.CreatedAt.Before(since) || strings.EqualFold(c.Author.Login, bot) {
+			continue
+		}
+		ev := base
+		ev.Target, ev.Sender, ev.OccurredAt = mrRef, c.Author, c.CreatedAt
+		if c.Position == nil && c.ReviewID != 0 {
+			ev.Type, ev.Review, ev.Body = forge.EventReview, &forge.Review{State: c.ReviewState, Body: c.Body}, c.Body
+		} else {
+			ev.Type = forge.EventComment
+			ev.Comment = &forge.Comment{ID: c.ID, Body: c.Body, Author: c.Author, CreatedAt: c.CreatedAt, Thread: c.Thread, Position: c.Position}
+		}
+		d.addStable(v, ev, fmt.Sprintf("review comment %d", c.ID))
+	}
 	return nil
 }
 
@@ -257,22 +304,31 @@ func DeriveAssignments(ctx context.Context, f forge.Forge, forgeName, bot string
 		if ok {
 			continue
 		}
-		history, err := f.Activity(ctx, ref, time.Time{})
-		d.Calls++
-		if err != nil {
-			return d, fmt.Errorf("reconcile %s: read history: %w", ref, err)
+		if err := d.assignment(ctx, f, bot, is, ref, now); err != nil {
+			return d, err
 		}
-		ev := forge.Event{
-			Forge: forgeName, Kind: f.Kind(), Target: ref, ReceivedAt: now, Header: "reconcile",
-			Type: forge.EventAssignees, AssigneesKnown: true, Assignees: slices.Clone(is.Assignees),
-			LabelsKnown: true, Labels: slices.Clone(is.Labels), Title: is.Title, Body: is.Body, Author: is.Author,
-		}
-		view := ReconcileView{Ref: ref}
-		d.IssueUpdatedAt = is.UpdatedAt
-		d.attributed(view, bot, ev, history, "assigned "+strings.Join(is.Assignees, ","), func(a forge.Activity) bool {
-			return a.Kind == forge.ActivityAssigned && strings.EqualFold(a.Login, bot)
-		})
 	}
 	d.IssueUpdatedAt = time.Time{}
 	return d, nil
+}
+
+// assignment derives the assignees event of issue is (ref: with the configured forge name),
+// attributed to whoever assigned the bot as its history says.
+func (d *Derived) assignment(ctx context.Context, f forge.Forge, bot string, is forge.Issue, ref forge.IssueRef, now time.Time) error {
+	history, err := f.Activity(ctx, ref, time.Time{})
+	d.Calls++
+	if err != nil {
+		return fmt.Errorf("reconcile %s: read history: %w", ref, err)
+	}
+	ev := forge.Event{
+		Forge: ref.Forge, Kind: f.Kind(), Target: ref, ReceivedAt: now, Header: "reconcile",
+		Type: forge.EventAssignees, AssigneesKnown: true, Assignees: slices.Clone(is.Assignees),
+		LabelsKnown: true, Labels: slices.Clone(is.Labels), Title: is.Title, Body: is.Body, Author: is.Author,
+	}
+	view := ReconcileView{Ref: ref}
+	d.IssueUpdatedAt = is.UpdatedAt
+	d.attributed(view, bot, ev, history, "assigned "+strings.Join(is.Assignees, ","), func(a forge.Activity) bool {
+		return a.Kind == forge.ActivityAssigned && strings.EqualFold(a.Login, bot)
+	})
+	return nil
 }

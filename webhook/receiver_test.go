@@ -996,7 +996,6 @@ func TestNewReceiverValidates(t *testing.T) {
 	require.NoError(t, err)
 	inbox := newFakeInbox()
 	for name, cfg := range map[string]webhook.ReceiverConfig{
-		"no sources":   {Inbox: inbox},
 		"no inbox":     {Sources: map[string]webhook.Source{"gitlab": src}},
 		"empty name":   {Inbox: inbox, Sources: map[string]webhook.Source{"": src}},
 		"slash name":   {Inbox: inbox, Sources: map[string]webhook.Source{"a/b": src}},
@@ -1006,6 +1005,15 @@ func TestNewReceiverValidates(t *testing.T) {
 		_, err := webhook.NewReceiver(cfg)
 		assert.Error(t, err, name)
 	}
+	// Every forge polled (transport: poll): no source; a delivery finds no forge, health answers.
+	rcv, err := webhook.NewReceiver(webhook.ReceiverConfig{Inbox: inbox})
+	require.NoError(t, err)
+	w := httptest.NewRecorder()
+	rcv.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/webhooks/gitlab", strings.NewReader("{}")))
+	assert.Equal(t, http.StatusNotFound, w.Code)
+	w = httptest.NewRecorder()
+	rcv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	assert.Equal(t, http.StatusOK, w.Code)
 }
 
 // FuzzReceiver sends arbitrary bodies and event names, correctly signed, to both forges: the

@@ -175,7 +175,7 @@ func (a *app) doctorConfig(ctx context.Context, path string, cfg *config.Config)
 	}
 	for _, f := range cfg.Forges {
 		client, err := forgeClient(f, nil)
-		df := doctor.Forge{Name: f.Name, Kind: f.Kind, BotUser: f.BotUser}
+		df := doctor.Forge{Name: f.Name, Kind: f.Kind, BotUser: f.BotUser, Poll: f.Transport.Poll(), NoWebhook: !f.Transport.Webhook()}
 		if err != nil {
 			df.Client = brokenForge{err}
 		} else {

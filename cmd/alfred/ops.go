@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -36,7 +37,7 @@ func (s *server) opsRoutes(top, guarded chi.Router, reader web.Reader) error {
 	// The forms' CSRF key is derived from the admin token: the same on every replica, changed
 	// with the token.
 	key := sha256.Sum256([]byte("alfred pages csrf key\x00" + s.cfg.Admin.Token.Reveal()))
-	pages, err := web.New(web.Config{Reader: reader, Logs: s.runtime.logs, Settings: settingsView{s.cfg},
+	pages, err := web.New(web.Config{Reader: reader, Logs: s.runtime.logs, Settings: settingsView{cfg: s.cfg, cursors: s.store.PollCursor},
 		Redact: s.cfg.Censor().String, Logger: s.log, IssueURL: issueURL(s.cfg), Backlog: s.store.Backlog,
 		PullRequests: func(name string) bool { f, ok := s.cfg.Forge(name); return ok && f.Kind != forge.KindGitLab },
 		Controls:     controls{store: s.store, workers: s.workers, log: s.log}, CSRFKey: key[:]})
@@ -122,15 +123,51 @@ func (d dockerLogs) RunLog(ctx context.Context, name string, maxBytes int) (stri
 	return string(b), nil
 }
 
-// settingsView is web.Settings on the configuration.
-type settingsView struct{ cfg *config.Config }
+// settingsView is web.Settings on the configuration; the global settings also show each
+// forge's transport and, for a polled forge, its last poll (cursors: the store's).
+type settingsView struct {
+	cfg     *config.Config
+	cursors func(ctx context.Context, forgeName string) (mailbox.PollCursor, error)
+}
 
 func (v settingsView) Effective(project string) ([]web.Setting, error) {
 	var out []web.Setting
 	for _, x := range v.cfg.For(project).Entries() {
 		out = append(out, web.Setting{Name: x.Key, Value: x.Value, Source: x.Source})
 	}
+	if project == "" {
+		out = append(out, v.transports()...)
+	}
 	return out, nil
+}
+
+// transports describes each forge's transport: "webhook", or "poll every 15s: last poll …"
+// with the last failure when the latest poll failed.
+func (v settingsView) transports() []web.Setting {
+	var out []web.Setting
+	for _, f := range v.cfg.Forges {
+		value := f.Transport.String()
+		if f.Transport.Poll() {
+			value += fmt.Sprintf(" (every %s)", f.PollEvery())
+			if v.cursors != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				cur, err := v.cursors(ctx, f.Name)
+				cancel()
+				switch {
+				case err != nil:
+					value += ": the last poll could not be read"
+				case cur.Error != "":
+					value += fmt.Sprintf(": the poll fails since %s: %s", cur.FailedAt.UTC().Format(time.RFC3339), cur.Error)
+				case cur.PolledAt.IsZero():
+					value += ": not polled yet"
+				default:
+					value += ": last poll " + cur.PolledAt.UTC().Format(time.RFC3339)
+				}
+			}
+		}
+		out = append(out, web.Setting{Name: "forges[" + f.Name + "].transport", Value: value, Source: "forge " + f.Name})
+	}
+	return out
 }
 
 func (v settingsView) Projects() []string {

@@ -69,6 +69,8 @@ type server struct {
 	store   *sqlstore.Store
 	workers *mailbox.Workers
 	recon   *mailbox.Reconciler
+	// poller is the polling transport of the forges whose transport includes poll (nil: none).
+	poller *mailbox.Poller
 	// lifecycle is the machine's configuration (the rebuild from the forge reads it too).
 	lifecycle mailbox.Config
 	service   *runner.Service
@@ -153,6 +155,10 @@ func (s *server) wire(ctx context.Context) error {
 	s.recon = mailbox.NewReconciler(mailbox.ReconcilerConfig{Interval: cfg.Workers.ReconcileInterval, Batch: cfg.Workers.ReconcileBatch,
 		OnPass: reconcilePass(s.metrics), Scopes: reconcileScopes(cfg)},
 		s.store, mailbox.WakingInbox{Inbox: s.store, Workers: s.workers}, forges.live, nil, s.log)
+	if len(forges.pollers) > 0 {
+		s.poller = mailbox.NewPoller(mailbox.PollerConfig{Interval: pollIntervals(cfg), Redact: cfg.Censor().String},
+			s.recon, s.store, forges.pollers, s.log)
+	}
 	s.handler, err = s.buildHandler(forges.sources)
 	return err
 }
@@ -163,7 +169,19 @@ func (s *server) wire(ctx context.Context) error {
 func reconcileScopes(cfg *config.Config) map[string]mailbox.Scope {
 	out := map[string]mailbox.Scope{}
 	for _, f := range cfg.Forges {
-		out[f.Name] = mailbox.Scope{HookURL: doctor.WebhookURL(publicURLOrListen(cfg), f.Name), Repositories: f.Repositories}
+		out[f.Name] = mailbox.Scope{HookURL: doctor.WebhookURL(publicURLOrListen(cfg), f.Name), Repositories: f.Repositories,
+			AnyRepository: f.Transport.Poll() && len(f.Repositories) == 0}
+	}
+	return out
+}
+
+// pollIntervals is the poll interval of every forge whose transport includes poll.
+func pollIntervals(cfg *config.Config) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, f := range cfg.Forges {
+		if f.Transport.Poll() {
+			out[f.Name] = f.PollEvery()
+		}
 	}
 	return out
 }
@@ -178,6 +196,8 @@ type forges struct {
 	bots map[string]mailbox.Bot
 	live map[string]mailbox.Bot
 	gits map[string]*gitrepo.Manager
+	// pollers are the poll calls of the forges whose transport includes poll.
+	pollers map[string]forge.Poller
 }
 
 // buildForges builds the webhook source, API client and git manager of every configured forge;
@@ -186,7 +206,7 @@ type forges struct {
 // names the forge.
 func buildForges(cfg *config.Config, m *metrics.Metrics, shadow mailbox.ShadowLog) (forges, error) {
 	fs := forges{sources: map[string]webhook.Source{}, bots: map[string]mailbox.Bot{},
-		live: map[string]mailbox.Bot{}, gits: map[string]*gitrepo.Manager{}}
+		live: map[string]mailbox.Bot{}, gits: map[string]*gitrepo.Manager{}, pollers: map[string]forge.Poller{}}
 	for _, f := range cfg.Forges {
 		src, client, err := newForge(f, &http.Client{Transport: m.Transport(f.Name, nil)})
 		if err != nil {
@@ -207,7 +227,12 @@ func buildForges(cfg *config.Config, m *metrics.Metrics, shadow mailbox.ShadowLo
 		if err != nil {
 			return forges{}, fmt.Errorf("forge %s: git: %w", f.Name, err)
 		}
-		fs.sources[f.Name] = src
+		if f.Transport.Webhook() {
+			fs.sources[f.Name] = src
+		}
+		if p, ok := client.(forge.Poller); ok && f.Transport.Poll() {
+			fs.pollers[f.Name] = p
+		}
 		// Every text posted to the forge passes the censor and the forge's size limits, and
 		// mentions no bot. The shadow wrapper sits under the guard, so that what it records is
 		// what the forge would have received.
@@ -230,10 +255,11 @@ func newForge(f config.Forge, hc *http.Client) (webhook.Source, forge.Forge, err
 		src webhook.Source
 		err error
 	)
-	switch f.Kind {
-	case forge.KindGitLab:
+	switch {
+	case !f.Transport.Webhook(): // polled only: no delivery to verify
+	case f.Kind == forge.KindGitLab:
 		src, err = gitlab.NewSource(gitlab.SourceConfig{Tokens: []string{f.WebhookSecret.Reveal()}})
-	case forge.KindForgejo:
+	case f.Kind == forge.KindForgejo:
 		src, err = forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{f.WebhookSecret.Reveal()}})
 	default:
 		return nil, nil, fmt.Errorf("unknown kind %q", f.Kind)
@@ -402,6 +428,13 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 		defer wg.Done()
 		s.recon.Run(ctx) // at once (what happened while Alfred was down), then every interval
 	}()
+	if s.poller != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.poller.Run(ctx) // at once, then every forge's poll_interval
+		}()
+	}
 	if r := s.retention(); r != nil {
 		wg.Add(1)
 		go func() {

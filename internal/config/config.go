@@ -158,6 +158,13 @@ type Forge struct {
 	// path ("group/sub/repo"); repositories not listed are checked out whole from a full mirror
 	// (spec/worktrees.md).
 	Projects map[string]Project `yaml:"projects,omitempty"`
+	// Transport is how the forge's changes reach Alfred: "webhook" (the default: the forge
+	// POSTs deliveries), "poll" (Alfred asks the forge every PollInterval; no public URL
+	// needed), or both ("both", [webhook, poll]). See spec/transport.md.
+	Transport Transports `yaml:"transport,omitempty"`
+	// PollInterval is the time between two polls of a forge whose transport includes poll
+	// (0: DefaultPollInterval, 15s; PollEvery applies the default).
+	PollInterval time.Duration `yaml:"poll_interval,omitempty"`
 }
 
 // Project holds the checkout settings of one repository.

@@ -54,6 +54,8 @@
 //	ALFRED_FORGES_<NAME>_BASE_URL                forges[name].base_url
 //	ALFRED_FORGES_<NAME>_BOT_USER                forges[name].bot_user
 //	ALFRED_FORGES_<NAME>_OTHER_BOTS              forges[name].other_bots, comma-separated
+//	ALFRED_FORGES_<NAME>_TRANSPORT               forges[name].transport: webhook, poll or both (comma-separated list)
+//	ALFRED_FORGES_<NAME>_POLL_INTERVAL           forges[name].poll_interval (duration, default 15s)
 //	ALFRED_FORGES_<NAME>_GIT_USER                forges[name].git_user
 //	ALFRED_FORGES_<NAME>_MAX_COMMENT_BYTES       forges[name].max_comment_bytes
 //	ALFRED_FORGES_<NAME>_MAX_DESCRIPTION_BYTES   forges[name].max_description_bytes

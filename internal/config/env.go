@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caarlos0/env/v11"
 
@@ -21,7 +22,8 @@ const EnvPrefix = "ALFRED_"
 // Variables of the named lists: ALFRED_FORGES_<NAME>_<FIELD> and ALFRED_AGENTS_<NAME>_<FIELD>.
 var (
 	forgeEnvFields = []string{"KIND", "BASE_URL", "TOKEN", "TOKEN_FILE", "WEBHOOK_SECRET",
-		"WEBHOOK_SECRET_FILE", "BOT_USER", "OTHER_BOTS", "GIT_USER", "MAX_COMMENT_BYTES", "MAX_DESCRIPTION_BYTES"}
+		"WEBHOOK_SECRET_FILE", "BOT_USER", "OTHER_BOTS", "GIT_USER", "MAX_COMMENT_BYTES", "MAX_DESCRIPTION_BYTES",
+		"TRANSPORT", "POLL_INTERVAL"}
 	agentEnvFields = []string{"ADAPTER", "IMAGE", "SCRIPT", "API_KEY", "API_KEY_FILE", "MODEL"}
 )
 
@@ -187,6 +189,17 @@ func (c *Config) applyForgesEnv(vars map[string]string) error {
 		f.GitUser = cmp.Or(fields["GIT_USER"], f.GitUser)
 		if v, ok := fields["OTHER_BOTS"]; ok {
 			f.OtherBots = splitList(v)
+		}
+		if v, ok := fields["TRANSPORT"]; ok {
+			f.Transport = parseTransports(v)
+		}
+		if v, ok := fields["POLL_INTERVAL"]; ok {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				errs = append(errs, &FieldError{Key: prefix + "POLL_INTERVAL", Reason: "not a duration such as 15s"})
+			} else {
+				f.PollInterval = d
+			}
 		}
 		for key, dst := range map[string]*int{"MAX_COMMENT_BYTES": &f.MaxCommentBytes, "MAX_DESCRIPTION_BYTES": &f.MaxDescriptionBytes} {
 			if v, ok := fields[key]; ok {

@@ -145,7 +145,10 @@ func (c *Config) validateForges(v *validator) {
 		}
 		v.httpURL(key+".base_url", f.BaseURL)
 		v.required(key+".token", string(f.Token))
-		v.required(key+".webhook_secret", string(f.WebhookSecret))
+		if f.Transport.Webhook() { // a forge that is only polled receives no delivery to verify
+			v.required(key+".webhook_secret", string(f.WebhookSecret))
+		}
+		v.transport(key, f)
 		v.required(key+".bot_user", f.BotUser)
 		v.required(key+".git_user", f.GitUser)
 		if f.MaxCommentBytes != 0 {

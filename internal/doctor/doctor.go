@@ -216,6 +216,10 @@ type Forge struct {
 	// configuration.
 	Repos  []string
 	Client ForgeClient
+	// Poll and NoWebhook are the forge's transport (forges[].transport): polled, and whether
+	// its webhooks are off (then no hook is checked). A polled forge's client must be a
+	// forge.Poller.
+	Poll, NoWebhook bool
 }
 
 // Config is what Run checks.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
@@ -38,11 +39,12 @@ func checkForge(ctx context.Context, r *Report, publicURL string, f Forge) {
 		return
 	}
 	r.add(name+": token", OK, "belongs to "+u.Login, "")
+	checkTransport(ctx, r, f)
 	if len(f.Repos) == 0 {
 		r.add(name+": repositories", Skip, "none with a mailbox or listed in repositories", "")
 	}
 	for _, repo := range f.Repos {
-		if checkPermission(ctx, r, f, repo) {
+		if checkPermission(ctx, r, f, repo) && !f.NoWebhook {
 			checkHook(ctx, r, publicURL, f, repo)
 		}
 	}
@@ -182,4 +184,32 @@ func hookFix(f Forge, repo, url string, events []string) string {
 		return fmt.Sprintf("on %s: Settings → Webhooks → Add: URL %s, the secret token of webhook_secret_file, triggers: issues, comments, merge requests, pipelines", repo, url)
 	}
 	return fmt.Sprintf("on %s: Settings → Webhooks → Add webhook (Gitea/Forgejo): URL %s, content type application/json, the secret of webhook_secret_file, custom events: %s (Gitea: also Status)", repo, url, strings.Join(events, ", "))
+}
+
+// checkTransport, for a polled forge, names its transport and makes one poll of the last
+// minute: the bot's notifications (Forgejo/Gitea) or to-do list (GitLab) must answer with its
+// token (spec/transport.md).
+func checkTransport(ctx context.Context, r *Report, f Forge) {
+	name := "forge " + f.Name + ": transport"
+	what := "webhook"
+	switch {
+	case f.Poll && f.NoWebhook:
+		what = "poll"
+	case f.Poll:
+		what = "webhook + poll"
+	}
+	if !f.Poll {
+		return // the webhook checks of each repository below say it
+	}
+	p, ok := f.Client.(forge.Poller)
+	if !ok {
+		r.add(name, Fail, what+": the forge client cannot poll", "")
+		return
+	}
+	if _, err := p.Changes(ctx, time.Now().Add(-time.Minute)); err != nil {
+		fix := "check that the token may read the bot's notifications (Forgejo/Gitea scope notification:read) or to-do list (GitLab api or read_api scope)"
+		r.add(name, Fail, what+": the poll fails: "+err.Error(), fix)
+		return
+	}
+	r.add(name, OK, what+": the bot's notifications answer", "")
 }

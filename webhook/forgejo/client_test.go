@@ -14,7 +14,7 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
-func newClient(t *testing.T, url, token string) *forgejo.Client {
+func newClient(t testing.TB, url, token string) *forgejo.Client {
 	t.Helper()
 	c, err := forgejo.NewClient(forgejo.ClientConfig{
 		BaseURL: url, Token: token, MaxRetries: 3,

@@ -28,6 +28,7 @@ import (
 //	POST /repos/{o}/{r}/pulls/{index}/merge, GET /repos/{o}/{r}/branches/{branch}
 //	GET  /repos/{o}/{r}/hooks (seeded with AddHook; admins only)
 //	GET  /repos/issues/search (assigned=true, state, type, since: see fjSearchIssues)
+//	GET  /notifications (all=true, subject-type, since: see fjNotifications)
 //	GET  /repos/{o}/{r}/issues/{index}/timeline (since: see fjTimeline)
 //	the calls that set up a fresh server, with Basic credentials, once EnableSetup is called
 //
@@ -133,6 +134,9 @@ func (s *ForgejoServer) route(w http.ResponseWriter, r *http.Request, seg []stri
 		return
 	case len(seg) == 4 && seg[0] == "teams" && seg[2] == "members" && m == http.MethodGet:
 		s.fjTeamMember(w, seg[1], seg[3])
+		return
+	case len(seg) == 1 && seg[0] == "notifications" && m == http.MethodGet:
+		s.fjNotifications(w, r) // notifications.go
 		return
 	case len(seg) < 3 || seg[0] != "repos":
 		s.fjError(w, http.StatusNotFound, "not found")

@@ -24,6 +24,8 @@ import (
 //	GET /projects/:id/merge_requests/:iid/approvals, PUT /projects/:id/merge_requests/:iid/merge
 //	GET  /projects/:id/pipelines, /projects/:id/pipelines/:id/jobs, /projects/:id/jobs/:id/trace
 //	GET  /issues (assignee_username, state=opened, scope=all, updated_after: glAssignedIssues)
+//	GET  /todos (state=pending: glTodos), /merge_requests (author_username, state=all, scope=all,
+//	     updated_after: glMergeRequests), both derived from the model (notifications.go)
 //	GET  /projects/:id/issues/:iid/resource_label_events, …/resource_state_events
 //
 // :id is the numeric project id or the URL-escaped path. Answers follow GitLab's JSON shapes
@@ -108,6 +110,12 @@ func (s *GitLabServer) route(w http.ResponseWriter, r *http.Request, seg []strin
 		return
 	case len(seg) == 1 && seg[0] == "issues" && get:
 		s.glAssignedIssues(w, r)
+		return
+	case len(seg) == 1 && seg[0] == "todos" && get:
+		s.glTodos(w, r) // notifications.go
+		return
+	case len(seg) == 1 && seg[0] == "merge_requests" && get:
+		s.glMergeRequests(w, r) // notifications.go
 		return
 	case len(seg) < 2 || seg[0] != "projects":
 		glMessage(w, http.StatusNotFound, "404 Not Found")

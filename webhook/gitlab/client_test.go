@@ -14,7 +14,7 @@ import (
 	"github.com/alfred-bot/alfred/webhook/gitlab"
 )
 
-func newClient(t *testing.T, s *forgetest.GitLabServer, token string) *gitlab.Client {
+func newClient(t testing.TB, s *forgetest.GitLabServer, token string) *gitlab.Client {
 	t.Helper()
 	c, err := gitlab.NewClient(gitlab.ClientConfig{
 		BaseURL: s.URL, Token: token, MaxRetries: 3,

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"PausedProjectNotClaimed":       pausedProject,
 		"RunCancelRequest":              cancelRequest,
 		"ShadowWrites":                  shadowWrites,
+		"PollCursors":                   pollCursors,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
