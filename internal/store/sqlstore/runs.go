@@ -135,13 +135,10 @@ func (s *Store) SaveApplied(ctx context.Context, m *mailbox.Mailbox, runID int64
 }
 
 const sqlDiscardUnapplied = `UPDATE runs SET applied = TRUE
-WHERE mailbox_id = $1 AND applied = FALSE AND NOT (phase = $2 AND step = $3)`
+WHERE mailbox_id = $1 AND applied = FALSE AND ($2 = '' OR phase <> $2 OR step <> $3)`
 
 // DiscardUnapplied implements mailbox.Runs.
 func (s *Store) DiscardUnapplied(ctx context.Context, mailboxID int64, keepPhase, keepStep string) error {
-	if keepPhase == "" {
-		keepStep = "\x00" // no run has this step: keep none
-	}
 	if _, err := s.db.ExecContext(ctx, sqlDiscardUnapplied, mailboxID, keepPhase, keepStep); err != nil {
 		return fmt.Errorf("discard unapplied runs: %w", err)
 	}
