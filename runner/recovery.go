@@ -190,8 +190,9 @@ func detecting(labels map[string]string) bool { return labels[LabelPhase] == det
 // container record and, through Executor.Reattach:
 //
 //   - no live row (the worker stopped before the container was created, or after it was
-//     removed), or the container is gone: an Interrupted outcome with InterruptReason — the
-//     mailbox runs the phase again by its normal rules;
+//     removed), the container is gone, or it was created but never started (the agent never
+//     ran): an Interrupted outcome with InterruptReason — the mailbox runs the phase again by
+//     its normal rules; only a container that started and ended without a result is a failure;
 //   - the container exited while Alfred was down, or still runs (wait set: waited for within
 //     the run's timeout): its result is collected through the adapter, and for read-write
 //     phases the worktree the agent changed is committed and pushed as Execute would have;
