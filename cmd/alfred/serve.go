@@ -357,6 +357,12 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	// The webhook port answers at once, so that a liveness probe sees the process alive while
 	// the rebuild below waits for the forge; until it is done the port is gated (rebuildGate).
+	// Whether the store is empty is read before the port takes a delivery: a delivery stored
+	// during the rebuild makes a mailbox, and must not make the store look not empty.
+	empty, emptyErr := s.store.Empty(ctx)
+	if emptyErr != nil {
+		return fmt.Errorf("read whether the store is empty: %w", emptyErr)
+	}
 	gate := newRebuildGate(s.handler)
 	httpSrv := httpserve.New(httpLimits(s.cfg.HTTP, s.cfg.MaxBodyBytes, s.cfg.HTTP.MaxConcurrent), gate)
 	s.metrics.HTTPStages("webhook", stageStats(httpSrv))
@@ -364,7 +370,7 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- httpSrv.Serve(ln) }()
 	// An empty store (new, or lost) is rebuilt from the forge before any delivery or pass
 	// could start an issue Alfred already works on again.
-	if err := s.rebuildIfEmpty(ctx); err != nil {
+	if err := s.rebuildIfEmpty(ctx, empty); err != nil {
 		gate.stop()
 		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
