@@ -110,8 +110,9 @@ func TestKillDuringDevelopmentRun(t *testing.T) {
 // lifecycle finishes.
 func TestShutdownDuringDevelopmentRun(t *testing.T) {
 	runCrashCase(t, crashCase{
-		sleep: "15",
-		term:  true,
+		sleep:           "15",
+		term:            true,
+		eventsMeanwhile: true, // an event pass takes the mailbox first and leaves the run to a run worker
 		whileDown: func(t *testing.T, rt crashRuntime, id string, db *sqlx.DB) {
 			running, _ := rt.state(t, id)
 			require.True(t, running, "the container must still run when Alfred restarts")
