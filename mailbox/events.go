@@ -261,6 +261,10 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 		return m.cancel(ctx, mb, onMRClosed, "the merge request was closed without merge")
 	case forge.EventMergeRequestOpened, forge.EventMergeRequestUpdated:
 		if o.onOurMR && ev.MergeRequest != nil && ev.MergeRequest.HeadSHA != "" && mb.MRNumber != 0 {
+			if staleHead(mb, ev, ev.MergeRequest.HeadSHA) {
+				// Sent before Alfred's push: the head it names is no longer the head.
+				return fmt.Sprintf("ignored: head %s is older than the head %s Alfred pushed", short(ev.MergeRequest.HeadSHA), short(mb.HeadSHA)), nil
+			}
 			mb.HeadSHA = ev.MergeRequest.HeadSHA
 		}
 		if o.onOurMR && ev.Kind == forge.KindGitLab {
@@ -287,7 +291,7 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 			return "pipeline recorded", nil
 		}
 		if ev.Pipeline != nil && ev.Pipeline.SHA != "" && ev.Pipeline.SHA != mb.HeadSHA {
-			return "ignored: pipeline of an older commit", nil
+			return fmt.Sprintf("ignored: pipeline of %s, no longer the head (%s)", short(ev.Pipeline.SHA), short(mb.HeadSHA)), nil
 		}
 		return m.checkCI(ctx, bot, mb)
 	}

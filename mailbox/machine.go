@@ -211,9 +211,18 @@ func (m *Machine) advance(ctx context.Context, mb *Mailbox, slots RunSlots) erro
 	}
 	// Runs left running by a stopped worker: reattach to a live container and collect its
 	// outcome (applied by runPhase), or interrupt the run when nothing is left to collect.
-	if _, err := m.recoverRuns(ctx, &bot, mb, true); err != nil {
+	// An event pass does not wait for a container that still runs (a shutdown would stop it):
+	// it leaves the mailbox, due, to a run worker, which reattaches to it.
+	wait := slots == nil || def(mb.State).Phase == ""
+	if running, err := m.recoverRuns(ctx, &bot, mb, wait); err != nil {
 		log.Warn("recovery of unfinished runs failed", "err", err)
 		return err
+	} else if running {
+		m.setWake(ctx, mb)
+		if err := m.store.Save(ctx, mb); err != nil {
+			return err
+		}
+		return errEventsHeld
 	}
 	held := false
 	for range maxRounds {
@@ -237,10 +246,16 @@ func (m *Machine) advance(ctx context.Context, mb *Mailbox, slots RunSlots) erro
 			break // shadow mode starts no run that pushes
 		}
 		if def(mb.State).Phase != "" && slots != nil {
-			if err := m.queued(ctx, bot, mb, slots); err != nil {
+			// A run worker takes it from here: it runs the phase, or acts on the outcome stored
+			// for it (then nothing waits for a free slot).
+			waiting, err := m.outcomeWaiting(ctx, mb)
+			if err == nil && !waiting {
+				err = m.queued(ctx, bot, mb, slots)
+			}
+			if err != nil {
 				return m.orClose(ctx, bot, mb, err)
 			}
-			break // a run worker takes it from here
+			break
 		}
 		held = false // the run, or its stored outcome, is acted on now
 		if def(mb.State).Phase != "" {
@@ -260,8 +275,14 @@ func (m *Machine) advance(ctx context.Context, mb *Mailbox, slots RunSlots) erro
 	if !mb.Data.FirstRunAt.IsZero() && !mb.MergeRequest {
 		m.postProgress(ctx, bot, mb, "", time.Time{}) // done, blocked or waiting
 	}
-	// A recovered run the state no longer calls for is not applied later.
-	if err := m.store.DiscardUnapplied(ctx, mb.ID); err != nil {
+	// A recovered run the state no longer calls for is not applied later; the outcome of the run
+	// it calls for is kept until a run pass acts on it, whatever this pass did (an event pass
+	// stops before it).
+	keepPhase, keepStep := "", ""
+	if d := def(mb.State); d.Phase != "" && mb.State.Working() {
+		keepPhase, keepStep = string(d.Phase), string(d.Step)
+	}
+	if err := m.store.DiscardUnapplied(ctx, mb.ID, keepPhase, keepStep); err != nil {
 		return err
 	}
 	m.setWake(ctx, mb)

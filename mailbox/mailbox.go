@@ -97,7 +97,11 @@ type Data struct {
 	// CIAttempts counts ci_fix runs; CIWaitUntil is when "no pipeline" is declared.
 	CIAttempts  int       `json:"ci_attempts,omitempty"`
 	CIWaitUntil time.Time `json:"ci_wait_until,omitempty"`
-	CILog       string    `json:"ci_log,omitempty"`
+	// HeadSetAt is when the machine last set the merge request's head from a run's push
+	// (setHead): an event received before it that names another head is about an older commit
+	// and does not move the head back (spec/reliability.md, "Exactly once").
+	HeadSetAt time.Time `json:"head_set_at,omitempty"`
+	CILog     string    `json:"ci_log,omitempty"`
 	// Blocked is the reason of the last block; BlockedFrom the state to retry.
 	Blocked     string `json:"blocked,omitempty"`
 	BlockedFrom State  `json:"blocked_from,omitempty"`

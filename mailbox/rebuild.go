@@ -27,7 +27,9 @@ type Rebuilds interface {
 	// lost.
 	Empty(ctx context.Context) (bool, error)
 	// Rebuild stores r's mailbox with its comments and questions in one transaction, unless the
-	// issue already has a mailbox (then it stores nothing and reports false). It sets the
+	// issue already has a mailbox that is not idle (then it stores nothing and reports false).
+	// An idle mailbox of the issue (made by a delivery stored while the rebuild ran: store
+	// first) is taken over with its id and its pending events, applied after the rebuild. It sets the
 	// mailbox id in r.Mailbox, in the comments and in the questions. The mailbox's Reconciled
 	// times are stored as given (nil: never), its lease is free.
 	Rebuild(ctx context.Context, r *Rebuilt) (created bool, err error)

@@ -240,3 +240,53 @@ func TestRecoveredJobMatchesTheLiveJobOfARenamedIssue(t *testing.T) {
 	require.Equal(t, live.RunID, recovered.RunID)
 	require.Equal(t, live.Push, recovered.Push)
 }
+
+// busySlots is a RunSlots with every run worker busy (an event pass then says "queued").
+type busySlots struct{}
+
+func (busySlots) Idle() int  { return 0 }
+func (busySlots) Limit() int { return 1 }
+
+// The costly case of issue 25: a development run finished while Alfred was down, and the
+// issue's own events (edits of Alfred's status comment, sent by the forge during the run) wait
+// in the inbox. Start-up recovery collects the run; an event pass (which stops before a run)
+// takes the mailbox first because of those events. The collected result must survive that
+// pass and be applied once by the run pass, not thrown away and run again as attempt 2.
+func TestRecoveredRunSurvivesPendingEventsAndAnEventPass(t *testing.T) {
+	t.Parallel()
+	b, m, rx, _ := crashedInDevelopment(t)
+	sha := fmt.Sprintf("%040d", 9)
+	rx.recover = func(job phase.Job, wait bool) *phase.Outcome {
+		b.fake.SetBranch(repo, job.Branch, sha)
+		return &phase.Outcome{Recovered: true, Container: "c", HeadSHA: sha,
+			Result: &phase.Result{Summary: "Added the CSV export.", CommitMessage: "Add CSV export"}}
+	}
+	for range 3 { // Alfred's own status comment, edited during the run
+		b.deliver(forge.Event{Type: forge.EventCommentEdited, Sender: forge.User{Login: forgetest.BotLogin},
+			Comment: &forge.Comment{ID: 77, Body: "status"}})
+	}
+	ctx := context.Background()
+	mb, err := b.store.Find(ctx, b.ref)
+	require.NoError(t, err)
+	_, err = m.RecoverRuns(ctx, mb)
+	require.NoError(t, err)
+
+	// The event worker's pass: it stops where a run is due, with the outcome still waiting.
+	mb, err = b.store.Find(ctx, b.ref)
+	require.NoError(t, err)
+	_ = m.AdvanceEvents(ctx, mb, busySlots{})
+	mb, err = b.store.Find(ctx, b.ref)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateInDevelopment, mb.State)
+	require.NotContains(t, b.lastComment(), "Queued", "a stored outcome waits for no run worker's turn to start")
+
+	// The run worker's pass applies the stored outcome.
+	mb = b.advanceWith(m)
+	require.Equal(t, mailbox.StateInCI, mb.State, "the recovered result opened the merge request")
+	require.Equal(t, sha, mb.HeadSHA)
+	require.Zero(t, developmentJobs(b.exec), "the development run was not run again")
+	pending, err := b.store.PendingEvents(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Empty(t, pending, "the held events were applied after the outcome")
+	b.requireUniqueMarkers()
+}

@@ -1,6 +1,7 @@
 package mailbox_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -205,4 +206,34 @@ func TestConflictWithTheTargetRunsConflictResolution(t *testing.T) {
 	require.Contains(t, strings.Join(b.comments(), "\n"), "I merged the target branch into")
 	require.Equal(t, mailbox.StateInReview, mb.State, "merged, CI green: back in review")
 	b.requireUniqueMarkers()
+}
+
+// Issue 25: an event sent before Alfred's push names the old head (a pull request update, a
+// failed status of the old commit); applied after the push, it must not move the head back nor
+// start a ci_fix for a commit that is no longer the head.
+func TestStaleHeadEventsStartNothing(t *testing.T) {
+	t.Parallel()
+	b := setupReview(t)
+	sent := b.clock.Now() // the forge sent these before the run pushed
+	b.clock.Add(time.Second)
+	mb := b.toCI()
+	head := mb.HeadSHA
+	old := fmt.Sprintf("%040d", 99)
+	b.fake.SetCI(repo, old, forgetest.CIJob{Name: "test", State: forge.CIFailed, Log: "FAIL"})
+	jobs := len(b.exec.jobs)
+	for i, ev := range []forge.Event{
+		{Type: forge.EventMergeRequestUpdated, MergeRequest: &forge.MergeRequest{SourceBranch: mb.Branch, HeadSHA: old}},
+		{Type: forge.EventPipeline, Pipeline: &forge.Pipeline{SHA: old, State: forge.CIFailed, MergeRequest: mb.MRNumber}},
+	} {
+		ev.Forge, ev.Kind, ev.Sender = "gl", forge.KindGitLab, forge.User{Login: "ci"}
+		ev.DeliveryID, ev.BodyHash = fmt.Sprintf("stale-%d", i), fmt.Sprintf("stale-h-%d", i)
+		ev.Target = forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true}
+		ev.ReceivedAt = sent
+		_, err := b.store.Deliver(context.Background(), ev)
+		require.NoError(t, err)
+	}
+	mb = b.advance()
+	require.Equal(t, mailbox.StateInCI, mb.State, "no ci_fix for the old commit")
+	require.Equal(t, head, mb.HeadSHA, "the head is not moved back")
+	require.Len(t, b.exec.jobs, jobs)
 }

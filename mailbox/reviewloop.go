@@ -221,7 +221,7 @@ func (m *Machine) applyReviewFix(ctx context.Context, bot Bot, mb *Mailbox, stat
 	if out.HeadSHA == "" {
 		return m.follow(ctx, bot, mb, onAnswered)
 	}
-	mb.HeadSHA = out.HeadSHA
+	m.setHead(mb, out.HeadSHA)
 	mb.Data.CIWaitUntil = m.now().Add(m.cfg.CIWait)
 	return m.afterPush(ctx, bot, mb, state)
 }
@@ -264,7 +264,7 @@ func (m *Machine) applyMerge(ctx context.Context, bot Bot, mb *Mailbox, out *pha
 		return m.follow(ctx, bot, mb, onMergeUpToDate)
 	}
 	mb.Data.MergeCheckAfter = time.Time{}
-	mb.HeadSHA = out.HeadSHA
+	m.setHead(mb, out.HeadSHA)
 	msg := fmt.Sprintf("I merged the target branch into `%s` as %s: %s", mb.Branch, short(out.HeadSHA),
 		strings.TrimSpace(out.Result.Summary))
 	if err := m.post(ctx, bot, mb, "merge-"+out.HeadSHA, "merge", msg); err != nil {

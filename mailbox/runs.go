@@ -310,7 +310,7 @@ func (m *Machine) applyPush(ctx context.Context, bot Bot, mb *Mailbox, state Sta
 	if out.HeadSHA == "" && (attempt <= 1 || mb.MRNumber != 0) {
 		return m.block(ctx, bot, mb, onNothingPushed, state, nothing)
 	}
-	mb.HeadSHA = cmp.Or(out.HeadSHA, mb.HeadSHA)
+	m.setHead(mb, cmp.Or(out.HeadSHA, mb.HeadSHA))
 	if mb.MRNumber == 0 {
 		body := fmt.Sprintf("Closes #%d\n\n%s", mb.Number, m.cfg.Redact(strings.TrimSpace(out.Result.Summary)))
 		mr, err := bot.Forge.CreateMergeRequest(ctx, mb.Repo, forge.NewMergeRequest{
@@ -321,7 +321,7 @@ func (m *Machine) applyPush(ctx context.Context, bot Bot, mb *Mailbox, state Sta
 		if err != nil {
 			return fmt.Errorf("open the merge request: %w", err)
 		}
-		mb.HeadSHA = cmp.Or(mb.HeadSHA, mr.HeadSHA)
+		m.setHead(mb, cmp.Or(mb.HeadSHA, mr.HeadSHA))
 		mb.MRNumber = mr.Number
 		msg := fmt.Sprintf("I opened %s from `%s`.", m.mrRef(bot, mr.Number), mb.Branch)
 		if mr.WebURL != "" {
@@ -339,6 +339,17 @@ func (m *Machine) applyPush(ctx context.Context, bot Bot, mb *Mailbox, state Sta
 	}
 	mb.Data.CIWaitUntil = m.now().Add(m.cfg.CIWait)
 	return m.afterPush(ctx, bot, mb, state)
+}
+
+// setHead records sha as the merge request's head, set now by the machine (a run's push).
+func (m *Machine) setHead(mb *Mailbox, sha string) {
+	mb.HeadSHA, mb.Data.HeadSetAt = sha, m.now()
+}
+
+// staleHead reports whether ev names a merge request head that is not the mailbox's and was
+// received before the machine set the current head: it is about an older commit.
+func staleHead(mb *Mailbox, ev forge.Event, sha string) bool {
+	return sha != "" && sha != mb.HeadSHA && !ev.ReceivedAt.IsZero() && ev.ReceivedAt.Before(mb.Data.HeadSetAt)
 }
 
 // BranchName returns "{prefix}issue-{number}-{slug of the title}", the slug transliterated to

@@ -186,9 +186,10 @@ type Runs interface {
 	UnappliedRun(ctx context.Context, mailboxID int64, phase, step string) (*Run, error)
 	// SaveApplied saves mb and marks run runID applied in one transaction.
 	SaveApplied(ctx context.Context, mb *Mailbox, runID int64) error
-	// DiscardUnapplied marks every unapplied run of the mailbox applied: the machine moved on
-	// without needing them.
-	DiscardUnapplied(ctx context.Context, mailboxID int64) error
+	// DiscardUnapplied marks every unapplied run of the mailbox applied except those of phase
+	// keepPhase and step keepStep (the run the mailbox's state calls for, whose stored outcome
+	// is still to be acted on; "" and "" keep none): the machine moved on without needing them.
+	DiscardUnapplied(ctx context.Context, mailboxID int64, keepPhase, keepStep string) error
 }
 
 // Comments records the comments the bot posted, keyed by their marker key (see post).

@@ -17,7 +17,8 @@ import (
 // Reattached is what Executor.Reattach found for one container record.
 type Reattached struct {
 	// Gone is true when the run cannot be collected: its container vanished (or its name is
-	// held by a container that is not the run's), or its run directory was lost. Reason says
+	// held by a container that is not the run's), was created but never started (the agent
+	// never ran; the container is removed), or its run directory was lost. Reason says
 	// which; the container record is then in status error.
 	Gone   bool
 	Reason string
@@ -73,6 +74,15 @@ func (e *Executor) Reattach(ctx context.Context, rec ContainerRecord, wait bool)
 	}
 	if h.Running && !wait {
 		return &Reattached{StillRunning: true}, nil
+	}
+	if !h.Running && h.StartedAt.IsZero() {
+		// Created but never started (the process stopped between create and start): the agent
+		// never ran, so there is nothing to collect and nothing failed; the run is run again.
+		cctx, cancel := e.cleanupCtx(ctx)
+		defer cancel()
+		err := e.cfg.Runtime.Destroy(cctx, h.ID)
+		r, endErr := gone(fmt.Sprintf("its container %s was created but never started", rec.ContainerName))
+		return r, errors.Join(err, endErr)
 	}
 
 	// From here the recovery has decided: the adopted container is removed once collected.
@@ -180,8 +190,9 @@ func detecting(labels map[string]string) bool { return labels[LabelPhase] == det
 // container record and, through Executor.Reattach:
 //
 //   - no live row (the worker stopped before the container was created, or after it was
-//     removed), or the container is gone: an Interrupted outcome with InterruptReason — the
-//     mailbox runs the phase again by its normal rules;
+//     removed), the container is gone, or it was created but never started (the agent never
+//     ran): an Interrupted outcome with InterruptReason — the mailbox runs the phase again by
+//     its normal rules; only a container that started and ended without a result is a failure;
 //   - the container exited while Alfred was down, or still runs (wait set: waited for within
 //     the run's timeout): its result is collected through the adapter, and for read-write
 //     phases the worktree the agent changed is committed and pushed as Execute would have;

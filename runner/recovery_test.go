@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/runner"
@@ -286,6 +287,27 @@ func TestReattachDocker(t *testing.T) {
 		require.Equal(t, runner.ContainerError, rows[0].Status)
 		require.Equal(t, r.Reason, rows[0].ErrorMessage)
 		require.NoDirExists(t, ex.RunDir(rec.ContainerName))
+	})
+
+	t.Run("CreatedNeverStarted", func(t *testing.T) {
+		// The process stopped between create and start (issue 25): the agent never ran, so the
+		// run is not a failure ("no result") but gone, and the container is removed.
+		rec, h, _ := crashed(t, b, ex, xl, 1, false)
+		require.NoError(t, b.rt.Destroy(ctx, h.ID))
+		resp, err := b.cli.ContainerCreate(ctx, &container.Config{Image: b.image, Cmd: []string{"true"},
+			Labels: map[string]string{runner.LabelManaged: "true", runner.LabelMailbox: "98",
+				runner.LabelRun: strconv.FormatInt(rec.RunID, 10), runner.LabelPhase: "development"}},
+			nil, nil, nil, rec.ContainerName)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = b.rt.Destroy(context.Background(), runner.ContainerID(resp.ID)) })
+		r, err := ex.Reattach(ctx, rec, true)
+		require.NoError(t, err)
+		require.True(t, r.Gone, "not collected as a run that wrote no result")
+		require.Contains(t, r.Reason, "was created but never started")
+		_, err = b.rt.Adopt(ctx, resp.ID)
+		require.ErrorIs(t, err, runner.ErrContainerNotFound, "the never-started container is removed")
+		rows, _ := xl.RunContainers(ctx, rec.RunID)
+		require.Equal(t, runner.ContainerError, rows[0].Status)
 	})
 
 	t.Run("TimeoutStillApplies", func(t *testing.T) {

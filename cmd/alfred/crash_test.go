@@ -57,6 +57,22 @@ type crashCase struct {
 	log func(t *testing.T, log string)
 	// devRuns checks the development runs once the lifecycle is done.
 	devRuns func(t *testing.T, runs []crashRun)
+	// eventsMeanwhile sends edits of Alfred's status comment during the run and while Alfred
+	// is down, as a real forge does, so that they wait in the inbox when the run is recovered.
+	eventsMeanwhile bool
+}
+
+// statusEdits sends n edits of Alfred's own comment on the issue, each a new delivery.
+func statusEdits(e *e2e, n int) {
+	e.t.Helper()
+	for range n {
+		require.Equal(e.t, http.StatusAccepted, e.send("008-issue_comment-edited", func(doc map[string]any) {
+			doc["issue"].(map[string]any)["number"] = e.issue.Number
+			c := doc["comment"].(map[string]any)
+			c["user"].(map[string]any)["login"] = "bot" // bot_user in the configuration
+			c["body"] = "status: " + uuid.NewString()
+		}))
+	}
 }
 
 type crashRun struct {
@@ -94,8 +110,9 @@ func TestKillDuringDevelopmentRun(t *testing.T) {
 // lifecycle finishes.
 func TestShutdownDuringDevelopmentRun(t *testing.T) {
 	runCrashCase(t, crashCase{
-		sleep: "15",
-		term:  true,
+		sleep:           "15",
+		term:            true,
+		eventsMeanwhile: true, // an event pass takes the mailbox first and leaves the run to a run worker
 		whileDown: func(t *testing.T, rt crashRuntime, id string, db *sqlx.DB) {
 			running, _ := rt.state(t, id)
 			require.True(t, running, "the container must still run when Alfred restarts")
@@ -115,12 +132,15 @@ func TestShutdownDuringDevelopmentRun(t *testing.T) {
 	})
 }
 
-// TestKillDuringDevelopmentRunContainerFinishes: the container finishes while Alfred is down.
-// On start the run's result is collected (not run again: one development run, succeeded), the
+// TestKillDuringDevelopmentRunContainerFinishes: the container finishes while Alfred is down,
+// and edits of Alfred's status comment arrive during the run and at the restart (pending when
+// the run is recovered). On start the run's result is collected (not run again: one
+// development run, succeeded), the
 // agent's changes are pushed and the lifecycle completes.
 func TestKillDuringDevelopmentRunContainerFinishes(t *testing.T) {
 	runCrashCase(t, crashCase{
-		sleep: "4",
+		sleep:           "4",
+		eventsMeanwhile: true, // issue 25: the collected run was discarded and run again
 		whileDown: func(t *testing.T, rt crashRuntime, id string, db *sqlx.DB) {
 			require.Eventually(t, func() bool {
 				running, _ := rt.state(t, id)
@@ -267,6 +287,9 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	if c.term {
 		sig = syscall.SIGTERM
 	}
+	if c.eventsMeanwhile {
+		statusEdits(e, 3)
+	}
 	require.NoError(t, proc.Process.Signal(sig))
 	state, _ := proc.Process.Wait()
 	if c.term {
@@ -278,6 +301,9 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	c.whileDown(t, rt, list[0], db)
 
 	proc = start()
+	if c.eventsMeanwhile {
+		statusEdits(e, 2) // received before the restarted process's first pass
+	}
 	e.waitStatus("status::in_ci")
 	// No pipeline appears within ci_wait (2s): ready for review.
 	e.waitStatus("status::in_review")

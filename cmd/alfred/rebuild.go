@@ -47,16 +47,18 @@ func (a *app) rebuild(ctx context.Context, args []string) error {
 	return err
 }
 
-// rebuildIfEmpty rebuilds the mailboxes from the forge when the store holds none (a new or
-// lost database). While a forge is unavailable it tries again, every rebuildRetry, until ctx
-// ends: serving meanwhile would take the issues Alfred works on for new assignments. Another
-// failure (one issue that cannot be read back) is logged; the other issues are rebuilt and
-// `alfred rebuild` tries the rest again.
-func (s *server) rebuildIfEmpty(ctx context.Context) error {
-	stats, err := s.recon.RebuildIfEmpty(ctx, s.store, s.lifecycle)
-	if stats == nil && err == nil {
+// rebuildIfEmpty rebuilds the mailboxes from the forge when the store held none at start-up
+// (empty, read before the webhook port took a delivery: a new or lost database). While a forge
+// is unavailable it tries again, every rebuildRetry, until ctx ends: the workers start only
+// after it, or they would take the issues Alfred works on for new assignments (deliveries are
+// stored meanwhile and applied after it). Another failure (one issue that cannot be read back)
+// is logged; the other issues are rebuilt and `alfred rebuild` tries the rest again.
+func (s *server) rebuildIfEmpty(ctx context.Context, empty bool) error {
+	if !empty {
 		return nil // the store has mailboxes
 	}
+	s.log.Info("the store is empty: rebuilding the mailboxes of the open issues assigned to the bot from the forge")
+	_, err := s.recon.Rebuild(ctx, s.store, s.lifecycle)
 	for errors.Is(err, forge.ErrUnavailable) {
 		s.log.Warn("the rebuild from the forge waits for the forge", "err", err, "retry_in", rebuildRetry)
 		select {

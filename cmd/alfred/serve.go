@@ -391,6 +391,12 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	// The webhook port answers at once, so that a liveness probe sees the process alive while
 	// the rebuild below waits for the forge; until it is done the port is gated (rebuildGate).
+	// Whether the store is empty is read before the port takes a delivery: a delivery stored
+	// during the rebuild makes a mailbox, and must not make the store look not empty.
+	empty, emptyErr := s.store.Empty(ctx)
+	if emptyErr != nil {
+		return fmt.Errorf("read whether the store is empty: %w", emptyErr)
+	}
 	gate := newRebuildGate(s.handler)
 	httpSrv := httpserve.New(httpLimits(s.cfg.HTTP, s.cfg.MaxBodyBytes, s.cfg.HTTP.MaxConcurrent), gate)
 	s.metrics.HTTPStages("webhook", stageStats(httpSrv))
@@ -398,7 +404,7 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- httpSrv.Serve(ln) }()
 	// An empty store (new, or lost) is rebuilt from the forge before any delivery or pass
 	// could start an issue Alfred already works on again.
-	if err := s.rebuildIfEmpty(ctx); err != nil {
+	if err := s.rebuildIfEmpty(ctx, empty); err != nil {
 		gate.stop()
 		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -459,11 +465,12 @@ func (s *server) Serve(ctx context.Context, ln net.Listener) error {
 
 // rebuildGate is the webhook port's handler while the start-up rebuild runs: GET /healthz
 // answers 200 "ok" (the process is alive: a liveness probe keeps it) and GET /readyz 503
-// "rebuilding" at once; every other request, deliveries included, waits until the gate opens
-// (then goes to next), its client leaves, or the gate stops (503 with a Retry-After). A
-// delivery is not stored before the rebuild is done: a mailbox it made would hide its issue
-// from the rebuild, which skips issues that have one, and the issue would start again as a
-// new assignment.
+// "rebuilding" at once; a delivery (POST /webhooks/...) goes to next at once — store first:
+// it is stored and answered 202 whatever the rebuild is doing (Gitea and Forgejo never send a
+// delivery again), and applied only after the rebuild, since the workers start after it and
+// the rebuild takes over the idle mailbox a delivery made (mailbox.Rebuilds). Every other
+// request waits until the gate opens (then goes to next), its client leaves, or the gate
+// stops (503 with a Retry-After).
 type rebuildGate struct {
 	next    http.Handler
 	opened  chan struct{} // closed by open
@@ -491,6 +498,10 @@ func (g *rebuildGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, "ok\n")
+		return
+	}
+	if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/webhooks/") {
+		g.next.ServeHTTP(w, r)
 		return
 	}
 	if r.Method == http.MethodGet && r.URL.Path == "/readyz" {

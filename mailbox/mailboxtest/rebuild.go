@@ -20,23 +20,32 @@ func (s *Store) Rebuild(_ context.Context, r *mailbox.Rebuilt) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	mb := &r.Mailbox
-	for _, m := range s.mailboxes {
-		if m.Forge == mb.Forge && m.Repo == mb.Repo && m.Number == mb.Number && !m.MergeRequest {
-			return false, nil
-		}
-	}
 	now := s.now()
 	next := clone(mb)
 	next.ID, next.MergeRequest = int64(len(s.mailboxes)+1), false
+	next.CreatedAt = now
+	taken := -1 // the index of an idle mailbox of the issue, taken over
+	for i, m := range s.mailboxes {
+		if m.Forge == mb.Forge && m.Repo == mb.Repo && m.Number == mb.Number && !m.MergeRequest {
+			if m.State != mailbox.StateIdle {
+				return false, nil
+			}
+			taken, next.ID, next.CreatedAt = i, m.ID, m.CreatedAt
+		}
+	}
 	next.LeaseOwner, next.LeaseExpires, next.LeaseAttempts = nil, nil, 0
-	next.CreatedAt, next.UpdatedAt, next.ReconciledAt = now, now, nil
+	next.UpdatedAt, next.ReconciledAt = now, nil
 	if next.Labels == nil {
 		next.Labels = mailbox.StringList{}
 	}
 	if next.Assignees == nil {
 		next.Assignees = mailbox.StringList{}
 	}
-	s.mailboxes = append(s.mailboxes, next)
+	if taken >= 0 {
+		s.mailboxes[taken] = next
+	} else {
+		s.mailboxes = append(s.mailboxes, next)
+	}
 	mb.ID = next.ID
 	for i := range r.Comments {
 		c := &r.Comments[i]

@@ -178,11 +178,12 @@ func (s *Store) SaveApplied(_ context.Context, mb *mailbox.Mailbox, runID int64)
 }
 
 // DiscardUnapplied implements mailbox.Runs.
-func (s *Store) DiscardUnapplied(_ context.Context, mailboxID int64) error {
+func (s *Store) DiscardUnapplied(_ context.Context, mailboxID int64, keepPhase, keepStep string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range s.runs {
-		if s.runs[i].MailboxID == mailboxID {
+		r := s.runs[i]
+		if r.MailboxID == mailboxID && (keepPhase == "" || r.Phase != keepPhase || r.Step != keepStep) {
 			s.runs[i].Applied = true
 		}
 	}

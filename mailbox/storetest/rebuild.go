@@ -70,4 +70,26 @@ func rebuildCreatesOnce(t *testing.T, s Store, c *Clock) {
 	created, err = s.Rebuild(ctx, &again)
 	require.NoError(t, err)
 	require.False(t, created, "an issue with a mailbox is not rebuilt")
+
+	// Store first (issue 25): a delivery stored while the rebuild runs made an idle mailbox;
+	// the rebuild takes it over, with its pending event, instead of skipping the issue.
+	dup, err := s.Deliver(ctx, Event(8, "during-rebuild", "x"))
+	require.NoError(t, err)
+	require.False(t, dup)
+	idle, err := s.Find(ctx, issue(8))
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateIdle, idle.State)
+	rb8 := &mailbox.Rebuilt{Mailbox: mailbox.Mailbox{Forge: "gl", Repo: "acme/shop", Number: 8, State: mailbox.StateInCI,
+		Branch: "agent/issue-8", MRNumber: 80, WakeAt: &now}}
+	created, err = s.Rebuild(ctx, rb8)
+	require.NoError(t, err)
+	require.True(t, created, "an idle mailbox made by a delivery is taken over")
+	require.Equal(t, idle.ID, rb8.Mailbox.ID)
+	got8, err := s.Find(ctx, issue(8))
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateInCI, got8.State)
+	require.Equal(t, int64(80), got8.MRNumber)
+	pending, err := s.PendingEvents(ctx, idle.ID)
+	require.NoError(t, err)
+	require.Len(t, pending, 1, "the delivery waits to be applied after the rebuild")
 }

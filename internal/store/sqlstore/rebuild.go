@@ -21,11 +21,14 @@ func (s *Store) Empty(ctx context.Context) (bool, error) {
 	return n == 0, nil
 }
 
-// sqlRebuildMailbox creates a rebuilt mailbox unless its issue has one; no row when it has.
+// sqlRebuildMailbox creates a rebuilt mailbox unless its issue has one that is not idle; no
+// row when it has. An idle one (made by a delivery stored while the rebuild ran) is taken
+// over, its pending events kept.
 const sqlRebuildMailbox = `
 INSERT INTO mailboxes (forge, repo, number, merge_request, created_at, updated_at)
 VALUES ($1, $2, $3, FALSE, $4, $4)
-ON CONFLICT (forge, repo, number, merge_request) DO NOTHING
+ON CONFLICT (forge, repo, number, merge_request) DO UPDATE SET updated_at = excluded.updated_at
+WHERE mailboxes.state = 'idle'
 RETURNING id`
 
 // sqlRebuiltTimes writes what a save does not: the comments still to be read, and no

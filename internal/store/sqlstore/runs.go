@@ -134,11 +134,12 @@ func (s *Store) SaveApplied(ctx context.Context, m *mailbox.Mailbox, runID int64
 	})
 }
 
-const sqlDiscardUnapplied = `UPDATE runs SET applied = TRUE WHERE mailbox_id = $1 AND applied = FALSE`
+const sqlDiscardUnapplied = `UPDATE runs SET applied = TRUE
+WHERE mailbox_id = $1 AND applied = FALSE AND ($2 = '' OR phase <> $2 OR step <> $3)`
 
 // DiscardUnapplied implements mailbox.Runs.
-func (s *Store) DiscardUnapplied(ctx context.Context, mailboxID int64) error {
-	if _, err := s.db.ExecContext(ctx, sqlDiscardUnapplied, mailboxID); err != nil {
+func (s *Store) DiscardUnapplied(ctx context.Context, mailboxID int64, keepPhase, keepStep string) error {
+	if _, err := s.db.ExecContext(ctx, sqlDiscardUnapplied, mailboxID, keepPhase, keepStep); err != nil {
 		return fmt.Errorf("discard unapplied runs: %w", err)
 	}
 	return nil
