@@ -1,6 +1,9 @@
 # Alfred. `make run` plays the demo (no forge configured) or serves (a forge configured);
 # `make test` runs every test. Both install and start what they need (scripts/dev-deps.sh).
 
+# bash, for pipefail in the test recipe (go test's own exit status counts, not only the formatter's).
+SHELL := /bin/bash
+
 # go from PATH, else Go's default install directory (scripts/dev-deps.sh checks the version).
 GO       ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -62,7 +65,7 @@ test: deps $(TEST_CLUSTER)
 		if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted"; exit 1; fi
 	$(GO) vet -tags '$(TEST_TAGS)' ./...
 	$(GO) build -o bin/alfred-testprogress ./cmd/alfred-testprogress
-	$(GO) test -json -tags '$(TEST_TAGS)' -count=1 -p 2 -timeout 40m ./... | ./bin/alfred-testprogress
+	set -o pipefail; $(GO) test -json -tags '$(TEST_TAGS)' -count=1 -p 2 -timeout 40m ./... | ./bin/alfred-testprogress
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 # The cost benchmarks report medians and ratios over a fixed number of iterations, one package

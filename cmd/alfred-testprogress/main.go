@@ -72,6 +72,8 @@ type progress struct {
 	output  map[string][]string // a running package's output, printed if it fails
 	failed  []string
 	passed  int
+	// Top-level tests by their end: passed, failed, skipped (subtests are not counted).
+	tests struct{ passed, failed, skipped int }
 }
 
 func newProgress(out io.Writer, now func() time.Time) *progress {
@@ -110,8 +112,16 @@ func (p *progress) event(ev event) {
 	case ev.Action == "build-fail":
 		p.failed = append(p.failed, ev.ImportPath+" (build)")
 	case ev.Test != "":
-		if ev.Action == "output" {
+		switch {
+		case ev.Action == "output":
 			p.output[ev.Package] = append(p.output[ev.Package], ev.Output)
+		case strings.Contains(ev.Test, "/"): // a subtest: its parent counts
+		case ev.Action == "pass":
+			p.tests.passed++
+		case ev.Action == "fail":
+			p.tests.failed++
+		case ev.Action == "skip":
+			p.tests.skipped++
 		}
 	case ev.Action == "start":
 		p.started[ev.Package] = p.now()
@@ -160,10 +170,12 @@ func (p *progress) running() {
 	fmt.Fprintf(p.out, "...   running: %s; %d done\n", strings.Join(parts, ", "), p.passed+len(p.failed))
 }
 
-// summary prints the failures and reports whether everything passed.
+// summary prints the failures and the closing line "tests: N passed, N failed, N skipped"
+// (top-level tests), and reports whether everything passed.
 func (p *progress) summary() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	defer fmt.Fprintf(p.out, "tests: %d passed, %d failed, %d skipped\n", p.tests.passed, p.tests.failed, p.tests.skipped)
 	if len(p.failed) == 0 && p.passed == 0 {
 		fmt.Fprintln(p.out, "FAILED: no package ran (go test's own message is above)")
 		return false

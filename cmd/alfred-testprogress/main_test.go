@@ -10,7 +10,7 @@ import (
 )
 
 // A package is printed when it ends, not in import-path order; the packages still running are
-// listed with their time; a failing package's output is printed; the summary says which failed.
+// listed with their time; a failing package's output is printed; the summary says which failed and closes with the tests' counts.
 func TestProgressPrintsEachPackageAsItEnds(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -26,7 +26,9 @@ func TestProgressPrintsEachPackageAsItEnds(t *testing.T) {
 		`{"Action":"skip","Package":"x/doc","Elapsed":0}`,
 		`{"Action":"run","Package":"x/mailbox","Test":"TestA"}`,
 		`{"Action":"output","Package":"x/mailbox","Test":"TestA","Output":"=== RUN   TestA\n"}`,
+		`{"Action":"pass","Package":"x/mailbox","Test":"TestA/sub","Elapsed":0.1}`,
 		`{"Action":"pass","Package":"x/mailbox","Test":"TestA","Elapsed":0.1}`,
+		`{"Action":"skip","Package":"x/mailbox","Test":"TestS","Elapsed":0}`,
 		`{"Action":"pass","Package":"x/mailbox","Elapsed":2.5}`)
 	require.Equal(t, "ok    x/mailbox 2.5s\n", out.String(), "the later package is printed when it ends; no line for no test files")
 
@@ -47,5 +49,6 @@ func TestProgressPrintsEachPackageAsItEnds(t *testing.T) {
 	require.Contains(t, out.String(), "broken.go:1: syntax error\n")
 	out.Reset()
 	require.False(t, p.summary())
-	require.Equal(t, "FAILED: x/cmd/alfred, x/broken [x/broken.test] (build)\n", out.String())
+	require.Equal(t, "FAILED: x/cmd/alfred, x/broken [x/broken.test] (build)\ntests: 1 passed, 1 failed, 1 skipped\n", out.String(),
+		"the closing line counts top-level tests, not subtests")
 }
