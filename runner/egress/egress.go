@@ -133,18 +133,35 @@ type Proxy struct {
 // dialTimeout bounds a connection to an allowed destination.
 const dialTimeout = 30 * time.Second
 
-// Serve starts a Proxy on ln (which it then owns) allowing allow. onRefused, when not nil, is
-// called once per refused request, with the normalised host:port asked for (a refused request
-// gets 403 Forbidden naming the destination). Allowed requests are dialled from Alfred's host:
-// CONNECT is tunnelled as it is (no TLS interception), plain HTTP is forwarded.
-func Serve(ln net.Listener, allow Allowlist, onRefused func(target string)) *Proxy {
-	p := &Proxy{allow: allow, onRefused: onRefused, ln: ln, refused: map[string]int{}}
+// Options are a Proxy's hooks.
+type Options struct {
+	// OnRefused, when set, is called once per refused request with the normalised host:port
+	// asked for.
+	OnRefused func(target string)
+	// Dial connects to an allowed destination (a net.Dialer with a 30 s timeout when nil).
+	// Tests resolve their stand-in names to loopback servers with it.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Serve starts a Proxy on ln (which it then owns) allowing allow. A refused request gets 403
+// Forbidden naming the destination, and is counted (Refused) and reported (Options.OnRefused).
+// Allowed requests are dialled from Alfred's host: CONNECT is tunnelled as it is (no TLS
+// interception), plain HTTP is forwarded.
+func Serve(ln net.Listener, allow Allowlist, opts Options) *Proxy {
+	p := &Proxy{allow: allow, onRefused: opts.OnRefused, ln: ln, refused: map[string]int{}}
 	gp := goproxy.NewProxyHttpServer()
 	gp.Logger = log.New(io.Discard, "", 0)
-	dialer := &net.Dialer{Timeout: dialTimeout}
+	dial := opts.Dial
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: dialTimeout}).DialContext
+	}
 	// Neither Alfred's own proxy settings nor its TLS exceptions apply to a run's traffic.
-	gp.Tr = &http.Transport{DialContext: dialer.DialContext, ResponseHeaderTimeout: 5 * time.Minute}
-	gp.ConnectDial = func(network, addr string) (net.Conn, error) { return dialer.Dial(network, addr) }
+	gp.Tr = &http.Transport{DialContext: dial, ResponseHeaderTimeout: 5 * time.Minute}
+	gp.ConnectDial = func(network, addr string) (net.Conn, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+		defer cancel()
+		return dial(ctx, network, addr)
+	}
 	gp.OnRequest().HandleConnectFunc(func(host string, ctx *goproxy.ProxyCtx) (*goproxy.ConnectAction, string) {
 		target := withPort(host, "80") // goproxy dials a portless CONNECT on :80
 		if p.allow.Allows(target) {

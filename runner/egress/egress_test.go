@@ -62,7 +62,7 @@ func TestProxyAllowsOnlyTheList(t *testing.T) {
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var seen []string
-	p := egress.Serve(ln, allow, func(target string) { mu.Lock(); seen = append(seen, target); mu.Unlock() })
+	p := egress.Serve(ln, allow, egress.Options{OnRefused: func(target string) { mu.Lock(); seen = append(seen, target); mu.Unlock() }})
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 
 	proxyURL, _ := url.Parse("http://" + p.Addr().String())
