@@ -422,6 +422,21 @@ func TestValidate(t *testing.T) {
 		"zero lease":        {func(c *Config) { c.Workers.LeaseTTL = 0 }, "workers.lease_ttl: must be a positive duration"},
 		"zero poll":         {func(c *Config) { c.Workers.PollInterval = 0 }, "workers.poll_interval: must be a positive duration"},
 		"root":              {func(c *Config) { c.Runner.UID = 0 }, "runner.uid: must not be 0"},
+		"egress mode": {func(c *Config) { c.Runner.Egress.Mode = "closed" }, `runner.egress.mode: must be "allowlist" or "open", got "closed"`},
+		"egress allowlist on the host network": {func(c *Config) { c.Runner.HostNetwork, c.Runner.Egress.Mode = true, EgressAllowlist },
+			"runner.egress.mode: allowlist cannot hold a run on the host network"},
+		"egress entry without port": {func(c *Config) { c.Runner.Egress.Allow = []string{"registry.npmjs.org"} },
+			`runner.egress.allow[0]: want host:port, got "registry.npmjs.org"`},
+		"egress bad wildcard": {func(c *Config) { c.Runner.Egress.Allow = []string{"a.*.org:443"} }, `runner.egress.allow[0]: "a.*.org:443": a wildcard`},
+		"host network on kubernetes": {func(c *Config) {
+			c.Runner.Runtime, c.Runner.HostNetwork, c.Runner.Egress.Mode = RuntimeKubernetes, true, EgressOpen
+			c.Runner.Kubernetes = Kubernetes{Namespace: "alfred-runs", StateClaim: "alfred-state", PullPolicy: "Never"}
+		}, "runner.host_network: is refused with the Kubernetes runtime"},
+		"kubernetes placement": {func(c *Config) {
+			c.Runner.Runtime = RuntimeKubernetes
+			c.Runner.Kubernetes = Kubernetes{Namespace: "alfred-runs", StateClaim: "alfred-state", PullPolicy: "Never",
+				Tolerations: []map[string]any{{"key": "dedicated", "operater": "Equal"}}}
+		}, `runner.kubernetes: tolerations: json: unknown field "operater"`},
 		"negative gid":      {func(c *Config) { c.Runner.GID = -1 }, "runner.gid: must be at least 0"},
 		"zero timeout":      {func(c *Config) { c.Runner.Timeout = 0 }, "runner.timeout: must be a positive duration"},
 		"zero cpus":         {func(c *Config) { c.Runner.CPUs = 0 }, "runner.cpus: must be positive"},
@@ -668,4 +683,33 @@ func TestRuntimeKubernetes(t *testing.T) {
 	c, err = loadYAML(t, minimalYAML, "ALFRED_RUNNER_KUBERNETES_NAMESPACE=ignored")
 	require.NoError(t, err, "the docker runtime reads nothing of the kubernetes section")
 	require.Equal(t, RuntimeDocker, c.Runner.Runtime)
+}
+
+// TestEgressDefaults: the allowlist is on unless the host network is asked for (which no
+// allowlist can hold); the placement of the runs' Pods decodes into Kubernetes' own types.
+func TestEgressDefaults(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, EgressAllowlist, Runner{}.EgressMode())
+	require.Equal(t, EgressOpen, Runner{HostNetwork: true}.EgressMode())
+	require.Equal(t, EgressOpen, Runner{Egress: Egress{Mode: EgressOpen}}.EgressMode())
+	c, err := loadYAML(t, strings.Replace(fullYAML, "runner:\n", `runner:
+  egress:
+    allow: [registry.npmjs.org:443, "*.example.org:443"]
+  kubernetes:
+    tolerations: [{key: dedicated, operator: Equal, value: alfred, effect: NoSchedule}]
+    affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Exists}]}]}}}
+`, 1))
+	require.NoError(t, err)
+	require.Equal(t, []string{"registry.npmjs.org:443", "*.example.org:443"}, c.Runner.Egress.Allow)
+	tol, aff, err := c.Runner.Kubernetes.Placement()
+	require.NoError(t, err)
+	require.Equal(t, "NoSchedule", string(tol[0].Effect))
+	require.Equal(t, "Exists", string(aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Operator))
+	k := Kubernetes{NodeSelector: map[string]string{"kubernetes.io/hostname": "node-a"},
+		Tolerations: []map[string]any{{"key": "dedicated", "operator": "Equal", "value": "alfred", "effect": "NoSchedule"}},
+		Affinity:    map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "a", "operator": "Exists"}}}}}}}}
+	tol, aff, err = k.Placement()
+	require.NoError(t, err)
+	require.Equal(t, "alfred", tol[0].Value)
+	require.Equal(t, "a", aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Key)
 }
