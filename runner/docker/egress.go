@@ -11,9 +11,11 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
 
 	"github.com/alfred-bot/alfred/runner"
@@ -50,6 +52,7 @@ func (r *Runtime) startEgress(ctx context.Context, spec runner.ContainerSpec) (g
 	}
 	labels[LabelEgressAllow] = strings.Join(spec.Egress.Allow, ",")
 	create := func() (network.CreateResponse, error) { return r.createRunNetwork(ctx, spec.Name, labels) }
+	r.pruneLeftoverNetworks(ctx, spec.Labels)
 	resp, err := create()
 	if err != nil && isConflict(err) {
 		if _, cerr := r.cli.ContainerInspect(ctx, spec.Name); cerr == nil {
@@ -243,4 +246,37 @@ func (r *Runtime) removeNetwork(ctx context.Context, id string) error {
 		return fmt.Errorf("remove network %.12s: %w", id, err)
 	}
 	return nil
+}
+
+// leftoverAge is how old a run network without a container must be before a later run's start
+// removes it: older than any gap between creating a network and its container.
+const leftoverAge = 10 * time.Minute
+
+// pruneLeftoverNetworks removes, best effort, the run networks of this installation (those
+// carrying LabelEgressAllow, LabelManaged and labels' LabelInstance) that no container uses
+// and no container is named after, created more than leftoverAge ago: a container removed while
+// Alfred was down leaves its network behind.
+func (r *Runtime) pruneLeftoverNetworks(ctx context.Context, labels map[string]string) {
+	f := filters.NewArgs(filters.Arg("label", LabelEgressAllow), filters.Arg("label", runner.LabelManaged+"=true"))
+	if inst, ok := labels[runner.LabelInstance]; ok {
+		f.Add("label", runner.LabelInstance+"="+inst)
+	}
+	list, err := r.cli.NetworkList(ctx, network.ListOptions{Filters: f})
+	if err != nil {
+		return
+	}
+	for _, n := range list {
+		if time.Since(n.Created) < leftoverAge {
+			continue
+		}
+		if _, err := r.cli.ContainerInspect(ctx, n.Name); !cerrdefs.IsNotFound(err) {
+			continue // its container exists (or the daemon did not say): not a leftover
+		}
+		r.egressMu.Lock()
+		_, served := r.egressRuns[n.Name]
+		r.egressMu.Unlock()
+		if !served {
+			_ = r.removeLeftoverNetwork(ctx, n.Name)
+		}
+	}
 }
