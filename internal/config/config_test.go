@@ -249,6 +249,8 @@ func TestLoadEnv(t *testing.T) {
 			"ALFRED_RUNNER_UID=1000",
 			"ALFRED_RUNNER_CPUS=0.5",
 			"ALFRED_RUNNER_HOST_NETWORK=false",
+			"ALFRED_RUNNER_EGRESS_MODE=allowlist",
+			"ALFRED_RUNNER_EGRESS_ALLOW=registry.npmjs.org:443,127.0.0.1:11434",
 			"ALFRED_FORGES_FORGEJO_TOKEN=tok-env-s3cr3t",
 			"ALFRED_FORGES_GITLAB_MAIN_WEBHOOK_SECRET=hook-env-s3cr3t",
 			"ALFRED_FORGES_GITLAB_MAIN_OTHER_BOTS=renovate",
@@ -272,6 +274,7 @@ func TestLoadEnv(t *testing.T) {
 		require.Equal(t, 1000, c.Runner.UID)
 		require.Equal(t, 0.5, c.Runner.CPUs)
 		require.False(t, c.Runner.HostNetwork)
+		require.Equal(t, Egress{Mode: EgressAllowlist, Allow: []string{"registry.npmjs.org:443", "127.0.0.1:11434"}}, c.Runner.Egress)
 		require.Equal(t, "tok-env-s3cr3t", c.Forges[0].Token.Reveal())
 		require.Equal(t, "hook-s3cr3t-forgejo", c.Forges[0].WebhookSecret.Reveal())
 		require.Equal(t, "hook-env-s3cr3t", c.Forges[1].WebhookSecret.Reveal())
@@ -422,7 +425,7 @@ func TestValidate(t *testing.T) {
 		"zero lease":        {func(c *Config) { c.Workers.LeaseTTL = 0 }, "workers.lease_ttl: must be a positive duration"},
 		"zero poll":         {func(c *Config) { c.Workers.PollInterval = 0 }, "workers.poll_interval: must be a positive duration"},
 		"root":              {func(c *Config) { c.Runner.UID = 0 }, "runner.uid: must not be 0"},
-		"egress mode": {func(c *Config) { c.Runner.Egress.Mode = "closed" }, `runner.egress.mode: must be "allowlist" or "open", got "closed"`},
+		"egress mode":       {func(c *Config) { c.Runner.Egress.Mode = "closed" }, `runner.egress.mode: must be "allowlist" or "open", got "closed"`},
 		"egress allowlist on the host network": {func(c *Config) { c.Runner.HostNetwork, c.Runner.Egress.Mode = true, EgressAllowlist },
 			"runner.egress.mode: allowlist cannot hold a run on the host network"},
 		"egress entry without port": {func(c *Config) { c.Runner.Egress.Allow = []string{"registry.npmjs.org"} },
@@ -437,16 +440,16 @@ func TestValidate(t *testing.T) {
 			c.Runner.Kubernetes = Kubernetes{Namespace: "alfred-runs", StateClaim: "alfred-state", PullPolicy: "Never",
 				Tolerations: []map[string]any{{"key": "dedicated", "operater": "Equal"}}}
 		}, `runner.kubernetes: tolerations: json: unknown field "operater"`},
-		"negative gid":      {func(c *Config) { c.Runner.GID = -1 }, "runner.gid: must be at least 0"},
-		"zero timeout":      {func(c *Config) { c.Runner.Timeout = 0 }, "runner.timeout: must be a positive duration"},
-		"zero cpus":         {func(c *Config) { c.Runner.CPUs = 0 }, "runner.cpus: must be positive"},
-		"no agents":         {func(c *Config) { c.Agents = nil }, "agents: at least one agent is required"},
-		"bad adapter":       {func(c *Config) { c.Agents[1].Adapter = "aider" }, `agents[1].adapter: "aider" is not one of script, claude-code, codex, opencode, copilot, gemini`},
-		"script no script":  {func(c *Config) { c.Agents[0].Script = "" }, "agents[0].script: required"},
-		"no image":          {func(c *Config) { c.Agents[1].Image = "" }, "agents[1].image: required"},
-		"undeclared agent":  {func(c *Config) { c.Phases["review"] = "codex" }, `phases.review: agent "codex" is not declared`},
-		"unknown phase":     {func(c *Config) { c.Phases["deploy"] = "script" }, "phases.deploy: unknown phase"},
-		"no default":        {func(c *Config) { delete(c.Phases, "default") }, "phases.default: required"},
+		"negative gid":     {func(c *Config) { c.Runner.GID = -1 }, "runner.gid: must be at least 0"},
+		"zero timeout":     {func(c *Config) { c.Runner.Timeout = 0 }, "runner.timeout: must be a positive duration"},
+		"zero cpus":        {func(c *Config) { c.Runner.CPUs = 0 }, "runner.cpus: must be positive"},
+		"no agents":        {func(c *Config) { c.Agents = nil }, "agents: at least one agent is required"},
+		"bad adapter":      {func(c *Config) { c.Agents[1].Adapter = "aider" }, `agents[1].adapter: "aider" is not one of script, claude-code, codex, opencode, copilot, gemini`},
+		"script no script": {func(c *Config) { c.Agents[0].Script = "" }, "agents[0].script: required"},
+		"no image":         {func(c *Config) { c.Agents[1].Image = "" }, "agents[1].image: required"},
+		"undeclared agent": {func(c *Config) { c.Phases["review"] = "codex" }, `phases.review: agent "codex" is not declared`},
+		"unknown phase":    {func(c *Config) { c.Phases["deploy"] = "script" }, "phases.deploy: unknown phase"},
+		"no default":       {func(c *Config) { delete(c.Phases, "default") }, "phases.default: required"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
