@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/alfred-bot/alfred/internal/textwalk"
@@ -71,6 +72,7 @@ func (e *Executor) collect(ctx context.Context, c collection, out *RunOutcome) e
 	cancelLogs()
 	out.Stdout, out.StdoutTruncated = tail(e.cfg.Redact(string(stdout)), e.cfg.MaxOutputBytes)
 	out.Stderr, out.StderrTruncated = tail(e.cfg.Redact(string(stderr)), e.cfg.MaxOutputBytes)
+	e.noteEgress(c.h.ID, out)
 	if out.Status != "" { // timed out or canceled: no result is read
 		return nil
 	}
@@ -124,3 +126,25 @@ func tail(s string, max int) (string, bool) {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// noteEgress records what the run's egress proxy refused (a Runtime that is an EgressReporter)
+// in out.EgressRefused and as a last line of out.Stderr, which the run's record keeps.
+func (e *Executor) noteEgress(id ContainerID, out *RunOutcome) {
+	er, ok := e.cfg.Runtime.(EgressReporter)
+	if !ok {
+		return
+	}
+	refused := er.EgressRefused(id)
+	if len(refused) == 0 {
+		return
+	}
+	out.EgressRefused = refused
+	if out.Stderr != "" && !strings.HasSuffix(out.Stderr, "\n") {
+		out.Stderr += "\n"
+	}
+	out.Stderr += e.cfg.Redact(EgressRefusedLine+strings.Join(refused, ", ")) + "\n"
+}
+
+// EgressRefusedLine begins the line a run's output ends with when its egress proxy refused a
+// destination: "alfred: egress refused (not on runner.egress.allow): host:port, …".
+const EgressRefusedLine = "alfred: egress refused (not on runner.egress.allow): "

@@ -29,6 +29,52 @@ type CompileConfig struct {
 	HostNetwork bool
 	// Instance is the LabelInstance value of every container; "" puts no instance label.
 	Instance string
+	// Egress, when set, is the egress policy of every run (ContainerSpec.Egress): Allow holds
+	// the operator's host:port pairs, to which each run adds its adapter's (EgressAgent).
+	// nil: the network is open.
+	Egress *EgressPolicy
+}
+
+// EgressPolicy is the installation's egress allowlist (runner.egress).
+type EgressPolicy struct {
+	// Allow are the operator's host:port pairs every run may reach besides its adapter's.
+	Allow []string
+	// ProxyURL, when set, is put in the run's HTTP_PROXY and HTTPS_PROXY (and their lower-case
+	// twins), with NO_PROXY=localhost,127.0.0.1: the Docker runtime's proxy
+	// (runner/egress.ProxyURL). "" on Kubernetes, where a NetworkPolicy holds the list.
+	ProxyURL string
+}
+
+// egressOf returns the run's egress allowlist: agent's hosts, then policy's, without
+// duplicates.
+func egressOf(policy *EgressPolicy, agent Agent) *Egress {
+	if policy == nil {
+		return nil
+	}
+	var hosts []string
+	if ea, ok := agent.(EgressAgent); ok {
+		hosts = append(hosts, ea.EgressHosts()...)
+	}
+	hosts = append(hosts, policy.Allow...)
+	e := &Egress{Allow: []string{}}
+	seen := map[string]bool{}
+	for _, h := range hosts {
+		if k := strings.ToLower(h); !seen[k] {
+			seen[k] = true
+			e.Allow = append(e.Allow, h)
+		}
+	}
+	return e
+}
+
+// egressEnv is the proxy environment of a run behind policy's proxy.
+func egressEnv(policy *EgressPolicy) []string {
+	if policy == nil || policy.ProxyURL == "" {
+		return nil
+	}
+	u := policy.ProxyURL
+	return []string{"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u,
+		"NO_PROXY=localhost,127.0.0.1", "no_proxy=localhost,127.0.0.1"}
 }
 
 // InstanceName returns name (a ContainerName, "alfred-…") with the installation's Instance put
@@ -110,8 +156,11 @@ type Compiled struct {
 // is nested in one. Every container runs as cfg's user with HOME=HomeDir and the managed
 // labels; the runtime makes its root filesystem read-only.
 //
+// With cfg.Egress the spec carries the run's allowlist (the adapter's EgressHosts, then the
+// operator's) and, behind a proxy, the proxy's environment before the adapter's.
+//
 // Errors: an attempt below 1, an input without a phase, a worktree that is not an absolute
-// path, an adapter whose Command fails, or an invocation file named input.json, "", "." or
+// path, the host network together with an egress policy, an adapter whose Command fails, or an invocation file named input.json, "", "." or
 // "..", or holding a path separator.
 func Compile(cfg CompileConfig, req RunRequest, agent Agent) (Compiled, error) {
 	in := req.Input
@@ -122,6 +171,8 @@ func Compile(cfg CompileConfig, req RunRequest, agent Agent) (Compiled, error) {
 		return Compiled{}, errors.New("run: input has no phase")
 	case !filepath.IsAbs(req.Worktree):
 		return Compiled{}, fmt.Errorf("run: worktree must be an absolute path, got %q", req.Worktree)
+	case cfg.HostNetwork && cfg.Egress != nil:
+		return Compiled{}, errors.New("run: the host network is outside the egress allowlist: use one or the other")
 	}
 	in.Attempt = req.Attempt
 	if in.Key == "" {
@@ -157,7 +208,7 @@ func Compile(cfg CompileConfig, req RunRequest, agent Agent) (Compiled, error) {
 		Name:       name,
 		Image:      inv.Image,
 		Cmd:        inv.Cmd,
-		Env:        append([]string{"HOME=" + HomeDir}, inv.Env...),
+		Env:        append(append([]string{"HOME=" + HomeDir}, egressEnv(cfg.Egress)...), inv.Env...),
 		WorkingDir: WorkspaceDir,
 		User:       fmt.Sprintf("%d:%d", cfg.UID, cfg.GID),
 		Mounts:     mounts,
@@ -169,6 +220,7 @@ func Compile(cfg CompileConfig, req RunRequest, agent Agent) (Compiled, error) {
 		}),
 		Limits:      cfg.Limits,
 		HostNetwork: cfg.HostNetwork,
+		Egress:      egressOf(cfg.Egress, agent),
 	}
 	return c, nil
 }

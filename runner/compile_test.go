@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/agent/claudecode"
 	"github.com/alfred-bot/alfred/runner/agent/script"
+	"github.com/alfred-bot/alfred/runner/egress"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
@@ -45,26 +47,40 @@ func TestCompileGolden(t *testing.T) {
 	require.NoError(t, err)
 	base := runner.RunRequest{MailboxID: 12, RunID: 34, Attempt: 2, Worktree: "/data/worktrees/alfred-mbx12-r34"}
 	withInput := func(r runner.RunRequest, in phase.Input) runner.RunRequest { r.Input = in; return r }
+	claude, err := claudecode.New(claudecode.Config{Image: "alfred/claude-code:test", APIKey: "sk-ant-test"})
+	require.NoError(t, err)
+	egressCfg := compileConfig
+	egressCfg.Egress = &runner.EgressPolicy{Allow: []string{"registry.npmjs.org:443", "API.anthropic.com:443", "127.0.0.1:11434"},
+		ProxyURL: egress.ProxyURL}
 	cases := map[string]struct {
 		req   runner.RunRequest
 		agent runner.Agent
+		cfg   *runner.CompileConfig
 	}{
 		"analysis": {withInput(base, phase.Input{Phase: phase.Analysis, Step: phase.StepFunctional, Repo: "group/repo",
-			Issue: 7, Title: "Add x"}), agent},
+			Issue: 7, Title: "Add x"}), agent, nil},
 		"development": {withInput(base, phase.Input{Phase: phase.Development, Repo: "group/repo", Issue: 7,
-			Title: "Add x", Branch: "alfred/7-add-x"}), agent},
+			Title: "Add x", Branch: "alfred/7-add-x"}), agent, nil},
 		"development_session": {func() runner.RunRequest {
 			r := withInput(base, phase.Input{Phase: phase.Development, Repo: "group/repo", Issue: 7, Title: "Add x",
 				Branch: "alfred/7-add-x", SessionName: "alfred/7-add-x", SessionID: "44444444-2222-4333-8444-555555555555",
 				Resume: true})
 			r.SessionDir = "/data/sessions/12/claude-main"
 			return r
-		}(), sessionScript{agent}},
+		}(), sessionScript{agent}, nil},
+		// The egress allowlist: the adapter's provider first, then the operator's hosts (a
+		// duplicate in another case dropped), and the proxy's environment.
+		"development_egress": {withInput(base, phase.Input{Phase: phase.Development, Repo: "group/repo", Issue: 7,
+			Title: "Add x", Branch: "alfred/7-add-x"}), claude, &egressCfg},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			c, err := runner.Compile(compileConfig, tc.req, tc.agent)
+			cfg := compileConfig
+			if tc.cfg != nil {
+				cfg = *tc.cfg
+			}
+			c, err := runner.Compile(cfg, tc.req, tc.agent)
 			require.NoError(t, err)
 			require.NoDirExists(t, compileConfig.RunDir(c.Name), "Compile creates nothing")
 			v := compiledView{Name: c.Name, Spec: c.Spec, Files: map[string]string{}, HomeDirs: c.HomeDirs}
@@ -99,6 +115,10 @@ func TestCompileRejects(t *testing.T) {
 		_, err := runner.Compile(compileConfig, req, agent)
 		require.Error(t, err, name)
 	}
+	hostEgress := compileConfig
+	hostEgress.HostNetwork, hostEgress.Egress = true, &runner.EgressPolicy{}
+	_, err = runner.Compile(hostEgress, runner.RunRequest{Attempt: 1, Worktree: "/wt", Input: in}, agent)
+	require.ErrorContains(t, err, "host network", "the host's network is outside every egress allowlist")
 }
 
 // TestInstanceID: one data directory is one installation whatever the spelling of its path;

@@ -49,6 +49,8 @@ type Config struct {
 	StopGrace time.Duration
 	// HostNetwork runs containers in the host's network namespace (ContainerSpec.HostNetwork).
 	HostNetwork bool
+	// Egress is the egress allowlist of every run (CompileConfig.Egress); nil: open.
+	Egress *EgressPolicy
 	// Redact censors secrets in the container output kept in RunOutcome (identity if nil).
 	Redact func(string) string
 	// MaxOutputBytes caps each of RunOutcome.Stdout and Stderr, keeping the tail
@@ -116,7 +118,7 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		cfg.Redact = func(s string) string { return s }
 	}
 	return &Executor{cfg: cfg, cc: CompileConfig{DataDir: cfg.DataDir, UID: cfg.UID, GID: cfg.GID,
-		Limits: cfg.Limits, HostNetwork: cfg.HostNetwork, Instance: cfg.Instance}}, nil
+		Limits: cfg.Limits, HostNetwork: cfg.HostNetwork, Instance: cfg.Instance, Egress: cfg.Egress}}, nil
 }
 
 // RunRequest identifies one run and carries its input.
@@ -173,6 +175,9 @@ type RunOutcome struct {
 	// Usage is the provider's usage of an API-mode run, also when it failed; nil for a
 	// container run (its usage is in Result).
 	Usage *Usage `json:"usage,omitempty"`
+	// EgressRefused lists the destinations the run's egress proxy refused, with their counts
+	// ("host:port (n times)"); also the last line of Stderr.
+	EgressRefused []string `json:"egress_refused,omitempty"`
 	// Err is why the run did not succeed: ErrTimeout, the agent's Result error (which may wrap
 	// ErrNoResult, ErrInvalidResult, ErrSessionNotFound), or the ctx error when canceled.
 	Err error `json:"-"`

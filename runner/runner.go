@@ -54,8 +54,35 @@ type ContainerSpec struct {
 	Labels     map[string]string `json:"labels"`
 	Limits     Limits            `json:"limits"`
 	// HostNetwork runs the container in the host's network namespace (tests reach stand-in
-	// servers on 127.0.0.1 this way); otherwise the default bridge.
+	// servers on 127.0.0.1 this way); otherwise the default bridge, or the run's own network
+	// when Egress is set. Never together with Egress.
 	HostNetwork bool `json:"host_network,omitempty"`
+	// Egress, when set, confines the container's network to its allowlist: on Docker the run
+	// gets an internal network of its own whose only way out is Alfred's allowlisting proxy
+	// (runner/egress; Env names it in HTTP_PROXY and HTTPS_PROXY); on Kubernetes the runs'
+	// NetworkPolicy holds the same list. nil: the network is open (runner.egress.mode: open).
+	Egress *Egress `json:"egress,omitempty"`
+}
+
+// Egress is where a run may connect to: host:port pairs (runner/egress.Allowlist syntax), the
+// adapter's provider hosts first, then the operator's runner.egress.allow, without duplicates.
+type Egress struct {
+	Allow []string `json:"allow"`
+}
+
+// EgressAgent is an Agent whose runs must reach its model provider: EgressHosts returns the
+// host:port pairs (the provider's API, or the host of the configured base URL) that Compile
+// puts first on a run's egress allowlist.
+type EgressAgent interface {
+	Agent
+	EgressHosts() []string
+}
+
+// EgressReporter is a Runtime that enforces Egress itself (runner/docker) and can say what a
+// run's container was refused: the destinations, each with its count, as "host:port" or
+// "host:port (n times)", sorted. It answers until the container is destroyed.
+type EgressReporter interface {
+	EgressRefused(id ContainerID) []string
 }
 
 // ExitState is how a container ended.

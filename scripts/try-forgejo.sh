@@ -94,8 +94,8 @@ start() {
 	fi
 	local port=${url##*:}
 	say "starting $image as $container (host network, $url)"
-	# The host's network: Forgejo reaches Alfred at 127.0.0.1:8080 and Alfred and its agent
-	# containers (runner.host_network in the demo) reach Forgejo at 127.0.0.1:3000. Webhooks to
+	# The host's network: Forgejo reaches Alfred at 127.0.0.1:8080 and Alfred reaches Forgejo at
+	# 127.0.0.1:3000 (the agent containers do not: git runs on Alfred's side). Webhooks to
 	# a loopback address are refused unless allowed.
 	docker run -d --name "$container" --network host \
 		-e FORGEJO__security__INSTALL_LOCK=true \

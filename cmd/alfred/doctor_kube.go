@@ -11,6 +11,7 @@ import (
 	"time"
 
 	authv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8s "k8s.io/client-go/kubernetes"
@@ -129,6 +130,21 @@ func (c kubeCluster) RunPod(ctx context.Context, image string, args []string) (d
 	return doctor.PodRun{Exit: exit.Code, Took: time.Since(began)}, nil
 }
 
+// EnforcesRestricted creates a Pod on the host network as a server-side dry run: Pod Security
+// admission refuses it where the namespace enforces restricted; nothing is created either way.
+func (c kubeCluster) EnforcesRestricted(ctx context.Context) (bool, error) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "alfred-doctor-pod-security", Namespace: c.ns},
+		Spec: corev1.PodSpec{HostNetwork: true, Containers: []corev1.Container{{Name: "probe", Image: "alfred-doctor-probe:none"}}}}
+	_, err := c.cs.CoreV1().Pods(c.ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	switch {
+	case err == nil:
+		return false, nil
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "PodSecurity"):
+		return true, nil
+	}
+	return false, err
+}
+
 // brokenCluster answers every check with the error that kept the client from being built.
 type brokenCluster struct{ err error }
 
@@ -140,3 +156,4 @@ func (b brokenCluster) Claim(context.Context) (doctor.ClaimStatus, error) {
 func (b brokenCluster) RunPod(context.Context, string, []string) (doctor.PodRun, error) {
 	return doctor.PodRun{}, b.err
 }
+func (b brokenCluster) EnforcesRestricted(context.Context) (bool, error) { return false, b.err }

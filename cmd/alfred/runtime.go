@@ -13,6 +13,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/web"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/docker"
+	"github.com/alfred-bot/alfred/runner/egress"
 	"github.com/alfred-bot/alfred/runner/kubernetes"
 )
 
@@ -22,6 +23,15 @@ type agentRuntime struct {
 	runner.Runtime
 	logs  web.LiveLogs
 	close func() error
+}
+
+// EgressRefused is the inner runtime's (runner.EgressReporter), nil when it enforces no egress
+// itself.
+func (r *agentRuntime) EgressRefused(id runner.ContainerID) []string {
+	if er, ok := r.Runtime.(runner.EgressReporter); ok {
+		return er.EgressRefused(id)
+	}
+	return nil
 }
 
 // newRuntime builds the runtime runner.runtime selects and checks that it answers: the Docker
@@ -60,11 +70,27 @@ func kubeOptions(cfg *config.Config) kubernetes.Options {
 	if err != nil {
 		root = cfg.DataDir
 	}
+	// Validate decoded the placement already; an error here cannot happen.
+	tolerations, affinity, _ := k.Placement()
 	return kubernetes.Options{Namespace: k.Namespace, PullPolicy: corev1.PullPolicy(k.PullPolicy),
 		StateClaim: k.StateClaim, StateRoot: root, ServiceAccount: k.ServiceAccount,
+		NodeSelector: k.NodeSelector, Tolerations: tolerations, Affinity: affinity,
 		// The Executor stops a run at the timeout; the deadline, a grace later, is the
 		// cluster's own bound should Alfred be gone by then.
 		Timeout: cfg.Runner.Timeout + runner.DefaultStopGrace}
+}
+
+// egressPolicy is the runs' egress allowlist (runner.egress): nil when open; on Docker behind
+// the run's proxy (its environment names it), on Kubernetes held by the runs' NetworkPolicy.
+func egressPolicy(cfg *config.Config) *runner.EgressPolicy {
+	if cfg.Runner.EgressMode() != config.EgressAllowlist {
+		return nil
+	}
+	p := &runner.EgressPolicy{Allow: cfg.Runner.Egress.Allow}
+	if cfg.Runner.Runtime != config.RuntimeKubernetes {
+		p.ProxyURL = egress.ProxyURL
+	}
+	return p
 }
 
 // runtimeLogs is web.LiveLogs on a runner.Runtime whose container ids are the run names (the

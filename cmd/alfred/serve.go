@@ -30,6 +30,7 @@ import (
 	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent"
+	"github.com/alfred-bot/alfred/runner/docker"
 	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -285,12 +286,21 @@ func (s *server) buildService(ctx context.Context, gits map[string]*gitrepo.Mana
 		return nil, err
 	}
 	s.runtime = rt
+	if d, ok := rt.Runtime.(*docker.Runtime); ok {
+		// Every connection a run's egress proxy refuses: logged with the run and counted.
+		d.OnEgressRefused = func(labels map[string]string, target string) {
+			s.log.Warn("egress refused", "target", target, "run_id", labels[runner.LabelRun],
+				"mailbox_id", labels[runner.LabelMailbox], "phase", labels[runner.LabelPhase])
+			s.metrics.EgressRefused(labels[runner.LabelPhase])
+		}
+	}
 	exec, err := runner.NewExecutor(runner.Config{
 		Runtime: rt, Agents: agents, Bindings: cfg.Phases.Bindings(),
 		DataDir: cfg.DataDir, UID: cfg.Runner.UID, GID: cfg.Runner.GID,
 		Limits: runner.Limits{MemoryBytes: cfg.Runner.MemoryBytes, NanoCPUs: int64(cfg.Runner.CPUs * 1e9),
 			PIDs: cfg.Runner.PIDs},
-		Timeout: cfg.Runner.Timeout, HostNetwork: cfg.Runner.HostNetwork, Redact: cfg.Censor().String,
+		Timeout: cfg.Runner.Timeout, HostNetwork: cfg.Runner.HostNetwork, Egress: egressPolicy(cfg),
+		Redact:         cfg.Censor().String,
 		MaxOutputBytes: int(cfg.Runner.MaxOutputBytes),
 		ContainerLog:   s.store, // every run container is recorded, so a restart finds it again
 		Instance:       runner.InstanceID(cfg.DataDir),

@@ -37,6 +37,15 @@ func TestDoctorKubernetes(t *testing.T) {
 	ns := kubetest.Namespace(t, cs)
 	dataDir := t.TempDir()
 	kubetest.StateClaim(t, cs, ns, filepath.Join(dataDir, "claim"))
+	// The runs' namespace enforces Pod Security restricted, as deploy/kubernetes labels it.
+	nsObj, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	require.NoError(t, err)
+	if nsObj.Labels == nil {
+		nsObj.Labels = map[string]string{}
+	}
+	nsObj.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	_, err = cs.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{})
+	require.NoError(t, err)
 	image := runtimetest.BuildImage(t, ctx, runtimetest.Client(t), "alfred-doctortest-script:"+kubetest.RandomHex(t, 4), "../../cmd/alfred-script-agent")
 	t.Cleanup(func() { _ = exec.Command("docker", "rmi", image).Run() })
 	kubetest.ImportImage(t, image)
@@ -122,6 +131,7 @@ phases:
 		"[ok]   kubernetes: RBAC secrets: create, get, update, delete allowed",
 		"[ok]   kubernetes: RBAC persistentvolumeclaims: get allowed",
 		"[ok]   kubernetes: state claim alfred-state: Bound, ReadWriteMany",
+		"[ok]   kubernetes: Pod Security: namespace " + ns + " enforces restricted",
 		"[ok]   agent script: image: " + image + " present or pullable: a Pod of it (its default command) ran to completion in namespace " + ns,
 		"[warn] agent spare: image: alfred-doctortest-missing:none cannot be had on the cluster",
 	} {

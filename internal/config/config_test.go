@@ -249,6 +249,8 @@ func TestLoadEnv(t *testing.T) {
 			"ALFRED_RUNNER_UID=1000",
 			"ALFRED_RUNNER_CPUS=0.5",
 			"ALFRED_RUNNER_HOST_NETWORK=false",
+			"ALFRED_RUNNER_EGRESS_MODE=allowlist",
+			"ALFRED_RUNNER_EGRESS_ALLOW=registry.npmjs.org:443,127.0.0.1:11434",
 			"ALFRED_FORGES_FORGEJO_TOKEN=tok-env-s3cr3t",
 			"ALFRED_FORGES_GITLAB_MAIN_WEBHOOK_SECRET=hook-env-s3cr3t",
 			"ALFRED_FORGES_GITLAB_MAIN_OTHER_BOTS=renovate",
@@ -272,6 +274,7 @@ func TestLoadEnv(t *testing.T) {
 		require.Equal(t, 1000, c.Runner.UID)
 		require.Equal(t, 0.5, c.Runner.CPUs)
 		require.False(t, c.Runner.HostNetwork)
+		require.Equal(t, Egress{Mode: EgressAllowlist, Allow: []string{"registry.npmjs.org:443", "127.0.0.1:11434"}}, c.Runner.Egress)
 		require.Equal(t, "tok-env-s3cr3t", c.Forges[0].Token.Reveal())
 		require.Equal(t, "hook-s3cr3t-forgejo", c.Forges[0].WebhookSecret.Reveal())
 		require.Equal(t, "hook-env-s3cr3t", c.Forges[1].WebhookSecret.Reveal())
@@ -422,16 +425,31 @@ func TestValidate(t *testing.T) {
 		"zero lease":        {func(c *Config) { c.Workers.LeaseTTL = 0 }, "workers.lease_ttl: must be a positive duration"},
 		"zero poll":         {func(c *Config) { c.Workers.PollInterval = 0 }, "workers.poll_interval: must be a positive duration"},
 		"root":              {func(c *Config) { c.Runner.UID = 0 }, "runner.uid: must not be 0"},
-		"negative gid":      {func(c *Config) { c.Runner.GID = -1 }, "runner.gid: must be at least 0"},
-		"zero timeout":      {func(c *Config) { c.Runner.Timeout = 0 }, "runner.timeout: must be a positive duration"},
-		"zero cpus":         {func(c *Config) { c.Runner.CPUs = 0 }, "runner.cpus: must be positive"},
-		"no agents":         {func(c *Config) { c.Agents = nil }, "agents: at least one agent is required"},
-		"bad adapter":       {func(c *Config) { c.Agents[1].Adapter = "aider" }, `agents[1].adapter: "aider" is not one of script, claude-code, codex, opencode, copilot, gemini`},
-		"script no script":  {func(c *Config) { c.Agents[0].Script = "" }, "agents[0].script: required"},
-		"no image":          {func(c *Config) { c.Agents[1].Image = "" }, "agents[1].image: required"},
-		"undeclared agent":  {func(c *Config) { c.Phases["review"] = "codex" }, `phases.review: agent "codex" is not declared`},
-		"unknown phase":     {func(c *Config) { c.Phases["deploy"] = "script" }, "phases.deploy: unknown phase"},
-		"no default":        {func(c *Config) { delete(c.Phases, "default") }, "phases.default: required"},
+		"egress mode":       {func(c *Config) { c.Runner.Egress.Mode = "closed" }, `runner.egress.mode: must be "allowlist" or "open", got "closed"`},
+		"egress allowlist on the host network": {func(c *Config) { c.Runner.HostNetwork, c.Runner.Egress.Mode = true, EgressAllowlist },
+			"runner.egress.mode: allowlist cannot hold a run on the host network"},
+		"egress entry without port": {func(c *Config) { c.Runner.Egress.Allow = []string{"registry.npmjs.org"} },
+			`runner.egress.allow[0]: want host:port, got "registry.npmjs.org"`},
+		"egress bad wildcard": {func(c *Config) { c.Runner.Egress.Allow = []string{"a.*.org:443"} }, `runner.egress.allow[0]: "a.*.org:443": a wildcard`},
+		"host network on kubernetes": {func(c *Config) {
+			c.Runner.Runtime, c.Runner.HostNetwork, c.Runner.Egress.Mode = RuntimeKubernetes, true, EgressOpen
+			c.Runner.Kubernetes = Kubernetes{Namespace: "alfred-runs", StateClaim: "alfred-state", PullPolicy: "Never"}
+		}, "runner.host_network: is refused with the Kubernetes runtime"},
+		"kubernetes placement": {func(c *Config) {
+			c.Runner.Runtime = RuntimeKubernetes
+			c.Runner.Kubernetes = Kubernetes{Namespace: "alfred-runs", StateClaim: "alfred-state", PullPolicy: "Never",
+				Tolerations: []map[string]any{{"key": "dedicated", "operater": "Equal"}}}
+		}, `runner.kubernetes: tolerations: json: unknown field "operater"`},
+		"negative gid":     {func(c *Config) { c.Runner.GID = -1 }, "runner.gid: must be at least 0"},
+		"zero timeout":     {func(c *Config) { c.Runner.Timeout = 0 }, "runner.timeout: must be a positive duration"},
+		"zero cpus":        {func(c *Config) { c.Runner.CPUs = 0 }, "runner.cpus: must be positive"},
+		"no agents":        {func(c *Config) { c.Agents = nil }, "agents: at least one agent is required"},
+		"bad adapter":      {func(c *Config) { c.Agents[1].Adapter = "aider" }, `agents[1].adapter: "aider" is not one of script, claude-code, codex, opencode, copilot, gemini`},
+		"script no script": {func(c *Config) { c.Agents[0].Script = "" }, "agents[0].script: required"},
+		"no image":         {func(c *Config) { c.Agents[1].Image = "" }, "agents[1].image: required"},
+		"undeclared agent": {func(c *Config) { c.Phases["review"] = "codex" }, `phases.review: agent "codex" is not declared`},
+		"unknown phase":    {func(c *Config) { c.Phases["deploy"] = "script" }, "phases.deploy: unknown phase"},
+		"no default":       {func(c *Config) { delete(c.Phases, "default") }, "phases.default: required"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -668,4 +686,33 @@ func TestRuntimeKubernetes(t *testing.T) {
 	c, err = loadYAML(t, minimalYAML, "ALFRED_RUNNER_KUBERNETES_NAMESPACE=ignored")
 	require.NoError(t, err, "the docker runtime reads nothing of the kubernetes section")
 	require.Equal(t, RuntimeDocker, c.Runner.Runtime)
+}
+
+// TestEgressDefaults: the allowlist is on unless the host network is asked for (which no
+// allowlist can hold); the placement of the runs' Pods decodes into Kubernetes' own types.
+func TestEgressDefaults(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, EgressAllowlist, Runner{}.EgressMode())
+	require.Equal(t, EgressOpen, Runner{HostNetwork: true}.EgressMode())
+	require.Equal(t, EgressOpen, Runner{Egress: Egress{Mode: EgressOpen}}.EgressMode())
+	c, err := loadYAML(t, strings.Replace(fullYAML, "runner:\n", `runner:
+  egress:
+    allow: [registry.npmjs.org:443, "*.example.org:443"]
+  kubernetes:
+    tolerations: [{key: dedicated, operator: Equal, value: alfred, effect: NoSchedule}]
+    affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Exists}]}]}}}
+`, 1))
+	require.NoError(t, err)
+	require.Equal(t, []string{"registry.npmjs.org:443", "*.example.org:443"}, c.Runner.Egress.Allow)
+	tol, aff, err := c.Runner.Kubernetes.Placement()
+	require.NoError(t, err)
+	require.Equal(t, "NoSchedule", string(tol[0].Effect))
+	require.Equal(t, "Exists", string(aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Operator))
+	k := Kubernetes{NodeSelector: map[string]string{"kubernetes.io/hostname": "node-a"},
+		Tolerations: []map[string]any{{"key": "dedicated", "operator": "Equal", "value": "alfred", "effect": "NoSchedule"}},
+		Affinity:    map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "a", "operator": "Exists"}}}}}}}}
+	tol, aff, err = k.Placement()
+	require.NoError(t, err)
+	require.Equal(t, "alfred", tol[0].Value)
+	require.Equal(t, "a", aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Key)
 }

@@ -42,7 +42,8 @@
 //	                                     CI_FIX_ATTEMPTS, BRANCH_PREFIX, GIT_NAME, GIT_EMAIL
 //	ALFRED_WORKERS_<KEY>                 workers.<key>: COUNT, LEASE_TTL, POLL_INTERVAL
 //	ALFRED_RUNNER_<KEY>                  runner.<key>: UID, GID, MEMORY_BYTES, CPUS, PIDS,
-//	                                     TIMEOUT, MAX_OUTPUT_BYTES, HOST_NETWORK
+//	                                     TIMEOUT, MAX_OUTPUT_BYTES, HOST_NETWORK,
+//	                                     EGRESS_MODE, EGRESS_ALLOW (host:port,host:port)
 //	ALFRED_PHASES_<PHASE>                phases.<phase> (merged), e.g. ALFRED_PHASES_DEFAULT
 //
 // Forges and agents are lists keyed by name. NAME is the entry's name upper-cased with every

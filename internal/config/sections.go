@@ -99,14 +99,50 @@ type Runner struct {
 	Timeout time.Duration `yaml:"timeout" env:"TIMEOUT"`
 	// MaxOutputBytes caps the agent output kept from one phase.
 	MaxOutputBytes int64 `yaml:"max_output_bytes" env:"MAX_OUTPUT_BYTES"`
-	// HostNetwork runs containers on the host network instead of the default bridge.
+	// HostNetwork runs containers on the host network instead of the default bridge (Docker
+	// only; refused with the Kubernetes runtime). The host network is outside every egress
+	// allowlist: with it, Egress.Mode defaults to EgressOpen and EgressAllowlist is refused.
 	HostNetwork bool `yaml:"host_network" env:"HOST_NETWORK"`
+	// Egress is where runs may connect to (spec/security.md).
+	Egress Egress `yaml:"egress" envPrefix:"EGRESS_"`
 	// Runtime is where the agent containers run: RuntimeDocker (the default, the local Docker
 	// engine) or RuntimeKubernetes (one Pod per run, see Kubernetes and spec/kubernetes.md).
 	Runtime string `yaml:"runtime" env:"RUNTIME"`
 	// Kubernetes configures the Kubernetes runtime; read only when Runtime is
 	// RuntimeKubernetes.
 	Kubernetes Kubernetes `yaml:"kubernetes" envPrefix:"KUBERNETES_"`
+}
+
+// Egress is the runs' egress policy (runner.egress).
+type Egress struct {
+	// Mode is EgressAllowlist (the default: a run reaches its adapter's provider hosts and
+	// Allow, nothing else) or EgressOpen (no restriction). Empty means EgressAllowlist, or
+	// EgressOpen with HostNetwork; see Runner.EgressMode.
+	Mode string `yaml:"mode" env:"MODE"`
+	// Allow are the host:port pairs every run may reach besides its adapter's provider (for
+	// example a package registry, "registry.npmjs.org:443", or a local model server,
+	// "192.168.1.10:11434"); "*.domain:port" matches every name under domain. On Docker,
+	// runs reach them through Alfred's proxy; on Kubernetes the NetworkPolicy of the runs'
+	// namespace must hold the same list (deploy/kubernetes/networkpolicy.yaml).
+	Allow []string `yaml:"allow" env:"ALLOW"`
+}
+
+// The modes of Egress.Mode.
+const (
+	EgressAllowlist = "allowlist"
+	EgressOpen      = "open"
+)
+
+// EgressMode is the effective egress mode: Egress.Mode, or when it is empty EgressOpen with
+// HostNetwork and EgressAllowlist otherwise.
+func (r Runner) EgressMode() string {
+	switch {
+	case r.Egress.Mode != "":
+		return r.Egress.Mode
+	case r.HostNetwork:
+		return EgressOpen
+	}
+	return EgressAllowlist
 }
 
 // The runtimes of Runner.Runtime.
@@ -135,6 +171,12 @@ type Kubernetes struct {
 	// ServiceAccount is the service account the runs' Pods name (default: the namespace's
 	// "default"); its token is never mounted into them.
 	ServiceAccount string `yaml:"service_account" env:"SERVICE_ACCOUNT"`
+	// NodeSelector, Tolerations and Affinity place the runs' Pods (Kubernetes' own fields of
+	// a Pod spec, as in a manifest): for example on the one node that mounts a ReadWriteOnce
+	// state claim (spec/kubernetes.md). Empty: the scheduler's choice.
+	NodeSelector map[string]string `yaml:"node_selector" env:"-"`
+	Tolerations  []map[string]any  `yaml:"tolerations" env:"-"`
+	Affinity     map[string]any    `yaml:"affinity" env:"-"`
 }
 
 // Agent is one coding-agent configuration.

@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/url"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -240,10 +242,30 @@ func (c *Config) validateRunner(v *validator) {
 	v.atLeast("runner.pids", c.Runner.PIDs, 1)
 	v.positive("runner.timeout", c.Runner.Timeout)
 	v.atLeast("runner.max_output_bytes", c.Runner.MaxOutputBytes, 1)
+	switch c.Runner.EgressMode() {
+	case EgressAllowlist:
+		if c.Runner.HostNetwork {
+			v.add("runner.egress.mode", "allowlist cannot hold a run on the host network (runner.host_network): set mode: open, or host_network: false")
+		}
+	case EgressOpen:
+	default:
+		v.add("runner.egress.mode", "must be %q or %q, got %q", EgressAllowlist, EgressOpen, c.Runner.Egress.Mode)
+	}
+	for i, a := range c.Runner.Egress.Allow {
+		if err := checkHostPort(a); err != nil {
+			v.add(fmt.Sprintf("runner.egress.allow[%d]", i), "%v", err)
+		}
+	}
 	switch c.Runner.Runtime {
 	case RuntimeDocker:
 	case RuntimeKubernetes:
 		k := c.Runner.Kubernetes
+		if c.Runner.HostNetwork {
+			v.add("runner.host_network", "is refused with the Kubernetes runtime: a Pod on the host network is outside the runs' NetworkPolicy and Pod Security restricted")
+		}
+		if err := k.CheckPlacement(); err != nil {
+			v.add("runner.kubernetes", "%v", err)
+		}
 		v.required("runner.kubernetes.namespace", k.Namespace)
 		v.required("runner.kubernetes.state_claim", k.StateClaim)
 		if !slices.Contains([]string{"IfNotPresent", "Always", "Never"}, k.PullPolicy) {
@@ -355,4 +377,20 @@ func confusable(secret string, own []string) string {
 			"names): the censor would cut it out of them, and Alfred could no longer find its own comments"
 	}
 	return ""
+}
+
+// checkHostPort checks an egress allowlist entry: host:port (a name, an IP address, [v6]:port,
+// or *.domain:port), the port 1–65535.
+func checkHostPort(hp string) error {
+	host, port, err := net.SplitHostPort(hp)
+	if err != nil || host == "" {
+		return fmt.Errorf("want host:port, got %q", hp)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("port of %q is not 1–65535", hp)
+	}
+	if rest, ok := strings.CutPrefix(host, "*."); strings.Contains(host, "*") && (!ok || rest == "" || strings.Contains(rest, "*")) {
+		return fmt.Errorf("%q: a wildcard is one leading \"*.\" before a domain", hp)
+	}
+	return nil
 }

@@ -29,6 +29,10 @@ type Cluster interface {
 	// Errors: the image cannot be had (wraps ErrImageMissing); the Pod was refused, never
 	// ran or did not end within the caller's deadline.
 	RunPod(ctx context.Context, image string, args []string) (PodRun, error)
+	// EnforcesRestricted reports whether the namespace's Pod Security admission enforces the
+	// "restricted" profile (pod-security.kubernetes.io/enforce: restricted): a Pod on the host
+	// network, created as a server-side dry run, is refused.
+	EnforcesRestricted(ctx context.Context) (bool, error)
 }
 
 // ClaimStatus is what the checks read of a PersistentVolumeClaim.
@@ -116,6 +120,7 @@ func checkKubernetes(ctx context.Context, r *Report, cfg Config) {
 		}
 	}
 	checkClaim(ctx, r, k)
+	checkRestricted(ctx, r, k, denied)
 	for _, a := range cfg.Agents {
 		if a.API != nil {
 			continue
@@ -127,6 +132,26 @@ func checkKubernetes(ctx context.Context, r *Report, cfg Config) {
 		if checkPod(ctx, r, k, a) {
 			checkCLI(ctx, r, cfg, a)
 		}
+	}
+}
+
+// checkRestricted fails unless the runs' namespace enforces Pod Security "restricted": a run's
+// Pod is then never privileged, whatever Alfred (or a bug) asks for.
+func checkRestricted(ctx context.Context, r *Report, k *Kubernetes, denied bool) {
+	const name = "kubernetes: Pod Security"
+	if denied {
+		r.add(name, Skip, "not checked: permissions are missing (above)", "")
+		return
+	}
+	ok, err := guardedValue(func() (bool, error) { return k.Cluster.EnforcesRestricted(ctx) })
+	switch {
+	case err != nil:
+		r.add(name, Fail, "cannot check: "+err.Error(), "")
+	case !ok:
+		r.add(name, Fail, "namespace "+k.Namespace+" does not enforce the restricted profile: a privileged Pod would be admitted",
+			"label it: kubectl label namespace "+k.Namespace+" pod-security.kubernetes.io/enforce=restricted")
+	default:
+		r.add(name, OK, "namespace "+k.Namespace+" enforces restricted", "")
 	}
 }
 

@@ -19,6 +19,7 @@ type cluster struct {
 	images map[string]bool // images the nodes can have
 	broken map[string]bool // images whose command exits 1
 	pods   []string        // images RunPod ran, in order
+	open   bool            // the namespace does not enforce Pod Security restricted
 }
 
 func (c *cluster) Version(context.Context) (string, error) { return "v1.34.4", nil }
@@ -36,6 +37,8 @@ func (c *cluster) RunPod(_ context.Context, image string, _ []string) (doctor.Po
 	}
 	return doctor.PodRun{Exit: 0, Took: 2 * time.Second}, nil
 }
+
+func (c *cluster) EnforcesRestricted(context.Context) (bool, error) { return !c.open, nil }
 
 func kubeConfig(c *cluster) doctor.Config {
 	return doctor.Config{ConfigFile: "alfred.yaml", PublicURL: public,
@@ -61,8 +64,13 @@ func TestKubernetesChecks(t *testing.T) {
 				"[ok]   kubernetes: RBAC pods: create, patch allowed",
 				"[ok]   kubernetes: RBAC pods/log: get allowed",
 				"[ok]   kubernetes: state claim alfred-state: Bound, ReadWriteMany",
+				"[ok]   kubernetes: Pod Security: namespace alfred enforces restricted",
 				"[ok]   agent script: image: alfred/script-agent:dev present or pullable: a Pod of it (its default command) ran to completion in namespace alfred (exit 0, 2s)"},
 			false},
+		{"not restricted", cluster{claim: bound, open: true, images: map[string]bool{"alfred/script-agent:dev": true, "alfred/spare:1": true}},
+			[]string{"[FAIL] kubernetes: Pod Security: namespace alfred does not enforce the restricted profile: a privileged Pod would be admitted",
+				"fix: label it: kubectl label namespace alfred pod-security.kubernetes.io/enforce=restricted"},
+			true},
 		{"a verb missing", cluster{claim: bound, denied: map[string]bool{"patch pods": true}, images: map[string]bool{"alfred/script-agent:dev": true}},
 			[]string{"[FAIL] kubernetes: RBAC pods: missing verb patch on pods in namespace alfred (needed: create, patch; runs)",
 				"fix: grant them to Alfred's service account in its namespace: the Role alfred-runtime of deploy/kubernetes/rbac.yaml",

@@ -98,6 +98,7 @@ type Metrics struct {
 	passes     *prometheus.CounterVec
 	findings   *prometheus.CounterVec
 	refused    *prometheus.CounterVec
+	egress     *prometheus.CounterVec
 }
 
 // New builds the registry with every Alfred family, plus the Go runtime and process
@@ -155,6 +156,10 @@ func New(cfg Config) *Metrics {
 		Name: "refused_inputs_total",
 		Help: "Human inputs the authorization gate did not allow (refused or ignored), by input kind (mailbox/gate) and reason."},
 		[]string{"kind", "reason"})
+	m.egress = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace,
+		Name: "egress_refused_total",
+		Help: "Connections a run asked its egress proxy for and was refused (the destination is not on runner.egress.allow), by phase."},
+		[]string{"phase"})
 	for _, r := range []string{PassOK, PassFailed} {
 		m.passes.WithLabelValues(r)
 	}
@@ -162,7 +167,7 @@ func New(cfg Config) *Metrics {
 		m.findings.WithLabelValues(k)
 	}
 	m.reg.MustRegister(m.deliveries, m.ackSeconds, m.runs, m.runSeconds, m.tokens, m.cost,
-		m.unrated, m.forgeCalls, m.forgeSecs, m.passes, m.findings, m.refused,
+		m.unrated, m.forgeCalls, m.forgeSecs, m.passes, m.findings, m.refused, m.egress,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Gauges != nil {
 		m.reg.MustRegister(&gaugeCollector{read: cfg.Gauges, timeout: cfg.GaugeTimeout})
@@ -193,6 +198,14 @@ func (m *Metrics) Delivery(forgeName, event, answer string, ack time.Duration) {
 	}
 	m.deliveries.WithLabelValues(forgeName, event, answer).Inc()
 	m.ackSeconds.WithLabelValues(forgeName).Observe(ack.Seconds())
+}
+
+// EgressRefused counts one connection a run of phase was refused by its egress proxy.
+func (m *Metrics) EgressRefused(phase string) {
+	if m == nil {
+		return
+	}
+	m.egress.WithLabelValues(phase).Inc()
 }
 
 // Run counts one finished run of phase with its outcome (RunSucceeded, …) and duration.

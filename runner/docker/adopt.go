@@ -36,6 +36,17 @@ func (r *Runtime) Adopt(ctx context.Context, ref string) (runner.Handle, error) 
 	}
 	h := runner.Handle{ID: runner.ContainerID(info.ID), Name: strings.TrimPrefix(info.Name, "/"),
 		Origin: runner.OriginAdopted, Labels: labels}
+	if info.HostConfig != nil {
+		r.adoptEgress(ctx, h.Name, info.HostConfig.NetworkMode)
+		r.egressMu.Lock()
+		if _, ok := r.egressRuns[h.Name]; ok {
+			if r.egressNames == nil {
+				r.egressNames = map[runner.ContainerID]string{}
+			}
+			r.egressNames[h.ID] = h.Name
+		}
+		r.egressMu.Unlock()
+	}
 	if info.State != nil {
 		h.Running = info.State.Running || info.State.Restarting || info.State.Paused
 		if t, err := time.Parse(time.RFC3339Nano, info.State.StartedAt); err == nil && t.Year() > 1 {

@@ -11,6 +11,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,7 +52,22 @@ type Runtime struct {
 	// (DefaultCleanupTimeout if zero).
 	CleanupTimeout time.Duration
 
+	// OnEgressRefused, when set, is called for every request the egress proxy of a run refuses
+	// (spec.Egress), with the run container's labels and the host:port asked for: cmd logs
+	// and counts it (alfred_egress_refused_total).
+	OnEgressRefused func(labels map[string]string, target string)
+	// EgressDial connects the runs' proxies to allowed destinations (egress.Options.Dial; nil:
+	// a plain dialer).
+	EgressDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// EgressSubnets is the IPv4 range the runs' internal networks are cut from, a /28 each
+	// (DefaultEgressSubnets if not valid).
+	EgressSubnets netip.Prefix
+
 	stopped sync.Map // ContainerID → struct{}: Stop was called, Wait reports Killed
+
+	egressMu    sync.Mutex
+	egressRuns  map[string]*egressRun         // container name → its network's proxy
+	egressNames map[runner.ContainerID]string // container id → name, for runs with egress
 }
 
 var _ runner.Runtime = (*Runtime)(nil)
@@ -99,9 +116,19 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 		return runner.Handle{}, fmt.Errorf("start %s: inspect image %q: %w", spec.Name, spec.Image, err)
 	}
 	cfg, hostCfg := toDocker(spec)
+	if spec.Egress != nil {
+		gateway, err := r.startEgress(ctx, spec)
+		if err != nil {
+			return runner.Handle{}, err
+		}
+		withEgress(hostCfg, spec, gateway)
+	}
 
 	resp, err := r.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, spec.Name)
 	if err != nil {
+		if spec.Egress != nil {
+			err = errors.Join(err, r.stopEgress(context.WithoutCancel(ctx), spec.Name))
+		}
 		if isConflict(err) {
 			return runner.Handle{}, r.conflict(ctx, spec.Name)
 		}
@@ -111,6 +138,14 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 		return runner.Handle{}, fmt.Errorf("create container %s: %w", spec.Name, err)
 	}
 	id := runner.ContainerID(resp.ID)
+	if spec.Egress != nil {
+		r.egressMu.Lock()
+		if r.egressNames == nil {
+			r.egressNames = map[runner.ContainerID]string{}
+		}
+		r.egressNames[id] = spec.Name
+		r.egressMu.Unlock()
+	}
 	if err := r.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
 		return runner.Handle{}, errors.Join(fmt.Errorf("start container %s: %w", spec.Name, err), r.Destroy(ctx, id))
 	}
@@ -213,12 +248,27 @@ func (r *Runtime) Destroy(ctx context.Context, id runner.ContainerID) error {
 	}
 	defer r.stopped.Delete(id)
 	var errs []error
+	// The run's network (runner/docker egress) is named as the container: known from Start or
+	// Adopt, else read before the container goes.
+	r.egressMu.Lock()
+	netName, known := r.egressNames[id]
+	delete(r.egressNames, id)
+	r.egressMu.Unlock()
+	if !known {
+		if info, err := r.cli.ContainerInspect(ctx, string(id)); err == nil && info.HostConfig != nil &&
+			info.HostConfig.NetworkMode.IsUserDefined() && string(info.HostConfig.NetworkMode) == strings.TrimPrefix(info.Name, "/") {
+			netName = string(info.HostConfig.NetworkMode)
+		}
+	}
 	secs := int(orDefault(r.DestroyGrace, DefaultDestroyGrace) / time.Second)
 	if err := r.cli.ContainerStop(ctx, string(id), container.StopOptions{Signal: "SIGTERM", Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("stop container %.12s: %w", id, err))
 	}
 	if err := r.cli.ContainerRemove(ctx, string(id), container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
 		errs = append(errs, fmt.Errorf("remove container %.12s: %w", id, err))
+	}
+	if netName != "" {
+		errs = append(errs, r.stopEgress(ctx, netName))
 	}
 	return errors.Join(errs...)
 }
@@ -260,6 +310,9 @@ func validateSpec(spec runner.ContainerSpec) error {
 	}
 	if err := checkUser(spec.User); err != nil {
 		return fmt.Errorf("container spec %s: %w", spec.Name, err)
+	}
+	if spec.HostNetwork && spec.Egress != nil {
+		return fmt.Errorf("container spec %s: the host network is outside the egress allowlist", spec.Name)
 	}
 	for _, m := range spec.Mounts {
 		if !strings.HasPrefix(m.Source, "/") || !strings.HasPrefix(m.Target, "/") {

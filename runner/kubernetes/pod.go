@@ -54,6 +54,11 @@ type Options struct {
 	// ServiceAccount is the service account the Pod names (the namespace's "default" when
 	// empty). Its token is never mounted.
 	ServiceAccount string
+	// NodeSelector, Tolerations and Affinity place the Pod (runner.kubernetes.node_selector,
+	// tolerations, affinity): copied into its spec as they are.
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
+	Affinity     *corev1.Affinity
 }
 
 // PodFor compiles spec into the run's Pod and, when spec.Env is not empty, the Secret holding
@@ -146,7 +151,10 @@ func PodFor(spec runner.ContainerSpec, opts Options) (*corev1.Pod, *corev1.Secre
 					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 				},
 			}},
-			Volumes: volumes,
+			Volumes:      volumes,
+			NodeSelector: maps.Clone(opts.NodeSelector),
+			Tolerations:  slices.Clone(opts.Tolerations),
+			Affinity:     opts.Affinity.DeepCopy(),
 		},
 	}
 	if opts.Timeout > 0 {

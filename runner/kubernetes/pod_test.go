@@ -64,6 +64,14 @@ func TestPodForGolden(t *testing.T) {
 				runner.Mount{Source: "/data/sessions/12/", Target: "/alfred/home/.claude/projects/-workspace"})
 			return s
 		}(), kubernetes.Options{Namespace: "alfred", StateClaim: "alfred-state", StateRoot: "/data/", ServiceAccount: "alfred-agent"}},
+		// runner.kubernetes placement: the one node that mounts a ReadWriteOnce state claim.
+		"placement": {runSpec(), kubernetes.Options{Namespace: "alfred-runs",
+			NodeSelector: map[string]string{"kubernetes.io/hostname": "node-a"},
+			Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "alfred",
+				Effect: corev1.TaintEffectNoSchedule}},
+			Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "alfred.example/state", Operator: corev1.NodeSelectorOpExists}}}}}}}}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -76,6 +76,7 @@ var cli = &clikit.CLI{
 		ValidID: clikit.IsUUID, IDKind: "a UUID"},
 	KeyEnv:           "ANTHROPIC_API_KEY",
 	BaseURLEnv:       "ANTHROPIC_BASE_URL",
+	Egress:           func(Config) []string { return []string{"api.anthropic.com:443"} },
 	SessionStatePath: SessionStatePath,
 	CallerChosenID:   true,
 	CumulativeUsage:  true,

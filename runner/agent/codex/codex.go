@@ -74,6 +74,7 @@ var cli = &clikit.CLI{
 	},
 	Sessions:         clikit.Sessions{ResumeFlag: "resume", ValidID: clikit.IsUUID, IDKind: "a thread UUID"},
 	KeyEnv:           "CODEX_API_KEY",
+	Egress:           func(Config) []string { return []string{"api.openai.com:443"} },
 	SessionStatePath: SessionStatePath,
 	CumulativeUsage:  true,
 	Verified:         VerifiedVersions,

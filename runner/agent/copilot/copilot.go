@@ -81,8 +81,10 @@ var cli = &clikit.CLI{
 	ModelFlag: "--model",
 	Sessions: clikit.Sessions{NewFlag: "--session-id", NameFlag: "-n", ResumeFlag: "--resume=",
 		ValidID: clikit.IsUUID, IDKind: "a UUID"},
-	Tail:             []string{"--usage-output-file", runner.OutputDir + "/" + UsageFile},
-	Env:              env,
+	Tail: []string{"--usage-output-file", runner.OutputDir + "/" + UsageFile},
+	Env:  env,
+	// Without BaseURL: the Copilot API and the GitHub API it exchanges the token with.
+	Egress:           func(Config) []string { return []string{"api.githubcopilot.com:443", "api.github.com:443"} },
 	SessionStatePath: SessionStatePath,
 	CallerChosenID:   true,
 	CumulativeUsage:  true,

@@ -75,6 +75,7 @@ var cli = &clikit.CLI{
 		ValidID: clikit.IsUUID, IDKind: "a UUID"},
 	KeyEnv:           "GEMINI_API_KEY",
 	BaseURLEnv:       "GOOGLE_GEMINI_BASE_URL",
+	Egress:           func(Config) []string { return []string{"generativelanguage.googleapis.com:443"} },
 	SessionStatePath: SessionStatePath,
 	CallerChosenID:   true,
 	Verified:         VerifiedVersions,

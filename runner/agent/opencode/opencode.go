@@ -75,6 +75,7 @@ var cli = &clikit.CLI{
 	Sessions: clikit.Sessions{NameFlag: "--title", ResumeFlag: "--session",
 		ValidID: func(id string) bool { return strings.HasPrefix(id, "ses_") }, IDKind: "a ses_… session id"},
 	Env:              env,
+	Egress:           egressHosts,
 	SessionStatePath: SessionStatePath,
 	Verified:         VerifiedVersions,
 	// Without stderr, a refusal is inferred from its shape: exit 1 and no event at all (§3
@@ -82,6 +83,20 @@ var cli = &clikit.CLI{
 	ResumeMiss: clikit.ResumeMiss{Text: resumeMissText, ExitCode: ResumeMissExitCode,
 		Inferred: "exit 1 with no event (inferred; stderr not available)"},
 	Read: read,
+}
+
+// egressHosts are the hosts a run reaches without a base URL: the provider of the key's
+// variable (Anthropic, OpenAI; another provider's host is the operator's runner.egress.allow)
+// and models.dev, where opencode reads its model list at start-up (spec/agents.md, §3).
+func egressHosts(cfg Config) []string {
+	hosts := []string{"models.dev:443"}
+	switch cmp.Or(cfg.APIKeyEnv, DefaultAPIKeyEnv) {
+	case "ANTHROPIC_API_KEY":
+		hosts = append(hosts, "api.anthropic.com:443")
+	case "OPENAI_API_KEY":
+		hosts = append(hosts, "api.openai.com:443")
+	}
+	return hosts
 }
 
 // env is the run's environment. OPENCODE_DB is set whenever the run has a session (SessionName

@@ -71,7 +71,7 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	if err := st.apply(&in, *workspace, stdout); err != nil {
 		return fail(ExitWriteFiles, "%v", err)
 	}
-	if !writeFiles(*workspace, st, stdout, stderr) {
+	if !writeFiles(*workspace, st, stdout, stderr) || !st.playRedTeamNet(*workspace, stdout, stderr) {
 		return ExitWriteFiles
 	}
 	if !st.NoResult {

@@ -83,6 +83,7 @@ const DefaultKey = "default"
 type Step struct {
 	phase.Result
 	ReviewLoop
+	RedTeamNet
 	// Files maps a slash-separated path relative to /workspace to the content to write.
 	Files map[string]string `json:"files,omitempty"`
 	// Log and Stderr are lines printed on stdout and stderr.

@@ -2,6 +2,8 @@ package clikit
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 
 	"github.com/alfred-bot/alfred/runner"
@@ -80,6 +82,9 @@ type CLI struct {
 	KeyEnv, BaseURLEnv string
 	// Env returns the run's environment instead of KeyEnv and BaseURLEnv (nil: not used).
 	Env func(cfg Config, in phase.Input) []string
+	// Egress returns the provider hosts ("host:port") the CLI calls with cfg when BaseURL is
+	// empty (spec/agents.md); with BaseURL, the run may reach the BaseURL's host only.
+	Egress func(cfg Config) []string
 	// SessionStatePath, CallerChosenID and CumulativeUsage are the runner.Capabilities of the
 	// CLI's sessions.
 	SessionStatePath string
@@ -191,6 +196,7 @@ type Agent struct {
 var (
 	_ runner.SessionAgent   = (*Agent)(nil)
 	_ runner.StderrResulter = (*Agent)(nil)
+	_ runner.EgressAgent    = (*Agent)(nil)
 )
 
 // New checks cfg for cli and returns the adapter. Errors: no image, or no API key.
@@ -209,6 +215,36 @@ func New(cli *CLI, cfg Config) (*Agent, error) {
 
 // Name returns the adapter kind (CLI.Name).
 func (b *Agent) Name() string { return b.cli.Name }
+
+// EgressHosts returns the host:port pairs a run of this adapter must reach (runner.EgressAgent):
+// the host of Config.BaseURL when set (port 443 for https, 80 for http, unless it names one),
+// else the CLI's provider hosts (CLI.Egress). A BaseURL that does not parse gives none.
+func (b *Agent) EgressHosts() []string {
+	if b.cfg.BaseURL != "" {
+		if hp := URLHostPort(b.cfg.BaseURL); hp != "" {
+			return []string{hp}
+		}
+		return nil
+	}
+	if b.cli.Egress == nil {
+		return nil
+	}
+	return b.cli.Egress(b.cfg)
+}
+
+// URLHostPort returns the host:port of an absolute http(s) URL, the port from its scheme when
+// it names none; "" when u is not one.
+func URLHostPort(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Hostname() == "" || (p.Scheme != "http" && p.Scheme != "https") {
+		return ""
+	}
+	port := p.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[p.Scheme]
+	}
+	return net.JoinHostPort(p.Hostname(), port)
+}
 
 // Capabilities declares resumable sessions stored under CLI.SessionStatePath, the CLI's id
 // model and usage reporting, and `<binary> --version` as the version command.
