@@ -121,8 +121,8 @@ type Manager struct {
 	cfg     Config
 	mu      sync.Mutex
 	locks   map[string]*sync.Mutex
-	warming sync.Map            // mirror dir → true while Warm checks out its spare
-	trace   func(args []string) // test hook: sees every git argv
+	warming sync.Map                // mirror dir → true while Warm checks out its spare
+	trace   func(args []string)     // test hook: sees every git argv
 	flock   func(fd, how int) error // test hook: syscall.Flock when nil
 }
 
