@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/alfred-bot/alfred/internal/runfile"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -97,6 +98,7 @@ type Metrics struct {
 	forgeSecs  *prometheus.HistogramVec
 	passes     *prometheus.CounterVec
 	findings   *prometheus.CounterVec
+	hostile    *prometheus.CounterVec
 }
 
 // New builds the registry with every Alfred family, plus the Go runtime and process
@@ -150,6 +152,13 @@ func New(cfg Config) *Metrics {
 		Name: "reconciliation_findings_total",
 		Help: "What reconciliation passes found and repaired, by kind."},
 		[]string{"kind"})
+	m.hostile = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace,
+		Name: "hostile_output_total",
+		Help: "What Alfred refused or bounded of what runs left, by reason (link: a symbolic link leading out of the run's directory; not_regular: a FIFO, a device, a directory; too_large; deadline; log_flood: output beyond the logs' bound, head and tail kept)."},
+		[]string{"reason"})
+	for _, r := range []string{runfile.ReasonLink, runfile.ReasonNotRegular, runfile.ReasonTooLarge, runfile.ReasonDeadline, runfile.ReasonLogFlood} {
+		m.hostile.WithLabelValues(r)
+	}
 	for _, r := range []string{PassOK, PassFailed} {
 		m.passes.WithLabelValues(r)
 	}
@@ -157,7 +166,7 @@ func New(cfg Config) *Metrics {
 		m.findings.WithLabelValues(k)
 	}
 	m.reg.MustRegister(m.deliveries, m.ackSeconds, m.runs, m.runSeconds, m.tokens, m.cost,
-		m.unrated, m.forgeCalls, m.forgeSecs, m.passes, m.findings,
+		m.unrated, m.forgeCalls, m.forgeSecs, m.passes, m.findings, m.hostile,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Gauges != nil {
 		m.reg.MustRegister(&gaugeCollector{read: cfg.Gauges, timeout: cfg.GaugeTimeout})

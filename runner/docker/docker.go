@@ -24,6 +24,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/alfred-bot/alfred/runner"
+	"io"
 )
 
 // Defaults used when the corresponding Runtime field is zero.
@@ -49,8 +50,12 @@ type Runtime struct {
 	// CleanupTimeout bounds Destroy on a fresh context when the caller's ctx is done
 	// (DefaultCleanupTimeout if zero).
 	CleanupTimeout time.Duration
+	// MaxLogBytes bounds what Logs keeps of each stream, head and tail (runner.MaxLogBytes if
+	// zero).
+	MaxLogBytes int
 
-	stopped sync.Map // ContainerID → struct{}: Stop was called, Wait reports Killed
+	stopped   sync.Map // ContainerID → struct{}: Stop was called, Wait reports Killed
+	followers sync.Map // ContainerID → *runner.LogFollower: the logs streamed since Wait
 }
 
 var _ runner.Runtime = (*Runtime)(nil)
@@ -141,6 +146,7 @@ func (r *Runtime) conflict(ctx context.Context, name string) error {
 // OOM-killed it, and whether Stop was called for it (Killed). It returns ctx.Err() if ctx ends
 // first, and an error if the container does not exist.
 func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitState, error) {
+	r.follow(id) // the logs from now on, whatever json-file's rotation drops later
 	respC, errC := r.cli.ContainerWait(ctx, string(id), container.WaitConditionNotRunning)
 	var st runner.ExitState
 	select {
@@ -173,19 +179,58 @@ func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitS
 	return st, nil
 }
 
-// Logs returns everything the container wrote to stdout and stderr so far, demultiplexed
-// (stdcopy). The container must not use a TTY (Start never allocates one).
+// follow starts streaming id's logs (Follow) unless they are already streamed, so that
+// json-file's rotation (Start's LogConfig), which drops the oldest part of a flood, cannot
+// take the session id a CLI prints first; Destroy stops it.
+func (r *Runtime) follow(id runner.ContainerID) {
+	if _, ok := r.followers.Load(id); ok {
+		return
+	}
+	f := runner.FollowLogs(func(ctx context.Context) (io.ReadCloser, error) {
+		return r.cli.ContainerLogs(ctx, string(id), container.LogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
+	}, demux, r.MaxLogBytes)
+	if _, loaded := r.followers.LoadOrStore(id, f); loaded {
+		f.Stop()
+	}
+}
+
+// unfollow stops and forgets id's log stream (Destroy).
+func (r *Runtime) unfollow(id runner.ContainerID) {
+	if v, ok := r.followers.LoadAndDelete(id); ok {
+		v.(*runner.LogFollower).Stop()
+	}
+}
+
+func demux(stdout, stderr io.Writer, rc io.Reader) error {
+	_, err := stdcopy.StdCopy(stdout, stderr, rc)
+	return err
+}
+
+// Logs returns what the container wrote to stdout and stderr, demultiplexed (stdcopy), each
+// stream kept in a runner.LogBuffer: beyond runner.MaxLogBytes its head and tail around a
+// marker (runner.LogDropped), so a flood of output costs neither memory nor the session id a
+// CLI prints first. When Wait's stream followed the logs to their end, that is returned;
+// otherwise they are read now. The container must not use a TTY (Start never allocates one).
 func (r *Runtime) Logs(ctx context.Context, id runner.ContainerID) (stdout, stderr []byte, err error) {
+	if v, ok := r.followers.Load(id); ok {
+		out, errOut, ok, err := v.(*runner.LogFollower).Logs(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read logs of container %.12s: %w", id, err)
+		}
+		if ok {
+			return out, errOut, nil
+		}
+	}
 	rc, err := r.cli.ContainerLogs(ctx, string(id), container.LogsOptions{ShowStdout: true, ShowStderr: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("read logs of container %.12s: %w", id, err)
 	}
 	defer rc.Close()
-	var out, errOut strings.Builder
-	if _, err := stdcopy.StdCopy(&out, &errOut, rc); err != nil {
-		return []byte(out.String()), []byte(errOut.String()), fmt.Errorf("demultiplex logs of container %.12s: %w", id, err)
+	out, errOut := runner.NewLogBuffer(r.MaxLogBytes), runner.NewLogBuffer(r.MaxLogBytes)
+	if err := demux(out, errOut, rc); err != nil {
+		return out.Bytes(), errOut.Bytes(), fmt.Errorf("demultiplex logs of container %.12s: %w", id, err)
 	}
-	return []byte(out.String()), []byte(errOut.String()), nil
+	return out.Bytes(), errOut.Bytes(), nil
 }
 
 // Stop sends SIGTERM, waits up to grace (rounded up to whole seconds, the daemon's unit), then
@@ -212,6 +257,7 @@ func (r *Runtime) Destroy(ctx context.Context, id runner.ContainerID) error {
 		defer cancel()
 	}
 	defer r.stopped.Delete(id)
+	defer r.unfollow(id)
 	var errs []error
 	secs := int(orDefault(r.DestroyGrace, DefaultDestroyGrace) / time.Second)
 	if err := r.cli.ContainerStop(ctx, string(id), container.StopOptions{Signal: "SIGTERM", Timeout: &secs}); err != nil && !cerrdefs.IsNotFound(err) {
