@@ -1,0 +1,42 @@
+package runner
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLogBufferKeepsHeadAndTail: under the bound the logs are kept whole; over it, the head
+// (the session id) and the tail (the result) are kept around a marker saying how much was
+// dropped, whatever the sizes of the writes, and memory stays at the bound.
+func TestLogBufferKeepsHeadAndTail(t *testing.T) {
+	t.Parallel()
+	small := NewLogBuffer(64)
+	_, _ = small.Write([]byte("session: abc\nresult\n"))
+	require.Equal(t, "session: abc\nresult\n", string(small.Bytes()))
+	require.Zero(t, LogDropped(small.Bytes()))
+
+	for _, chunk := range []int{1, 7, 100, 4096} {
+		b := NewLogBuffer(64)
+		var all bytes.Buffer
+		all.WriteString("session: abc\n")
+		for i := range 1000 {
+			fmt.Fprintf(&all, "line %d\n", i)
+		}
+		all.WriteString("the end\n")
+		data := all.Bytes()
+		for p := data; len(p) > 0; {
+			k := min(chunk, len(p))
+			_, _ = b.Write(p[:k])
+			p = p[k:]
+		}
+		got := b.Bytes()
+		require.True(t, bytes.HasPrefix(got, data[:32]), "chunk %d", chunk)
+		require.True(t, bytes.HasSuffix(got, data[len(data)-32:]), "chunk %d", chunk)
+		require.Equal(t, int64(len(data)-64), LogDropped(got), "chunk %d", chunk)
+		require.Equal(t, int64(len(data)-64), b.Dropped())
+		require.LessOrEqual(t, cap(b.head)+cap(b.tail), 64)
+	}
+}
