@@ -22,6 +22,8 @@ func ReadResultFile(in phase.Input, outDir string) (*phase.Result, error) {
 		return nil, phase.ErrNoResult
 	case runfile.Reason(err) == runfile.ReasonTooLarge:
 		return nil, fmt.Errorf("%w: %w", phase.ErrInvalidResult, err)
+	case errors.Is(err, runfile.ErrRefused):
+		return nil, err // its words name the file and why
 	case err != nil:
 		return nil, fmt.Errorf("read result: %w", err)
 	}
