@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // MaxLogBytes bounds what a Runtime keeps of one stream of a run's output (stdout, stderr):
@@ -112,6 +113,7 @@ type LogFollower struct {
 	mu          sync.Mutex
 	out, errOut *LogBuffer
 	err         error
+	ended       atomic.Bool // the runtime saw the container end (MarkEnded)
 }
 
 // FollowLogs starts streaming: open returns the followed stream (it ends when the container
@@ -135,9 +137,17 @@ func FollowLogs(open func(ctx context.Context) (io.ReadCloser, error), demux fun
 	return f
 }
 
-// Logs waits for the stream's end (or ctx) and returns what it kept. ok is false when the
-// stream failed: the caller then reads the logs again without following.
+// MarkEnded records that the container has ended (the runtime's Wait saw it): its stream
+// ends with what it wrote.
+func (f *LogFollower) MarkEnded() { f.ended.Store(true) }
+
+// Logs waits for the stream's end (or ctx) and returns what it kept. ok is false while the
+// container runs (a live page reads the logs so far without waiting for the end) and when the
+// stream failed: the caller then reads the logs without following.
 func (f *LogFollower) Logs(ctx context.Context) (stdout, stderr []byte, ok bool, err error) {
+	if !f.ended.Load() {
+		return nil, nil, false, nil
+	}
 	select {
 	case <-f.done:
 	case <-ctx.Done():

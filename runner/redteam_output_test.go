@@ -33,7 +33,8 @@ const floodBytes = 150 << 20
 
 // redTeamScript: a prompt-injected agent that attacks what Alfred reads back. The development
 // run leaves its result as a link to Alfred's configuration; the ci_fix run leaves a FIFO as
-// its result; the review run prints its session id, then 150 MB, then writes a valid result.
+// its result; the "flood" run (a development run of that key) prints its session id, then
+// 150 MB, then writes a valid result.
 func redTeamScript(alfredConfig string) string {
 	return fmt.Sprintf(`
 development:
@@ -46,7 +47,7 @@ ci_fix:
   commit_message: "fix: x"
   files: {y.txt: "y\n"}
   plant: [{path: /alfred/out/result.json, fifo: true}]
-review:
+flood:
   summary: Reviewed after a flood.
   log: ["session: 0d6c8a0e-0b7e-4bfb-9a43-3c1a37e1c0de"]
   flood_bytes: %d
@@ -81,6 +82,8 @@ func TestRedTeamOutputDocker(t *testing.T) {
 			Repository: forge.Repository{Path: "acme/shop", DefaultBranch: "main", CloneURL: bare},
 			Input:      phase.Input{Phase: p, Repo: "acme/shop", Issue: 9}}
 	}
+	flood := job(3, phase.Development, false)
+	flood.Input.Key = "flood"
 
 	out, err := jobs.Execute(ctx, job(1, phase.Development, true))
 	require.NoError(t, err, "a refused result is the run's failure, not an infrastructure error")
@@ -102,7 +105,7 @@ func TestRedTeamOutputDocker(t *testing.T) {
 	require.Equal(t, "I did not read what the agent left: refused result.json: it is not a regular file (a FIFO)", out.Failure)
 	require.Equal(t, []string{runfile.ReasonNotRegular}, out.HostileOutput)
 
-	out, err = jobs.Execute(ctx, job(3, phase.Review, false))
+	out, err = jobs.Execute(ctx, flood)
 	require.NoError(t, err)
 	require.Empty(t, out.Failure, "the flood's run itself is sound")
 	require.Equal(t, "Reviewed after a flood.", out.Result.Summary)

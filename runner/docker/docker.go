@@ -163,6 +163,9 @@ func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitS
 	case <-ctx.Done():
 		return st, ctx.Err()
 	}
+	if v, ok := r.followers.Load(id); ok {
+		v.(*runner.LogFollower).MarkEnded()
+	}
 	if _, ok := r.stopped.Load(id); ok {
 		st.Killed = true
 	}
@@ -209,8 +212,8 @@ func demux(stdout, stderr io.Writer, rc io.Reader) error {
 // Logs returns what the container wrote to stdout and stderr, demultiplexed (stdcopy), each
 // stream kept in a runner.LogBuffer: beyond runner.MaxLogBytes its head and tail around a
 // marker (runner.LogDropped), so a flood of output costs neither memory nor the session id a
-// CLI prints first. When Wait's stream followed the logs to their end, that is returned;
-// otherwise they are read now. The container must not use a TTY (Start never allocates one).
+// CLI prints first. Once Wait has seen the container end, what Wait's stream followed is
+// returned, to the end; otherwise (a live page, no Wait) the logs so far are read now. The container must not use a TTY (Start never allocates one).
 func (r *Runtime) Logs(ctx context.Context, id runner.ContainerID) (stdout, stderr []byte, err error) {
 	if v, ok := r.followers.Load(id); ok {
 		out, errOut, ok, err := v.(*runner.LogFollower).Logs(ctx)

@@ -38,8 +38,9 @@ func (r *Runtime) unfollow(id runner.ContainerID) {
 // Logs returns what the container wrote, stdout and stderr merged by Kubernetes' log API in
 // the order the lines were written, as stdout; stderr is always empty. The log is kept in a
 // runner.LogBuffer: beyond runner.MaxLogBytes its head and tail around a marker
-// (runner.LogDropped). When Wait's stream followed the log to its end, that is returned (with
-// the head the kubelet may have rotated away since); otherwise the log is read now.
+// (runner.LogDropped). Once Wait has seen the container end, what Wait's stream followed is
+// returned, to the end (with the head the kubelet may have rotated away since); otherwise (a
+// live page, no Wait) the log so far is read now.
 func (r *Runtime) Logs(ctx context.Context, id runner.ContainerID) (stdout, stderr []byte, err error) {
 	if v, ok := r.followers.Load(id); ok {
 		out, _, ok, err := v.(*runner.LogFollower).Logs(ctx)

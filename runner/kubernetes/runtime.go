@@ -245,6 +245,9 @@ func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitS
 			r.follow(id) // the log from now on, whatever the kubelet rotates away later
 		}
 		if cs != nil && cs.State.Terminated != nil {
+			if v, ok := r.followers.Load(id); ok {
+				v.(*runner.LogFollower).MarkEnded()
+			}
 			t := cs.State.Terminated
 			st.Code = int(t.ExitCode)
 			st.OOMKilled = t.Reason == "OOMKilled"
@@ -252,6 +255,9 @@ func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitS
 			return true, nil
 		}
 		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			if v, ok := r.followers.Load(id); ok {
+				v.(*runner.LogFollower).MarkEnded()
+			}
 			st = runner.ExitState{Code: -1, Killed: p.Status.Reason == "DeadlineExceeded",
 				Error: fmt.Sprintf("pod ended before its container ran: %s %s", p.Status.Reason, p.Status.Message)}
 			return true, nil

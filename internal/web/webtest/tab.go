@@ -59,6 +59,14 @@ func (tb *Tab) SignIn(t testing.TB, loginURL, token string) {
 	if resp := tb.Click(t, "form button"); resp == nil || resp.Status != 200 {
 		t.Fatalf("sign in at %s: %v", loginURL, resp)
 	}
+	// The page the login led to, opened again: a settled document, as after Open.
+	ctx, cancel := context.WithTimeout(tb.ctx, bound)
+	defer cancel()
+	at, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatalf("sign in at %s: %v", loginURL, err)
+	}
+	tb.Open(t, at)
 }
 
 // Click clicks the element css selects (a form's button) and returns the answer of the page
