@@ -49,6 +49,7 @@ ci_fix:
   plant: [{path: /alfred/out/result.json, fifo: true}]
 flood:
   summary: Reviewed after a flood.
+  commit_message: "docs: flood"
   log: ["session: 0d6c8a0e-0b7e-4bfb-9a43-3c1a37e1c0de"]
   flood_bytes: %d
 `, alfredConfig, floodBytes)
