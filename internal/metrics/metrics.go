@@ -14,10 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/alfred-bot/alfred/internal/runfile"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/alfred-bot/alfred/internal/runfile"
 )
 
 // Namespace prefixes every family.

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +25,6 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/alfred-bot/alfred/runner"
-	"io"
 )
 
 // Defaults used when the corresponding Runtime field is zero.

@@ -6,11 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/alfred-bot/alfred/internal/runfile"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/alfred-bot/alfred/internal/runfile"
 )
 
 // maxMergeLog caps the commit messages Merge reports per side.

@@ -3,11 +3,12 @@ package gitrepo
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
-	"github.com/alfred-bot/alfred/internal/runfile"
 	"github.com/stretchr/testify/require"
-	"syscall"
+
+	"github.com/alfred-bot/alfred/internal/runfile"
 )
 
 // mergeSetup pushes branch agent/x (README "agent") and then a change on main: to README when

@@ -26,10 +26,10 @@ package copilot
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 
-	"errors"
 	"github.com/alfred-bot/alfred/internal/runfile"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clikit"
