@@ -74,18 +74,32 @@ func (b *LogBuffer) Dropped() int64 { return b.dropped }
 
 // Bytes returns the head, then, when bytes were dropped, a marker line saying how many (see
 // LogDropped), then the tail.
-func (b *LogBuffer) Bytes() []byte {
-	var out bytes.Buffer
-	out.Grow(len(b.head) + len(b.tail) + 64)
-	out.Write(b.head)
-	if b.dropped > 0 {
-		fmt.Fprintf(&out, "\n[… alfred: %d bytes of output dropped here …]\n", b.dropped)
+func (b *LogBuffer) Bytes() []byte { return join(b, b) }
+
+// JoinLogs returns the logs of one stream read twice: followed, from the moment the container
+// ran (its head survives the runtime's rotation), and read again once it ended (its tail is
+// complete: a followed stream may end before the last lines when the runtime rotated the log
+// meanwhile). When the second read dropped nothing it is the whole log; otherwise the head of
+// the first and the tail of the second around the marker (at least that many bytes dropped).
+func JoinLogs(followed, read *LogBuffer) []byte {
+	if read.dropped == 0 {
+		return read.Bytes()
 	}
-	if b.full {
-		out.Write(b.tail[b.pos:])
-		out.Write(b.tail[:b.pos])
+	return join(followed, read)
+}
+
+func join(head, tail *LogBuffer) []byte {
+	var out bytes.Buffer
+	out.Grow(len(head.head) + len(tail.tail) + 64)
+	out.Write(head.head)
+	if dropped := max(head.dropped, tail.dropped); dropped > 0 {
+		fmt.Fprintf(&out, "\n[… alfred: %d bytes of output dropped here …]\n", dropped)
+	}
+	if tail.full {
+		out.Write(tail.tail[tail.pos:])
+		out.Write(tail.tail[:tail.pos])
 	} else {
-		out.Write(b.tail)
+		out.Write(tail.tail)
 	}
 	return out.Bytes()
 }
@@ -141,10 +155,10 @@ func FollowLogs(open func(ctx context.Context) (io.ReadCloser, error), demux fun
 // ends with what it wrote.
 func (f *LogFollower) MarkEnded() { f.ended.Store(true) }
 
-// Logs waits for the stream's end (or ctx) and returns what it kept. ok is false while the
-// container runs (a live page reads the logs so far without waiting for the end) and when the
-// stream failed: the caller then reads the logs without following.
-func (f *LogFollower) Logs(ctx context.Context) (stdout, stderr []byte, ok bool, err error) {
+// Logs waits for the stream's end (or ctx) and returns what it kept (see JoinLogs). ok is
+// false while the container runs (a live page reads the logs so far without waiting for the
+// end) and when the stream failed: the caller then uses only its own read.
+func (f *LogFollower) Logs(ctx context.Context) (stdout, stderr *LogBuffer, ok bool, err error) {
 	if !f.ended.Load() {
 		return nil, nil, false, nil
 	}
@@ -158,7 +172,7 @@ func (f *LogFollower) Logs(ctx context.Context) (stdout, stderr []byte, ok bool,
 	if f.err != nil {
 		return nil, nil, false, nil
 	}
-	return f.out.Bytes(), f.errOut.Bytes(), true, nil
+	return f.out, f.errOut, true, nil
 }
 
 // Stop ends the stream (the container is being removed).

@@ -212,16 +212,17 @@ func demux(stdout, stderr io.Writer, rc io.Reader) error {
 // Logs returns what the container wrote to stdout and stderr, demultiplexed (stdcopy), each
 // stream kept in a runner.LogBuffer: beyond runner.MaxLogBytes its head and tail around a
 // marker (runner.LogDropped), so a flood of output costs neither memory nor the session id a
-// CLI prints first. Once Wait has seen the container end, what Wait's stream followed is
-// returned, to the end; otherwise (a live page, no Wait) the logs so far are read now. The container must not use a TTY (Start never allocates one).
+// CLI prints first. The logs are read now; once Wait has seen the container end, the head of
+// what Wait's stream followed replaces the head of a read that dropped some (runner.JoinLogs). The container must not use a TTY (Start never allocates one).
 func (r *Runtime) Logs(ctx context.Context, id runner.ContainerID) (stdout, stderr []byte, err error) {
+	var headOut, headErr *runner.LogBuffer
 	if v, ok := r.followers.Load(id); ok {
-		out, errOut, ok, err := v.(*runner.LogFollower).Logs(ctx)
+		o, e, ok, err := v.(*runner.LogFollower).Logs(ctx)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read logs of container %.12s: %w", id, err)
 		}
 		if ok {
-			return out, errOut, nil
+			headOut, headErr = o, e
 		}
 	}
 	rc, err := r.cli.ContainerLogs(ctx, string(id), container.LogsOptions{ShowStdout: true, ShowStderr: true})
@@ -232,6 +233,9 @@ func (r *Runtime) Logs(ctx context.Context, id runner.ContainerID) (stdout, stde
 	out, errOut := runner.NewLogBuffer(r.MaxLogBytes), runner.NewLogBuffer(r.MaxLogBytes)
 	if err := demux(out, errOut, rc); err != nil {
 		return out.Bytes(), errOut.Bytes(), fmt.Errorf("demultiplex logs of container %.12s: %w", id, err)
+	}
+	if headOut != nil {
+		return runner.JoinLogs(headOut, out), runner.JoinLogs(headErr, errOut), nil
 	}
 	return out.Bytes(), errOut.Bytes(), nil
 }

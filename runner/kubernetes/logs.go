@@ -38,17 +38,18 @@ func (r *Runtime) unfollow(id runner.ContainerID) {
 // Logs returns what the container wrote, stdout and stderr merged by Kubernetes' log API in
 // the order the lines were written, as stdout; stderr is always empty. The log is kept in a
 // runner.LogBuffer: beyond runner.MaxLogBytes its head and tail around a marker
-// (runner.LogDropped). Once Wait has seen the container end, what Wait's stream followed is
-// returned, to the end (with the head the kubelet may have rotated away since); otherwise (a
-// live page, no Wait) the log so far is read now.
+// (runner.LogDropped). The log is read now; once Wait has seen the container end, the head of
+// what Wait's stream followed (which the kubelet may have rotated away since) replaces the
+// head of a read that dropped some (runner.JoinLogs).
 func (r *Runtime) Logs(ctx context.Context, id runner.ContainerID) (stdout, stderr []byte, err error) {
+	var head *runner.LogBuffer
 	if v, ok := r.followers.Load(id); ok {
 		out, _, ok, err := v.(*runner.LogFollower).Logs(ctx)
 		if err != nil {
 			return nil, nil, fmt.Errorf("read logs of pod %s: %w", id, err)
 		}
 		if ok {
-			return out, nil, nil
+			head = out
 		}
 	}
 	rc, err := r.pods().GetLogs(string(id), &corev1.PodLogOptions{Container: ContainerName}).Stream(ctx)
@@ -59,6 +60,9 @@ func (r *Runtime) Logs(ctx context.Context, id runner.ContainerID) (stdout, stde
 	buf := runner.NewLogBuffer(r.MaxLogBytes)
 	if _, err := io.Copy(buf, rc); err != nil {
 		return buf.Bytes(), nil, fmt.Errorf("read logs of pod %s: %w", id, err)
+	}
+	if head != nil {
+		return runner.JoinLogs(head, buf), nil, nil
 	}
 	return buf.Bytes(), nil, nil
 }
