@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,4 +40,21 @@ func TestLogBufferKeepsHeadAndTail(t *testing.T) {
 		require.Equal(t, int64(len(data)-64), b.Dropped())
 		require.LessOrEqual(t, cap(b.head)+cap(b.tail), 64)
 	}
+}
+
+// JoinLogs: a read after the end that kept everything is the log; one that dropped its head
+// gets the followed head, its own complete tail, and the marker.
+func TestJoinLogs(t *testing.T) {
+	t.Parallel()
+	followed, read := NewLogBuffer(64), NewLogBuffer(64)
+	_, _ = followed.Write([]byte("session: abc\n" + string(bytes.Repeat([]byte("x"), 200))))
+	_, _ = read.Write([]byte("rotated away\n" + string(bytes.Repeat([]byte("y"), 200)) + "\nthe result\n"))
+	got := string(JoinLogs(followed, read))
+	require.True(t, strings.HasPrefix(got, "session: abc\n"), got)
+	require.True(t, strings.HasSuffix(got, "the result\n"), got)
+	require.Positive(t, LogDropped([]byte(got)))
+
+	whole := NewLogBuffer(64)
+	_, _ = whole.Write([]byte("all of it\n"))
+	require.Equal(t, "all of it\n", string(JoinLogs(followed, whole)))
 }
