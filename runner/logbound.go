@@ -74,26 +74,31 @@ func (b *LogBuffer) Dropped() int64 { return b.dropped }
 
 // Bytes returns the head, then, when bytes were dropped, a marker line saying how many (see
 // LogDropped), then the tail.
-func (b *LogBuffer) Bytes() []byte { return join(b, b) }
+func (b *LogBuffer) Bytes() []byte { return join(b, b, b.dropped) }
 
 // JoinLogs returns the logs of one stream read twice: followed, from the moment the container
 // ran (its head survives the runtime's rotation), and read again once it ended (its tail is
 // complete: a followed stream may end before the last lines when the runtime rotated the log
-// meanwhile). When the second read dropped nothing it is the whole log; otherwise the head of
-// the first and the tail of the second around the marker (at least that many bytes dropped).
+// meanwhile). When the second read starts as the followed stream did, the runtime kept the
+// head and the second read is the log; otherwise the head of the first and the tail of the
+// second around the marker (at least that many bytes dropped).
 func JoinLogs(followed, read *LogBuffer) []byte {
-	if read.dropped == 0 {
+	n := min(len(followed.head), len(read.head))
+	if bytes.Equal(followed.head[:n], read.head[:n]) {
 		return read.Bytes()
 	}
-	return join(followed, read)
+	return join(followed, read, max(followed.dropped, read.dropped, 1))
 }
 
-func join(head, tail *LogBuffer) []byte {
+func join(head, tail *LogBuffer, dropped int64) []byte {
 	var out bytes.Buffer
 	out.Grow(len(head.head) + len(tail.tail) + 64)
 	out.Write(head.head)
-	if dropped := max(head.dropped, tail.dropped); dropped > 0 {
+	if dropped > 0 {
 		fmt.Fprintf(&out, "\n[… alfred: %d bytes of output dropped here …]\n", dropped)
+	}
+	if head != tail && tail.dropped == 0 {
+		out.Write(tail.head) // a read that kept all it saw: its head is part of the tail
 	}
 	if tail.full {
 		out.Write(tail.tail[tail.pos:])

@@ -54,7 +54,14 @@ func TestJoinLogs(t *testing.T) {
 	require.True(t, strings.HasSuffix(got, "the result\n"), got)
 	require.Positive(t, LogDropped([]byte(got)))
 
-	whole := NewLogBuffer(64)
-	_, _ = whole.Write([]byte("all of it\n"))
-	require.Equal(t, "all of it\n", string(JoinLogs(followed, whole)))
+	short, whole := NewLogBuffer(64), NewLogBuffer(64)
+	_, _ = short.Write([]byte("session: abc\nmiddle")) // the followed stream stopped short
+	_, _ = whole.Write([]byte("session: abc\nmiddle\nthe end\n"))
+	require.Equal(t, "session: abc\nmiddle\nthe end\n", string(JoinLogs(short, whole)), "the runtime kept the head")
+	rotated := NewLogBuffer(64)
+	_, _ = rotated.Write([]byte("later lines\nthe result\n"))
+	got = string(JoinLogs(followed, rotated))
+	require.True(t, strings.HasPrefix(got, "session: abc\n"), "the runtime rotated the head away: %s", got)
+	require.True(t, strings.HasSuffix(got, "the result\n"), got)
+	require.Positive(t, LogDropped([]byte(got)))
 }
