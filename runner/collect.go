@@ -73,6 +73,7 @@ func (e *Executor) collect(ctx context.Context, c collection, out *RunOutcome) e
 	out.Stdout, out.StdoutTruncated = tail(e.cfg.Redact(string(stdout)), e.cfg.MaxOutputBytes)
 	out.Stderr, out.StderrTruncated = tail(e.cfg.Redact(string(stderr)), e.cfg.MaxOutputBytes)
 	e.noteEgress(c.h.ID, out)
+	out.LogsDropped = LogDropped(stdout) + LogDropped(stderr)
 	if out.Status != "" { // timed out or canceled: no result is read
 		return nil
 	}

@@ -170,6 +170,9 @@ type RunOutcome struct {
 	Stderr          string `json:"stderr"`
 	StdoutTruncated bool   `json:"stdout_truncated,omitempty"`
 	StderrTruncated bool   `json:"stderr_truncated,omitempty"`
+	// LogsDropped is how many bytes the Runtime dropped from the middle of a flood of output
+	// (beyond MaxLogBytes per stream, head and tail kept); 0 for most runs.
+	LogsDropped int64 `json:"logs_dropped,omitempty"`
 	// Result is the agent's validated result (StatusSucceeded only).
 	Result *phase.Result `json:"result,omitempty"`
 	// Usage is the provider's usage of an API-mode run, also when it failed; nil for a

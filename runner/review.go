@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/alfred-bot/alfred/internal/runfile"
 	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
@@ -137,13 +138,18 @@ func mergeTarget(ctx context.Context, mgr *gitrepo.Manager, p gitrepo.Project, w
 	in.Conflict.Ours, in.Conflict.Theirs = m.Ours, m.Theirs
 	in.Conflict.Files = nil
 	for _, path := range m.Conflicts {
-		b, err := os.ReadFile(filepath.Join(wt.Path, filepath.FromSlash(path)))
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
+		// A committed link may lead out of the worktree: its content is read through
+		// internal/runfile and never from outside.
+		b, cut, err := runfile.ReadHead(wt.Path, path, maxConflictFileBytes)
+		if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, runfile.ErrRefused) {
 			return nil, nil, fmt.Errorf("read conflicted %s: %w", path, err)
 		}
 		content := string(b)
-		if len(content) > maxConflictFileBytes {
-			content = content[:maxConflictFileBytes] + "\n[cut: the whole file is in the workspace]"
+		switch {
+		case errors.Is(err, runfile.ErrRefused):
+			content = "[not shown: " + err.Error() + "]"
+		case cut:
+			content += "\n[cut: the whole file is in the workspace]"
 		}
 		in.Conflict.Files = append(in.Conflict.Files, phase.ConflictFile{Path: path, Content: content})
 	}

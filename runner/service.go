@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/alfred-bot/alfred/internal/runfile"
 	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
@@ -117,6 +118,11 @@ func (s *Service) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, e
 // published (publish) with HeadSHA set to the commit pushed.
 func (s *Service) finish(ctx context.Context, job phase.Job, mgr *gitrepo.Manager, wt *gitrepo.Worktree,
 	out *RunOutcome, res *phase.Outcome) (*phase.Outcome, error) {
+	res.HostileOutput = hostileOutput(out)
+	if len(res.HostileOutput) > 0 {
+		s.log.Warn("hostile run output refused or bounded", "container", out.Name,
+			"reasons", res.HostileOutput, "logs_dropped", out.LogsDropped, "err", out.Err)
+	}
 	if out.Status != StatusSucceeded {
 		res.Failure = describeFailure(out)
 		return res, nil
@@ -210,9 +216,24 @@ func joinOutput(out *RunOutcome) string {
 	return b.String()
 }
 
+// hostileOutput returns the reasons (internal/runfile) of what was refused or bounded of the
+// run's output: a refused file, a flood of logs.
+func hostileOutput(out *RunOutcome) []string {
+	var reasons []string
+	if r := runfile.Reason(out.Err); r != "" {
+		reasons = append(reasons, r)
+	}
+	if out.LogsDropped > 0 {
+		reasons = append(reasons, runfile.ReasonLogFlood)
+	}
+	return reasons
+}
+
 // describeFailure words a failed run for the issue comment.
 func describeFailure(out *RunOutcome) string {
 	switch {
+	case errors.Is(out.Err, runfile.ErrRefused):
+		return "I did not read what the agent left: " + out.Err.Error()
 	case out.Status == StatusTimedOut || errors.Is(out.Err, ErrTimeout):
 		return fmt.Sprintf("it ran out of time after %s and was stopped", out.Duration.Round(time.Second))
 	case errors.Is(out.Err, phase.ErrNoResult):

@@ -51,7 +51,7 @@ func TestReadyzWhileDraining(t *testing.T) {
 		60*time.Second, 50*time.Millisecond, "never ready")
 	var body string
 
-	code, page := read(browser.Get(adminSrv.URL + web.Prefix + "/login?token=" + e2eAdminToken + "&next=" + url.QueryEscape(web.Prefix+"/")))
+	code, page := read(browser.PostForm(adminSrv.URL+web.Prefix+"/login", url.Values{"token": {e2eAdminToken}, "next": {web.Prefix + "/"}}))
 	require.Equal(t, http.StatusOK, code)
 	token := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page)
 	require.Len(t, token, 2, "the list page carries the drain form")
@@ -121,9 +121,8 @@ phases:
 	})
 	run, container := r.ID, r.Container
 
-	resp := tab.Open(t, adminSrv.URL+web.Prefix+"/login?token="+e2eAdminToken+"&next="+url.QueryEscape(fmt.Sprintf("%s/runs/%d", web.Prefix, run)))
-	require.EqualValues(t, http.StatusOK, resp.Status)
-	resp = tab.Click(t, "#cancel")
+	tab.SignIn(t, adminSrv.URL+web.Prefix+"/login?next="+url.QueryEscape(fmt.Sprintf("%s/runs/%d", web.Prefix, run)), e2eAdminToken)
+	resp := tab.Click(t, "#cancel")
 	require.EqualValues(t, http.StatusOK, resp.Status)
 
 	e.waitStatus("status::blocked")
@@ -170,7 +169,7 @@ func TestPausedProjectFromThePages(t *testing.T) {
 		require.NoError(t, err)
 		return resp.StatusCode, string(b)
 	}
-	code, page := read(browser.Get(adminSrv.URL + web.Prefix + "/login?token=" + e2eAdminToken + "&next=" + url.QueryEscape(web.Prefix+"/")))
+	code, page := read(browser.PostForm(adminSrv.URL+web.Prefix+"/login", url.Values{"token": {e2eAdminToken}, "next": {web.Prefix + "/"}}))
 	require.Equal(t, http.StatusOK, code)
 	token := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page)
 	require.Len(t, token, 2)

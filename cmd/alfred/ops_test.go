@@ -69,7 +69,15 @@ phases:
 	// The admin listener (admin.listen): the pages and the metrics, behind the admin token.
 	adminSrv := httptest.NewServer(e.srv.admin)
 	t.Cleanup(adminSrv.Close)
-	login := adminSrv.URL + web.Prefix + "/login?token=" + e2eAdminToken + "&next="
+	// Signed in once with the login form (the token is never in a URL); each page is then
+	// opened in the same tab, its DOM read and a screenshot saved.
+	tab := browser.Tab(t)
+	tab.SignIn(t, adminSrv.URL+web.Prefix+"/login", e2eAdminToken)
+	load := func(path, name string) webtest.Page {
+		t.Helper()
+		tab.Open(t, adminSrv.URL+path)
+		return webtest.Page{DOM: tab.DOM(t), Screenshot: tab.Screenshot(t, name)}
+	}
 
 	// The development runs: wait until its container's log shows the agent's lines.
 	mb, r := e.toRunningDevelopment(func(r web.RunSummary) bool {
@@ -77,17 +85,17 @@ phases:
 	})
 	devRun := r.ID
 
-	p := browser.Load(t, login+web.Prefix+"/", "ops-mailboxes")
+	p := load(web.Prefix+"/", "ops-mailboxes")
 	require.Contains(t, p.DOM, "acceptance/sandbox#1")
 	require.Contains(t, p.DOM, `/acceptance/sandbox/issues/1"`, "linked to the forge")
 	require.Contains(t, p.DOM, `<span class="badge running">running</span>`)
 	require.Contains(t, p.DOM, "development")
-	p = browser.Load(t, login+fmt.Sprintf("%s/mailboxes/%d", web.Prefix, mb.ID), "ops-mailbox")
+	p = load(fmt.Sprintf("%s/mailboxes/%d", web.Prefix, mb.ID), "ops-mailbox")
 	require.Contains(t, p.DOM, "<div>claude</div>", "the agent of the session")
 	require.Contains(t, p.DOM, mb.Branch, "the session name")
 	require.Contains(t, p.DOM, "resumed")
 	require.Regexp(t, `native id <code>[0-9a-f-]{36}</code>`, p.DOM)
-	p = browser.Load(t, login+fmt.Sprintf("%s/runs/%d", web.Prefix, devRun), "ops-run-live")
+	p = load(fmt.Sprintf("%s/runs/%d", web.Prefix, devRun), "ops-run-live")
 	require.Contains(t, p.DOM, "live container log")
 	require.Contains(t, p.DOM, "step 1: reading report.go")
 	require.NotContains(t, p.DOM, "sk-test-key-1234567890")
@@ -122,16 +130,16 @@ phases:
 	}, 30*time.Second, 100*time.Millisecond, "no finished status comment")
 	goldenOps(t, "status_finished.md", regexp.MustCompile(`\b\d+(h|m|s)(\d+m)?(\d+s)?\b`).ReplaceAllString(status, "<t>"))
 
-	p = browser.Load(t, login+fmt.Sprintf("%s/runs/%d", web.Prefix, devRun), "ops-run-finished")
+	p = load(fmt.Sprintf("%s/runs/%d", web.Prefix, devRun), "ops-run-finished")
 	require.Contains(t, p.DOM, "stored output of the finished run")
 	require.Regexp(t, `<dt>Cost</dt><dd class="cost">unrated</dd>`, p.DOM, "the script adapter reports no cost")
 	// The scripted development has no session record: unrated, never free, in its row and in
 	// the sums, as the status comment says.
-	p = browser.Load(t, login+fmt.Sprintf("%s/mailboxes/%d", web.Prefix, mb.ID), "ops-mailbox-finished")
+	p = load(fmt.Sprintf("%s/mailboxes/%d", web.Prefix, mb.ID), "ops-mailbox-finished")
 	require.Regexp(t, `Cost so far</dt><dd>\$0\.\d{4} \+ 1 unrated run · `, p.DOM)
 	require.Regexp(t, fmt.Sprintf(`(?s)data-run="%d".*?class="cost">unrated<`, devRun), p.DOM)
 	require.NotContains(t, p.DOM, "$0.0000")
-	p = browser.Load(t, login+web.Prefix+"/", "ops-mailboxes-finished")
+	p = load(web.Prefix+"/", "ops-mailboxes-finished")
 	require.Regexp(t, `<td>\$0\.\d{4} \+ 1 unrated run</td>`, p.DOM)
 	require.NotContains(t, p.DOM, "$0.0000")
 

@@ -3,6 +3,7 @@ package admin
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -10,77 +11,61 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// The login attempts PageAuth allows (AttemptLimits' defaults): per client address a burst of
-// 10 and then one every 6 s (10 a minute); for all addresses together a burst of 60 and then
-// 2 a second. A right token guessed under the limit is still refused: only the bound on tries
-// matters against guessing.
+// The attempts a client may make with a token (AttemptLimits' defaults): a burst of 10 and then
+// one every 6 s (10 a minute). A right token guessed past the limit is still refused: only the
+// bound on tries matters against guessing. There is no budget shared by every client: a flood
+// of wrong tokens from elsewhere would spend it and lock the operator out (issue 26).
 const (
 	DefaultAttemptsPerAddress = rate.Limit(1.0 / 6)
 	DefaultAttemptBurst       = 10
-	DefaultAttemptsOverall    = rate.Limit(2)
-	DefaultOverallBurst       = 60
 )
 
-// maxAddresses bounds the per-address limiters kept; past it the full ones (no recent
-// attempt) are dropped, and if that is not enough all of them.
+// maxAddresses bounds the per-client limiters kept (memory); past it the full ones (no recent
+// attempt) are dropped, and if that is not enough all of them: a client then starts afresh,
+// which is more lenient, never a lock-out.
 const maxAddresses = 10000
 
-// AttemptLimits bounds the tries of a token: per client address (the connection's remote IP;
-// a forwarding proxy's header is not trusted) and for all addresses together.
+// AttemptLimits bounds the tries of a token per client: the connection's remote IP (a
+// forwarding proxy's header is not trusted), an IPv6 address by its /64 (one host's usual
+// allocation).
 type AttemptLimits struct {
-	// PerAddress and Burst are one address's rate of attempts and its burst.
+	// PerAddress and Burst are one client's rate of attempts and its burst.
 	PerAddress rate.Limit
 	Burst      int
-	// Overall and OverallBurst are the same for every address together.
-	Overall      rate.Limit
-	OverallBurst int
 }
 
 // DefaultAttemptLimits returns the defaults above.
 func DefaultAttemptLimits() AttemptLimits {
-	return AttemptLimits{PerAddress: DefaultAttemptsPerAddress, Burst: DefaultAttemptBurst,
-		Overall: DefaultAttemptsOverall, OverallBurst: DefaultOverallBurst}
+	return AttemptLimits{PerAddress: DefaultAttemptsPerAddress, Burst: DefaultAttemptBurst}
 }
 
-// attempts counts the tries of a token. A try takes one token from its address's bucket and,
-// when overall is set, from the shared one; a try that succeeds gives them back, so the
-// holder of the right token is never slowed, and only failures use the budget.
+// attempts counts the tries of a token. A try takes one token from its client's bucket; a try
+// that succeeds gives it back, so the holder of the right token is never slowed, and only
+// failures use the budget. One client's failures never refuse another client.
 type attempts struct {
-	l       AttemptLimits
-	overall *rate.Limiter
-	mu      sync.Mutex
-	byAddr  map[string]*rate.Limiter
-	now     func() time.Time
+	l      AttemptLimits
+	mu     sync.Mutex
+	byAddr map[string]*rate.Limiter
+	now    func() time.Time
 }
 
 func newAttempts(l AttemptLimits) *attempts {
-	return &attempts{l: l, overall: rate.NewLimiter(l.Overall, l.OverallBurst),
-		byAddr: map[string]*rate.Limiter{}, now: time.Now}
+	return &attempts{l: l, byAddr: map[string]*rate.Limiter{}, now: time.Now}
 }
 
-// try is one attempt from r's address; shared says whether it counts against the overall
-// budget too. It returns ok=false and how long to wait when the budget is spent (the attempt
-// must then be refused unchecked); otherwise done must be called with the attempt's outcome.
-func (a *attempts) try(r *http.Request, shared bool) (done func(success bool), wait time.Duration, ok bool) {
+// try is one attempt from r's client. It returns ok=false and how long to wait when the budget
+// is spent (the attempt must then be refused unchecked); otherwise done must be called with
+// the attempt's outcome.
+func (a *attempts) try(r *http.Request) (done func(success bool), wait time.Duration, ok bool) {
 	now := a.now()
-	res := []*rate.Reservation{a.limiter(clientAddr(r)).ReserveN(now, 1)}
-	if shared {
-		res = append(res, a.overall.ReserveN(now, 1))
-	}
-	for _, x := range res {
-		if d := x.DelayFrom(now); !x.OK() || d > 0 {
-			for _, y := range res {
-				y.CancelAt(now)
-			}
-			return nil, max(d, time.Second), false
-		}
+	res := a.limiter(clientAddr(r)).ReserveN(now, 1)
+	if d := res.DelayFrom(now); !res.OK() || d > 0 {
+		res.CancelAt(now)
+		return nil, max(d, time.Second), false
 	}
 	return func(success bool) {
 		if success {
-			// At the reservation's own time: a cancel dated later restores nothing.
-			for _, x := range res {
-				x.CancelAt(now)
-			}
+			res.CancelAt(now) // at the reservation's own time: a cancel dated later restores nothing
 		}
 	}, 0, true
 }
@@ -107,13 +92,26 @@ func (a *attempts) limiter(addr string) *rate.Limiter {
 	return l
 }
 
-// clientAddr is the IP of r's connection (RemoteAddr without the port).
+// clientAddr is the client of r's connection: its IP (RemoteAddr without the port), an IPv6
+// address by its /64.
 func clientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
 	}
-	return host
+	ip, err := netip.ParseAddr(host)
+	if err != nil || ip.Is4() || ip.Is4In6() {
+		return host
+	}
+	p, _ := ip.Prefix(64)
+	return p.String()
+}
+
+// trackedClients returns how many clients a's budgets track (tests).
+func (a *attempts) trackedClients() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.byAddr)
 }
 
 // tooManyAttempts answers 429 with Retry-After in whole seconds, rounded up.

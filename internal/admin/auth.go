@@ -22,7 +22,7 @@ func RequireToken(token string, h http.Handler) http.Handler {
 		got, ok := bearerToken(r)
 		right := false
 		if ok {
-			done, wait, allowed := tries.try(r, false)
+			done, wait, allowed := tries.try(r)
 			if !allowed {
 				tooManyAttempts(w, wait)
 				return

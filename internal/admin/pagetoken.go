@@ -1,62 +1,67 @@
 package admin
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"html/template"
 	"net/http"
 	"strings"
 	"time"
 )
 
-// PageCookie is the cookie PageAuth sets after a successful login.
+// PageCookie is the cookie PageAuth sets after a successful login: the id of a server-side
+// session (sessions.go), never the token nor anything derived from it.
 const PageCookie = "alfred_ui"
 
 // PageAuth guards the operator pages mounted under prefix with one token (admin.token_file):
 // a request passes with "Authorization: Bearer <token>" (the scheme in any case) or with the
-// cookie set by prefix+"/login", which takes the token from a form (POST) or, for scripts and
-// headless browsers, from ?token= (GET), and redirects to ?next= (a path under prefix). The
-// cookie holds an HMAC of the token, not the token; every comparison is constant-time.
-// Anything else is redirected to the login form (pages) or answered 401. Tries of a token are
-// limited by DefaultAttemptLimits (PageAuthLimits).
+// session cookie set by prefix+"/login", which takes the token from a form (POST) and
+// redirects to next (a path under prefix). prefix+"/logout" (POST) ends the session. Every
+// comparison is constant-time. Anything else is redirected to the login form (pages) or
+// answered 401. Tries of a token are limited per client by DefaultAttemptLimits
+// (PageAuthLimits); sessions last DefaultSessionTTL.
 func PageAuth(prefix, token string, next http.Handler) http.Handler {
 	return PageAuthLimits(prefix, token, DefaultAttemptLimits(), next)
 }
 
-// PageAuthLimits is PageAuth with the given bounds on tries: a login with a token counts
-// against its address's budget and the overall one, a Bearer header against its address's
-// only (so that a flood from elsewhere does not lock out a scraper holding the token). A try
-// past the budget is answered 429 with Retry-After without being checked; a successful try
-// uses no budget.
+// PageAuthLimits is PageAuth with the given bounds on tries: a login with a token and a Bearer
+// header count against their client's budget (one client's failures never refuse another's
+// right token). A try past the budget is answered 429 with Retry-After without being checked;
+// a successful try uses no budget.
 func PageAuthLimits(prefix, token string, limits AttemptLimits, next http.Handler) http.Handler {
-	mac := hmac.New(sha256.New, []byte(token))
-	mac.Write([]byte("alfred operator pages"))
-	cookie := hex.EncodeToString(mac.Sum(nil))
-	valid := func(got, want string) bool {
-		return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+	return pageAuth(prefix, token, limits, newSessions(DefaultSessionTTL, time.Now), next)
+}
+
+func pageAuth(prefix, token string, limits AttemptLimits, sessions *sessions, next http.Handler) http.Handler {
+	valid := func(got string) bool {
+		return got != "" && token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 	}
+	// Sessions belong to the token in force: when it changes, the sessions of the old one end.
+	inForce := sha256.Sum256([]byte(token))
 	tries := newAttempts(limits)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == prefix+"/login" {
-			pageLogin(w, r, prefix, tries, func(t string) bool { return valid(t, token) }, cookie)
+		switch r.URL.Path {
+		case prefix + "/login":
+			pageLogin(w, r, prefix, tries, valid, sessions, inForce)
+			return
+		case prefix + "/logout":
+			pageLogout(w, r, prefix, sessions)
 			return
 		}
 		if bearer, ok := bearerToken(r); ok {
-			done, wait, ok := tries.try(r, false)
+			done, wait, ok := tries.try(r)
 			if !ok {
 				tooManyAttempts(w, wait)
 				return
 			}
-			right := valid(bearer, token)
+			right := valid(bearer)
 			done(right)
 			if right {
 				next.ServeHTTP(w, r)
 				return
 			}
 		}
-		if c, err := r.Cookie(PageCookie); err == nil && valid(c.Value, cookie) {
+		if c, err := r.Cookie(PageCookie); err == nil && sessions.valid(c.Value, inForce) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -74,29 +79,32 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 <body style="font: 14px system-ui, sans-serif; margin: 3em">
 <h1>Alfred</h1>
 {{if .Failed}}<p style="color: #c92a2a">That token is not the one in admin.token_file.</p>{{end}}
+{{if .InURL}}<p style="color: #c92a2a">A token is never accepted in a URL; type it here.</p>{{end}}
 <form method="post" action="{{.Action}}">
 <input type="hidden" name="next" value="{{.Next}}">
 <label>Token <input type="password" name="token" autofocus></label> <button>Sign in</button>
 </form></body></html>`))
 
-func pageLogin(w http.ResponseWriter, r *http.Request, prefix string, tries *attempts, valid func(string) bool, cookie string) {
+func pageLogin(w http.ResponseWriter, r *http.Request, prefix string, tries *attempts, valid func(string) bool,
+	sessions *sessions, inForce [32]byte) {
 	next := r.FormValue("next")
 	if !strings.HasPrefix(next, prefix+"/") || strings.HasPrefix(next, "//") {
 		next = prefix + "/"
 	}
-	tok := ""
+	tok, inURL := "", r.URL.Query().Has("token")
 	switch r.Method {
 	case http.MethodPost:
-		tok = r.PostFormValue("token")
+		if !inURL {
+			tok = r.PostFormValue("token")
+		}
 	case http.MethodGet:
-		tok = r.URL.Query().Get("token")
 	default:
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
 	right := false
 	if tok != "" {
-		done, wait, ok := tries.try(r, true)
+		done, wait, ok := tries.try(r)
 		if !ok {
 			tooManyAttempts(w, wait)
 			return
@@ -105,20 +113,43 @@ func pageLogin(w http.ResponseWriter, r *http.Request, prefix string, tries *att
 		done(right)
 	}
 	if right {
-		http.SetCookie(w, &http.Cookie{Name: PageCookie, Value: cookie, Path: prefix, HttpOnly: true,
-			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, Expires: time.Now().Add(30 * 24 * time.Hour)})
+		id, expires, err := sessions.create(inForce)
+		if err != nil {
+			http.Error(w, "cannot start a session", http.StatusInternalServerError)
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: PageCookie, Value: id, Path: prefix, HttpOnly: true,
+			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, Expires: expires})
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	status := http.StatusOK
-	if tok != "" {
+	switch {
+	case inURL:
+		status = http.StatusBadRequest // the token, if it was one, is now in a log or a history
+	case tok != "":
 		status = http.StatusUnauthorized
 	}
 	w.WriteHeader(status)
 	_ = loginPage.Execute(w, struct {
-		Action, Next string
-		Failed       bool
-	}{prefix + "/login", next, tok != ""})
+		Action, Next  string
+		Failed, InURL bool
+	}{prefix + "/login", next, tok != "", inURL})
+}
+
+// pageLogout ends the request's session (POST; the cookie is SameSite=Strict, so another site
+// cannot end it) and sends the browser to the login form.
+func pageLogout(w http.ResponseWriter, r *http.Request, prefix string, sessions *sessions) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if c, err := r.Cookie(PageCookie); err == nil {
+		sessions.end(c.Value)
+	}
+	http.SetCookie(w, &http.Cookie{Name: PageCookie, Value: "", Path: prefix, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+	http.Redirect(w, r, prefix+"/login", http.StatusSeeOther)
 }

@@ -55,11 +55,77 @@ func TestPageAuth(t *testing.T) {
 	require.Equal(t, "page /ui/runs/3", b.String())
 	u, _ := url.Parse(srv.URL + "/ui/")
 	for _, ck := range jar.Cookies(u) {
-		require.NotContains(t, ck.Value, token, "the cookie holds an HMAC, not the token")
+		require.NotContains(t, ck.Value, token, "the cookie holds a session id, not the token")
 	}
 
-	resp, err = http.Get(srv.URL + "/ui/login?token=" + token + "&next=//evil.example/")
+	resp, err = c.PostForm(srv.URL+"/ui/login", url.Values{"token": {token}, "next": {"//evil.example/"}})
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, srv.URL+"/ui/", resp.Request.URL.String(), "next stays under the prefix")
+}
+
+// The token is never accepted in a URL: a GET or a POST carrying ?token= (even the right one)
+// is answered 400 with the form, and no session starts.
+func TestPageAuthRefusesTheTokenInAURL(t *testing.T) {
+	t.Parallel()
+	const token = "0123456789abcdef-page-token"
+	srv := httptest.NewServer(admin.PageAuth("/ui", token, page))
+	defer srv.Close()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(srv.URL + "/ui/login?token=" + token + "&next=/ui/")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	resp, err = c.PostForm(srv.URL+"/ui/login?token="+token, url.Values{"next": {"/ui/"}})
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	u, _ := url.Parse(srv.URL + "/ui/")
+	require.Empty(t, jar.Cookies(u), "no session")
+	resp, err = c.Get(srv.URL + "/ui/?token=" + token)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+}
+
+// A session is a random id that works until logout, and a logged-out cookie replayed is
+// refused.
+func TestPageSessionLogout(t *testing.T) {
+	t.Parallel()
+	const token = "0123456789abcdef-page-token"
+	srv := httptest.NewServer(admin.PageAuth("/ui", token, page))
+	defer srv.Close()
+	signIn := func() (*http.Client, string) {
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar}
+		resp, err := c.PostForm(srv.URL+"/ui/login", url.Values{"token": {token}, "next": {"/ui/x"}})
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		u, _ := url.Parse(srv.URL + "/ui/")
+		cks := jar.Cookies(u)
+		require.Len(t, cks, 1)
+		return c, cks[0].Value
+	}
+	c1, id1 := signIn()
+	c2, id2 := signIn()
+	require.NotEqual(t, id1, id2, "each login is a session of its own")
+	require.Len(t, id1, 64)
+
+	resp, err := c1.PostForm(srv.URL+"/ui/logout", nil)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	for c, want := range map[*http.Client]int{c1: http.StatusUnauthorized, c2: http.StatusOK} {
+		resp, err = c.Get(srv.URL + "/ui/x")
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/ui/x", nil)
+	req.AddCookie(&http.Cookie{Name: admin.PageCookie, Value: id1})
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the ended session's id replayed")
 }

@@ -64,7 +64,8 @@ func (c *countedJobs) Execute(ctx context.Context, job phase.Job) (*phase.Outcom
 }
 
 // Outcome counts one finished run of phase from its outcome (or the infrastructure error that
-// ended it) and its duration. A run recovery collected is counted the same way. Every run
+// ended it) and its duration, and what was refused of its output (alfred_hostile_output_total
+// by reason, phase.Outcome.HostileOutput). A run recovery collected is counted the same way. Every run
 // whose agent ran (out.Adapter) adds its tokens and either its cost or one unrated run: from
 // its session record, else from its result; a run whose agent did not run counts neither.
 func (m *Metrics) Outcome(phaseName string, out *phase.Outcome, err error, d time.Duration) {
@@ -83,6 +84,9 @@ func (m *Metrics) Outcome(phaseName string, out *phase.Outcome, err error, d tim
 	m.Run(phaseName, outcome, d)
 	if out == nil {
 		return
+	}
+	for _, r := range out.HostileOutput {
+		m.hostile.WithLabelValues(r).Inc()
 	}
 	switch s, r := out.Session, out.Result; {
 	case s != nil:

@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/alfred-bot/alfred/internal/runfile"
 )
 
 // Namespace prefixes every family.
@@ -99,6 +101,7 @@ type Metrics struct {
 	findings   *prometheus.CounterVec
 	refused    *prometheus.CounterVec
 	egress     *prometheus.CounterVec
+	hostile    *prometheus.CounterVec
 }
 
 // New builds the registry with every Alfred family, plus the Go runtime and process
@@ -160,6 +163,13 @@ func New(cfg Config) *Metrics {
 		Name: "egress_refused_total",
 		Help: "Connections a run asked its egress proxy for and was refused (the destination is not on runner.egress.allow), by phase."},
 		[]string{"phase"})
+	m.hostile = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace,
+		Name: "hostile_output_total",
+		Help: "What Alfred refused or bounded of what runs left, by reason (link: a symbolic link leading out of the run's directory; not_regular: a FIFO, a device, a directory; too_large; deadline; log_flood: output beyond the logs' bound, head and tail kept)."},
+		[]string{"reason"})
+	for _, r := range []string{runfile.ReasonLink, runfile.ReasonNotRegular, runfile.ReasonTooLarge, runfile.ReasonDeadline, runfile.ReasonLogFlood} {
+		m.hostile.WithLabelValues(r)
+	}
 	for _, r := range []string{PassOK, PassFailed} {
 		m.passes.WithLabelValues(r)
 	}
@@ -167,7 +177,7 @@ func New(cfg Config) *Metrics {
 		m.findings.WithLabelValues(k)
 	}
 	m.reg.MustRegister(m.deliveries, m.ackSeconds, m.runs, m.runSeconds, m.tokens, m.cost,
-		m.unrated, m.forgeCalls, m.forgeSecs, m.passes, m.findings, m.refused, m.egress,
+		m.unrated, m.forgeCalls, m.forgeSecs, m.passes, m.findings, m.refused, m.egress, m.hostile,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Gauges != nil {
 		m.reg.MustRegister(&gaugeCollector{read: cfg.Gauges, timeout: cfg.GaugeTimeout})

@@ -260,3 +260,29 @@ func (o *outcomes) Execute(context.Context, phase.Job) (*phase.Outcome, error) {
 }
 func (o *outcomes) Cleanup(context.Context, int64) error { return nil }
 func (o *outcomes) RemoveSessions(int64) error           { return nil }
+
+// TestHostileOutputIsCounted: every reason of a run's refused or bounded output is counted
+// once, and every reason is visible at 0 before the first.
+func TestHostileOutputIsCounted(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Config{})
+	require.Contains(t, scrape(t, m), `alfred_hostile_output_total{reason="link"} 0`)
+	jobs := m.InstrumentJobs(&outcomes{[]*phase.Outcome{
+		{Adapter: "script", Failure: "refused result.json", HostileOutput: []string{"link"}},
+		{Adapter: "script", Result: &phase.Result{}, HostileOutput: []string{"log_flood"}},
+		{Adapter: "script", Failure: "refused result.json", HostileOutput: []string{"not_regular", "log_flood"}},
+	}})
+	for range 3 {
+		_, err := jobs.Execute(context.Background(), phase.Job{Input: phase.Input{Phase: phase.Development}})
+		require.NoError(t, err)
+	}
+	out := scrape(t, m)
+	for _, want := range []string{
+		`alfred_hostile_output_total{reason="link"} 1`,
+		`alfred_hostile_output_total{reason="not_regular"} 1`,
+		`alfred_hostile_output_total{reason="log_flood"} 2`,
+		`alfred_hostile_output_total{reason="deadline"} 0`,
+	} {
+		require.Contains(t, out, want)
+	}
+}

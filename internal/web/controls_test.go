@@ -33,11 +33,10 @@ func setupControls(t *testing.T) (*webtest.Memory, string) {
 	return b.mem, srv.URL
 }
 
-// signIn opens the login link in tab and lands on path.
+// signIn signs in with the login form in tab (the token is never in a URL) and lands on path.
 func signIn(t *testing.T, tab *webtest.Tab, base, path string) {
 	t.Helper()
-	resp := tab.Open(t, base+web.Prefix+"/login?token="+pageToken+"&next="+url.QueryEscape(web.Prefix+path))
-	require.EqualValues(t, http.StatusOK, resp.Status)
+	tab.SignIn(t, base+web.Prefix+"/login?next="+url.QueryEscape(web.Prefix+path), pageToken)
 }
 
 func timelineOf(t *testing.T, mem *webtest.Memory, id int64) string {

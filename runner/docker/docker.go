@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,9 @@ type Runtime struct {
 	// CleanupTimeout bounds Destroy on a fresh context when the caller's ctx is done
 	// (DefaultCleanupTimeout if zero).
 	CleanupTimeout time.Duration
+	// MaxLogBytes bounds what Logs keeps of each stream, head and tail (runner.MaxLogBytes if
+	// zero).
+	MaxLogBytes int
 
 	// OnEgressRefused, when set, is called for every request the egress proxy of a run refuses
 	// (spec.Egress), with the run container's labels and the host:port asked for: cmd logs
@@ -63,7 +67,8 @@ type Runtime struct {
 	// (DefaultEgressSubnets if not valid).
 	EgressSubnets netip.Prefix
 
-	stopped sync.Map // ContainerID → struct{}: Stop was called, Wait reports Killed
+	stopped   sync.Map // ContainerID → struct{}: Stop was called, Wait reports Killed
+	followers sync.Map // ContainerID → *runner.LogFollower: the logs streamed since Wait
 
 	egressMu    sync.Mutex
 	egressRuns  map[string]*egressRun         // container name → its network's proxy
@@ -176,6 +181,7 @@ func (r *Runtime) conflict(ctx context.Context, name string) error {
 // OOM-killed it, and whether Stop was called for it (Killed). It returns ctx.Err() if ctx ends
 // first, and an error if the container does not exist.
 func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitState, error) {
+	r.follow(id) // the logs from now on, whatever json-file's rotation drops later
 	respC, errC := r.cli.ContainerWait(ctx, string(id), container.WaitConditionNotRunning)
 	var st runner.ExitState
 	select {
@@ -191,6 +197,9 @@ func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitS
 		return st, fmt.Errorf("wait for container %.12s: %w", id, err)
 	case <-ctx.Done():
 		return st, ctx.Err()
+	}
+	if v, ok := r.followers.Load(id); ok {
+		v.(*runner.LogFollower).MarkEnded()
 	}
 	if _, ok := r.stopped.Load(id); ok {
 		st.Killed = true
@@ -208,19 +217,62 @@ func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitS
 	return st, nil
 }
 
-// Logs returns everything the container wrote to stdout and stderr so far, demultiplexed
-// (stdcopy). The container must not use a TTY (Start never allocates one).
+// follow starts streaming id's logs (Follow) unless they are already streamed, so that
+// json-file's rotation (Start's LogConfig), which drops the oldest part of a flood, cannot
+// take the session id a CLI prints first; Destroy stops it.
+func (r *Runtime) follow(id runner.ContainerID) {
+	if _, ok := r.followers.Load(id); ok {
+		return
+	}
+	f := runner.FollowLogs(func(ctx context.Context) (io.ReadCloser, error) {
+		return r.cli.ContainerLogs(ctx, string(id), container.LogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
+	}, demux, r.MaxLogBytes)
+	if _, loaded := r.followers.LoadOrStore(id, f); loaded {
+		f.Stop()
+	}
+}
+
+// unfollow stops and forgets id's log stream (Destroy).
+func (r *Runtime) unfollow(id runner.ContainerID) {
+	if v, ok := r.followers.LoadAndDelete(id); ok {
+		v.(*runner.LogFollower).Stop()
+	}
+}
+
+func demux(stdout, stderr io.Writer, rc io.Reader) error {
+	_, err := stdcopy.StdCopy(stdout, stderr, rc)
+	return err
+}
+
+// Logs returns what the container wrote to stdout and stderr, demultiplexed (stdcopy), each
+// stream kept in a runner.LogBuffer: beyond runner.MaxLogBytes its head and tail around a
+// marker (runner.LogDropped), so a flood of output costs neither memory nor the session id a
+// CLI prints first. The logs are read now; once Wait has seen the container end, the head of
+// what Wait's stream followed replaces the head of a read that dropped some (runner.JoinLogs). The container must not use a TTY (Start never allocates one).
 func (r *Runtime) Logs(ctx context.Context, id runner.ContainerID) (stdout, stderr []byte, err error) {
+	var headOut, headErr *runner.LogBuffer
+	if v, ok := r.followers.Load(id); ok {
+		o, e, ok, err := v.(*runner.LogFollower).Logs(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read logs of container %.12s: %w", id, err)
+		}
+		if ok {
+			headOut, headErr = o, e
+		}
+	}
 	rc, err := r.cli.ContainerLogs(ctx, string(id), container.LogsOptions{ShowStdout: true, ShowStderr: true})
 	if err != nil {
 		return nil, nil, fmt.Errorf("read logs of container %.12s: %w", id, err)
 	}
 	defer rc.Close()
-	var out, errOut strings.Builder
-	if _, err := stdcopy.StdCopy(&out, &errOut, rc); err != nil {
-		return []byte(out.String()), []byte(errOut.String()), fmt.Errorf("demultiplex logs of container %.12s: %w", id, err)
+	out, errOut := runner.NewLogBuffer(r.MaxLogBytes), runner.NewLogBuffer(r.MaxLogBytes)
+	if err := demux(out, errOut, rc); err != nil {
+		return out.Bytes(), errOut.Bytes(), fmt.Errorf("demultiplex logs of container %.12s: %w", id, err)
 	}
-	return []byte(out.String()), []byte(errOut.String()), nil
+	if headOut != nil {
+		return runner.JoinLogs(headOut, out), runner.JoinLogs(headErr, errOut), nil
+	}
+	return out.Bytes(), errOut.Bytes(), nil
 }
 
 // Stop sends SIGTERM, waits up to grace (rounded up to whole seconds, the daemon's unit), then
@@ -247,6 +299,7 @@ func (r *Runtime) Destroy(ctx context.Context, id runner.ContainerID) error {
 		defer cancel()
 	}
 	defer r.stopped.Delete(id)
+	defer r.unfollow(id)
 	var errs []error
 	// The run's network (runner/docker egress) is named as the container: known from Start or
 	// Adopt, else read before the container goes.

@@ -121,8 +121,9 @@ type Manager struct {
 	cfg     Config
 	mu      sync.Mutex
 	locks   map[string]*sync.Mutex
-	warming sync.Map            // mirror dir → true while Warm checks out its spare
-	trace   func(args []string) // test hook: sees every git argv
+	warming sync.Map                // mirror dir → true while Warm checks out its spare
+	trace   func(args []string)     // test hook: sees every git argv
+	flock   func(fd, how int) error // test hook: syscall.Flock when nil
 }
 
 // New returns a Manager. DataDir is made absolute and created if needed.
@@ -183,9 +184,12 @@ func (m *Manager) withSettings(p Project) Project {
 // "<mirror>.lock" beside it, so that replicas sharing the data directory (the Kubernetes
 // runtime's state claim, spec/kubernetes.md) never run git on one mirror at once: two
 // fetches into one bare repository race on its ref locks, and two first clones on its
-// directory. When the lock file cannot be opened (the data directory is not writable) only
-// the mutex is held; the git commands that follow fail on their own.
-func (m *Manager) lock(dir string) func() {
+// directory.
+//
+// The lock fails closed: when the lock file cannot be opened or flock fails (some network
+// filesystems answer ENOLCK, EINVAL or ENOTSUP), nothing is held and the error wraps
+// ErrMirrorLock; the caller runs no git on the mirror and the run is retried later.
+func (m *Manager) lock(dir string) (func(), error) {
 	m.mu.Lock()
 	l, ok := m.locks[dir]
 	if !ok {
@@ -196,24 +200,34 @@ func (m *Manager) lock(dir string) func() {
 	l.Lock()
 	f, err := openLockFile(dir + ".lock")
 	if err != nil {
-		return l.Unlock
+		l.Unlock()
+		return nil, fmt.Errorf("%w %s: %w", ErrMirrorLock, filepath.Base(dir), err)
+	}
+	flock := m.flock
+	if flock == nil {
+		flock = syscall.Flock
 	}
 	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		err = flock(int(f.Fd()), syscall.LOCK_EX)
 		if err != syscall.EINTR {
 			break
 		}
 	}
 	if err != nil {
 		_ = f.Close()
-		return l.Unlock
+		l.Unlock()
+		return nil, fmt.Errorf("%w %s: flock: %w", ErrMirrorLock, filepath.Base(dir), err)
 	}
 	return func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		_ = f.Close()
 		l.Unlock()
-	}
+	}, nil
 }
+
+// ErrMirrorLock is the error of a mirror whose lock could not be taken (see Manager.lock): no
+// git ran on it, and the work can be tried again later.
+var ErrMirrorLock = errors.New("gitrepo: cannot lock the mirror")
 
 // openLockFile opens (creating it and its directory) the lock file at path.
 func openLockFile(path string) (*os.File, error) {
@@ -231,7 +245,11 @@ func (m *Manager) Sync(ctx context.Context, p Project) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer m.lock(dir)()
+	unlock, err := m.lock(dir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
 	return dir, m.syncLocked(ctx, p, dir)
 }
 
@@ -288,7 +306,10 @@ func (m *Manager) AddWorktree(ctx context.Context, p Project, name string, co Ch
 	if err != nil {
 		return nil, err
 	}
-	unlock := m.lock(dir)
+	unlock, err := m.lock(dir)
+	if err != nil {
+		return nil, err
+	}
 	defer unlock()
 	if err := m.syncLocked(ctx, p, dir); err != nil {
 		return nil, err
@@ -347,7 +368,11 @@ func (m *Manager) AddWorktree(ctx context.Context, p Project, name string, co Ch
 // RemoveWorktree removes the worktree (git worktree remove --force, then prune; the directory
 // is deleted even if git fails). Removing a worktree that is already gone is not an error.
 func (m *Manager) RemoveWorktree(ctx context.Context, wt *Worktree) error {
-	defer m.lock(wt.mirror)()
+	unlock, err := m.lock(wt.mirror)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	return m.removeLocked(ctx, wt.mirror, wt.Path)
 }
 
@@ -389,7 +414,11 @@ func (m *Manager) Sweep(ctx context.Context, keep func(name string) bool) ([]str
 	}
 	mirrors, _ := filepath.Glob(filepath.Join(m.cfg.DataDir, "mirrors", "*", "*.git"))
 	for _, dir := range mirrors {
-		unlock := m.lock(dir)
+		unlock, err := m.lock(dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if _, err := m.git(ctx, dir, nil, "worktree", "prune"); err != nil {
 			errs = append(errs, fmt.Errorf("prune %s: %w", dir, err))
 		}
@@ -441,7 +470,11 @@ func (m *Manager) Push(ctx context.Context, wt *Worktree) error {
 	if wt.Branch == "" {
 		return errors.New("gitrepo: cannot push a detached worktree")
 	}
-	defer m.lock(wt.mirror)()
+	unlock, err := m.lock(wt.mirror)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := m.refuseLeaks(ctx, wt); err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/alfred-bot/alfred/internal/runfile"
 )
 
 // maxMergeLog caps the commit messages Merge reports per side.
@@ -192,20 +194,32 @@ func (m *Manager) CommitMerge(ctx context.Context, wt *Worktree, conflicted []st
 // sides.
 var conflictMarkers = []string{"<<<<<<<", ">>>>>>>", "|||||||"}
 
+// maxMarkerScanBytes bounds a conflicted file ConflictMarkers reads.
+const maxMarkerScanBytes = 64 << 20
+
 // ConflictMarkers returns the paths among paths (relative to root) that still hold a line
 // starting with a conflict marker ("<<<<<<< ", ">>>>>>> ", "||||||| " or a line that is only
 // "======="), sorted. A path that no longer exists holds none. Errors: a file cannot be read,
-// or a path escapes root.
+// or a path escapes root; a path that is a link out of root, a FIFO, a device or a file over
+// 64 MiB wraps ErrMergeUnresolved and a *runfile.RefusedError (the run left it: not resolved).
 func ConflictMarkers(root string, paths []string) ([]string, error) {
 	var out []string
 	for _, p := range paths {
 		full := filepath.Join(root, filepath.FromSlash(p))
-		if rel, err := filepath.Rel(root, full); err != nil || strings.HasPrefix(rel, "..") {
+		rel, err := filepath.Rel(root, full)
+		if err != nil || strings.HasPrefix(rel, "..") {
 			return nil, fmt.Errorf("gitrepo: path %q is outside the worktree", p)
 		}
-		b, err := os.ReadFile(full)
+		if st, err := os.Lstat(full); err == nil && st.Mode()&os.ModeSymlink != 0 {
+			continue // git keeps a link's target, never a conflict marker, in the link itself
+		}
+		// The agent ran in the worktree: its files are read as hostile (internal/runfile).
+		b, err := runfile.Read(root, filepath.ToSlash(rel), maxMarkerScanBytes)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
+		}
+		if errors.Is(err, runfile.ErrRefused) {
+			return nil, fmt.Errorf("%w: %w", ErrMergeUnresolved, err)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", p, err)

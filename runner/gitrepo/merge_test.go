@@ -3,9 +3,12 @@ package gitrepo
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/internal/runfile"
 )
 
 // mergeSetup pushes branch agent/x (README "agent") and then a change on main: to README when
@@ -121,6 +124,23 @@ func TestConflictMarkers(t *testing.T) {
 	require.Equal(t, []string{"crlf.txt", "diff3.txt", "ours.txt", "sep.txt", "theirs.txt"}, got)
 	_, err = ConflictMarkers(dir, []string{"../escape"})
 	require.Error(t, err)
+
+	// What the agent left at a conflicted path is read as hostile: a FIFO (which would block a
+	// plain read) and a file behind a directory linked out of the worktree are refused and
+	// leave the merge unresolved; a link itself holds no marker and is not followed.
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "f"), []byte("<<<<<<< secret\n"), 0o644))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "fifo.txt"), 0o666))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "out")))
+	require.NoError(t, os.Symlink(filepath.Join(outside, "f"), filepath.Join(dir, "link.txt")))
+	for _, p := range []string{"fifo.txt", "out/f"} {
+		_, err = ConflictMarkers(dir, []string{p})
+		require.ErrorIs(t, err, ErrMergeUnresolved, p)
+		require.ErrorIs(t, err, runfile.ErrRefused, p)
+	}
+	got, err = ConflictMarkers(dir, []string{"link.txt"})
+	require.NoError(t, err)
+	require.Empty(t, got)
 }
 
 func TestDiffAndMergeBase(t *testing.T) {

@@ -34,7 +34,8 @@ import (
 // holds co.Branch between runs, so another worktree cannot check the same branch out; Retire
 // releases it.
 //
-// Errors: invalid key; fetch failure; base branch missing on the remote; the branch is checked
+// Errors: invalid key; the mirror cannot be locked (ErrMirrorLock, no git run); fetch failure;
+// base branch missing on the remote; the branch is checked
 // out in another live worktree; any git failure of the steps above.
 func (m *Manager) Prepare(ctx context.Context, p Project, key string, co Checkout) (*Worktree, error) {
 	p = m.withSettings(p)
@@ -47,7 +48,11 @@ func (m *Manager) Prepare(ctx context.Context, p Project, key string, co Checkou
 	if err != nil {
 		return nil, err
 	}
-	defer m.lock(dir)()
+	unlock, err := m.lock(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := m.syncLocked(ctx, p, dir); err != nil {
 		return nil, err
 	}
@@ -95,7 +100,10 @@ func (m *Manager) Warm(ctx context.Context, p Project) error {
 	defer m.warming.Delete(dir)
 	sparePath := m.SpareDir(dir)
 	spare := &Worktree{Name: "spare", Path: sparePath + ".warming", mirror: dir}
-	unlock := m.lock(dir)
+	unlock, err := m.lock(dir)
+	if err != nil {
+		return err
+	}
 	if m.recordedGitDir(dir, sparePath) != "" {
 		unlock()
 		return nil
@@ -119,7 +127,11 @@ func (m *Manager) Warm(ctx context.Context, p Project) error {
 	if err == nil {
 		err = m.ownLocked(ctx, spare, time.Time{})
 	}
-	defer m.lock(dir)()
+	unlockAgain, lerr := m.lock(dir)
+	if lerr != nil {
+		return errors.Join(err, lerr) // the .warming directory is left to the sweep
+	}
+	defer unlockAgain()
 	if err == nil && m.recordedGitDir(dir, sparePath) != "" {
 		return m.removeLocked(ctx, dir, spare.Path) // a mailbox retired meanwhile left its own
 	}
@@ -151,7 +163,11 @@ func (m *Manager) Retire(ctx context.Context, key string) error {
 		return nil
 	}
 	dir := filepath.Dir(filepath.Dir(gitDir))
-	defer m.lock(dir)()
+	unlock, err := m.lock(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	wt := &Worktree{Name: key, Path: path, gitDir: gitDir, mirror: dir}
 	sparePath := m.SpareDir(dir)
 	if m.recordedGitDir(dir, sparePath) != "" {

@@ -56,8 +56,12 @@ type Runtime struct {
 	CleanupTimeout time.Duration
 	// StartTimeout bounds Start's wait for the container to run (DefaultStartTimeout if zero).
 	StartTimeout time.Duration
+	// MaxLogBytes bounds what Logs keeps of the log, head and tail (runner.MaxLogBytes if
+	// zero).
+	MaxLogBytes int
 
-	stopped sync.Map // ContainerID → struct{}: Stop was called, Wait reports Killed
+	stopped   sync.Map // ContainerID → struct{}: Stop was called, Wait reports Killed
+	followers sync.Map // ContainerID → *follower: the log streamed since Wait
 }
 
 var _ runner.Runtime = (*Runtime)(nil)
@@ -237,7 +241,13 @@ func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitS
 	var st runner.ExitState
 	err := r.watchPod(ctx, string(id), func(p *corev1.Pod) (bool, error) {
 		cs := runContainer(p)
+		if cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil) {
+			r.follow(id) // the log from now on, whatever the kubelet rotates away later
+		}
 		if cs != nil && cs.State.Terminated != nil {
+			if v, ok := r.followers.Load(id); ok {
+				v.(*runner.LogFollower).MarkEnded()
+			}
 			t := cs.State.Terminated
 			st.Code = int(t.ExitCode)
 			st.OOMKilled = t.Reason == "OOMKilled"
@@ -245,6 +255,9 @@ func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitS
 			return true, nil
 		}
 		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+			if v, ok := r.followers.Load(id); ok {
+				v.(*runner.LogFollower).MarkEnded()
+			}
 			st = runner.ExitState{Code: -1, Killed: p.Status.Reason == "DeadlineExceeded",
 				Error: fmt.Sprintf("pod ended before its container ran: %s %s", p.Status.Reason, p.Status.Message)}
 			return true, nil
@@ -261,17 +274,6 @@ func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitS
 		st.Killed = true
 	}
 	return st, nil
-}
-
-// Logs returns everything the container wrote so far. Kubernetes' log API merges stdout and
-// stderr into one stream, in the order the lines were written: it is returned as stdout, and
-// stderr is always empty.
-func (r *Runtime) Logs(ctx context.Context, id runner.ContainerID) (stdout, stderr []byte, err error) {
-	b, err := r.pods().GetLogs(string(id), &corev1.PodLogOptions{Container: ContainerName}).DoRaw(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read logs of pod %s: %w", id, err)
-	}
-	return b, nil, nil
 }
 
 // Stop ends the container and returns once it has ended. Kubernetes stops a container only by
@@ -324,6 +326,7 @@ func (r *Runtime) Destroy(ctx context.Context, id runner.ContainerID) error {
 	ctx, cancel := r.cleanupCtx(ctx)
 	defer cancel()
 	defer r.stopped.Delete(id)
+	defer r.unfollow(id)
 	grace := int64(orDefault(r.DestroyGrace, DefaultDestroyGrace) / time.Second)
 	opts := metav1.DeleteOptions{GracePeriodSeconds: &grace}
 	if p, err := r.pods().Get(ctx, string(id), metav1.GetOptions{}); err == nil && ended(p) {

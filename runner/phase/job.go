@@ -63,6 +63,10 @@ type Outcome struct {
 	// uses them); otherwise NotResumableReason says why not.
 	Resumable          bool
 	NotResumableReason string
+	// HostileOutput lists what Alfred refused or bounded of what the run left, by reason
+	// (internal/runfile: "link", "not_regular", "too_large", "deadline", "log_flood"); empty
+	// for a well-behaved run. A refused file fails the run (Failure says which and why).
+	HostileOutput []string
 }
 
 // SessionRecord is one row of llm_sessions: the session a run used.

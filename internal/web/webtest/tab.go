@@ -49,6 +49,26 @@ func (tb *Tab) Open(t testing.TB, url string) *network.Response {
 	return resp
 }
 
+// SignIn opens the login form at loginURL, types token into it and submits it, as an operator
+// does (the token is never accepted in a URL); it fails t unless the page it leads to answers
+// 200.
+func (tb *Tab) SignIn(t testing.TB, loginURL, token string) {
+	t.Helper()
+	tb.Open(t, loginURL)
+	tb.SetValue(t, `input[name="token"]`, token)
+	if resp := tb.Click(t, "form button"); resp == nil || resp.Status != 200 {
+		t.Fatalf("sign in at %s: %v", loginURL, resp)
+	}
+	// The page the login led to, opened again: a settled document, as after Open.
+	ctx, cancel := context.WithTimeout(tb.ctx, bound)
+	defer cancel()
+	at, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil {
+		t.Fatalf("sign in at %s: %v", loginURL, err)
+	}
+	tb.Open(t, at)
+}
+
 // Click clicks the element css selects (a form's button) and returns the answer of the page
 // it leads to (after redirects).
 func (tb *Tab) Click(t testing.TB, css string) *network.Response {

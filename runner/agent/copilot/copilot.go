@@ -26,10 +26,11 @@ package copilot
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
+	"github.com/alfred-bot/alfred/internal/runfile"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clikit"
 	"github.com/alfred-bot/alfred/runner/phase"
@@ -135,8 +136,12 @@ func read(_ phase.Input, exit runner.ExitState, stdout, _ []byte, outDir string)
 		r.Failure = fmt.Errorf("copilot: run failed (exit code %d, result exitCode %d): %v", exit.Code, s.Final.ExitCode, s.Errors)
 	}
 	r.SessionID = s.Final.SessionID
-	if u, err := ReadUsage(filepath.Join(outDir, UsageFile)); err == nil {
+	u, err := ReadUsage(filepath.Join(outDir, UsageFile))
+	switch {
+	case err == nil:
 		r.InputTokens, r.OutputTokens = u.Tokens()
+	case errors.Is(err, runfile.ErrRefused) && r.Failure == nil:
+		r.Failure = fmt.Errorf("copilot: usage file: %w", err) // a link, a FIFO: hostile output
 	}
 	return r
 }
@@ -165,9 +170,14 @@ func (u *Usage) Tokens() (in, out int64) {
 	return in, out
 }
 
-// ReadUsage reads a usage file; a missing or unreadable file is an error.
+// maxUsageBytes bounds the usage file (a few hundred bytes per model).
+const maxUsageBytes = 1 << 20
+
+// ReadUsage reads a usage file through internal/runfile (the agent writes it: no link out of
+// its directory, a regular file of at most 1 MiB); a missing, refused (*runfile.RefusedError)
+// or unreadable file is an error.
 func ReadUsage(path string) (*Usage, error) {
-	data, err := os.ReadFile(path)
+	data, err := runfile.Read(filepath.Dir(path), filepath.Base(path), maxUsageBytes)
 	if err != nil {
 		return nil, err
 	}

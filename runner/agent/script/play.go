@@ -52,6 +52,9 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	for _, l := range st.Log {
 		fmt.Fprintln(stdout, l)
 	}
+	if err := st.flood(stdout); err != nil {
+		return fail(ExitWriteFiles, "flood: %v", err)
+	}
 	for _, l := range st.Stderr {
 		fmt.Fprintln(stderr, l)
 	}
@@ -85,6 +88,9 @@ func Play(args []string, stdout, stderr io.Writer) int {
 			return fail(ExitResult, "write result: %v", err)
 		}
 		fmt.Fprintf(stdout, "wrote %s\n", phase.ResultFile)
+	}
+	if err := st.plant(*workspace, *outDir, stdout); err != nil {
+		return fail(ExitResult, "%v", err)
 	}
 	return st.ExitCode
 }

@@ -58,7 +58,8 @@
 //
 // Files are written whatever the phase: in read-only phases the mount refuses them, the agent
 // reports the failure on stderr and exits 3 without a result (this is how tests prove that the
-// workspace is read-only). Unknown keys in a step are an error.
+// workspace is read-only). Unknown keys in a step are an error. The steps of a prompt-injected
+// agent (a planted link or FIFO, a flood of output) are in Hostile.
 package script
 
 import (
@@ -84,6 +85,7 @@ type Step struct {
 	phase.Result
 	ReviewLoop
 	RedTeamNet
+	Hostile
 	// Files maps a slash-separated path relative to /workspace to the content to write.
 	Files map[string]string `json:"files,omitempty"`
 	// Log and Stderr are lines printed on stdout and stderr.

@@ -1,0 +1,67 @@
+package runner
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLogBufferKeepsHeadAndTail: under the bound the logs are kept whole; over it, the head
+// (the session id) and the tail (the result) are kept around a marker saying how much was
+// dropped, whatever the sizes of the writes, and memory stays at the bound.
+func TestLogBufferKeepsHeadAndTail(t *testing.T) {
+	t.Parallel()
+	small := NewLogBuffer(64)
+	_, _ = small.Write([]byte("session: abc\nresult\n"))
+	require.Equal(t, "session: abc\nresult\n", string(small.Bytes()))
+	require.Zero(t, LogDropped(small.Bytes()))
+
+	for _, chunk := range []int{1, 7, 100, 4096} {
+		b := NewLogBuffer(64)
+		var all bytes.Buffer
+		all.WriteString("session: abc\n")
+		for i := range 1000 {
+			fmt.Fprintf(&all, "line %d\n", i)
+		}
+		all.WriteString("the end\n")
+		data := all.Bytes()
+		for p := data; len(p) > 0; {
+			k := min(chunk, len(p))
+			_, _ = b.Write(p[:k])
+			p = p[k:]
+		}
+		got := b.Bytes()
+		require.True(t, bytes.HasPrefix(got, data[:32]), "chunk %d", chunk)
+		require.True(t, bytes.HasSuffix(got, data[len(data)-32:]), "chunk %d", chunk)
+		require.Equal(t, int64(len(data)-64), LogDropped(got), "chunk %d", chunk)
+		require.Equal(t, int64(len(data)-64), b.Dropped())
+		require.LessOrEqual(t, cap(b.head)+cap(b.tail), 64)
+	}
+}
+
+// JoinLogs: a read after the end that kept everything is the log; one that dropped its head
+// gets the followed head, its own complete tail, and the marker.
+func TestJoinLogs(t *testing.T) {
+	t.Parallel()
+	followed, read := NewLogBuffer(64), NewLogBuffer(64)
+	_, _ = followed.Write([]byte("session: abc\n" + string(bytes.Repeat([]byte("x"), 200))))
+	_, _ = read.Write([]byte("rotated away\n" + string(bytes.Repeat([]byte("y"), 200)) + "\nthe result\n"))
+	got := string(JoinLogs(followed, read))
+	require.True(t, strings.HasPrefix(got, "session: abc\n"), got)
+	require.True(t, strings.HasSuffix(got, "the result\n"), got)
+	require.Positive(t, LogDropped([]byte(got)))
+
+	short, whole := NewLogBuffer(64), NewLogBuffer(64)
+	_, _ = short.Write([]byte("session: abc\nmiddle")) // the followed stream stopped short
+	_, _ = whole.Write([]byte("session: abc\nmiddle\nthe end\n"))
+	require.Equal(t, "session: abc\nmiddle\nthe end\n", string(JoinLogs(short, whole)), "the runtime kept the head")
+	rotated := NewLogBuffer(64)
+	_, _ = rotated.Write([]byte("later lines\nthe result\n"))
+	got = string(JoinLogs(followed, rotated))
+	require.True(t, strings.HasPrefix(got, "session: abc\n"), "the runtime rotated the head away: %s", got)
+	require.True(t, strings.HasSuffix(got, "the result\n"), got)
+	require.Positive(t, LogDropped([]byte(got)))
+}
