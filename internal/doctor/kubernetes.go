@@ -143,7 +143,7 @@ func checkRestricted(ctx context.Context, r *Report, k *Kubernetes, denied bool)
 		r.add(name, Skip, "not checked: permissions are missing (above)", "")
 		return
 	}
-	ok, err := guardedValue(func() (bool, error) { return k.Cluster.EnforcesRestricted(ctx) })
+	ok, err := bounded(ctx, r.quick, k.Cluster.EnforcesRestricted)
 	switch {
 	case err != nil:
 		r.add(name, Fail, "cannot check: "+err.Error(), "")
