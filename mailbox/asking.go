@@ -42,7 +42,17 @@ func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string
 		return "", err
 	}
 	mb.Data.Acknowledged = true
-	for _, l := range mb.Labels {
+	// A type label counts only when the label history shows it set by the author, the bot or
+	// an account with the role gate.StateLabel needs (spec/authorization.md): one a non-writer
+	// added before the assignment leaves the type question open.
+	trusted, untrusted, err := trustedLabels(ctx, bot.Forge, bot.Login, m.cfg, issue)
+	if err != nil {
+		return "", err
+	}
+	if len(untrusted) > 0 {
+		m.log.Info("labels not taken as state", "mailbox_id", mb.ID, "labels", untrusted)
+	}
+	for _, l := range trusted {
 		if t := m.cfg.Labels.TypeOf(l); t != "" {
 			mb.Type = t
 			break

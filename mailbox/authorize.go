@@ -64,7 +64,16 @@ func (m *Machine) authorize(ctx context.Context, bot Bot, mb *Mailbox, kind gate
 	if err != nil {
 		return gate.Ignored, err
 	}
-	in := gate.Input{Kind: kind, State: gateState(mb.State), Role: r, Author: mb.Author != "" && strings.EqualFold(login, mb.Author)}
+	author := mb.Author
+	if author == "" && r < m.cfg.Needs.Need(kind) && (kind == gate.Answer || kind == gate.StateLabel) {
+		// Before the assignment the mailbox does not know who wrote the issue: the forge does.
+		is, err := bot.Forge.Issue(ctx, mb.Ref())
+		if err != nil {
+			return gate.Ignored, fmt.Errorf("read the author of the issue: %w", err)
+		}
+		author = is.Author.Login
+	}
+	in := gate.Input{Kind: kind, State: gateState(mb.State), Role: r, Author: author != "" && strings.EqualFold(login, author)}
 	d := gate.Decide(m.cfg.Needs, in)
 	if d != gate.Allowed {
 		reason := gate.Reason(m.cfg.Needs, kind)
