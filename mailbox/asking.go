@@ -23,7 +23,8 @@ func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string
 	if d, err := m.authorize(ctx, bot, mb, gate.Assign, sender); err != nil {
 		return "", err
 	} else if d != gate.Allowed {
-		return m.refuse(ctx, bot, mb, eventID, sender, "assign me to an issue")
+		// One refusal per person and issue: assigning me again and again is answered once.
+		return m.refuseAs(ctx, bot, mb, "refused-assign-"+strings.ToLower(sender), sender, "assign me to an issue")
 	}
 	issue, err := bot.Forge.Issue(ctx, mb.Ref())
 	if err != nil {
