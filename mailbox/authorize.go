@@ -132,13 +132,18 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 		switch d {
 		case gate.Allowed:
 			keep = append(keep, l)
+			mb.Data.IgnoredLabels = slices.DeleteFunc(mb.Data.IgnoredLabels, func(x string) bool { return strings.EqualFold(x, l) })
 		case gate.Refused:
 			undoAdd = append(undoAdd, l)
 		default:
 			ignored = append(ignored, l)
+			if !containsFold(mb.Data.IgnoredLabels, l) {
+				mb.Data.IgnoredLabels = append(mb.Data.IgnoredLabels, l)
+			}
 		}
 	}
 	for _, l := range removed {
+		mb.Data.IgnoredLabels = slices.DeleteFunc(mb.Data.IgnoredLabels, func(x string) bool { return strings.EqualFold(x, l) })
 		if !strings.EqualFold(l, m.cfg.Labels.Blocked) || mb.State != StateBlocked {
 			keepRemoved = append(keepRemoved, l)
 			continue
