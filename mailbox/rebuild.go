@@ -639,9 +639,8 @@ func parseBlock(text string) (parsedBlock, error) {
 // not trust, and those (untrusted): a status or type label counts only when the issue's label
 // history (Forge.Activity: the Forgejo/Gitea timeline's label events, GitLab's
 // resource_label_events) shows it last added by the bot or by an account with the role
-// gate.StateLabel needs, or, for a type label, by the issue's author (the gate lets the author
-// set the type); a label the history does not show was set when the issue was created, by its
-// author, and counts as the author's.
+// gate.StateLabel needs; a label the history does not show was set when the issue was created,
+// by its author, and counts as the author's.
 func trustedLabels(ctx context.Context, f forge.Forge, bot string, cfg Config, is *forge.Issue) (labels, untrusted []string, err error) {
 	var check []string
 	for _, l := range is.Labels {
@@ -671,10 +670,6 @@ func trustedLabels(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 		who, ok := by[strings.ToLower(l)]
 		if !ok {
 			who = is.Author.Login
-		}
-		if cfg.Labels.TypeOf(l) != "" && strings.EqualFold(who, is.Author.Login) {
-			labels = append(labels, l) // the author may set the type whatever their role
-			continue
 		}
 		trusted, seen := trust[strings.ToLower(who)]
 		if !seen {
