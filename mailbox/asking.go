@@ -23,7 +23,8 @@ func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string
 	if d, err := m.authorize(ctx, bot, mb, gate.Assign, sender); err != nil {
 		return "", err
 	} else if d != gate.Allowed {
-		return m.refuse(ctx, bot, mb, eventID, sender, "assign me to an issue")
+		// One refusal per person and issue: assigning me again and again is answered once.
+		return m.refuseAs(ctx, bot, mb, "refused-assign-"+strings.ToLower(sender), sender, "assign me to an issue")
 	}
 	issue, err := bot.Forge.Issue(ctx, mb.Ref())
 	if err != nil {
@@ -31,10 +32,11 @@ func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string
 	}
 	m.ensureLabels(ctx, bot, mb)
 	mb.Title, mb.Author, mb.Labels, mb.Assignees = issue.Title, issue.Author.Login, issue.Labels, issue.Assignees
+	ignored := mb.Data.IgnoredLabels
 	gen := mb.Data.Round + 1 // a restarted lifecycle asks its questions in new rounds
 	// A new lifecycle: fresh data, but the counters in comment keys go on, so that a restarted
 	// lifecycle posts new comments instead of editing the previous lifecycle's.
-	mb.Data = Data{Round: gen, Blocks: mb.Data.Blocks, StuckReports: mb.Data.StuckReports}
+	mb.Data = Data{Round: gen, Blocks: mb.Data.Blocks, StuckReports: mb.Data.StuckReports, IgnoredLabels: ignored}
 	mb.ClosedAt, mb.MRNumber, mb.HeadSHA = nil, 0, ""
 	ack := fmt.Sprintf("Thanks @%s, I am on it. You can follow where I am in the `status::` label of this issue.",
 		cmp.Or(mb.Author, sender))
@@ -42,7 +44,12 @@ func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string
 		return "", err
 	}
 	mb.Data.Acknowledged = true
+	// A type label the gate did not take (a non-writer added it before the assignment) leaves
+	// the type question open (spec/authorization.md).
 	for _, l := range mb.Labels {
+		if containsFold(ignored, l) {
+			continue
+		}
 		if t := m.cfg.Labels.TypeOf(l); t != "" {
 			mb.Type = t
 			break

@@ -64,7 +64,16 @@ func (m *Machine) authorize(ctx context.Context, bot Bot, mb *Mailbox, kind gate
 	if err != nil {
 		return gate.Ignored, err
 	}
-	in := gate.Input{Kind: kind, State: gateState(mb.State), Role: r, Author: mb.Author != "" && strings.EqualFold(login, mb.Author)}
+	author := mb.Author
+	if author == "" && r < m.cfg.Needs.Need(kind) && (kind == gate.Answer || kind == gate.StateLabel) {
+		// Before the assignment the mailbox does not know who wrote the issue: the forge does.
+		is, err := bot.Forge.Issue(ctx, mb.Ref())
+		if err != nil {
+			return gate.Ignored, fmt.Errorf("read the author of the issue: %w", err)
+		}
+		author = is.Author.Login
+	}
+	in := gate.Input{Kind: kind, State: gateState(mb.State), Role: r, Author: author != "" && strings.EqualFold(login, author)}
 	d := gate.Decide(m.cfg.Needs, in)
 	if d != gate.Allowed {
 		reason := gate.Reason(m.cfg.Needs, kind)
@@ -123,13 +132,18 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 		switch d {
 		case gate.Allowed:
 			keep = append(keep, l)
+			mb.Data.IgnoredLabels = slices.DeleteFunc(mb.Data.IgnoredLabels, func(x string) bool { return strings.EqualFold(x, l) })
 		case gate.Refused:
 			undoAdd = append(undoAdd, l)
 		default:
 			ignored = append(ignored, l)
+			if !containsFold(mb.Data.IgnoredLabels, l) {
+				mb.Data.IgnoredLabels = append(mb.Data.IgnoredLabels, l)
+			}
 		}
 	}
 	for _, l := range removed {
+		mb.Data.IgnoredLabels = slices.DeleteFunc(mb.Data.IgnoredLabels, func(x string) bool { return strings.EqualFold(x, l) })
 		if !strings.EqualFold(l, m.cfg.Labels.Blocked) || mb.State != StateBlocked {
 			keepRemoved = append(keepRemoved, l)
 			continue

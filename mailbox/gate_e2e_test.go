@@ -32,6 +32,7 @@ type standIn interface {
 	IssueComments(ref forge.IssueRef) []forge.Comment
 	SetIssueLabels(ref forge.IssueRef, actor string, labels ...string)
 	SetIssueAssignees(ref forge.IssueRef, actor string, logins ...string)
+	IssueAssignees(ref forge.IssueRef) []string
 	SetBranch(repo, branch, sha string)
 	SetCI(repo, sha string, jobs ...forgetest.CIJob)
 	AddReview(repo string, number int64, login, state, body string, comments ...forgetest.SeedReviewComment) []int64
@@ -55,7 +56,8 @@ type gateBundle struct {
 // reviewer) and mallory (GitLab Reporter; on Forgejo/Gitea a member of a triage team: both may
 // label, neither may push), merges into main needing no approval from the forge, and an issue
 // by alice.
-func setupGate(t *testing.T, kind forge.Kind) *gateBundle {
+// Each of opts may change the machine's configuration.
+func setupGate(t *testing.T, kind forge.Kind, opts ...func(*mailbox.Config)) *gateBundle {
 	t.Helper()
 	var s standIn
 	var f forge.Forge
@@ -92,6 +94,9 @@ func setupGate(t *testing.T, kind forge.Kind) *gateBundle {
 	}, failures: map[string]string{}}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	cfg := mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, PermissionTTL: time.Minute}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	m := mailbox.NewMachine(cfg, store, map[string]mailbox.Bot{"f": {Forge: f, Login: forgetest.BotLogin}}, exec, c.Now, log)
 	return &gateBundle{t: t, s: s, kind: kind, store: store, machine: m, clock: c,
 		ref: forge.IssueRef{Forge: "f", Repo: repo, Number: num}}

@@ -153,6 +153,10 @@ type Data struct {
 	// AutoMergeBy is the writer whose ai::auto_merge label is in force ("" when unknown: the
 	// label history tells, autoMergeEnabler); the merge gate checks they still may steer.
 	AutoMergeBy string `json:"auto_merge_by,omitempty"`
+	// IgnoredLabels are the state labels on the issue the gate did not take (added by someone
+	// without the state_label role, mailbox/gate): the assignment does not take them as the
+	// type either. A label leaves the list when it is removed or a writer adds it again.
+	IgnoredLabels []string `json:"ignored_labels,omitempty"`
 	// AutoMergeWaits is what auto-merge last said it waits for, so that it is said once per
 	// change.
 	AutoMergeWaits string `json:"auto_merge_waits,omitempty"`

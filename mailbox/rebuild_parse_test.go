@@ -69,7 +69,8 @@ func TestParseTheBotsComments(t *testing.T) {
 	require.Empty(t, parseDecisions("## Functional analysis\n\nNo questions."))
 
 	for key, want := range map[string]bool{"retry-12": true, "held-3": true, "refused-4": true, "set-aside-9": true,
-		"auto-merge-on-2": true, "refused-answers-1-bob": false, "refused-retry-b1-bob": false, "ack-1": false} {
+		"auto-merge-on-2": true, "refused-answers-1-bob": false, "refused-retry-b1-bob": false, "refused-assign-bob": false,
+		"refused-review-3-bob": false, "ack-1": false} {
 		require.Equal(t, want, eventKeyed(key), key)
 	}
 }

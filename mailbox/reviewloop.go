@@ -42,7 +42,9 @@ func (m *Machine) reviewEvent(ctx context.Context, bot Bot, mb *Mailbox, se Stor
 	if d, err := m.authorize(ctx, bot, mb, gate.Review, ev.Sender.Login); err != nil {
 		return "", err
 	} else if d != gate.Allowed {
-		return m.refuse(ctx, bot, mb, se.ID, ev.Sender.Login, "ask me to change the "+m.mrWord(bot))
+		// One refusal per person and merge request: sixteen review comments are answered once.
+		key := fmt.Sprintf("refused-review-%d-%s", mb.MRNumber, strings.ToLower(ev.Sender.Login))
+		return m.refuseAs(ctx, bot, mb, key, ev.Sender.Login, "ask me to change the "+m.mrWord(bot))
 	}
 	mb.Data.ReviewDue = m.now().Add(m.cfg.ReviewQuiet)
 	return "review comments gathered", nil

@@ -271,3 +271,17 @@ func (s *Store) SetLiveContainer(mailboxID int64, live bool) {
 	defer s.mu.Unlock()
 	s.live[mailboxID] = live
 }
+
+// Outcomes returns the outcomes recorded for the processed events of mailbox id, in delivery
+// order: the mailbox's timeline as events.outcome holds it.
+func (s *Store) Outcomes(id int64) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, e := range s.events {
+		if e.MailboxID == id && e.processed {
+			out = append(out, e.outcome)
+		}
+	}
+	return out
+}
