@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"RunCancelRequest":              cancelRequest,
 		"ShadowWrites":                  shadowWrites,
 		"PollCursors":                   pollCursors,
+		"InstallationControls":          installationControls,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
