@@ -75,3 +75,39 @@ func utcReplicas(rs []mailbox.Replica) []mailbox.Replica {
 	}
 	return rs
 }
+
+// rerunTold: StartRun tells a rerun of a decision (mailbox, phase, step) — one whose earlier
+// run is still recorded running, or collected by recovery and never applied — and no other.
+func rerunTold(t *testing.T, s *sqlstore.Store, _ *storetest.Clock) {
+	ctx := context.Background()
+	mb, first := mailboxWithRun(t, s, 1)
+	require.False(t, first.Rerun, "the first run of a decision")
+	start := func(phase string) *mailbox.Run {
+		r := &mailbox.Run{MailboxID: mb.ID, Phase: phase}
+		require.NoError(t, s.StartRun(ctx, r))
+		return r
+	}
+	other := start("functional_analysis")
+	require.False(t, other.Rerun, "another phase is another decision")
+	second := start("development")
+	require.True(t, second.Rerun, "the first is still recorded running")
+	for _, r := range []*mailbox.Run{first, second, other} {
+		r.Status = mailbox.RunSucceeded
+		require.NoError(t, s.FinishRun(ctx, r))
+	}
+	third := start("development")
+	require.False(t, third.Rerun, "earlier runs ended and were acted on: a new decision (a retry, a review's changes)")
+
+	third.Status, third.Applied = mailbox.RunSucceeded, false
+	finished, err := s.FinishRecoveredRun(ctx, third)
+	require.NoError(t, err)
+	require.True(t, finished)
+	fourth := start("development")
+	require.True(t, fourth.Rerun, "the collected result was never applied")
+	fourth.Status = mailbox.RunSucceeded
+	require.NoError(t, s.FinishRun(ctx, fourth))
+	got, err := s.Get(ctx, mb.ID)
+	require.NoError(t, err)
+	require.NoError(t, s.SaveApplied(ctx, got, third.ID))
+	require.False(t, start("development").Rerun, "applied: nothing is run twice")
+}

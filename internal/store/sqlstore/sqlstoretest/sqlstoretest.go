@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"ShadowWrites":                  shadowWrites,
 		"PollCursors":                   pollCursors,
 		"InstallationControls":          installationControls,
+		"RerunTold":                     rerunTold,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
