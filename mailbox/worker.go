@@ -112,8 +112,8 @@ func (w *Workers) Owner() string { return w.cfg.Owner }
 
 // SyncInstallation reads the installation-wide drain from inst into Draining (waking the
 // workers when it ends) and records this replica: seen now, draining, drained once no claim
-// or pass is in progress. Run calls it every Poll (at most a second) when the store implements
-// Installation; an error leaves Draining as it was.
+// or pass is in progress. Run calls it before its first claim and then every Poll (at most
+// half a second) when the store implements Installation; an error leaves Draining as it was.
 func (w *Workers) SyncInstallation(ctx context.Context, inst Installation) error {
 	st, err := inst.InstallationControls(ctx)
 	if err != nil {
@@ -133,18 +133,22 @@ func (w *Workers) SyncInstallation(ctx context.Context, inst Installation) error
 	return inst.RecordReplica(ctx, Replica{ID: w.cfg.Owner, Draining: st.Draining, Drained: drained})
 }
 
-// followInstallation calls SyncInstallation each Poll (at most a second) until ctx ends.
+// installationPoll bounds how often the workers read the installation controls: twice a
+// second, so that every replica follows a drain within a second whatever the load.
+const installationPoll = 500 * time.Millisecond
+
+// followInstallation calls SyncInstallation each Poll (at most installationPoll) until ctx ends.
 func (w *Workers) followInstallation(ctx context.Context, inst Installation) {
-	t := time.NewTicker(min(w.cfg.Poll, time.Second))
+	t := time.NewTicker(min(w.cfg.Poll, installationPoll))
 	defer t.Stop()
 	for {
-		if err := w.SyncInstallation(ctx, inst); err != nil && ctx.Err() == nil {
-			w.log.Warn("cannot read the installation controls; keeping the last", "err", err)
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if err := w.SyncInstallation(ctx, inst); err != nil && ctx.Err() == nil {
+			w.log.Warn("cannot read the installation controls; keeping the last", "err", err)
 		}
 	}
 }
@@ -169,6 +173,10 @@ func (w *Workers) Run(ctx context.Context) {
 	}()
 	var wg sync.WaitGroup
 	if inst, ok := w.store.(Installation); ok {
+		// Read once before any claim: a replica started during a drain claims nothing.
+		if err := w.SyncInstallation(ctx, inst); err != nil {
+			w.log.Warn("cannot read the installation controls", "err", err)
+		}
 		wg.Go(func() { w.followInstallation(ctx, inst) })
 	}
 	once, onceCtx := w.Once, runCtx

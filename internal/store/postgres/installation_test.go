@@ -12,10 +12,13 @@ import (
 	"github.com/alfred-bot/alfred/internal/store/postgres"
 	"github.com/alfred-bot/alfred/internal/store/sqlstore"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/storetest"
+	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 // Two replicas (two worker sets, each on its own pool) share one PostgreSQL store. A drain set
-// through replica a (as its pages do) reaches replica b at b's next poll of the row (a second):
+// through replica a (as its pages do) reaches replica b at b's next poll of the row (half a
+// second):
 // both record themselves draining, then drained, and b's Draining (what /readyz answers)
 // says so. Undraining resumes both.
 func TestInstallationDrainReachesEveryReplica(t *testing.T) {
@@ -34,7 +37,7 @@ func TestInstallationDrainReachesEveryReplica(t *testing.T) {
 
 	want := func(draining bool) func([]mailbox.Replica) bool {
 		return func(rs []mailbox.Replica) bool {
-			return len(rs) == 2 && rs[0].Draining == draining && rs[0].Drained == draining &&
+			return len(rs) >= 2 && rs[0].Draining == draining && rs[0].Drained == draining &&
 				rs[1].Draining == draining && rs[1].Drained == draining
 		}
 	}
@@ -47,9 +50,25 @@ func TestInstallationDrainReachesEveryReplica(t *testing.T) {
 	st, err := a.InstallationControls(ctx)
 	require.NoError(t, err)
 	rs = waitReplicas(t, b, func(rs []mailbox.Replica) bool { return len(rs) == 2 && rs[1].Draining })
-	t.Logf("replica b recorded the drain %v after it was set through replica a (its poll: 1s)", rs[1].SeenAt.Sub(st.DrainedAt))
+	t.Logf("replica b recorded the drain %v after it was set through replica a (its poll: 0.5s)", rs[1].SeenAt.Sub(st.DrainedAt))
 	require.True(t, wb.Draining(), "replica b drains: its /readyz answers 503 draining")
 	waitReplicas(t, b, want(true))
+
+	// A replica started during the drain claims nothing, not even before its first poll: a due
+	// mailbox waits (these workers have no machine; a claim would end the test).
+	_, err = a.Deliver(ctx, storetest.Event(1, "d1", "h1"))
+	require.NoError(t, err)
+	cctx, stopC := context.WithCancel(ctx)
+	wc := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "replica-c", Count: 1}, a, nil, nil)
+	cdone := make(chan struct{})
+	go func() { wc.Run(cctx); close(cdone) }()
+	waitReplicas(t, a, func(rs []mailbox.Replica) bool { return len(rs) == 3 && rs[2].Drained })
+	stopC()
+	<-cdone
+	mb, err := a.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 1})
+	require.NoError(t, err)
+	require.Nil(t, mb.LeaseOwner, "nobody claimed the mailbox")
+	require.NoError(t, a.PauseMailbox(ctx, mb.ID, "test")) // left alone once undrained
 
 	require.NoError(t, a.SetControl(ctx, mailbox.ControlDrain, false, "operator 10.0.0.7"))
 	wa.Drain(false)
