@@ -107,9 +107,6 @@ func (w *Workers) Drain(on bool) {
 // Draining reports whether Drain is on.
 func (w *Workers) Draining() bool { return w.draining.Load() }
 
-// Owner is the name of this process in leases and in its replica record.
-func (w *Workers) Owner() string { return w.cfg.Owner }
-
 // SyncInstallation reads the installation-wide drain from inst into Draining (waking the
 // workers when it ends) and records this replica: seen now, draining, drained once no claim
 // or pass is in progress. Run calls it before its first claim and then every Poll (at most
