@@ -288,6 +288,11 @@ type Run struct {
 	// the next run can continue its agent session, or why not.
 	Resumable          bool   `db:"resumable"`
 	NotResumableReason string `db:"not_resumable_reason"`
+	// Rerun is set by Runs.StartRun (not stored) when the same decision (mailbox, phase, step)
+	// already has a run still recorded running, or one whose result was collected and never
+	// acted on: the phase runs twice for one decision (spec/reliability.md, "Exactly once
+	// across restarts and replicas"; counted as alfred_phase_reruns_total).
+	Rerun bool `db:"-"`
 }
 
 // Run statuses.

@@ -176,6 +176,10 @@ func (m *Machine) execute(ctx context.Context, bot Bot, mb *Mailbox, in phase.In
 	defer stop()
 	go m.watchCancel(runCtx, stop, bot, mb, run.ID)
 	m.log.Info("run started", "mailbox_id", mb.ID, "phase", in.Phase, "step", in.Step, "attempt", run.Attempt)
+	if run.Rerun {
+		m.log.Error("a phase runs again for one decision: an earlier run is still recorded running or its result was never applied",
+			"mailbox_id", mb.ID, "phase", in.Phase, "step", in.Step, "run_id", run.ID)
+	}
 	out, err := m.jobs.Execute(runCtx, job)
 	if err == nil && out.Detached {
 		// Shutdown: the container keeps running; the run stays "running" for the next
@@ -223,7 +227,7 @@ func (m *Machine) jobFor(mb *Mailbox, r Run, in phase.Input, repo forge.Reposito
 	in.Agent = cmp.Or(in.Agent, m.settings(mb.Repo).agent(in.Phase))
 	in.Key = phase.KeyOf(in.Phase, in.Step)
 	in.Repo, in.Issue, in.Title, in.Branch = mb.Repo, mb.Number, cmp.Or(in.Title, mb.Title), mb.Branch
-	job := phase.Job{MailboxID: mb.ID, RunID: r.ID, Attempt: r.Attempt, ForgeName: mb.Forge,
+	job := phase.Job{MailboxID: mb.ID, RunID: r.ID, Attempt: r.Attempt, Rerun: r.Rerun, ForgeName: mb.Forge,
 		Repository: repo, Branch: mb.Branch, Input: in, Push: !in.Phase.ReadOnly() && !m.settings(mb.Repo).Shadow,
 		CommitMessage: fmt.Sprintf("%s for #%d: %s", in.Phase, mb.Number, mb.Title)}
 	if m.cfg.SessionResume == nil || m.cfg.SessionResume(mb.Repo) {

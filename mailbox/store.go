@@ -167,7 +167,8 @@ type Questions interface {
 type Runs interface {
 	// StartRun inserts r in status running, started at the store's clock, and sets r.ID,
 	// r.Attempt (1 + the number of earlier runs of the same phase and step in the mailbox),
-	// r.Status and r.StartedAt.
+	// r.Status and r.StartedAt. A store that can tells a rerun (r.Rerun: an earlier run of the
+	// same phase and step still recorded running, or succeeded and never applied).
 	StartRun(ctx context.Context, r *Run) error
 	// FinishRun records the end of r: status, container, exit code, outcome, output, result,
 	// finished at the store's clock.

@@ -52,8 +52,12 @@ type Workers struct {
 	wake    chan struct{}
 	runWake chan struct{}
 	busy    atomic.Int64 // run workers in a pass
-	// draining stops every claim (Drain): the passes in progress finish, none starts.
+	// draining stops every claim (Drain): the passes in progress finish, none starts. With a
+	// store that implements Installation it follows the installation's drain each second.
 	draining atomic.Bool
+	// claiming counts the claims and passes in progress (of every kind): a drained replica
+	// has none.
+	claiming atomic.Int64
 }
 
 // NewWorkers wires workers.
@@ -103,6 +107,49 @@ func (w *Workers) Drain(on bool) {
 // Draining reports whether Drain is on.
 func (w *Workers) Draining() bool { return w.draining.Load() }
 
+// SyncInstallation reads the installation-wide drain from inst into Draining (waking the
+// workers when it ends) and records this replica: seen now, draining, drained once no claim
+// or pass is in progress. Run calls it before its first claim and then every Poll (at most
+// half a second) when the store implements Installation; an error leaves Draining as it was.
+func (w *Workers) SyncInstallation(ctx context.Context, inst Installation) error {
+	st, err := inst.InstallationControls(ctx)
+	if err != nil {
+		return err
+	}
+	if was := w.draining.Swap(st.Draining); was != st.Draining {
+		w.log.Warn("installation drain changed; this replica follows it", "draining", st.Draining, "by", st.DrainedBy)
+		if !st.Draining {
+			w.Notify()
+			select {
+			case w.runWake <- struct{}{}:
+			default:
+			}
+		}
+	}
+	drained := st.Draining && w.claiming.Load() == 0
+	return inst.RecordReplica(ctx, Replica{ID: w.cfg.Owner, Draining: st.Draining, Drained: drained})
+}
+
+// installationPoll bounds how often the workers read the installation controls: twice a
+// second, so that every replica follows a drain within a second whatever the load.
+const installationPoll = 500 * time.Millisecond
+
+// followInstallation calls SyncInstallation each Poll (at most installationPoll) until ctx ends.
+func (w *Workers) followInstallation(ctx context.Context, inst Installation) {
+	t := time.NewTicker(min(w.cfg.Poll, installationPoll))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if err := w.SyncInstallation(ctx, inst); err != nil && ctx.Err() == nil {
+			w.log.Warn("cannot read the installation controls; keeping the last", "err", err)
+		}
+	}
+}
+
 // Run processes mailboxes until ctx ends, then waits for the passes in progress to stop.
 func (w *Workers) Run(ctx context.Context) {
 	if n, err := w.store.ExpiredLeases(ctx); err == nil && n > 0 {
@@ -122,6 +169,13 @@ func (w *Workers) Run(ctx context.Context) {
 		t.Stop()
 	}()
 	var wg sync.WaitGroup
+	if inst, ok := w.store.(Installation); ok {
+		// Read once before any claim: a replica started during a drain claims nothing.
+		if err := w.SyncInstallation(ctx, inst); err != nil {
+			w.log.Warn("cannot read the installation controls", "err", err)
+		}
+		wg.Go(func() { w.followInstallation(ctx, inst) })
+	}
 	once, onceCtx := w.Once, runCtx
 	if w.cfg.Runs > 0 {
 		once, onceCtx = w.OnceEvents, eventCtx
@@ -158,6 +212,8 @@ func (w *Workers) loop(stop, passCtx context.Context, once func(context.Context)
 // Once leases one due mailbox and advances it (Machine.Advance), runs included. It reports
 // whether a mailbox was due; while draining it leases nothing.
 func (w *Workers) Once(ctx context.Context) (bool, error) {
+	w.claiming.Add(1) // before the drain is read: a replica seen drained claims nothing
+	defer w.claiming.Add(-1)
 	if w.draining.Load() {
 		return false, nil
 	}
@@ -171,6 +227,8 @@ func (w *Workers) Once(ctx context.Context) (bool, error) {
 // OnceEvents is Once for an event worker: it leases a mailbox due by its events or timers (not
 // one only waiting for its run) and advances it up to the run (Machine.AdvanceEvents).
 func (w *Workers) OnceEvents(ctx context.Context) (bool, error) {
+	w.claiming.Add(1) // before the drain is read: a replica seen drained claims nothing
+	defer w.claiming.Add(-1)
 	if w.draining.Load() {
 		return false, nil
 	}
@@ -191,6 +249,8 @@ func (w *Workers) OnceEvents(ctx context.Context) (bool, error) {
 // OnceRun is Once for a run worker: it leases the mailbox whose run has waited longest (within
 // RunsPerProject) and advances it, run included.
 func (w *Workers) OnceRun(ctx context.Context) (bool, error) {
+	w.claiming.Add(1) // before the drain is read: a replica seen drained claims nothing
+	defer w.claiming.Add(-1)
 	if w.draining.Load() {
 		return false, nil
 	}

@@ -71,13 +71,16 @@ analysis.technical:
 // Secret, result); per phase in the 3-replica rounds, the CPU used by the
 // replicas (alfred-cpu-ms/phase), by the cluster's long-lived processes (etcd, kube-apiserver,
 // the controller manager, the scheduler, the kubelet, the cluster's containerd and its
-// shims: kube-cpu-ms/phase) and by PostgreSQL (pg-cpu-ms/phase); and machine-busy-3, the share
-// of both cores busy during the 3-replica rounds (other processes on the machine included).
+// shims: kube-cpu-ms/phase) and by PostgreSQL (pg-cpu-ms/phase); machine-busy-3, the share
+// of both cores busy during the 3-replica rounds (other processes on the machine included);
+// and phase-reruns, the phases started again for a decision already run over every round and
+// replica (alfred_phase_reruns_total; 0 is the exactly-once promise).
 func BenchmarkMailboxThroughputKubernetes(b *testing.B) {
 	for _, c := range []struct{ name, extra string }{{"short", ""}, {"wait2s", "sleep_seconds: 2"}} {
 		b.Run("phase="+c.name, func(b *testing.B) {
 			env := newThroughputEnv(b, fmt.Sprintf(throughputScript, c.extra))
 			var one, three, busy, alfredCPU, kubeCPU, pgCPU, slot, pod []float64
+			reruns := 0
 			for b.Loop() {
 				r1 := env.round(b, 1)
 				r3 := env.round(b, 3)
@@ -89,6 +92,7 @@ func BenchmarkMailboxThroughputKubernetes(b *testing.B) {
 				busy = append(busy, r3.cpu.busy)
 				slot = append(slot, 2*float64(r1.took.Milliseconds())/phases)
 				pod = append(pod, medianMS(r1.pods))
+				reruns += r1.reruns + r3.reruns
 				b.Logf("round: 1 replica %.3f mbx/s (%s; a phase holds a slot %.0f ms, its Pod lives %.0f ms), 3 replicas %.3f mbx/s (%s); 3 replicas' CPU per phase: alfred %.0f ms, kube %.0f ms, pg %.0f ms; machine busy %.0f %%, runs per replica %v",
 					r1.rate, r1.took.Round(time.Millisecond), slot[len(slot)-1], pod[len(pod)-1], r3.rate, r3.took.Round(time.Millisecond),
 					r3.cpu.alfred/phases, r3.cpu.kube/phases, r3.cpu.pg/phases, 100*r3.cpu.busy, r3.runs)
@@ -102,6 +106,8 @@ func BenchmarkMailboxThroughputKubernetes(b *testing.B) {
 			b.ReportMetric(median(kubeCPU), "kube-cpu-ms/phase")
 			b.ReportMetric(median(pgCPU), "pg-cpu-ms/phase")
 			b.ReportMetric(median(busy), "machine-busy-3")
+			// Each is one increment of alfred_phase_reruns_total: 0 is the exactly-once promise.
+			b.ReportMetric(float64(reruns), "phase-reruns")
 		})
 	}
 }
@@ -161,6 +167,9 @@ type roundResult struct {
 	cpu  cpuUse
 	runs []int
 	pods []time.Duration
+	// reruns is the phases started again for a decision already run, over the replicas
+	// (alfred_phase_reruns_total, read from each replica's log line that goes with it).
+	reruns int
 }
 
 // round starts n replicas, assigns throughputMailboxes new issues and waits until each waits
@@ -210,13 +219,15 @@ func (e *throughputEnv) round(b *testing.B, n int) roundResult {
 	took := time.Since(start)
 	cpu := sampleCPU(b, pids).since(before)
 	var runs []int
+	reruns := 0
 	for _, r := range reps {
 		runs = append(runs, r.count(b, `msg="run started"`))
+		reruns += r.count(b, `msg="a phase runs again for one decision`)
 	}
 	// Every Pod of the round is deleted before its run finishes, so before the issue moves on.
 	pods := e.pods.lifetimes(start)
 	require.Len(b, pods, 2*throughputMailboxes, "one Pod a phase")
-	return roundResult{rate: float64(throughputMailboxes) / took.Seconds(), took: took, cpu: cpu, runs: runs, pods: pods}
+	return roundResult{rate: float64(throughputMailboxes) / took.Seconds(), took: took, cpu: cpu, runs: runs, pods: pods, reruns: reruns}
 }
 
 // quietTB is a testing.TB whose Logf prints nothing: the deliveries of a round are not logged

@@ -89,13 +89,50 @@ func (c controls) CancelRun(ctx context.Context, id int64, by string) error {
 	return pageErr(c.store.RequestCancel(ctx, id, by))
 }
 
-func (c controls) Drain(_ context.Context, on bool, by string) error {
+// Drain sets the installation-wide drain in the store (every replica reads it each second)
+// and follows it here at once.
+func (c controls) Drain(ctx context.Context, on bool, by string) error {
+	if err := c.store.SetControl(ctx, mailbox.ControlDrain, on, by); err != nil {
+		return err
+	}
 	c.workers.Drain(on)
-	c.log.Warn("operator changed the drain of this instance", "draining", on, "by", by)
+	c.log.Warn("operator changed the drain of the installation", "draining", on, "by", by)
 	return nil
 }
 
 func (c controls) Draining() bool { return c.workers.Draining() }
+
+// PauseAll sets the installation-wide pause of all claims in the store (each claim reads it).
+func (c controls) PauseAll(ctx context.Context, on bool, by string) error {
+	if err := c.store.SetControl(ctx, mailbox.ControlPause, on, by); err != nil {
+		return err
+	}
+	if !on {
+		c.workers.Notify()
+	}
+	c.log.Warn("operator changed the pause of all claims", "paused", on, "by", by)
+	return nil
+}
+
+// replicasSeen is how far back the pages list replicas: a replica records itself each second,
+// so one not seen for this long has stopped.
+const replicasSeen = 10 * time.Minute
+
+func (c controls) Installation(ctx context.Context) (web.Installation, error) {
+	st, err := c.store.InstallationControls(ctx)
+	if err != nil {
+		return web.Installation{}, err
+	}
+	rs, err := c.store.Replicas(ctx, time.Now().Add(-replicasSeen))
+	if err != nil {
+		return web.Installation{}, err
+	}
+	out := web.Installation{Paused: st.Paused, PausedBy: st.PausedBy}
+	for _, r := range rs {
+		out.Replicas = append(out.Replicas, web.Replica{ID: r.ID, SeenAt: r.SeenAt, Draining: r.Draining, Drained: r.Drained})
+	}
+	return out, nil
+}
 
 // dockerLogs is web.LiveLogs on the Docker engine: the combined output of a run's container.
 type dockerLogs struct{ cli *client.Client }

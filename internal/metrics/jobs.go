@@ -14,7 +14,8 @@ type Jobs interface {
 	RemoveSessions(mailboxID int64) error
 }
 
-// InstrumentJobs returns inner with every Execute counted: alfred_runs_total by phase and
+// InstrumentJobs returns inner with every Execute counted: alfred_phase_runs_started_total and
+// alfred_phase_reruns_total (phase.Job.Rerun) by phase when it starts, alfred_runs_total by phase and
 // outcome, alfred_run_duration_seconds, and the run's tokens and cost by adapter from its
 // session record. When inner also recovers runs (Recover), so does the result, and the runs it
 // collects are counted too (their duration is the wait after the restart).
@@ -57,6 +58,7 @@ type countedJobs struct {
 }
 
 func (c *countedJobs) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, error) {
+	c.m.RunStarted(string(job.Input.Phase), job.Rerun)
 	start := time.Now()
 	out, err := c.Jobs.Execute(ctx, job)
 	c.m.Outcome(string(job.Input.Phase), out, err, time.Since(start))

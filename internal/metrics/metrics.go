@@ -91,6 +91,9 @@ type Metrics struct {
 	deliveries *prometheus.CounterVec
 	ackSeconds *prometheus.HistogramVec
 	runs       *prometheus.CounterVec
+	started    *prometheus.CounterVec
+	reruns     *prometheus.CounterVec
+	rerunSum   atomic.Int64 // reruns summed over the phases (Reruns)
 	runSeconds *prometheus.HistogramVec
 	tokens     *prometheus.CounterVec
 	cost       *prometheus.CounterVec
@@ -121,6 +124,14 @@ func New(cfg Config) *Metrics {
 		Name: "runs_total",
 		Help: "Agent runs finished, by phase and outcome (succeeded, failed, interrupted, error)."},
 		[]string{"phase", "outcome"})
+	m.started = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace,
+		Name: "phase_runs_started_total",
+		Help: "Agent runs started (handed to the runner), by phase."},
+		[]string{"phase"})
+	m.reruns = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace,
+		Name: "phase_reruns_total",
+		Help: "Agent runs started for a decision (mailbox, phase, step) that already had a run still recorded running or a collected result never applied: a phase run twice for one decision (0 is the exactly-once promise), by phase."},
+		[]string{"phase"})
 	m.runSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace,
 		Name:    "run_duration_seconds",
 		Help:    "Wall time of an agent run (worktree, container, collect, push), by phase.",
@@ -176,7 +187,7 @@ func New(cfg Config) *Metrics {
 	for _, k := range cfg.ReconciliationFindings {
 		m.findings.WithLabelValues(k)
 	}
-	m.reg.MustRegister(m.deliveries, m.ackSeconds, m.runs, m.runSeconds, m.tokens, m.cost,
+	m.reg.MustRegister(m.deliveries, m.ackSeconds, m.runs, m.started, m.reruns, m.runSeconds, m.tokens, m.cost,
 		m.unrated, m.forgeCalls, m.forgeSecs, m.passes, m.findings, m.refused, m.egress, m.hostile,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.Gauges != nil {
@@ -216,6 +227,28 @@ func (m *Metrics) EgressRefused(phase string) {
 		return
 	}
 	m.egress.WithLabelValues(phase).Inc()
+}
+
+// RunStarted counts one run of phase handed to the runner; rerun says the store found its
+// decision already run (phase.Job.Rerun).
+func (m *Metrics) RunStarted(phase string, rerun bool) {
+	if m == nil {
+		return
+	}
+	m.started.WithLabelValues(phase).Inc()
+	if rerun {
+		m.reruns.WithLabelValues(phase).Inc()
+		m.rerunSum.Add(1)
+	}
+}
+
+// Reruns returns alfred_phase_reruns_total summed over the phases: the runs started again for
+// a decision already run (the replica benchmark reports it).
+func (m *Metrics) Reruns() int64 {
+	if m == nil {
+		return 0
+	}
+	return m.rerunSum.Load()
 }
 
 // Run counts one finished run of phase with its outcome (RunSucceeded, …) and duration.

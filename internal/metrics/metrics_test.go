@@ -192,6 +192,14 @@ func TestInstrumentJobs(t *testing.T) {
 	require.Contains(t, out, `alfred_runs_total{outcome="failed",phase="development"} 1`)
 	require.Contains(t, out, `alfred_llm_cost_usd_total{adapter="claude-code"} 0.02`)
 	require.Contains(t, out, `alfred_llm_tokens_total{adapter="claude-code",direction="output"} 3`)
+	require.Contains(t, out, `alfred_phase_runs_started_total{phase="development"} 2`)
+	require.NotContains(t, out, `alfred_phase_reruns_total{`, "no decision ran twice")
+
+	_, _ = j.Execute(t.Context(), phase.Job{Input: phase.Input{Phase: phase.Development}, Rerun: true})
+	out = scrape(t, m)
+	require.Contains(t, out, `alfred_phase_reruns_total{phase="development"} 1`)
+	require.Contains(t, out, `alfred_phase_runs_started_total{phase="development"} 3`)
+	require.EqualValues(t, 1, m.Reruns())
 }
 
 type recoveringJobs struct{ jobs }

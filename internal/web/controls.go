@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 )
@@ -32,10 +33,34 @@ type Controls interface {
 	// CancelRun stops run id: its container is stopped and removed, the issue told once. An
 	// error wrapping ErrNotFound when no such run is running.
 	CancelRun(ctx context.Context, id int64, by string) error
-	// Drain stops (on) or lets again this instance claim new work; the passes in progress
-	// finish. Draining reports whether it is on.
+	// Drain stops (on) or lets again every replica of the installation claim new work (a row
+	// in the store each replica reads each second); the passes in progress finish. Draining
+	// reports whether it is on, as this replica last read it.
 	Drain(ctx context.Context, on bool, by string) error
 	Draining() bool
+	// PauseAll stops (on) or lets again every claim of every mailbox on every replica (each
+	// claim reads it); the events are still stored.
+	PauseAll(ctx context.Context, on bool, by string) error
+	// Installation reads the installation-wide pause and the replicas seen lately.
+	Installation(ctx context.Context) (Installation, error)
+}
+
+// Installation is the installation-wide state the index page shows: the pause of all claims
+// and the replicas sharing the store.
+type Installation struct {
+	Paused   bool
+	PausedBy string
+	// Replicas are the Alfred processes seen in the last minutes, by id.
+	Replicas []Replica
+}
+
+// Replica is one Alfred process sharing the store, as it last recorded itself: SeenAt at the
+// store's clock, Draining once it follows the drain, Drained once it also has no claim or
+// pass in progress.
+type Replica struct {
+	ID                string
+	SeenAt            time.Time
+	Draining, Drained bool
 }
 
 // CSRFCookie holds the browser's random CSRF session id; the forms carry its HMAC under
@@ -189,13 +214,18 @@ func (h *Handler) routeControls(r chi.Router) {
 	r.Method(http.MethodPost, "/drain", h.control(func(r *http.Request, by string) (string, error) {
 		return Prefix + "/", h.cfg.Controls.Drain(r.Context(), r.PostFormValue("on") == "1", by)
 	}))
+	r.Method(http.MethodPost, "/pause-all", h.control(func(r *http.Request, by string) (string, error) {
+		return Prefix + "/", h.cfg.Controls.PauseAll(r.Context(), r.PostFormValue("on") == "1", by)
+	}))
 }
 
-// formData is what a page's forms need: whether the controls are on, the CSRF token.
+// formData is what a page's forms need: whether the controls are on, the CSRF token; on the
+// index page, the installation (Installation nil elsewhere, or when it cannot be read).
 type formData struct {
-	Controls bool
-	CSRF     string
-	Draining bool
+	Controls     bool
+	CSRF         string
+	Draining     bool
+	Installation *Installation
 }
 
 func (h *Handler) forms(w http.ResponseWriter, r *http.Request) formData {
@@ -203,4 +233,18 @@ func (h *Handler) forms(w http.ResponseWriter, r *http.Request) formData {
 		return formData{}
 	}
 	return formData{Controls: true, CSRF: h.csrfToken(h.csrfSession(w, r)), Draining: h.cfg.Controls.Draining()}
+}
+
+// installation adds the installation's pause and replicas to f (the index page's forms); a
+// store that cannot be read leaves them out and logs why.
+func (h *Handler) installation(r *http.Request, f *formData) {
+	if !f.Controls {
+		return
+	}
+	inst, err := h.cfg.Controls.Installation(r.Context())
+	if err != nil {
+		h.cfg.Logger.WarnContext(r.Context(), "web: cannot read the installation controls", "err", err)
+		return
+	}
+	f.Installation = &inst
 }

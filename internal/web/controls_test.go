@@ -107,14 +107,22 @@ func TestControlsCancelRunInChromium(t *testing.T) {
 func TestControlsDrainInChromium(t *testing.T) {
 	t.Parallel()
 	mem, base := setupControls(t)
+	mem.SetReplicas(web.Replica{ID: "alfred-0", SeenAt: t0}, web.Replica{ID: "alfred-1", SeenAt: t0})
 	tab := webtest.NewBrowser(t).Tab(t)
 	signIn(t, tab, base, "/")
-	require.NotContains(t, tab.DOM(t), `id="draining"`)
-	tab.Click(t, "#drain button")
 	dom := tab.DOM(t)
+	require.NotContains(t, dom, `id="draining"`)
+	require.Contains(t, dom, "Drain the installation")
+	require.Regexp(t, `data-replica="alfred-0">.*<span class="badge claiming">claiming</span>`, dom)
+	// The replicas record themselves as they follow the drain: one still in a pass, one done.
+	mem.SetReplicas(web.Replica{ID: "alfred-0", SeenAt: t0, Draining: true}, web.Replica{ID: "alfred-1", SeenAt: t0, Draining: true, Drained: true})
+	tab.Click(t, "#drain button")
+	dom = tab.DOM(t)
 	tab.Screenshot(t, "controls-draining")
 	require.Contains(t, dom, `id="draining"`)
 	require.Contains(t, dom, "Stop draining")
+	require.Regexp(t, `data-replica="alfred-0">.*<span class="badge draining">draining</span>`, dom)
+	require.Regexp(t, `data-replica="alfred-1">.*<span class="badge drained">drained</span>`, dom)
 	require.True(t, mem.Draining())
 	tab.Open(t, base+web.Prefix+"/mailboxes/2")
 	require.Contains(t, tab.DOM(t), `id="draining"`, "every page shows the drain")
@@ -122,6 +130,18 @@ func TestControlsDrainInChromium(t *testing.T) {
 	tab.Click(t, "#drain button")
 	require.NotContains(t, tab.DOM(t), `id="draining"`)
 	require.False(t, mem.Draining())
+
+	tab.Click(t, "#pause-all button")
+	dom = tab.DOM(t)
+	require.Contains(t, dom, `id="paused-all"`)
+	require.Contains(t, dom, "Resume all claims")
+	tab.Click(t, "#pause-all button")
+	require.Contains(t, tab.DOM(t), "Pause all claims")
+	var whats []string
+	for _, a := range mem.Actions() {
+		whats = append(whats, a.What+" "+a.Target)
+	}
+	require.Equal(t, []string{"drain true", "drain false", "pause all true", "pause all false"}, whats)
 }
 
 func TestControlsWithoutCSRFTokenRefusedInChromium(t *testing.T) {

@@ -253,6 +253,7 @@ func (h *Handler) mailboxes(w http.ResponseWriter, r *http.Request) {
 		Forms            formData
 	}
 	body.Forms = h.forms(w, r)
+	h.installation(r, &body.Forms)
 	body.Paging = Paging{Page: page, First: (page-1)*size + 1}
 	if len(list) > size {
 		list, body.Paging.Next = list[:size], page+1

@@ -22,6 +22,9 @@ type Job struct {
 	// run should continue the mailbox's agent session; "" runs without sessions (setting off,
 	// or a merge-request mailbox).
 	SessionName string
+	// Rerun is true when the store found the same decision already run (mailbox.Run.Rerun): the
+	// metrics count it (alfred_phase_reruns_total); the run goes on as any other.
+	Rerun bool
 }
 
 // Outcome is how a Job ended.

@@ -9,11 +9,12 @@ import (
 	"github.com/alfred-bot/alfred/mailbox"
 )
 
-// sqlNotPaused is true for mailbox m when neither it nor its project is paused; the claims
-// (sqlLeaseEvents, sqlLeaseRun) and the queued-runs list add it, so a paused mailbox keeps its
-// events and is not claimed until it is resumed.
+// sqlNotPaused is true for mailbox m when neither it, its project nor the installation is
+// paused; the claims (sqlLeaseEvents, sqlLeaseRun) and the queued-runs list add it, so a paused
+// mailbox keeps its events and is not claimed until it is resumed.
 const sqlNotPaused = `m.paused_at IS NULL
-	  AND NOT EXISTS (SELECT 1 FROM paused_projects p WHERE p.forge = m.forge AND p.repo = m.repo)`
+	  AND NOT EXISTS (SELECT 1 FROM paused_projects p WHERE p.forge = m.forge AND p.repo = m.repo)
+	  AND ` + sqlNotPausedInstallation
 
 // Operator actions recorded in the timeline (operator_actions.action).
 const (

@@ -12,7 +12,12 @@ import (
 const runColumns = `id, mailbox_id, phase, step, attempt, status, container, started_at, finished_at,
 exit_code, outcome, output, result, head_sha, applied, resumable, not_resumable_reason`
 
-const sqlCountRuns = `SELECT count(*) + 1 FROM runs WHERE mailbox_id = $1 AND phase = $2 AND step = $3`
+// sqlCountRuns gives a new run's attempt (the runs of its decision so far, plus one) and
+// whether the decision already has a run still recorded running or one whose result was
+// collected and never applied (a rerun: mailbox.Run.Rerun).
+const sqlCountRuns = `SELECT count(*) + 1 AS attempt,
+	COALESCE(SUM(CASE WHEN status = 'running' OR (status = 'succeeded' AND NOT applied) THEN 1 ELSE 0 END), 0) AS reruns
+FROM runs WHERE mailbox_id = $1 AND phase = $2 AND step = $3`
 
 const sqlStartRun = `
 INSERT INTO runs (mailbox_id, phase, step, attempt, status, container, started_at)
@@ -21,9 +26,14 @@ RETURNING id, mailbox_id, phase, step, attempt, status, container, started_at`
 
 // StartRun implements mailbox.Runs.
 func (s *Store) StartRun(ctx context.Context, r *mailbox.Run) error {
-	if err := s.db.GetContext(ctx, &r.Attempt, sqlCountRuns, r.MailboxID, r.Phase, r.Step); err != nil {
+	var prior struct {
+		Attempt int `db:"attempt"`
+		Reruns  int `db:"reruns"`
+	}
+	if err := s.db.GetContext(ctx, &prior, sqlCountRuns, r.MailboxID, r.Phase, r.Step); err != nil {
 		return fmt.Errorf("count runs: %w", err)
 	}
+	r.Attempt, r.Rerun = prior.Attempt, prior.Reruns > 0
 	err := s.db.GetContext(ctx, r, sqlStartRun, r.MailboxID, r.Phase, r.Step, r.Attempt, r.Container, s.now())
 	if err != nil {
 		return fmt.Errorf("insert run: %w", err)

@@ -117,3 +117,30 @@ func (m *Memory) Draining() bool {
 	defer m.mu.Unlock()
 	return m.draining
 }
+
+// PauseAll implements web.Controls.
+func (m *Memory) PauseAll(_ context.Context, on bool, by string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.pausedBy = ""
+	if on {
+		m.pausedBy = by
+	}
+	m.actions = append(m.actions, Action{"pause all", fmt.Sprint(on), by})
+	return nil
+}
+
+// SetReplicas sets the replicas Installation returns.
+func (m *Memory) SetReplicas(rs ...web.Replica) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.replicas = rs
+}
+
+// Installation implements web.Controls: the pause of all claims and the replicas SetReplicas
+// set.
+func (m *Memory) Installation(context.Context) (web.Installation, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return web.Installation{Paused: m.pausedBy != "", PausedBy: m.pausedBy, Replicas: m.replicas}, nil
+}

@@ -22,6 +22,8 @@ type Memory struct {
 	settings  map[string][]web.Setting
 	actions   []Action
 	draining  bool
+	pausedBy  string
+	replicas  []web.Replica
 }
 
 var (

@@ -49,6 +49,8 @@ func Run(t *testing.T, newStore NewStore) {
 		"RunCancelRequest":              cancelRequest,
 		"ShadowWrites":                  shadowWrites,
 		"PollCursors":                   pollCursors,
+		"InstallationControls":          installationControls,
+		"RerunTold":                     rerunTold,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

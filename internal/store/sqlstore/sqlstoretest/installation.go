@@ -1,0 +1,113 @@
+package sqlstoretest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/internal/store/sqlstore"
+	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/storetest"
+)
+
+// installationControls: the drain and the pause are rows every replica reads; the pause stops
+// every claim (plain, event, run) until it is lifted; replicas record themselves and are
+// listed from a time on.
+func installationControls(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
+	ctx := context.Background()
+	runStates := []string{string(mailbox.StateInDevelopment)}
+	st, err := s.InstallationControls(ctx)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.InstallationState{}, st, "no control is on at first")
+
+	require.NoError(t, s.SetControl(ctx, mailbox.ControlDrain, true, "operator 10.0.0.7"))
+	require.NoError(t, s.SetControl(ctx, mailbox.ControlDrain, true, "someone else"), "setting it again keeps the first setter")
+	st, err = s.InstallationControls(ctx)
+	require.NoError(t, err)
+	require.True(t, st.Draining)
+	require.Equal(t, "operator 10.0.0.7", st.DrainedBy)
+	require.Equal(t, c.Now(), st.DrainedAt.UTC())
+	require.False(t, st.Paused)
+	require.NoError(t, s.SetControl(ctx, mailbox.ControlDrain, false, "operator 10.0.0.7"))
+	st, err = s.InstallationControls(ctx)
+	require.NoError(t, err)
+	require.False(t, st.Draining)
+	require.Error(t, s.SetControl(ctx, "halt", true, "x"), "an unknown control")
+
+	id := deliverOn(t, s, 1)
+	require.NoError(t, s.SetControl(ctx, mailbox.ControlPause, true, "operator 10.0.0.7"))
+	got, err := s.Lease(ctx, "w1", time.Minute)
+	require.NoError(t, err)
+	require.Nil(t, got, "paused installation: no claim")
+	got, err = s.LeaseEvents(ctx, "w1", time.Minute, runStates)
+	require.NoError(t, err)
+	require.Nil(t, got)
+	got, err = s.LeaseRun(ctx, "w1", time.Minute, runStates, 0)
+	require.NoError(t, err)
+	require.Nil(t, got)
+	st, err = s.InstallationControls(ctx)
+	require.NoError(t, err)
+	require.True(t, st.Paused)
+	require.Equal(t, "operator 10.0.0.7", st.PausedBy)
+	require.NoError(t, s.SetControl(ctx, mailbox.ControlPause, false, "operator 10.0.0.7"))
+	got, err = s.Lease(ctx, "w1", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, got, "resumed: claimed again")
+	require.Equal(t, id, got.ID)
+
+	before := c.Now()
+	require.NoError(t, s.RecordReplica(ctx, mailbox.Replica{ID: "old"}))
+	c.Add(time.Hour)
+	require.NoError(t, s.RecordReplica(ctx, mailbox.Replica{ID: "b", Draining: true}))
+	require.NoError(t, s.RecordReplica(ctx, mailbox.Replica{ID: "a"}))
+	require.NoError(t, s.RecordReplica(ctx, mailbox.Replica{ID: "b", Draining: true, Drained: true}))
+	rs, err := s.Replicas(ctx, before.Add(time.Minute))
+	require.NoError(t, err)
+	require.Equal(t, []mailbox.Replica{{ID: "a", SeenAt: c.Now()}, {ID: "b", SeenAt: c.Now(), Draining: true, Drained: true}},
+		utcReplicas(rs), "the replicas seen since, by id, each as it last recorded itself")
+}
+
+func utcReplicas(rs []mailbox.Replica) []mailbox.Replica {
+	for i := range rs {
+		rs[i].SeenAt = rs[i].SeenAt.UTC()
+	}
+	return rs
+}
+
+// rerunTold: StartRun tells a rerun of a decision (mailbox, phase, step) — one whose earlier
+// run is still recorded running, or collected by recovery and never applied — and no other.
+func rerunTold(t *testing.T, s *sqlstore.Store, _ *storetest.Clock) {
+	ctx := context.Background()
+	mb, first := mailboxWithRun(t, s, 1)
+	require.False(t, first.Rerun, "the first run of a decision")
+	start := func(phase string) *mailbox.Run {
+		r := &mailbox.Run{MailboxID: mb.ID, Phase: phase}
+		require.NoError(t, s.StartRun(ctx, r))
+		return r
+	}
+	other := start("functional_analysis")
+	require.False(t, other.Rerun, "another phase is another decision")
+	second := start("development")
+	require.True(t, second.Rerun, "the first is still recorded running")
+	for _, r := range []*mailbox.Run{first, second, other} {
+		r.Status = mailbox.RunSucceeded
+		require.NoError(t, s.FinishRun(ctx, r))
+	}
+	third := start("development")
+	require.False(t, third.Rerun, "earlier runs ended and were acted on: a new decision (a retry, a review's changes)")
+
+	third.Status, third.Applied = mailbox.RunSucceeded, false
+	finished, err := s.FinishRecoveredRun(ctx, third)
+	require.NoError(t, err)
+	require.True(t, finished)
+	fourth := start("development")
+	require.True(t, fourth.Rerun, "the collected result was never applied")
+	fourth.Status = mailbox.RunSucceeded
+	require.NoError(t, s.FinishRun(ctx, fourth))
+	got, err := s.Get(ctx, mb.ID)
+	require.NoError(t, err)
+	require.NoError(t, s.SaveApplied(ctx, got, third.ID))
+	require.False(t, start("development").Rerun, "applied: nothing is run twice")
+}
