@@ -17,6 +17,8 @@ ALFRED_TEST_DATABASE_URL ?= postgres://alfred:alfred-dev-7Kq2vN9x@127.0.0.1:5432
 export ALFRED_TEST_DATABASE_URL
 
 SCRIPT_AGENT_IMAGE ?= alfred/script-agent:dev
+# make demo / make run (no forge): how the stand-in's changes reach Alfred, webhook or poll (alfred demo --transport)
+DEMO_TRANSPORT ?= webhook
 
 # The single-node Kubernetes the Kubernetes runtime's tests use (scripts/test-cluster.sh, which
 # writes its kubeconfig under ALFRED_K8S_DIR). ALFRED_DEPS_SKIP_KUBERNETES=1 neither builds nor
@@ -132,11 +134,11 @@ serve:
 	@./bin/alfred doctor --config $(CONFIG) || { echo "make run: fix the failures above (each says how), then make run again"; exit 1; }
 	./bin/alfred serve --config $(CONFIG)
 
-## demo: no forge needed: bring up Docker, build, build the script agent image, then play one issue from its assignment to a merged pull request on a stand-in Forgejo (alfred demo; its files in alfred-demo/)
+## demo: no forge needed: bring up Docker, build, build the script agent image, then play one issue from its assignment to a merged pull request on a stand-in Forgejo (alfred demo; its files in alfred-demo/). DEMO_TRANSPORT=poll (make demo DEMO_TRANSPORT=poll, make run DEMO_TRANSPORT=poll): the stand-in has no webhook and Alfred polls it (transport: poll)
 demo:
 	@ALFRED_DEPS_SKIP_POSTGRES=1 ALFRED_DEPS_SKIP_BROWSER=1 bash scripts/dev-deps.sh
 	$(MAKE) --no-print-directory build script-agent-image
-	./bin/alfred demo --image $(SCRIPT_AGENT_IMAGE)
+	./bin/alfred demo --image $(SCRIPT_AGENT_IMAGE) --transport $(DEMO_TRANSPORT)
 
 ## script-agent-image: build $(SCRIPT_AGENT_IMAGE) offline (static binary in a FROM scratch image)
 script-agent-image:

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/demo"
 	"github.com/alfred-bot/alfred/internal/doctor"
 )
@@ -27,7 +28,14 @@ const demoMarker = ".alfred-demo"
 // demoOptions are the flags of "alfred demo".
 type demoOptions struct {
 	dir, listen, adminListen, forgeListen, image, script string
+	// transport is the demo forge's forges[].transport: "webhook" (the stand-in sends
+	// deliveries) or "poll" (it has no webhook; Alfred polls it every demoPollInterval).
+	transport string
 }
+
+// demoPollInterval is the demo forge's poll_interval with --transport poll: short, so that
+// each step of the demo waits a couple of seconds, not the default 15.
+const demoPollInterval = 2 * time.Second
 
 // demoRun is a running demo: the forge, Alfred serving, and where each is.
 type demoRun struct {
@@ -45,7 +53,7 @@ func (a *app) demoCommand(ctx context.Context, args []string) error {
 	if len(args) > 0 && (args[0] == "answer" || args[0] == "validate") {
 		return a.demoAct(ctx, args[0], args[1:])
 	}
-	fs := a.flagSet("demo", "[--dir alfred-demo] [--listen ADDR] [--admin-listen ADDR] [--forge-listen ADDR] [--image IMAGE] [--script FILE]\n"+
+	fs := a.flagSet("demo", "[--dir alfred-demo] [--listen ADDR] [--admin-listen ADDR] [--forge-listen ADDR] [--image IMAGE] [--script FILE] [--transport webhook|poll]\n"+
 		"       alfred demo answer [--url URL] q1 b [q2 a …]   answer Alfred's questions as alice\n"+
 		"       alfred demo validate [--url URL]              validate Alfred's plan as alice")
 	var o demoOptions
@@ -55,11 +63,12 @@ func (a *app) demoCommand(ctx context.Context, args []string) error {
 	fs.StringVar(&o.forgeListen, "forge-listen", "127.0.0.1:8082", "the stand-in forge and the demo's page")
 	fs.StringVar(&o.image, "image", "alfred/script-agent:dev", "the script agent's image (make script-agent-image builds it offline)")
 	fs.StringVar(&o.script, "script", "deploy/demo/script.yaml", "the script agent's answers per phase")
+	fs.StringVar(&o.transport, "transport", "webhook", "how the forge's changes reach Alfred: webhook (the stand-in sends deliveries) or poll (no webhook on the stand-in; Alfred polls it every "+demoPollInterval.String()+")")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 {
+	if len(pos) > 0 || (o.transport != config.TransportWebhook && o.transport != config.TransportPoll) {
 		fs.Usage()
 		return errUsage
 	}
@@ -74,9 +83,10 @@ Alfred's demo is running: a stand-in Forgejo, Alfred and the script agent (Docke
   the issue (you are alice: answer, validate):  %s/
   Alfred's pages, live (the issue page signs you in; token in %s): %s
   Alfred's log:                                 %s
+  transport:                                    %s
 Ctrl-C stops it.
 
-`, d.forgeURL, filepath.Join(d.dir, "admin.token"), d.pagesURL, d.logPath)
+`, d.forgeURL, filepath.Join(d.dir, "admin.token"), d.pagesURL, d.logPath, demoTransportLine(o.transport))
 	if err := d.forge.Open(ctx); err != nil {
 		d.stop()
 		return errors.Join(err, d.wait())
@@ -116,19 +126,23 @@ func (a *app) startDemo(ctx context.Context, o demoOptions) (*demoRun, error) {
 		serveDone: make(chan error, 1), forgeDone: make(chan error, 1)}
 	secret, adminToken := randomHex(32), randomHex(32)
 	d.forge, err = demo.New(demo.Config{Dir: dir, URL: d.forgeURL, HookURL: hookURL, HookSecret: secret,
-		PagesURL: d.pagesURL, AdminToken: adminToken, Out: a.stdout})
+		PagesURL: d.pagesURL, AdminToken: adminToken, Out: a.stdout, NoWebhook: o.transport == config.TransportPoll})
 	if err != nil {
 		closeLns()
 		return nil, err
 	}
 	cfgPath := filepath.Join(dir, "alfred.yaml")
-	for name, v := range map[string]string{"webhook.secret": secret, "admin.token": adminToken, "forgejo.token": d.forge.Token()} {
+	files := map[string]string{"webhook.secret": secret, "admin.token": adminToken, "forgejo.token": d.forge.Token()}
+	if o.transport == config.TransportPoll {
+		delete(files, "webhook.secret") // a polled forge has no webhook to sign
+	}
+	for name, v := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o600); err != nil {
 			closeLns()
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(cfgPath, []byte(demoConfig(ln.Addr().String(), o.adminListen, d.forgeURL, o.image, script)), 0o600); err != nil {
+	if err := os.WriteFile(cfgPath, []byte(demoConfig(ln.Addr().String(), o.adminListen, d.forgeURL, o.image, script, o.transport)), 0o600); err != nil {
 		closeLns()
 		return nil, err
 	}
@@ -167,6 +181,11 @@ func (a *app) startDemo(ctx context.Context, o demoOptions) (*demoRun, error) {
 		return fail(errors.New("the demo cannot start: fix the failures above (each says how), then run it again"))
 	}
 	fmt.Fprintf(a.stdout, "demo: alfred doctor passed on the demo's configuration (%s)\n", cfgPath)
+	for _, x := range rep.Results {
+		if strings.HasSuffix(x.Check, ": transport") {
+			fmt.Fprintf(a.stdout, "demo: alfred doctor: %s: %s\n", x.Check, x.Detail)
+		}
+	}
 
 	log := slog.New(cfg.Censor().Handler(slog.NewTextHandler(logFile, nil)))
 	srv, err := newServer(runCtx, cfg, log)
@@ -240,11 +259,25 @@ func prepareDemoDir(dir string) (string, error) {
 	return abs, os.WriteFile(filepath.Join(abs, demoMarker), []byte("made by alfred demo; emptied by the next one\n"), 0o600)
 }
 
+// demoTransportLine says, on the demo's console, how the stand-in's changes reach Alfred.
+func demoTransportLine(transport string) string {
+	if transport == config.TransportPoll {
+		return fmt.Sprintf("poll: the stand-in has no webhook and sends no delivery; Alfred asks it for the bot's notifications every %s", demoPollInterval)
+	}
+	return "webhook: the stand-in sends signed deliveries to Alfred (--transport poll: none, Alfred polls)"
+}
+
 // demoConfig is the demo's configuration: the stand-in forge, the script agent in every
-// phase, the embedded store, CI read every 2 s and auto-merge on, so that the issue goes from
-// assignment to a merged pull request with only the human's two steps. Paths are relative to
+// phase, the embedded store, CI read every 2 s and auto-merge on with no approval awaited
+// (nobody reviews in the demo), so that the issue goes from
+// assignment to a merged pull request with only the human's two steps. With transport "poll"
+// the forge is polled every demoPollInterval and has no webhook secret. Paths are relative to
 // the configuration file.
-func demoConfig(listen, adminListen, forgeURL, image, script string) string {
+func demoConfig(listen, adminListen, forgeURL, image, script, transport string) string {
+	hook := "webhook_secret_file: ./webhook.secret"
+	if transport == config.TransportPoll {
+		hook = fmt.Sprintf("transport: poll\n    poll_interval: %s", demoPollInterval)
+	}
 	return fmt.Sprintf(`# Written by alfred demo (emptied by the next one). The forge is the demo's stand-in.
 listen: %s
 public_url: http://%s
@@ -254,7 +287,7 @@ forges:
     kind: forgejo
     base_url: %s
     token_file: ./forgejo.token
-    webhook_secret_file: ./webhook.secret
+    %s
     bot_user: %s
     repositories: [%s]
 agents:
@@ -268,10 +301,11 @@ lifecycle:
   question_deadline: 1h
   ci_poll: 2s
   auto_merge: true
+  auto_merge_min_approvals: 0
 admin:
   listen: %s
   token_file: ./admin.token
-`, listen, listen, forgeURL, demo.Bot, demo.Repo, image, script, adminListen)
+`, listen, listen, forgeURL, hook, demo.Bot, demo.Repo, image, script, adminListen)
 }
 
 // demoAct implements "alfred demo answer" and "alfred demo validate": a POST to the running

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/config"
@@ -109,22 +110,52 @@ func (s *syncBuffer) String() string {
 // on the embedded store with the script agent in Docker (deploy/demo/script.yaml), the doctor
 // passing first. The issue goes from its assignment to a merged pull request with only the
 // newcomer's two steps, one by `alfred demo answer`, one by the page's form; the demo's CI
-// passes the head and Alfred merges it.
+// passes the head and Alfred merges it. With --transport poll the stand-in has no webhook and
+// sends no delivery: every change reaches Alfred through its polls (the doctor says so), and
+// Alfred receives no delivery at all.
 func TestDemoPlaysAnIssueToAMergedPullRequest(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
 	cli := runtimetest.Client(t)
-	image := runtimetest.BuildImage(t, ctx, cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	image := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	for _, transport := range []string{config.TransportWebhook, config.TransportPoll} {
+		t.Run(transport, func(t *testing.T) {
+			t.Parallel()
+			playDemo(t, image, transport)
+		})
+	}
+}
+
+// playDemo plays the demo with the forge's transport (webhook or poll) to the merge.
+func playDemo(t *testing.T, image, transport string) {
+	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncBuffer{}
 	a := &app{stdout: out, stderr: out}
 	d, err := a.startDemo(ctx, demoOptions{dir: filepath.Join(t.TempDir(), "demo"), listen: "127.0.0.1:0",
-		adminListen: "127.0.0.1:0", forgeListen: "127.0.0.1:0", image: image, script: "../../deploy/demo/script.yaml"})
+		adminListen: "127.0.0.1:0", forgeListen: "127.0.0.1:0", image: image, script: "../../deploy/demo/script.yaml",
+		transport: transport})
 	require.NoError(t, err, out.String())
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, d.wait())
 	})
 	require.Contains(t, out.String(), "alfred doctor passed")
+	if transport == config.TransportPoll {
+		require.Contains(t, out.String(), "demo: alfred doctor: forge forgejo: transport: poll: the bot's notifications answer",
+			"the doctor names the transport and its poll works")
+		yaml, err := os.ReadFile(filepath.Join(d.dir, "alfred.yaml"))
+		require.NoError(t, err)
+		require.Contains(t, string(yaml), "transport: poll\n    poll_interval: 2s")
+		require.NotContains(t, string(yaml), "webhook_secret")
+		req, err := http.NewRequest(http.MethodGet, d.forgeURL+"/api/v1/repos/"+demo.Repo+"/hooks", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "token "+d.forge.Token())
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		hooks, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", hooks)
+		require.JSONEq(t, "[]", string(hooks), "the stand-in's repository has no webhook")
+	}
 	require.NoError(t, d.forge.Open(ctx))
 	go d.forge.Run(ctx)
 	waitFor := func(what string, ok func(demo.Status) bool) {
@@ -179,5 +210,13 @@ func TestDemoPlaysAnIssueToAMergedPullRequest(t *testing.T) {
 	page, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	require.Contains(t, string(page), fmt.Sprintf("Done: pull request #%d was merged", st.Merged))
+	received := testutil.CollectAndCount(d.srv.metrics.Registry(), "alfred_webhook_deliveries_total")
+	if transport == config.TransportPoll {
+		require.Zero(t, d.forge.Deliveries(), "the stand-in sent no delivery")
+		require.Zero(t, received, "Alfred received no delivery: every change came by its polls")
+	} else {
+		require.Equal(t, 3, d.forge.Deliveries(), "the assignment, the answer and the validation")
+		require.NotZero(t, received)
+	}
 	requireNoLeftovers(t, d.srv.cfg.DataDir)
 }

@@ -3,7 +3,9 @@
 // one repository whose git data is a bare repository on disk, one issue assigned to the bot,
 // the webhooks a Forgejo would send for it (signed as Forgejo signs them), a CI that passes on
 // every head of a pull request, and a small page where the newcomer plays the human: answer
-// Alfred's question, validate its plan. Nothing leaves the machine.
+// Alfred's question, validate its plan. Nothing leaves the machine. With Config.NoWebhook the
+// repository has no webhook and no delivery is sent: Alfred polls the stand-in
+// (transport: poll, spec/transport.md).
 //
 // cmd/alfred wires it to a real Alfred (the embedded store, the script agent in Docker) and
 // serves Handler; the page links to Alfred's own pages (/ui).
@@ -62,6 +64,10 @@ type Config struct {
 	Out io.Writer
 	// Poll is how often Run looks at the forge's state (0: 500 ms).
 	Poll time.Duration
+	// NoWebhook makes a forge without a webhook, as one Alfred polls (transport: poll): New
+	// adds no hook to the repository and Open, Answer and Validate send no delivery (HookURL
+	// and HookSecret are not used).
+	NoWebhook bool
 }
 
 // Forge is the demo's forge: the stand-in, its repository and issue, and the human's side.
@@ -77,11 +83,12 @@ type Forge struct {
 	opened bool
 	ci     map[string]bool // heads of pull requests CI has passed on
 	told   map[string]bool // steps already told
+	sent   int             // deliveries sent to HookURL
 }
 
 // New creates the stand-in (not yet serving: see Handler), the bare repository with one
 // commit on main, the accounts (alice, who owns the repository, and the bot, its admin
-// collaborator) and the repository's webhook to HookURL.
+// collaborator) and the repository's webhook to HookURL (none with NoWebhook).
 func New(cfg Config) (*Forge, error) {
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
@@ -98,8 +105,10 @@ func New(cfg Config) (*Forge, error) {
 	fj.AddUser(Human)
 	fj.AddRepo(Repo, "main", bare)
 	fj.SetAccessLevel(Repo, Bot, 40) // admin: Forgejo shows hooks and permissions to admins only
-	fj.AddHook(Repo, forge.Hook{URL: cfg.HookURL, ContentType: "json", Active: true,
-		Events: doctor.ForgejoEvents})
+	if !cfg.NoWebhook {
+		fj.AddHook(Repo, forge.Hook{URL: cfg.HookURL, ContentType: "json", Active: true,
+			Events: doctor.ForgejoEvents})
+	}
 	f := &Forge{cfg: cfg, fj: fj, bare: bare, hc: &http.Client{Timeout: 30 * time.Second},
 		ci: map[string]bool{}, told: map[string]bool{}}
 	f.page = f.pageHandler()
@@ -123,8 +132,8 @@ func (f *Forge) Handler() http.Handler {
 	})
 }
 
-// Open files the issue as alice, with the bot assigned, and delivers the assignment. Call it
-// once Alfred answers its webhooks.
+// Open files the issue as alice, with the bot assigned, and delivers the assignment (with
+// NoWebhook, Alfred's next poll finds it). Call it once Alfred answers its webhooks.
 func (f *Forge) Open(ctx context.Context) error {
 	f.mu.Lock()
 	if f.opened {
@@ -134,8 +143,10 @@ func (f *Forge) Open(ctx context.Context) error {
 	f.opened = true
 	f.mu.Unlock()
 	n := f.fj.AddIssue(Repo, forgetest.SeedIssue{Title: issueTitle, Body: issueBody, Author: Human,
-		Labels: []string{typeLabel}, Assignees: []string{Bot}})
+		Labels: []string{typeLabel}})
 	issue := forge.IssueRef{Forge: string(forge.KindForgejo), Repo: Repo, Number: n}
+	// Assigned by alice, as her timeline records it: a poll attributes the assignment by it.
+	f.fj.SetIssueAssignees(issue, Human, Bot)
 	f.mu.Lock()
 	f.issue = issue
 	f.mu.Unlock()
@@ -168,13 +179,28 @@ func (f *Forge) Validate(ctx context.Context) error {
 		return fmt.Errorf("%w: no plan waits for validation (the issue is %s)", ErrNotWaiting, s.Label)
 	}
 	issue := f.filed()
-	f.fj.AddIssueLabels(issue, "ai::validate_plan")
+	// Added by alice, as her timeline records it: a poll attributes the label change by it.
+	f.fj.SetIssueLabels(issue, Human, append(f.fj.IssueLabels(issue), "ai::validate_plan")...)
 	f.say("%s validated the plan (label ai::validate_plan)", Human)
 	return f.deliver(ctx, "issue_label", f.fj.IssueHook(issue, "label_updated", Human))
 }
 
-// deliver POSTs a delivery to Alfred as Forgejo sends it, signed, with a new delivery id.
+// Deliveries is the number of deliveries sent to HookURL so far (always 0 with NoWebhook).
+func (f *Forge) Deliveries() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sent
+}
+
+// deliver POSTs a delivery to Alfred as Forgejo sends it, signed, with a new delivery id. With
+// NoWebhook it sends nothing: the change waits on the stand-in for Alfred's next poll.
 func (f *Forge) deliver(ctx context.Context, eventType string, body []byte) error {
+	if f.cfg.NoWebhook {
+		return nil
+	}
+	f.mu.Lock()
+	f.sent++
+	f.mu.Unlock()
 	req := forgetest.NewForgejoRequest(f.cfg.HookURL, eventType, newID(), f.cfg.HookSecret, body).WithContext(ctx)
 	resp, err := f.hc.Do(req)
 	if err != nil {
