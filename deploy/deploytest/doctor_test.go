@@ -132,7 +132,7 @@ phases:
 		"[ok]   kubernetes: RBAC persistentvolumeclaims: get allowed",
 		"[ok]   kubernetes: state claim alfred-state: Bound, ReadWriteMany",
 		"[ok]   kubernetes: Pod Security: namespace " + ns + " enforces restricted",
-		"[ok]   agent script: image: " + image + " present or pullable: a Pod of it (its default command) ran to completion in namespace " + ns,
+		"[ok]   agent script: image: " + image + " present or pullable: a Pod of it (-version) ran to completion in namespace " + ns,
 		"[warn] agent spare: image: alfred-doctortest-missing:none cannot be had on the cluster",
 	} {
 		require.Contains(t, out, want)
