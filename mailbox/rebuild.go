@@ -29,7 +29,9 @@ type Rebuilds interface {
 	// Rebuild stores r's mailbox with its comments and questions in one transaction, unless the
 	// issue already has a mailbox that is not idle (then it stores nothing and reports false).
 	// An idle mailbox of the issue (made by a delivery stored while the rebuild ran: store
-	// first) is taken over with its id and its pending events, applied after the rebuild. It sets the
+	// first) is taken over with its id and its pending events, applied after the rebuild, when r's
+	// mailbox is not idle itself (an idle rebuild adds nothing to it, so a second rebuild stores
+	// nothing). It sets the
 	// mailbox id in r.Mailbox, in the comments and in the questions. The mailbox's Reconciled
 	// times are stored as given (nil: never), its lease is free.
 	Rebuild(ctx context.Context, r *Rebuilt) (created bool, err error)

@@ -27,8 +27,8 @@ func (s *Store) Rebuild(_ context.Context, r *mailbox.Rebuilt) (bool, error) {
 	taken := -1 // the index of an idle mailbox of the issue, taken over
 	for i, m := range s.mailboxes {
 		if m.Forge == mb.Forge && m.Repo == mb.Repo && m.Number == mb.Number && !m.MergeRequest {
-			if m.State != mailbox.StateIdle {
-				return false, nil
+			if m.State != mailbox.StateIdle || next.State == mailbox.StateIdle {
+				return false, nil // an idle mailbox already says all an idle rebuild would
 			}
 			taken, next.ID, next.CreatedAt = i, m.ID, m.CreatedAt
 		}

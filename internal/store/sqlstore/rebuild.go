@@ -23,12 +23,21 @@ func (s *Store) Empty(ctx context.Context) (bool, error) {
 
 // sqlRebuildMailbox creates a rebuilt mailbox unless its issue has one that is not idle; no
 // row when it has. An idle one (made by a delivery stored while the rebuild ran) is taken
-// over, its pending events kept.
+// over, its pending events kept. It is used for a rebuilt mailbox that is not idle itself.
 const sqlRebuildMailbox = `
 INSERT INTO mailboxes (forge, repo, number, merge_request, created_at, updated_at)
 VALUES ($1, $2, $3, FALSE, $4, $4)
 ON CONFLICT (forge, repo, number, merge_request) DO UPDATE SET updated_at = excluded.updated_at
 WHERE mailboxes.state = 'idle'
+RETURNING id`
+
+// sqlRebuildIdleMailbox creates a rebuilt mailbox that is idle itself unless its issue has one
+// (any one: an idle mailbox already says all an idle rebuild would, so a second rebuild stores
+// nothing); no row when it has.
+const sqlRebuildIdleMailbox = `
+INSERT INTO mailboxes (forge, repo, number, merge_request, created_at, updated_at)
+VALUES ($1, $2, $3, FALSE, $4, $4)
+ON CONFLICT (forge, repo, number, merge_request) DO NOTHING
 RETURNING id`
 
 // sqlRebuiltTimes writes what a save does not: the comments still to be read, and no
@@ -43,7 +52,11 @@ func (s *Store) Rebuild(ctx context.Context, r *mailbox.Rebuilt) (bool, error) {
 	err := s.withTx(ctx, func(q querier) error {
 		mb := &r.Mailbox
 		var id int64
-		err := q.GetContext(ctx, &id, sqlRebuildMailbox, mb.Forge, mb.Repo, mb.Number, s.now())
+		stmt := sqlRebuildMailbox
+		if mb.State == mailbox.StateIdle {
+			stmt = sqlRebuildIdleMailbox
+		}
+		err := q.GetContext(ctx, &id, stmt, mb.Forge, mb.Repo, mb.Number, s.now())
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}
