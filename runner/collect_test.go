@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,8 +19,8 @@ import (
 
 var errLogs = errors.New("logs unreadable: engine went away")
 
-// adoptRuntime is fakeRuntime whose Adopt finds an exited container of run (by id or name),
-// and whose Logs fail with logErr when it is set.
+// adoptRuntime is fakeRuntime whose Adopt finds an exited container of run (by id or name;
+// it has run: a start time), and whose Logs fail with logErr when it is set.
 type adoptRuntime struct {
 	*fakeRuntime
 	run    int64
@@ -27,7 +28,7 @@ type adoptRuntime struct {
 }
 
 func (f adoptRuntime) Adopt(_ context.Context, ref string) (runner.Handle, error) {
-	return runner.Handle{ID: runner.ContainerID(ref), Name: ref, Origin: runner.OriginAdopted,
+	return runner.Handle{ID: runner.ContainerID(ref), Name: ref, Origin: runner.OriginAdopted, StartedAt: time.Unix(1e9, 0),
 		Labels: map[string]string{runner.LabelManaged: "true", runner.LabelRun: strconv.FormatInt(f.run, 10)}}, nil
 }
 

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,23 +67,6 @@ func TestRedTeamEgressDocker(t *testing.T) {
 	providerURL := "http://provider.test:" + portOf(provider.URL)
 	offURL := "http://offlist.test:" + portOf(offList.URL)
 	offHost := "offlist.test:" + portOf(offList.URL)
-	// A server on every address of this machine: a run that had a route out of its network
-	// would reach it at the host's own (non-loopback) address.
-	var hostHits atomic.Int64
-	anyAddr, err := net.Listen("tcp", "0.0.0.0:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { anyAddr.Close() })
-	go func() {
-		for {
-			c, err := anyAddr.Accept()
-			if err != nil {
-				return
-			}
-			hostHits.Add(1)
-			c.Close()
-		}
-	}()
-	hostDial := net.JoinHostPort(hostAddress(t), portOf("http://"+anyAddr.Addr().String()))
 
 	dir := t.TempDir()
 	// A file of Alfred's on the host, outside every mount of the run.
@@ -97,12 +79,12 @@ development:
   summary: Did what the issue said.
   commit_message: "Add the export"
   connect: [%q, %q, %q]
-  dial: [%q, %q]
+  dial: [%q]
   print_env: true
   read_files: [%q, /proc/1/environ]
   write_env: {leak.txt: ANTHROPIC_API_KEY}
 `, providerURL+"/v1/messages", offURL+"/exfiltrate", "https://"+offHost+"/exfiltrate",
-		hostDial, egress.ProxyHost+":"+portOf(offList.URL), alfredFile)
+		egress.ProxyHost+":"+portOf(offList.URL), alfredFile)
 	d := setupDocker(t, ctx, redTeam)
 	d.rt.EgressDial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if real, ok := names[addr]; ok {
@@ -147,11 +129,9 @@ development:
 	require.Contains(t, log, "connect "+offURL+"/exfiltrate: 403 Forbidden: alfred: egress to "+offHost+" refused")
 	require.Regexp(t, `connect https://`+offHost+`/exfiltrate: error: .*Forbidden`, log)
 	require.Zero(t, offListHits.Load(), "a host off the list was reached")
-	// Direct connections, around the proxy: nothing is routed out of the run's network (the
-	// host's own address is unreachable, not refused), and the host's loopback servers are not
-	// on it.
-	require.Regexp(t, `dial `+regexp.QuoteMeta(hostDial)+`: error: .*network is unreachable`, log)
-	require.Zero(t, hostHits.Load(), "the run reached a server of the host around the proxy")
+	// A direct connection, around the proxy: the host's loopback servers are not on the run's
+	// network. (The host itself is reachable at its gateway address: spec/security.md, "The
+	// host's own services". No address off this machine is dialled by the tests.)
 	require.Regexp(t, `dial `+egress.ProxyHost+`:`+portOf(offList.URL)+`: error: `, log)
 	// Visible: the run's output ends with the refusals, and the runtime reported each one.
 	require.Contains(t, log, runner.EgressRefusedLine+offHost+" (2 times)")
@@ -191,18 +171,4 @@ func hostOf(u string) string {
 func portOf(u string) string {
 	p, _ := url.Parse(u)
 	return p.Port()
-}
-
-// hostAddress is a non-loopback IPv4 address of this machine (the Docker bridge's, at least).
-func hostAddress(t *testing.T) string {
-	t.Helper()
-	addrs, err := net.InterfaceAddrs()
-	require.NoError(t, err)
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
-			return n.IP.String()
-		}
-	}
-	t.Fatal("no non-loopback IPv4 address on this machine")
-	return ""
 }
