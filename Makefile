@@ -12,7 +12,7 @@ CONFIG   ?= alfred.yaml
 # Extra build tags for the tests, e.g. TEST_TAGS=docker.
 TEST_TAGS ?=
 
-# The database the PostgreSQL tests use (internal/pgtest); scripts/dev-deps.sh creates it.
+# The database the PostgreSQL tests use (internal/base/pgtest); scripts/dev-deps.sh creates it.
 ALFRED_TEST_DATABASE_URL ?= postgres://alfred:alfred-dev-7Kq2vN9x@127.0.0.1:5432/alfred_test?sslmode=disable
 export ALFRED_TEST_DATABASE_URL
 
@@ -110,7 +110,7 @@ FUZZ_TARGETS := \
 	./runner/agent/claudecode:FuzzParseStream ./runner/agent/codex:FuzzParseStream \
 	./runner/agent/copilot:FuzzParseStream ./runner/agent/gemini:FuzzParseStream \
 	./runner/agent/opencode:FuzzParseStream ./internal/config:FuzzLoad \
-	./internal/censor:FuzzString
+	./internal/base/censor:FuzzString
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t#*:}; \
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \

@@ -56,7 +56,7 @@ type Config struct {
 	// streak.
 	FailureStreak int
 	// Redact censors secrets in every comment and merge request description posted (identity
-	// when nil); cmd/alfred passes the configuration's internal/censor.Censor.
+	// when nil); cmd/alfred passes the configuration's internal/base/censor.Censor.
 	Redact func(string) string
 	// SessionResume reports whether runs of a repository continue one agent session per
 	// mailbox (config sessions.agent_session_resume and its overrides); nil means on.

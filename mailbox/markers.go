@@ -31,7 +31,7 @@ func Marker(key, kind string) string {
 
 // MarkerTexts returns the fixed pieces of every hidden marker (comments' and description
 // sections'), without their variable key, kind and name. The censor keeps them
-// (internal/censor, Config.Keep): finding, editing and deduplicating Alfred's own comments and
+// (internal/base/censor, Config.Keep): finding, editing and deduplicating Alfred's own comments and
 // sections depends on them, and a secret that happens to be a word of them ("alfred") must not
 // break them.
 func MarkerTexts() []string {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alfred-bot/alfred/internal/cost"
+	"github.com/alfred-bot/alfred/internal/base/cost"
 )
 
 // ProgressKey is the comment key of the status comment: one per mailbox, edited in place.

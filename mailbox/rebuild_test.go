@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/internal/base/pgtest"
 	"github.com/alfred-bot/alfred/internal/store/postgres"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/runner/phase"

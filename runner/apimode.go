@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/alfred-bot/alfred/internal/textwalk"
+	"github.com/alfred-bot/alfred/internal/base/textwalk"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 

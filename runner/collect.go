@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/alfred-bot/alfred/internal/textwalk"
+	"github.com/alfred-bot/alfred/internal/base/textwalk"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/alfred-bot/alfred/internal/runfile"
+	"github.com/alfred-bot/alfred/internal/base/runfile"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
 
 // ReadResultFile reads <outDir>/result.json (the host side of /alfred/out/result.json) through
-// internal/runfile (the agent controls it: no link out of outDir, a regular file only, a
+// internal/base/runfile (the agent controls it: no link out of outDir, a regular file only, a
 // deadline) and validates it with phase.ValidateResult. A missing file is phase.ErrNoResult; a
 // file over phase.MaxResultBytes wraps phase.ErrInvalidResult and a *runfile.RefusedError; a
 // link, a FIFO or a device is a *runfile.RefusedError; bad JSON or a contract violation wraps

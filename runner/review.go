@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/alfred-bot/alfred/internal/runfile"
+	"github.com/alfred-bot/alfred/internal/base/runfile"
 	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
@@ -139,7 +139,7 @@ func mergeTarget(ctx context.Context, mgr *gitrepo.Manager, p gitrepo.Project, w
 	in.Conflict.Files = nil
 	for _, path := range m.Conflicts {
 		// A committed link may lead out of the worktree: its content is read through
-		// internal/runfile and never from outside.
+		// internal/base/runfile and never from outside.
 		b, cut, err := runfile.ReadHead(wt.Path, path, maxConflictFileBytes)
 		if err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, runfile.ErrRefused) {
 			return nil, nil, fmt.Errorf("read conflicted %s: %w", path, err)

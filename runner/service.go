@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/alfred-bot/alfred/internal/runfile"
+	"github.com/alfred-bot/alfred/internal/base/runfile"
 	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
@@ -216,7 +216,7 @@ func joinOutput(out *RunOutcome) string {
 	return b.String()
 }
 
-// hostileOutput returns the reasons (internal/runfile) of what was refused or bounded of the
+// hostileOutput returns the reasons (internal/base/runfile) of what was refused or bounded of the
 // run's output: a refused file, a flood of logs.
 func hostileOutput(out *RunOutcome) []string {
 	var reasons []string

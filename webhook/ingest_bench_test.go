@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/internal/base/pgtest"
 	"github.com/alfred-bot/alfred/internal/store/postgres"
 	"github.com/alfred-bot/alfred/internal/store/sqlite"
 	"github.com/alfred-bot/alfred/internal/store/sqlstore"

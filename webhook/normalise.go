@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/alfred-bot/alfred/internal/textwalk"
+	"github.com/alfred-bot/alfred/internal/base/textwalk"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/alfred-bot/alfred/internal/config"
-	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/internal/base/pgtest"
 	"github.com/alfred-bot/alfred/internal/store/postgres"
 	"github.com/alfred-bot/alfred/internal/store/sqlite"
 	"github.com/alfred-bot/alfred/internal/store/sqlstore"

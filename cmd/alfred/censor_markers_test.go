@@ -12,7 +12,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/internal/censor"
+	"github.com/alfred-bot/alfred/internal/base/censor"
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/webhook/forge"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/internal/base/pgtest"
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -45,7 +45,7 @@ analysis.technical:
 
 // BenchmarkMailboxThroughputKubernetes measures how many mailboxes Alfred carries through
 // their analysis per second with one `alfred serve` replica and with three, the replicas being
-// real subprocesses sharing one PostgreSQL schema (internal/pgtest) and one data_dir, which is
+// real subprocesses sharing one PostgreSQL schema (internal/base/pgtest) and one data_dir, which is
 // the state claim of the namespace (kubetest.StateClaim), and running every phase as a Pod on
 // the test cluster (runner.runtime: kubernetes). Each round starts its replicas (each with the
 // defaults: 2 event workers, 2 runs at once), waits until each answers /healthz, then opens

@@ -32,7 +32,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/alfred-bot/alfred/internal/censor"
+	"github.com/alfred-bot/alfred/internal/base/censor"
 	"github.com/alfred-bot/alfred/internal/config"
 )
 

@@ -20,8 +20,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/internal/censor"
-	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/internal/base/censor"
+	"github.com/alfred-bot/alfred/internal/base/pgtest"
 	"github.com/alfred-bot/alfred/internal/store/sqlite"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 )

@@ -21,7 +21,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/admin"
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/doctor"
-	"github.com/alfred-bot/alfred/internal/httpserve"
+	"github.com/alfred-bot/alfred/internal/base/httpserve"
 	"github.com/alfred-bot/alfred/internal/metrics"
 	"github.com/alfred-bot/alfred/internal/store"
 	"github.com/alfred-bot/alfred/internal/store/postgres"

@@ -6,7 +6,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/internal/base/pgtest"
 	"github.com/alfred-bot/alfred/internal/store"
 	"github.com/alfred-bot/alfred/internal/store/sqlite"
 	"github.com/alfred-bot/alfred/migrations"
@@ -16,7 +16,7 @@ import (
 const (
 	// storeSQLite is the default: an empty database_url, the database file in data_dir.
 	storeSQLite = "sqlite"
-	// storePostgres is a fresh PostgreSQL schema (internal/pgtest).
+	// storePostgres is a fresh PostgreSQL schema (internal/base/pgtest).
 	storePostgres = "postgres"
 )
 

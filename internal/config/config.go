@@ -13,7 +13,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/alfred-bot/alfred/internal/censor"
+	"github.com/alfred-bot/alfred/internal/base/censor"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"

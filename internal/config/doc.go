@@ -18,7 +18,7 @@
 // or <VARIABLE>_FILE in the environment (relative to the working directory). The file's
 // trailing newline is dropped. Setting a value and its file in the same layer is an error; an
 // environment variable (value or _FILE) replaces what the YAML file said. (*Config).Secrets
-// lists every value; (*Config).Censor builds the internal/censor.Censor that hides them (and
+// lists every value; (*Config).Censor builds the internal/base/censor.Censor that hides them (and
 // their base64 and HTTP Basic forms) in every text Alfred writes; (*Config).Dump renders the
 // effective configuration without them.
 //

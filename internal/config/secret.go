@@ -6,7 +6,7 @@ import (
 	"io"
 	"log/slog"
 
-	"github.com/alfred-bot/alfred/internal/censor"
+	"github.com/alfred-bot/alfred/internal/base/censor"
 )
 
 // Redacted is what a non-empty Secret renders as, whatever the formatter: the censor's marker.

@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/alfred-bot/alfred/internal/censor"
+	"github.com/alfred-bot/alfred/internal/base/censor"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )

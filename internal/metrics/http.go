@@ -198,7 +198,7 @@ func Operation(method, escapedPath string) string {
 	return method + " /" + strings.Join(seg, "/")
 }
 
-// StageStats is what an HTTP server's stages hold at one instant (internal/httpserve.Stats,
+// StageStats is what an HTTP server's stages hold at one instant (internal/base/httpserve.Stats,
 // converted by cmd).
 type StageStats struct {
 	// Reading, Waiting and Handling count the requests whose body is being read, that wait

@@ -25,7 +25,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
-	"github.com/alfred-bot/alfred/internal/cost"
+	"github.com/alfred-bot/alfred/internal/base/cost"
 )
 
 // Prefix is where cmd mounts the pages.

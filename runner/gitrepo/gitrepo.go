@@ -32,7 +32,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/alfred-bot/alfred/internal/censor"
+	"github.com/alfred-bot/alfred/internal/base/censor"
 )
 
 // Config configures a Manager.

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/alfred-bot/alfred/internal/runfile"
+	"github.com/alfred-bot/alfred/internal/base/runfile"
 )
 
 // maxMergeLog caps the commit messages Merge reports per side.
@@ -213,7 +213,7 @@ func ConflictMarkers(root string, paths []string) ([]string, error) {
 		if st, err := os.Lstat(full); err == nil && st.Mode()&os.ModeSymlink != 0 {
 			continue // git keeps a link's target, never a conflict marker, in the link itself
 		}
-		// The agent ran in the worktree: its files are read as hostile (internal/runfile).
+		// The agent ran in the worktree: its files are read as hostile (internal/base/runfile).
 		b, err := runfile.Read(root, filepath.ToSlash(rel), maxMarkerScanBytes)
 		if errors.Is(err, os.ErrNotExist) {
 			continue

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/internal/runfile"
+	"github.com/alfred-bot/alfred/internal/base/runfile"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/script"
 	"github.com/alfred-bot/alfred/runner/kubernetes"

@@ -10,7 +10,7 @@ import (
 	"code.gitea.io/sdk/gitea"
 	retryablehttp "github.com/hashicorp/go-retryablehttp"
 
-	"github.com/alfred-bot/alfred/internal/censor"
+	"github.com/alfred-bot/alfred/internal/base/censor"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )

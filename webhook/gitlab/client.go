@@ -7,7 +7,7 @@ import (
 
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
-	"github.com/alfred-bot/alfred/internal/censor"
+	"github.com/alfred-bot/alfred/internal/base/censor"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )

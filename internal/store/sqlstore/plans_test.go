@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite" // SQLite driver
 
-	"github.com/alfred-bot/alfred/internal/pgtest"
+	"github.com/alfred-bot/alfred/internal/base/pgtest"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/migrations"
 )

@@ -30,7 +30,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/alfred-bot/alfred/internal/runfile"
+	"github.com/alfred-bot/alfred/internal/base/runfile"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clikit"
 	"github.com/alfred-bot/alfred/runner/phase"
@@ -173,7 +173,7 @@ func (u *Usage) Tokens() (in, out int64) {
 // maxUsageBytes bounds the usage file (a few hundred bytes per model).
 const maxUsageBytes = 1 << 20
 
-// ReadUsage reads a usage file through internal/runfile (the agent writes it: no link out of
+// ReadUsage reads a usage file through internal/base/runfile (the agent writes it: no link out of
 // its directory, a regular file of at most 1 MiB); a missing, refused (*runfile.RefusedError)
 // or unreadable file is an error.
 func ReadUsage(path string) (*Usage, error) {
