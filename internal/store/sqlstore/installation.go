@@ -84,10 +84,22 @@ func (s *Store) InstallationControls(ctx context.Context) (mailbox.InstallationS
 const sqlRecordReplica = `INSERT INTO replicas (id, seen_at, draining, drained) VALUES ($1, $2, $3, $4)
 ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at, draining = excluded.draining, drained = excluded.drained`
 
-// RecordReplica implements mailbox.Installation.
+// ReplicaForgotten is how long a replica that no longer records itself keeps its row: a
+// process that stopped (every restart is a new replica id) is forgotten a day after it was
+// last seen, so the table holds the replicas of the last day, not of every restart ever.
+const ReplicaForgotten = 24 * time.Hour
+
+const sqlForgetReplicas = `DELETE FROM replicas WHERE seen_at < $1`
+
+// RecordReplica implements mailbox.Installation. It also forgets the replicas not seen for
+// ReplicaForgotten (a statement that finds nothing to delete on a table of a few rows).
 func (s *Store) RecordReplica(ctx context.Context, r mailbox.Replica) error {
-	if _, err := s.db.ExecContext(ctx, sqlRecordReplica, r.ID, s.now(), r.Draining, r.Drained); err != nil {
+	now := s.now()
+	if _, err := s.db.ExecContext(ctx, sqlRecordReplica, r.ID, now, r.Draining, r.Drained); err != nil {
 		return fmt.Errorf("record replica %s: %w", r.ID, err)
+	}
+	if _, err := s.db.ExecContext(ctx, sqlForgetReplicas, now.Add(-ReplicaForgotten)); err != nil {
+		return fmt.Errorf("forget replicas not seen since %s: %w", now.Add(-ReplicaForgotten), err)
 	}
 	return nil
 }

@@ -67,6 +67,29 @@ func installationControls(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	require.NoError(t, err)
 	require.Equal(t, []mailbox.Replica{{ID: "a", SeenAt: c.Now()}, {ID: "b", SeenAt: c.Now(), Draining: true, Drained: true}},
 		utcReplicas(rs), "the replicas seen since, by id, each as it last recorded itself")
+
+	// A replica that stopped is forgotten a day after it was last seen, not before.
+	rs, err = s.Replicas(ctx, time.Time{})
+	require.NoError(t, err)
+	require.Len(t, rs, 3, "old, seen an hour ago, is still listed")
+	c.Add(sqlstore.ReplicaForgotten - time.Hour)
+	require.NoError(t, s.RecordReplica(ctx, mailbox.Replica{ID: "a"}))
+	rs, err = s.Replicas(ctx, time.Time{})
+	require.NoError(t, err)
+	require.Len(t, rs, 3, "old, last seen exactly a day ago, is kept")
+	c.Add(time.Second)
+	require.NoError(t, s.RecordReplica(ctx, mailbox.Replica{ID: "a"}))
+	rs, err = s.Replicas(ctx, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b"}, replicaIDs(rs), "old, not seen for over a day, is forgotten")
+}
+
+func replicaIDs(rs []mailbox.Replica) []string {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	return ids
 }
 
 func utcReplicas(rs []mailbox.Replica) []mailbox.Replica {
