@@ -220,11 +220,6 @@ func (f effectForge) BotUser(ctx context.Context) (forge.User, error) {
 	return f.f.BotUser(ctx)
 }
 
-func (f effectForge) CanWrite(ctx context.Context, repo, login string) (bool, error) {
-	f.fx.add()
-	return f.f.CanWrite(ctx, repo, login)
-}
-
 func (f effectForge) Role(ctx context.Context, repo, login string) (forge.Role, error) {
 	f.fx.add()
 	return f.f.Role(ctx, repo, login)

@@ -326,10 +326,6 @@ type Forge interface {
 	Kind() Kind
 	// BotUser returns the account the token belongs to.
 	BotUser(ctx context.Context) (User, error)
-	// CanWrite reports whether login has write access (GitLab: Developer or more; Forgejo:
-	// write permission or admin) to the repository. The authorization gate reads Role instead;
-	// CanWrite stays for callers that need only the yes or no.
-	CanWrite(ctx context.Context, repo, login string) (bool, error)
 	// Role returns login's role in the repository (see Role for the calls and fields of each
 	// forge). An unknown login is RoleNone with a nil error; a missing repository ErrNotFound.
 	// The bot's token needs admin on the repository for Forgejo/Gitea to answer about others.

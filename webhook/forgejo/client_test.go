@@ -106,17 +106,6 @@ func TestClientCIFailedJobs(t *testing.T) {
 	}, p.FailedJobs)
 }
 
-func TestClientCanWrite(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	b.s.SetAccessLevel("org/proj", "admin", 40)
-	for login, want := range map[string]bool{"org": true, "admin": true} {
-		got, err := b.c.CanWrite(t.Context(), "org/proj", login)
-		require.NoError(t, err)
-		require.Equal(t, want, got, login)
-	}
-}
-
 func TestClientRetries(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

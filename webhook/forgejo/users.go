@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-	"code.gitea.io/sdk/gitea"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
@@ -20,40 +19,6 @@ func (c *Client) BotUser(ctx context.Context) (forge.User, error) {
 		}
 		return forge.User{ID: u.ID, Login: u.UserName}, nil
 	})
-}
-
-// CanWrite reports whether login owns the repository or has write, admin or owner permission
-// on it (GET /repos/{owner}/{repo}/collaborators/{login}/permission, which also counts team
-// and admin rights). Forgejo lets only repository admins ask about other users, so the bot
-// needs admin on the repository, else the error wraps forge.ErrForbidden. An unknown login is
-// false with a nil error.
-func (c *Client) CanWrite(ctx context.Context, repo, login string) (bool, error) {
-	owner, name, err := clientSplit(repo)
-	if err != nil {
-		return false, err
-	}
-	if strings.EqualFold(owner, login) {
-		return true, nil
-	}
-	p, resp, err := c.api(ctx).CollaboratorPermission(owner, name, login)
-	if err != nil {
-		if clientStatus(resp) == http.StatusNotFound {
-			// 404 is an unknown user or a missing repository; tell them apart.
-			if _, err := c.Repository(ctx, repo); err != nil {
-				return false, err
-			}
-			return false, nil
-		}
-		return false, c.wrap("get permission of "+login+" on "+repo, resp, err)
-	}
-	if p == nil {
-		return false, nil
-	}
-	switch p.Permission {
-	case gitea.AccessModeWrite, gitea.AccessModeAdmin, gitea.AccessModeOwner:
-		return true, nil
-	}
-	return false, nil
 }
 
 // Role returns login's role in the repository: the repository owner is RoleAdmin; otherwise

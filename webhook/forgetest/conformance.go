@@ -404,21 +404,6 @@ func RunConformance(t *testing.T, newForge func(t *testing.T) (forge.Forge, Seed
 		require.Contains(t, p.FailedJobs[0].Log, "boom: 3 tests failed")
 	})
 
-	t.Run("CanWrite", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		b.s.SetAccess(ConformanceRepo, "dev", true)
-		b.s.SetAccess(ConformanceRepo, "reader", false)
-		b.s.AddUser("stranger")
-		for login, want := range map[string]bool{"dev": true, "reader": false, "stranger": false, "ghost-no-account": false} {
-			got, err := b.f.CanWrite(b.ctx, ConformanceRepo, login)
-			require.NoError(t, err, login)
-			require.Equal(t, want, got, login)
-		}
-		_, err := b.f.CanWrite(b.ctx, "acme/nope", "dev")
-		require.ErrorIs(t, err, forge.ErrNotFound)
-	})
-
 	t.Run("Role", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

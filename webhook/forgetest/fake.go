@@ -146,15 +146,6 @@ func (f *Fake) BotUser(ctx context.Context) (forge.User, error) {
 	return forge.User{ID: u.id, Login: u.login, Bot: true}, nil
 }
 
-// CanWrite is true for the repository owner and for logins given write access.
-func (f *Fake) CanWrite(ctx context.Context, repo, login string) (ok bool, err error) {
-	err = f.withRepo(ctx, "CanWrite", repo, []string{login}, func(r *modelRepo) error {
-		ok = f.canWriteLocked(r, login)
-		return nil
-	})
-	return ok, err
-}
-
 // Role is login's role as the forge of the Fake's kind reports it (see roleLocked).
 func (f *Fake) Role(ctx context.Context, repo, login string) (role forge.Role, err error) {
 	err = f.withRepo(ctx, "Role", repo, []string{login}, func(r *modelRepo) error {

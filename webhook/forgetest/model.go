@@ -206,11 +206,6 @@ func (m *model) roleLocked(r *modelRepo, login string) forge.Role {
 	return forge.RoleRead
 }
 
-func (m *model) canWriteLocked(r *modelRepo, login string) bool {
-	owner, _, _ := strings.Cut(r.path, "/")
-	return strings.EqualFold(owner, login) || r.access[strings.ToLower(login)] >= 30
-}
-
 func (m *model) newMRLocked(r *modelRepo, author *modelUser, source, target, title, body string) *modelIssue {
 	now := m.now()
 	mi := &modelIssue{

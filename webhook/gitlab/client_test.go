@@ -101,18 +101,6 @@ func TestClientCIFailedKeepsLogTail(t *testing.T) {
 	require.True(t, strings.HasSuffix(p.FailedJobs[0].Log, "FAIL: TestWidget\n"))
 }
 
-func TestClientCanWriteLevels(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	for level, want := range map[int]bool{10: false, 20: false, 30: true, 40: true, 50: true} {
-		login := "u" + string(rune('a'+level/10))
-		b.s.SetAccessLevel("grp/sub/proj", login, level)
-		got, err := b.c.CanWrite(t.Context(), "grp/sub/proj", login)
-		require.NoError(t, err)
-		require.Equal(t, want, got, level)
-	}
-}
-
 func TestClientRetries5xxAndHonoursRetryAfter(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -35,28 +35,6 @@ func (c *Client) userID(ctx context.Context, login string) (id int64, ok bool, e
 	return 0, false, nil
 }
 
-// CanWrite reports whether login is a member of the project, directly or through its groups
-// (GET /projects/:id/members/all/:user_id), with at least the Developer role (access level 30).
-// An unknown login or a non-member is false with a nil error.
-func (c *Client) CanWrite(ctx context.Context, repo, login string) (bool, error) {
-	id, ok, err := c.userID(ctx, login)
-	if err != nil || !ok {
-		return false, err
-	}
-	m, resp, err := c.api.ProjectMembers.GetInheritedProjectMember(repo, id, gl.WithContext(ctx))
-	if err != nil {
-		if clientStatus(resp, err) == http.StatusNotFound {
-			// GitLab answers 404 for a non-member; tell it apart from a missing project.
-			if _, err := c.Repository(ctx, repo); err != nil {
-				return false, err
-			}
-			return false, nil
-		}
-		return false, c.wrap("get member "+login+" of "+repo, resp, err)
-	}
-	return m.AccessLevel >= gl.DeveloperPermissions, nil
-}
-
 // Role returns login's role in the project: the access level of its membership, direct or
 // through its groups (GET /projects/:id/members/all/:user_id, access_level), mapped by
 // forge.GitLabRole (10 Guest read, 20 Reporter triage, 30 Developer write, 40 Maintainer and 50
