@@ -41,7 +41,8 @@ const pgbenchPath = "/usr/bin/pgbench"
 // form of the same deliveries, into a copy of the events table with its unique constraints and
 // index) with the same number of clients, in the same run: three rounds of ingest then pgbench
 // for as long (at least 1 s). It reports the median deliveries/s, the p50/p99 acknowledgement
-// in ms over all rounds, pgbench's median TPS and the median ratio ingest/pgbench. Each
+// in ms over all rounds, pgbench's median TPS, the median ratio ingest/pgbench and the test
+// process's peak RSS (receiver and senders, the signed requests of a round included). Each
 // delivery is a distinct signed Forgejo comment, spread over 50 issues; b.N deliveries per
 // client count.
 //
@@ -159,6 +160,10 @@ func benchIngestVsPgbench(b *testing.B, clients int) {
 	b.ReportMetric(median(ratios), "ratio")
 	ingestCPU.report(b, "delivery")
 	pgbenchCPU.report(b, "pgbench-insert")
+	if mib, ok := peakRSS(); ok {
+		// The test process: the receiver, its pool and the senders with their signed requests.
+		b.ReportMetric(mib, "peak-rss-MiB")
+	}
 	if st := store.InsertStats(); st.Statements > 0 {
 		b.ReportMetric(float64(st.Deliveries)/float64(st.Statements), "deliveries/insert")
 	}
