@@ -53,3 +53,19 @@ func processCPU() (self, postgres time.Duration, ok bool) {
 	}
 	return self, postgres, true
 }
+
+// peakRSS returns this process's peak resident set (VmHWM of /proc/self/status) in MiB; ok is
+// false when it cannot be read.
+func peakRSS() (mib float64, ok bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, found := strings.CutPrefix(line, "VmHWM:"); found {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024, err == nil
+		}
+	}
+	return 0, false
+}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -19,9 +20,11 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/alfred-bot/alfred/internal/config"
+	"github.com/alfred-bot/alfred/internal/base/censor"
 	"github.com/alfred-bot/alfred/internal/base/httpserve"
 	"github.com/alfred-bot/alfred/internal/base/pgtest"
+	"github.com/alfred-bot/alfred/internal/config"
+	"github.com/alfred-bot/alfred/internal/metrics"
 	"github.com/alfred-bot/alfred/internal/store/postgres"
 	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -32,12 +35,14 @@ import (
 const pgbenchPath = "/usr/bin/pgbench"
 
 // BenchmarkIngestVsPgbench measures the webhook edge as `alfred serve` runs it (the receiver
-// behind httpserve's limits, the pool sized by the configuration defaults, the real store) at
+// behind httpserve's limits and the metrics' middleware, its log censored into a file, the pool
+// sized by the configuration defaults, the real store) at
 // 1, 8 and 32 concurrent senders, and next to it pgbench inserting the same rows (the stored
 // form of the same deliveries, into a copy of the events table with its unique constraints and
 // index) with the same number of clients, in the same run: three rounds of ingest then pgbench
 // for as long (at least 1 s). It reports the median deliveries/s, the p50/p99 acknowledgement
-// in ms over all rounds, pgbench's median TPS and the median ratio ingest/pgbench. Each
+// in ms over all rounds, pgbench's median TPS, the median ratio ingest/pgbench and the test
+// process's peak RSS (receiver and senders, the signed requests of a round included). Each
 // delivery is a distinct signed Forgejo comment, spread over 50 issues; b.N deliveries per
 // client count.
 //
@@ -63,12 +68,20 @@ func benchIngestVsPgbench(b *testing.B, clients int) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rc, err := webhook.NewReceiver(webhook.ReceiverConfig{Sources: map[string]webhook.Source{"forgejo": src},
-		Inbox: store, Ready: store.Ping, Logger: slog.New(slog.DiscardHandler)})
+	// As serve wires it: a line per delivery through the censoring handler into a file, and the
+	// deliveries counted by the metrics' middleware.
+	logFile, err := os.Create(filepath.Join(b.TempDir(), "alfred.log"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := limitedServer(defaults, rc)
+	defer logFile.Close()
+	log := slog.New(censor.New(censor.Config{Secrets: []string{"bench-secret"}}).Handler(slog.NewTextHandler(logFile, nil)))
+	rc, err := webhook.NewReceiver(webhook.ReceiverConfig{Sources: map[string]webhook.Source{"forgejo": src},
+		Inbox: store, Ready: store.Ping, Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := limitedServer(defaults, metrics.New(metrics.Config{}).DeliveryMiddleware([]string{"forgejo"}, rc))
 	defer srv.Close()
 	tmpl, err := os.ReadFile(fixturePath(b, "forgejo-live/006-issue_comment-created.json"))
 	if err != nil {
@@ -147,6 +160,10 @@ func benchIngestVsPgbench(b *testing.B, clients int) {
 	b.ReportMetric(median(ratios), "ratio")
 	ingestCPU.report(b, "delivery")
 	pgbenchCPU.report(b, "pgbench-insert")
+	if mib, ok := peakRSS(); ok {
+		// The test process: the receiver, its pool and the senders with their signed requests.
+		b.ReportMetric(mib, "peak-rss-MiB")
+	}
 	if st := store.InsertStats(); st.Statements > 0 {
 		b.ReportMetric(float64(st.Deliveries)/float64(st.Statements), "deliveries/insert")
 	}

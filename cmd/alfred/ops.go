@@ -31,7 +31,8 @@ import (
 
 // opsRoutes adds the operator's side to the admin listener: GET /metrics on guarded (the
 // routes behind the admin token) and the pages under /ui on top, behind admin.PageAuth with
-// the same token (a browser signs in once; scripts send the Bearer header).
+// the same token (a browser signs in once, its session kept in the store; scripts send the
+// Bearer header).
 func (s *server) opsRoutes(top, guarded chi.Router, reader web.Reader) error {
 	guarded.Method(http.MethodGet, "/metrics", s.metrics.Handler())
 	// The forms' CSRF key is derived from the admin token: the same on every replica, changed
@@ -44,9 +45,15 @@ func (s *server) opsRoutes(top, guarded chi.Router, reader web.Reader) error {
 	if err != nil {
 		return err
 	}
-	top.Handle(web.Prefix+"/*", admin.PageAuth(web.Prefix, s.cfg.Admin.Token.Reveal(), pages))
+	top.Handle(web.Prefix+"/*", guardPages(s.cfg.Admin.Token.Reveal(), s.store, pages))
 	top.Handle(web.Prefix, http.RedirectHandler(web.Prefix+"/", http.StatusMovedPermanently))
 	return nil
+}
+
+// guardPages puts pages behind admin.PageAuthWith with the admin token, the operators'
+// sessions kept in the store (every replica sharing it knows them; a restart keeps them).
+func guardPages(token string, sessions admin.OperatorSessions, pages http.Handler) http.Handler {
+	return admin.PageAuthWith(web.Prefix, token, admin.PageOptions{Sessions: sessions}, pages)
 }
 
 // controls is web.Controls on the store (pause, resume and cancel, each recorded in the

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"crypto/sha256"
 	"crypto/subtle"
 	"html/template"
 	"net/http"
@@ -19,7 +18,8 @@ const PageCookie = "alfred_ui"
 // redirects to next (a path under prefix). prefix+"/logout" (POST) ends the session. Every
 // comparison is constant-time. Anything else is redirected to the login form (pages) or
 // answered 401. Tries of a token are limited per client by DefaultAttemptLimits
-// (PageAuthLimits); sessions last DefaultSessionTTL.
+// (PageAuthLimits); sessions last DefaultSessionTTL and are kept in this process's memory
+// (PageAuthWith keeps them in a store).
 func PageAuth(prefix, token string, next http.Handler) http.Handler {
 	return PageAuthLimits(prefix, token, DefaultAttemptLimits(), next)
 }
@@ -29,20 +29,49 @@ func PageAuth(prefix, token string, next http.Handler) http.Handler {
 // right token). A try past the budget is answered 429 with Retry-After without being checked;
 // a successful try uses no budget.
 func PageAuthLimits(prefix, token string, limits AttemptLimits, next http.Handler) http.Handler {
-	return pageAuth(prefix, token, limits, newSessions(DefaultSessionTTL, time.Now), next)
+	return PageAuthWith(prefix, token, PageOptions{Limits: limits}, next)
+}
+
+// PageOptions are PageAuthWith's settings; the zero value is PageAuth's.
+type PageOptions struct {
+	// Limits bounds the tries of a token per client; zero means DefaultAttemptLimits.
+	Limits AttemptLimits
+	// Sessions keeps the sessions; nil means a MemorySessions of this handler's own.
+	// `alfred serve` passes the store, so every replica knows every session.
+	Sessions OperatorSessions
+	// TTL is a session's life from its login; zero means DefaultSessionTTL.
+	TTL time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// PageAuthWith is PageAuth with o's settings. A session the store cannot read or write is
+// answered 503 (the operator is not sent to the login form for a database outage).
+func PageAuthWith(prefix, token string, o PageOptions, next http.Handler) http.Handler {
+	if o.Limits == (AttemptLimits{}) {
+		o.Limits = DefaultAttemptLimits()
+	}
+	if o.Sessions == nil {
+		o.Sessions = NewMemorySessions()
+	}
+	if o.TTL <= 0 {
+		o.TTL = DefaultSessionTTL
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return pageAuth(prefix, token, o.Limits, newSessions(o.Sessions, token, o.TTL, o.Now), next)
 }
 
 func pageAuth(prefix, token string, limits AttemptLimits, sessions *sessions, next http.Handler) http.Handler {
 	valid := func(got string) bool {
 		return got != "" && token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 	}
-	// Sessions belong to the token in force: when it changes, the sessions of the old one end.
-	inForce := sha256.Sum256([]byte(token))
 	tries := newAttempts(limits)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case prefix + "/login":
-			pageLogin(w, r, prefix, tries, valid, sessions, inForce)
+			pageLogin(w, r, prefix, tries, valid, sessions)
 			return
 		case prefix + "/logout":
 			pageLogout(w, r, prefix, sessions)
@@ -61,9 +90,16 @@ func pageAuth(prefix, token string, limits AttemptLimits, sessions *sessions, ne
 				return
 			}
 		}
-		if c, err := r.Cookie(PageCookie); err == nil && sessions.valid(c.Value, inForce) {
-			next.ServeHTTP(w, r)
-			return
+		if c, err := r.Cookie(PageCookie); err == nil && token != "" {
+			ok, err := sessions.valid(r.Context(), c.Value)
+			if err != nil {
+				sessionsUnavailable(w)
+				return
+			}
+			if ok {
+				next.ServeHTTP(w, r)
+				return
+			}
 		}
 		if r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
 			http.Redirect(w, r, prefix+"/login?next="+template.URLQueryEscaper(r.URL.RequestURI()), http.StatusSeeOther)
@@ -72,6 +108,12 @@ func pageAuth(prefix, token string, limits AttemptLimits, sessions *sessions, ne
 		w.Header().Set("WWW-Authenticate", `Bearer realm="alfred"`)
 		http.Error(w, "a token is required (admin.token_file)", http.StatusUnauthorized)
 	})
+}
+
+// sessionsUnavailable answers 503 when the sessions' store fails.
+func sessionsUnavailable(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "5")
+	http.Error(w, "the sessions' store is unavailable; try again later", http.StatusServiceUnavailable)
 }
 
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
@@ -86,7 +128,7 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 </form></body></html>`))
 
 func pageLogin(w http.ResponseWriter, r *http.Request, prefix string, tries *attempts, valid func(string) bool,
-	sessions *sessions, inForce [32]byte) {
+	sessions *sessions) {
 	next := r.FormValue("next")
 	if !strings.HasPrefix(next, prefix+"/") || strings.HasPrefix(next, "//") {
 		next = prefix + "/"
@@ -113,9 +155,9 @@ func pageLogin(w http.ResponseWriter, r *http.Request, prefix string, tries *att
 		done(right)
 	}
 	if right {
-		id, expires, err := sessions.create(inForce)
+		id, expires, err := sessions.create(r.Context())
 		if err != nil {
-			http.Error(w, "cannot start a session", http.StatusInternalServerError)
+			sessionsUnavailable(w)
 			return
 		}
 		http.SetCookie(w, &http.Cookie{Name: PageCookie, Value: id, Path: prefix, HttpOnly: true,
@@ -146,8 +188,11 @@ func pageLogout(w http.ResponseWriter, r *http.Request, prefix string, sessions 
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	if c, err := r.Cookie(PageCookie); err == nil {
-		sessions.end(c.Value)
+	if c, err := r.Cookie(PageCookie); err == nil && c.Value != "" {
+		if err := sessions.end(r.Context(), c.Value); err != nil {
+			sessionsUnavailable(w)
+			return
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: PageCookie, Value: "", Path: prefix, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})

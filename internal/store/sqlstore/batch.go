@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -20,9 +21,10 @@ import (
 // the number of deliveries in flight, so the database does less work per delivery as
 // concurrency rises. Every delivery is still acknowledged only after its row is committed.
 const (
-	// insertFlushers is the number of batch statements in flight at once: enough to keep both
-	// the database and the receiver busy, few enough that a burst makes batches.
-	insertFlushers = 2
+	// defaultInsertFlushers is the number of batch statements in flight at once when the
+	// dialect does not say (Dialect.InsertFlushers): enough to keep both the database and the
+	// receiver busy, few enough that a burst makes batches.
+	defaultInsertFlushers = 2
 	// maxInsertBatch bounds the deliveries of one statement.
 	maxInsertBatch = 64
 )
@@ -91,7 +93,7 @@ func (b *inserter) close() {
 // retry of it is then a duplicate.
 func (s *Store) batchInsert(ctx context.Context, id int64, ev forge.Event, payload string) insertRes {
 	s.batch.start.Do(func() {
-		for range insertFlushers {
+		for range cmp.Or(s.dialect.InsertFlushers, defaultInsertFlushers) {
 			s.batch.wg.Add(1)
 			go s.flusher()
 		}

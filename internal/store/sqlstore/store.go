@@ -73,6 +73,11 @@ type Dialect struct {
 	// others telling whether its delivery id was stored before with another body. Concurrent
 	// deliveries share a statement and a commit (batch.go). Every engine has one.
 	InsertEvents func(rows int) string
+	// InsertFlushers is the number of InsertEvents statements in flight at once (batch.go); 0
+	// means defaultInsertFlushers. An engine with one writer gains nothing from more than one
+	// or two: they would wait for the writer with smaller groups. PostgreSQL commits several at
+	// once, so more statements in flight keep its commits (and their WAL flushes) overlapping.
+	InsertFlushers int
 	// DeliverToIssue, when set, is one statement that finds or creates an issue's mailbox and
 	// inserts the event into it (arguments: forge, repo, number, merge_request, delivery_id,
 	// body_hash, event_type, payload, received_at, now), for the first delivery of a mailbox

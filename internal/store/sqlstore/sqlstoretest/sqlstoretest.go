@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"PollCursors":                   pollCursors,
 		"InstallationControls":          installationControls,
 		"RerunTold":                     rerunTold,
+		"OperatorSessions":              operatorSessions,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
