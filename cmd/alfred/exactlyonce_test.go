@@ -351,18 +351,25 @@ func (o *onceEnv) runs() []onceRun {
 	return rows
 }
 
-// turns counts the turns the stand-in CLI answered per run key, from the session's history
-// (the CLI appends every prompt it answers to it): the agent's own record of what ran.
+// turns counts the turns the stand-in CLI answered per run key, from the histories of the
+// mailbox's sessions (the CLI appends every prompt it answers to its session's file): the
+// agent's own record of what ran ("## Your task (development, attempt 2)" counts as development).
+// A run started again after an interruption may start a new
+// session; every session's history counts.
 func (o *onceEnv) turns(mb int64) map[string]int {
 	t := o.t
-	var native string
-	require.NoError(t, o.db.Get(&native, `SELECT native_id FROM llm_sessions WHERE native_id <> '' ORDER BY id LIMIT 1`))
-	history, err := os.ReadFile(filepath.Join(o.dataDir, "sessions", fmt.Sprint(mb), "claude", native+".jsonl"))
-	require.NoError(t, err)
+	var natives []string
+	require.NoError(t, o.db.Select(&natives, `SELECT DISTINCT native_id FROM llm_sessions WHERE native_id <> ''`))
+	require.NotEmpty(t, natives)
 	out := map[string]int{}
-	for _, m := range regexp.MustCompile(`## Your task \(([a-z_.]+)\)`).FindAllStringSubmatch(string(history), -1) {
-		out[m[1]]++
+	for _, native := range natives {
+		history, err := os.ReadFile(filepath.Join(o.dataDir, "sessions", fmt.Sprint(mb), "claude", native+".jsonl"))
+		require.NoError(t, err)
+		for _, m := range regexp.MustCompile(`## Your task \(([a-z_.]+)[,)]`).FindAllStringSubmatch(string(history), -1) {
+			out[m[1]]++
+		}
 	}
+	t.Logf("sessions %v, turns %v", natives, out)
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -130,7 +131,7 @@ runner:
 	}
 	holds := make([]string, len(issues))
 	for i, e := range issues {
-		e.waitStatus("status::waiting_validation")
+		waitStatusWithin(e, "status::waiting_validation", 5*time.Minute) // 40 analysis Pods share the cluster
 		var mb int64
 		require.NoError(t, db.Get(&mb, `SELECT id FROM mailboxes WHERE number = $1`, e.issue.Number))
 		holds[i] = filepath.Join(data, "sessions", fmt.Sprint(mb), "claude", agenttest.StandinHoldFile)
@@ -171,7 +172,7 @@ runner:
 		require.NoError(t, os.Remove(h))
 	}
 	for _, e := range issues {
-		e.waitStatus("status::in_review") // in_ci, then no pipeline within ci_wait
+		waitStatusWithin(e, "status::in_review", 3*time.Minute) // in_ci, then no pipeline within ci_wait
 		e.requireUniqueMarkers()
 	}
 	t.Logf("%d hand-overs done after %s", handOvers, time.Since(began).Round(time.Second))
@@ -222,4 +223,12 @@ runner:
 		require.NoError(t, err)
 		return len(list.Items) == 0 && len(s.Items) == 0
 	}, time.Minute, 200*time.Millisecond, "a run's Pod or Secret was left behind")
+}
+
+// waitStatusWithin is e2e.waitStatus with a time limit of the caller's: twenty issues' runs
+// share the test cluster's cores.
+func waitStatusWithin(e *e2e, want string, within time.Duration) {
+	e.t.Helper()
+	require.Eventually(e.t, func() bool { return slices.Contains(e.forgejo.IssueLabels(e.issue), want) },
+		within, 100*time.Millisecond, "issue #%d: status %s never came; labels %v", e.issue.Number, want, e.forgejo.IssueLabels(e.issue))
 }
