@@ -119,6 +119,12 @@ func (m *Machine) interruptedBudget(ctx context.Context, mb *Mailbox, in phase.I
 		key, n, strings.TrimPrefix(last.Outcome, "interrupted: ")), nil
 }
 
+// interruptedUnknown is the outcome of a run interrupted where nothing could tell whether its
+// agent ran (no runner to ask, no container records): such a run ends a streak instead of
+// counting, and a pass that keeps stopping the process is blocked by the lease attempts
+// (Machine.Advance, PoisonAttempts) instead.
+const interruptedUnknown = "interrupted: the worker running it stopped"
+
 // interruptedInARow counts the latest runs of phase and step in runs (oldest first) that
 // recovery ended interrupted (outcome "interrupted: <reason>"), back to the last run of that
 // phase and step that ended otherwise or to run after, and returns the latest of them.
@@ -128,7 +134,8 @@ func interruptedInARow(runs []Run, ph, step string, after int64) (n int, last Ru
 		if r.Phase != ph || r.Step != step {
 			continue
 		}
-		if r.ID <= after || r.Status != RunInterrupted || !strings.HasPrefix(r.Outcome, "interrupted: ") {
+		if r.ID <= after || r.Status != RunInterrupted || !strings.HasPrefix(r.Outcome, "interrupted: ") ||
+			r.Outcome == interruptedUnknown {
 			break
 		}
 		if n == 0 {
