@@ -417,7 +417,7 @@ func killAt(t *testing.T, o *onceEnv, m onceMoment) {
 	ctx := context.Background()
 	o.start()
 	require.Equal(t, http.StatusAccepted, o.send("002-issue_assign-assigned", setLabels("type::task")))
-	o.waitStatus("status::waiting_validation")
+	waitStatusWithin(o.e2e, "status::waiting_validation", 3*time.Minute)
 	var mb int64
 	require.NoError(t, o.db.Get(&mb, `SELECT id FROM mailboxes WHERE number = 1`))
 	hold := filepath.Join(o.dataDir, "sessions", fmt.Sprint(mb), "claude", agenttest.StandinHoldFile)
@@ -489,7 +489,7 @@ func killAt(t *testing.T, o *onceEnv, m onceMoment) {
 		// answers now.
 		require.NoError(t, os.Remove(hold))
 	}
-	o.waitStatus("status::in_review") // in_ci, then no pipeline within ci_wait
+	waitStatusWithin(o.e2e, "status::in_review", 3*time.Minute) // in_ci, then no pipeline within ci_wait
 	turns := o.turns(mb)              // before done removes the session
 	mrs := o.fj.MergeRequests("acceptance/sandbox")
 	require.Len(t, mrs, 1, "one merge request")
@@ -499,7 +499,7 @@ func killAt(t *testing.T, o *onceEnv, m onceMoment) {
 		doc["pull_request"].(map[string]any)["number"] = mrs[0].Number
 		doc["pull_request"].(map[string]any)["head"].(map[string]any)["ref"] = mrs[0].SourceBranch
 	}))
-	o.waitStatus("status::done")
+	waitStatusWithin(o.e2e, "status::done", 3*time.Minute)
 	o.requireUniqueMarkers()
 
 	require.Equal(t, map[string]int{"analysis.functional": 1, "analysis.technical": 1, "development": 1}, turns,

@@ -225,8 +225,9 @@ runner:
 	}, time.Minute, 200*time.Millisecond, "a run's Pod or Secret was left behind")
 }
 
-// waitStatusWithin is e2e.waitStatus with a time limit of the caller's: twenty issues' runs
-// share the test cluster's cores.
+// waitStatusWithin is e2e.waitStatus with a time limit of the caller's, for runs that share
+// the machine's and the test cluster's cores with many others (twenty issues at once, the
+// matrix's cells in parallel): a limit against a hang, not a measure of speed.
 func waitStatusWithin(e *e2e, want string, within time.Duration) {
 	e.t.Helper()
 	require.Eventually(e.t, func() bool { return slices.Contains(e.forgejo.IssueLabels(e.issue), want) },
