@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 )
 
 // onceRuntime is the container runtime of a cell of the kill -9 matrix as the test sees it.
@@ -118,6 +119,17 @@ current-context: proxy
 }
 
 func (k *kubeOnce) env() []string { return nil }
+
+// prepare is kubeCrash's without the image's import, which killMatrix makes once for all cells.
+func (k *kubeOnce) prepare(t *testing.T, _, dataDir string) string {
+	claim := kubetest.StateClaim(t, k.cs, k.ns, dataDir)
+	return fmt.Sprintf(`runner:
+  cpus: 0.25
+  memory_bytes: 268435456
+  runtime: kubernetes
+  kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}
+`, k.kubeconfig, k.ns, claim)
+}
 
 // armCreated holds the update that makes the new development Pod the owner of its Secret,
 // the runtime's next call after the Pod's create.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/agenttest"
+	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -383,7 +384,7 @@ func (o *onceEnv) turns(mb int64) map[string]int {
 // the reason and run again; no comment was posted twice; every event was processed; nothing
 // of this Alfred is left (containers, worktrees, container records).
 func TestKillMatrixDocker(t *testing.T) {
-	killMatrix(t, func(t *testing.T) onceRuntime { return newDockerOnce(t) })
+	killMatrix(t, nil, func(t *testing.T) onceRuntime { return newDockerOnce(t) })
 }
 
 // TestKillMatrixKubernetes is TestKillMatrixDocker on the test cluster (runner.runtime
@@ -392,15 +393,22 @@ func TestKillMatrixDocker(t *testing.T) {
 // API server, the request that makes the new Pod the owner of its Secret: the Pod exists, the
 // process never learnt that it runs.
 func TestKillMatrixKubernetes(t *testing.T) {
-	killMatrix(t, func(t *testing.T) onceRuntime { return newKubeOnce(t) })
+	kubetest.Kubeconfig(t) // skips (fails under CI) without the cluster, before any build
+	// The image is imported once for every cell: an import is removed when its test ends.
+	killMatrix(t, func(t *testing.T, image string) { kubetest.ImportImage(t, image) },
+		func(t *testing.T) onceRuntime { return newKubeOnce(t) })
 }
 
-// killMatrix runs every cell of the matrix, in parallel, on the runtime newRT makes per cell.
-func killMatrix(t *testing.T, newRT func(*testing.T) onceRuntime) {
+// killMatrix runs every cell of the matrix, in parallel, on the runtime newRT makes per cell;
+// setup, when set, makes the stand-in's image available to that runtime.
+func killMatrix(t *testing.T, setup func(t *testing.T, image string), newRT func(*testing.T) onceRuntime) {
 	cli := runtimetest.Client(t)
 	dir := t.TempDir()
 	bin := buildAlfred(t, dir)
 	image := agenttest.BuildImage(t, context.Background(), cli)
+	if setup != nil {
+		setup(t, image)
+	}
 	for _, m := range onceMoments {
 		t.Run(string(m), func(t *testing.T) {
 			t.Parallel()
