@@ -498,7 +498,7 @@ func killAt(t *testing.T, o *onceEnv, m onceMoment) {
 		require.NoError(t, os.Remove(hold))
 	}
 	waitStatusWithin(o.e2e, "status::in_review", 3*time.Minute) // in_ci, then no pipeline within ci_wait
-	turns := o.turns(mb)              // before done removes the session
+	turns := o.turns(mb)                                        // before done removes the session
 	mrs := o.fj.MergeRequests("acceptance/sandbox")
 	require.Len(t, mrs, 1, "one merge request")
 	o.fj.MarkMerged("acceptance/sandbox", mrs[0].Number)
