@@ -20,7 +20,7 @@ func TestEffectStoreCountsEveryWrite(t *testing.T) {
 	}
 	reads := map[string]bool{
 		"PendingEvents": true, "Get": true, "ExpiredLeases": true, "UnfinishedMailboxes": true,
-		"Questions": true, "RunningRuns": true, "UnappliedRun": true, "PostedComment": true,
+		"Questions": true, "RunningRuns": true, "Runs": true, "UnappliedRun": true, "PostedComment": true,
 		"ReconcileDue": true, "Tracked": true, "KnownRepos": true, "QueuedRuns": true, "CancelRequested": true,
 	}
 	st := reflect.TypeFor[Store]()

@@ -143,6 +143,9 @@ type Data struct {
 	// the head the bot's last posted review covered (the next review covers what changed since).
 	ReviewHead   string `json:"review_head,omitempty"`
 	ReviewedHead string `json:"reviewed_head,omitempty"`
+	// InterruptedBefore is the last run counted by a block for interrupted runs
+	// (InterruptedRunBudget): the runs up to it no longer count against the budget.
+	InterruptedBefore int64 `json:"interrupted_before,omitempty"`
 	// RetryOnce is set by the ai::retry_once label: one more run may start past the budget.
 	RetryOnce bool `json:"retry_once,omitempty"`
 	// FirstRunAt is when the mailbox's first run started, for the status comment.

@@ -62,6 +62,12 @@ func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
 	} else if !ok {
 		return m.block(ctx, bot, mb, onRunFailed, state, reason)
 	}
+	if reason, err := m.interruptedBudget(ctx, mb, in); err != nil || reason != "" {
+		if err != nil {
+			return err
+		}
+		return m.block(ctx, bot, mb, onRunFailed, state, reason)
+	}
 	run, out, err := m.execute(ctx, bot, mb, in, *repo)
 	if err == nil && out.Interrupted && !out.Detached {
 		if by, err := m.store.CancelRequested(ctx, run.ID); err != nil || by != "" {
@@ -83,6 +89,61 @@ func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
 	}
 	_, err = m.applyRecovered(ctx, bot, mb, state, in, repo)
 	return err
+}
+
+// InterruptedRunBudget is how many runs of one phase in a row may be interrupted by a stop of
+// Alfred and run again: a run recovery ended interrupted (its agent never started, its
+// container went away, no container of it was running) is run again, and when the phase's
+// last InterruptedRunBudget runs all ended so, the mailbox is blocked with the reason instead
+// of starting it once more (spec/reliability.md, "Exactly once across restarts and replicas").
+const InterruptedRunBudget = 3
+
+// interruptedBudget returns why the run of in may not start again (its phase's last
+// InterruptedRunBudget runs were interrupted by stops of Alfred), "" when it may. A block for
+// this reason marks the runs counted (Data.InterruptedBefore), so a writer's retry gives the
+// phase a fresh budget.
+func (m *Machine) interruptedBudget(ctx context.Context, mb *Mailbox, in phase.Input) (string, error) {
+	runs, err := m.store.Runs(ctx, mb.ID)
+	if err != nil {
+		return "", err
+	}
+	n, last := interruptedInARow(runs, string(in.Phase), string(in.Step), mb.Data.InterruptedBefore)
+	if n < InterruptedRunBudget {
+		return "", nil
+	}
+	mb.Data.InterruptedBefore = last.ID
+	key := phase.KeyOf(in.Phase, in.Step)
+	m.log.Error("a run was interrupted too many times in a row; the mailbox is blocked", "mailbox_id", mb.ID,
+		"run", key, "interrupted", n, "last_outcome", last.Outcome)
+	return fmt.Sprintf("the %s run was interrupted %d times in a row before it could finish (Alfred stopped, or its container went away, each time; the last time: %s).",
+		key, n, strings.TrimPrefix(last.Outcome, "interrupted: ")), nil
+}
+
+// interruptedUnknown is the outcome of a run interrupted where nothing could tell whether its
+// agent ran (no runner to ask, no container records): such a run ends a streak instead of
+// counting, and a pass that keeps stopping the process is blocked by the lease attempts
+// (Machine.Advance, PoisonAttempts) instead.
+const interruptedUnknown = "interrupted: the worker running it stopped"
+
+// interruptedInARow counts the latest runs of phase and step in runs (oldest first) that
+// recovery ended interrupted (outcome "interrupted: <reason>"), back to the last run of that
+// phase and step that ended otherwise or to run after, and returns the latest of them.
+func interruptedInARow(runs []Run, ph, step string, after int64) (n int, last Run) {
+	for i := len(runs) - 1; i >= 0; i-- {
+		r := runs[i]
+		if r.Phase != ph || r.Step != step {
+			continue
+		}
+		if r.ID <= after || r.Status != RunInterrupted || !strings.HasPrefix(r.Outcome, "interrupted: ") ||
+			r.Outcome == interruptedUnknown {
+			break
+		}
+		if n == 0 {
+			last = r
+		}
+		n++
+	}
+	return n, last
 }
 
 // pendingFirst applies the events waiting in the inbox and reports whether they moved the

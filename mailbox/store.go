@@ -176,6 +176,8 @@ type Runs interface {
 	// InterruptRuns marks the mailbox's runs still running as interrupted (their worker
 	// stopped) and returns them.
 	InterruptRuns(ctx context.Context, mailboxID int64) ([]Run, error)
+	// Runs returns the mailbox's runs, oldest first.
+	Runs(ctx context.Context, mailboxID int64) ([]Run, error)
 	// RunningRuns returns the mailbox's runs still in status running, oldest first.
 	RunningRuns(ctx context.Context, mailboxID int64) ([]Run, error)
 	// FinishRecoveredRun records the end of a run found by recovery (status, outcome, output,

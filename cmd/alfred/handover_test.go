@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/agent/agenttest"
+	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
+	"github.com/alfred-bot/alfred/runner/runtimetest"
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgejo"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+// handOvers is how many development runs TestReplicasKubernetesHandOver20 hands over at once.
+const handOvers = 20
+
+// TestReplicasKubernetesHandOver20 is issue 25's hand-over, twenty times at once: two replicas
+// on one PostgreSQL store and the test cluster (runner.runtime kubernetes, one data directory
+// through the state claim). Replica A takes 20 issues through their analysis and starts their
+// 20 development Pods, which the stand-in CLI holds (its hold file in each session
+// directory); replica B starts meanwhile; edits of Alfred's status comment arrive on every
+// issue (A up, then A stopping, then B alone); A is stopped with SIGTERM while the 20 Pods run,
+// and the Pods are let go. B takes over every mailbox: for each of the 20 issues each phase
+// ran exactly once (one run row per phase, succeeded and applied; one development Pod per
+// run; B started no run), no comment was posted twice, every event was processed, no phase
+// was counted a rerun, and no Pod or Secret is left.
+func TestReplicasKubernetesHandOver20(t *testing.T) {
+	kubeconfig, cs := kubetest.Kubeconfig(t)
+	ctx := context.Background()
+	cli := runtimetest.Client(t)
+	dir := t.TempDir()
+	bin := buildAlfred(t, dir)
+	image := agenttest.BuildImage(t, ctx, cli)
+	kubetest.ImportImage(t, image)
+	ns := kubetest.Namespace(t, cs)
+	rec := recordKube(t, cs, ns)
+	data := filepath.Join(dir, "data")
+	claim := kubetest.StateClaim(t, cs, ns, data)
+	dsn := testDatabaseURL(t, storePostgres)
+
+	fj := forgetest.NewForgejoServer(t)
+	bare := seedBareRepo(t, dir)
+	fj.AddRepo("acceptance/sandbox", "main", bare)
+	fj.AddUser("alice")
+	fj.AddUser("bot")
+	fj.SetAccess("acceptance/sandbox", "alice", true)
+	api, err := forgejo.NewClient(forgejo.ClientConfig{BaseURL: fj.URL, Token: fj.Token})
+	require.NoError(t, err)
+	issues := make([]*e2e, handOvers)
+	for i := range issues {
+		n := fj.AddIssue("acceptance/sandbox", forgetest.SeedIssue{Title: fmt.Sprintf("Export report %d as CSV", i+1),
+			Body: "Please.", Author: "alice", Assignees: []string{"bot"}, Labels: []string{"type::task"}})
+		issues[i] = &e2e{t: t, forgejo: fj, api: api, bare: bare, kind: forge.KindForgejo,
+			issue: forge.IssueRef{Forge: "forgejo", Repo: "acceptance/sandbox", Number: n}}
+	}
+	point := func(r *replica) {
+		for _, e := range issues {
+			e.url = "http://" + r.addr
+		}
+	}
+	numbered := func(e *e2e, edit func(map[string]any)) func(map[string]any) {
+		return func(doc map[string]any) {
+			edit(doc)
+			doc["issue"].(map[string]any)["number"] = e.issue.Number
+		}
+	}
+
+	start := func(name string) *replica {
+		r := &replica{name: name, addr: freeAddr(t), log: filepath.Join(dir, name+".log")}
+		cfg := filepath.Join(dir, name+".yaml")
+		require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
+listen: %s
+data_dir: %s
+forges:
+  - {name: forgejo, kind: forgejo, base_url: %s, token: %s, webhook_secret: %s, bot_user: bot}
+agents:
+  - {name: claude, adapter: claude-code, image: %s, api_key: sk-test-key-1234567890}
+phases: {default: claude}
+lifecycle: {ci_wait: 2s, ci_poll: 300ms}
+workers: {count: 4, runs: %d, lease_ttl: 3s, poll_interval: 100ms}
+runner:
+  cpus: 0.1
+  memory_bytes: 134217728
+  runtime: kubernetes
+  kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}
+`, r.addr, data, fj.URL, fj.Token, liveSecret, image, handOvers, kubeconfig, ns, claim)), 0o600))
+		r.cmd = exec.Command(bin, "serve", "--config", cfg)
+		r.cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+dsn)
+		logf, err := os.OpenFile(r.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = logf.Close() })
+		r.cmd.Stdout, r.cmd.Stderr = logf, logf
+		require.NoError(t, r.cmd.Start())
+		t.Cleanup(func() {
+			if !r.stopped {
+				_ = r.cmd.Process.Kill()
+				_, _ = r.cmd.Process.Wait()
+			}
+			if t.Failed() {
+				t.Logf("%s log:\n%s", name, r.text(t))
+			}
+		})
+		require.Eventually(t, func() bool {
+			resp, err := http.Get("http://" + r.addr + "/healthz")
+			if err == nil {
+				_ = resp.Body.Close()
+			}
+			return err == nil && resp.StatusCode == http.StatusOK
+		}, 2*time.Minute, 100*time.Millisecond, "replica %s never answered", name)
+		return r
+	}
+
+	began := time.Now()
+	a := start("replica-a")
+	point(a)
+	db := openTestDatabase(t, dsn, data)
+	for _, e := range issues {
+		require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", numbered(e, setLabels("type::task"))))
+	}
+	holds := make([]string, len(issues))
+	for i, e := range issues {
+		waitStatusWithin(e, "status::waiting_validation", 5*time.Minute) // 40 analysis Pods share the cluster
+		var mb int64
+		require.NoError(t, db.Get(&mb, `SELECT id FROM mailboxes WHERE number = $1`, e.issue.Number))
+		holds[i] = filepath.Join(data, "sessions", fmt.Sprint(mb), "claude", agenttest.StandinHoldFile)
+		require.NoError(t, os.WriteFile(holds[i], nil, 0o644))
+	}
+	for _, e := range issues {
+		require.NoError(t, api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
+		require.Equal(t, http.StatusAccepted, e.send("003-issue_label-label_updated", numbered(e, setLabels(fj.IssueLabels(e.issue)...))))
+	}
+	devRunning := func() int {
+		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: runner.LabelManaged + "=true," +
+			runner.LabelPhase + "=development"})
+		require.NoError(t, err)
+		n := 0
+		for i := range list.Items {
+			if st := runStatus(&list.Items[i]); st != nil && st.State.Running != nil {
+				n++
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return devRunning() == handOvers }, 5*time.Minute, 200*time.Millisecond,
+		"the %d development Pods never ran at once", handOvers)
+	t.Logf("%d development Pods held after %s", handOvers, time.Since(began).Round(time.Second))
+
+	b := start("replica-b")
+	for _, e := range issues {
+		statusEdits(e, 2) // to A, while its runs go on
+	}
+	point(b)
+	a.stop(t) // SIGTERM: A leaves its Pods running and releases its leases
+	require.Contains(t, a.text(t), "run left running for the next process")
+	for _, e := range issues {
+		statusEdits(e, 1) // to B, pending when it takes the mailbox over
+	}
+	require.Equal(t, handOvers, devRunning(), "the stopped replica left its Pods running")
+	for _, h := range holds {
+		require.NoError(t, os.Remove(h))
+	}
+	for _, e := range issues {
+		waitStatusWithin(e, "status::in_review", 3*time.Minute) // in_ci, then no pipeline within ci_wait
+		e.requireUniqueMarkers()
+	}
+	t.Logf("%d hand-overs done after %s", handOvers, time.Since(began).Round(time.Second))
+
+	type runRow struct {
+		Number  int64  `db:"number"`
+		ID      int64  `db:"id"`
+		Key     string `db:"key"`
+		Status  string `db:"status"`
+		Applied bool   `db:"applied"`
+	}
+	var rows []runRow
+	require.NoError(t, db.Select(&rows, `SELECT m.number, r.id, r.phase || CASE WHEN r.step = '' THEN '' ELSE '.' || r.step END AS key,
+		r.status, r.applied FROM runs r JOIN mailboxes m ON m.id = r.mailbox_id ORDER BY m.number, r.id`))
+	per := map[int64][]string{}
+	devRun := map[int64]int64{}
+	for _, r := range rows {
+		require.Equal(t, "succeeded", r.Status, "issue #%d run %s", r.Number, r.Key)
+		require.True(t, r.Applied, "issue #%d run %s", r.Number, r.Key)
+		per[r.Number] = append(per[r.Number], r.Key)
+		if r.Key == "development" {
+			devRun[r.Number] = r.ID
+		}
+	}
+	require.Len(t, per, handOvers)
+	for _, e := range issues {
+		require.Equal(t, []string{"analysis.functional", "analysis.technical", "development"}, per[e.issue.Number],
+			"issue #%d: each phase ran once", e.issue.Number)
+		pods := rec.Pods(map[string]string{runner.LabelManaged: "true", runner.LabelPhase: "development",
+			runner.LabelRun: fmt.Sprint(devRun[e.issue.Number])})
+		require.Len(t, pods, 1, "issue #%d: one development Pod", e.issue.Number)
+	}
+	for _, k := range b.ran(t) {
+		require.NotEqual(t, "development", k, "B started a development run")
+	}
+	for _, r := range []*replica{a, b} {
+		require.NotContains(t, r.text(t), "a phase runs again for one decision", "replica %s", r.name)
+	}
+	require.Eventually(t, func() bool {
+		var pending int
+		require.NoError(t, db.Get(&pending, `SELECT count(*) FROM events WHERE processed_at IS NULL`))
+		return pending == 0
+	}, time.Minute, 100*time.Millisecond, "an event was lost")
+	require.Eventually(t, func() bool {
+		list, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		require.NoError(t, err)
+		s, err := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: runner.LabelManaged + "=true"})
+		require.NoError(t, err)
+		return len(list.Items) == 0 && len(s.Items) == 0
+	}, time.Minute, 200*time.Millisecond, "a run's Pod or Secret was left behind")
+}
+
+// waitStatusWithin is e2e.waitStatus with a time limit of the caller's, for runs that share
+// the machine's and the test cluster's cores with many others (twenty issues at once, the
+// matrix's cells in parallel): a limit against a hang, not a measure of speed.
+func waitStatusWithin(e *e2e, want string, within time.Duration) {
+	e.t.Helper()
+	require.Eventually(e.t, func() bool { return slices.Contains(e.forgejo.IssueLabels(e.issue), want) },
+		within, 100*time.Millisecond, "issue #%d: status %s never came; labels %v", e.issue.Number, want, e.forgejo.IssueLabels(e.issue))
+}
