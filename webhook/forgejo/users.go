@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strings"
 
-
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
