@@ -11,10 +11,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 config=${CONFIG:-alfred.yaml}
 say() { printf 'demo: %s\n' "$*" >&2; }
+# note keeps a line about a file made here, said after the line that tells what make run does.
+notes=()
+note() { notes+=("$*"); }
+# tell says the notes, each once.
+tell() {
+	local n
+	for n in "${notes[@]}"; do say "$n"; done
+	notes=()
+}
 
 if [ ! -f "$config" ]; then
 	cp deploy/demo/alfred.yaml "$config"
-	say "created $config from deploy/demo/alfred.yaml (a Forgejo/Gitea at http://127.0.0.1:3000, bot user \"bot\"); edit base_url and bot_user if yours differ"
+	note "created $config from deploy/demo/alfred.yaml, for your own forge later (a Forgejo/Gitea at http://127.0.0.1:3000, bot user \"bot\"; edit base_url and bot_user if yours differ; git ignores it)"
 fi
 dir=$(dirname "$config")
 
@@ -33,7 +42,7 @@ random_secret() { # FILE WHAT
 	f=$(path_of "$1")
 	if [ ! -s "$f" ]; then
 		(umask 077 && od -An -tx1 -N32 /dev/urandom | tr -d ' \n' >"$f" && echo >>"$f")
-		say "created $f ($2, random)"
+		note "created $f ($2, random; git ignores it)"
 	fi
 }
 
@@ -45,18 +54,21 @@ admin=$(sed -n '/^admin:/,/^[^[:space:]]/s/^[[:space:]]*token_file:[[:space:]]*\
 # forge_entries counts the entries of the forges: list (a line starting with "-" inside it).
 forge_entries() { awk '/^forges:/ { in_f = 1; next } /^[^[:space:]#-]/ { in_f = 0 } in_f && /^[[:space:]]*-/ { n++ } END { print n + 0 }' "$config"; }
 if [ "$(forge_entries)" -eq 0 ]; then
-	say "no forge configured in $config: playing Alfred's demo on a stand-in forge instead (make demo)"
+	say "no forge configured in $config: playing Alfred's demo on a stand-in forge instead (make demo; docs/demo.md)"
+	tell
 	exit 3
 fi
 token=$(value token_file)
 if [ -n "$token" ]; then
 	token=$(path_of "$token")
 	if [ ! -s "$token" ]; then
-		say "no forge yet: $token is missing, so make run plays Alfred's demo on a stand-in forge instead."
-		say "To use your forge, create $token: the API token of the bot user $(value bot_user) on $(value base_url):"
+		say "no forge yet ($token is missing): playing Alfred's demo on a stand-in forge instead (make demo; docs/demo.md)."
+		tell
+		say "Later, to use your own forge, create $token: the API token of the bot user $(value bot_user) on $(value base_url):"
 		say "  Forgejo/Gitea: sign in as $(value bot_user), Settings → Applications → Generate New Token, permissions issue and repository: Read and Write;"
 		say "  then: printf '%s\\n' 'THE-TOKEN' > $token && chmod 600 $token   (no forge? bash scripts/try-forgejo.sh starts one and writes it)"
 		exit 3
 	fi
 fi
+tell
 say "secret files present; the webhook secret is in ${hook:-(none)}"

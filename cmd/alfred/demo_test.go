@@ -52,9 +52,10 @@ func TestDemoConfigurationLoads(t *testing.T) {
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "the bot's token is missing:\n%s", out)
 	require.Equal(t, 3, exit.ExitCode(), "no forge yet: make run plays the demo")
-	require.Contains(t, out, "created alfred.yaml from deploy/demo/alfred.yaml")
-	require.Contains(t, out, "no forge yet: forgejo.token is missing, so make run plays Alfred's demo")
-	require.Contains(t, out, "To use your forge, create forgejo.token")
+	demoAt := strings.Index(out, "no forge yet (forgejo.token is missing): playing Alfred's demo")
+	createdAt := strings.Index(out, "created alfred.yaml from deploy/demo/alfred.yaml, for your own forge later")
+	require.True(t, demoAt >= 0 && createdAt > demoAt, "what make run does comes first, then the files it made:\n%s", out)
+	require.Contains(t, out, "Later, to use your own forge, create forgejo.token")
 	for _, f := range []string{"webhook.secret", "admin.token"} {
 		st, err := os.Stat(filepath.Join(root, f))
 		require.NoError(t, err, "demo-files.sh creates %s", f)
