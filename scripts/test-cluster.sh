@@ -167,12 +167,15 @@ start_netpol() {
 stop_netpol() {
 	stop network-policy
 	command -v iptables-save >/dev/null || return 0
-	if iptables-save -t filter | grep -qE '^:KUBE-(ROUTER|POD-FW|NWPLCY)'; then
-		iptables-save -t filter | awk '
+	local rules
+	rules=$(iptables-save -t filter)
+	# (grep -q on the pipe would end iptables-save early: with pipefail, a failure)
+	if grep -qE '^:KUBE-(ROUTER|POD-FW|NWPLCY)' <<<"$rules"; then
+		awk '
 			/^:KUBE-(ROUTER|POD-FW|NWPLCY)/ { next }
 			/^-A KUBE-(ROUTER|POD-FW|NWPLCY)/ { next }
 			/-j KUBE-(ROUTER|POD-FW|NWPLCY)/ { next }
-			{ print }' | iptables-restore -w -T filter
+			{ print }' <<<"$rules" | iptables-restore -w -T filter
 	fi
 	if command -v ipset >/dev/null; then
 		local s
