@@ -144,6 +144,15 @@ func Teardown(ctx context.Context, rt Runtime, h Handle) error {
 	return rt.Destroy(ctx, h.ID)
 }
 
+// LeftoverSweeper is a Runtime that keeps objects of its own beside a run's container (the
+// Kubernetes runtime: the run's environment Secret, created just before its Pod): one left
+// behind when the process stopped between the two creations outlives every container sweep.
+// SweepLeftovers removes those carrying every label of want whose container is gone, and
+// returns their names; Service.ReapLeftovers calls it at start-up.
+type LeftoverSweeper interface {
+	SweepLeftovers(ctx context.Context, want map[string]string) ([]string, error)
+}
+
 // Runtime creates and destroys disposable containers.
 type Runtime interface {
 	// Start creates and starts the container. Creating is never resuming: a name already held

@@ -295,7 +295,8 @@ type Mailboxes struct {
 
 // ReapLeftovers is the start-up clean-up policy, run after recovery: it removes the session
 // state and the worktree of mailboxes that are no longer open, the containers no live
-// container record accounts for (RemoveOrphans), and the containers, run directories and run
+// container record accounts for (RemoveOrphans), what a LeftoverSweeper runtime left beside
+// containers that are gone (run Secrets without their Pod), and the containers, run directories and run
 // worktrees of mailboxes that are neither leased by a live process nor have a live container
 // record. What it removed is logged; failures are joined.
 //
@@ -362,6 +363,13 @@ func (s *Service) ReapLeftovers(ctx context.Context, read func(context.Context) 
 	errs = append(errs, err)
 	if len(orphans) > 0 {
 		s.log.Info("removed containers no live container record accounts for", "containers", orphans)
+	}
+	if sw, ok := s.exec.cfg.Runtime.(LeftoverSweeper); ok {
+		left, err := sw.SweepLeftovers(ctx, s.exec.ManagedLabels(nil))
+		errs = append(errs, err)
+		if len(left) > 0 {
+			s.log.Info("removed what runs left beside containers that are gone", "objects", left)
+		}
 	}
 	containers := view()
 	reaped, err := s.exec.Reap(ctx, func(labels map[string]string) bool {

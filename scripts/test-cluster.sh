@@ -3,7 +3,10 @@
 # Kubernetes runtime (spec/kubernetes.md): kube-apiserver, kube-controller-manager,
 # kube-scheduler and kubelet built from the Kubernetes module source the Go module proxy serves,
 # Debian 12's etcd, containerd, runc and CNI plugins, and a pause image built here (no image
-# registry is reachable: images are imported into containerd's k8s.io namespace).
+# registry is reachable: images are imported into containerd's k8s.io namespace). NetworkPolicy
+# is enforced by kube-router's firewall alone (github.com/cloudnativelabs/kube-router/v2, built
+# from the module source too; no routing, no service proxy), with iptables and ipset, beside the
+# bridge plugin: the runs' egress allowlist (spec/security.md) is tested against it.
 #
 #   bash scripts/test-cluster.sh up       build what is missing, start the cluster, wait until
 #                                         its node is Ready; prints the kubeconfig's path
@@ -20,10 +23,12 @@
 #                        15 minutes on 2 cores)
 #   ALFRED_K8S_DIR       the cluster's state, certificates, logs and sockets (default
 #                        /tmp/alfred-k8s); `down` removes it
+#   ALFRED_K8S_NETPOL_VERSION
+#                        kube-router version (default v2.1.0, the newest the module proxy has)
 #
 # Needs root (containerd, kubelet), Go, Docker (to build the pause image), and the Debian
-# packages etcd-server, containerd, runc, containernetworking-plugins and openssl, which it
-# installs when missing. Ports, all on 127.0.0.1: etcd 23790/23800, kube-apiserver 16443, kubelet
+# packages etcd-server, containerd, runc, containernetworking-plugins, openssl, iptables and
+# ipset, which it installs when missing. Ports, all on 127.0.0.1: etcd 23790/23800, kube-apiserver 16443, kubelet
 # 10350 (healthz 10348), controller-manager 10357, scheduler 10359.
 #
 # What this machine needs that a stock kubelet set-up does not (found by running it here):
@@ -31,7 +36,12 @@
 #     inside this machine's own container ("can't get final child's PID from pipe: EOF");
 #   - the node is named localhost and kube-apiserver reaches the kubelet by Hostname: the
 #     kubelet refuses a loopback node IP, and test traffic stays on loopback;
-#   - failCgroupV1: false (the machine has cgroup v1) and failSwapOn: false.
+#   - failCgroupV1: false (the machine has cgroup v1) and failSwapOn: false;
+#   - NetworkPolicy by kube-router rather than sigs.k8s.io/kube-network-policies: the latter
+#     sends packets to user space with nftables' queue expression, which this machine's kernel
+#     lacks (CONFIG_NFT_QUEUE unset: "Could not process rule"), and it filters at postrouting,
+#     which traffic from a Pod to the node's own addresses never crosses; kube-router's iptables
+#     chains hook INPUT, FORWARD and OUTPUT.
 set -euo pipefail
 
 VERSION=${ALFRED_K8S_VERSION:-v1.34.4}
@@ -40,6 +50,8 @@ DIR=${ALFRED_K8S_DIR:-/tmp/alfred-k8s}
 BIN=$CACHE/$VERSION/bin
 SOCK=$DIR/run/containerd.sock
 NODE=localhost
+NETPOL_VERSION=${ALFRED_K8S_NETPOL_VERSION:-v2.1.0}
+NETPOL=$CACHE/kube-router/$NETPOL_VERSION/kube-router
 PAUSE=registry.k8s.io/pause:3.10
 KUBECTL=("$BIN/kubectl" --kubeconfig "$DIR/etc/admin.kubeconfig")
 
@@ -80,10 +92,12 @@ packages() {
 	command -v runc >/dev/null || missing+=(runc)
 	[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 	command -v openssl >/dev/null || missing+=(openssl)
+	command -v iptables-save >/dev/null || missing+=(iptables)
+	command -v ipset >/dev/null || missing+=(ipset)
 	if [ ${#missing[@]} -gt 0 ]; then
 		# --no-upgrade: what is installed stays at its version (a dependency that needs a newer
 		# one is still upgraded by apt, and apt lists it).
-		log "installing ${missing[*]} (the cluster's store, container runtime, network plugins and certificates)"
+		log "installing ${missing[*]} (the cluster's store, container runtime, network plugins, certificates and NetworkPolicy firewall)"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-upgrade "${missing[@]}" >/dev/null ||
 			{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-upgrade "${missing[@]}" >/dev/null; }
 	fi
@@ -121,6 +135,52 @@ build() {
 		done
 	)
 	log "Kubernetes $VERSION built in $(elapsed "$all")"
+}
+
+# build_netpol compiles kube-router (its firewall enforces NetworkPolicy) once per version, with
+# `go install` from the module proxy (its go.mod has no replace directives).
+build_netpol() {
+	[ -x "$NETPOL" ] && return
+	local dir
+	dir=$(dirname "$NETPOL")
+	mkdir -p "$dir"
+	log "building kube-router $NETPOL_VERSION into $dir (once per machine; 3 to 10 minutes)"
+	timed "go install kube-router $NETPOL_VERSION" env CGO_ENABLED=0 GOBIN="$dir/.build" GOFLAGS=-mod=mod \
+		go install -trimpath -ldflags='-s -w' "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$NETPOL_VERSION"
+	mv "$dir/.build/kube-router" "$NETPOL"
+	rmdir "$dir/.build" 2>/dev/null || true
+}
+
+# start_netpol starts kube-router's NetworkPolicy firewall (only it: no routes, no service
+# proxy, no CNI configuration) under the controller manager's identity. `up` on a running
+# cluster starts it when it is missing, so an older cluster gains enforcement without `down`.
+start_netpol() {
+	start network-policy "$NETPOL" --kubeconfig="$DIR/etc/controller.kubeconfig" --hostname-override="$NODE" \
+		--run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
+		--service-cluster-ip-range=10.96.0.0/24 --health-port=0 --metrics-port=0 --v=1
+	wait_for "network-policy firewall" 60 iptables -w -n -L KUBE-ROUTER-FORWARD
+}
+
+# stop_netpol stops the firewall and removes what it left in this machine's filter table (its
+# chains and the jumps to them, kube-router netpol comments or KUBE-* chain names) and its
+# ipsets; the rest of the table (Docker's) is written back as it was.
+stop_netpol() {
+	stop network-policy
+	command -v iptables-save >/dev/null || return 0
+	local rules
+	rules=$(iptables-save -t filter)
+	# (grep -q on the pipe would end iptables-save early: with pipefail, a failure)
+	if grep -qE '^:KUBE-(ROUTER|POD-FW|NWPLCY)' <<<"$rules"; then
+		awk '
+			/^:KUBE-(ROUTER|POD-FW|NWPLCY)/ { next }
+			/^-A KUBE-(ROUTER|POD-FW|NWPLCY)/ { next }
+			/-j KUBE-(ROUTER|POD-FW|NWPLCY)/ { next }
+			{ print }' <<<"$rules" | iptables-restore -w -T filter
+	fi
+	if command -v ipset >/dev/null; then
+		local s
+		for s in $(ipset list -n 2>/dev/null | grep -E '^(inet6:)?KUBE-(SRC|DST)-'); do ipset destroy "$s" 2>/dev/null || true; done
+	fi
 }
 
 pki() {
@@ -320,6 +380,7 @@ forget() {
 up() {
 	packages
 	build
+	build_netpol
 	# A cluster whose processes were ended without `down` (a stopped session, a reboot) left
 	# state, mounts and a bridge: start afresh rather than on top of them.
 	if [ -d "$DIR" ] && ! running kube-apiserver; then
@@ -354,6 +415,7 @@ up() {
 	start kubelet "$BIN/kubelet" --config="$DIR/etc/kubelet.yaml" --kubeconfig="$DIR/etc/node.kubeconfig" \
 		--hostname-override="$NODE" --root-dir="$DIR/kubelet" --cert-dir="$DIR/kubelet/pki"
 	wait_for "node $NODE" 90 "${KUBECTL[@]}" wait --for=condition=Ready "node/$NODE" --timeout=1s
+	start_netpol
 	wait_for "default service account" 60 "${KUBECTL[@]}" get serviceaccount default
 	log "ready: KUBECONFIG=$DIR/etc/admin.kubeconfig"
 	echo "$DIR/etc/admin.kubeconfig"
@@ -375,6 +437,7 @@ down() {
 		"${KUBECTL[@]}" delete pods --all --all-namespaces --grace-period=0 --force --timeout=30s >/dev/null 2>&1 || true
 	fi
 	stop kubelet
+	stop_netpol
 	if running containerd; then
 		local id
 		for id in $(ctr --address "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do

@@ -119,7 +119,7 @@ phases:
 	var exit *exec.ExitError
 	require.True(t, errors.As(err, &exit), "the doctor fails: %v", err)
 	require.Contains(t, out, "[FAIL] kubernetes: RBAC pods: missing verb patch on pods in namespace "+ns)
-	require.Contains(t, out, "[ok]   kubernetes: RBAC secrets: create, get, update, delete allowed")
+	require.Contains(t, out, "[ok]   kubernetes: RBAC secrets: create, get, list, update, delete allowed")
 	require.Contains(t, out, "[ok]   kubernetes: state claim alfred-state: Bound, ReadWriteMany")
 
 	out, err = doctor(full)
@@ -128,7 +128,7 @@ phases:
 		"answers; namespace " + ns, // the test cluster's binaries carry no version: v0.0.0-master
 		"[ok]   kubernetes: RBAC pods: create, get, list, watch, patch, delete allowed",
 		"[ok]   kubernetes: RBAC pods/log: get allowed",
-		"[ok]   kubernetes: RBAC secrets: create, get, update, delete allowed",
+		"[ok]   kubernetes: RBAC secrets: create, get, list, update, delete allowed",
 		"[ok]   kubernetes: RBAC persistentvolumeclaims: get allowed",
 		"[ok]   kubernetes: state claim alfred-state: Bound, ReadWriteMany",
 		"[ok]   kubernetes: Pod Security: namespace " + ns + " enforces restricted",

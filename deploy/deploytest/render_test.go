@@ -135,8 +135,9 @@ func TestRoleIsRuntimeAccess(t *testing.T) {
 
 // TestManifestsRestricted sends deploy/kubernetes, as rendered, to the API server (server-side
 // dry run, nothing is created) in a namespace enforcing Pod Security "restricted": every object
-// is accepted, the NetworkPolicy included (the test cluster's bridge CNI does not enforce it:
-// this checks its form only), and the Deployment's Pod template draws no PodSecurity warning.
+// is accepted, the NetworkPolicy included (its form only: that the test cluster enforces a
+// policy is runner/kubernetes.TestEgressPolicyEnforced), and the Deployment's Pod template
+// draws no PodSecurity warning.
 // A run's Pod as runner/kubernetes compiles it, with the state claim's sub-paths, is accepted
 // under the same profile.
 func TestManifestsRestricted(t *testing.T) {

@@ -14,7 +14,7 @@ type Permission struct {
 }
 
 // Access is every permission the Kubernetes runtime needs, and nothing more: what Runtime
-// calls (Start, Wait, Logs, Stop, Destroy, List, Adopt) and what `alfred serve` reads at
+// calls (Start, Wait, Logs, Stop, Destroy, List, Adopt, SweepLeftovers) and what `alfred serve` reads at
 // start-up (the state claim). deploy/kubernetes/rbac.yaml grants exactly these in a Role (a
 // test holds the two equal), and `alfred doctor` checks each verb with a
 // SelfSubjectAccessReview.
@@ -23,8 +23,8 @@ var Access = []Permission{
 		Why: "Start creates a run's Pod; Start and Wait get and watch it; Stop patches its deadline; Destroy deletes it; List and Adopt find runs after a restart"},
 	{Resource: "pods/log", Verbs: []string{"get"},
 		Why: "Logs reads a run's output"},
-	{Resource: "secrets", Verbs: []string{"create", "get", "update", "delete"},
-		Why: "Start creates the run's environment Secret and updates it to be owned by its Pod; a taken name is read; Destroy deletes it"},
+	{Resource: "secrets", Verbs: []string{"create", "get", "list", "update", "delete"},
+		Why: "Start creates the run's environment Secret and updates it to be owned by its Pod; a taken name is read; Destroy deletes it; SweepLeftovers lists the runs' Secrets to remove those whose Pod is gone"},
 	{Resource: "persistentvolumeclaims", Verbs: []string{"get"},
 		Why: "alfred serve reads the state claim at start-up"},
 }

@@ -31,6 +31,10 @@ const (
 	DefaultCleanupTimeout = 30 * time.Second
 	// DefaultStartTimeout bounds how long Start waits for the container to run.
 	DefaultStartTimeout = 2 * time.Minute
+	// DefaultOrphanSecretAge is how old a run's Secret without its Pod must be before
+	// SweepLeftovers removes it: Start creates the Pod right after the Secret, so a younger
+	// one may be another replica's Start in progress.
+	DefaultOrphanSecretAge = time.Minute
 )
 
 // imageReasons are the waiting reasons of a container whose image cannot be had: with no
@@ -59,12 +63,18 @@ type Runtime struct {
 	// MaxLogBytes bounds what Logs keeps of the log, head and tail (runner.MaxLogBytes if
 	// zero).
 	MaxLogBytes int
+	// OrphanSecretAge is the age from which SweepLeftovers removes a run's Secret whose Pod is
+	// gone (DefaultOrphanSecretAge if zero, none if negative: every such Secret).
+	OrphanSecretAge time.Duration
 
 	stopped   sync.Map // ContainerID → struct{}: Stop was called, Wait reports Killed
 	followers sync.Map // ContainerID → *follower: the log streamed since Wait
 }
 
-var _ runner.Runtime = (*Runtime)(nil)
+var (
+	_ runner.Runtime         = (*Runtime)(nil)
+	_ runner.LeftoverSweeper = (*Runtime)(nil)
+)
 
 // New returns a Runtime creating its Pods with cs, compiled with opts (opts.Namespace must be
 // set).
@@ -488,4 +498,44 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// SweepLeftovers removes the runs' Secrets carrying every label of want whose Pod (of the same
+// name) is gone and that are at least OrphanSecretAge old: what is left when Alfred stopped
+// between the Secret's creation and the Pod's (a Secret whose Pod was deleted later goes with
+// it: the Pod owns it). A Secret whose Pod exists is kept. The delete is conditional on the
+// Secret's uid, so one created again under the name in between stays. It returns the names
+// removed; failures are joined.
+func (r *Runtime) SweepLeftovers(ctx context.Context, want map[string]string) ([]string, error) {
+	secrets := r.cs.CoreV1().Secrets(r.opts.Namespace)
+	list, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(want).String()})
+	if err != nil {
+		return nil, fmt.Errorf("sweep secrets: list: %w", err)
+	}
+	age := orDefault(r.OrphanSecretAge, DefaultOrphanSecretAge)
+	var removed []string
+	var errs []error
+	for i := range list.Items {
+		s := &list.Items[i]
+		if r.OrphanSecretAge >= 0 && time.Since(s.CreationTimestamp.Time) < age {
+			continue
+		}
+		_, err := r.pods().Get(ctx, s.Name, metav1.GetOptions{})
+		if err == nil {
+			continue
+		}
+		if !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("sweep secret %s: get its pod: %w", s.Name, err))
+			continue
+		}
+		uid := s.UID
+		err = secrets.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		switch {
+		case err == nil:
+			removed = append(removed, s.Name)
+		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
+			errs = append(errs, fmt.Errorf("sweep secret %s: %w", s.Name, err))
+		}
+	}
+	return removed, errors.Join(errs...)
 }

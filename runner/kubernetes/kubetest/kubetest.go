@@ -215,3 +215,22 @@ func RandomHex(tb testing.TB, n int) string {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// NodeAddress returns the InternalIP of the test cluster's one node: this machine's own
+// address, the one a run's Pod reaches this machine at (its traffic to it crosses the node's
+// INPUT chain, where the cluster's NetworkPolicy firewall filters it, unlike loopback, which a
+// Pod's network namespace has to itself). A test serves there what a Pod must reach.
+func NodeAddress(tb testing.TB, cs k8s.Interface) string {
+	tb.Helper()
+	nodes, err := cs.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	require.NoError(tb, err)
+	for _, n := range nodes.Items {
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				return a.Address
+			}
+		}
+	}
+	tb.Fatalf("the test cluster's node reports no InternalIP")
+	return ""
+}

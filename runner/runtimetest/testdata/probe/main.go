@@ -8,10 +8,16 @@
 //	try-write PATH      create PATH; print "ok" (exit 0) or "denied: <err>" (exit 1)
 //	uid                 print "uid:gid"
 //	status              print the CapEff and NoNewPrivs lines of /proc/self/status
+//	egress ON OFF       the egress check of a run under a NetworkPolicy (host:port each): dial
+//	                    OFF until a dial fails (the policy is in force; at most 300 tries, 200 ms
+//	                    apart), then print "on <addr>: <HTTP status>" for a GET of ON and
+//	                    "off <addr>: refused: <err>" or "off <addr>: connected" for OFF
 package main
 
 import (
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -66,8 +72,37 @@ func main() {
 				fmt.Println(strings.Join(strings.Fields(l), " "))
 			}
 		}
+	case "egress":
+		egress(arg(2), arg(3))
 	default:
 		fmt.Fprintln(os.Stderr, "unknown subcommand", os.Args[1])
 		os.Exit(2)
+	}
+}
+
+// egress waits until a connection to off fails (the policy may reach the node after the
+// container starts), then reports a GET of on and one more connection to off.
+func egress(on, off string) {
+	dial := func() error {
+		c, err := net.DialTimeout("tcp", off, 5*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	for i := 0; i < 300 && dial() == nil; i++ {
+		time.Sleep(200 * time.Millisecond)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	if resp, err := client.Get("http://" + on + "/"); err != nil {
+		fmt.Printf("on %s: error: %v\n", on, err)
+	} else {
+		resp.Body.Close()
+		fmt.Printf("on %s: %s\n", on, resp.Status)
+	}
+	if err := dial(); err != nil {
+		fmt.Printf("off %s: refused: %v\n", off, err)
+	} else {
+		fmt.Printf("off %s: connected\n", off)
 	}
 }
