@@ -19,9 +19,9 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/base/httpserve"
 	"github.com/alfred-bot/alfred/internal/base/pgtest"
+	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/store/postgres"
 	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forgejo"

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/base/pgtest"
+	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/store/postgres"
 	"github.com/alfred-bot/alfred/internal/store/sqlite"
 	"github.com/alfred-bot/alfred/internal/store/sqlstore"

@@ -211,7 +211,7 @@ func TestLifecycleAPIModeThenCLISession(t *testing.T) {
 	ctx := context.Background()
 	srv := apimodetest.NewAnthropic(t, apiModeKey, apiModeModel, apimodetest.Analyst("report.py", apiModeFinals))
 	cli := runtimetest.Client(t)
-	image := agenttest.BuildImage(t, ctx, cli)
+	image := agenttest.BuildImageOnce(t, ctx, cli)
 	keyFile := filepath.Join(t.TempDir(), "anthropic.key")
 	require.NoError(t, os.WriteFile(keyFile, []byte(apiModeKey), 0o600))
 	e := startE2EWith(t, storePostgres, forge.KindForgejo, "acceptance/sandbox", time.Hour, fmt.Sprintf(`

@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
@@ -27,8 +25,7 @@ func startAutoMerge(t *testing.T, kind forge.Kind, repo string, env ...string) *
 // startAutoMergeScript is startAutoMerge with script as the script agent's script.
 func startAutoMergeScript(t *testing.T, kind forge.Kind, repo, script string, env ...string) *e2e {
 	t.Helper()
-	cli := runtimetest.Client(t)
-	image := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	image := scriptImage(t)
 	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
 	require.NoError(t, os.WriteFile(scriptPath, []byte(script), 0o644))
 	return startE2EWith(t, storePostgres, kind, repo, time.Hour, fmt.Sprintf(`

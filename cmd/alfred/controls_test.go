@@ -92,8 +92,8 @@ development:
 func TestCancelRunFromThePages(t *testing.T) {
 	t.Parallel()
 	cli := runtimetest.Client(t)
-	claude := agenttest.BuildImage(t, context.Background(), cli)
-	script := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:ops", "../alfred-script-agent")
+	claude := agenttest.BuildImageOnce(t, context.Background(), cli)
+	script := scriptImage(t)
 	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
 	require.NoError(t, os.WriteFile(scriptPath, []byte(cancelScript), 0o644))
 	tab := webtest.NewBrowser(t).Tab(t)

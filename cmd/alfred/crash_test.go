@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/runner"
-	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -202,9 +200,8 @@ func runCrashCase(t *testing.T, c crashCase) {
 // done.
 func runCrashCaseOn(t *testing.T, store string, rt crashRuntime, c crashCase) {
 	dsn := testDatabaseURL(t, store)
-	cli := runtimetest.Client(t)
 	ctx := context.Background()
-	image := runtimetest.BuildImage(t, ctx, cli, "alfred-crash-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	image := scriptImage(t)
 
 	dir := t.TempDir()
 	bin := buildAlfred(t, dir)

@@ -244,16 +244,6 @@ func (e *hostileEnv) kill() {
 	e.proc = nil
 }
 
-// buildAlfred builds this package's binary, `alfred`, into dir and returns its path, for the
-// tests that run it as an operator would (start, SIGKILL, start again).
-func buildAlfred(t testing.TB, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "alfred")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	return bin
-}
-
 func freeAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

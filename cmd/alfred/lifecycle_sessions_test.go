@@ -23,7 +23,7 @@ import (
 // the functional analysis and resumed by the technical analysis, the development and the CI fix.
 func TestLifecycleOneClaudeSessionAcrossPhases(t *testing.T) {
 	cli := runtimetest.Client(t)
-	image := agenttest.BuildImage(t, context.Background(), cli)
+	image := agenttest.BuildImageOnce(t, context.Background(), cli)
 	e := startE2EWith(t, storePostgres, forge.KindForgejo, "acceptance/sandbox", time.Hour, fmt.Sprintf(`
 agents:
   - name: claude

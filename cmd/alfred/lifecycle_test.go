@@ -106,8 +106,7 @@ func startE2EOn(t *testing.T, store string, kind forge.Kind, repo string, deadli
 // that runs script with it in every phase, and the image.
 func scriptAgents(tb testing.TB, script string) (agents, image string) {
 	tb.Helper()
-	cli := runtimetest.Client(tb)
-	image = runtimetest.BuildImage(tb, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	image = scriptImage(tb)
 	scriptPath := filepath.Join(tb.TempDir(), "script.yaml")
 	require.NoError(tb, os.WriteFile(scriptPath, []byte(script), 0o644))
 	return fmt.Sprintf(`

@@ -56,7 +56,7 @@ func newReplicaSet(t *testing.T) *replicaSet {
 	cli := runtimetest.Client(t)
 	dir := t.TempDir()
 	rs := &replicaSet{t: t, dir: dir, dsn: dsn, bin: buildAlfred(t, dir),
-		image: agenttest.BuildImage(t, context.Background(), cli), fj: forgetest.NewForgejoServer(t)}
+		image: agenttest.BuildImageOnce(t, context.Background(), cli), fj: forgetest.NewForgejoServer(t)}
 	bare := seedBareRepo(t, dir)
 	rs.fj.AddRepo("acceptance/sandbox", "main", bare)
 	rs.fj.AddUser("alice")

@@ -14,7 +14,6 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/runner"
@@ -57,8 +56,7 @@ review:
 // time.
 func startReview(t *testing.T, kind forge.Kind, repo, script string) *e2e {
 	t.Helper()
-	cli := runtimetest.Client(t)
-	image := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	image := scriptImage(t)
 	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
 	require.NoError(t, os.WriteFile(scriptPath, []byte(script), 0o644))
 	return startE2EWith(t, storePostgres, kind, repo, time.Hour, fmt.Sprintf(`

@@ -19,9 +19,9 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/alfred-bot/alfred/internal/admin"
+	"github.com/alfred-bot/alfred/internal/base/httpserve"
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/internal/doctor"
-	"github.com/alfred-bot/alfred/internal/base/httpserve"
 	"github.com/alfred-bot/alfred/internal/metrics"
 	"github.com/alfred-bot/alfred/internal/store"
 	"github.com/alfred-bot/alfred/internal/store/postgres"
