@@ -76,8 +76,12 @@ phases:
 // the script agent in its container: the questions, the plan and the merge request as with
 // CLIs, no container for the analyses, their tokens and cost in the status comment.
 func TestLifecycleAPIModeAnalysis(t *testing.T) {
+	t.Parallel()
 	for _, store := range e2eStores {
-		t.Run("store="+store, func(t *testing.T) { lifecycleAPIMode(t, store) })
+		t.Run("store="+store, func(t *testing.T) {
+			t.Parallel()
+			lifecycleAPIMode(t, store)
+		})
 	}
 }
 
@@ -208,6 +212,7 @@ func counterValue(t *testing.T, reg *prometheus.Registry, family string, labels 
 // (no session), then the development on the stand-in claude-code CLI, fresh with fallback
 // reason after_api_mode.
 func TestLifecycleAPIModeThenCLISession(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := apimodetest.NewAnthropic(t, apiModeKey, apiModeModel, apimodetest.Analyst("report.py", apiModeFinals))
 	cli := runtimetest.Client(t)

@@ -53,6 +53,7 @@ func (e *e2e) waitMerged(number int64) string {
 // green pull request approved as the branch protection requires merges it with the configured
 // method, and the issue is done.
 func TestAutoMergeForgejo(t *testing.T) {
+	t.Parallel()
 	e := startAutoMerge(t, forge.KindForgejo, "acceptance/sandbox", "ALFRED_LIFECYCLE_MERGE_METHOD=squash")
 	ms := e.forgejo.(forgetest.MergeSeeder)
 	ms.SetRequiredApprovals(e.issue.Repo, "main", 1)
@@ -73,6 +74,7 @@ func TestAutoMergeForgejo(t *testing.T) {
 // On GitLab, auto-merge on for every project by the configuration: a green merge request is
 // merged once approved as its rule requires, and the issue is done.
 func TestAutoMergeGitLab(t *testing.T) {
+	t.Parallel()
 	e := startAutoMerge(t, forge.KindGitLab, "gitlab-org/gitlab-test", "ALFRED_LIFECYCLE_AUTO_MERGE=true")
 	ms := e.forgejo.(forgetest.MergeSeeder)
 	ms.SetRequiredApprovals(e.issue.Repo, "main", 1)

@@ -42,10 +42,39 @@ development:
     "2": {sleep_seconds: 0}
 `
 
+// crashHoldScript is crashScript with the first development attempt held instead of asleep:
+// the container runs until the test writes crashRelease into the run's output directory (the
+// script agent's wait_for_file), so how long it runs never depends on the machine's load. A
+// second attempt, when there is one, is not held.
+const crashHoldScript = `
+analysis.functional:
+  summary: Understood.
+  understanding: You want the report exported as a CSV file.
+analysis.technical:
+  summary: Planned.
+  plan: Add export.csv.
+development:
+  summary: Added the CSV export.
+  commit_message: "Add CSV export"
+  files:
+    export.csv: "date,amount\n"
+  wait_for_file: ` + crashRelease + `
+  per_attempt:
+    "2": {wait_for_file: ""}
+`
+
+// crashRelease is the file that releases the held development run of crashHoldScript.
+const crashRelease = "crash-release"
+
 // crashCase is one way a development container fares while ` + "`alfred serve`" + ` is down.
 type crashCase struct {
-	// sleep is the first development attempt's sleep_seconds.
+	// sleep is the first development attempt's sleep_seconds (crashScript). Empty: the
+	// attempt is held (crashHoldScript) and released after the restart, or while Alfred is
+	// down with releaseWhileDown.
 	sleep string
+	// releaseWhileDown releases the held development run (sleep empty) after the kill, before
+	// whileDown: the container finishes while Alfred is down.
+	releaseWhileDown bool
 	// term stops the process with SIGTERM (a clean shutdown) instead of SIGKILL.
 	term bool
 	// whileDown runs after the SIGKILL, before the restart, with the runtime, the container's
@@ -87,8 +116,8 @@ type crashRun struct {
 // the adapter, pushes it, and the lifecycle finishes with no duplicate comment, no lost event and
 // no container left behind.
 func TestKillDuringDevelopmentRun(t *testing.T) {
+	t.Parallel()
 	runCrashCase(t, crashCase{
-		sleep: "15",
 		whileDown: func(t *testing.T, rt crashRuntime, id string, _ *sqlx.DB) {
 			running, _ := rt.state(t, id)
 			require.True(t, running, "the container must still run when Alfred restarts")
@@ -107,8 +136,8 @@ func TestKillDuringDevelopmentRun(t *testing.T) {
 // leases; the restarted process reattaches to the container (the agent runs once) and the
 // lifecycle finishes.
 func TestShutdownDuringDevelopmentRun(t *testing.T) {
+	t.Parallel()
 	runCrashCase(t, crashCase{
-		sleep:           "15",
 		term:            true,
 		eventsMeanwhile: true, // an event pass takes the mailbox first and leaves the run to a run worker
 		whileDown: func(t *testing.T, rt crashRuntime, id string, db *sqlx.DB) {
@@ -136,9 +165,10 @@ func TestShutdownDuringDevelopmentRun(t *testing.T) {
 // development run, succeeded), the
 // agent's changes are pushed and the lifecycle completes.
 func TestKillDuringDevelopmentRunContainerFinishes(t *testing.T) {
+	t.Parallel()
 	runCrashCase(t, crashCase{
-		sleep:           "4",
-		eventsMeanwhile: true, // issue 25: the collected run was discarded and run again
+		releaseWhileDown: true,
+		eventsMeanwhile:  true, // issue 25: the collected run was discarded and run again
 		whileDown: func(t *testing.T, rt crashRuntime, id string, db *sqlx.DB) {
 			require.Eventually(t, func() bool {
 				running, _ := rt.state(t, id)
@@ -171,6 +201,7 @@ func TestKillDuringDevelopmentRunContainerFinishes(t *testing.T) {
 // On start the run is interrupted with the reason, and the mailbox continues by its normal
 // rules: the development runs again (attempt 2) and the lifecycle completes.
 func TestKillDuringDevelopmentRunContainerRemoved(t *testing.T) {
+	t.Parallel()
 	runCrashCase(t, crashCase{
 		sleep: "600",
 		whileDown: func(t *testing.T, rt crashRuntime, id string, _ *sqlx.DB) {
@@ -190,9 +221,15 @@ func TestKillDuringDevelopmentRunContainerRemoved(t *testing.T) {
 // and on Kubernetes (the test cluster) on PostgreSQL.
 func runCrashCase(t *testing.T, c crashCase) {
 	for _, store := range e2eStores {
-		t.Run("store="+store, func(t *testing.T) { runCrashCaseOn(t, store, newDockerCrash(t), c) })
+		t.Run("store="+store, func(t *testing.T) {
+			t.Parallel()
+			runCrashCaseOn(t, store, newDockerCrash(t), c)
+		})
 	}
-	t.Run("runtime=kubernetes", func(t *testing.T) { runCrashCaseOn(t, storePostgres, newKubeCrash(t), c) })
+	t.Run("runtime=kubernetes", func(t *testing.T) {
+		t.Parallel()
+		runCrashCaseOn(t, storePostgres, newKubeCrash(t), c)
+	})
 }
 
 // runCrashCaseOn drives one crash scenario on store and rt: assign, plan, validate; SIGKILL
@@ -224,7 +261,11 @@ func runCrashCaseOn(t *testing.T, store string, rt crashRuntime, c crashCase) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	scriptPath := filepath.Join(dir, "script.yaml")
-	require.NoError(t, os.WriteFile(scriptPath, []byte(fmt.Sprintf(crashScript, c.sleep)), 0o644))
+	script := crashHoldScript
+	if c.sleep != "" {
+		script = fmt.Sprintf(crashScript, c.sleep)
+	}
+	require.NoError(t, os.WriteFile(scriptPath, []byte(script), 0o644))
 	cfgPath := filepath.Join(dir, "alfred.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
 listen: %s
@@ -295,9 +336,23 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	list := rt.devRunning(t, instance)
 	require.Len(t, list, 1, "the stopped process left its container running")
 	db := openTestDatabase(t, dsn, dataDir)
+	// release lets the held first development attempt finish (crashHoldScript).
+	release := func() {
+		var name string
+		require.NoError(t, db.Get(&name, `SELECT container FROM runs WHERE phase = 'development' ORDER BY id LIMIT 1`))
+		out := filepath.Join(dataDir, "runs", name, "out")
+		require.DirExists(t, out, "the held run's output directory")
+		require.NoError(t, os.WriteFile(filepath.Join(out, crashRelease), nil, 0o644))
+	}
+	if c.sleep == "" && c.releaseWhileDown {
+		release()
+	}
 	c.whileDown(t, rt, list[0], db)
 
 	proc = start()
+	if c.sleep == "" && !c.releaseWhileDown {
+		release()
+	}
 	if c.eventsMeanwhile {
 		statusEdits(e, 2) // received before the restarted process's first pass
 	}

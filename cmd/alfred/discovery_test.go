@@ -29,10 +29,14 @@ import (
 // Forgejo stand-in the hook URL is the one built from listen (no public_url); on GitLab's it is
 // public_url's.
 func TestAssignmentWhileDownInRepositoryThatNeverSentAnEvent(t *testing.T) {
+	t.Parallel()
 	_ = runtimetest.Client(t) // serve needs the Docker engine
 	bin := buildAlfred(t, t.TempDir())
 	for _, kind := range []forge.Kind{forge.KindForgejo, forge.KindGitLab} {
-		t.Run(string(kind), func(t *testing.T) { assignmentWhileDownInNewRepository(t, bin, kind) })
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			assignmentWhileDownInNewRepository(t, bin, kind)
+		})
 	}
 }
 

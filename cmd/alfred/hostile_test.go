@@ -83,6 +83,7 @@ type hostileEnv struct {
 }
 
 func TestHostileInputs(t *testing.T) {
+	t.Parallel()
 	env := startHostile(t)
 	cases := hostileCases(t)
 	answers := env.sendAll(cases, 4)

@@ -15,6 +15,7 @@ import (
 // the others: each is stored once, whether its first attempt reached the database or not, and
 // every event is processed.
 func TestKillDuringBurstLosesNoAcknowledgedDelivery(t *testing.T) {
+	t.Parallel()
 	const n, senders, killAfter = 1000, 32, 100
 	env := startHostile(t)
 	cases := env.burstCases(n)

@@ -72,6 +72,7 @@ func glLabels(names ...string) []any {
 }
 
 func TestLifecycleGitLabRecordedDeliveries(t *testing.T) {
+	t.Parallel()
 	e := startE2EOn(t, storeSQLite, forge.KindGitLab, "gitlab-org/gitlab-test", 24*time.Hour)
 	ctx := context.Background()
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))

@@ -188,6 +188,7 @@ func kubeConfig(t testing.TB, kubeconfig string, cs k8s.Interface, ns string, to
 // review fixed, merge, done. Every phase ran as a Pod of the test's namespace, mounting only
 // its run's sub-paths of the state claim, without the forge token, and nothing is left.
 func TestLifecycleKubernetes(t *testing.T) {
+	t.Parallel()
 	kubeconfig, cs := kubetest.Kubeconfig(t)
 	agents, image := scriptAgents(t, kubernetesScript)
 	kubetest.ImportImage(t, image)

@@ -22,6 +22,7 @@ import (
 // A whole lifecycle with the stand-in claude-code CLI: llm_sessions shows one session, fresh at
 // the functional analysis and resumed by the technical analysis, the development and the CI fix.
 func TestLifecycleOneClaudeSessionAcrossPhases(t *testing.T) {
+	t.Parallel()
 	cli := runtimetest.Client(t)
 	image := agenttest.BuildImageOnce(t, context.Background(), cli)
 	e := startE2EWith(t, storePostgres, forge.KindForgejo, "acceptance/sandbox", time.Hour, fmt.Sprintf(`

@@ -323,8 +323,10 @@ func setLabels(names ...string) func(map[string]any) {
 
 // TestLifecycleForgejoRecordedDeliveries runs the whole lifecycle on each store.
 func TestLifecycleForgejoRecordedDeliveries(t *testing.T) {
+	t.Parallel()
 	for _, store := range e2eStores {
 		t.Run("store="+store, func(t *testing.T) {
+			t.Parallel()
 			lifecycleForgejoRecordedDeliveries(t, startE2EOn(t, store, forge.KindForgejo, "acceptance/sandbox", 24*time.Hour))
 		})
 	}
@@ -438,6 +440,7 @@ func lifecycleForgejoRecordedDeliveries(t *testing.T, e *e2e) {
 }
 
 func TestLifecycleForgejoDeadlineAppliesDefaults(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t, 2*time.Second)
 	ctx := context.Background()
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))

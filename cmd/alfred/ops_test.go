@@ -46,6 +46,7 @@ const opsRelease = "release"
 // Chromium, screenshots saved) while the development runs and after, the metrics, and the
 // status comment of the finished lifecycle (golden).
 func TestOperations(t *testing.T) {
+	t.Parallel()
 	cli := runtimetest.Client(t)
 	claude := agenttest.BuildImageOnce(t, context.Background(), cli)
 	script := scriptImage(t)

@@ -36,11 +36,13 @@ func startPollE2E(t *testing.T, kind forge.Kind, repo string) *e2e {
 // branch), CI passes again and she merges. Every change reaches Alfred only through its polls
 // of the bot's notifications (Forgejo) or to-do list and lists (GitLab).
 func TestLifecyclePoll(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		kind forge.Kind
 		repo string
 	}{{forge.KindForgejo, "acceptance/sandbox"}, {forge.KindGitLab, "gitlab-org/gitlab-test"}} {
 		t.Run(string(tc.kind), func(t *testing.T) {
+			t.Parallel()
 			e := startPollE2E(t, tc.kind, tc.repo)
 			rs := e.forgejo.(forgetest.ReviewSeeder)
 
@@ -79,6 +81,7 @@ func TestLifecyclePoll(t *testing.T) {
 // comment delivery and through a poll of the bot's notifications. It is applied once: one
 // decision, one technical analysis, no comment posted twice.
 func TestWebhookAndPollApplyOnce(t *testing.T) {
+	t.Parallel()
 	e := startE2EConfig(t, storeSQLite, forge.KindForgejo, "acceptance/sandbox", time.Hour, func() string {
 		agents, _ := scriptAgents(t, lifecycleScript)
 		return agents

@@ -28,6 +28,7 @@ import (
 // forge and the issue goes on to done through the same deliveries, with no comment posted
 // twice and no phase run again (the new store's runs are only the phases still to run).
 func TestStoreDeletedAtEachStateContinuesToDone(t *testing.T) {
+	t.Parallel()
 	_ = runtimetest.Client(t)
 	agents, _ := scriptAgents(t, lifecycleScript)
 	const repo = "acceptance/sandbox"
@@ -42,6 +43,7 @@ func TestStoreDeletedAtEachStateContinuesToDone(t *testing.T) {
 		{"in_review", 4, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			e := startE2EConfig(t, storeSQLite, forge.KindForgejo, repo, 24*time.Hour, agents, func(cfg *config.Config) {
 				// A new store knows the repository by no mailbox and the stand-in has no hook
 				// to this Alfred: the repository is listed.

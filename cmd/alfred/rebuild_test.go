@@ -28,6 +28,7 @@ import (
 // that follows posts nothing (no second acknowledgement, no second question block, no new
 // assignment). `alfred rebuild` afterwards finds the mailbox there and stores nothing.
 func TestStoreDeletedWhileQuestionsAreOpen(t *testing.T) {
+	t.Parallel()
 	_ = runtimetest.Client(t) // serve needs the Docker engine
 	bin := buildAlfred(t, t.TempDir())
 
@@ -166,6 +167,7 @@ func statusOf(labels []string) []string {
 // (a liveness probe keeps the process), /readyz 503, and a delivery is stored and answered 202
 // (store first; it is applied once the rebuild is done).
 func TestServeAliveWhileRebuildWaits(t *testing.T) {
+	t.Parallel()
 	_ = runtimetest.Client(t) // serve needs the Docker engine
 	bin := buildAlfred(t, t.TempDir())
 	dir := t.TempDir()

@@ -214,6 +214,7 @@ func (rs *replicaSet) requireEventsOnce(keys ...string) {
 // fresh one, and says so — the session record's reason is state_elsewhere, the earlier records
 // name A's data directory, B's its own, and B's log says whose the state is.
 func TestReplicasDockerSessionElsewhere(t *testing.T) {
+	t.Parallel()
 	rs := newReplicaSet(t)
 	dataA, dataB := filepath.Join(rs.dir, "data-a"), filepath.Join(rs.dir, "data-b")
 	a := rs.start("replica-a", dataA, "")
@@ -255,6 +256,7 @@ func TestReplicasDockerSessionElsewhere(t *testing.T) {
 // turns of A in its history (its session file, its cumulative usage), each phase ran once,
 // every event was processed and no comment was posted twice; nothing is left in the cluster.
 func TestReplicasKubernetesOneSession(t *testing.T) {
+	t.Parallel()
 	kubeconfig, cs := kubetest.Kubeconfig(t)
 	rs := newReplicaSet(t)
 	kubetest.ImportImage(t, rs.image)

@@ -175,6 +175,7 @@ func reviewDelivery(mr forge.MergeRequest) func(map[string]any) {
 // changes with an inline comment is fixed on the same branch and answered in its thread; a
 // question is answered without a commit; a conflict with main is merged and resolved.
 func TestReviewLoopForgejo(t *testing.T) {
+	t.Parallel()
 	e := startReview(t, forge.KindForgejo, "acceptance/sandbox", reviewScript)
 	rs := e.forgejo.(forgetest.ReviewSeeder)
 	mr := e.toInReview(func() {
@@ -251,6 +252,7 @@ func (e *e2e) waitReply(mr, id int64) forge.ReviewComment {
 // hook with detailed_merge_status "conflict" gets the target merged; asked as reviewer on
 // alice's merge request (reviewers updated), the bot posts one review with an inline comment.
 func TestReviewLoopGitLab(t *testing.T) {
+	t.Parallel()
 	e := startReview(t, forge.KindGitLab, "gitlab-org/gitlab-test", reviewScript)
 	rs := e.forgejo.(forgetest.ReviewSeeder)
 	mr := e.toInReview(func() {
@@ -349,6 +351,7 @@ func (e *e2e) containers() int {
 // nothing is pushed; ai::retry runs the development again (resuming the session) and Alfred
 // removes the label.
 func TestHumanBlockedStopsTheRunAndRetryResumes(t *testing.T) {
+	t.Parallel()
 	e := startReview(t, forge.KindForgejo, "acceptance/sandbox", blockingScript)
 	ctx := context.Background()
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
