@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -280,31 +279,10 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 %s
 `, addr, dataDir, fj.URL, fj.Token, liveSecret, image, scriptPath, runnerConfig)), 0o600))
 
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "serve", "--config", cfgPath)
-		cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+dsn)
-		logf, err := os.OpenFile(filepath.Join(dir, "serve.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		require.NoError(t, err)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		require.NoError(t, cmd.Start())
-		require.Eventually(t, func() bool {
-			resp, err := http.Get("http://" + addr + "/healthz")
-			if err == nil {
-				_ = resp.Body.Close()
-			}
-			return err == nil && resp.StatusCode == 200
-		}, 60*time.Second, 100*time.Millisecond)
-		return cmd
+	start := func() *serveProcess {
+		return startServeProcess(t, "serve", bin, cfgPath, filepath.Join(dir, "serve.log"), addr, "ALFRED_DATABASE_URL="+dsn)
 	}
 	proc := start()
-	t.Cleanup(func() {
-		_ = proc.Process.Kill()
-		_, _ = proc.Process.Wait()
-		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
-			t.Logf("serve.log:\n%s", b)
-		}
-	})
 
 	e := &e2e{t: t, url: "http://" + addr, forgejo: fj, api: api, bare: bare, kind: forge.KindForgejo,
 		issue: forge.IssueRef{Forge: "forgejo", Repo: "acceptance/sandbox", Number: 1}}
@@ -328,8 +306,7 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	if c.eventsMeanwhile {
 		statusEdits(e, 3)
 	}
-	require.NoError(t, proc.Process.Signal(sig))
-	state, _ := proc.Process.Wait()
+	state := proc.signal(t, sig)
 	if c.term {
 		require.True(t, state.Success(), "a clean shutdown exits 0")
 	}
