@@ -316,7 +316,8 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	// release lets the held first development attempt finish (crashHoldScript).
 	release := func() {
 		var name string
-		require.NoError(t, db.Get(&name, `SELECT container FROM runs WHERE phase = 'development' ORDER BY id LIMIT 1`))
+		require.NoError(t, db.Get(&name, `SELECT e.container_name FROM executors e JOIN runs r ON r.id = e.run_id
+			WHERE r.phase = 'development' ORDER BY e.id LIMIT 1`))
 		out := filepath.Join(dataDir, "runs", name, "out")
 		require.DirExists(t, out, "the held run's output directory")
 		require.NoError(t, os.WriteFile(filepath.Join(out, crashRelease), nil, 0o644))
