@@ -45,7 +45,7 @@ func (e *e2e) waitMerged(number int64) string {
 	e.t.Helper()
 	ms := e.forgejo.(forgetest.MergeSeeder)
 	require.Eventually(e.t, func() bool { return ms.MergedWith(e.issue.Repo, number) != "" },
-		90*time.Second, 100*time.Millisecond, "never merged; comments:\n%s", strings.Join(e.comments(), "\n---\n"))
+		e2eWait, 100*time.Millisecond, "never merged; comments:\n%s", strings.Join(e.comments(), "\n---\n"))
 	return ms.MergedWith(e.issue.Repo, number)
 }
 

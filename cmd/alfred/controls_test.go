@@ -48,7 +48,7 @@ func TestReadyzWhileDraining(t *testing.T) {
 	readyz := func() (int, string) { return read(http.Get(e.url + "/readyz")) }
 	// Ready once the start-up (the rebuild of an empty store) is done.
 	require.Eventually(t, func() bool { code, _ := readyz(); return code == http.StatusOK },
-		60*time.Second, 50*time.Millisecond, "never ready")
+		e2eWait, 50*time.Millisecond, "never ready")
 	var body string
 
 	code, page := read(browser.PostForm(adminSrv.URL+web.Prefix+"/login", url.Values{"token": {e2eAdminToken}, "next": {web.Prefix + "/"}}))

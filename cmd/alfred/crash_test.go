@@ -295,7 +295,7 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	// directory, so a development container of another test (or package) never matches.
 	instance := runner.InstanceID(dataDir)
 	require.Eventually(t, func() bool { return len(rt.devRunning(t, instance)) == 1 },
-		60*time.Second, 100*time.Millisecond, "the development container never ran")
+		e2eWait, 100*time.Millisecond, "the development container never ran")
 
 	// SIGKILL: no cleanup of any kind runs; the container outlives the process. SIGTERM: the
 	// process stops taking work, releases its leases and leaves the container running.

@@ -83,7 +83,8 @@ type hostileEnv struct {
 }
 
 func TestHostileInputs(t *testing.T) {
-	t.Parallel()
+	// Serial: its burst measures the binary's answers under its own load alone; beside the
+	// parallel tests the handling slots fill and some deliveries get 503 (spec/edge.md).
 	env := startHostile(t)
 	cases := hostileCases(t)
 	answers := env.sendAll(cases, 4)
@@ -232,7 +233,7 @@ func (e *hostileEnv) start() {
 			_ = resp.Body.Close()
 		}
 		return err == nil && resp.StatusCode == http.StatusOK
-	}, 60*time.Second, 100*time.Millisecond, "alfred serve never became ready")
+	}, e2eWait, 100*time.Millisecond, "alfred serve never became ready")
 }
 
 // kill ends the running `alfred serve` with SIGKILL, as a crash would, and reaps it.

@@ -50,7 +50,7 @@ phases:
 	}
 	first := head()
 	e.forgejo.SetCI(e.issue.Repo, first, forgetest.CIJob{Name: "ci/test", State: forge.CIFailed, Log: "FAIL"})
-	require.Eventually(t, func() bool { return head() != first }, 90*time.Second, 100*time.Millisecond, "no ci_fix push")
+	require.Eventually(t, func() bool { return head() != first }, e2eWait, 100*time.Millisecond, "no ci_fix push")
 	e.forgejo.SetCI(e.issue.Repo, head(), forgetest.CIJob{Name: "ci/test", State: forge.CISuccess})
 	e.waitStatus("status::in_review")
 

@@ -278,7 +278,7 @@ func (e *e2e) waitStatus(want string) {
 			}
 		}
 		return false
-	}, 90*time.Second, 100*time.Millisecond, "status %s never came; labels %v; comments:\n%s", want,
+	}, e2eWait, 100*time.Millisecond, "status %s never came; labels %v; comments:\n%s", want,
 		e.forgejo.IssueLabels(e.issue), strings.Join(e.comments(), "\n---\n"))
 }
 
@@ -346,7 +346,7 @@ func lifecycleForgejoRecordedDeliveries(t *testing.T, e *e2e) {
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
 	require.Equal(t, http.StatusAccepted, e.send("003-issue_label-label_updated", nil))
 	require.Eventually(t, func() bool { return strings.Contains(strings.Join(e.comments(), "\n"), "### q1. Which separator?") },
-		90*time.Second, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
+		e2eWait, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
 	e.waitStatus("status::waiting_info")
 	block := e.comments()[len(e.comments())-1]
 	require.Contains(t, block, "- [x] **a. Comma** _(default)_")

@@ -95,7 +95,7 @@ func TestWebhookAndPollApplyOnce(t *testing.T) {
 		Body: "The monthly report should be downloadable.", Author: "alice", Labels: []string{"type::task"}})
 	e.forgejo.SetIssueAssignees(e.issue, "alice", forgetest.BotLogin)
 	require.Eventually(t, func() bool { return strings.Contains(strings.Join(e.comments(), "\n"), "### q1. Which separator?") },
-		90*time.Second, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
+		e2eWait, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
 
 	id := e.forgejo.AddComment(e.issue, "alice", "q1: b")
 	require.Equal(t, http.StatusAccepted, e.send("006-issue_comment-created", func(doc map[string]any) {

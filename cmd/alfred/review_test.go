@@ -156,7 +156,7 @@ func (e *e2e) waitHead(branch, old string) string {
 	require.Eventually(e.t, func() bool {
 		head = e.git("rev-parse", branch)
 		return head != old
-	}, 90*time.Second, 100*time.Millisecond, "no new commit on %s; comments:\n%s", branch, strings.Join(e.comments(), "\n---\n"))
+	}, e2eWait, 100*time.Millisecond, "no new commit on %s; comments:\n%s", branch, strings.Join(e.comments(), "\n---\n"))
 	return head
 }
 
@@ -243,7 +243,7 @@ func (e *e2e) waitReply(mr, id int64) forge.ReviewComment {
 			}
 		}
 		return false
-	}, 90*time.Second, 100*time.Millisecond, "no reply to comment %d; comments:\n%s", id, strings.Join(e.comments(), "\n---\n"))
+	}, e2eWait, 100*time.Millisecond, "no reply to comment %d; comments:\n%s", id, strings.Join(e.comments(), "\n---\n"))
 	return reply
 }
 
@@ -312,7 +312,7 @@ func TestReviewLoopGitLab(t *testing.T) {
 			}
 		}
 		return false
-	}, 90*time.Second, 100*time.Millisecond, "no inline review comment")
+	}, e2eWait, 100*time.Millisecond, "no inline review comment")
 	require.Eventually(t, func() bool {
 		return slices.ContainsFunc(e.forgejo.IssueComments(ref), func(c forge.Comment) bool { return c.Body == "A few remarks on the docs." })
 	}, 30*time.Second, 100*time.Millisecond, "the review's summary")
@@ -360,7 +360,7 @@ func TestHumanBlockedStopsTheRunAndRetryResumes(t *testing.T) {
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
 	e.labelsChanged("ai::validate_plan")
 	e.waitStatus("status::in_development")
-	require.Eventually(t, func() bool { return e.containers() == 1 }, 60*time.Second, 100*time.Millisecond, "the development container")
+	require.Eventually(t, func() bool { return e.containers() == 1 }, e2eWait, 100*time.Millisecond, "the development container")
 
 	// alice sets status::blocked while the agent works.
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"status::blocked"}, nil))

@@ -46,7 +46,7 @@ func (e *e2e) waitState(want mailbox.State) *mailbox.Mailbox {
 		var err error
 		mb, err = e.srv.store.Find(context.Background(), e.issue)
 		return err == nil && mb.State == want
-	}, 90*time.Second, 100*time.Millisecond, "state %s never came", want)
+	}, e2eWait, 100*time.Millisecond, "state %s never came", want)
 	return mb
 }
 
@@ -64,7 +64,7 @@ func (e *e2e) shadowWrites(kind mailbox.ShadowKind) []mailbox.ShadowWrite {
 			}
 		}
 		return false
-	}, 90*time.Second, 100*time.Millisecond, "no shadow %s", kind)
+	}, e2eWait, 100*time.Millisecond, "no shadow %s", kind)
 	return ws
 }
 

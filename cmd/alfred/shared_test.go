@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -25,6 +26,12 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// e2eWait is the most one step of an end-to-end test may take (a status to come, a container
+// to start, a server to answer): a bound for a hang, not a measure of speed. Beside the other
+// parallel tests and a CPU hog on a loaded 2-core machine, one phase's container run took over
+// 90 s.
+const e2eWait = 5 * time.Minute
 
 // alfredBin is this package's binary, built once for every test that runs it.
 var alfredBin struct {
