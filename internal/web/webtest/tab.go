@@ -95,28 +95,16 @@ func (tb *Tab) SetValue(t testing.TB, css, value string) {
 	}
 }
 
-// DOM returns the current document's serialised DOM, read in one step once the document has
-// loaded: a running run's page reloads itself every few seconds, and a read by node (query,
-// then serialise) fails when a reload replaces the document in between, which a loaded
-// machine makes likely.
+// DOM returns the current document's serialised DOM.
 func (tb *Tab) DOM(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, bound)
 	defer cancel()
-	for {
-		html, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.readyState === "complete" ? document.documentElement.outerHTML : ""`))
-		if err != nil {
-			t.Fatalf("chromium read the DOM: %v", err)
-		}
-		if html != "" {
-			return html
-		}
-		select { // a reload in progress: its document is not complete yet
-		case <-ctx.Done():
-			t.Fatalf("chromium read the DOM: the document never completed: %v", ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
+	html, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
+	if err != nil {
+		t.Fatalf("chromium read the DOM: %v", err)
 	}
+	return html
 }
 
 // Screenshot saves the current page as name+".png" in the browser's ScreenshotDir.
