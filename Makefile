@@ -62,6 +62,10 @@ cluster-down:
 # while a worker is mid-execution ("context deadline exceeded", no failing input;
 # go.dev/issue/75804, fixed in Go 1.27). 500 executions take about a second a target.
 TEST_FUZZTIME ?= 500x
+# How many tests of one package run at once (go test -parallel; its default is the number of
+# cores). cmd/alfred's end-to-end tests spend most of their time waiting on containers, the
+# forge stand-in and the store, so more of them than cores overlap their waits.
+TEST_PARALLEL ?= 4
 # go test -json through alfred-testprogress: each package is printed as it ends (go test's text
 # output holds them all back behind the slowest first one, cmd/alfred), and every minute the
 # packages still running.
@@ -70,7 +74,7 @@ test: deps $(TEST_CLUSTER)
 		if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted"; exit 1; fi
 	$(GO) vet -tags '$(TEST_TAGS)' ./...
 	$(GO) build -o bin/alfred-testprogress ./cmd/alfred-testprogress
-	set -o pipefail; $(GO) test -json -tags '$(TEST_TAGS)' -count=1 -p 2 -timeout 40m ./... | ./bin/alfred-testprogress
+	set -o pipefail; $(GO) test -json -tags '$(TEST_TAGS)' -count=1 -p 2 -parallel $(TEST_PARALLEL) -timeout 40m ./... | ./bin/alfred-testprogress
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 # The cost benchmarks report medians and ratios over a fixed number of iterations, one package

@@ -76,8 +76,12 @@ phases:
 // the script agent in its container: the questions, the plan and the merge request as with
 // CLIs, no container for the analyses, their tokens and cost in the status comment.
 func TestLifecycleAPIModeAnalysis(t *testing.T) {
+	t.Parallel()
 	for _, store := range e2eStores {
-		t.Run("store="+store, func(t *testing.T) { lifecycleAPIMode(t, store) })
+		t.Run("store="+store, func(t *testing.T) {
+			t.Parallel()
+			lifecycleAPIMode(t, store)
+		})
 	}
 }
 
@@ -101,7 +105,7 @@ func lifecycleAPIMode(t *testing.T, store string) {
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
 	require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", setLabels("type::task")))
 	require.Eventually(t, func() bool { return strings.Contains(strings.Join(e.comments(), "\n"), "### q1. Which separator?") },
-		90*time.Second, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
+		e2eWait, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
 	e.waitStatus("status::waiting_info")
 	require.Contains(t, strings.Join(e.comments(), "\n"), "MARK-REPORT-PY", "the understanding names what the model read")
 	require.Equal(t, http.StatusAccepted, e.send("006-issue_comment-created", func(doc map[string]any) {
@@ -208,10 +212,11 @@ func counterValue(t *testing.T, reg *prometheus.Registry, family string, labels 
 // (no session), then the development on the stand-in claude-code CLI, fresh with fallback
 // reason after_api_mode.
 func TestLifecycleAPIModeThenCLISession(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := apimodetest.NewAnthropic(t, apiModeKey, apiModeModel, apimodetest.Analyst("report.py", apiModeFinals))
 	cli := runtimetest.Client(t)
-	image := agenttest.BuildImage(t, ctx, cli)
+	image := agenttest.BuildImageOnce(t, ctx, cli)
 	keyFile := filepath.Join(t.TempDir(), "anthropic.key")
 	require.NoError(t, os.WriteFile(keyFile, []byte(apiModeKey), 0o600))
 	e := startE2EWith(t, storePostgres, forge.KindForgejo, "acceptance/sandbox", time.Hour, fmt.Sprintf(`

@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
@@ -27,8 +25,7 @@ func startAutoMerge(t *testing.T, kind forge.Kind, repo string, env ...string) *
 // startAutoMergeScript is startAutoMerge with script as the script agent's script.
 func startAutoMergeScript(t *testing.T, kind forge.Kind, repo, script string, env ...string) *e2e {
 	t.Helper()
-	cli := runtimetest.Client(t)
-	image := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	image := scriptImage(t)
 	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
 	require.NoError(t, os.WriteFile(scriptPath, []byte(script), 0o644))
 	return startE2EWith(t, storePostgres, kind, repo, time.Hour, fmt.Sprintf(`
@@ -48,7 +45,7 @@ func (e *e2e) waitMerged(number int64) string {
 	e.t.Helper()
 	ms := e.forgejo.(forgetest.MergeSeeder)
 	require.Eventually(e.t, func() bool { return ms.MergedWith(e.issue.Repo, number) != "" },
-		90*time.Second, 100*time.Millisecond, "never merged; comments:\n%s", strings.Join(e.comments(), "\n---\n"))
+		e2eWait, 100*time.Millisecond, "never merged; comments:\n%s", strings.Join(e.comments(), "\n---\n"))
 	return ms.MergedWith(e.issue.Repo, number)
 }
 
@@ -56,6 +53,7 @@ func (e *e2e) waitMerged(number int64) string {
 // green pull request approved as the branch protection requires merges it with the configured
 // method, and the issue is done.
 func TestAutoMergeForgejo(t *testing.T) {
+	t.Parallel()
 	e := startAutoMerge(t, forge.KindForgejo, "acceptance/sandbox", "ALFRED_LIFECYCLE_MERGE_METHOD=squash")
 	ms := e.forgejo.(forgetest.MergeSeeder)
 	ms.SetRequiredApprovals(e.issue.Repo, "main", 1)
@@ -76,6 +74,7 @@ func TestAutoMergeForgejo(t *testing.T) {
 // On GitLab, auto-merge on for every project by the configuration: a green merge request is
 // merged once approved as its rule requires, and the issue is done.
 func TestAutoMergeGitLab(t *testing.T) {
+	t.Parallel()
 	e := startAutoMerge(t, forge.KindGitLab, "gitlab-org/gitlab-test", "ALFRED_LIFECYCLE_AUTO_MERGE=true")
 	ms := e.forgejo.(forgetest.MergeSeeder)
 	ms.SetRequiredApprovals(e.issue.Repo, "main", 1)

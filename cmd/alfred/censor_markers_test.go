@@ -26,6 +26,7 @@ import (
 // (TestServeRefusesConfusableSecret); the test sets it after Load, as a Censor built any other
 // way would see it.
 func TestLifecycleWordPasswordKeepsMarkers(t *testing.T) {
+	t.Parallel()
 	const word = "alfred"
 	e := startE2EConfig(t, storePostgres, forge.KindForgejo, "acceptance/sandbox", 24*time.Hour,
 		mustScriptAgents(t), func(cfg *config.Config) {

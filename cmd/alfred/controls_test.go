@@ -48,7 +48,7 @@ func TestReadyzWhileDraining(t *testing.T) {
 	readyz := func() (int, string) { return read(http.Get(e.url + "/readyz")) }
 	// Ready once the start-up (the rebuild of an empty store) is done.
 	require.Eventually(t, func() bool { code, _ := readyz(); return code == http.StatusOK },
-		60*time.Second, 50*time.Millisecond, "never ready")
+		e2eWait, 50*time.Millisecond, "never ready")
 	var body string
 
 	code, page := read(browser.PostForm(adminSrv.URL+web.Prefix+"/login", url.Values{"token": {e2eAdminToken}, "next": {web.Prefix + "/"}}))
@@ -92,8 +92,8 @@ development:
 func TestCancelRunFromThePages(t *testing.T) {
 	t.Parallel()
 	cli := runtimetest.Client(t)
-	claude := agenttest.BuildImage(t, context.Background(), cli)
-	script := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:ops", "../alfred-script-agent")
+	claude := agenttest.BuildImageOnce(t, context.Background(), cli)
+	script := scriptImage(t)
 	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
 	require.NoError(t, os.WriteFile(scriptPath, []byte(cancelScript), 0o644))
 	tab := webtest.NewBrowser(t).Tab(t)

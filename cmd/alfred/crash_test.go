@@ -6,9 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/runner"
-	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -44,10 +41,39 @@ development:
     "2": {sleep_seconds: 0}
 `
 
+// crashHoldScript is crashScript with the first development attempt held instead of asleep:
+// the container runs until the test writes crashRelease into the run's output directory (the
+// script agent's wait_for_file), so how long it runs never depends on the machine's load. A
+// second attempt, when there is one, is not held.
+const crashHoldScript = `
+analysis.functional:
+  summary: Understood.
+  understanding: You want the report exported as a CSV file.
+analysis.technical:
+  summary: Planned.
+  plan: Add export.csv.
+development:
+  summary: Added the CSV export.
+  commit_message: "Add CSV export"
+  files:
+    export.csv: "date,amount\n"
+  wait_for_file: ` + crashRelease + `
+  per_attempt:
+    "2": {wait_for_file: ""}
+`
+
+// crashRelease is the file that releases the held development run of crashHoldScript.
+const crashRelease = "crash-release"
+
 // crashCase is one way a development container fares while ` + "`alfred serve`" + ` is down.
 type crashCase struct {
-	// sleep is the first development attempt's sleep_seconds.
+	// sleep is the first development attempt's sleep_seconds (crashScript). Empty: the
+	// attempt is held (crashHoldScript) and released after the restart, or while Alfred is
+	// down with releaseWhileDown.
 	sleep string
+	// releaseWhileDown releases the held development run (sleep empty) after the kill, before
+	// whileDown: the container finishes while Alfred is down.
+	releaseWhileDown bool
 	// term stops the process with SIGTERM (a clean shutdown) instead of SIGKILL.
 	term bool
 	// whileDown runs after the SIGKILL, before the restart, with the runtime, the container's
@@ -89,8 +115,8 @@ type crashRun struct {
 // the adapter, pushes it, and the lifecycle finishes with no duplicate comment, no lost event and
 // no container left behind.
 func TestKillDuringDevelopmentRun(t *testing.T) {
+	t.Parallel()
 	runCrashCase(t, crashCase{
-		sleep: "15",
 		whileDown: func(t *testing.T, rt crashRuntime, id string, _ *sqlx.DB) {
 			running, _ := rt.state(t, id)
 			require.True(t, running, "the container must still run when Alfred restarts")
@@ -109,8 +135,8 @@ func TestKillDuringDevelopmentRun(t *testing.T) {
 // leases; the restarted process reattaches to the container (the agent runs once) and the
 // lifecycle finishes.
 func TestShutdownDuringDevelopmentRun(t *testing.T) {
+	t.Parallel()
 	runCrashCase(t, crashCase{
-		sleep:           "15",
 		term:            true,
 		eventsMeanwhile: true, // an event pass takes the mailbox first and leaves the run to a run worker
 		whileDown: func(t *testing.T, rt crashRuntime, id string, db *sqlx.DB) {
@@ -138,9 +164,10 @@ func TestShutdownDuringDevelopmentRun(t *testing.T) {
 // development run, succeeded), the
 // agent's changes are pushed and the lifecycle completes.
 func TestKillDuringDevelopmentRunContainerFinishes(t *testing.T) {
+	t.Parallel()
 	runCrashCase(t, crashCase{
-		sleep:           "4",
-		eventsMeanwhile: true, // issue 25: the collected run was discarded and run again
+		releaseWhileDown: true,
+		eventsMeanwhile:  true, // issue 25: the collected run was discarded and run again
 		whileDown: func(t *testing.T, rt crashRuntime, id string, db *sqlx.DB) {
 			require.Eventually(t, func() bool {
 				running, _ := rt.state(t, id)
@@ -173,6 +200,7 @@ func TestKillDuringDevelopmentRunContainerFinishes(t *testing.T) {
 // On start the run is interrupted with the reason, and the mailbox continues by its normal
 // rules: the development runs again (attempt 2) and the lifecycle completes.
 func TestKillDuringDevelopmentRunContainerRemoved(t *testing.T) {
+	t.Parallel()
 	runCrashCase(t, crashCase{
 		sleep: "600",
 		whileDown: func(t *testing.T, rt crashRuntime, id string, _ *sqlx.DB) {
@@ -192,9 +220,15 @@ func TestKillDuringDevelopmentRunContainerRemoved(t *testing.T) {
 // and on Kubernetes (the test cluster) on PostgreSQL.
 func runCrashCase(t *testing.T, c crashCase) {
 	for _, store := range e2eStores {
-		t.Run("store="+store, func(t *testing.T) { runCrashCaseOn(t, store, newDockerCrash(t), c) })
+		t.Run("store="+store, func(t *testing.T) {
+			t.Parallel()
+			runCrashCaseOn(t, store, newDockerCrash(t), c)
+		})
 	}
-	t.Run("runtime=kubernetes", func(t *testing.T) { runCrashCaseOn(t, storePostgres, newKubeCrash(t), c) })
+	t.Run("runtime=kubernetes", func(t *testing.T) {
+		t.Parallel()
+		runCrashCaseOn(t, storePostgres, newKubeCrash(t), c)
+	})
 }
 
 // runCrashCaseOn drives one crash scenario on store and rt: assign, plan, validate; SIGKILL
@@ -202,9 +236,8 @@ func runCrashCase(t *testing.T, c crashCase) {
 // done.
 func runCrashCaseOn(t *testing.T, store string, rt crashRuntime, c crashCase) {
 	dsn := testDatabaseURL(t, store)
-	cli := runtimetest.Client(t)
 	ctx := context.Background()
-	image := runtimetest.BuildImage(t, ctx, cli, "alfred-crash-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	image := scriptImage(t)
 
 	dir := t.TempDir()
 	bin := buildAlfred(t, dir)
@@ -227,7 +260,11 @@ func runCrashCaseOn(t *testing.T, store string, rt crashRuntime, c crashCase) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	scriptPath := filepath.Join(dir, "script.yaml")
-	require.NoError(t, os.WriteFile(scriptPath, []byte(fmt.Sprintf(crashScript, c.sleep)), 0o644))
+	script := crashHoldScript
+	if c.sleep != "" {
+		script = fmt.Sprintf(crashScript, c.sleep)
+	}
+	require.NoError(t, os.WriteFile(scriptPath, []byte(script), 0o644))
 	cfgPath := filepath.Join(dir, "alfred.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
 listen: %s
@@ -242,31 +279,10 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 %s
 `, addr, dataDir, fj.URL, fj.Token, liveSecret, image, scriptPath, runnerConfig)), 0o600))
 
-	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "serve", "--config", cfgPath)
-		cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+dsn)
-		logf, err := os.OpenFile(filepath.Join(dir, "serve.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		require.NoError(t, err)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		require.NoError(t, cmd.Start())
-		require.Eventually(t, func() bool {
-			resp, err := http.Get("http://" + addr + "/healthz")
-			if err == nil {
-				_ = resp.Body.Close()
-			}
-			return err == nil && resp.StatusCode == 200
-		}, 60*time.Second, 100*time.Millisecond)
-		return cmd
+	start := func() *serveProcess {
+		return startServeProcess(t, "serve", bin, cfgPath, filepath.Join(dir, "serve.log"), addr, "ALFRED_DATABASE_URL="+dsn)
 	}
 	proc := start()
-	t.Cleanup(func() {
-		_ = proc.Process.Kill()
-		_, _ = proc.Process.Wait()
-		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(dir, "serve.log"))
-			t.Logf("serve.log:\n%s", b)
-		}
-	})
 
 	e := &e2e{t: t, url: "http://" + addr, forgejo: fj, api: api, bare: bare, kind: forge.KindForgejo,
 		issue: forge.IssueRef{Forge: "forgejo", Repo: "acceptance/sandbox", Number: 1}}
@@ -279,7 +295,7 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	// directory, so a development container of another test (or package) never matches.
 	instance := runner.InstanceID(dataDir)
 	require.Eventually(t, func() bool { return len(rt.devRunning(t, instance)) == 1 },
-		60*time.Second, 100*time.Millisecond, "the development container never ran")
+		e2eWait, 100*time.Millisecond, "the development container never ran")
 
 	// SIGKILL: no cleanup of any kind runs; the container outlives the process. SIGTERM: the
 	// process stops taking work, releases its leases and leaves the container running.
@@ -290,17 +306,31 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 	if c.eventsMeanwhile {
 		statusEdits(e, 3)
 	}
-	require.NoError(t, proc.Process.Signal(sig))
-	state, _ := proc.Process.Wait()
+	state := proc.signal(t, sig)
 	if c.term {
 		require.True(t, state.Success(), "a clean shutdown exits 0")
 	}
 	list := rt.devRunning(t, instance)
 	require.Len(t, list, 1, "the stopped process left its container running")
 	db := openTestDatabase(t, dsn, dataDir)
+	// release lets the held first development attempt finish (crashHoldScript).
+	release := func() {
+		var name string
+		require.NoError(t, db.Get(&name, `SELECT e.container_name FROM executors e JOIN runs r ON r.id = e.run_id
+			WHERE r.phase = 'development' ORDER BY e.id LIMIT 1`))
+		out := filepath.Join(dataDir, "runs", name, "out")
+		require.DirExists(t, out, "the held run's output directory")
+		require.NoError(t, os.WriteFile(filepath.Join(out, crashRelease), nil, 0o644))
+	}
+	if c.sleep == "" && c.releaseWhileDown {
+		release()
+	}
 	c.whileDown(t, rt, list[0], db)
 
 	proc = start()
+	if c.sleep == "" && !c.releaseWhileDown {
+		release()
+	}
 	if c.eventsMeanwhile {
 		statusEdits(e, 2) // received before the restarted process's first pass
 	}

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
@@ -25,7 +23,6 @@ import (
 	"github.com/alfred-bot/alfred/internal/store"
 	"github.com/alfred-bot/alfred/migrations"
 	"github.com/alfred-bot/alfred/runner/agent/script"
-	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -116,8 +113,7 @@ func (s *syncBuffer) String() string {
 // Alfred receives no delivery at all.
 func TestDemoPlaysAnIssueToAMergedPullRequest(t *testing.T) {
 	t.Parallel()
-	cli := runtimetest.Client(t)
-	image := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	image := scriptImage(t)
 	for _, transport := range []string{config.TransportWebhook, config.TransportPoll} {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()

@@ -38,6 +38,7 @@ func devDepsSQL(t *testing.T, role string) (sql, password string) {
 // on a throwaway role, never on the live one. The Makefile's test database URL carries the same
 // password, and the configuration accepts it.
 func TestDevDepsRolePassword(t *testing.T) {
+	t.Parallel()
 	base := pgtest.URL(t)
 	ctx := context.Background()
 	db, err := sqlx.ConnectContext(ctx, "postgres", base)

@@ -29,10 +29,14 @@ import (
 // Forgejo stand-in the hook URL is the one built from listen (no public_url); on GitLab's it is
 // public_url's.
 func TestAssignmentWhileDownInRepositoryThatNeverSentAnEvent(t *testing.T) {
+	t.Parallel()
 	_ = runtimetest.Client(t) // serve needs the Docker engine
 	bin := buildAlfred(t, t.TempDir())
 	for _, kind := range []forge.Kind{forge.KindForgejo, forge.KindGitLab} {
-		t.Run(string(kind), func(t *testing.T) { assignmentWhileDownInNewRepository(t, bin, kind) })
+		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
+			assignmentWhileDownInNewRepository(t, bin, kind)
+		})
 	}
 }
 
@@ -100,7 +104,7 @@ workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms, reconcile_interval: 1h}
 				_ = resp.Body.Close()
 			}
 			return err == nil && resp.StatusCode == http.StatusOK
-		}, 60*time.Second, 100*time.Millisecond, "alfred serve never became ready")
+		}, e2eWait, 100*time.Millisecond, "alfred serve never became ready")
 	}
 	t.Cleanup(func() {
 		if proc != nil {
@@ -144,7 +148,7 @@ workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms, reconcile_interval: 1h}
 			}
 		}
 		return false
-	}, 60*time.Second, 100*time.Millisecond, "the assignment in the new repository was never acknowledged")
+	}, e2eWait, 100*time.Millisecond, "the assignment in the new repository was never acknowledged")
 
 	// The acknowledgement follows the pass that read the other repository's hooks: by now it
 	// has been looked at, and only its hooks were read.

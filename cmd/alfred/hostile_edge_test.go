@@ -62,6 +62,7 @@ const edgeSlowClients = 100
 // With the bodies read inside the handling slots, 64 of the 100 hold every slot and the
 // delivery waits until the read timeout cuts one off.
 func TestSlowBodiesHoldNoHandlingSlot(t *testing.T) {
+	t.Parallel()
 	// A read timeout far longer than the test: a slow client is never cut off by it here.
 	env := startHostileWith(t, 10*time.Minute)
 	body := hostileTemplate(t, "forgejo-live/006-issue_comment-created.json")
@@ -163,6 +164,7 @@ func (e *hostileEnv) httpStages(server string) map[string]float64 {
 // "bearer" in lower case is accepted; wrong logins from one address are answered 429 with
 // Retry-After after admin.DefaultAttemptBurst of them.
 func TestAdminListenerEdge(t *testing.T) {
+	t.Parallel()
 	env := startHostile(t)
 	do := func(method, path, auth string, body io.Reader) *http.Response {
 		req, err := http.NewRequest(method, env.admin+path, body)

@@ -19,6 +19,7 @@ import (
 // the 65,000 bytes Alfred writes to a Forgejo. The description stored on the forge stays the
 // human's text byte for byte; the functional analysis is a comment of its own.
 func TestHostileHugeDescriptionEndToEnd(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t, 2*time.Second)
 	ctx := context.Background()
 	var human strings.Builder
@@ -66,6 +67,7 @@ const leakCanary = "canary-e2e-agent-key-5d1e9b7a"
 // blocked with the file and the kind of secret, no comment holds the key, and the remote has no
 // branch.
 func TestHostileAgentKeyIsNotPushedEndToEnd(t *testing.T) {
+	t.Parallel()
 	agents, _ := scriptAgents(t, leakScript)
 	agents = strings.Replace(agents, "\nphases:", "\n    api_key: "+leakCanary+"\nphases:", 1)
 	e := startE2EWith(t, storeSQLite, forge.KindForgejo, "acceptance/sandbox", time.Hour, agents)

@@ -1,16 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -237,76 +234,15 @@ type quietTB struct{ testing.TB }
 func (quietTB) Logf(string, ...any) {}
 
 // benchReplica is one `alfred serve` subprocess of the throughput benchmark.
-type benchReplica struct {
-	cmd      *exec.Cmd
-	url, log string
-}
+type benchReplica = serveProcess
 
 // startReplica starts `alfred serve` on a free port with the environment's configuration and
 // waits until it answers /healthz.
 func (e *throughputEnv) startReplica(b *testing.B, name string) *benchReplica {
 	b.Helper()
 	addr := freeAddr(b)
-	logPath := filepath.Join(e.dir, name+".log")
-	logf, err := os.Create(logPath)
-	require.NoError(b, err)
-	defer logf.Close()
-	cmd := exec.Command(e.bin, "serve", "--config", e.cfgPath)
-	cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+e.dsn, "ALFRED_LISTEN="+addr)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(b, cmd.Start())
-	r := &benchReplica{cmd: cmd, url: "http://" + addr, log: logPath}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	require.Eventually(b, func() bool {
-		resp, err := http.Get(r.url + "/healthz")
-		if err == nil {
-			_ = resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == http.StatusOK
-	}, 2*time.Minute, 50*time.Millisecond, "replica %s never answered; its log: %s", name, r.tail())
-	return r
-}
-
-// stop ends the replica with SIGTERM and waits for it.
-func (r *benchReplica) stop(b *testing.B) {
-	if r.cmd.ProcessState != nil {
-		return
-	}
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- r.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			b.Errorf("replica %s: %v; its log: %s", r.url, err, r.tail())
-		}
-	case <-time.After(2 * time.Minute):
-		_ = r.cmd.Process.Kill()
-		b.Errorf("replica %s did not stop on SIGTERM; its log: %s", r.url, r.tail())
-	}
-}
-
-// count returns how many lines of the replica's log contain s.
-func (r *benchReplica) count(b *testing.B, s string) int {
-	b.Helper()
-	f, err := os.Open(r.log)
-	require.NoError(b, err)
-	defer f.Close()
-	n := 0
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), s) {
-			n++
-		}
-	}
-	return n
-}
-
-// tail is the end of the replica's log.
-func (r *benchReplica) tail() string {
-	out, _ := os.ReadFile(r.log)
-	return string(out[max(0, len(out)-4000):])
+	return startServeProcess(b, name, e.bin, e.cfgPath, filepath.Join(e.dir, name+".log"), addr,
+		"ALFRED_DATABASE_URL="+e.dsn, "ALFRED_LISTEN="+addr)
 }
 
 // cpuSample is CPU time in clock ticks (/proc, USER_HZ = 100): per process of interest, and

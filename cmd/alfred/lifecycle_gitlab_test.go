@@ -72,6 +72,7 @@ func glLabels(names ...string) []any {
 }
 
 func TestLifecycleGitLabRecordedDeliveries(t *testing.T) {
+	t.Parallel()
 	e := startE2EOn(t, storeSQLite, forge.KindGitLab, "gitlab-org/gitlab-test", 24*time.Hour)
 	ctx := context.Background()
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
@@ -79,7 +80,7 @@ func TestLifecycleGitLabRecordedDeliveries(t *testing.T) {
 	// An issue opened already assigned to the bot (Issue Hook, action open).
 	require.Equal(t, http.StatusAccepted, e.sendGitLab("issue_hook_open_with_changes", "Issue Hook", glAssignTask))
 	require.Eventually(t, func() bool { return strings.Contains(strings.Join(e.comments(), "\n"), "### q1. Which separator?") },
-		90*time.Second, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
+		e2eWait, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
 	e.waitStatus("status::waiting_info")
 
 	// alice answers in a Note Hook.
@@ -122,7 +123,7 @@ func TestLifecycleGitLabRecordedDeliveries(t *testing.T) {
 		oa["status"], oa["sha"], oa["ref"] = "failed", first, mr.SourceBranch
 		doc["merge_request"].(map[string]any)["iid"] = mr.Number
 	}))
-	require.Eventually(t, func() bool { return head() != first }, 90*time.Second, 100*time.Millisecond, "no ci_fix push")
+	require.Eventually(t, func() bool { return head() != first }, e2eWait, 100*time.Millisecond, "no ci_fix push")
 	second := head()
 	e.forgejo.SetCI(e.issue.Repo, second, forgetest.CIJob{Name: "test", State: forge.CISuccess})
 	require.Equal(t, http.StatusAccepted, e.sendGitLab("pipeline_hook_success", "Pipeline Hook", func(doc map[string]any) {

@@ -188,6 +188,7 @@ func kubeConfig(t testing.TB, kubeconfig string, cs k8s.Interface, ns string, to
 // review fixed, merge, done. Every phase ran as a Pod of the test's namespace, mounting only
 // its run's sub-paths of the state claim, without the forge token, and nothing is left.
 func TestLifecycleKubernetes(t *testing.T) {
+	t.Parallel()
 	kubeconfig, cs := kubetest.Kubeconfig(t)
 	agents, image := scriptAgents(t, kubernetesScript)
 	kubetest.ImportImage(t, image)
@@ -204,7 +205,7 @@ func TestLifecycleKubernetes(t *testing.T) {
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
 	e.labelsChanged("type::task")
 	require.Eventually(t, func() bool { return strings.Contains(strings.Join(e.comments(), "\n"), "### q1. Which separator?") },
-		90*time.Second, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
+		e2eWait, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
 	require.Equal(t, http.StatusAccepted, e.send("006-issue_comment-created", func(doc map[string]any) {
 		doc["comment"].(map[string]any)["body"] = "q1: b"
 		doc["comment"].(map[string]any)["id"] = 4242

@@ -22,8 +22,9 @@ import (
 // A whole lifecycle with the stand-in claude-code CLI: llm_sessions shows one session, fresh at
 // the functional analysis and resumed by the technical analysis, the development and the CI fix.
 func TestLifecycleOneClaudeSessionAcrossPhases(t *testing.T) {
+	t.Parallel()
 	cli := runtimetest.Client(t)
-	image := agenttest.BuildImage(t, context.Background(), cli)
+	image := agenttest.BuildImageOnce(t, context.Background(), cli)
 	e := startE2EWith(t, storePostgres, forge.KindForgejo, "acceptance/sandbox", time.Hour, fmt.Sprintf(`
 agents:
   - name: claude
@@ -49,7 +50,7 @@ phases:
 	}
 	first := head()
 	e.forgejo.SetCI(e.issue.Repo, first, forgetest.CIJob{Name: "ci/test", State: forge.CIFailed, Log: "FAIL"})
-	require.Eventually(t, func() bool { return head() != first }, 90*time.Second, 100*time.Millisecond, "no ci_fix push")
+	require.Eventually(t, func() bool { return head() != first }, e2eWait, 100*time.Millisecond, "no ci_fix push")
 	e.forgejo.SetCI(e.issue.Repo, head(), forgetest.CIJob{Name: "ci/test", State: forge.CISuccess})
 	e.waitStatus("status::in_review")
 

@@ -106,8 +106,7 @@ func startE2EOn(t *testing.T, store string, kind forge.Kind, repo string, deadli
 // that runs script with it in every phase, and the image.
 func scriptAgents(tb testing.TB, script string) (agents, image string) {
 	tb.Helper()
-	cli := runtimetest.Client(tb)
-	image = runtimetest.BuildImage(tb, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	image = scriptImage(tb)
 	scriptPath := filepath.Join(tb.TempDir(), "script.yaml")
 	require.NoError(tb, os.WriteFile(scriptPath, []byte(script), 0o644))
 	return fmt.Sprintf(`
@@ -279,7 +278,7 @@ func (e *e2e) waitStatus(want string) {
 			}
 		}
 		return false
-	}, 90*time.Second, 100*time.Millisecond, "status %s never came; labels %v; comments:\n%s", want,
+	}, e2eWait, 100*time.Millisecond, "status %s never came; labels %v; comments:\n%s", want,
 		e.forgejo.IssueLabels(e.issue), strings.Join(e.comments(), "\n---\n"))
 }
 
@@ -324,8 +323,10 @@ func setLabels(names ...string) func(map[string]any) {
 
 // TestLifecycleForgejoRecordedDeliveries runs the whole lifecycle on each store.
 func TestLifecycleForgejoRecordedDeliveries(t *testing.T) {
+	t.Parallel()
 	for _, store := range e2eStores {
 		t.Run("store="+store, func(t *testing.T) {
+			t.Parallel()
 			lifecycleForgejoRecordedDeliveries(t, startE2EOn(t, store, forge.KindForgejo, "acceptance/sandbox", 24*time.Hour))
 		})
 	}
@@ -345,7 +346,7 @@ func lifecycleForgejoRecordedDeliveries(t *testing.T, e *e2e) {
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
 	require.Equal(t, http.StatusAccepted, e.send("003-issue_label-label_updated", nil))
 	require.Eventually(t, func() bool { return strings.Contains(strings.Join(e.comments(), "\n"), "### q1. Which separator?") },
-		90*time.Second, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
+		e2eWait, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
 	e.waitStatus("status::waiting_info")
 	block := e.comments()[len(e.comments())-1]
 	require.Contains(t, block, "- [x] **a. Comma** _(default)_")
@@ -439,6 +440,7 @@ func lifecycleForgejoRecordedDeliveries(t *testing.T, e *e2e) {
 }
 
 func TestLifecycleForgejoDeadlineAppliesDefaults(t *testing.T) {
+	t.Parallel()
 	e := startE2E(t, 2*time.Second)
 	ctx := context.Background()
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))

@@ -46,9 +46,10 @@ const opsRelease = "release"
 // Chromium, screenshots saved) while the development runs and after, the metrics, and the
 // status comment of the finished lifecycle (golden).
 func TestOperations(t *testing.T) {
+	t.Parallel()
 	cli := runtimetest.Client(t)
-	claude := agenttest.BuildImage(t, context.Background(), cli)
-	script := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:ops", "../alfred-script-agent")
+	claude := agenttest.BuildImageOnce(t, context.Background(), cli)
+	script := scriptImage(t)
 	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
 	require.NoError(t, os.WriteFile(scriptPath, []byte(opsScript), 0o644))
 	browser := webtest.NewBrowser(t)

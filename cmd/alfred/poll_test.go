@@ -36,11 +36,13 @@ func startPollE2E(t *testing.T, kind forge.Kind, repo string) *e2e {
 // branch), CI passes again and she merges. Every change reaches Alfred only through its polls
 // of the bot's notifications (Forgejo) or to-do list and lists (GitLab).
 func TestLifecyclePoll(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		kind forge.Kind
 		repo string
 	}{{forge.KindForgejo, "acceptance/sandbox"}, {forge.KindGitLab, "gitlab-org/gitlab-test"}} {
 		t.Run(string(tc.kind), func(t *testing.T) {
+			t.Parallel()
 			e := startPollE2E(t, tc.kind, tc.repo)
 			rs := e.forgejo.(forgetest.ReviewSeeder)
 
@@ -79,6 +81,7 @@ func TestLifecyclePoll(t *testing.T) {
 // comment delivery and through a poll of the bot's notifications. It is applied once: one
 // decision, one technical analysis, no comment posted twice.
 func TestWebhookAndPollApplyOnce(t *testing.T) {
+	t.Parallel()
 	e := startE2EConfig(t, storeSQLite, forge.KindForgejo, "acceptance/sandbox", time.Hour, func() string {
 		agents, _ := scriptAgents(t, lifecycleScript)
 		return agents
@@ -92,7 +95,7 @@ func TestWebhookAndPollApplyOnce(t *testing.T) {
 		Body: "The monthly report should be downloadable.", Author: "alice", Labels: []string{"type::task"}})
 	e.forgejo.SetIssueAssignees(e.issue, "alice", forgetest.BotLogin)
 	require.Eventually(t, func() bool { return strings.Contains(strings.Join(e.comments(), "\n"), "### q1. Which separator?") },
-		90*time.Second, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
+		e2eWait, 100*time.Millisecond, "no question block:\n%s", strings.Join(e.comments(), "\n---\n"))
 
 	id := e.forgejo.AddComment(e.issue, "alice", "q1: b")
 	require.Equal(t, http.StatusAccepted, e.send("006-issue_comment-created", func(doc map[string]any) {

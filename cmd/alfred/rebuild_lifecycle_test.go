@@ -28,6 +28,7 @@ import (
 // forge and the issue goes on to done through the same deliveries, with no comment posted
 // twice and no phase run again (the new store's runs are only the phases still to run).
 func TestStoreDeletedAtEachStateContinuesToDone(t *testing.T) {
+	t.Parallel()
 	_ = runtimetest.Client(t)
 	agents, _ := scriptAgents(t, lifecycleScript)
 	const repo = "acceptance/sandbox"
@@ -42,6 +43,7 @@ func TestStoreDeletedAtEachStateContinuesToDone(t *testing.T) {
 		{"in_review", 4, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			e := startE2EConfig(t, storeSQLite, forge.KindForgejo, repo, 24*time.Hour, agents, func(cfg *config.Config) {
 				// A new store knows the repository by no mailbox and the stand-in has no hook
 				// to this Alfred: the repository is listed.
@@ -63,7 +65,7 @@ func TestStoreDeletedAtEachStateContinuesToDone(t *testing.T) {
 					require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
 					require.Equal(t, http.StatusAccepted, e.send("003-issue_label-label_updated", nil))
 					require.Eventually(t, func() bool { return strings.Contains(strings.Join(e.comments(), "\n"), "### q1. Which separator?") },
-						90*time.Second, 100*time.Millisecond)
+						e2eWait, 100*time.Millisecond)
 					e.waitStatus("status::waiting_info")
 				},
 				func() { // the answer, then the plan
@@ -144,7 +146,7 @@ func waitIdle(t *testing.T, e *e2e) {
 		var r int
 		require.NoError(t, db.Get(&r, `SELECT count(*) FROM runs WHERE status = 'running'`))
 		return n == 0 && r == 0
-	}, 60*time.Second, 50*time.Millisecond, "a pass never ended")
+	}, e2eWait, 50*time.Millisecond, "a pass never ended")
 }
 
 // runKeys returns the runs of e's store, oldest first, as phase keys.
@@ -200,7 +202,7 @@ func (e *e2e) restartWithoutStore() *e2e {
 			_ = resp.Body.Close()
 		}
 		return err == nil && resp.StatusCode == http.StatusOK
-	}, 60*time.Second, 50*time.Millisecond, "the restarted Alfred never became ready")
+	}, e2eWait, 50*time.Millisecond, "the restarted Alfred never became ready")
 	empty, err := srv.store.Empty(context.Background())
 	require.NoError(t, err)
 	require.False(t, empty, "the store was rebuilt before the webhook port answered")

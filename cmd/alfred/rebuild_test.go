@@ -28,6 +28,7 @@ import (
 // that follows posts nothing (no second acknowledgement, no second question block, no new
 // assignment). `alfred rebuild` afterwards finds the mailbox there and stores nothing.
 func TestStoreDeletedWhileQuestionsAreOpen(t *testing.T) {
+	t.Parallel()
 	_ = runtimetest.Client(t) // serve needs the Docker engine
 	bin := buildAlfred(t, t.TempDir())
 
@@ -74,7 +75,7 @@ workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms, reconcile_interval: 1h}
 				_ = resp.Body.Close()
 			}
 			return err == nil && resp.StatusCode == http.StatusOK
-		}, 60*time.Second, 100*time.Millisecond, "alfred serve never became ready")
+		}, e2eWait, 100*time.Millisecond, "alfred serve never became ready")
 	}
 	stop := func() {
 		require.NoError(t, proc.Process.Signal(syscall.SIGTERM))
@@ -110,7 +111,7 @@ workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms, reconcile_interval: 1h}
 		}
 		return false
 	}
-	require.Eventually(t, asked, 60*time.Second, 100*time.Millisecond, "the type question was never asked")
+	require.Eventually(t, asked, e2eWait, 100*time.Millisecond, "the type question was never asked")
 	require.Eventually(t, func() bool { return contains(fj.IssueLabels(ref), "status::waiting_info") },
 		30*time.Second, 100*time.Millisecond)
 	stop()
@@ -132,7 +133,7 @@ workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms, reconcile_interval: 1h}
 	// The start-up reconciliation pass, after the rebuild, is the signal that Alfred had its
 	// chance to post again.
 	require.Eventually(t, func() bool { return strings.Contains(second(), "msg=reconciled") },
-		60*time.Second, 100*time.Millisecond, "the start-up reconciliation pass never ended")
+		e2eWait, 100*time.Millisecond, "the start-up reconciliation pass never ended")
 	require.Regexp(t, `msg=reconciled forge=forgejo mailboxes=1 new_assignments=0 discovered=0 events=0`, second())
 	stop()
 	after := fj.IssueComments(ref)
@@ -166,6 +167,7 @@ func statusOf(labels []string) []string {
 // (a liveness probe keeps the process), /readyz 503, and a delivery is stored and answered 202
 // (store first; it is applied once the rebuild is done).
 func TestServeAliveWhileRebuildWaits(t *testing.T) {
+	t.Parallel()
 	_ = runtimetest.Client(t) // serve needs the Docker engine
 	bin := buildAlfred(t, t.TempDir())
 	dir := t.TempDir()
@@ -201,7 +203,7 @@ phases: {default: script}
 	require.Eventually(t, func() bool {
 		b, _ := os.ReadFile(logPath)
 		return strings.Contains(string(b), "the rebuild from the forge waits for the forge")
-	}, 60*time.Second, 100*time.Millisecond, "the rebuild never waited for the forge")
+	}, e2eWait, 100*time.Millisecond, "the rebuild never waited for the forge")
 
 	// A request that is never answered fails the test within the client's timeout.
 	client := &http.Client{Timeout: 30 * time.Second}

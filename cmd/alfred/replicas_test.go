@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,12 +40,8 @@ type replicaSet struct {
 	db    *sqlx.DB
 }
 
-// replica is one running `alfred serve`.
-type replica struct {
-	name, addr, log string
-	cmd             *exec.Cmd
-	stopped         bool
-}
+// replica is one running `alfred serve` of a replicaSet.
+type replica = serveProcess
 
 // newReplicaSet builds the alfred binary and the stand-in claude image and seeds the forge:
 // issue #1 of acceptance/sandbox by alice, a task, the bot assigned.
@@ -56,7 +51,7 @@ func newReplicaSet(t *testing.T) *replicaSet {
 	cli := runtimetest.Client(t)
 	dir := t.TempDir()
 	rs := &replicaSet{t: t, dir: dir, dsn: dsn, bin: buildAlfred(t, dir),
-		image: agenttest.BuildImage(t, context.Background(), cli), fj: forgetest.NewForgejoServer(t)}
+		image: agenttest.BuildImageOnce(t, context.Background(), cli), fj: forgetest.NewForgejoServer(t)}
 	bare := seedBareRepo(t, dir)
 	rs.fj.AddRepo("acceptance/sandbox", "main", bare)
 	rs.fj.AddUser("alice")
@@ -77,7 +72,7 @@ func newReplicaSet(t *testing.T) *replicaSet {
 func (rs *replicaSet) start(name, dataDir, runnerYAML string) *replica {
 	t := rs.t
 	t.Helper()
-	r := &replica{name: name, addr: freeAddr(t), log: filepath.Join(rs.dir, name+".log")}
+	addr := freeAddr(t)
 	cfgPath := filepath.Join(rs.dir, name+".yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
 listen: %s
@@ -90,30 +85,8 @@ phases: {default: claude}
 lifecycle: {ci_wait: 1h, ci_poll: 300ms}
 workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 %s
-`, r.addr, dataDir, rs.fj.URL, rs.fj.Token, liveSecret, rs.image, runnerYAML)), 0o600))
-	r.cmd = exec.Command(rs.bin, "serve", "--config", cfgPath)
-	r.cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+rs.dsn)
-	logf, err := os.OpenFile(r.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = logf.Close() })
-	r.cmd.Stdout, r.cmd.Stderr = logf, logf
-	require.NoError(t, r.cmd.Start())
-	t.Cleanup(func() {
-		if !r.stopped {
-			_ = r.cmd.Process.Kill()
-			_, _ = r.cmd.Process.Wait()
-		}
-		if t.Failed() {
-			t.Logf("%s log:\n%s", name, r.text(t))
-		}
-	})
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + r.addr + "/healthz")
-		if err == nil {
-			_ = resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == http.StatusOK
-	}, 2*time.Minute, 100*time.Millisecond, "replica %s never answered", name)
+`, addr, dataDir, rs.fj.URL, rs.fj.Token, liveSecret, rs.image, runnerYAML)), 0o600))
+	r := startServeProcess(t, name, rs.bin, cfgPath, filepath.Join(rs.dir, name+".log"), addr, "ALFRED_DATABASE_URL="+rs.dsn)
 	rs.url = "http://" + r.addr
 	if rs.db == nil {
 		rs.db = openTestDatabase(t, rs.dsn, dataDir)
@@ -130,23 +103,6 @@ workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
 		})
 	}
 	return r
-}
-
-// stop ends the replica with SIGTERM (a clean shutdown: its leases released) and waits.
-func (r *replica) stop(t *testing.T) {
-	t.Helper()
-	require.NoError(t, r.cmd.Process.Signal(syscall.SIGTERM))
-	st, _ := r.cmd.Process.Wait()
-	r.stopped = true
-	require.True(t, st.Success(), "replica %s: a clean shutdown exits 0", r.name)
-}
-
-// text is the replica's log so far.
-func (r *replica) text(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile(r.log)
-	require.NoError(t, err)
-	return string(b)
 }
 
 var runStarted = regexp.MustCompile(`msg="run started" .*?phase=(\S+) step=(\S+)`)
@@ -214,6 +170,7 @@ func (rs *replicaSet) requireEventsOnce(keys ...string) {
 // fresh one, and says so — the session record's reason is state_elsewhere, the earlier records
 // name A's data directory, B's its own, and B's log says whose the state is.
 func TestReplicasDockerSessionElsewhere(t *testing.T) {
+	t.Parallel()
 	rs := newReplicaSet(t)
 	dataA, dataB := filepath.Join(rs.dir, "data-a"), filepath.Join(rs.dir, "data-b")
 	a := rs.start("replica-a", dataA, "")
@@ -255,6 +212,7 @@ func TestReplicasDockerSessionElsewhere(t *testing.T) {
 // turns of A in its history (its session file, its cumulative usage), each phase ran once,
 // every event was processed and no comment was posted twice; nothing is left in the cluster.
 func TestReplicasKubernetesOneSession(t *testing.T) {
+	t.Parallel()
 	kubeconfig, cs := kubetest.Kubeconfig(t)
 	rs := newReplicaSet(t)
 	kubetest.ImportImage(t, rs.image)

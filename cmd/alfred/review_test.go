@@ -14,7 +14,6 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/runner"
@@ -57,8 +56,7 @@ review:
 // time.
 func startReview(t *testing.T, kind forge.Kind, repo, script string) *e2e {
 	t.Helper()
-	cli := runtimetest.Client(t)
-	image := runtimetest.BuildImage(t, context.Background(), cli, "alfred-e2e-script:"+strings.ToLower(uuid.NewString()[:8]), "../alfred-script-agent")
+	image := scriptImage(t)
 	scriptPath := filepath.Join(t.TempDir(), "script.yaml")
 	require.NoError(t, os.WriteFile(scriptPath, []byte(script), 0o644))
 	return startE2EWith(t, storePostgres, kind, repo, time.Hour, fmt.Sprintf(`
@@ -158,7 +156,7 @@ func (e *e2e) waitHead(branch, old string) string {
 	require.Eventually(e.t, func() bool {
 		head = e.git("rev-parse", branch)
 		return head != old
-	}, 90*time.Second, 100*time.Millisecond, "no new commit on %s; comments:\n%s", branch, strings.Join(e.comments(), "\n---\n"))
+	}, e2eWait, 100*time.Millisecond, "no new commit on %s; comments:\n%s", branch, strings.Join(e.comments(), "\n---\n"))
 	return head
 }
 
@@ -177,6 +175,7 @@ func reviewDelivery(mr forge.MergeRequest) func(map[string]any) {
 // changes with an inline comment is fixed on the same branch and answered in its thread; a
 // question is answered without a commit; a conflict with main is merged and resolved.
 func TestReviewLoopForgejo(t *testing.T) {
+	t.Parallel()
 	e := startReview(t, forge.KindForgejo, "acceptance/sandbox", reviewScript)
 	rs := e.forgejo.(forgetest.ReviewSeeder)
 	mr := e.toInReview(func() {
@@ -244,7 +243,7 @@ func (e *e2e) waitReply(mr, id int64) forge.ReviewComment {
 			}
 		}
 		return false
-	}, 90*time.Second, 100*time.Millisecond, "no reply to comment %d; comments:\n%s", id, strings.Join(e.comments(), "\n---\n"))
+	}, e2eWait, 100*time.Millisecond, "no reply to comment %d; comments:\n%s", id, strings.Join(e.comments(), "\n---\n"))
 	return reply
 }
 
@@ -253,6 +252,7 @@ func (e *e2e) waitReply(mr, id int64) forge.ReviewComment {
 // hook with detailed_merge_status "conflict" gets the target merged; asked as reviewer on
 // alice's merge request (reviewers updated), the bot posts one review with an inline comment.
 func TestReviewLoopGitLab(t *testing.T) {
+	t.Parallel()
 	e := startReview(t, forge.KindGitLab, "gitlab-org/gitlab-test", reviewScript)
 	rs := e.forgejo.(forgetest.ReviewSeeder)
 	mr := e.toInReview(func() {
@@ -312,7 +312,7 @@ func TestReviewLoopGitLab(t *testing.T) {
 			}
 		}
 		return false
-	}, 90*time.Second, 100*time.Millisecond, "no inline review comment")
+	}, e2eWait, 100*time.Millisecond, "no inline review comment")
 	require.Eventually(t, func() bool {
 		return slices.ContainsFunc(e.forgejo.IssueComments(ref), func(c forge.Comment) bool { return c.Body == "A few remarks on the docs." })
 	}, 30*time.Second, 100*time.Millisecond, "the review's summary")
@@ -351,6 +351,7 @@ func (e *e2e) containers() int {
 // nothing is pushed; ai::retry runs the development again (resuming the session) and Alfred
 // removes the label.
 func TestHumanBlockedStopsTheRunAndRetryResumes(t *testing.T) {
+	t.Parallel()
 	e := startReview(t, forge.KindForgejo, "acceptance/sandbox", blockingScript)
 	ctx := context.Background()
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"type::task"}, nil))
@@ -359,7 +360,7 @@ func TestHumanBlockedStopsTheRunAndRetryResumes(t *testing.T) {
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"ai::validate_plan"}, nil))
 	e.labelsChanged("ai::validate_plan")
 	e.waitStatus("status::in_development")
-	require.Eventually(t, func() bool { return e.containers() == 1 }, 60*time.Second, 100*time.Millisecond, "the development container")
+	require.Eventually(t, func() bool { return e.containers() == 1 }, e2eWait, 100*time.Millisecond, "the development container")
 
 	// alice sets status::blocked while the agent works.
 	require.NoError(t, e.api.SetLabels(ctx, e.issue, []string{"status::blocked"}, nil))

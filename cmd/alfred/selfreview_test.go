@@ -29,6 +29,7 @@ self_review:
 // is left and the fix; auto-merge merges only once the self-review is over; the mailbox page
 // shows the self_review run.
 func TestSelfReviewForgejo(t *testing.T) {
+	t.Parallel()
 	e := startAutoMergeScript(t, forge.KindForgejo, "acceptance/sandbox", selfReviewScript,
 		"ALFRED_SELF_REVIEW_ENABLED=true", "ALFRED_LIFECYCLE_AUTO_MERGE=true")
 	ms := e.forgejo.(forgetest.MergeSeeder)

@@ -46,7 +46,7 @@ func (e *e2e) waitState(want mailbox.State) *mailbox.Mailbox {
 		var err error
 		mb, err = e.srv.store.Find(context.Background(), e.issue)
 		return err == nil && mb.State == want
-	}, 90*time.Second, 100*time.Millisecond, "state %s never came", want)
+	}, e2eWait, 100*time.Millisecond, "state %s never came", want)
 	return mb
 }
 
@@ -64,7 +64,7 @@ func (e *e2e) shadowWrites(kind mailbox.ShadowKind) []mailbox.ShadowWrite {
 			}
 		}
 		return false
-	}, 90*time.Second, 100*time.Millisecond, "no shadow %s", kind)
+	}, e2eWait, 100*time.Millisecond, "no shadow %s", kind)
 	return ws
 }
 
@@ -112,8 +112,12 @@ func (e *e2e) adminPage(path string) string {
 // held development run starts, pushes and opens the pull request, and the shadow history is not
 // replayed.
 func TestShadowModeWritesNothingThenLivePosts(t *testing.T) {
+	t.Parallel()
 	for _, store := range e2eStores {
-		t.Run("store="+store, func(t *testing.T) { shadowModeWritesNothingThenLivePosts(t, store) })
+		t.Run("store="+store, func(t *testing.T) {
+			t.Parallel()
+			shadowModeWritesNothingThenLivePosts(t, store)
+		})
 	}
 }
 
@@ -188,6 +192,7 @@ func shadowModeWritesNothingThenLivePosts(t *testing.T, store string) {
 // assignee, description, branch or merge request until the project is live; then the held
 // development run pushes and opens the merge request.
 func TestShadowModeGitLab(t *testing.T) {
+	t.Parallel()
 	agents, _ := scriptAgents(t, lifecycleScript)
 	on := true
 	e := startE2EConfig(t, storeSQLite, forge.KindGitLab, "gitlab-org/gitlab-test", 24*time.Hour, agents,

@@ -17,6 +17,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,21 +87,34 @@ func BuildImage(tb testing.TB, ctx context.Context, cli *client.Client, tag stri
 // Dockerfile and the compiled binary, named <name> (the last element of mainPkg).
 func BuildImageFrom(tb testing.TB, ctx context.Context, cli *client.Client, tag, mainPkg, dockerfile string) string {
 	tb.Helper()
+	if err := buildImage(ctx, cli, tag, mainPkg, dockerfile, tb.TempDir()); err != nil {
+		tb.Fatalf("%v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = cli.ImageRemove(ctx, tag, image.RemoveOptions{Force: true, PruneChildren: true})
+	})
+	return tag
+}
+
+// buildImage compiles mainPkg in dir and builds the image tag from dockerfile through the
+// Engine API (BuildImageFrom).
+func buildImage(ctx context.Context, cli *client.Client, tag, mainPkg, dockerfile, dir string) error {
 	ver, err := cli.ServerVersion(ctx)
 	if err != nil {
-		tb.Fatalf("docker version: %v", err)
+		return fmt.Errorf("docker version: %w", err)
 	}
 	name := path.Base(filepath.ToSlash(mainPkg))
-	dir := tb.TempDir()
 	bin := filepath.Join(dir, name)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, mainPkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+ver.Arch)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		tb.Fatalf("go build %s: %v\n%s", mainPkg, err, out)
+		return fmt.Errorf("go build %s: %w\n%s", mainPkg, err, out)
 	}
 	binData, err := os.ReadFile(bin)
 	if err != nil {
-		tb.Fatalf("read built binary: %v", err)
+		return fmt.Errorf("read built binary: %w", err)
 	}
 
 	var buf bytes.Buffer
@@ -111,14 +125,14 @@ func BuildImageFrom(tb testing.TB, ctx context.Context, cli *client.Client, tag,
 		data []byte
 	}{{"Dockerfile", 0o644, []byte(dockerfile)}, {name, 0o755, binData}} {
 		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Unix(0, 0)}); err != nil {
-			tb.Fatalf("tar: %v", err)
+			return fmt.Errorf("tar: %w", err)
 		}
 		if _, err := tw.Write(f.data); err != nil {
-			tb.Fatalf("tar: %v", err)
+			return fmt.Errorf("tar: %w", err)
 		}
 	}
 	if err := tw.Close(); err != nil {
-		tb.Fatalf("tar: %v", err)
+		return fmt.Errorf("tar: %w", err)
 	}
 
 	resp, err := cli.ImageBuild(ctx, &buf, build.ImageBuildOptions{
@@ -134,18 +148,104 @@ func BuildImageFrom(tb testing.TB, ctx context.Context, cli *client.Client, tag,
 		Version: build.BuilderV1,
 	})
 	if err != nil {
-		tb.Fatalf("docker build %s: %v", tag, err)
+		return fmt.Errorf("docker build %s: %w", tag, err)
 	}
 	defer resp.Body.Close()
 	if err := readBuildStream(resp.Body); err != nil {
-		tb.Fatalf("docker build %s: %v", tag, err)
+		return fmt.Errorf("docker build %s: %w", tag, err)
+	}
+	return nil
+}
+
+// sharedImage is one image BuildImageOnce builds for every test of the process.
+type sharedImage struct {
+	once sync.Once
+	tag  string
+	err  error
+}
+
+var shared struct {
+	mu     sync.Mutex
+	images map[string]*sharedImage // by main package and Dockerfile
+	dir    string                  // the build directory of every shared image
+}
+
+// BuildImageOnce is BuildImage for the tests of one process that run the same image: the first
+// call for mainPkg compiles and builds it, once for the process, and every call (the first
+// included) returns tag, a tag of the caller's own on that image, removed when the test ends.
+// So a test (or its cluster import, or its cleanup) never shares a tag with another, and the
+// build is paid once per package instead of once per test. The shared image itself outlives
+// the tests: the package's TestMain calls RemoveImagesBuiltOnce after m.Run.
+func BuildImageOnce(tb testing.TB, ctx context.Context, cli *client.Client, tag, mainPkg string) string {
+	tb.Helper()
+	name := path.Base(filepath.ToSlash(mainPkg))
+	dockerfile := fmt.Sprintf("FROM scratch\nCOPY %s /%s\nUSER %s\nENTRYPOINT [\"/%s\"]\n", name, name, ImageUser, name)
+	return BuildImageFromOnce(tb, ctx, cli, tag, mainPkg, dockerfile)
+}
+
+// BuildImageFromOnce is BuildImageOnce with the caller's Dockerfile (BuildImageFrom).
+func BuildImageFromOnce(tb testing.TB, ctx context.Context, cli *client.Client, tag, mainPkg, dockerfile string) string {
+	tb.Helper()
+	shared.mu.Lock()
+	if shared.images == nil {
+		shared.images = map[string]*sharedImage{}
+	}
+	key := mainPkg + "\x00" + dockerfile
+	img := shared.images[key]
+	if img == nil {
+		img = &sharedImage{tag: fmt.Sprintf("alfred-test/shared-%s:%d-%d", path.Base(filepath.ToSlash(mainPkg)), os.Getpid(), len(shared.images))}
+		shared.images[key] = img
+	}
+	if shared.dir == "" {
+		shared.dir, img.err = os.MkdirTemp("", "alfred-shared-images-")
+	}
+	dir := shared.dir
+	shared.mu.Unlock()
+	img.once.Do(func() {
+		if img.err == nil {
+			sub, err := os.MkdirTemp(dir, "build-")
+			if err != nil {
+				img.err = err
+				return
+			}
+			img.err = buildImage(context.WithoutCancel(ctx), cli, img.tag, mainPkg, dockerfile, sub)
+		}
+	})
+	if img.err != nil {
+		tb.Fatalf("shared image %s: %v", img.tag, img.err)
+	}
+	if err := cli.ImageTag(ctx, img.tag, tag); err != nil {
+		tb.Fatalf("docker tag %s %s: %v", img.tag, tag, err)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_, _ = cli.ImageRemove(ctx, tag, image.RemoveOptions{Force: true, PruneChildren: true})
+		// The shared image keeps its own tag, so this removes only the test's tag.
+		_, _ = cli.ImageRemove(ctx, tag, image.RemoveOptions{})
 	})
 	return tag
+}
+
+// RemoveImagesBuiltOnce removes the images BuildImageOnce and BuildImageFromOnce built in this
+// process and their build directory; a package whose tests call them calls it from TestMain
+// once m.Run returns.
+func RemoveImagesBuiltOnce() {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	if len(shared.images) > 0 {
+		if cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation()); err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			for _, img := range shared.images {
+				_, _ = cli.ImageRemove(ctx, img.tag, image.RemoveOptions{Force: true, PruneChildren: true})
+			}
+			cancel()
+			_ = cli.Close()
+		}
+	}
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
+	shared.images, shared.dir = nil, ""
 }
 
 // readBuildStream drains the JSON message stream of an image build and returns its error, if

@@ -49,13 +49,27 @@ var seq atomic.Int64
 // It returns the tag; failures are fatal.
 func BuildImage(tb testing.TB, ctx context.Context, cli *client.Client) string {
 	tb.Helper()
+	tag := fmt.Sprintf("alfred-test/agent-standin:%d-%d", os.Getpid(), seq.Add(1))
+	return runtimetest.BuildImageFrom(tb, ctx, cli, tag, StandinPackage, dockerfile())
+}
+
+// BuildImageOnce is BuildImage built once for the tests of the process
+// (runtimetest.BuildImageFromOnce): each call returns a tag of the test's own on the shared
+// image, removed when the test ends. The package's TestMain calls
+// runtimetest.RemoveImagesBuiltOnce after m.Run.
+func BuildImageOnce(tb testing.TB, ctx context.Context, cli *client.Client) string {
+	tb.Helper()
+	tag := fmt.Sprintf("alfred-test/agent-standin:%d-%d", os.Getpid(), seq.Add(1))
+	return runtimetest.BuildImageFromOnce(tb, ctx, cli, tag, StandinPackage, dockerfile())
+}
+
+// dockerfile is the stand-in image's Dockerfile (BuildImage).
+func dockerfile() string {
 	df := "FROM scratch\n"
 	for _, c := range CLIs {
 		df += fmt.Sprintf("COPY standin /bin/%s\n", c)
 	}
-	df += "ENV PATH=/bin\nUSER " + runtimetest.ImageUser + "\n"
-	tag := fmt.Sprintf("alfred-test/agent-standin:%d-%d", os.Getpid(), seq.Add(1))
-	return runtimetest.BuildImageFrom(tb, ctx, cli, tag, StandinPackage, df)
+	return df + "ENV PATH=/bin\nUSER " + runtimetest.ImageUser + "\n"
 }
 
 // Spec is one adapter run for Run.

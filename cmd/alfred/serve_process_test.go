@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bufio"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// serveProcess is one `alfred serve` subprocess of a test, the one harness of the tests that
+// run the binary as an operator would: the replicas (replicaSet), the throughput benchmark's
+// replicas and the crash tests' process. Its output is appended to its log file.
+type serveProcess struct {
+	name, addr, url, log string
+	cmd                  *exec.Cmd
+	// stopped is set once the test has stopped the process (stop, signal).
+	stopped bool
+}
+
+// startServeProcess starts `bin serve --config cfgPath` listening on addr (the configuration's
+// listen, or ALFRED_LISTEN in env), with env added to this process's environment
+// ("ALFRED_DATABASE_URL=…"), its output appended to logPath, and waits until it answers
+// /healthz (after its start-up recovery and reap). A process still running when the test ends
+// is killed; if the test failed, its log is printed.
+func startServeProcess(tb testing.TB, name, bin, cfgPath, logPath, addr string, env ...string) *serveProcess {
+	tb.Helper()
+	p := &serveProcess{name: name, addr: addr, url: "http://" + addr, log: logPath}
+	p.cmd = exec.Command(bin, "serve", "--config", cfgPath)
+	p.cmd.Env = append(os.Environ(), env...)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	require.NoError(tb, err)
+	defer logf.Close() // the child has its own descriptor
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	require.NoError(tb, p.cmd.Start())
+	tb.Cleanup(func() {
+		if !p.stopped {
+			_ = p.cmd.Process.Kill()
+			_, _ = p.cmd.Process.Wait()
+		}
+		if tb.Failed() {
+			b, _ := os.ReadFile(logPath)
+			tb.Logf("%s log:\n%s", name, b)
+		}
+	})
+	require.Eventually(tb, func() bool {
+		resp, err := http.Get(p.url + "/healthz")
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	}, 2*time.Minute, 50*time.Millisecond, "%s never answered; its log: %s", name, p.tail())
+	return p
+}
+
+// signal sends sig to the process and waits until it has exited.
+func (p *serveProcess) signal(tb testing.TB, sig os.Signal) *os.ProcessState {
+	tb.Helper()
+	require.NoError(tb, p.cmd.Process.Signal(sig))
+	st, err := p.cmd.Process.Wait()
+	require.NoError(tb, err)
+	p.stopped = true
+	return st
+}
+
+// stop ends the process with SIGTERM (a clean shutdown: its leases released) and waits; it
+// fails the test unless the process exits 0 within two minutes. A stopped process is left
+// alone.
+func (p *serveProcess) stop(tb testing.TB) {
+	tb.Helper()
+	if p.stopped {
+		return
+	}
+	require.NoError(tb, p.cmd.Process.Signal(syscall.SIGTERM))
+	done := make(chan *os.ProcessState, 1)
+	go func() {
+		st, _ := p.cmd.Process.Wait()
+		done <- st
+	}()
+	select {
+	case st := <-done:
+		p.stopped = true
+		require.True(tb, st != nil && st.Success(), "%s: a clean shutdown exits 0 (%v); its log: %s", p.name, st, p.tail())
+	case <-time.After(2 * time.Minute):
+		_ = p.cmd.Process.Kill()
+		<-done
+		p.stopped = true
+		tb.Fatalf("%s did not stop on SIGTERM; its log: %s", p.name, p.tail())
+	}
+}
+
+// text is the process's log so far.
+func (p *serveProcess) text(tb testing.TB) string {
+	tb.Helper()
+	b, err := os.ReadFile(p.log)
+	require.NoError(tb, err)
+	return string(b)
+}
+
+// count returns how many lines of the process's log contain s.
+func (p *serveProcess) count(tb testing.TB, s string) int {
+	tb.Helper()
+	f, err := os.Open(p.log)
+	require.NoError(tb, err)
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), s) {
+			n++
+		}
+	}
+	require.NoError(tb, sc.Err())
+	return n
+}
+
+// tail is the end of the process's log.
+func (p *serveProcess) tail() string {
+	out, _ := os.ReadFile(p.log)
+	return string(out[max(0, len(out)-4000):])
+}
