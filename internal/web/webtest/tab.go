@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,16 +96,41 @@ func (tb *Tab) SetValue(t testing.TB, css, value string) {
 	}
 }
 
-// DOM returns the current document's serialised DOM.
+// DOM returns the current document's serialised DOM. A running run's page reloads itself every
+// few seconds, and a read by node (query, then serialise) fails when a reload replaces the
+// document in between ("No node with given id", "Cannot find context with specified id"),
+// which a loaded machine makes likely: such a read is tried again on the new document, until
+// bound.
 func (tb *Tab) DOM(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, bound)
 	defer cancel()
-	html, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
-	if err != nil {
-		t.Fatalf("chromium read the DOM: %v", err)
+	for {
+		html, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
+		if err == nil {
+			return html
+		}
+		if !replaced(err) || ctx.Err() != nil {
+			t.Fatalf("chromium read the DOM: %v", err)
+		}
+		select { // the document was replaced under the read: read the new one
+		case <-ctx.Done():
+			t.Fatalf("chromium read the DOM: %v", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
-	return html
+}
+
+// replaced reports whether err is Chromium's answer to a read of a node or a context that a
+// navigation (the page's own reload) replaced.
+func replaced(err error) bool {
+	msg := err.Error()
+	for _, s := range []string{"No node with given id", "Could not find node with given id", "Cannot find context with specified id", "Execution context was destroyed"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // Screenshot saves the current page as name+".png" in the browser's ScreenshotDir.
