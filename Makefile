@@ -19,6 +19,9 @@ export ALFRED_TEST_DATABASE_URL
 SCRIPT_AGENT_IMAGE ?= alfred/script-agent:dev
 # make demo / make run (no forge): how the stand-in's changes reach Alfred, webhook or poll (alfred demo --transport)
 DEMO_TRANSPORT ?= webhook
+# More flags of alfred demo (alfred demo -h), e.g. its addresses when the default ports are
+# taken: DEMO_FLAGS='--listen 127.0.0.1:9080 --admin-listen 127.0.0.1:9081 --forge-listen 127.0.0.1:9082'
+DEMO_FLAGS ?=
 
 # The single-node Kubernetes the Kubernetes runtime's tests use (scripts/test-cluster.sh, which
 # writes its kubeconfig under ALFRED_K8S_DIR). ALFRED_DEPS_SKIP_KUBERNETES=1 neither builds nor
@@ -145,7 +148,7 @@ serve:
 demo:
 	@ALFRED_DEPS_SKIP_POSTGRES=1 ALFRED_DEPS_SKIP_BROWSER=1 bash scripts/dev-deps.sh
 	$(MAKE) --no-print-directory build script-agent-image
-	./bin/alfred demo --image $(SCRIPT_AGENT_IMAGE) --transport $(DEMO_TRANSPORT)
+	./bin/alfred demo --image $(SCRIPT_AGENT_IMAGE) --transport $(DEMO_TRANSPORT) $(DEMO_FLAGS)
 
 ## script-agent-image: build $(SCRIPT_AGENT_IMAGE) offline (static binary in a FROM scratch image)
 script-agent-image:
