@@ -104,7 +104,8 @@ phases:
 		image, scriptFile, scriptFile)), 0o600))
 
 	bin := filepath.Join(t.TempDir(), "alfred")
-	build := exec.Command("go", "build", "-trimpath", "-o", bin, "../../cmd/alfred")
+	// Built as the tests are (no -trimpath): it shares their build cache.
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/alfred")
 	b, err := build.CombinedOutput()
 	require.NoError(t, err, "go build: %s", b)
 	doctor := func(kubeconfig string) (string, error) {
