@@ -68,6 +68,8 @@ TEST_FUZZTIME ?= 500x
 # How many tests of one package run at once (go test -parallel; its default is the number of
 # cores). cmd/alfred's end-to-end tests spend most of their time waiting on containers, the
 # forge stand-in and the store, so more of them than cores overlap their waits.
+# TEST_JSON=FILE keeps go test's events (go test -json) of make test in FILE: each test's time.
+TEST_JSON ?=
 TEST_PARALLEL ?= 4
 # go test -json through alfred-testprogress: each package is printed as it ends (go test's text
 # output holds them all back behind the slowest first one, cmd/alfred), and every minute the
@@ -77,7 +79,7 @@ test: deps $(TEST_CLUSTER)
 		if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted"; exit 1; fi
 	$(GO) vet -tags '$(TEST_TAGS)' ./...
 	$(GO) build -o bin/alfred-testprogress ./cmd/alfred-testprogress
-	set -o pipefail; $(GO) test -json -tags '$(TEST_TAGS)' -count=1 -p 2 -parallel $(TEST_PARALLEL) -timeout 40m ./... | ./bin/alfred-testprogress
+	set -o pipefail; $(GO) test -json -tags '$(TEST_TAGS)' -count=1 -p 2 -parallel $(TEST_PARALLEL) -timeout 40m ./... | tee $(or $(TEST_JSON),/dev/null) | ./bin/alfred-testprogress
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 # The cost benchmarks report medians and ratios over a fixed number of iterations, one package
