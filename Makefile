@@ -65,11 +65,11 @@ cluster-down:
 # while a worker is mid-execution ("context deadline exceeded", no failing input;
 # go.dev/issue/75804, fixed in Go 1.27). 500 executions take about a second a target.
 TEST_FUZZTIME ?= 500x
+# TEST_JSON=FILE keeps go test's events (go test -json) of make test in FILE: each test's time.
+TEST_JSON ?=
 # How many tests of one package run at once (go test -parallel; its default is the number of
 # cores). cmd/alfred's end-to-end tests spend most of their time waiting on containers, the
 # forge stand-in and the store, so more of them than cores overlap their waits.
-# TEST_JSON=FILE keeps go test's events (go test -json) of make test in FILE: each test's time.
-TEST_JSON ?=
 TEST_PARALLEL ?= 4
 # go test -json through alfred-testprogress: each package is printed as it ends (go test's text
 # output holds them all back behind the slowest first one, cmd/alfred), and every minute the
