@@ -165,14 +165,24 @@ func statusOf(labels []string) []string {
 // TestServeAliveWhileRebuildWaits: with an empty store and a forge that does not answer, the
 // start-up rebuild waits for the forge, and meanwhile the webhook port answers: /healthz 200
 // (a liveness probe keeps the process), /readyz 503, and a delivery is stored and answered 202
-// (store first; it is applied once the rebuild is done).
+// (store first). Then the forge comes back: the rebuild ends, and the assignment stored while
+// it waited is applied, once: Alfred takes the issue (its status label) and posts no comment
+// twice.
 func TestServeAliveWhileRebuildWaits(t *testing.T) {
 	t.Parallel()
 	_ = runtimetest.Client(t) // serve needs the Docker engine
 	bin := buildAlfred(t, t.TempDir())
 	dir := t.TempDir()
-	closed := freeAddr(t) // nothing listens there: the forge is down
+	closed := freeAddr(t) // nothing listens there: the forge is down, until the test serves fj there
 	addr := freeAddr(t)
+	fj := forgetest.NewForgejoHandler("http://" + closed)
+	const repo = "alice/sandbox" // alice owns it: her assignment passes the gate
+	fj.AddUser("alice")
+	fj.AddRepo(repo, "main", "")
+	fj.SetAccessLevel(repo, forgetest.BotLogin, 40) // a repository admin reads roles and hooks
+	n := fj.AddIssue(repo, forgetest.SeedIssue{Title: "Export the report as CSV", Body: "Please.", Author: "alice"})
+	issue := forge.IssueRef{Forge: "forgejo", Repo: repo, Number: n}
+	fj.SetIssueAssignees(issue, "alice", forgetest.BotLogin)
 	script := filepath.Join(dir, "script.yaml")
 	require.NoError(t, os.WriteFile(script, []byte("development:\n  summary: nothing\n"), 0o644))
 	cfgPath := filepath.Join(dir, "alfred.yaml")
@@ -180,11 +190,11 @@ func TestServeAliveWhileRebuildWaits(t *testing.T) {
 listen: %s
 data_dir: %s
 forges:
-  - {name: forgejo, kind: forgejo, base_url: http://%s, token: tok-unused, webhook_secret: %s, bot_user: alfred}
+  - {name: forgejo, kind: forgejo, base_url: http://%s, token: %s, webhook_secret: %s, bot_user: %s}
 agents:
   - {name: script, adapter: script, image: alfred/rebuild-unused:none, script: %s}
 phases: {default: script}
-`, addr, filepath.Join(dir, "data"), closed, liveSecret, script)), 0o600))
+`, addr, filepath.Join(dir, "data"), closed, fj.Token, liveSecret, forgetest.BotLogin, script)), 0o600))
 	logPath := filepath.Join(dir, "serve.log")
 	logf, err := os.Create(logPath)
 	require.NoError(t, err)
@@ -229,4 +239,35 @@ phases: {default: script}
 	b, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", b)
+	assign := forgetest.NewForgejoRequest("http://"+addr+"/webhooks/forgejo", "issue_assign", "during-rebuild-2", liveSecret,
+		fj.IssueHook(issue, "assigned", "alice"))
+	resp, err = client.Do(assign)
+	require.NoError(t, err, "a delivery is answered while the rebuild waits")
+	b, _ = io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode, "%s", b)
+	require.Empty(t, fj.IssueComments(issue), "nothing is applied while the rebuild waits")
+
+	// The forge comes back at its address: the rebuild ends and the stored assignment is
+	// applied.
+	ln, err := net.Listen("tcp", closed)
+	require.NoError(t, err, "the forge's address was taken meanwhile")
+	srv := &http.Server{Handler: fj, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	require.Eventually(t, func() bool {
+		for _, l := range fj.IssueLabels(issue) {
+			if strings.HasPrefix(l, "status::") {
+				return true
+			}
+		}
+		return false
+	}, e2eWait, 100*time.Millisecond, "the assignment stored during the rebuild was never applied")
+	require.Eventually(t, func() bool { return len(fj.IssueComments(issue)) > 0 }, e2eWait, 100*time.Millisecond,
+		"Alfred never acknowledged the issue")
+	seen := map[string]bool{}
+	for _, c := range fj.IssueComments(issue) {
+		require.False(t, seen[c.Body], "a comment posted twice: %s", c.Body)
+		seen[c.Body] = true
+	}
 }
