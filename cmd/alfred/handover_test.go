@@ -89,7 +89,7 @@ agents:
   - {name: claude, adapter: claude-code, image: %s, api_key: sk-test-key-1234567890}
 phases: {default: claude}
 lifecycle: {ci_wait: 2s, ci_poll: 300ms}
-workers: {count: 4, runs: %d, lease_ttl: 3s, poll_interval: 100ms}
+workers: {count: 4, runs: %d, lease_ttl: 30s, poll_interval: 100ms}  # SIGTERM releases A's leases: a long TTL costs the hand-over nothing, a short one is lost to a heartbeat a loaded machine starves (the run is run again)
 runner:
   cpus: 0.1
   memory_bytes: 134217728
