@@ -80,16 +80,11 @@ func TestInstallationDrainReachesEveryReplica(t *testing.T) {
 // replica writes its own each poll) and returns them.
 func waitReplicas(t *testing.T, s *sqlstore.Store, ok func([]mailbox.Replica) bool) []mailbox.Replica {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		rs, err := s.Replicas(context.Background(), time.Time{})
-		require.NoError(t, err)
-		if ok(rs) {
-			return rs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the replicas never reached the expected records: %+v", rs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var rs []mailbox.Replica
+	require.Eventually(t, func() bool {
+		var err error
+		rs, err = s.Replicas(context.Background(), time.Time{})
+		return err == nil && ok(rs)
+	}, time.Minute, 20*time.Millisecond, "the replicas never reached the expected records")
+	return rs
 }
