@@ -27,11 +27,11 @@ func interruptDevelopment(t *testing.T, b *bundle, mbID int64, n int) {
 	}
 }
 
-// A development run interrupted by stops of Alfred is run again within its budget: with
-// InterruptedRunBudget-1 runs in a row interrupted (the last one by the pass's own recovery),
-// the phase runs once more.
-func TestInterruptedRunsWithinBudgetRunAgain(t *testing.T) {
-	t.Parallel()
+// interruptedStreak is a mailbox in development whose last n development runs (n >= 2) were all
+// interrupted by stops of Alfred: the crashed run, n-2 earlier ones, and the run the last stop
+// cut, which the pass's own recovery finds interrupted.
+func interruptedStreak(t *testing.T, n int) (*bundle, *mailbox.Machine) {
+	t.Helper()
 	b, m, rx, run := crashedInDevelopment(t)
 	rx.recover = func(phase.Job, bool) *phase.Outcome {
 		return &phase.Outcome{Interrupted: true, Recovered: true, InterruptReason: "its container x was created but never started"}
@@ -39,9 +39,18 @@ func TestInterruptedRunsWithinBudgetRunAgain(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, b.store.FinishRun(ctx, &mailbox.Run{ID: run.ID, Status: mailbox.RunInterrupted,
 		Outcome: "interrupted: its container alfred-x was removed while Alfred was not running"}))
-	interruptDevelopment(t, b, run.MailboxID, mailbox.InterruptedRunBudget-3)
+	interruptDevelopment(t, b, run.MailboxID, n-2)
 	r := &mailbox.Run{MailboxID: run.MailboxID, Phase: string(phase.Development)}
 	require.NoError(t, b.store.StartRun(ctx, r)) // the run the last stop cut: recovered by the pass
+	return b, m
+}
+
+// A development run interrupted by stops of Alfred is run again within its budget: with
+// InterruptedRunBudget-1 runs in a row interrupted (the last one by the pass's own recovery),
+// the phase runs once more.
+func TestInterruptedRunsWithinBudgetRunAgain(t *testing.T) {
+	t.Parallel()
+	b, m := interruptedStreak(t, mailbox.InterruptedRunBudget-1)
 	mb := b.advanceWith(m)
 	require.Equal(t, mailbox.StateInCI, mb.State)
 	require.Equal(t, 1, developmentJobs(b.exec), "run again within the budget")
@@ -51,17 +60,8 @@ func TestInterruptedRunsWithinBudgetRunAgain(t *testing.T) {
 // for ever; a writer's retry gives the phase a fresh budget and it runs (once).
 func TestInterruptedRunsBeyondBudgetBlock(t *testing.T) {
 	t.Parallel()
-	b, m, rx, run := crashedInDevelopment(t)
-	rx.recover = func(phase.Job, bool) *phase.Outcome {
-		return &phase.Outcome{Interrupted: true, Recovered: true, InterruptReason: "its container x was created but never started"}
-	}
-	// The crashed run (interrupted by the pass's recovery) plus Budget-1 earlier ones.
-	ctx := context.Background()
-	require.NoError(t, b.store.FinishRun(ctx, &mailbox.Run{ID: run.ID, Status: mailbox.RunInterrupted,
-		Outcome: "interrupted: its container alfred-x was removed while Alfred was not running"}))
-	interruptDevelopment(t, b, run.MailboxID, mailbox.InterruptedRunBudget-2)
-	r := &mailbox.Run{MailboxID: run.MailboxID, Phase: string(phase.Development)}
-	require.NoError(t, b.store.StartRun(ctx, r)) // the run the last stop cut: recovered by the pass
+	// The crashed run plus Budget-1 earlier ones: a streak of Budget.
+	b, m := interruptedStreak(t, mailbox.InterruptedRunBudget)
 
 	mb := b.advanceWith(m)
 	require.Equal(t, mailbox.StateBlocked, mb.State)
