@@ -180,6 +180,15 @@ patches:
 		}
 	})
 
+	// Both claims bind to their volumes (the runs' first Pod would otherwise wait for the
+	// scheduler's back-off), each to its own.
+	for _, ns := range []string{alfredNS, runsNS} {
+		kubetest.WaitBound(t, cs, ns)
+		c, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, kubetest.ClaimName, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, ns+"-state", c.Spec.VolumeName, "the claim of %s", ns)
+	}
+
 	// Alfred answers once its store is open and the runtime has read the runs' state claim.
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitReady(t, base+"/readyz", 5*time.Minute)
@@ -210,12 +219,6 @@ patches:
 	require.NoError(t, err)
 	require.Len(t, alfredPods.Items, 1)
 	require.Equal(t, []string{"alfred-state"}, claimsOf(alfredPods.Items[0].Spec))
-	for ns, volume := range map[string]string{alfredNS: alfredNS + "-state", runsNS: runsNS + "-state"} {
-		c, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "alfred-state", metav1.GetOptions{})
-		require.NoError(t, err)
-		require.Equal(t, corev1.ClaimBound, c.Status.Phase, "the claim of %s", ns)
-		require.Equal(t, volume, c.Spec.VolumeName, "the claim of %s", ns)
-	}
 
 	// The result came back through the claims: the run wrote it on the runs' claim, Alfred read
 	// it on its own, and the question is on the issue.
