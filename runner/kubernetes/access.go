@@ -15,7 +15,7 @@ type Permission struct {
 
 // Access is every permission the Kubernetes runtime needs, and nothing more: what Runtime
 // calls (Start, Wait, Logs, Stop, Destroy, List, Adopt, SweepLeftovers) and what `alfred serve` reads at
-// start-up (the state claim). deploy/kubernetes/rbac.yaml grants exactly these in a Role (a
+// start-up (the state claim). deploy/kubernetes/runs-role.yaml grants exactly these in a Role (a
 // test holds the two equal), and `alfred doctor` checks each verb with a
 // SelfSubjectAccessReview.
 var Access = []Permission{

@@ -48,8 +48,8 @@
 //
 // # Permissions
 //
-// Access lists every verb the runtime uses, all in its one namespace: the Role of
-// deploy/kubernetes grants exactly these (deploy/deploytest holds the two equal), and
+// Access lists every verb the runtime uses, all in its one namespace (the runs', not Alfred's
+// own): the Role of deploy/kubernetes (runs-role.yaml) grants exactly these (deploy/deploytest holds the two equal), and
 // `alfred doctor` checks each with a SelfSubjectAccessReview. A new call on the API adds its
 // verb to Access.
 package kubernetes
