@@ -41,7 +41,7 @@ func newSessionBundle(t *testing.T) *sessionBundle {
 	db, _ := pgtest.New(t)
 	cli := runtimetest.Client(t)
 	ctx := context.Background()
-	image := agenttest.BuildImage(t, ctx, cli)
+	image := agenttest.BuildImageOnce(t, ctx, cli)
 
 	dir := t.TempDir()
 	bare := seedRemote(t, dir, nil)

@@ -395,7 +395,7 @@ func killMatrix(t *testing.T, setup func(t *testing.T, image string), newRT func
 	cli := runtimetest.Client(t)
 	dir := t.TempDir()
 	bin := buildAlfred(t, dir)
-	image := agenttest.BuildImage(t, context.Background(), cli)
+	image := agenttest.BuildImageOnce(t, context.Background(), cli)
 	if setup != nil {
 		setup(t, image)
 	}

@@ -57,7 +57,7 @@ func TestContainerSessions(t *testing.T) {
 	cli := runtimetest.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel) // the parallel subtests run after this function returns
-	image := agenttest.BuildImage(t, ctx, cli)
+	image := agenttest.BuildImageOnce(t, ctx, cli)
 	rt := docker.New(cli)
 
 	for _, a := range adapters(t, image) {
@@ -170,7 +170,7 @@ func TestTrapSessionMountParentsRootOwned(t *testing.T) {
 	cli := runtimetest.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	image := agenttest.BuildImage(t, ctx, cli)
+	image := agenttest.BuildImageOnce(t, ctx, cli)
 	rt := docker.New(cli)
 	for _, a := range adapters(t, image) {
 		t.Run(a.Name(), func(t *testing.T) {
