@@ -283,7 +283,7 @@ func TestRedTeamEgressDockerContained(t *testing.T) {
 	require.NoError(t, err)
 	var out struct {
 		Self, Addr, Status, Err, Log string
-		Reported               []string
+		Reported                     []string
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout.String()), &out), "stdout %q, stderr %q", stdout.String(), stderr.String())
 	require.Empty(t, out.Err, "log:\n%s", out.Log)
