@@ -22,6 +22,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/stretchr/testify/require"
 
@@ -254,7 +255,8 @@ func TestRedTeamEgressDockerContained(t *testing.T) {
 	instance := fmt.Sprintf("%012x", time.Now().UnixNano()&0xffffffffffff)
 	in, err := json.Marshal(map[string]any{"image": d.image, "script": redTeam, "provider": si.provider,
 		"names": si.names, "data_dir": filepath.Join(dir, "data"), "worktree": worktree(t), "instance": instance,
-		"mailbox": mailbox, "UID": runtimetest.ImageUID, "GID": runtimetest.ImageGID})
+		"mailbox": mailbox, "UID": runtimetest.ImageUID, "GID": runtimetest.ImageGID,
+		"state": filepath.Join(dir, "first-start-over"), "off_url": si.offURL + "/after-restart"})
 	require.NoError(t, err)
 	alfred, err := cli.ContainerCreate(ctx, &container.Config{Image: alfredImage, User: "0:0",
 		Env: []string{"CONTAINED_ALFRED=" + string(in)}},
@@ -268,42 +270,97 @@ func TestRedTeamEgressDockerContained(t *testing.T) {
 	t.Cleanup(func() {
 		_ = cli.ContainerRemove(context.Background(), alfred.ID, container.RemoveOptions{Force: true})
 	})
-	require.NoError(t, cli.ContainerStart(ctx, alfred.ID, container.StartOptions{}))
-	waitC, errC := cli.ContainerWait(ctx, alfred.ID, container.WaitConditionNotRunning)
-	select {
-	case <-waitC:
-	case err := <-errC:
+	t.Cleanup(func() { removeInstance(t, cli, instance, alfred.ID) })
+	// start starts Alfred's container and returns what it printed once it exits.
+	type output struct {
+		Self, Addr, Status, Err, Log, Adopted, Cleanup string
+		Reported                                       []string
+	}
+	start := func() output {
+		t.Helper()
+		require.NoError(t, cli.ContainerStart(ctx, alfred.ID, container.StartOptions{}))
+		waitC, errC := cli.ContainerWait(ctx, alfred.ID, container.WaitConditionNotRunning)
+		select {
+		case <-waitC:
+		case err := <-errC:
+			require.NoError(t, err)
+		}
+		logs, err := cli.ContainerLogs(ctx, alfred.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
 		require.NoError(t, err)
+		var stdout, stderr strings.Builder
+		_, err = stdcopy.StdCopy(&stdout, &stderr, logs)
+		logs.Close()
+		require.NoError(t, err)
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n") // the last start's line
+		var out output
+		require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &out), "stdout %q, stderr %q", stdout.String(), stderr.String())
+		require.Empty(t, out.Err, "log:\n%s", out.Log)
+		require.Equal(t, alfred.ID, out.Self, "Alfred found its own container")
+		return out
 	}
-	logs, err := cli.ContainerLogs(ctx, alfred.ID, container.LogsOptions{ShowStdout: true, ShowStderr: true})
-	require.NoError(t, err)
-	var stdout, stderr strings.Builder
-	_, err = stdcopy.StdCopy(&stdout, &stderr, logs)
-	logs.Close()
-	require.NoError(t, err)
-	var out struct {
-		Self, Addr, Status, Err, Log string
-		Reported                     []string
+	networks := func(labels ...string) (names []string) {
+		t.Helper()
+		f := filters.NewArgs(filters.Arg("label", "alfred.egress.allow"), filters.Arg("label", runner.LabelInstance+"="+instance))
+		for _, l := range labels {
+			f.Add("label", l)
+		}
+		nets, err := cli.NetworkList(ctx, network.ListOptions{Filters: f})
+		require.NoError(t, err)
+		for _, n := range nets {
+			names = append(names, n.Name)
+		}
+		return names
 	}
-	require.NoError(t, json.Unmarshal([]byte(stdout.String()), &out), "stdout %q, stderr %q", stdout.String(), stderr.String())
-	require.Empty(t, out.Err, "log:\n%s", out.Log)
-	require.Equal(t, alfred.ID, out.Self, "Alfred found its own container")
+	joined := func() (names []string) {
+		t.Helper()
+		info, err := cli.ContainerInspect(ctx, alfred.ID)
+		require.NoError(t, err)
+		for n := range info.NetworkSettings.Networks {
+			names = append(names, n)
+		}
+		return names
+	}
+
+	out := start()
 	require.Equal(t, string(runner.StatusSucceeded), out.Status, out.Log)
 	// Alfred's address on the test's network, dialled around the proxy: the run's network is
 	// internal, nothing is forwarded off it.
 	require.NotEmpty(t, out.Addr)
 	si.check(t, out.Log, out.Addr+":8080", out.Reported)
+	// The run's network is gone, and Alfred's container left it; it is on the network of the
+	// run it left going.
+	require.Empty(t, networks(fmt.Sprintf("%s=%d", runner.LabelMailbox, mailbox)), "the run's network was left behind")
+	left := networks()
+	require.Len(t, left, 1)
+	require.ElementsMatch(t, []string{netName, left[0]}, joined())
 
-	// Alfred's container left the run's network, and the network is gone.
-	after, err := cli.ContainerInspect(ctx, alfred.ID)
-	require.NoError(t, err)
-	var joined []string
-	for n := range after.NetworkSettings.Networks {
-		joined = append(joined, n)
+	// Restarted, Alfred adopts that run: its proxy answers again (the host off the list
+	// refused, reported), and the run's teardown takes Alfred's container off its network and
+	// removes it.
+	out = start()
+	require.Equal(t, "403 Forbidden", out.Adopted)
+	require.Equal(t, []string{"development " + si.offHost}, out.Reported)
+	require.Empty(t, out.Cleanup)
+	require.Empty(t, networks(), "a run's network was left behind")
+	require.Equal(t, []string{netName}, joined(), "Alfred's container is still on a run's network")
+}
+
+// removeInstance removes what a test's containerised Alfred (instance) may have left: its runs'
+// containers, Alfred's container's place on their networks, the networks.
+func removeInstance(t *testing.T, cli *client.Client, instance, alfred string) {
+	ctx := context.Background()
+	f := filters.NewArgs(filters.Arg("label", runner.LabelInstance+"="+instance))
+	if list, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f}); err == nil {
+		for _, c := range list {
+			_ = cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true})
+		}
 	}
-	require.Equal(t, []string{netName}, joined, "Alfred's container is still on a run's network")
-	nets, err := cli.NetworkList(ctx, network.ListOptions{Filters: filters.NewArgs(filters.Arg("label", "alfred.egress.allow"),
-		filters.Arg("label", runner.LabelInstance+"="+instance))})
-	require.NoError(t, err)
-	require.Empty(t, nets, "the run's network was left behind")
+	if nets, err := cli.NetworkList(ctx, network.ListOptions{Filters: f}); err == nil {
+		for _, n := range nets {
+			_ = cli.NetworkDisconnect(ctx, n.ID, alfred, true)
+			if err := cli.NetworkRemove(ctx, n.ID); err != nil {
+				t.Errorf("remove network %s: %v", n.Name, err)
+			}
+		}
+	}
 }

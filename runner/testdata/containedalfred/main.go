@@ -8,7 +8,15 @@
 // image and script, the agent's provider (host:port, its EgressHosts), the names the proxy
 // resolves (host:port → address:port, as the test's EgressDial), the data directory and
 // worktree (host paths, mounted at the same paths), the installation's instance and the
-// run's mailbox id. Like Alfred's pages in the compose file, it listens on port 8080 of every
+// run's mailbox id.
+//
+// It then starts a second run (this image, "sleep": a run that goes on) and exits without
+// tearing it down, as an Alfred that stops; Input.State marks that. Started again (its
+// container restarted, still on that run's network), it adopts the run (docker.Runtime.Adopt
+// serves its proxy again), asks the proxy for the host off the list (Output.Adopted: the status)
+// and destroys the run (Output.Cleanup: its error).
+//
+// Like Alfred's pages in the compose file, it listens on port 8080 of every
 // address of its container while the run goes on; the script's "ALFRED_ADDR" is replaced with
 // its address on the network it was started on (the run dials it directly).
 package main
@@ -18,10 +26,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/docker/docker/client"
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/script"
@@ -40,6 +54,8 @@ type Input struct {
 	Worktree string            `json:"worktree"`
 	Instance string            `json:"instance"`
 	Mailbox  int64             `json:"mailbox"`
+	State    string            `json:"state"` // a file: present once the first start is over
+	OffURL   string            `json:"off_url"`
 	UID, GID int
 }
 
@@ -51,7 +67,12 @@ type Output struct {
 	Err      string   `json:"err,omitempty"`
 	Log      string   `json:"log"`
 	Reported []string `json:"reported"`
+	Adopted  string   `json:"adopted,omitempty"` // after the restart: the proxy's answer for OffURL
+	Cleanup  string   `json:"cleanup,omitempty"` // after the restart: Destroy's error
 }
+
+// leftName is the run left running by the first start.
+const leftName = "left"
 
 // providerAgent is the script agent with a provider its runs must reach (runner.EgressAgent).
 type providerAgent struct {
@@ -62,6 +83,10 @@ type providerAgent struct {
 func (p providerAgent) EgressHosts() []string { return []string{p.provider} }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "sleep" {
+		time.Sleep(10 * time.Minute) // a run that goes on while Alfred restarts
+		return
+	}
 	out, err := run()
 	if err != nil {
 		out.Err = err.Error()
@@ -123,6 +148,12 @@ func run() (Output, error) {
 		defer mu.Unlock()
 		out.Reported = append(out.Reported, labels[runner.LabelPhase]+" "+target)
 	}
+	if _, err := os.Stat(in.State); err == nil {
+		err := adopt(ctx, rt, cli, in, &out)
+		mu.Lock()
+		defer mu.Unlock()
+		return out, err
+	}
 	agent, err := script.NewFromBytes(in.Image, []byte(in.Script))
 	if err != nil {
 		return out, err
@@ -147,5 +178,49 @@ func run() (Output, error) {
 	if res.CleanupErr != nil {
 		return out, fmt.Errorf("cleanup: %w", res.CleanupErr)
 	}
-	return out, nil
+	// A run left going, as by an Alfred that stops.
+	self, err = cli.ContainerInspect(ctx, out.Self)
+	if err != nil {
+		return out, err
+	}
+	_, err = rt.Start(ctx, runner.ContainerSpec{Name: leftRun(in), Image: self.Config.Image, Cmd: []string{"sleep"},
+		User: fmt.Sprintf("%d:%d", in.UID, in.GID), Egress: &runner.Egress{},
+		Labels: map[string]string{runner.LabelManaged: "true", runner.LabelInstance: in.Instance, runner.LabelPhase: "development"}})
+	if err != nil {
+		return out, err
+	}
+	return out, os.WriteFile(in.State, nil, 0o644)
+}
+
+// leftRun is the name of the run the first start leaves going.
+func leftRun(in Input) string { return "alfred-" + in.Instance + "-" + leftName }
+
+// adopt is the second start: adopt the run left going, ask its proxy for OffURL, destroy it.
+func adopt(ctx context.Context, rt *docker.Runtime, cli *client.Client, in Input, out *Output) error {
+	h, err := rt.Adopt(ctx, leftRun(in))
+	if err != nil {
+		return err
+	}
+	info, err := cli.ContainerInspect(ctx, string(h.ID))
+	if err != nil {
+		return err
+	}
+	var proxyAddr string
+	for _, ep := range info.NetworkSettings.Networks {
+		if a, err := netip.ParseAddr(ep.IPAddress); err == nil {
+			proxyAddr = docker.SelfAddress(netip.PrefixFrom(a, ep.IPPrefixLen)).String()
+		}
+	}
+	proxy, _ := url.Parse("http://" + net.JoinHostPort(proxyAddr, strconv.Itoa(egress.Port)))
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(proxy)}}
+	if resp, err := client.Get(in.OffURL); err != nil {
+		out.Adopted = "error: " + err.Error()
+	} else {
+		resp.Body.Close()
+		out.Adopted = resp.Status
+	}
+	if err := rt.Destroy(ctx, h.ID); err != nil {
+		out.Cleanup = err.Error()
+	}
+	return nil
 }
