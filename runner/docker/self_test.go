@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,4 +26,13 @@ func TestSelfCandidates(t *testing.T) {
 300 24 0:60 / /var/lib/docker/containers/` + id + `/mounts/shm rw,nosuid shared:150 - tmpfs shm rw,size=65536k
 `
 	require.Empty(t, selfCandidates([]byte(onHost)))
+}
+
+// TestProxyHostEntry reads where an adopted run was told its proxy is, in both spellings of an
+// extra host.
+func TestProxyHostEntry(t *testing.T) {
+	require.Equal(t, "10.213.4.2", proxyHostEntry([]string{"other:10.0.0.1", "alfred-egress:10.213.4.2"}))
+	require.Equal(t, "10.213.4.1", proxyHostEntry([]string{"alfred-egress=10.213.4.1"}))
+	require.Empty(t, proxyHostEntry([]string{"other:10.0.0.1"}))
+	require.Equal(t, "10.213.4.2", SelfAddress(netip.MustParsePrefix("10.213.4.0/28")).String())
 }
