@@ -47,7 +47,19 @@ func newRuntime(ctx context.Context, cfg *config.Config) (*agentRuntime, error) 
 			_ = cli.Close()
 			return nil, fmt.Errorf("reach the Docker engine (is dockerd running? `make deps` starts it): %w", err)
 		}
-		return &agentRuntime{Runtime: docker.New(cli), logs: dockerLogs{cli}, close: cli.Close}, nil
+		rt := docker.New(cli)
+		if cfg.Runner.EgressMode() == config.EgressAllowlist {
+			// In a container (the compose file), the runs' proxies listen on Alfred's own
+			// address in each run's network; on the host, on the network's gateway.
+			rt.SelfContainer = cfg.Runner.Egress.SelfContainer
+			if rt.SelfContainer == "" {
+				if rt.SelfContainer, err = docker.FindSelf(ctx, cli); err != nil {
+					_ = cli.Close()
+					return nil, err
+				}
+			}
+		}
+		return &agentRuntime{Runtime: rt, logs: dockerLogs{cli}, close: cli.Close}, nil
 	}
 	k := cfg.Runner.Kubernetes
 	cs, err := kubernetes.NewClientset(k.Kubeconfig)

@@ -698,12 +698,14 @@ func TestEgressDefaults(t *testing.T) {
 	c, err := loadYAML(t, strings.Replace(fullYAML, "runner:\n", `runner:
   egress:
     allow: [registry.npmjs.org:443, "*.example.org:443"]
+    self_container: alfred-alfred-1
   kubernetes:
     tolerations: [{key: dedicated, operator: Equal, value: alfred, effect: NoSchedule}]
     affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Exists}]}]}}}
 `, 1))
 	require.NoError(t, err)
 	require.Equal(t, []string{"registry.npmjs.org:443", "*.example.org:443"}, c.Runner.Egress.Allow)
+	require.Equal(t, "alfred-alfred-1", c.Runner.Egress.SelfContainer)
 	tol, aff, err := c.Runner.Kubernetes.Placement()
 	require.NoError(t, err)
 	require.Equal(t, "NoSchedule", string(tol[0].Effect))

@@ -125,6 +125,11 @@ type Egress struct {
 	// runs reach them through Alfred's proxy; on Kubernetes the NetworkPolicy of the runs'
 	// namespace must hold the same list (deploy/kubernetes/networkpolicy.yaml).
 	Allow []string `yaml:"allow" env:"ALLOW"`
+	// SelfContainer is the container (name or id) Alfred runs in on the Docker engine of its
+	// runs (Docker runtime only). Empty: found by itself when Alfred runs in one
+	// (runner/docker.FindSelf; the compose file relies on it), else Alfred runs on the Docker
+	// host. In a container, Alfred joins each run's network and its proxy listens there.
+	SelfContainer string `yaml:"self_container" env:"SELF_CONTAINER"`
 }
 
 // The modes of Egress.Mode.

@@ -37,7 +37,7 @@ func (r *Runtime) Adopt(ctx context.Context, ref string) (runner.Handle, error) 
 	h := runner.Handle{ID: runner.ContainerID(info.ID), Name: strings.TrimPrefix(info.Name, "/"),
 		Origin: runner.OriginAdopted, Labels: labels}
 	if info.HostConfig != nil {
-		r.adoptEgress(ctx, h.Name, info.HostConfig.NetworkMode)
+		r.adoptEgress(ctx, h.Name, info.HostConfig)
 		r.egressMu.Lock()
 		if _, ok := r.egressRuns[h.Name]; ok {
 			if r.egressNames == nil {

@@ -74,9 +74,18 @@ type Runtime struct {
 	// EgressSubnets is the IPv4 range the runs' internal networks are cut from, a /28 each
 	// (DefaultEgressSubnets if not valid).
 	EgressSubnets netip.Prefix
+	// SelfContainer is the container (name or id) Alfred itself runs in on this engine, ""
+	// when Alfred runs on the Docker host (FindSelf finds it). With it, a run's proxy cannot
+	// listen on the run network's gateway (an address of the host): Start connects this
+	// container to the run's network at the network's second address (SelfAddress) and the
+	// proxy listens there; Destroy and the sweep of leftover networks disconnect it.
+	SelfContainer string
 
 	stopped   sync.Map // ContainerID → struct{}: Stop was called, Wait reports Killed
 	followers sync.Map // ContainerID → *runner.LogFollower: the logs streamed since Wait
+
+	selfMu sync.Mutex
+	selfID string // SelfContainer's full id, once inspected
 
 	egressMu    sync.Mutex
 	egressRuns  map[string]*egressRun         // container name → its network's proxy
@@ -134,11 +143,11 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 	}
 	cfg, hostCfg := toDocker(spec, logFileBytes)
 	if spec.Egress != nil {
-		gateway, err := r.startEgress(ctx, spec)
+		addr, err := r.startEgress(ctx, spec)
 		if err != nil {
 			return runner.Handle{}, err
 		}
-		withEgress(hostCfg, spec, gateway)
+		withEgress(hostCfg, spec, addr)
 	}
 
 	resp, err := r.cli.ContainerCreate(ctx, cfg, hostCfg, nil, nil, spec.Name)

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -26,22 +27,25 @@ import (
 // host:port pairs), so that a restarted Alfred serves the proxy of an adopted run again.
 const LabelEgressAllow = "alfred.egress.allow"
 
-// egressRun is one run's internal network and the proxy listening on its gateway.
+// egressRun is one run's internal network and the proxy listening on its gateway (or, with
+// SelfContainer, on Alfred's own address in it).
 type egressRun struct {
 	network string // the network's name: the container's
 	proxy   *egress.Proxy
 }
 
 // startEgress creates the run's internal network (named as the container, labelled as it is,
-// plus LabelEgressAllow) and starts its proxy on the network's gateway address, at
-// egress.Port. It returns the gateway address (the container's ProxyHost). A leftover network of
+// plus LabelEgressAllow) and starts its proxy at egress.Port on the network's gateway address,
+// or with SelfContainer on Alfred's own address in it (SelfAddress, the container joined to the
+// network). It returns that address (the container's ProxyHost). A leftover network of
 // the same name (a process stopped between creating it and the container) is removed first,
 // when no container holds the name and no container is attached to it.
 //
 // Errors: an invalid allowlist; a network name held by a live run (wraps
-// runner.ErrNameConflict); the proxy's listener (Alfred must run on the Docker host, where the
-// gateway address is); any daemon error. Nothing is left behind on error.
-func (r *Runtime) startEgress(ctx context.Context, spec runner.ContainerSpec) (gateway string, err error) {
+// runner.ErrNameConflict); the proxy's listener (Alfred runs in a container, and
+// SelfContainer is not set); Alfred's container cannot join the network; any daemon error.
+// Nothing is left behind on error.
+func (r *Runtime) startEgress(ctx context.Context, spec runner.ContainerSpec) (addr string, err error) {
 	allow, err := egress.ParseAllowlist(spec.Egress.Allow)
 	if err != nil {
 		return "", fmt.Errorf("start %s: %w", spec.Name, err)
@@ -66,11 +70,11 @@ func (r *Runtime) startEgress(ctx context.Context, spec runner.ContainerSpec) (g
 	if err != nil {
 		return "", fmt.Errorf("create network %s: %w", spec.Name, err)
 	}
-	gateway, err = r.serveEgress(ctx, resp.ID, spec.Name, allow, spec.Labels)
+	addr, err = r.serveEgress(ctx, resp.ID, spec.Name, allow, spec.Labels, "")
 	if err != nil {
-		return "", errors.Join(err, r.removeNetwork(ctx, resp.ID))
+		return "", errors.Join(err, r.removeLeftoverNetwork(context.WithoutCancel(ctx), resp.ID))
 	}
-	return gateway, nil
+	return addr, nil
 }
 
 // DefaultEgressSubnets is the address range the runs' networks are cut from when
@@ -113,26 +117,22 @@ func (r *Runtime) createRunNetwork(ctx context.Context, name string, labels map[
 	return network.CreateResponse{}, fmt.Errorf("no free /%d in %s: %w", egressSubnetBits, pool, lastErr)
 }
 
-// serveEgress starts the proxy of network netID (named name) on its gateway and keeps it under
-// name.
-func (r *Runtime) serveEgress(ctx context.Context, netID, name string, allow egress.Allowlist, labels map[string]string) (string, error) {
+// serveEgress starts the proxy of network netID (named name) and keeps it under name. It
+// listens at want when set (the address an adopted run was given), else on the network's
+// gateway, or with SelfContainer on SelfAddress of its subnet (proxyAddress).
+func (r *Runtime) serveEgress(ctx context.Context, netID, name string, allow egress.Allowlist, labels map[string]string, want string) (string, error) {
 	info, err := r.cli.NetworkInspect(ctx, netID, network.InspectOptions{})
 	if err != nil {
 		return "", fmt.Errorf("inspect network %s: %w", name, err)
 	}
-	var gateway string
-	for _, c := range info.IPAM.Config {
-		if ip := net.ParseIP(c.Gateway); ip != nil && ip.To4() != nil {
-			gateway = c.Gateway
-			break
-		}
-	}
-	if gateway == "" {
-		return "", fmt.Errorf("network %s has no IPv4 gateway for the egress proxy", name)
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(gateway, strconv.Itoa(egress.Port)))
+	addr, err := r.proxyAddress(ctx, info, want)
 	if err != nil {
-		return "", fmt.Errorf("egress proxy of %s on its gateway (Alfred must run on the Docker host): %w", name, err)
+		return "", fmt.Errorf("egress proxy of %s: %w", name, err)
+	}
+	ln, err := r.listenEgress(ctx, addr)
+	if err != nil {
+		hint := "Alfred runs on the Docker host, or in a container of it found by runner.egress.self_container"
+		return "", fmt.Errorf("egress proxy of %s on %s (%s): %w", name, addr, hint, err)
 	}
 	labels = maps.Clone(labels)
 	p := egress.Serve(ln, allow, egress.Options{Dial: r.EgressDial, OnRefused: func(target string) {
@@ -146,19 +146,127 @@ func (r *Runtime) serveEgress(ctx context.Context, netID, name string, allow egr
 	}
 	r.egressRuns[name] = &egressRun{network: name, proxy: p}
 	r.egressMu.Unlock()
-	return gateway, nil
+	return addr, nil
 }
 
-// withEgress puts the container on its run's network, with ProxyHost resolving to gateway.
-func withEgress(hc *container.HostConfig, spec runner.ContainerSpec, gateway string) {
+// SelfAddress is the address Alfred's own container takes on a run's network of subnet (with
+// Runtime.SelfContainer): the second of the subnet, the first being the gateway. It is fixed,
+// so that an Alfred container recreated while a run goes on finds the run's proxy address again.
+func SelfAddress(subnet netip.Prefix) netip.Addr {
+	return subnet.Masked().Addr().Next().Next()
+}
+
+// proxyAddress returns where the proxy of the run network info listens: want when set (an
+// adopted run's ProxyHost), else the network's IPv4 gateway or, with SelfContainer,
+// SelfAddress of its subnet. With SelfContainer, Alfred's container is connected to the network
+// at that address first (unless it is already there).
+func (r *Runtime) proxyAddress(ctx context.Context, info network.Inspect, want string) (string, error) {
+	var subnet netip.Prefix
+	var gateway string
+	for _, c := range info.IPAM.Config {
+		if p, err := netip.ParsePrefix(c.Subnet); err == nil && p.Addr().Is4() {
+			subnet, gateway = p.Masked(), c.Gateway
+			break
+		}
+	}
+	if !subnet.IsValid() {
+		return "", fmt.Errorf("network %s has no IPv4 subnet", info.Name)
+	}
+	if r.SelfContainer == "" {
+		if gateway == "" {
+			return "", fmt.Errorf("network %s has no IPv4 gateway", info.Name)
+		}
+		if want != "" && want != gateway {
+			return "", fmt.Errorf("the run's proxy is at %s, not its network's gateway %s: it was started by an Alfred in a container (runner.egress.self_container)", want, gateway)
+		}
+		return gateway, nil
+	}
+	self, err := r.self(ctx)
+	if err != nil {
+		return "", err
+	}
+	addr := want
+	if addr == "" {
+		addr = SelfAddress(subnet).String()
+	}
+	if ep, ok := info.Containers[self]; ok {
+		if p, err := netip.ParsePrefix(ep.IPv4Address); err == nil && p.Addr().String() == addr {
+			return addr, nil // joined before a restart of Alfred's process or container
+		}
+		return "", fmt.Errorf("Alfred's container %.12s is on network %s at %s, not %s", self, info.Name, ep.IPv4Address, addr)
+	}
+	err = r.cli.NetworkConnect(ctx, info.ID, self, &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: addr}})
+	if err != nil {
+		return "", fmt.Errorf("connect Alfred's container %.12s to network %s at %s: %w", self, info.Name, addr, err)
+	}
+	return addr, nil
+}
+
+// listenEgress listens at addr:egress.Port. With SelfContainer, an address not there yet
+// (EADDRNOTAVAIL: the engine just connected the container) is tried again, for a bounded
+// while.
+func (r *Runtime) listenEgress(ctx context.Context, addr string) (net.Listener, error) {
+	hostPort := net.JoinHostPort(addr, strconv.Itoa(egress.Port))
+	for i := 0; ; i++ {
+		ln, err := net.Listen("tcp", hostPort)
+		if err == nil || r.SelfContainer == "" || i >= 50 || !errors.Is(err, syscall.EADDRNOTAVAIL) {
+			return ln, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// self returns SelfContainer's full id (inspected once).
+func (r *Runtime) self(ctx context.Context) (string, error) {
+	r.selfMu.Lock()
+	defer r.selfMu.Unlock()
+	if r.selfID != "" {
+		return r.selfID, nil
+	}
+	info, err := r.cli.ContainerInspect(ctx, r.SelfContainer)
+	if err != nil {
+		return "", fmt.Errorf("Alfred's own container %q (runner.egress.self_container): %w", r.SelfContainer, err)
+	}
+	if info.HostConfig != nil && info.HostConfig.NetworkMode.IsHost() {
+		return "", fmt.Errorf("Alfred's own container %q is on the host network: its proxies listen on the gateways; leave runner.egress.self_container empty", r.SelfContainer)
+	}
+	r.selfID = info.ID
+	return r.selfID, nil
+}
+
+// withEgress puts the container on its run's network, with ProxyHost resolving to addr (where
+// its proxy listens).
+func withEgress(hc *container.HostConfig, spec runner.ContainerSpec, addr string) {
 	hc.NetworkMode = container.NetworkMode(spec.Name)
-	hc.ExtraHosts = append(hc.ExtraHosts, egress.ProxyHost+":"+gateway)
+	hc.ExtraHosts = append(hc.ExtraHosts, egress.ProxyHost+":"+addr)
+}
+
+// proxyHostEntry returns the address ProxyHost resolves to in a container's extra hosts ("" if
+// none): where its run's proxy listened when it started.
+func proxyHostEntry(extraHosts []string) string {
+	for _, h := range extraHosts {
+		name, addr, ok := strings.Cut(h, ":")
+		if !ok {
+			name, addr, ok = strings.Cut(h, "=")
+		}
+		if ok && name == egress.ProxyHost {
+			return addr
+		}
+	}
+	return ""
 }
 
 // adoptEgress serves the proxy of an adopted container's run network again (after a restart of
-// Alfred), when the container is on one and this process serves none for it yet. A proxy that
-// cannot start leaves the run without a way out (it fails closed) and is not an error of Adopt.
-func (r *Runtime) adoptEgress(ctx context.Context, name string, mode container.NetworkMode) {
+// Alfred), when the container is on one and this process serves none for it yet, at the address
+// the container was given (its ProxyHost entry of hc.ExtraHosts; with SelfContainer, Alfred's
+// container joins the network there again unless it still is on it). A proxy that cannot start
+// leaves the run without a way out (it fails closed) and is not an error of Adopt.
+func (r *Runtime) adoptEgress(ctx context.Context, name string, hc *container.HostConfig) {
+	mode := hc.NetworkMode
 	if !mode.IsUserDefined() || string(mode) != name {
 		return
 	}
@@ -184,7 +292,7 @@ func (r *Runtime) adoptEgress(ctx context.Context, name string, mode container.N
 	if err != nil {
 		return
 	}
-	_, _ = r.serveEgress(ctx, info.ID, name, allow, info.Labels)
+	_, _ = r.serveEgress(ctx, info.ID, name, allow, info.Labels, proxyHostEntry(hc.ExtraHosts))
 }
 
 // EgressRefused returns what the proxy of the container's run refused (runner.EgressReporter);
@@ -222,8 +330,9 @@ func (r *Runtime) stopEgress(ctx context.Context, name string) error {
 	return errors.Join(errs...)
 }
 
-// removeLeftoverNetwork removes the run network name when it is Alfred's (LabelEgressAllow and
-// LabelManaged) and no container is attached; nil when there is no such network.
+// removeLeftoverNetwork removes the run network name (or id) when it is Alfred's
+// (LabelEgressAllow and LabelManaged) and no container but Alfred's own (SelfContainer, which
+// it disconnects first) is attached; nil when there is no such network.
 func (r *Runtime) removeLeftoverNetwork(ctx context.Context, name string) error {
 	info, err := r.cli.NetworkInspect(ctx, name, network.InspectOptions{})
 	if cerrdefs.IsNotFound(err) {
@@ -235,8 +344,21 @@ func (r *Runtime) removeLeftoverNetwork(ctx context.Context, name string) error 
 	if _, ok := info.Labels[LabelEgressAllow]; !ok || info.Labels[runner.LabelManaged] != "true" {
 		return fmt.Errorf("network %s is not an Alfred run's; not touching it", name)
 	}
-	if len(info.Containers) > 0 {
-		return fmt.Errorf("network %s still has %d containers attached", name, len(info.Containers))
+	attached := len(info.Containers)
+	if attached > 0 && r.SelfContainer != "" {
+		self, err := r.self(ctx)
+		if err != nil {
+			return fmt.Errorf("network %s: %w", name, err)
+		}
+		if _, ok := info.Containers[self]; ok {
+			if err := r.cli.NetworkDisconnect(ctx, info.ID, self, true); err != nil && !cerrdefs.IsNotFound(err) {
+				return fmt.Errorf("disconnect Alfred's container %.12s from network %s: %w", self, name, err)
+			}
+			attached--
+		}
+	}
+	if attached > 0 {
+		return fmt.Errorf("network %s still has %d containers attached", name, attached)
 	}
 	return r.removeNetwork(ctx, info.ID)
 }
@@ -253,8 +375,8 @@ func (r *Runtime) removeNetwork(ctx context.Context, id string) error {
 const leftoverAge = 10 * time.Minute
 
 // pruneLeftoverNetworks removes, best effort, the run networks of this installation (those
-// carrying LabelEgressAllow, LabelManaged and labels' LabelInstance) that no container uses
-// and no container is named after, created more than leftoverAge ago: a container removed while
+// carrying LabelEgressAllow, LabelManaged and labels' LabelInstance) that no container but
+// Alfred's own uses and no container is named after, created more than leftoverAge ago: a container removed while
 // Alfred was down leaves its network behind.
 func (r *Runtime) pruneLeftoverNetworks(ctx context.Context, labels map[string]string) {
 	f := filters.NewArgs(filters.Arg("label", LabelEgressAllow), filters.Arg("label", runner.LabelManaged+"=true"))
