@@ -110,17 +110,17 @@ func TestRoleIsRuntimeAccess(t *testing.T) {
 	}
 	require.NotNil(t, role, "no Role in deploy/kubernetes")
 	require.NotNil(t, binding, "no RoleBinding in deploy/kubernetes")
-	granted := map[string][]string{}
+	granted := map[string][]string{} // "group/resource"
 	for _, r := range role.Rules {
-		require.Equal(t, []string{""}, r.APIGroups, "only the core API group: %+v", r)
+		require.Len(t, r.APIGroups, 1, "one API group a rule: %+v", r)
 		require.Empty(t, r.ResourceNames)
 		for _, res := range r.Resources {
-			granted[res] = append(granted[res], r.Verbs...)
+			granted[r.APIGroups[0]+"/"+res] = append(granted[r.APIGroups[0]+"/"+res], r.Verbs...)
 		}
 	}
 	needed := map[string][]string{}
 	for _, p := range kubernetes.Access {
-		needed[p.Resource] = append(needed[p.Resource], p.Verbs...)
+		needed[p.Group+"/"+p.Resource] = append(needed[p.Group+"/"+p.Resource], p.Verbs...)
 	}
 	for _, m := range []map[string][]string{granted, needed} {
 		for k := range m {
