@@ -94,6 +94,7 @@ runner:
   cpus: 0.1
   memory_bytes: 134217728
   runtime: kubernetes
+  egress: {mode: open}  # not this test's subject: runner/redteam_egress_kubernetes_test.go
   kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}
 `, r.addr, data, fj.URL, fj.Token, liveSecret, image, handOvers, kubeconfig, ns, claim)), 0o600))
 		r.cmd = exec.Command(bin, "serve", "--config", cfg)

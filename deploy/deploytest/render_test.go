@@ -248,9 +248,9 @@ func TestDeploymentMatchesConfig(t *testing.T) {
 	}
 }
 
-// TestNetworkPolicySelectsRunsOnly: the egress policy selects a run's Pod as runner/kubernetes
-// labels it, and not Alfred's own Pod; it denies all ingress and lets out only DNS and the
-// listed address ranges.
+// TestNetworkPolicySelectsRunsOnly: the baseline egress policy selects a run's Pod as
+// runner/kubernetes labels it, and not Alfred's own Pod; it denies all ingress and lets out only
+// DNS (the allowlist is Alfred's own policy, runner/kubernetes.ApplyEgressPolicy).
 func TestNetworkPolicySelectsRunsOnly(t *testing.T) {
 	out, _ := run(t, "kustomize", manifests(t))
 	var np *networkingv1.NetworkPolicy
@@ -275,6 +275,7 @@ func TestNetworkPolicySelectsRunsOnly(t *testing.T) {
 	require.False(t, sel.Matches(labels.Set(dep.Spec.Template.Labels)), "Alfred's Pod is not selected")
 	require.ElementsMatch(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}, np.Spec.PolicyTypes)
 	require.Empty(t, np.Spec.Ingress)
+	require.Len(t, np.Spec.Egress, 1, "DNS only")
 	for _, rule := range np.Spec.Egress {
 		require.NotEmpty(t, rule.To, "every egress rule names its peers")
 		require.NotEmpty(t, rule.Ports, "every egress rule names its ports")
