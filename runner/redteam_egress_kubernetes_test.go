@@ -79,7 +79,7 @@ func TestRedTeamEgressKubernetes(t *testing.T) {
 	root := t.TempDir()
 	instance := "rt" + tag
 	opts := kubernetes.Options{Namespace: ns, PullPolicy: corev1.PullNever, StopGrace: time.Second,
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+		Requests:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
 		StateClaim: kubetest.StateClaim(t, cs, ns, root), StateRoot: root,
 		EgressGate: &kubernetes.EgressGate{Image: gateImage, Target: gateLn.Addr().String()}}
 	rt := kubernetes.New(cs, opts)
