@@ -64,7 +64,7 @@ const (
 // egress is filtered, and returns how many connections succeeded before. The gate of
 // EgressGate.
 //
-// Errors: no target; the bound timeout passed with connections still succeeding (wraps
+// Errors: no target; the bound timeout passed without gateFailures failures in a row (wraps
 // ErrEgressOpen, with the count: the NetworkPolicy is not enforced on this Pod, or the target
 // is on the allowlist); ctx ended.
 func WaitFiltered(ctx context.Context, target string, timeout time.Duration) (int, error) {
@@ -81,17 +81,20 @@ func WaitFiltered(ctx context.Context, target string, timeout time.Duration) (in
 	if timeout <= 0 {
 		timeout = DefaultGateTimeout
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	// Each attempt has its own timeout, never cut by the bound: an attempt the bound
+	// interrupted would count as a failure, and the gate would pass open (fail closed instead).
+	bound := time.Now().Add(timeout)
 	connected, failed := 0, 0
-	d := net.Dialer{Timeout: gateDialTimeout}
-	for {
-		c, err := d.DialContext(ctx, "tcp", target)
+	var d net.Dialer
+	for time.Now().Before(bound) {
+		dctx, cancel := context.WithTimeout(ctx, gateDialTimeout)
+		c, err := d.DialContext(dctx, "tcp", target)
+		cancel()
 		if ctx.Err() != nil {
 			if c != nil {
 				c.Close()
 			}
-			break
+			return connected, fmt.Errorf("egress gate: %w", ctx.Err())
 		}
 		if err != nil {
 			if failed++; failed >= gateFailures {
@@ -107,7 +110,7 @@ func WaitFiltered(ctx context.Context, target string, timeout time.Duration) (in
 		case <-time.After(gateInterval):
 		}
 	}
-	return connected, fmt.Errorf("egress gate: %w after %s: %d connections to %s (off the runs' allowlist) succeeded, none refused: "+
+	return connected, fmt.Errorf("egress gate: %w after %s: %d connections to %s (off the runs' allowlist) succeeded and no two attempts in a row failed: "+
 		"the runs' NetworkPolicy is not enforced on this Pod (does the cluster's network plugin implement NetworkPolicy? "+
 		"is Alfred's policy alfred-runs-egress-* in the namespace?), or the target is on the allowlist; the run does not start",
 		ErrEgressOpen, timeout, connected, target)

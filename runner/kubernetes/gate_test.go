@@ -1,6 +1,7 @@
 package kubernetes_test
 
 import (
+	"context"
 	"net"
 	"testing"
 	"time"
@@ -13,7 +14,8 @@ import (
 // TestWaitFiltered: the gate returns once connections to its target fail (here a loopback
 // listener that is closed while the gate dials it: what a NetworkPolicy arriving does), with
 // the connections that succeeded before; at the bound, with the target still answering, it
-// fails with ErrEgressOpen and says so.
+// fails with ErrEgressOpen and says so (an attempt the bound would cut is never counted as a
+// failure: under load that passed the gate open); a cancelled context is an error too.
 func TestWaitFiltered(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -63,6 +65,12 @@ func TestWaitFiltered(t *testing.T) {
 	require.ErrorIs(t, err, kubernetes.ErrEgressOpen)
 	require.ErrorContains(t, err, "the run does not start")
 	require.Positive(t, n)
+
+	// Ended by its caller: an error, never a pass.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err = kubernetes.WaitFiltered(ctx, open.Addr().String(), time.Minute)
+	require.ErrorIs(t, err, context.Canceled)
 
 	_, err = kubernetes.WaitFiltered(t.Context(), "no-port", time.Second)
 	require.ErrorContains(t, err, "want host:port")
