@@ -102,7 +102,7 @@ bench-kubernetes: deps cluster
 	$(GO) test -run '^$$' -bench 'BenchmarkTriggerToAgentKubernetes' -benchtime $(KUBE_TRIGGER_RUNS)x -count=1 -timeout 60m ./cmd/alfred/
 	$(GO) test -run '^$$' -bench 'BenchmarkMailboxThroughputKubernetes' -benchtime $(KUBE_THROUGHPUT_RUNS)x -count=1 -timeout 60m ./cmd/alfred/
 
-## bench-ingest: install/start PostgreSQL if needed, then webhook ingest at 1, 8 and 32 senders next to pgbench inserting the same rows
+## bench-ingest: install/start PostgreSQL and Docker if needed, then the alfred serve binary's ingest on PostgreSQL and SQLite at 1, 8 and 32 senders next to pgbench inserting the same rows, and its resident set
 bench-ingest: deps
 	$(GO) test -run '^$$' -bench IngestVsPgbench -benchtime 3000x -count=1 ./webhook/
 

@@ -62,7 +62,7 @@ type dockerBundle struct {
 func setupDocker(tb testing.TB, ctx context.Context, scriptText string) *dockerBundle {
 	tb.Helper()
 	cli := runtimetest.Client(tb)
-	image := runtimetest.BuildImage(tb, ctx, cli, fmt.Sprintf("alfred-test/script-agent:runner-%d-%d", os.Getpid(), runSeq.Add(1)),
+	image := runtimetest.BuildImageOnce(tb, ctx, cli, fmt.Sprintf("alfred-test/script-agent:runner-%d-%d", os.Getpid(), runSeq.Add(1)),
 		"github.com/alfred-bot/alfred/cmd/alfred-script-agent")
 	agent, err := script.NewFromBytes(image, []byte(scriptText))
 	require.NoError(tb, err)

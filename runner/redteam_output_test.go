@@ -26,14 +26,21 @@ import (
 // holding it sits outside every run's directory, on Alfred's side.
 const redTeamCanary = "alfred-own-secret-5eb3c0de"
 
-// floodBytes is more than Docker keeps of a container's log (json-file, 2 × 50 MB), so that
-// the session id printed first is gone from the daemon by the time the run ends.
-const floodBytes = 150 << 20
+// The flood's sizes: the runtime rotates the run's json-file log at redTeamLogFile (two files
+// kept) and keeps redTeamLogBound of each stream; floodBytes is more than both, so the session
+// id printed first is gone from the daemon by the time the run ends and the stream read back
+// is cut. Alfred's defaults (50 MB files, runner.MaxLogBytes) behave the same at a larger
+// scale; small sizes keep the test's cost to a few seconds of the daemon's time.
+const (
+	redTeamLogFile  = 1 << 20
+	redTeamLogBound = 512 << 10
+	floodBytes      = 12 << 20
+)
 
 // redTeamScript: a prompt-injected agent that attacks what Alfred reads back. The development
 // run leaves its result as a link to Alfred's configuration; the ci_fix run leaves a FIFO as
 // its result; the "flood" run (a development run of that key) prints its session id, then
-// 150 MB, then writes a valid result.
+// floodBytes, then writes a valid result.
 func redTeamScript(alfredConfig string) string {
 	return fmt.Sprintf(`
 development:
@@ -66,6 +73,7 @@ func TestRedTeamOutputDocker(t *testing.T) {
 	config := filepath.Join(dir, "alfred.yaml")
 	require.NoError(t, os.WriteFile(config, []byte("forge_token: "+redTeamCanary+"\n"), 0o600))
 	d := setupDocker(t, ctx, redTeamScript(config))
+	d.rt.LogFileBytes, d.rt.MaxLogBytes = redTeamLogFile, redTeamLogBound
 	var seen []byte // the stdout the adapter is handed
 	d.agent = &captureAgent{Agent: d.agent, stdout: &seen}
 	bare := seedRemote(t, dir, map[string]string{"README": "original\n"})
@@ -111,7 +119,7 @@ func TestRedTeamOutputDocker(t *testing.T) {
 	require.Equal(t, "Reviewed after a flood.", out.Result.Summary)
 	require.Equal(t, []string{runfile.ReasonLogFlood}, out.HostileOutput)
 	require.Less(t, len(out.Output), 1<<20, "the stored output is bounded")
-	require.LessOrEqual(t, len(seen), runner.MaxLogBytes+100, "the logs read are bounded")
+	require.LessOrEqual(t, len(seen), redTeamLogBound+100, "the logs read are bounded")
 	require.Contains(t, string(seen[:min(len(seen), 4096)]), "session: 0d6c8a0e-0b7e-4bfb-9a43-3c1a37e1c0de",
 		"the session id printed first is kept, past Docker's log rotation")
 	require.Contains(t, string(seen), "bytes of output dropped here")

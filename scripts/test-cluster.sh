@@ -283,6 +283,8 @@ containerRuntimeEndpoint: "unix://$SOCK"
 clusterDomain: cluster.local
 evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
 imageGCHighThresholdPercent: 100
+containerLogMaxSize: 1Mi
+containerLogMaxFiles: 2
 imageGCLowThresholdPercent: 99
 resolvConf: /etc/resolv.conf
 EOF

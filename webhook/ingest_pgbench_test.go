@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -20,69 +18,56 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/alfred-bot/alfred/internal/base/censor"
 	"github.com/alfred-bot/alfred/internal/base/httpserve"
 	"github.com/alfred-bot/alfred/internal/base/pgtest"
 	"github.com/alfred-bot/alfred/internal/config"
-	"github.com/alfred-bot/alfred/internal/metrics"
-	"github.com/alfred-bot/alfred/internal/store/postgres"
-	"github.com/alfred-bot/alfred/webhook"
-	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
 // pgbenchPath is the PostgreSQL client's benchmark tool (Debian: postgresql-client).
 const pgbenchPath = "/usr/bin/pgbench"
 
-// BenchmarkIngestVsPgbench measures the webhook edge as `alfred serve` runs it (the receiver
-// behind httpserve's limits and the metrics' middleware, its log censored into a file, the pool
-// sized by the configuration defaults, the real store) at
-// 1, 8 and 32 concurrent senders, and next to it pgbench inserting the same rows (the stored
-// form of the same deliveries, into a copy of the events table with its unique constraints and
-// index) with the same number of clients, in the same run: three rounds of ingest then pgbench
-// for as long (at least 1 s). It reports the median deliveries/s, the p50/p99 acknowledgement
-// in ms over all rounds, pgbench's median TPS, the median ratio ingest/pgbench and the test
-// process's peak RSS (receiver and senders, the signed requests of a round included). Each
-// delivery is a distinct signed Forgejo comment, spread over 50 issues; b.N deliveries per
-// client count.
+// minPgbench is the shortest pgbench run of a round: on a loaded machine 32 clients took over
+// a second to connect, and a 1-second run then did no transaction at all.
+const minPgbench = 3 * time.Second
+
+// BenchmarkIngestVsPgbench measures the webhook edge of the `alfred serve` binary (a child
+// process, on the configuration's defaults: HTTP limits, database pool, workers folding what
+// is stored) on PostgreSQL and on SQLite, at 1, 8 and 32 concurrent senders, and next to it
+// pgbench inserting the same rows into PostgreSQL (the stored form of the same deliveries,
+// into a copy of the events table with its unique constraints and index) with the same number
+// of clients, in the same run: three rounds of ingest then pgbench for as long (at least
+// minPgbench). It reports the median deliveries/s, the p50/p99 acknowledgement in ms over all
+// rounds, pgbench's median TPS, the median ratio ingest/pgbench, the CPU per delivery of
+// alfred and of PostgreSQL, the deliveries per grouped insert (alfred's /metrics), and
+// alfred's resident set (/proc/<pid>/status): at rest before the first round (idle-rss-MiB),
+// the median of samples taken every 100 ms while deliveries come (rss-MiB) and its peak
+// (peak-rss-MiB, VmHWM); and of it the anonymous memory, the heap and stacks without the
+// binary's mapped code (idle-anon-MiB, anon-MiB). Each delivery is a distinct signed Forgejo
+// comment, spread over 50 issues; b.N deliveries per client count (run it with -benchtime
+// Nx), a fresh process and store for each.
 //
 //	go test -run '^$' -bench IngestVsPgbench -benchtime 3000x ./webhook/
 func BenchmarkIngestVsPgbench(b *testing.B) {
 	if _, err := os.Stat(pgbenchPath); err != nil {
 		b.Skipf("SKIPPING: %s not installed (postgresql-client)", pgbenchPath)
 	}
-	for _, clients := range []int{1, 8, 32} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchIngestVsPgbench(b, clients) })
+	for _, store := range []string{benchPostgres, benchSQLite} {
+		for _, clients := range []int{1, 8, 32} {
+			b.Run(fmt.Sprintf("store=%s/clients=%d", store, clients), func(b *testing.B) { benchIngestVsPgbench(b, store, clients) })
+		}
 	}
 }
 
-func benchIngestVsPgbench(b *testing.B, clients int) {
-	db, _ := pgtest.New(b)
-	defaults := config.Default()
-	db.SetMaxOpenConns(defaults.Database.MaxOpenConns)
-	db.SetMaxIdleConns(defaults.Database.MaxIdleConns)
-	db.SetConnMaxLifetime(defaults.Database.ConnMaxLifetime)
-	db.SetConnMaxIdleTime(defaults.Database.ConnMaxIdleTime)
-	store := postgres.New(db, nil)
-	src, err := forgejo.NewSource(forgejo.SourceConfig{Secrets: []string{"bench-secret"}})
-	if err != nil {
-		b.Fatal(err)
+func benchIngestVsPgbench(b *testing.B, store string, clients int) {
+	const rounds = 3
+	if b.N < rounds {
+		return // the framework's first probe (b.N = 1): nothing to measure in rounds
 	}
-	// As serve wires it: a line per delivery through the censoring handler into a file, and the
-	// deliveries counted by the metrics' middleware.
-	logFile, err := os.Create(filepath.Join(b.TempDir(), "alfred.log"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer logFile.Close()
-	log := slog.New(censor.New(censor.Config{Secrets: []string{"bench-secret"}}).Handler(slog.NewTextHandler(logFile, nil)))
-	rc, err := webhook.NewReceiver(webhook.ReceiverConfig{Sources: map[string]webhook.Source{"forgejo": src},
-		Inbox: store, Ready: store.Ping, Logger: log})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := limitedServer(defaults, metrics.New(metrics.Config{}).DeliveryMiddleware([]string{"forgejo"}, rc))
-	defer srv.Close()
+	// pgbench's schema; alfred's store too on PostgreSQL.
+	pgdb, dsn := pgtest.New(b)
+	alfred := startServeChild(b, store, dsn, "bench-secret")
+	pid := alfred.cmd.Process.Pid
 	tmpl, err := os.ReadFile(fixturePath(b, "forgejo-live/006-issue_comment-created.json"))
 	if err != nil {
 		b.Fatal(err)
@@ -93,24 +78,28 @@ func benchIngestVsPgbench(b *testing.B, clients int) {
 		body := bytes.Replace(tmpl, []byte(`"body": "Date, amount, category."`),
 			fmt.Appendf(nil, `"body": "delivery %d"`, n), 1)
 		body = bytes.Replace(body, []byte(`"number": 1,`), fmt.Appendf(nil, `"number": %d,`, 1+n%50), 1)
-		return wireRequest(b, forgetest.NewForgejoRequest(srv.URL+"/webhooks/forgejo", "issue_comment",
+		return wireRequest(b, forgetest.NewForgejoRequest("http://"+alfred.addr+"/webhooks/forgejo", "issue_comment",
 			fmt.Sprintf("bench-%d", n), "bench-secret", body))
 	}
-	addr := srv.Listener.Addr().String()
 	var seq atomic.Int64
-	if _, err := sendRound(addr, 1, [][]byte{wire(0)}); err != nil { // the row pgbench copies
+	if _, err := sendRound(alfred.addr, 1, [][]byte{wire(0)}); err != nil { // the row pgbench copies
 		b.Fatal(err)
 	}
-	table, err := pgbenchSetup(db)
+	var payload string
+	if err := alfred.db(b).GetContext(b.Context(), &payload, `SELECT payload FROM events ORDER BY id LIMIT 1`); err != nil {
+		b.Fatal(err)
+	}
+	table, err := pgbenchSetup(pgdb, payload)
 	if err != nil {
 		b.Fatal(err)
 	}
+	idle, idleOK := procStatusMiB(pid, "VmRSS")
+	idleAnon, idleAnonOK := procStatusMiB(pid, "RssAnon")
 
 	// Rounds of ingest then pgbench, so that both see the same machine: the figures are the
 	// medians over the rounds.
-	const rounds = 3
 	var lat []time.Duration
-	var rates, tpss, ratios []float64
+	var rates, tpss, ratios, rss, rssAnon []float64
 	var ingestCPU, pgbenchCPU cpuPer
 	b.ResetTimer()
 	for r := range rounds {
@@ -118,33 +107,33 @@ func benchIngestVsPgbench(b *testing.B, clients int) {
 		if r == rounds-1 {
 			n = b.N - (rounds-1)*(b.N/rounds)
 		}
-		if n == 0 {
-			continue // b.N below the rounds: the framework's first probe
-		}
 		b.StopTimer()
 		reqs := make([][]byte, n)
 		for i := range reqs {
 			reqs[i] = wire(seq.Add(1))
 		}
 		b.StartTimer()
-		cpu0 := readCPU()
+		cpu0 := readCPU(pid)
+		sampler := sampleRSS(pid, 100*time.Millisecond)
 		start := time.Now()
-		got, err := sendRound(addr, clients, reqs)
+		got, err := sendRound(alfred.addr, clients, reqs)
 		elapsed := time.Since(start)
-		cpu1 := readCPU()
+		total, anon := sampler.end()
+		rss, rssAnon = append(rss, total...), append(rssAnon, anon...)
+		cpu1 := readCPU(pid)
 		if err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, got...)
 		b.StopTimer()
-		tps, inserts, err := pgbenchInserts(b, table, clients, max(elapsed, time.Second))
+		tps, inserts, err := pgbenchInserts(b, table, clients, max(elapsed, minPgbench))
 		if err != nil {
 			b.Fatal(err)
 		}
-		cpu2 := readCPU()
+		cpu2 := readCPU(pid)
 		b.StartTimer()
-		ingestCPU.add(cpu1.sub(cpu0), len(got))
-		pgbenchCPU.add(cpu2.sub(cpu1), inserts)
+		ingestCPU.add(cpu1.sub(cpu0), cpu1.alfred-cpu0.alfred, len(got))
+		pgbenchCPU.add(cpu2.sub(cpu1), cpu2.self-cpu1.self, inserts)
 		rate := float64(len(got)) / elapsed.Seconds()
 		rates, tpss, ratios = append(rates, rate), append(tpss, tps), append(ratios, rate/tps)
 	}
@@ -158,14 +147,23 @@ func benchIngestVsPgbench(b *testing.B, clients int) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(median(tpss), "pgbench-tps")
 	b.ReportMetric(median(ratios), "ratio")
-	ingestCPU.report(b, "delivery")
-	pgbenchCPU.report(b, "pgbench-insert")
-	if mib, ok := peakRSS(); ok {
-		// The test process: the receiver, its pool and the senders with their signed requests.
+	ingestCPU.report(b, "alfred-µs/delivery", "delivery")
+	pgbenchCPU.report(b, "pgbench-µs/pgbench-insert", "pgbench-insert")
+	if idleOK {
+		b.ReportMetric(idle, "idle-rss-MiB")
+	}
+	if idleAnonOK {
+		b.ReportMetric(idleAnon, "idle-anon-MiB")
+	}
+	if len(rss) > 0 {
+		b.ReportMetric(median(rss), "rss-MiB")
+		b.ReportMetric(median(rssAnon), "anon-MiB")
+	}
+	if mib, ok := procStatusMiB(pid, "VmHWM"); ok {
 		b.ReportMetric(mib, "peak-rss-MiB")
 	}
-	if st := store.InsertStats(); st.Statements > 0 {
-		b.ReportMetric(float64(st.Deliveries)/float64(st.Statements), "deliveries/insert")
+	if statements, deliveries := alfred.insertCounts(b); statements > 0 {
+		b.ReportMetric(deliveries/statements, "deliveries/insert")
 	}
 }
 
@@ -175,16 +173,13 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// pgbenchSetup creates pgbench_events, a copy of the events table (columns, defaults, unique
-// constraints and indexes), and returns the name of a pgbench script inserting one row shaped
-// like the first stored delivery (its payload, a fresh delivery id and body hash).
-func pgbenchSetup(db *sqlx.DB) (script string, err error) {
+// pgbenchSetup creates pgbench_events in db's schema, a copy of the events table (columns,
+// defaults, unique constraints and indexes), and returns the name of a pgbench script inserting
+// one row shaped like a stored delivery (payload, a fresh delivery id and body hash).
+func pgbenchSetup(db *sqlx.DB, payload string) (script string, err error) {
 	ctx := context.Background()
-	var schema, payload string
+	var schema string
 	if err := db.GetContext(ctx, &schema, `SELECT current_schema()`); err != nil {
-		return "", err
-	}
-	if err := db.GetContext(ctx, &payload, `SELECT payload FROM events ORDER BY id LIMIT 1`); err != nil {
 		return "", err
 	}
 	if _, err := db.ExecContext(ctx, `CREATE TABLE pgbench_events (LIKE events INCLUDING ALL)`); err != nil {
@@ -235,44 +230,45 @@ func pgbenchInserts(b *testing.B, script string, clients int, d time.Duration) (
 	return tps, inserts, err
 }
 
-// cpuReading is the CPU used so far by this process (with its ended children: pgbench) and by
-// PostgreSQL; ok is false where /proc cannot be read.
+// cpuReading is the CPU used so far by this process (with its ended children: pgbench), by
+// the alfred process and by PostgreSQL; ok is false where /proc cannot be read.
 type cpuReading struct {
-	self, postgres time.Duration
-	ok             bool
+	self, alfred, postgres time.Duration
+	ok                     bool
 }
 
-func readCPU() cpuReading {
-	self, pg, ok := processCPU()
-	return cpuReading{self: self, postgres: pg, ok: ok}
+func readCPU(alfred int) cpuReading {
+	self, a, pg, ok := processCPU(alfred)
+	return cpuReading{self: self, alfred: a, postgres: pg, ok: ok}
 }
 
 func (c cpuReading) sub(o cpuReading) cpuReading {
-	return cpuReading{self: c.self - o.self, postgres: c.postgres - o.postgres, ok: c.ok && o.ok}
+	return cpuReading{self: c.self - o.self, alfred: c.alfred - o.alfred, postgres: c.postgres - o.postgres, ok: c.ok && o.ok}
 }
 
-// cpuPer sums CPU readings over rounds and the units of work they did.
+// cpuPer sums, over rounds, the CPU of the side doing the work (alfred for ingest, pgbench for
+// its inserts) and of PostgreSQL, and the units of work they did.
 type cpuPer struct {
-	cpu   cpuReading
-	units int
-	bad   bool
+	worker, postgres time.Duration
+	units            int
+	bad              bool
 }
 
-func (c *cpuPer) add(r cpuReading, units int) {
+func (c *cpuPer) add(r cpuReading, worker time.Duration, units int) {
 	c.bad = c.bad || !r.ok
-	c.cpu.self += r.self
-	c.cpu.postgres += r.postgres
+	c.worker += worker
+	c.postgres += r.postgres
 	c.units += units
 }
 
-// report adds the CPU per unit, in µs, of the client and server side (for ingest: the
-// receiver and its senders; for pgbench: pgbench) and of PostgreSQL.
-func (c *cpuPer) report(b *testing.B, unit string) {
+// report adds the CPU per unit, in µs, of the side doing the work (as workerMetric) and of
+// PostgreSQL (pg-µs/unit).
+func (c *cpuPer) report(b *testing.B, workerMetric, unit string) {
 	if c.bad || c.units == 0 {
 		return
 	}
-	b.ReportMetric(float64(c.cpu.self.Microseconds())/float64(c.units), "go-µs/"+unit)
-	b.ReportMetric(float64(c.cpu.postgres.Microseconds())/float64(c.units), "pg-µs/"+unit)
+	b.ReportMetric(float64(c.worker.Microseconds())/float64(c.units), workerMetric)
+	b.ReportMetric(float64(c.postgres.Microseconds())/float64(c.units), "pg-µs/"+unit)
 }
 
 // limitedServer starts h behind httpserve with the HTTP limits of cfg, as alfred serve runs the

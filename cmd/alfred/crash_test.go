@@ -266,18 +266,8 @@ func runCrashCaseOn(t *testing.T, store string, rt crashRuntime, c crashCase) {
 	}
 	require.NoError(t, os.WriteFile(scriptPath, []byte(script), 0o644))
 	cfgPath := filepath.Join(dir, "alfred.yaml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
-listen: %s
-data_dir: %s
-forges:
-  - {name: forgejo, kind: forgejo, base_url: %s, token: %s, webhook_secret: %s, bot_user: bot}
-agents:
-  - {name: script, adapter: script, image: %s, script: %s}
-phases: {default: script}
-lifecycle: {ci_wait: 2s, ci_poll: 300ms}
-workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
-%s
-`, addr, dataDir, fj.URL, fj.Token, liveSecret, image, scriptPath, runnerConfig)), 0o600))
+	serveConfig{listen: addr, dataDir: dataDir, forgeURL: fj.URL, forgeToken: fj.Token, image: image,
+		script: scriptPath, ciWait: "2s", leaseTTL: "3s", runner: runnerConfig}.write(t, cfgPath)
 
 	start := func() *serveProcess {
 		return startServeProcess(t, "serve", bin, cfgPath, filepath.Join(dir, "serve.log"), addr, "ALFRED_DATABASE_URL="+dsn)

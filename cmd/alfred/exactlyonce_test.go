@@ -274,18 +274,8 @@ func newOnceEnv(t *testing.T, bin, image string, rt onceRuntime) *onceEnv {
 	o.e2e = &e2e{t: t, url: "http://" + addr, forgejo: o.fj, api: api, bare: bare, kind: forge.KindForgejo,
 		issue: forge.IssueRef{Forge: "forgejo", Repo: "acceptance/sandbox", Number: 1}}
 	o.cfg = filepath.Join(dir, "alfred.yaml")
-	require.NoError(t, os.WriteFile(o.cfg, []byte(fmt.Sprintf(`
-listen: %s
-data_dir: %s
-forges:
-  - {name: forgejo, kind: forgejo, base_url: %s, token: %s, webhook_secret: %s, bot_user: bot}
-agents:
-  - {name: claude, adapter: claude-code, image: %s, api_key: sk-test-key-1234567890}
-phases: {default: claude}
-lifecycle: {ci_wait: 2s, ci_poll: 300ms}
-workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
-%s
-`, addr, o.dataDir, forgeURL, o.fj.Token, liveSecret, image, rt.prepare(t, image, o.dataDir))), 0o600))
+	serveConfig{listen: addr, dataDir: o.dataDir, forgeURL: forgeURL, forgeToken: o.fj.Token, image: image,
+		ciWait: "2s", leaseTTL: "3s", runner: rt.prepare(t, image, o.dataDir)}.write(t, o.cfg)
 	t.Cleanup(func() {
 		o.kill()
 		if t.Failed() {

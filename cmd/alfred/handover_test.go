@@ -80,23 +80,15 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 	start := func(name string) *replica {
 		r := &replica{name: name, addr: freeAddr(t), log: filepath.Join(dir, name+".log")}
 		cfg := filepath.Join(dir, name+".yaml")
-		require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`
-listen: %s
-data_dir: %s
-forges:
-  - {name: forgejo, kind: forgejo, base_url: %s, token: %s, webhook_secret: %s, bot_user: bot}
-agents:
-  - {name: claude, adapter: claude-code, image: %s, api_key: sk-test-key-1234567890}
-phases: {default: claude}
-lifecycle: {ci_wait: 2s, ci_poll: 300ms}
-workers: {count: 4, runs: %d, lease_ttl: 30s, poll_interval: 100ms}  # SIGTERM releases A's leases: a long TTL costs the hand-over nothing, a short one is lost to a heartbeat a loaded machine starves (the run is run again)
-runner:
+		serveConfig{listen: r.addr, dataDir: data, forgeURL: fj.URL, forgeToken: fj.Token, image: image,
+			ciWait: "2s", workers: 4, runs: handOvers, leaseTTL: "30s",
+			leaseWhy: "SIGTERM releases A's leases: a long TTL costs the hand-over nothing, a short one is lost to a heartbeat a loaded machine starves (the run is run again)",
+			runner: fmt.Sprintf(`runner:
   cpus: 0.1
   memory_bytes: 134217728
   runtime: kubernetes
   egress: {mode: open}  # not this test's subject: runner/redteam_egress_kubernetes_test.go
-  kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}
-`, r.addr, data, fj.URL, fj.Token, liveSecret, image, handOvers, kubeconfig, ns, claim)), 0o600))
+  kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}`, kubeconfig, ns, claim)}.write(t, cfg)
 		r.cmd = exec.Command(bin, "serve", "--config", cfg)
 		r.cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+dsn)
 		logf, err := os.OpenFile(r.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)

@@ -32,13 +32,14 @@ const (
 	webhookSecret   = "hook-s3cr3t"
 )
 
-// testConfig is a complete configuration whose secrets all contain "s3cr3t".
+// testConfig is a complete configuration whose secrets all contain "s3cr3t"; writeConfig
+// fills in DATABASE_URL and FORGE_URL.
 const testConfig = `
 database_url: DATABASE_URL
 forges:
   - name: forgejo
     kind: forgejo
-    base_url: https://forgejo.example.org
+    base_url: FORGE_URL
     token: tok-s3cr3t
     webhook_secret_file: hook
     bot_user: alfred
@@ -62,15 +63,23 @@ func runArgs(t *testing.T, args ...string) result {
 }
 
 // writeConfig writes testConfig (with databaseURL) and its secret file; it returns the path.
+// The forge is a loopback port nothing listens on (closedLoopbackURL): a command that reaches
+// for it (the doctor) is refused at once, and no name is resolved nor packet sent off the
+// machine.
 func writeConfig(t *testing.T, databaseURL string) string {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "hook"), []byte(webhookSecret+"\n"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte("default: {summary: ok}\n"), 0o600))
 	p := filepath.Join(dir, "alfred.yaml")
-	require.NoError(t, os.WriteFile(p, []byte(strings.Replace(testConfig, "DATABASE_URL", databaseURL, 1)), 0o600))
+	cfg := strings.NewReplacer("DATABASE_URL", databaseURL, "FORGE_URL", closedLoopbackURL(t)).Replace(testConfig)
+	require.NoError(t, os.WriteFile(p, []byte(cfg), 0o600))
 	return p
 }
+
+// closedLoopbackURL returns the http:// URL of a loopback port the kernel gave and the test
+// closed again, so nothing listens on it: a dial is refused at once.
+func closedLoopbackURL(t testing.TB) string { return "http://" + freeAddr(t) }
 
 func TestVersion(t *testing.T) {
 	r := runArgs(t, "version")
@@ -129,7 +138,7 @@ func TestConfigCheck(t *testing.T) {
 		p := writeConfig(t, "postgres://alfred:pw-s3cr3t@db/alfred")
 		raw, err := os.ReadFile(p)
 		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(p, bytes.Replace(raw, []byte("https://forgejo.example.org"), []byte("forgejo.example.org"), 1), 0o600))
+		require.NoError(t, os.WriteFile(p, bytes.Replace(raw, []byte("base_url: http://"), []byte("base_url: "), 1), 0o600))
 		r := runArgs(t, "config", "check", "--config", p)
 		require.Equal(t, 1, r.code)
 		require.Contains(t, r.stderr, "forges[0].base_url: must be an absolute")

@@ -74,18 +74,8 @@ func (rs *replicaSet) start(name, dataDir, runnerYAML string) *replica {
 	t.Helper()
 	addr := freeAddr(t)
 	cfgPath := filepath.Join(rs.dir, name+".yaml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(fmt.Sprintf(`
-listen: %s
-data_dir: %s
-forges:
-  - {name: forgejo, kind: forgejo, base_url: %s, token: %s, webhook_secret: %s, bot_user: bot}
-agents:
-  - {name: claude, adapter: claude-code, image: %s, api_key: sk-test-key-1234567890}
-phases: {default: claude}
-lifecycle: {ci_wait: 1h, ci_poll: 300ms}
-workers: {count: 2, lease_ttl: 3s, poll_interval: 100ms}
-%s
-`, addr, dataDir, rs.fj.URL, rs.fj.Token, liveSecret, rs.image, runnerYAML)), 0o600))
+	serveConfig{listen: addr, dataDir: dataDir, forgeURL: rs.fj.URL, forgeToken: rs.fj.Token, image: rs.image,
+		ciWait: "1h", leaseTTL: "3s", runner: runnerYAML}.write(t, cfgPath)
 	r := startServeProcess(t, name, rs.bin, cfgPath, filepath.Join(rs.dir, name+".log"), addr, "ALFRED_DATABASE_URL="+rs.dsn)
 	rs.url = "http://" + r.addr
 	if rs.db == nil {

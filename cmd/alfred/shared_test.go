@@ -13,13 +13,16 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/internal/web/webtest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 )
 
 // TestMain runs the package's tests, then removes what they shared: the alfred binary
-// buildAlfred built once and the images built once (scriptImage, agenttest.BuildImageOnce).
+// buildAlfred built once, the images built once (scriptImage, agenttest.BuildImageOnce) and
+// the Chromium the page tests shared (webtest.NewBrowser).
 func TestMain(m *testing.M) {
 	code := m.Run()
+	webtest.Close()
 	runtimetest.RemoveImagesBuiltOnce()
 	if alfredBin.dir != "" {
 		_ = os.RemoveAll(alfredBin.dir)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,9 +19,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	k8s "k8s.io/client-go/kubernetes"
@@ -58,22 +58,31 @@ analysis.functional:
   out_of_scope: [PDF export]
 `
 
-// TestDeployRunsPhaseAsPod applies deploy/kubernetes to the test cluster (kubectl apply -k,
-// through testdata/overlay and an overlay of the test's own), which starts Alfred in its
-// Deployment's Pod with the in-cluster service account "alfred"; a signed delivery assigns an
-// issue of the forge stand-in, and Alfred runs the functional analysis as a Pod, whose result
-// comes back through the state claim: the question is posted on the issue.
+// TestDeployRunsPhaseAsPod applies deploy/kubernetes to the test cluster (kubectl apply,
+// through testdata/overlay and an overlay of the test's own, the objects placed in two
+// namespaces of the test's own and on two hostPath PersistentVolumes of one directory), which
+// starts Alfred in its Deployment's Pod with the in-cluster service account "alfred" of
+// Alfred's namespace; a signed delivery assigns an issue of the forge stand-in, and Alfred
+// runs the functional analysis as a Pod in the runs' namespace, which enforces Pod Security
+// restricted as the manifests label it. The run writes its result on the runs' claim, Alfred
+// reads it through its own claim (the other volume on the same directory): the question is
+// posted on the issue.
 //
 // The run's Pod is Alfred's service account's work, not the test's: a ValidatingAdmissionPolicy
-// of the test's own refuses, in the test's namespace, every Pod labelled alfred.managed=true
-// whose creator is not system:serviceaccount:<namespace>:alfred (the test's administrator is
-// refused one, as a check of the policy itself).
+// of the test's own refuses, in the runs' namespace, every Pod labelled alfred.managed=true
+// whose creator is not system:serviceaccount:<Alfred's namespace>:alfred (the test's
+// administrator is refused one, as a check of the policy itself).
+//
+// Then the boundaries of the two namespaces: Alfred's service account may not read a Secret of
+// its own namespace (a SubjectAccessReview; it may in the runs', as the review's own check);
+// `alfred doctor` with its token passes, and fails, naming the label, once the runs'
+// namespace no longer enforces restricted.
 func TestDeployRunsPhaseAsPod(t *testing.T) {
 	kc, cs := kubetest.Kubeconfig(t)
 	kubectl(t)
 	ctx := context.Background()
-	ns := kubetest.Namespace(t, cs)
-	onlyAlfredCreatesRuns(t, cs, ns)
+	alfredNS, runsNS := kubetest.Namespace(t, cs), kubetest.Namespace(t, cs)
+	onlyAlfredCreatesRuns(t, cs, runsNS, alfredNS)
 
 	// Images: Alfred's from scripts/alfred-image.sh (Debian with git, built here), and the
 	// script agent's; both imported into the node.
@@ -89,15 +98,14 @@ func TestDeployRunsPhaseAsPod(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("docker", "rmi", agentImage).Run() })
 	kubetest.ImportImage(t, agentImage)
 
-	// The state claim's volume: a directory of the test's own, which on this single-node
-	// cluster the node mounts as it is. The forge's repository lives in it too, at the path
-	// Alfred's Pod sees it (its clone URL).
+	// The state's files: a directory of the test's own, which on this single-node cluster the
+	// node mounts as it is, for both volumes. The forge's repository lives in it too, at the
+	// path Alfred's Pod sees it (its clone URL).
 	state := t.TempDir()
 	require.NoError(t, os.Chmod(state, 0o755))
 	bare := filepath.Join(state, "forge", "sandbox.git")
 	forgetest.SeedBareRepo(t, bare)
 	chownTree(t, state, runUser)
-	pv := staticVolume(t, cs, ns, state)
 
 	fj := forgetest.NewForgejoServer(t)
 	repo := "acceptance/sandbox"
@@ -122,6 +130,7 @@ runner:
   timeout: 5m
   runtime: kubernetes
   kubernetes:
+    namespace: %s
     state_claim: alfred-state
     pull_policy: Never
     service_account: alfred-run
@@ -133,77 +142,87 @@ agents:
     script: /etc/alfred/script.yaml
 phases:
   default: script
-`, port, fj.URL, runUser, runUser, alfredImage, agentImage)
-	dir := overlay(t, "deploy/deploytest/testdata/overlay", ns, fmt.Sprintf(`images:
+`, port, fj.URL, runUser, runUser, runsNS, alfredImage, agentImage)
+	dir := overlay(t, "deploy/deploytest/testdata/overlay", fmt.Sprintf(`images:
   - name: alfred
     newName: alfred-deploytest
     newTag: %q
 configMapGenerator:
   - name: alfred-config
+    namespace: %s
     behavior: replace
     files: [alfred.yaml, script.yaml]
 secretGenerator:
   - name: alfred-secrets
+    namespace: %s
     files: [forgejo_token, forgejo_webhook_secret]
 generatorOptions:
   disableNameSuffixHash: true
 patches:
-  - target: { kind: PersistentVolumeClaim, name: alfred-state }
-    patch: |
-      - op: add
-        path: /spec/volumeName
-        value: %s
-      - op: replace
-        path: /spec/resources/requests/storage
-        value: 1Gi
   - target: { kind: Deployment, name: alfred }
     patch: |
       - op: replace
         path: /spec/template/spec/containers/0/ports/0/containerPort
         value: %d
-`, tag, pv, port), map[string]string{"alfred.yaml": alfredYAML, "script.yaml": script,
+`, tag, alfredNamespace, alfredNamespace, port), map[string]string{"alfred.yaml": alfredYAML, "script.yaml": script,
 		"forgejo_token": fj.Token, "forgejo_webhook_secret": webhookSecret})
+	objects := placed(t, cs, kustomize(t, dir), alfredNS, runsNS, state)
 	applied := time.Now()
-	out2, stderr := run(t, "--kubeconfig", kc, "apply", "-k", dir)
-	t.Logf("kubectl apply -k:\n%s%s", out2, stderr)
+	out2, stderr := apply(t, kc, objects)
+	t.Logf("kubectl apply:\n%s%s", out2, stderr)
 	t.Cleanup(func() {
 		if t.Failed() {
-			o, _ := exec.Command(kubectl(t), "--kubeconfig", kc, "-n", ns, "logs", "deploy/alfred", "--all-containers", "--tail=200").CombinedOutput()
+			o, _ := exec.Command(kubectl(t), "--kubeconfig", kc, "-n", alfredNS, "logs", "deploy/alfred", "--all-containers", "--tail=200").CombinedOutput()
 			t.Logf("alfred's logs:\n%s", o)
-			o, _ = exec.Command(kubectl(t), "--kubeconfig", kc, "-n", ns, "get", "pods,events", "-o", "wide").CombinedOutput()
-			t.Logf("pods and events:\n%s", o)
+			for _, ns := range []string{alfredNS, runsNS} {
+				o, _ = exec.Command(kubectl(t), "--kubeconfig", kc, "-n", ns, "get", "pods,pvc,events", "-o", "wide").CombinedOutput()
+				t.Logf("namespace %s:\n%s", ns, o)
+			}
 		}
 	})
 
-	// Alfred answers once its store is open and the runtime has read the state claim.
+	// Both claims bind to their volumes (the runs' first Pod would otherwise wait for the
+	// scheduler's back-off), each to its own.
+	for _, ns := range []string{alfredNS, runsNS} {
+		kubetest.WaitBound(t, cs, ns)
+		c, err := cs.CoreV1().PersistentVolumeClaims(ns).Get(ctx, kubetest.ClaimName, metav1.GetOptions{})
+		require.NoError(t, err)
+		require.Equal(t, ns+"-state", c.Spec.VolumeName, "the claim of %s", ns)
+	}
+
+	// Alfred answers once its store is open and the runtime has read the runs' state claim.
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitReady(t, base+"/readyz", 5*time.Minute)
-	t.Logf("kubectl apply -k to Alfred ready: %s", time.Since(applied).Round(100*time.Millisecond))
+	t.Logf("kubectl apply to Alfred ready: %s", time.Since(applied).Round(100*time.Millisecond))
 
-	// Watch the namespace's run Pods from now on, then deliver the assignment.
-	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: runner.LabelManaged + "=true"})
+	// Watch the runs' namespace's run Pods from now on, then deliver the assignment.
+	w, err := cs.CoreV1().Pods(runsNS).Watch(ctx, metav1.ListOptions{LabelSelector: runner.LabelManaged + "=true"})
 	require.NoError(t, err)
 	defer w.Stop()
 	delivered := time.Now()
 	require.Equal(t, http.StatusAccepted, deliver(t, base+"/webhooks/forgejo"))
 
 	run := firstPod(t, w, 5*time.Minute)
-	t.Logf("run pod %s (service account %s, phase label %s) created %s after the delivery", run.Name,
+	t.Logf("run pod %s/%s (service account %s, phase label %s) created %s after the delivery", run.Namespace, run.Name,
 		run.Spec.ServiceAccountName, run.Labels[runner.LabelPhase], time.Since(delivered).Round(100*time.Millisecond))
+	require.Equal(t, runsNS, run.Namespace)
 	require.Equal(t, "analysis", run.Labels[runner.LabelPhase])
 	require.Equal(t, "alfred-run", run.Spec.ServiceAccountName)
 	require.NotNil(t, run.Spec.AutomountServiceAccountToken)
 	require.False(t, *run.Spec.AutomountServiceAccountToken)
-	var claimMounts int
-	for _, v := range run.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
-			require.Equal(t, "alfred-state", v.PersistentVolumeClaim.ClaimName)
-			claimMounts++
-		}
-	}
-	require.Equal(t, 1, claimMounts, "the run mounts the state claim")
+	nsObj, err := cs.CoreV1().Namespaces().Get(ctx, runsNS, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.Equal(t, "restricted", nsObj.Labels["pod-security.kubernetes.io/enforce"], "the manifests label the runs' namespace")
+	require.Equal(t, []string{"alfred-state"}, claimsOf(run.Spec), "the run mounts the runs' claim")
 
-	// The result came back through the claim: the question is on the issue.
+	// Alfred's Pod mounts the claim of its own namespace, bound to the other volume.
+	alfredPods, err := cs.CoreV1().Pods(alfredNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=server"})
+	require.NoError(t, err)
+	require.Len(t, alfredPods.Items, 1)
+	require.Equal(t, []string{"alfred-state"}, claimsOf(alfredPods.Items[0].Spec))
+
+	// The result came back through the claims: the run wrote it on the runs' claim, Alfred read
+	// it on its own, and the question is on the issue.
 	require.Eventually(t, func() bool {
 		for _, c := range fj.IssueComments(issue) {
 			if strings.Contains(c.Body, "### q1. Which separator?") {
@@ -213,12 +232,68 @@ patches:
 		return false
 	}, 5*time.Minute, 200*time.Millisecond, "no question block; labels %v", fj.IssueLabels(issue))
 	t.Logf("delivery to the question posted: %s", time.Since(delivered).Round(100*time.Millisecond))
+
+	// Alfred's account: nothing of its own namespace's Secrets, its verbs in the runs'.
+	alfred := "system:serviceaccount:" + alfredNS + ":alfred"
+	for _, verb := range []string{"get", "list", "watch"} {
+		require.False(t, allowed(t, cs, alfred, alfredNS, verb, "secrets"), "%s may %s secrets in its own namespace", alfred, verb)
+	}
+	require.False(t, allowed(t, cs, alfred, alfredNS, "create", "pods"), "%s may create pods in its own namespace", alfred)
+	require.True(t, allowed(t, cs, alfred, runsNS, "get", "secrets"), "%s may get the runs' secrets", alfred)
+
+	// The doctor, with Alfred's own credentials, against the runs' namespace.
+	token := tokenKubeconfig(t, cs, kc, alfredNS, "alfred")
+	cfg := doctorConfig(t, t.TempDir(), fj, runsNS, agentImage)
+	bin := alfredBinary(t)
+	out3, err := runDoctor(t, bin, cfg, token)
+	require.NoError(t, err, "every blocking check passes")
+	require.Contains(t, out3, "[ok]   kubernetes: RBAC secrets: create, get, list, update, delete allowed")
+	require.Contains(t, out3, "[ok]   kubernetes: state claim alfred-state: Bound, ReadWriteMany")
+	require.Contains(t, out3, "[ok]   kubernetes: Pod Security: namespace "+runsNS+" enforces restricted")
+	require.NotContains(t, out3, "[FAIL]")
+
+	nsObj, err = cs.CoreV1().Namespaces().Get(ctx, runsNS, metav1.GetOptions{})
+	require.NoError(t, err)
+	delete(nsObj.Labels, "pod-security.kubernetes.io/enforce")
+	_, err = cs.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{})
+	require.NoError(t, err)
+	out3, err = runDoctor(t, bin, cfg, token)
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "the doctor fails without the label: %v", err)
+	require.Contains(t, out3, "[FAIL] kubernetes: Pod Security: namespace "+runsNS+" does not enforce the restricted profile")
+	require.Contains(t, out3, "pod-security.kubernetes.io/enforce=restricted")
+}
+
+// claimsOf returns the claims the Pod spec's volumes name.
+func claimsOf(spec corev1.PodSpec) []string {
+	var claims []string
+	for _, v := range spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			claims = append(claims, v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	return claims
+}
+
+// allowed asks the API server (a SubjectAccessReview, as the test's administrator) whether the
+// service account user ("system:serviceaccount:<namespace>:<name>") may do verb on resource in
+// ns.
+func allowed(t *testing.T, cs k8s.Interface, user, ns, verb, resource string) bool {
+	t.Helper()
+	saNS := strings.Split(user, ":")[2]
+	r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authv1.SubjectAccessReview{
+		Spec: authv1.SubjectAccessReviewSpec{User: user,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + saNS, "system:authenticated"},
+			ResourceAttributes: &authv1.ResourceAttributes{Namespace: ns, Verb: verb, Resource: resource}},
+	}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	return r.Status.Allowed
 }
 
 // onlyAlfredCreatesRuns makes the API server refuse, in ns, a Pod labelled alfred.managed=true
-// created by anyone but the service account alfred of ns; it checks that the test's own
+// created by anyone but the service account alfred of alfredNS; it checks that the test's own
 // administrator is refused one.
-func onlyAlfredCreatesRuns(t *testing.T, cs k8s.Interface, ns string) {
+func onlyAlfredCreatesRuns(t *testing.T, cs k8s.Interface, ns, alfredNS string) {
 	t.Helper()
 	ctx := context.Background()
 	name := ns + "-runs-by-alfred"
@@ -233,7 +308,7 @@ func onlyAlfredCreatesRuns(t *testing.T, cs k8s.Interface, ns string) {
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
 				}}}},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:alfred'", ns),
+				Expression: fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:alfred'", alfredNS),
 				Message:    "only Alfred's service account creates run Pods here",
 			}},
 		},
@@ -266,33 +341,6 @@ func onlyAlfredCreatesRuns(t *testing.T, cs k8s.Interface, ns string) {
 		_, last = cs.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return last != nil && strings.Contains(last.Error(), "only Alfred's service account")
 	}, 2*time.Minute, 250*time.Millisecond, "the administrator's run Pod was never refused (last: %v)", last)
-}
-
-// staticVolume creates the PersistentVolume the state claim alfred-state of ns binds to: the
-// host directory dir, ReadWriteMany, reserved for that claim; deleted when the test ends.
-func staticVolume(t *testing.T, cs k8s.Interface, ns, dir string) string {
-	t.Helper()
-	name := ns + "-state"
-	dirType := corev1.HostPathDirectory
-	_, err := cs.CoreV1().PersistentVolumes().Create(context.Background(), &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"alfred.test": ns}},
-		Spec: corev1.PersistentVolumeSpec{
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: "alfred-state"},
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir, Type: &dirType}},
-		},
-	}, metav1.CreateOptions{})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := cs.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("delete persistent volume %s: %v", name, err)
-		}
-	})
-	return name
 }
 
 // chownTree gives dir and everything in it to uid:uid (the runs' user), as a state claim's

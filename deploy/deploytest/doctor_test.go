@@ -70,52 +70,9 @@ func TestDoctorKubernetes(t *testing.T) {
 	lacking := serviceAccountKubeconfig(t, cs, kc, ns, "alfred-lacking", partial)
 
 	fj := forgetest.NewForgejoServer(t)
-	scriptFile := filepath.Join(dataDir, "script.yaml")
-	require.NoError(t, os.WriteFile(scriptFile, []byte(script), 0o644))
-	cfg := filepath.Join(dataDir, "alfred.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`listen: 127.0.0.1:8080
-public_url: http://127.0.0.1:8080
-data_dir: %s
-forges:
-  - name: forgejo
-    kind: forgejo
-    base_url: %s
-    token: %s
-    webhook_secret: %s
-    bot_user: %s
-runner:
-  runtime: kubernetes
-  kubernetes:
-    namespace: %s
-    state_claim: %s
-    pull_policy: Never
-agents:
-  - name: script
-    adapter: script
-    image: %s
-    script: %s
-  - name: spare
-    adapter: script
-    image: alfred-doctortest-missing:none
-    script: %s
-phases:
-  default: script
-`, filepath.Join(dataDir, "data"), fj.URL, fj.Token, webhookSecret, forgetest.BotLogin, ns, kubetest.ClaimName,
-		image, scriptFile, scriptFile)), 0o600))
-
-	bin := filepath.Join(t.TempDir(), "alfred")
-	// Built as the tests are (no -trimpath): it shares their build cache.
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/alfred")
-	b, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", b)
-	doctor := func(kubeconfig string) (string, error) {
-		cmd := exec.Command(bin, "doctor", "--config", cfg)
-		cmd.Env = append(os.Environ(), "ALFRED_RUNNER_KUBERNETES_KUBECONFIG="+kubeconfig,
-			"ALFRED_RUNNER_KUBERNETES_EGRESS_GATE_IMAGE=alfred-doctortest-gate:none") // required with the allowlist
-		out, err := cmd.CombinedOutput()
-		t.Logf("alfred doctor as %s:\n%s", filepath.Base(kubeconfig), out)
-		return string(out), err
-	}
+	cfg := doctorConfig(t, dataDir, fj, ns, image)
+	bin := alfredBinary(t)
+	doctor := func(kubeconfig string) (string, error) { return runDoctor(t, bin, cfg, kubeconfig) }
 
 	out, err = doctor(lacking)
 	var exit *exec.ExitError
@@ -150,6 +107,70 @@ phases:
 	require.Empty(t, pods.Items)
 }
 
+// doctorConfig writes, in dir, the alfred.yaml of a doctor run against the test cluster: the
+// forge stand-in fj, runner.runtime kubernetes in namespace ns with the claim
+// kubetest.ClaimName (the runs' Pods name the namespace's default service account), the
+// script agent's image, and a spare agent bound to no phase whose image the node does not have (a warning).
+// data_dir is dir's own, outside the cluster. It returns the file's path.
+func doctorConfig(t *testing.T, dir string, fj *forgetest.ForgejoServer, ns, image string) string {
+	t.Helper()
+	scriptFile := filepath.Join(dir, "script.yaml")
+	require.NoError(t, os.WriteFile(scriptFile, []byte(script), 0o644))
+	cfg := filepath.Join(dir, "alfred.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(fmt.Sprintf(`listen: 127.0.0.1:8080
+public_url: http://127.0.0.1:8080
+data_dir: %s
+forges:
+  - name: forgejo
+    kind: forgejo
+    base_url: %s
+    token: %s
+    webhook_secret: %s
+    bot_user: %s
+runner:
+  runtime: kubernetes
+  kubernetes:
+    namespace: %s
+    state_claim: %s
+    pull_policy: Never
+agents:
+  - name: script
+    adapter: script
+    image: %s
+    script: %s
+  - name: spare
+    adapter: script
+    image: alfred-doctortest-missing:none
+    script: %s
+phases:
+  default: script
+`, filepath.Join(dir, "data"), fj.URL, fj.Token, webhookSecret, forgetest.BotLogin, ns, kubetest.ClaimName,
+		image, scriptFile, scriptFile)), 0o600))
+	return cfg
+}
+
+// alfredBinary builds cmd/alfred into a directory of the test's own and returns its path.
+func alfredBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "alfred")
+	// Built as the tests are (no -trimpath): it shares their build cache.
+	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/alfred").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// runDoctor runs `bin doctor --config cfg` with the credentials of kubeconfig and returns its
+// output and error (an *exec.ExitError when a check failed).
+func runDoctor(t *testing.T, bin, cfg, kubeconfig string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, "doctor", "--config", cfg)
+	cmd.Env = append(os.Environ(), "ALFRED_RUNNER_KUBERNETES_KUBECONFIG="+kubeconfig,
+		"ALFRED_RUNNER_KUBERNETES_EGRESS_GATE_IMAGE=alfred-doctortest-gate:none") // required with the allowlist
+	out, err := cmd.CombinedOutput()
+	t.Logf("alfred doctor as %s:\n%s", filepath.Base(kubeconfig), out)
+	return string(out), err
+}
+
 // serviceAccountKubeconfig creates the service account name in ns with a Role of rules bound to
 // it, and returns the path of a kubeconfig with a token of it for the cluster of admin.
 func serviceAccountKubeconfig(t *testing.T, cs k8s.Interface, admin, ns, name string, rules []rbacv1.PolicyRule) string {
@@ -163,6 +184,14 @@ func serviceAccountKubeconfig(t *testing.T, cs k8s.Interface, admin, ns, name st
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}}, metav1.CreateOptions{})
 	require.NoError(t, err)
+	return tokenKubeconfig(t, cs, admin, ns, name)
+}
+
+// tokenKubeconfig returns the path of a kubeconfig with a token of the service account name of
+// ns, for the cluster of the kubeconfig admin.
+func tokenKubeconfig(t *testing.T, cs k8s.Interface, admin, ns, name string) string {
+	t.Helper()
+	ctx := context.Background()
 	hour := int64(3600)
 	tok, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})

@@ -159,7 +159,9 @@ type Kubernetes struct {
 	// Kubeconfig is the kubeconfig file to use; empty uses the in-cluster configuration (the
 	// service account of the Pod Alfred runs in).
 	Kubeconfig string `yaml:"kubeconfig" env:"KUBECONFIG"`
-	// Namespace holds the runs' Pods, their Secrets and the state claim.
+	// Namespace holds the runs' Pods, their Secrets and the state claim: a namespace of the
+	// runs' own, not Alfred's (deploy/kubernetes: alfred-runs, enforcing Pod Security
+	// restricted), where Alfred's Role grants runner/kubernetes.Access.
 	Namespace string `yaml:"namespace" env:"NAMESPACE"`
 	// StateClaim is the PersistentVolumeClaim (in Namespace) holding data_dir: Alfred mounts it
 	// at data_dir, and each run's Pod mounts the run's directories from it as sub-paths (its

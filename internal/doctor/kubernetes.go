@@ -121,7 +121,7 @@ func checkKubernetes(ctx context.Context, r *Report, cfg Config) {
 			denied = true
 			r.add(name, Fail, fmt.Sprintf("missing verb %s on %s in namespace %s (needed: %s; %s)",
 				strings.Join(missing, ", "), p.Resource, k.Namespace, strings.Join(p.Verbs, ", "), p.Why),
-				"grant them to Alfred's service account in its namespace: the Role alfred-runtime of deploy/kubernetes/rbac.yaml")
+				"grant them to Alfred's service account in the runs' namespace: the Role alfred-runtime of deploy/kubernetes/runs-role.yaml")
 		default:
 			r.add(name, OK, strings.Join(p.Verbs, ", ")+" allowed", "")
 		}

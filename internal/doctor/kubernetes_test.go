@@ -73,7 +73,7 @@ func TestKubernetesChecks(t *testing.T) {
 			true},
 		{"a verb missing", cluster{claim: bound, denied: map[string]bool{"patch pods": true}, images: map[string]bool{"alfred/script-agent:dev": true}},
 			[]string{"[FAIL] kubernetes: RBAC pods: missing verb patch on pods in namespace alfred (needed: create, patch; runs)",
-				"fix: grant them to Alfred's service account in its namespace: the Role alfred-runtime of deploy/kubernetes/rbac.yaml",
+				"fix: grant them to Alfred's service account in the runs' namespace: the Role alfred-runtime of deploy/kubernetes/runs-role.yaml",
 				"[skip] agent script: image: not checked: permissions are missing (above)"},
 			true},
 		{"claim pending", cluster{claim: doctor.ClaimStatus{Exists: true, Phase: "Pending", AccessModes: []string{"ReadWriteMany"}, StorageClass: "standard"},

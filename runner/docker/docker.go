@@ -36,6 +36,9 @@ const (
 	// DefaultCleanupTimeout bounds Destroy when it must run on a fresh context because the
 	// caller's is already done.
 	DefaultCleanupTimeout = 30 * time.Second
+	// DefaultLogFileBytes is the size of each of the two json-file log files of a run
+	// container (50 MB).
+	DefaultLogFileBytes = 50 << 20
 )
 
 // tmpfsOptions are the mount options of the /tmp and HOME tmpfs: writable by any user
@@ -55,6 +58,11 @@ type Runtime struct {
 	// MaxLogBytes bounds what Logs keeps of each stream, head and tail (runner.MaxLogBytes if
 	// zero).
 	MaxLogBytes int
+	// LogFileBytes is the size of each of the two json-file log files Docker keeps of a run
+	// container (DefaultLogFileBytes if zero): what a runaway agent can fill on the daemon's
+	// disk is twice this. Logs streams the output while the run goes on, so nothing of it is
+	// lost to the rotation.
+	LogFileBytes int64
 
 	// OnEgressRefused, when set, is called for every request the egress proxy of a run refuses
 	// (spec.Egress), with the run container's labels and the host:port asked for: cmd logs
@@ -120,7 +128,11 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 		}
 		return runner.Handle{}, fmt.Errorf("start %s: inspect image %q: %w", spec.Name, spec.Image, err)
 	}
-	cfg, hostCfg := toDocker(spec)
+	logFileBytes := r.LogFileBytes
+	if logFileBytes <= 0 {
+		logFileBytes = DefaultLogFileBytes
+	}
+	cfg, hostCfg := toDocker(spec, logFileBytes)
 	if spec.Egress != nil {
 		gateway, err := r.startEgress(ctx, spec)
 		if err != nil {
@@ -390,8 +402,9 @@ func checkUser(user string) error {
 	return nil
 }
 
-// toDocker translates a ContainerSpec into the Docker create configuration.
-func toDocker(spec runner.ContainerSpec) (*container.Config, *container.HostConfig) {
+// toDocker translates a ContainerSpec into the Docker create configuration, with json-file
+// logs rotated at logFileBytes, two files kept.
+func toDocker(spec runner.ContainerSpec, logFileBytes int64) (*container.Config, *container.HostConfig) {
 	cfg := &container.Config{
 		Image:      spec.Image,
 		Cmd:        spec.Cmd,
@@ -417,7 +430,7 @@ func toDocker(spec runner.ContainerSpec) (*container.Config, *container.HostConf
 		},
 		// json-file can be read back by Logs; rotation bounds the disk a runaway agent can fill
 		// (Logs reads across the rotated files).
-		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "50m", "max-file": "2"}},
+		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": strconv.FormatInt(logFileBytes, 10), "max-file": "2"}},
 	}
 	if pids > 0 {
 		hc.Resources.PidsLimit = &pids

@@ -18,9 +18,9 @@ type Permission struct {
 
 // Access is every permission the Kubernetes runtime needs, and nothing more: what Runtime
 // calls (Start, Wait, Logs, Stop, Destroy, List, Adopt, SweepLeftovers, ApplyEgressPolicy) and
-// what `alfred serve` reads at start-up (the state claim). deploy/kubernetes/rbac.yaml grants exactly these in a Role (a
-// test holds the two equal), and `alfred doctor` checks each verb with a
-// SelfSubjectAccessReview.
+// what `alfred serve` reads at start-up (the state claim). deploy/kubernetes/runs-role.yaml
+// grants exactly these in a Role (a test holds the two equal), and `alfred doctor` checks each
+// verb with a SelfSubjectAccessReview.
 var Access = []Permission{
 	{Resource: "pods", Verbs: []string{"create", "get", "list", "watch", "patch", "delete"},
 		Why: "Start creates a run's Pod; Start and Wait get and watch it; Stop patches its deadline; Destroy deletes it; List and Adopt find runs after a restart"},

@@ -58,8 +58,8 @@
 // # Permissions
 //
 // Access lists every verb the runtime uses (core API group, and networkpolicies of
-// networking.k8s.io), all in its one namespace: the Role of
-// deploy/kubernetes grants exactly these (deploy/deploytest holds the two equal), and
+// networking.k8s.io), all in its one namespace (the runs', not Alfred's own): the Role of
+// deploy/kubernetes (runs-role.yaml) grants exactly these (deploy/deploytest holds the two equal), and
 // `alfred doctor` checks each with a SelfSubjectAccessReview. A new call on the API adds its
 // verb to Access.
 package kubernetes

@@ -20,9 +20,10 @@ import (
 
 // TestRedTeamOutputKubernetes: the red-team attacks on what Alfred reads back, on the test
 // cluster through the state claim. A result left as a link to Alfred's own file and one left
-// as a FIFO fail the run with the reason (never a hang, nothing of Alfred's read); 150 MB of
-// Pod log after the session line keep the line (past the kubelet's rotation), the result
-// after the flood, and a bounded memory.
+// as a FIFO fail the run with the reason (never a hang, nothing of Alfred's read); a flood of
+// Pod log after the session line (12 MB: more than the runtime keeps here, 512 KB, and than
+// the test cluster's kubelet keeps, two files of 1 MiB) keeps the line, the result after the
+// flood, and a bounded memory.
 func TestRedTeamOutputKubernetes(t *testing.T) {
 	cs, ns := cluster(t)
 	root := t.TempDir()
@@ -45,12 +46,15 @@ review:
   summary: Reviewed after a flood.
   log: ["session: 5e55a0e1-0b7e-4bfb-9a43-3c1a37e1c0de"]
   flood_bytes: %d
-`, secret, 150<<20)))
+`, secret, 12<<20)))
 	require.NoError(t, err)
 	var seen []byte
 	opts := testOptions(ns)
 	opts.StateClaim, opts.StateRoot = kubetest.StateClaim(t, cs, ns, root), root
-	ex, err := runner.NewExecutor(runner.Config{Runtime: kubernetes.New(cs, opts),
+	const logBound = 512 << 10
+	rt := kubernetes.New(cs, opts)
+	rt.MaxLogBytes = logBound
+	ex, err := runner.NewExecutor(runner.Config{Runtime: rt,
 		Agents:   map[string]runner.Agent{script.Name: &captureAgent{Agent: agent, stdout: &seen}},
 		Bindings: map[phase.Phase]string{phase.Development: script.Name, phase.CIFix: script.Name, phase.Review: script.Name},
 		DataDir:  root, UID: runtimetest.ImageUID, GID: runtimetest.ImageGID,
@@ -79,7 +83,7 @@ review:
 	require.NoError(t, out.Err)
 	require.Equal(t, "Reviewed after a flood.", out.Result.Summary)
 	require.Positive(t, out.LogsDropped)
-	require.LessOrEqual(t, len(seen), runner.MaxLogBytes+100)
+	require.LessOrEqual(t, len(seen), logBound+100)
 	require.Contains(t, string(seen[:min(len(seen), 4096)]), "session: 5e55a0e1-0b7e-4bfb-9a43-3c1a37e1c0de")
 	require.Contains(t, string(seen[max(0, len(seen)-4096):]), "wrote result.json")
 }

@@ -20,19 +20,11 @@ type Tab struct {
 	ctx context.Context
 }
 
-// Tab starts a fresh Chromium (its own profile directory) with one tab; it stops when the
-// test ends.
+// Tab opens one tab of the shared browser in a browser context of its own (no cookies of
+// another test); it closes when the test ends.
 func (b *Browser) Tab(t testing.TB) *Tab {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(b.bin), chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil { // starts the browser, outside any timeout
-		t.Fatalf("start chromium: %v", err)
-	}
-	return &Tab{b: b, ctx: ctx}
+	return &Tab{b: b, ctx: newTab(t)}
 }
 
 // bound is the most one step may take: a bound for a stuck browser, not a measure of speed.

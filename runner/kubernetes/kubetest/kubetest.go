@@ -142,14 +142,14 @@ func StateClaim(tb testing.TB, cs k8s.Interface, ns, dir string) string {
 		},
 	}, metav1.CreateOptions{})
 	require.NoError(tb, err)
-	waitBound(tb, cs, ns)
+	WaitBound(tb, cs, ns)
 	return ClaimName
 }
 
-// waitBound waits until the claim ClaimName of ns is Bound. A Pod naming a claim still
+// WaitBound waits until the claim ClaimName of ns is Bound. A Pod naming a claim still
 // Pending is not scheduled, and the scheduler tries it again only after a back-off of seconds:
 // a test's first run would wait for it.
-func waitBound(tb testing.TB, cs k8s.Interface, ns string) {
+func WaitBound(tb testing.TB, cs k8s.Interface, ns string) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -20,8 +20,9 @@ var BackgroundSizes = []int{10, 100_000}
 // BenchBackground measures every statement Alfred issues on its own — both workers' claims,
 // the queued-runs list, the start-up recovery's queries, the retention sweep (its list and one
 // purge), the orphan sweep's three lists, reconciliation's selects and the look-ups of a merge
-// request's issue mailbox by number, branch and head commit — on stores[i] holding
-// BackgroundSizes[i] mailboxes, seeded as follows (each engine's benchmark seeds them in bulk).
+// request's issue mailbox by number, branch and head commit — on one store a size, each
+// opened empty by open and holding BackgroundSizes[i] mailboxes, seeded in bulk by
+// SeedBackground as follows.
 //
 // Numbers 1 to 10 are the same at every size, in repository bench/r0 of forge gitlab but for 6
 // to 9 (bench/r1 … bench/r4): 1 idle with a pending event, 2 idle with a timer that has come
@@ -39,9 +40,14 @@ var BackgroundSizes = []int{10, 100_000}
 // sizes see the same load of the machine; a claim is released (not timed), so the next call
 // finds the same due mailboxes. Reported per statement: the median time per size (ms-10,
 // ms-100000) and ratio = ms-100000 / ms-10.
-func BenchBackground(b *testing.B, stores []*sqlstore.Store) {
+func BenchBackground(b *testing.B, open func(b *testing.B) *sqlstore.Store) {
 	const callsPerIteration = 25
 	ctx := b.Context()
+	stores := make([]*sqlstore.Store, len(BackgroundSizes))
+	for i, n := range BackgroundSizes {
+		stores[i] = open(b)
+		SeedBackground(b, stores[i], n)
+	}
 	ids := make([]map[int64]int64, len(stores)) // mailbox id by number, per size
 	for i, s := range stores {
 		ids[i] = map[int64]int64{}

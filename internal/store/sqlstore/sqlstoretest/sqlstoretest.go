@@ -4,7 +4,8 @@
 // leases and rescue, mailboxes, questions, runs, comments) and then what only the SQL store
 // implements: the container log (executors table) and the recovery queries, the agent sessions and installations,
 // the admin facts, and times kept to the microsecond. BenchBackground is the benchmark of the
-// statements Alfred issues on its own, on data each engine seeds in bulk.
+// statements Alfred issues on its own, on data SeedBackground writes in bulk with the same
+// statements on both engines.
 package sqlstoretest
 
 import (

@@ -1,0 +1,238 @@
+package webhook_test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/alfred-bot/alfred/internal/store"
+	"github.com/alfred-bot/alfred/internal/store/sqlite"
+	"github.com/alfred-bot/alfred/migrations"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+// The stores BenchmarkIngestVsPgbench runs `alfred serve` on.
+const (
+	benchSQLite   = "sqlite"
+	benchPostgres = "postgres"
+)
+
+// alfredBinary is cmd/alfred built once per test process for the benchmarks that run the
+// binary (serveChild).
+var alfredBinary struct {
+	once           sync.Once
+	dir, path, out string
+	err            error
+}
+
+// TestMain runs the package's tests and benchmarks, then removes the binary
+// buildAlfredBinary built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if alfredBinary.dir != "" {
+		_ = os.RemoveAll(alfredBinary.dir)
+	}
+	os.Exit(code)
+}
+
+// buildAlfredBinary returns the path of cmd/alfred, built once per test process on the first
+// call and shared.
+func buildAlfredBinary(tb testing.TB) string {
+	tb.Helper()
+	alfredBinary.once.Do(func() {
+		alfredBinary.dir, alfredBinary.err = os.MkdirTemp("", "alfred-bench-bin-")
+		if alfredBinary.err != nil {
+			return
+		}
+		alfredBinary.path = filepath.Join(alfredBinary.dir, "alfred")
+		out, err := exec.Command("go", "build", "-o", alfredBinary.path, "../cmd/alfred").CombinedOutput()
+		alfredBinary.out, alfredBinary.err = string(out), err
+	})
+	if alfredBinary.err != nil {
+		tb.Fatalf("build cmd/alfred: %v\n%s", alfredBinary.err, alfredBinary.out)
+	}
+	return alfredBinary.path
+}
+
+// serveChild is an `alfred serve` child process of a benchmark: its webhook listener, its
+// admin listener and token, and its store (a PostgreSQL schema, or a SQLite file in its data
+// directory).
+type serveChild struct {
+	cmd              *exec.Cmd
+	addr, admin      string
+	adminToken       string
+	databaseURL, dir string
+}
+
+// startServeChild starts the binary on store (benchPostgres with databaseURL, a migrated
+// schema; benchSQLite in a data directory of its own) with a Forgejo stand-in and the
+// configuration's defaults for the HTTP limits and the database pool, webhook secret secret,
+// and waits until it answers /readyz. The bot is an account no delivery names, so nothing
+// starts a container; the workers fold every stored event as they would in production. The
+// process is killed when b ends; its log is printed if b failed.
+func startServeChild(b *testing.B, store, databaseURL, secret string) *serveChild {
+	b.Helper()
+	bin := buildAlfredBinary(b)
+	dir := b.TempDir()
+	fj := forgetest.NewForgejoServer(b)
+	fj.AddRepo("acceptance/sandbox", "main", "https://example.invalid/sandbox.git")
+	c := &serveChild{addr: loopbackAddr(b), admin: "http://" + loopbackAddr(b), adminToken: "bench-admin-token",
+		dir: dir}
+	if store == benchPostgres {
+		c.databaseURL = databaseURL
+	}
+	script := filepath.Join(dir, "script.yaml")
+	cfg := filepath.Join(dir, "alfred.yaml")
+	logPath := filepath.Join(dir, "serve.log")
+	if err := os.WriteFile(script, []byte("development:\n  summary: nothing\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, fmt.Appendf(nil, `
+listen: %s
+data_dir: %s
+admin: {listen: %s, token: %s}
+forges:
+  - {name: forgejo, kind: forgejo, base_url: %s, token: %s, webhook_secret: %s, bot_user: bench-bot}
+agents:
+  - {name: script, adapter: script, image: alfred/bench-unused:none, script: %s}
+phases: {default: script}
+`, c.addr, filepath.Join(dir, "data"), c.admin[len("http://"):], c.adminToken, fj.URL, fj.Token, secret, script), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	logf, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer logf.Close() // the child holds its own descriptor
+	c.cmd = exec.Command(bin, "serve", "--config", cfg)
+	c.cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+c.databaseURL)
+	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	if err := c.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = c.cmd.Process.Kill()
+		_, _ = c.cmd.Process.Wait()
+		if b.Failed() {
+			out, _ := os.ReadFile(logPath)
+			b.Logf("serve.log (tail):\n%s", out[max(0, len(out)-4000):])
+		}
+	})
+	deadline := time.Now().Add(5 * time.Minute) // a bound for a hang, not a measure of speed
+	for {
+		resp, err := http.Get("http://" + c.addr + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return c
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("alfred serve never became ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// db opens the child's store for the benchmark to read (a SQLite file without the process
+// lock: readers do not block the writer in WAL mode).
+func (c *serveChild) db(b *testing.B) *sqlx.DB {
+	b.Helper()
+	d, path := store.Engine(c.databaseURL, filepath.Join(c.dir, "data"))
+	dsn := c.databaseURL
+	if d == migrations.SQLite {
+		dsn = sqlite.DSN(path)
+	}
+	db, err := sqlx.Connect(string(d), dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// insertCounts scrapes the child's /metrics for the grouped insertion of events: the insert
+// statements run and the deliveries they carried.
+func (c *serveChild) insertCounts(b *testing.B) (statements, deliveries float64) {
+	b.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.admin+"/metrics", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	read := func(name string) float64 {
+		m := regexp.MustCompile(`(?m)^` + name + ` ([0-9.e+]+)$`).FindSubmatch(body)
+		if m == nil {
+			return 0
+		}
+		v, _ := strconv.ParseFloat(string(m[1]), 64)
+		return v
+	}
+	return read("alfred_event_insert_statements_total"), read("alfred_event_insert_deliveries_total")
+}
+
+// loopbackAddr returns a free loopback address (a port the kernel gave and took back).
+func loopbackAddr(tb testing.TB) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// rssSampler reads a process's resident set every interval until stopped: all of it (VmRSS)
+// and its anonymous memory (RssAnon: the heap and stacks, without the binary's mapped code).
+type rssSampler struct {
+	stop        chan struct{}
+	done        chan struct{}
+	total, anon []float64
+}
+
+// sampleRSS starts sampling the resident set of pid.
+func sampleRSS(pid int, interval time.Duration) *rssSampler {
+	s := &rssSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			total, ok1 := procStatusMiB(pid, "VmRSS")
+			anon, ok2 := procStatusMiB(pid, "RssAnon")
+			if ok1 && ok2 {
+				s.total, s.anon = append(s.total, total), append(s.anon, anon)
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+// end stops the sampler and returns its samples of VmRSS and of RssAnon.
+func (s *rssSampler) end() (total, anon []float64) {
+	close(s.stop)
+	<-s.done
+	return s.total, s.anon
+}
