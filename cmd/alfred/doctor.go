@@ -132,7 +132,7 @@ func (a *app) doctorConfig(ctx context.Context, path string, cfg *config.Config)
 	var rt runner.Runtime
 	if cfg.Runner.Runtime == config.RuntimeKubernetes {
 		var kr *kubernetes.Runtime
-		dc.Kubernetes, kr = kubeDoctor(cfg)
+		dc.Kubernetes, kr = kubeDoctor(cfg, agents)
 		if kr != nil {
 			rt = kr
 		}

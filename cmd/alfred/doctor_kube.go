@@ -27,11 +27,20 @@ const doctorPodTimeout = 2 * time.Minute
 
 // kubeDoctor returns the doctor's view of the cluster of runner.kubernetes and the runtime
 // that runs its Pods (nil when no client could be built: every check then fails with why).
-func kubeDoctor(cfg *config.Config) (*doctor.Kubernetes, *kubernetes.Runtime) {
+func kubeDoctor(cfg *config.Config, agents map[string]runner.Agent) (*doctor.Kubernetes, *kubernetes.Runtime) {
 	k := cfg.Runner.Kubernetes
 	dk := &doctor.Kubernetes{Namespace: k.Namespace, StateClaim: k.StateClaim}
 	for _, p := range kubernetes.Access {
-		dk.Permissions = append(dk.Permissions, doctor.Permission{Resource: p.Resource, Verbs: p.Verbs, Why: p.Why})
+		res := p.Resource
+		if p.Group != "" {
+			res += "." + p.Group
+		}
+		dk.Permissions = append(dk.Permissions, doctor.Permission{Resource: res, Verbs: p.Verbs, Why: p.Why})
+	}
+	if ep := kubeEgressPolicy(cfg, agents); !ep.Open {
+		dk.EgressPolicy = ep.Name
+		// Validate checked every entry: only names come back.
+		_, dk.EgressNames, _ = kubernetes.NetworkPolicyFor(ep.Name, k.Namespace, ep.Selector, ep.Allow)
 	}
 	cs, err := kubernetes.NewClientset(k.Kubeconfig)
 	if err != nil {
@@ -64,9 +73,10 @@ func (c kubeCluster) Version(context.Context) (string, error) {
 
 func (c kubeCluster) Allowed(ctx context.Context, resource, verb string) (bool, error) {
 	res, sub, _ := strings.Cut(resource, "/")
+	res, group, _ := strings.Cut(res, ".") // "networkpolicies.networking.k8s.io"
 	r, err := c.cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authv1.SelfSubjectAccessReview{
 		Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authv1.ResourceAttributes{
-			Namespace: c.ns, Verb: verb, Resource: res, Subresource: sub}},
+			Namespace: c.ns, Verb: verb, Group: group, Resource: res, Subresource: sub}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return false, err

@@ -127,6 +127,7 @@ func (k *kubeOnce) prepare(t *testing.T, _, dataDir string) string {
   cpus: 0.25
   memory_bytes: 268435456
   runtime: kubernetes
+  egress: {mode: open}  # not this test's subject: runner/redteam_egress_kubernetes_test.go
   kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}
 `, k.kubeconfig, k.ns, claim)
 }

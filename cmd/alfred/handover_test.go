@@ -90,6 +90,7 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
   cpus: 0.1
   memory_bytes: 134217728
   runtime: kubernetes
+  egress: {mode: open}  # not this test's subject: runner/redteam_egress_kubernetes_test.go
   kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}`, kubeconfig, ns, claim)}.write(t, cfg)
 		r.cmd = exec.Command(bin, "serve", "--config", cfg)
 		r.cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+dsn)

@@ -151,6 +151,7 @@ runner:
   cpus: 0.1
   memory_bytes: 268435456
   runtime: kubernetes
+  egress: {mode: open}  # not this test's subject: runner/redteam_egress_kubernetes_test.go
   kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}
 `, data, fj.URL, fj.Token, liveSecret, agents, k.kubeconfig, k.ns, claim)), 0o600))
 	return &throughputEnv{bin: buildAlfred(b, dir), dir: dir, cfgPath: cfgPath, dsn: dsn, fj: fj, pods: k.pods}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,7 +23,9 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/config"
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/kubernetes"
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
+	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
@@ -169,14 +172,33 @@ func requireNoKubeLeftovers(t *testing.T, cs k8s.Interface, ns, dataDir string) 
 // kubeConfig is the mutate func of startE2EConfig that runs the phases on the test cluster:
 // the runtime kubernetes in ns, the state claim on the test's data_dir, images imported (no
 // pull), and a small CPU limit (the runs' request too), so the Pods of several tests share the
-// cluster's two cores. It records the forge token in *token.
+// cluster's two cores. The egress allowlist is on, as by default: the egress gate is Alfred's
+// own binary in an image (imported), dialling a listener of this machine's node address (the
+// test cluster runs no kube-proxy: the API server's Service address, the gate's default,
+// answers no Pod there). It records the forge token in *token.
 func kubeConfig(t testing.TB, kubeconfig string, cs k8s.Interface, ns string, token *string) func(*config.Config) {
+	gateImage := runtimetest.BuildImageOnce(t, context.Background(), runtimetest.Client(t), "alfred-test/egress-gate:"+kubetest.RandomHex(t, 4),
+		"github.com/alfred-bot/alfred/cmd/alfred")
+	kubetest.ImportImage(t, gateImage)
+	ln, err := net.Listen("tcp", net.JoinHostPort(kubetest.NodeAddress(t, cs), "0"))
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 	return func(cfg *config.Config) {
 		dataDir, err := filepath.Abs(cfg.DataDir)
 		require.NoError(t, err)
 		cfg.Runner.Runtime = config.RuntimeKubernetes
 		cfg.Runner.Kubernetes = config.Kubernetes{Kubeconfig: kubeconfig, Namespace: ns,
-			StateClaim: kubetest.StateClaim(t, cs, ns, dataDir), PullPolicy: "Never"}
+			StateClaim: kubetest.StateClaim(t, cs, ns, dataDir), PullPolicy: "Never",
+			EgressGateImage: gateImage, EgressGateTarget: ln.Addr().String()}
 		cfg.Runner.CPUs = 0.25
 		cfg.Runner.MemoryBytes = 256 << 20
 		*token = cfg.Forges[0].Token.Reveal()
@@ -278,6 +300,16 @@ func TestLifecycleKubernetes(t *testing.T) {
 	require.Equal(t, []string{"analysis", "analysis", "development", "ci_fix", "review_fix"}, phases, "the functional and technical analyses, then the phases that change the branch")
 	requireHardenedRunPods(t, rec, kubetest.ClaimName, token)
 	requireNoKubeLeftovers(t, cs, ns, e.srv.cfg.DataDir)
+	// The egress allowlist: Alfred applied the runs' NetworkPolicy at start-up, and every run's
+	// agent waited in the egress gate until it held the Pod.
+	instance := runner.InstanceID(e.srv.cfg.DataDir)
+	np, err := cs.NetworkingV1().NetworkPolicies(ns).Get(ctx, kubernetes.EgressPolicyName(instance), metav1.GetOptions{})
+	require.NoError(t, err, "the runs' NetworkPolicy")
+	require.Equal(t, map[string]string{runner.LabelManaged: "true", runner.LabelInstance: instance}, np.Spec.PodSelector.MatchLabels)
+	for _, p := range pods {
+		require.Len(t, p.Spec.InitContainers, 1, "pod %s", p.Name)
+		require.Equal(t, kubernetes.GateContainerName, p.Spec.InitContainers[0].Name)
+	}
 
 	// The figures: each run from its start (the Pod's creation included) to its end.
 	var runs []struct {

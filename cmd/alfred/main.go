@@ -14,6 +14,9 @@
 //	                                               one issue played to a merged pull request
 //	alfred demo answer q1 b | alfred demo validate act as the demo's human
 //	alfred version                                 print the version
+//	alfred egress-gate [-target host:port] [-timeout 60s]
+//	                                               (in a run's Pod on Kubernetes) wait until the
+//	                                               runs' NetworkPolicy filters the Pod
 //
 // --config defaults to $ALFRED_CONFIG, else alfred.yaml. The configuration and its ALFRED_*
 // environment variables are described in package github.com/alfred-bot/alfred/internal/config.
@@ -114,6 +117,8 @@ func (a *app) dispatch(ctx context.Context, args []string) error {
 	case "version":
 		fmt.Fprintln(a.stdout, "alfred", versionString())
 		return nil
+	case "egress-gate":
+		return a.egressGate(ctx, rest)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(a.stdout, usage)
 		return nil

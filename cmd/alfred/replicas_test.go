@@ -211,6 +211,7 @@ func TestReplicasKubernetesOneSession(t *testing.T) {
 	claim := kubetest.StateClaim(t, cs, ns, data)
 	runnerYAML := fmt.Sprintf(`runner:
   runtime: kubernetes
+  egress: {mode: open}  # not this test's subject: runner/redteam_egress_kubernetes_test.go
   kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}
 `, kubeconfig, ns, claim)
 	ctx := context.Background()

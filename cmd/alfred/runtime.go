@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,12 +88,61 @@ func kubeOptions(cfg *config.Config) kubernetes.Options {
 	}
 	// Validate decoded the placement already; an error here cannot happen.
 	tolerations, affinity, _ := k.Placement()
-	return kubernetes.Options{Namespace: k.Namespace, PullPolicy: corev1.PullPolicy(k.PullPolicy),
+	opts := kubernetes.Options{Namespace: k.Namespace, PullPolicy: corev1.PullPolicy(k.PullPolicy),
 		StateClaim: k.StateClaim, StateRoot: root, ServiceAccount: k.ServiceAccount,
 		NodeSelector: k.NodeSelector, Tolerations: tolerations, Affinity: affinity,
 		// The Executor stops a run at the timeout; the deadline, a grace later, is the
 		// cluster's own bound should Alfred be gone by then.
 		Timeout: cfg.Runner.Timeout + runner.DefaultStopGrace}
+	if cfg.Runner.EgressMode() == config.EgressAllowlist {
+		opts.EgressGate = &kubernetes.EgressGate{Image: k.EgressGateImage, Target: k.EgressGateTarget}
+	}
+	return opts
+}
+
+// kubeEgressPolicy is the runs' NetworkPolicy as the configuration says it: this
+// installation's run Pods (by their labels), allowed the operator's runner.egress.allow and
+// every container agent's provider hosts (the union of the runs' allowlists: one policy holds
+// all the runs), or anywhere with runner.egress.mode open.
+func kubeEgressPolicy(cfg *config.Config, agents map[string]runner.Agent) kubernetes.EgressPolicy {
+	instance := runner.InstanceID(cfg.DataDir)
+	p := kubernetes.EgressPolicy{Name: kubernetes.EgressPolicyName(instance),
+		Selector: map[string]string{runner.LabelManaged: "true", runner.LabelInstance: instance},
+		Open:     cfg.Runner.EgressMode() != config.EgressAllowlist}
+	seen := map[string]bool{}
+	add := func(hosts []string) {
+		for _, h := range hosts {
+			if k := strings.ToLower(h); !seen[k] {
+				seen[k] = true
+				p.Allow = append(p.Allow, h)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(agents)) {
+		if _, api := agents[name].(runner.APIAgent); api {
+			continue // runs in Alfred's own process, not in a Pod
+		}
+		if ea, ok := agents[name].(runner.EgressAgent); ok {
+			add(ea.EgressHosts())
+		}
+	}
+	add(cfg.Runner.Egress.Allow)
+	return p
+}
+
+// applyEgressPolicy makes the cluster hold the runs' NetworkPolicy (kubeEgressPolicy) before
+// any run starts, and logs the allowlist's entries by name, which it cannot hold.
+func applyEgressPolicy(ctx context.Context, rt *kubernetes.Runtime, cfg *config.Config, agents map[string]runner.Agent, log *slog.Logger) error {
+	p := kubeEgressPolicy(cfg, agents)
+	names, err := rt.ApplyEgressPolicy(ctx, p)
+	if err != nil {
+		return err
+	}
+	if len(names) > 0 && !p.Open {
+		log.Warn("egress allowlist entries by host name are not in the runs' NetworkPolicy, which holds addresses only: "+
+			"add their addresses (IP:port) to runner.egress.allow", "policy", p.Name, "entries", strings.Join(names, ", "))
+	}
+	return nil
 }
 
 // egressPolicy is the runs' egress allowlist (runner.egress): nil when open; on Docker behind

@@ -32,6 +32,7 @@ import (
 	"github.com/alfred-bot/alfred/runner/agent"
 	"github.com/alfred-bot/alfred/runner/docker"
 	"github.com/alfred-bot/alfred/runner/gitrepo"
+	"github.com/alfred-bot/alfred/runner/kubernetes"
 	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -286,6 +287,12 @@ func (s *server) buildService(ctx context.Context, gits map[string]*gitrepo.Mana
 		return nil, err
 	}
 	s.runtime = rt
+	if k, ok := rt.Runtime.(*kubernetes.Runtime); ok {
+		// The runs' NetworkPolicy, before any run's Pod: no run is ever outside it.
+		if err := applyEgressPolicy(ctx, k, cfg, agents, s.log); err != nil {
+			return nil, err
+		}
+	}
 	if d, ok := rt.Runtime.(*docker.Runtime); ok {
 		// Every connection a run's egress proxy refuses: logged with the run and counted.
 		d.OnEgressRefused = func(labels map[string]string, target string) {

@@ -134,6 +134,7 @@ runner:
     state_claim: alfred-state
     pull_policy: Never
     service_account: alfred-run
+    egress_gate_image: %s   # Alfred's own image: alfred egress-gate
 agents:
   - name: script
     adapter: script
@@ -141,7 +142,7 @@ agents:
     script: /etc/alfred/script.yaml
 phases:
   default: script
-`, port, fj.URL, runUser, runUser, runsNS, agentImage)
+`, port, fj.URL, runUser, runUser, runsNS, alfredImage, agentImage)
 	dir := overlay(t, "deploy/deploytest/testdata/overlay", fmt.Sprintf(`images:
   - name: alfred
     newName: alfred-deploytest

@@ -89,6 +89,8 @@ func TestDoctorKubernetes(t *testing.T) {
 		"[ok]   kubernetes: RBAC pods/log: get allowed",
 		"[ok]   kubernetes: RBAC secrets: create, get, list, update, delete allowed",
 		"[ok]   kubernetes: RBAC persistentvolumeclaims: get allowed",
+		"[ok]   kubernetes: RBAC networkpolicies.networking.k8s.io: get, create, update allowed",
+		"[ok]   kubernetes: egress: every allowlist entry is an address",
 		"[ok]   kubernetes: state claim alfred-state: Bound, ReadWriteMany",
 		"[ok]   kubernetes: Pod Security: namespace " + ns + " enforces restricted",
 		"[ok]   agent script: image: " + image + " present or pullable: a Pod of it (-version) ran to completion in namespace " + ns,
@@ -162,7 +164,8 @@ func alfredBinary(t *testing.T) string {
 func runDoctor(t *testing.T, bin, cfg, kubeconfig string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(bin, "doctor", "--config", cfg)
-	cmd.Env = append(os.Environ(), "ALFRED_RUNNER_KUBERNETES_KUBECONFIG="+kubeconfig)
+	cmd.Env = append(os.Environ(), "ALFRED_RUNNER_KUBERNETES_KUBECONFIG="+kubeconfig,
+		"ALFRED_RUNNER_KUBERNETES_EGRESS_GATE_IMAGE=alfred-doctortest-gate:none") // required with the allowlist
 	out, err := cmd.CombinedOutput()
 	t.Logf("alfred doctor as %s:\n%s", filepath.Base(kubeconfig), out)
 	return string(out), err

@@ -225,17 +225,17 @@ func TestRoleIsRuntimeAccess(t *testing.T) {
 	require.Equal(t, runsNamespace, binding.Namespace)
 	require.Equal(t, runsNamespace, cfg.Runner.Kubernetes.Namespace, "Alfred's runtime works where the Role grants")
 	require.NotEqual(t, dep.Namespace, role.Namespace, "nothing is granted in Alfred's own namespace")
-	granted := map[string][]string{}
+	granted := map[string][]string{} // "group/resource"
 	for _, r := range role.Rules {
-		require.Equal(t, []string{""}, r.APIGroups, "only the core API group: %+v", r)
+		require.Len(t, r.APIGroups, 1, "one API group a rule: %+v", r)
 		require.Empty(t, r.ResourceNames)
 		for _, res := range r.Resources {
-			granted[res] = append(granted[res], r.Verbs...)
+			granted[r.APIGroups[0]+"/"+res] = append(granted[r.APIGroups[0]+"/"+res], r.Verbs...)
 		}
 	}
 	needed := map[string][]string{}
 	for _, p := range kubernetes.Access {
-		needed[p.Resource] = append(needed[p.Resource], p.Verbs...)
+		needed[p.Group+"/"+p.Resource] = append(needed[p.Group+"/"+p.Resource], p.Verbs...)
 	}
 	for _, m := range []map[string][]string{granted, needed} {
 		for k := range m {
@@ -462,9 +462,9 @@ func TestDeploymentMatchesConfig(t *testing.T) {
 	}
 }
 
-// TestNetworkPolicySelectsRunsOnly: the egress policy selects a run's Pod as runner/kubernetes
-// labels it, and not Alfred's own Pod; it denies all ingress and lets out only DNS and the
-// listed address ranges.
+// TestNetworkPolicySelectsRunsOnly: the baseline egress policy selects a run's Pod as
+// runner/kubernetes labels it, and not Alfred's own Pod; it denies all ingress and lets out only
+// DNS (the allowlist is Alfred's own policy, runner/kubernetes.ApplyEgressPolicy).
 func TestNetworkPolicySelectsRunsOnly(t *testing.T) {
 	out, _ := run(t, "kustomize", manifests(t))
 	var np *networkingv1.NetworkPolicy
@@ -489,6 +489,7 @@ func TestNetworkPolicySelectsRunsOnly(t *testing.T) {
 	require.False(t, sel.Matches(labels.Set(dep.Spec.Template.Labels)), "Alfred's Pod is not selected")
 	require.ElementsMatch(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}, np.Spec.PolicyTypes)
 	require.Empty(t, np.Spec.Ingress)
+	require.Len(t, np.Spec.Egress, 1, "DNS only")
 	for _, rule := range np.Spec.Egress {
 		require.NotEmpty(t, rule.To, "every egress rule names its peers")
 		require.NotEmpty(t, rule.Ports, "every egress rule names its ports")

@@ -664,14 +664,27 @@ func TestLoadRefusesConfusableSecrets(t *testing.T) {
 }
 
 // TestRuntimeKubernetes: runner.runtime selects the runtime; the Kubernetes runtime needs its
-// namespace and state claim, takes one of the three pull policies, and is set from the
-// environment as from the file.
+// namespace and state claim, and with the egress allowlist the egress gate's image, takes one
+// of the three pull policies, and is set from the environment as from the file.
 func TestRuntimeKubernetes(t *testing.T) {
 	t.Parallel()
 	c, err := loadYAML(t, minimalYAML, "ALFRED_RUNNER_RUNTIME=kubernetes", "ALFRED_RUNNER_KUBERNETES_NAMESPACE=alfred",
-		"ALFRED_RUNNER_KUBERNETES_STATE_CLAIM=alfred-state")
+		"ALFRED_RUNNER_KUBERNETES_STATE_CLAIM=alfred-state", "ALFRED_RUNNER_KUBERNETES_EGRESS_GATE_IMAGE=registry.example.org/alfred:1",
+		"ALFRED_RUNNER_KUBERNETES_EGRESS_GATE_TARGET=10.0.0.1:443")
 	require.NoError(t, err)
-	require.Equal(t, Kubernetes{Namespace: "alfred", StateClaim: "alfred-state", PullPolicy: "IfNotPresent"}, c.Runner.Kubernetes)
+	require.Equal(t, Kubernetes{Namespace: "alfred", StateClaim: "alfred-state", PullPolicy: "IfNotPresent",
+		EgressGateImage: "registry.example.org/alfred:1", EgressGateTarget: "10.0.0.1:443"}, c.Runner.Kubernetes)
+
+	_, err = loadYAML(t, minimalYAML, "ALFRED_RUNNER_RUNTIME=kubernetes", "ALFRED_RUNNER_KUBERNETES_NAMESPACE=alfred",
+		"ALFRED_RUNNER_KUBERNETES_STATE_CLAIM=alfred-state")
+	require.ErrorContains(t, err, "runner.kubernetes.egress_gate_image: is required with runner.egress.mode allowlist")
+	_, err = loadYAML(t, minimalYAML, "ALFRED_RUNNER_RUNTIME=kubernetes", "ALFRED_RUNNER_KUBERNETES_NAMESPACE=alfred",
+		"ALFRED_RUNNER_KUBERNETES_STATE_CLAIM=alfred-state", "ALFRED_RUNNER_EGRESS_MODE=open")
+	require.NoError(t, err, "no gate without an allowlist")
+	_, err = loadYAML(t, minimalYAML, "ALFRED_RUNNER_RUNTIME=kubernetes", "ALFRED_RUNNER_KUBERNETES_NAMESPACE=alfred",
+		"ALFRED_RUNNER_KUBERNETES_STATE_CLAIM=alfred-state", "ALFRED_RUNNER_KUBERNETES_EGRESS_GATE_IMAGE=alfred:1",
+		"ALFRED_RUNNER_KUBERNETES_EGRESS_GATE_TARGET=no-port")
+	require.ErrorContains(t, err, "runner.kubernetes.egress_gate_target")
 
 	_, err = loadYAML(t, minimalYAML, "ALFRED_RUNNER_RUNTIME=kubernetes")
 	require.ErrorContains(t, err, "runner.kubernetes.namespace")

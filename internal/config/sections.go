@@ -122,8 +122,9 @@ type Egress struct {
 	// Allow are the host:port pairs every run may reach besides its adapter's provider (for
 	// example a package registry, "registry.npmjs.org:443", or a local model server,
 	// "192.168.1.10:11434"); "*.domain:port" matches every name under domain. On Docker,
-	// runs reach them through Alfred's proxy; on Kubernetes the NetworkPolicy of the runs'
-	// namespace must hold the same list (deploy/kubernetes/networkpolicy.yaml).
+	// runs reach them through Alfred's proxy; on Kubernetes Alfred compiles the list into the
+	// runs' NetworkPolicy, which holds addresses only (an entry whose host is a name is left
+	// out and named by `alfred doctor`).
 	Allow []string `yaml:"allow" env:"ALLOW"`
 	// SelfContainer is the container (name or id) Alfred runs in on the Docker engine of its
 	// runs (Docker runtime only). Empty: found by itself when Alfred runs in one
@@ -184,6 +185,14 @@ type Kubernetes struct {
 	NodeSelector map[string]string `yaml:"node_selector" env:"-"`
 	Tolerations  []map[string]any  `yaml:"tolerations" env:"-"`
 	Affinity     map[string]any    `yaml:"affinity" env:"-"`
+	// EgressGateImage is the image of the init container that holds each run's agent until
+	// the runs' NetworkPolicy filters its Pod (runner/kubernetes.EgressGate): Alfred's own
+	// image (its entrypoint is the alfred binary, which runs `alfred egress-gate`), the one
+	// of Alfred's Deployment. Required with egress mode allowlist.
+	EgressGateImage string `yaml:"egress_gate_image" env:"EGRESS_GATE_IMAGE"`
+	// EgressGateTarget is the host:port the gate dials, an address off the allowlist that an
+	// unfiltered Pod reaches; empty: the cluster's API server (KUBERNETES_SERVICE_HOST).
+	EgressGateTarget string `yaml:"egress_gate_target" env:"EGRESS_GATE_TARGET"`
 }
 
 // Agent is one coding-agent configuration.

@@ -271,6 +271,15 @@ func (c *Config) validateRunner(v *validator) {
 		if !slices.Contains([]string{"IfNotPresent", "Always", "Never"}, k.PullPolicy) {
 			v.add("runner.kubernetes.pull_policy", "must be IfNotPresent, Always or Never, got %q", k.PullPolicy)
 		}
+		if c.Runner.EgressMode() == EgressAllowlist && k.EgressGateImage == "" {
+			v.add("runner.kubernetes.egress_gate_image", "is required with runner.egress.mode allowlist: Alfred's own image, "+
+				"whose `alfred egress-gate` holds each run until the runs' NetworkPolicy filters its Pod (spec/kubernetes.md, \"Egress\")")
+		}
+		if t := k.EgressGateTarget; t != "" {
+			if err := checkHostPort(t); err != nil {
+				v.add("runner.kubernetes.egress_gate_target", "%v", err)
+			}
+		}
 	default:
 		v.add("runner.runtime", "must be %q or %q, got %q", RuntimeDocker, RuntimeKubernetes, c.Runner.Runtime)
 	}

@@ -19,8 +19,9 @@ type Cluster interface {
 	// Version returns the API server's version ("v1.34.4"): it answers and accepts the
 	// credentials.
 	Version(ctx context.Context) (string, error)
-	// Allowed reports whether the credentials may do verb on resource ("pods", or
-	// "pods/log" with its subresource) in the namespace: a SelfSubjectAccessReview.
+	// Allowed reports whether the credentials may do verb on resource ("pods", "pods/log"
+	// with its subresource, or "networkpolicies.networking.k8s.io" with its API group, as
+	// kubectl writes it) in the namespace: a SelfSubjectAccessReview.
 	Allowed(ctx context.Context, resource, verb string) (bool, error)
 	// Claim returns the state claim as the API has it; Exists is false when there is none.
 	Claim(ctx context.Context) (ClaimStatus, error)
@@ -59,7 +60,8 @@ type PodRun struct {
 // Permission is one resource and the verbs Alfred's runtime uses on it, in its namespace
 // (cmd/alfred passes runner/kubernetes.Access).
 type Permission struct {
-	// Resource is the resource's plural name, with a subresource after a slash ("pods/log").
+	// Resource is the resource's plural name, with a subresource after a slash ("pods/log")
+	// and its API group, if not the core one, after a dot ("networkpolicies.networking.k8s.io").
 	Resource string
 	// Verbs are the RBAC verbs needed.
 	Verbs []string
@@ -77,6 +79,11 @@ type Kubernetes struct {
 	Cluster Cluster
 	// Permissions are the verbs to check, each with a SelfSubjectAccessReview.
 	Permissions []Permission
+	// EgressPolicy is the runs' NetworkPolicy Alfred applies at start-up (runner/kubernetes.
+	// ApplyEgressPolicy) when runner.egress.mode is allowlist, "" when open; EgressNames are
+	// the allowlist's entries whose host is a name, which a NetworkPolicy cannot hold.
+	EgressPolicy string
+	EgressNames  []string
 }
 
 // checkKubernetes checks the cluster: the API answers, every permission is granted, the state
@@ -121,6 +128,7 @@ func checkKubernetes(ctx context.Context, r *Report, cfg Config) {
 	}
 	checkClaim(ctx, r, k)
 	checkRestricted(ctx, r, k, denied)
+	checkEgressNames(r, k)
 	for _, a := range cfg.Agents {
 		if a.API != nil {
 			continue
@@ -152,6 +160,22 @@ func checkRestricted(ctx context.Context, r *Report, k *Kubernetes, denied bool)
 			"label it: kubectl label namespace "+k.Namespace+" pod-security.kubernetes.io/enforce=restricted")
 	default:
 		r.add(name, OK, "namespace "+k.Namespace+" enforces restricted", "")
+	}
+}
+
+// checkEgressNames warns of the allowlist's entries by host name: the runs' NetworkPolicy holds
+// addresses only, so the runs cannot reach them unless their addresses are listed too. Nothing
+// is said with runner.egress.mode open.
+func checkEgressNames(r *Report, k *Kubernetes) {
+	const name = "kubernetes: egress"
+	switch {
+	case k.EgressPolicy == "": // runner.egress.mode open: nothing to hold
+	case len(k.EgressNames) > 0:
+		r.add(name, Warn, fmt.Sprintf("NetworkPolicy %s holds addresses only; not in it, so unreachable from the runs: %s",
+			k.EgressPolicy, strings.Join(k.EgressNames, ", ")),
+			"add each host's address as IP:port to runner.egress.allow (the addresses its provider publishes, or those of a gateway you route it through)")
+	default:
+		r.add(name, OK, "every allowlist entry is an address: NetworkPolicy "+k.EgressPolicy+" holds them all", "")
 	}
 }
 

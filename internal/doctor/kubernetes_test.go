@@ -109,3 +109,34 @@ func TestKubernetesChecks(t *testing.T) {
 		})
 	}
 }
+
+// TestKubernetesEgressNames: the allowlist's entries by host name, which the runs'
+// NetworkPolicy cannot hold, are a warning naming each; an allowlist of addresses is ok; with
+// the egress open nothing is said.
+func TestKubernetesEgressNames(t *testing.T) {
+	bound := doctor.ClaimStatus{Exists: true, Phase: "Bound", AccessModes: []string{"ReadWriteMany"}}
+	c := cluster{claim: bound, images: map[string]bool{"alfred/script-agent:dev": true, "alfred/spare:1": true}}
+	for _, tc := range []struct {
+		policy string
+		names  []string
+		want   string
+	}{
+		{"alfred-runs-egress-0123", []string{"api.anthropic.com:443", "*.npmjs.org:443"},
+			"[warn] kubernetes: egress: NetworkPolicy alfred-runs-egress-0123 holds addresses only; not in it, so unreachable from the runs: api.anthropic.com:443, *.npmjs.org:443"},
+		{"alfred-runs-egress-0123", nil,
+			"[ok]   kubernetes: egress: every allowlist entry is an address: NetworkPolicy alfred-runs-egress-0123 holds them all"},
+		{"", nil, ""},
+	} {
+		cfg := kubeConfig(&c)
+		cfg.Kubernetes.EgressPolicy, cfg.Kubernetes.EgressNames = tc.policy, tc.names
+		rep := doctor.Run(context.Background(), cfg)
+		var b bytes.Buffer
+		require.NoError(t, rep.Write(&b))
+		if tc.want == "" {
+			require.NotContains(t, b.String(), "kubernetes: egress")
+			continue
+		}
+		require.Contains(t, b.String(), tc.want)
+		require.False(t, rep.Blocking(), "a warning, not a failure: %s", b.String())
+	}
+}

@@ -46,10 +46,20 @@
 // Kubernetes' log API merges stdout and stderr into one stream: Runtime.Logs returns it as
 // stdout, with stderr empty.
 //
+// # Egress
+//
+// Runtime.ApplyEgressPolicy keeps the runs' NetworkPolicy (NetworkPolicyFor: DNS and the
+// allowlist's addresses; or every destination when open), created or updated when Alfred
+// starts, before any run. A Pod whose spec has an allowlist (spec.Egress) starts with the init
+// container GateContainerName, Options.EgressGate: `alfred egress-gate` (WaitFiltered) holds the
+// agent's container until a connection off the list fails, that is until the node's firewall
+// filters the Pod, and fails the Pod (Start: ErrEgressOpen) when it never does.
+//
 // # Permissions
 //
-// Access lists every verb the runtime uses, all in its one namespace (the runs', not Alfred's
-// own): the Role of deploy/kubernetes (runs-role.yaml) grants exactly these (deploy/deploytest holds the two equal), and
+// Access lists every verb the runtime uses (core API group, and networkpolicies of
+// networking.k8s.io), all in its one namespace (the runs', not Alfred's own): the Role of
+// deploy/kubernetes (runs-role.yaml) grants exactly these (deploy/deploytest holds the two equal), and
 // `alfred doctor` checks each with a SelfSubjectAccessReview. A new call on the API adds its
 // verb to Access.
 package kubernetes

@@ -59,6 +59,10 @@ type Options struct {
 	NodeSelector map[string]string
 	Tolerations  []corev1.Toleration
 	Affinity     *corev1.Affinity
+	// EgressGate is the init container of every Pod whose spec has an egress allowlist
+	// (runner.ContainerSpec.Egress): the agent's container starts only once the runs'
+	// NetworkPolicy filters the Pod (EgressGate). Such a spec is refused without it.
+	EgressGate *EgressGate
 }
 
 // PodFor compiles spec into the run's Pod and, when spec.Env is not empty, the Secret holding
@@ -69,7 +73,8 @@ type Options struct {
 // Errors: a name that is not a DNS label; no image; an empty, root (uid 0) or non-numeric
 // user (Kubernetes takes numeric ids only); a label key or value Kubernetes does not accept; an
 // environment entry without "=" or whose name is not a valid Secret key; a mount path that is
-// not absolute, or two mounts at one target.
+// not absolute, or two mounts at one target; an egress allowlist without opts.EgressGate (its
+// first instants would be unfiltered).
 func PodFor(spec runner.ContainerSpec, opts Options) (*corev1.Pod, *corev1.Secret, error) {
 	if errs := validation.IsDNS1123Label(spec.Name); len(errs) > 0 {
 		return nil, nil, fmt.Errorf("container spec %q: name: %s", spec.Name, strings.Join(errs, "; "))
@@ -91,6 +96,10 @@ func PodFor(spec runner.ContainerSpec, opts Options) (*corev1.Pod, *corev1.Secre
 	volumes, mounts, err := volumesFor(spec.Mounts, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("container spec %s: %w", spec.Name, err)
+	}
+	if spec.Egress != nil && (opts.EgressGate == nil || opts.EgressGate.Image == "") {
+		return nil, nil, fmt.Errorf("container spec %s: an egress allowlist needs the egress gate's image (runner.kubernetes.egress_gate_image), "+
+			"or the Pod's first instants would be unfiltered", spec.Name)
 	}
 
 	meta := metav1.ObjectMeta{Name: spec.Name, Namespace: opts.Namespace, Labels: maps.Clone(spec.Labels)}
@@ -119,6 +128,18 @@ func PodFor(spec runner.ContainerSpec, opts Options) (*corev1.Pod, *corev1.Secre
 	if opts.StopGrace <= 0 {
 		grace = seconds(DefaultStopGrace)
 	}
+	sc := &corev1.SecurityContext{
+		RunAsUser:                &uid,
+		RunAsGroup:               gid,
+		RunAsNonRoot:             new(true),
+		ReadOnlyRootFilesystem:   new(true),
+		AllowPrivilegeEscalation: new(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+	var inits []corev1.Container
+	if spec.Egress != nil {
+		inits = []corev1.Container{gateContainer(opts.EgressGate, pull, sc)}
+	}
 	pod := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: meta,
@@ -132,6 +153,7 @@ func PodFor(spec runner.ContainerSpec, opts Options) (*corev1.Pod, *corev1.Secre
 			SecurityContext: &corev1.PodSecurityContext{
 				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 			},
+			InitContainers: inits,
 			Containers: []corev1.Container{{
 				Name:            ContainerName,
 				Image:           spec.Image,
@@ -142,14 +164,7 @@ func PodFor(spec runner.ContainerSpec, opts Options) (*corev1.Pod, *corev1.Secre
 				Env:             env,
 				Resources:       res,
 				VolumeMounts:    mounts,
-				SecurityContext: &corev1.SecurityContext{
-					RunAsUser:                &uid,
-					RunAsGroup:               gid,
-					RunAsNonRoot:             new(true),
-					ReadOnlyRootFilesystem:   new(true),
-					AllowPrivilegeEscalation: new(false),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
+				SecurityContext: sc,
 			}},
 			Volumes:      volumes,
 			NodeSelector: maps.Clone(opts.NodeSelector),

@@ -64,6 +64,13 @@ func TestPodForGolden(t *testing.T) {
 				runner.Mount{Source: "/data/sessions/12/", Target: "/alfred/home/.claude/projects/-workspace"})
 			return s
 		}(), kubernetes.Options{Namespace: "alfred", StateClaim: "alfred-state", StateRoot: "/data/", ServiceAccount: "alfred-agent"}},
+		// runner.egress allowlist: the egress gate holds the agent until the policy filters the Pod.
+		"egress_gate": {func() runner.ContainerSpec {
+			s := runSpec()
+			s.Egress = &runner.Egress{Allow: []string{"api.anthropic.com:443", "192.0.2.7:8080"}}
+			return s
+		}(), kubernetes.Options{Namespace: "alfred-runs", EgressGate: &kubernetes.EgressGate{Image: "registry.example.org/alfred:1.4",
+			Target: "192.0.2.9:443", Timeout: 45 * time.Second}}},
 		// runner.kubernetes placement: the one node that mounts a ReadWriteOnce state claim.
 		"placement": {runSpec(), kubernetes.Options{Namespace: "alfred-runs",
 			NodeSelector: map[string]string{"kubernetes.io/hostname": "node-a"},
@@ -285,5 +292,26 @@ func TestPodForEdges(t *testing.T) {
 		s.Image = ""
 		_, _, err := kubernetes.PodFor(s, opts)
 		require.Error(t, err)
+	})
+
+	t.Run("EgressNeedsTheGate", func(t *testing.T) {
+		t.Parallel()
+		s := runSpec()
+		s.Egress = &runner.Egress{Allow: []string{"192.0.2.7:443"}}
+		_, _, err := kubernetes.PodFor(s, opts)
+		require.ErrorContains(t, err, "egress_gate_image")
+		gated := opts
+		gated.EgressGate = &kubernetes.EgressGate{Image: "alfred:1"}
+		pod, _, err := kubernetes.PodFor(s, gated)
+		require.NoError(t, err)
+		require.Len(t, pod.Spec.InitContainers, 1)
+		g := pod.Spec.InitContainers[0]
+		require.Equal(t, kubernetes.GateContainerName, g.Name)
+		require.Equal(t, []string{kubernetes.GateSubcommand, "-timeout", "1m0s"}, g.Args, "no target: the API server")
+		require.Equal(t, pod.Spec.Containers[0].SecurityContext, g.SecurityContext, "hardened as the agent")
+		// Without an allowlist (runner.egress.mode open) no gate, even when configured.
+		pod, _, err = kubernetes.PodFor(runSpec(), gated)
+		require.NoError(t, err)
+		require.Empty(t, pod.Spec.InitContainers)
 	})
 }

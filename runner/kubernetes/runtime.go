@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -116,7 +117,8 @@ func (r *Runtime) pods() typedcorev1.PodInterface { return r.cs.CoreV1().Pods(r.
 // Errors: a spec PodFor refuses; a Pod or Secret of the same name already in the namespace
 // (wraps runner.ErrNameConflict; the holder is left alone); an image the node cannot have
 // (wraps runner.ErrImageNotFound); a container that does not run within StartTimeout (with the
-// last reason the kubelet gave); any API error. On every error after a create, what this call created
+// last reason the kubelet gave); an egress gate that found the Pod unfiltered (wraps
+// ErrEgressOpen, with the gate's message); any API error. On every error after a create, what this call created
 // (by uid) is removed before returning.
 func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.Handle, error) {
 	pod, secret, err := PodFor(spec, r.opts)
@@ -175,6 +177,10 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 			started = cs.State.Terminated.StartedAt.Time
 			return true, nil
 		case p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded:
+			if msg, failed := gateFailed(p); failed {
+				return true, fmt.Errorf("pod %s: %w: the egress gate (init container %s) failed, the agent never ran: %s",
+					p.Name, ErrEgressOpen, GateContainerName, msg)
+			}
 			return true, fmt.Errorf("pod %s ended before its container ran: %s %s", p.Name, p.Status.Reason, p.Status.Message)
 		}
 		return false, notStarting(p)
@@ -198,6 +204,9 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 // them up to StartTimeout and reports the last one, Wait until its ctx ends.
 func notStarting(p *corev1.Pod) error {
 	cs := runContainer(p)
+	if gs := gateContainerStatus(p); gs != nil && gs.State.Waiting != nil && imageReasons[gs.State.Waiting.Reason] {
+		cs = gs // the egress gate's image (runner.kubernetes.egress_gate_image)
+	}
 	if cs == nil || cs.State.Waiting == nil || !imageReasons[cs.State.Waiting.Reason] {
 		return nil
 	}
@@ -270,6 +279,9 @@ func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitS
 			}
 			st = runner.ExitState{Code: -1, Killed: p.Status.Reason == "DeadlineExceeded",
 				Error: fmt.Sprintf("pod ended before its container ran: %s %s", p.Status.Reason, p.Status.Message)}
+			if msg, failed := gateFailed(p); failed {
+				st.Error = fmt.Sprintf("pod ended before its container ran: the egress gate failed: %s", msg)
+			}
 			return true, nil
 		}
 		return false, notStarting(p)
@@ -483,6 +495,28 @@ func runContainer(p *corev1.Pod) *corev1.ContainerStatus {
 		}
 	}
 	return nil
+}
+
+// gateContainerStatus returns the status of the egress gate (GateContainerName), nil when the
+// Pod has none or before the kubelet reports it.
+func gateContainerStatus(p *corev1.Pod) *corev1.ContainerStatus {
+	for i := range p.Status.InitContainerStatuses {
+		if p.Status.InitContainerStatuses[i].Name == GateContainerName {
+			return &p.Status.InitContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
+// gateFailed reports whether the Pod's egress gate ended with a non-zero exit, and its
+// termination message (the tail of its output: TerminationMessageFallbackToLogsOnError).
+func gateFailed(p *corev1.Pod) (string, bool) {
+	gs := gateContainerStatus(p)
+	if gs == nil || gs.State.Terminated == nil || gs.State.Terminated.ExitCode == 0 {
+		return "", false
+	}
+	t := gs.State.Terminated
+	return fmt.Sprintf("exit %d: %s", t.ExitCode, cmp.Or(strings.TrimSpace(t.Message), t.Reason)), true
 }
 
 // cleanupCtx returns ctx while it is live, else a fresh context bounded by CleanupTimeout.
