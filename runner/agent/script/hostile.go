@@ -24,6 +24,7 @@ import (
 //	  plant:                                    # after the result is written (or not)
 //	    - {path: /alfred/out/result.json, link: /etc/alfred/alfred.yaml}
 //	    - {path: /alfred/out/copilot-usage.json, fifo: true}
+//	    - {path: /workspace/.git/HEAD, content: "ref: refs/heads/main\n"}   # a forged .git
 type Hostile struct {
 	// Plant lists what to leave at absolute container paths, replacing what is there.
 	Plant []Plant `json:"plant,omitempty"`
@@ -32,11 +33,14 @@ type Hostile struct {
 }
 
 // Plant is one thing left at Path (absolute, in the container: under /alfred/out or
-// /workspace): a symbolic link to Link, or a FIFO nobody writes to.
+// /workspace): a symbolic link to Link, a FIFO nobody writes to, or a regular file holding
+// Content, its missing directories made and whatever stands on its way that is not a
+// directory removed first (the worktree's .git link replaced by a forged repository).
 type Plant struct {
-	Path string `json:"path"`
-	Link string `json:"link,omitempty"`
-	FIFO bool   `json:"fifo,omitempty"`
+	Path    string `json:"path"`
+	Link    string `json:"link,omitempty"`
+	FIFO    bool   `json:"fifo,omitempty"`
+	Content string `json:"content,omitempty"`
 }
 
 // floodLine is one filler line (100 bytes with its newline).
@@ -66,21 +70,25 @@ func (h Hostile) flood(w io.Writer) error {
 func (h Hostile) plant(workspace, outDir string, stdout io.Writer) error {
 	var errs []error
 	for _, p := range h.Plant {
-		target := p.Path
+		target, base := p.Path, "/"
 		for dir, host := range map[string]string{runner.OutputDir: outDir, runner.WorkspaceDir: workspace} {
 			if rel, ok := strings.CutPrefix(p.Path, dir+"/"); ok {
-				target = filepath.Join(host, filepath.FromSlash(rel))
+				target, base = filepath.Join(host, filepath.FromSlash(rel)), host
 			}
 		}
-		_ = os.Remove(target)
+		if p.Content == "" {
+			_ = os.Remove(target)
+		}
 		var err error
 		switch {
 		case p.Link != "":
 			err = os.Symlink(p.Link, target)
 		case p.FIFO:
 			err = syscall.Mkfifo(target, 0o666)
+		case p.Content != "":
+			err = plantFile(base, target, p.Content)
 		default:
-			err = fmt.Errorf("plant %s: want link or fifo", p.Path)
+			err = fmt.Errorf("plant %s: want link, fifo or content", p.Path)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("plant %s: %w", p.Path, err))
@@ -89,4 +97,32 @@ func (h Hostile) plant(workspace, outDir string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "planted %s\n", p.Path)
 	}
 	return errors.Join(errs...)
+}
+
+// plantFile writes content at path, under base (the mapped workspace or output directory),
+// making its directories; a file or link where one of them belongs is removed first. The walk
+// goes down from base, so a link on the way is removed, never followed.
+func plantFile(base, path, content string) error {
+	rel, err := filepath.Rel(base, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("%s is outside %s", path, base)
+	}
+	d := base
+	for _, part := range strings.Split(filepath.Dir(rel), string(filepath.Separator)) {
+		if part == "." {
+			break
+		}
+		d = filepath.Join(d, part)
+		if st, err := os.Lstat(d); err == nil && !st.IsDir() {
+			if err := os.Remove(d); err != nil {
+				return err
+			}
+			break
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+		return err
+	}
+	_ = os.Remove(path)
+	return os.WriteFile(path, []byte(content), 0o666)
 }

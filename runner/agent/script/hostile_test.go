@@ -31,6 +31,8 @@ development:
     - {path: /alfred/out/result.json, link: /etc/passwd}
     - {path: /alfred/out/usage.json, fifo: true}
     - {path: /workspace/.git, link: /}
+    - {path: /workspace/.git/config, content: "[core]\n"}
+    - {path: /workspace/forged/.git/HEAD, content: "ref: refs/heads/main\n"}
 `), 0o644))
 	var stdout, stderr bytes.Buffer
 	code := script.Play([]string{"-script", filepath.Join(dir, script.ScriptFile), "-input", filepath.Join(dir, "input.json"),
@@ -46,7 +48,10 @@ development:
 	st, err := os.Lstat(filepath.Join(out, "usage.json"))
 	require.NoError(t, err)
 	require.NotZero(t, st.Mode()&os.ModeNamedPipe)
-	target, err = os.Readlink(filepath.Join(ws, ".git"))
+	config, err := os.ReadFile(filepath.Join(ws, ".git", "config"))
+	require.NoError(t, err, "the link planted first is replaced by a directory for the file")
+	require.Equal(t, "[core]\n", string(config))
+	head, err := os.ReadFile(filepath.Join(ws, "forged", ".git", "HEAD"))
 	require.NoError(t, err)
-	require.Equal(t, "/", target)
+	require.Equal(t, "ref: refs/heads/main\n", string(head))
 }
