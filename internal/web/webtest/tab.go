@@ -2,6 +2,7 @@ package webtest
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,16 +129,36 @@ func replaced(err error) bool {
 // Screenshot saves the current page as name+".png" in the browser's ScreenshotDir.
 func (tb *Tab) Screenshot(t testing.TB, name string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, bound)
-	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100 is PNG, below it JPEG
-	if err != nil {
-		t.Fatalf("chromium screenshot: %v", err)
-	}
+	png := tb.capture(t, chromedp.FullScreenshot(100)) // quality 100 is PNG, below it JPEG
 	path := filepath.Join(tb.b.ScreenshotDir, name+".png")
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot: %s", path)
 	return path
+}
+
+// captureAttempt bounds one screenshot attempt. A page that reloads itself (a running run's,
+// every 2 s) can replace its document while Chromium waits for the frame to capture, and the
+// capture then never answers; on a loaded machine that happened to every capture of such a
+// page in a shared browser. An attempt cut at this bound is tried again on the new document.
+const captureAttempt = 20 * time.Second
+
+// capture runs the screenshot action shot, each attempt bounded by captureAttempt, until one
+// answers or bound passes.
+func (tb *Tab) capture(t testing.TB, shot chromedp.Action[[]byte]) []byte {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for {
+		ctx, cancel := context.WithTimeout(tb.ctx, min(captureAttempt, time.Until(deadline)))
+		png, err := chromedp.Run(ctx, shot)
+		cancel()
+		if err == nil {
+			return png
+		}
+		if tb.ctx.Err() != nil || !time.Now().Before(deadline) || (!errors.Is(err, context.DeadlineExceeded) && !replaced(err)) {
+			t.Fatalf("chromium screenshot: %v", err)
+		}
+		t.Logf("chromium screenshot: %v; trying again", err)
+	}
 }
