@@ -75,8 +75,7 @@ func TestRedTeamEgressKubernetes(t *testing.T) {
 	tag := kubetest.RandomHex(t, 4)
 	agentImage := runtimetest.BuildImage(t, ctx, cli, "alfred-test/k8s-redteam-script:"+tag, "github.com/alfred-bot/alfred/cmd/alfred-script-agent")
 	kubetest.ImportImage(t, agentImage)
-	gateImage := runtimetest.BuildImage(t, ctx, cli, "alfred-test/k8s-egress-gate:"+tag, "github.com/alfred-bot/alfred/cmd/alfred")
-	kubetest.ImportImage(t, gateImage)
+	gateImage := kubetest.GateImage(t) // the code of `alfred egress-gate`, alone
 
 	root := t.TempDir()
 	instance := "rt" + tag

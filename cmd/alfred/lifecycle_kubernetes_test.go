@@ -25,7 +25,6 @@ import (
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/kubernetes"
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
-	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
@@ -172,14 +171,12 @@ func requireNoKubeLeftovers(t *testing.T, cs k8s.Interface, ns, dataDir string) 
 // kubeConfig is the mutate func of startE2EConfig that runs the phases on the test cluster:
 // the runtime kubernetes in ns, the state claim on the test's data_dir, images imported (no
 // pull), and a small CPU limit (the runs' request too), so the Pods of several tests share the
-// cluster's two cores. The egress allowlist is on, as by default: the egress gate is Alfred's
-// own binary in an image (imported), dialling a listener of this machine's node address (the
-// test cluster runs no kube-proxy: the API server's Service address, the gate's default,
-// answers no Pod there). It records the forge token in *token.
+// cluster's two cores. The egress allowlist is on, as by default: the egress gate is the code
+// of `alfred egress-gate` alone in a small image (kubetest.GateImage, imported), dialling a
+// listener of this machine's node address (the test cluster runs no kube-proxy: the API
+// server's Service address, the gate's default, answers no Pod there). It records the forge token in *token.
 func kubeConfig(t testing.TB, kubeconfig string, cs k8s.Interface, ns string, token *string) func(*config.Config) {
-	gateImage := runtimetest.BuildImageOnce(t, context.Background(), runtimetest.Client(t), "alfred-test/egress-gate:"+kubetest.RandomHex(t, 4),
-		"github.com/alfred-bot/alfred/cmd/alfred")
-	kubetest.ImportImage(t, gateImage)
+	gateImage := kubetest.GateImage(t)
 	ln, err := net.Listen("tcp", net.JoinHostPort(kubetest.NodeAddress(t, cs), "0"))
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })

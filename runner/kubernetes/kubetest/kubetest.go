@@ -27,6 +27,7 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 
 	"github.com/alfred-bot/alfred/runner/kubernetes"
+	"github.com/alfred-bot/alfred/runner/runtimetest"
 )
 
 // KubeconfigEnv names the variable holding the path of the test cluster's kubeconfig
@@ -233,4 +234,19 @@ func NodeAddress(tb testing.TB, cs k8s.Interface) string {
 	}
 	tb.Fatalf("the test cluster's node reports no InternalIP")
 	return ""
+}
+
+// GatePackage is the import path of the egress gate alone (testdata/egressgate: the code of
+// `alfred egress-gate` in a 3 MB binary instead of Alfred's whole one), the tests' gate image.
+const GatePackage = "github.com/alfred-bot/alfred/runner/kubernetes/kubetest/testdata/egressgate"
+
+// GateImage builds the gate image of GatePackage once for the test process (a tag of the
+// test's own on it, removed when the test ends; the package's TestMain calls
+// runtimetest.RemoveImagesBuiltOnce) and imports it into the test cluster: the image of
+// kubernetes.EgressGate for a test's run Pods.
+func GateImage(tb testing.TB) string {
+	tb.Helper()
+	tag := runtimetest.BuildImageOnce(tb, context.Background(), runtimetest.Client(tb), "alfred-test/egress-gate:"+RandomHex(tb, 4), GatePackage)
+	ImportImage(tb, tag)
+	return tag
 }

@@ -1,4 +1,4 @@
-package kubernetes_test
+package egressgate_test
 
 import (
 	"context"
@@ -8,13 +8,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/alfred-bot/alfred/runner/kubernetes"
+	"github.com/alfred-bot/alfred/runner/kubernetes/egressgate"
 )
 
 // TestWaitFiltered: the gate returns once connections to its target fail (here a loopback
 // listener that is closed while the gate dials it: what a NetworkPolicy arriving does), with
 // the connections that succeeded before; at the bound, with the target still answering, it
-// fails with ErrEgressOpen and says so (an attempt the bound would cut is never counted as a
+// fails with ErrOpen and says so (an attempt the bound would cut is never counted as a
 // failure: under load that passed the gate open); a cancelled context is an error too.
 func TestWaitFiltered(t *testing.T) {
 	t.Parallel()
@@ -36,7 +36,7 @@ func TestWaitFiltered(t *testing.T) {
 	var connected int
 	go func() {
 		var err error
-		connected, err = kubernetes.WaitFiltered(t.Context(), target, time.Minute)
+		connected, err = egressgate.WaitFiltered(t.Context(), target, time.Minute)
 		done <- err
 	}()
 	<-accepted // the gate reached the open target: it must still be waiting
@@ -61,17 +61,17 @@ func TestWaitFiltered(t *testing.T) {
 			c.Close()
 		}
 	}()
-	n, err := kubernetes.WaitFiltered(t.Context(), open.Addr().String(), 500*time.Millisecond)
-	require.ErrorIs(t, err, kubernetes.ErrEgressOpen)
+	n, err := egressgate.WaitFiltered(t.Context(), open.Addr().String(), 500*time.Millisecond)
+	require.ErrorIs(t, err, egressgate.ErrOpen)
 	require.ErrorContains(t, err, "the run does not start")
 	require.Positive(t, n)
 
 	// Ended by its caller: an error, never a pass.
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, err = kubernetes.WaitFiltered(ctx, open.Addr().String(), time.Minute)
+	_, err = egressgate.WaitFiltered(ctx, open.Addr().String(), time.Minute)
 	require.ErrorIs(t, err, context.Canceled)
 
-	_, err = kubernetes.WaitFiltered(t.Context(), "no-port", time.Second)
+	_, err = egressgate.WaitFiltered(t.Context(), "no-port", time.Second)
 	require.ErrorContains(t, err, "want host:port")
 }
