@@ -195,14 +195,11 @@ patches:
 	waitReady(t, base+"/readyz", 5*time.Minute)
 	t.Logf("kubectl apply to Alfred ready: %s", time.Since(applied).Round(100*time.Millisecond))
 
-	// Watch the runs' namespace's run Pods from now on, then deliver the assignment.
-	w, err := cs.CoreV1().Pods(runsNS).Watch(ctx, metav1.ListOptions{LabelSelector: runner.LabelManaged + "=true"})
-	require.NoError(t, err)
-	defer w.Stop()
+	// Deliver the assignment, then wait for the first run Pod of the runs' namespace.
 	delivered := time.Now()
 	require.Equal(t, http.StatusAccepted, deliver(t, base+"/webhooks/forgejo"))
 
-	run := firstPod(t, w, 5*time.Minute)
+	run := firstPod(t, cs, runsNS, runner.LabelManaged+"=true", 5*time.Minute)
 	t.Logf("run pod %s/%s (service account %s, phase label %s) created %s after the delivery", run.Namespace, run.Name,
 		run.Spec.ServiceAccountName, run.Labels[runner.LabelPhase], time.Since(delivered).Round(100*time.Millisecond))
 	require.Equal(t, runsNS, run.Namespace)
@@ -418,20 +415,30 @@ func deliver(t *testing.T, url string) int {
 	return resp.StatusCode
 }
 
-// firstPod returns the first Pod w reports.
-func firstPod(t *testing.T, w watch.Interface, within time.Duration) *corev1.Pod {
+// firstPod returns the first Pod of namespace ns that selector matches, as the API server
+// shows it: a list, then a watch from the list's version until a Pod is added. The API server
+// may end a watch at any time (its timeout, a restart, load), so a closed watch is followed by
+// a new list and watch, which miss nothing in between.
+func firstPod(t *testing.T, cs k8s.Interface, ns, selector string, within time.Duration) *corev1.Pod {
 	t.Helper()
-	timer := time.NewTimer(within)
-	defer timer.Stop()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	defer cancel()
+	pods := cs.CoreV1().Pods(ns)
 	for {
-		select {
-		case ev, ok := <-w.ResultChan():
-			require.True(t, ok, "the watch of the run Pods closed")
-			if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Added {
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
+		require.NoError(t, err, "no run Pod within %s", within)
+		if len(list.Items) > 0 {
+			return &list.Items[0]
+		}
+		w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: selector, ResourceVersion: list.ResourceVersion})
+		require.NoError(t, err, "no run Pod within %s", within)
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+				w.Stop()
 				return p
 			}
-		case <-timer.C:
-			t.Fatalf("no run Pod within %s", within)
 		}
+		w.Stop()
+		require.NoError(t, ctx.Err(), "no run Pod within %s", within)
 	}
 }

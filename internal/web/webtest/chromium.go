@@ -12,12 +12,12 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// Browser is Debian's headless Chromium (package chromium; scripts/dev-deps.sh installs it),
-// one process shared by every test of the test binary: each Load and each Tab is a tab of its
-// own in a browser context of its own (cookies, storage and cache not shared), so a test sees
-// a fresh profile without paying for a browser start. The process is started by the first
-// NewBrowser and stopped by Close, or killed with the test binary (chromedp sets the parent-
-// death signal).
+// Browser is Debian's headless Chromium (package chromium; scripts/dev-deps.sh installs it).
+// Load's pages share one process for the whole test binary, each in a tab and a browser
+// context of its own (cookies, storage and cache not shared), so a page is loaded without
+// paying for a browser start; that process is started by the first NewBrowser and stopped by
+// Close, or killed with the test binary (chromedp sets the parent-death signal). A Tab has a
+// browser of its own.
 type Browser struct {
 	bin string
 	// ScreenshotDir is where Load and Tab.Screenshot save screenshots; the test's temporary

@@ -21,11 +21,21 @@ type Tab struct {
 	ctx context.Context
 }
 
-// Tab opens one tab of the shared browser in a browser context of its own (no cookies of
-// another test); it closes when the test ends.
+// Tab starts a Chromium of its own (its own profile directory) with one tab; it stops when the
+// test ends. Unlike Load's pages, a Tab does not share the test binary's browser: clicks and
+// form submissions on self-reloading pages in a browser shared by parallel tests hung for
+// minutes on a loaded machine, which they never did in a browser of their own.
 func (b *Browser) Tab(t testing.TB) *Tab {
 	t.Helper()
-	return &Tab{b: b, ctx: newTab(t)}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(b.bin), chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser, outside any timeout
+		t.Fatalf("start chromium: %v", err)
+	}
+	return &Tab{b: b, ctx: ctx}
 }
 
 // bound is the most one step may take: a bound for a stuck browser, not a measure of speed.
@@ -66,16 +76,23 @@ func (tb *Tab) SignIn(t testing.TB, loginURL, token string) {
 }
 
 // Click clicks the element css selects (a form's button) and returns the answer of the page
-// it leads to (after redirects).
+// it leads to (after redirects). A self-reloading page can replace its document between the
+// query of the element and the click ("Could not find node with given id"): no click was
+// sent, and the click is tried again on the new document, until bound.
 func (tb *Tab) Click(t testing.TB, css string) *network.Response {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, bound)
 	defer cancel()
-	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(css), chromedp.NodeVisible))
-	if err != nil {
-		t.Fatalf("chromium click %s: %v", css, err)
+	for {
+		resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(css), chromedp.NodeVisible))
+		if err == nil {
+			return resp
+		}
+		if !replaced(err) || ctx.Err() != nil {
+			t.Fatalf("chromium click %s: %v", css, err)
+		}
+		t.Logf("chromium click %s: %v; trying again on the new document", css, err)
 	}
-	return resp
 }
 
 // SetValue sets the value attribute of the element css selects (a hidden field), as a page
