@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/store"
 	"github.com/alfred-bot/alfred/internal/store/sqlite"
@@ -129,20 +130,16 @@ phases: {default: script}
 			b.Logf("serve.log (tail):\n%s", out[max(0, len(out)-4000):])
 		}
 	})
-	deadline := time.Now().Add(5 * time.Minute) // a bound for a hang, not a measure of speed
-	for {
+	// Ready is the child's own answer on /readyz; 5 minutes bound a hang, not a speed.
+	require.Eventually(b, func() bool {
 		resp, err := http.Get("http://" + c.addr + "/readyz")
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return c
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("alfred serve never became ready: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 5*time.Minute, 50*time.Millisecond, "alfred serve never became ready")
+	return c
 }
 
 // db opens the child's store for the benchmark to read (a SQLite file without the process
