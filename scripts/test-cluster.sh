@@ -155,10 +155,29 @@ build_netpol() {
 # proxy, no CNI configuration) under the controller manager's identity. `up` on a running
 # cluster starts it when it is missing, so an older cluster gains enforcement without `down`.
 start_netpol() {
+	keep_docker_bridged
 	start network-policy "$NETPOL" --kubeconfig="$DIR/etc/controller.kubeconfig" --hostname-override="$NODE" \
 		--run-firewall=true --run-router=false --run-service-proxy=false --enable-cni=false \
 		--service-cluster-ip-range=10.96.0.0/24 --health-port=0 --metrics-port=0 --v=1
 	wait_for "network-policy firewall" 60 iptables -w -n -L KUBE-ROUTER-FORWARD
+	keep_docker_bridged # (a sync that was under way when it was added may have dropped it)
+}
+
+# DOCKER_BRIDGED is the rule that keeps traffic between two containers of one Docker network
+# accepted while kube-router runs. kube-router's policy sync saves the whole filter table, rebuilds
+# its chains and restores the table (iptables-restore without --noflush): a rule Docker adds in
+# between, such as the accept between the containers of a network just created, is lost, and the
+# FORWARD chain's drop policy then cuts a run's container off from Alfred's container on the
+# run's internal network (runner's TestRedTeamEgressDockerContained). The rule accepts only
+# frames bridged within one Docker bridge (br-…), what Docker's own accept allows; traffic between
+# two networks is routed, not bridged, and stays dropped. A Docker host without kube-router needs
+# none of this.
+DOCKER_BRIDGED=(-i br-+ -m physdev --physdev-is-bridged -j ACCEPT)
+
+# keep_docker_bridged puts DOCKER_BRIDGED first in Docker's DOCKER-USER chain, once.
+keep_docker_bridged() {
+	iptables -w -n -L DOCKER-USER >/dev/null 2>&1 || die "Docker's DOCKER-USER chain is missing: start the Docker engine first (scripts/dev-deps.sh)"
+	iptables -w -C DOCKER-USER "${DOCKER_BRIDGED[@]}" 2>/dev/null || iptables -w -I DOCKER-USER 1 "${DOCKER_BRIDGED[@]}"
 }
 
 # stop_netpol stops the firewall and removes what it left in this machine's filter table (its
@@ -166,6 +185,7 @@ start_netpol() {
 # ipsets; the rest of the table (Docker's) is written back as it was.
 stop_netpol() {
 	stop network-policy
+	iptables -w -D DOCKER-USER "${DOCKER_BRIDGED[@]}" 2>/dev/null || true
 	command -v iptables-save >/dev/null || return 0
 	local rules
 	rules=$(iptables-save -t filter)
