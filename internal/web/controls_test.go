@@ -20,13 +20,17 @@ import (
 const pageToken = "page-token-for-the-controls-test"
 
 // setupControls serves the pages of setup's mailboxes with Memory as their Controls, behind
-// the page login as cmd mounts them.
+// the page login as cmd mounts them. Their pages reload themselves hourly, not every 2 s: a
+// mailbox with a running run has a self-reloading page, and a reload that starts as a click
+// lands can win over the click's form, which is then never sent (seen under load: Resume
+// clicked, the page still paused, no "resumed" in the timeline). The reload itself is
+// TestPages'.
 func setupControls(t *testing.T) (*webtest.Memory, string) {
 	t.Helper()
 	b := setup(t)
 	h, err := web.New(web.Config{Reader: b.mem, Logs: b.mem, Settings: b.mem, Controls: b.mem,
 		CSRFKey: []byte("a csrf key of at least 16 bytes"), Now: func() time.Time { return t0 },
-		Redact: func(s string) string { return s }})
+		Redact: func(s string) string { return s }, Refresh: time.Hour})
 	require.NoError(t, err)
 	srv := httptest.NewServer(admin.PageAuth(web.Prefix, pageToken, h))
 	t.Cleanup(srv.Close)
