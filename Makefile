@@ -12,12 +12,6 @@ CONFIG   ?= alfred.yaml
 # Extra build tags for the tests, e.g. TEST_TAGS=docker.
 TEST_TAGS ?=
 
-# Every go command of the Makefile, and those the tests start, builds with -trimpath: without
-# it a package's build-cache key holds its directory, so each fresh clone at a new path compiles
-# and vets the whole module again. Measured on the 2-core machine, a fresh clone after another
-# clone's build: go vet ./... 64 s → 2 s, linking every test binary 61 → 38 s.
-export GOFLAGS := -trimpath $(GOFLAGS)
-
 # The database the PostgreSQL tests use (internal/base/pgtest); scripts/dev-deps.sh creates it.
 ALFRED_TEST_DATABASE_URL ?= postgres://alfred:alfred-dev-7Kq2vN9x@127.0.0.1:5432/alfred_test?sslmode=disable
 export ALFRED_TEST_DATABASE_URL
@@ -47,7 +41,8 @@ endif
 all: build
 
 ## build: bin/alfred and the static bin/alfred-script-agent
-# bin/alfred shares the build cache with make test (both -trimpath, GOFLAGS above).
+# bin/alfred is built without -trimpath so that it shares the build cache with make test (the
+# image, deploy/Dockerfile, is built with it).
 build:
 	@echo "build: bin/alfred (a first build compiles about 900 packages: Kubernetes' client, the model SDKs, SQLite; minutes on an idle 2-core machine, far longer on a loaded one; later builds take seconds)"
 	@bash scripts/timed.sh "go build bin/alfred" $(GO) build -ldflags '$(LDFLAGS)' -o bin/alfred ./cmd/alfred
