@@ -43,16 +43,23 @@ func (b *Browser) Tab(t testing.TB) *Tab {
 // tests on a loaded 2-core machine, so the bound leaves room for such a machine.
 const bound = 5 * time.Minute
 
-// Open loads url and returns the document's answer.
+// Open loads url and returns the document's answer. Leaving a self-reloading page (a running
+// run's), the page's own reload can start as the load does and abort it ("page load error
+// net::ERR_ABORTED", seen under load): Open is a GET, so it is tried again, until bound.
 func (tb *Tab) Open(t testing.TB, url string) *network.Response {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, bound)
 	defer cancel()
-	resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(url))
-	if err != nil {
-		t.Fatalf("chromium open %s: %v", url, err)
+	for {
+		resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(url))
+		if err == nil {
+			return resp
+		}
+		if !strings.Contains(err.Error(), "net::ERR_ABORTED") || ctx.Err() != nil {
+			t.Fatalf("chromium open %s: %v", url, err)
+		}
+		t.Logf("chromium open %s: %v; another navigation aborted it, trying again", url, err)
 	}
-	return resp
 }
 
 // SignIn opens the login form at loginURL, types token into it and submits it, as an operator
