@@ -39,6 +39,19 @@ func TestRuntimeDestroyGrace(t *testing.T) {
 			st, err := rt.Wait(ctx, h.ID)
 			require.NoError(t, err)
 			require.Equal(t, 0, st.Code)
+		} else {
+			// Running, not only created: the API server deletes a Pod not yet bound to a node
+			// at once whatever grace it is asked for, which a loaded scheduler made the case.
+			require.Eventually(t, func() bool {
+				p, err := cs.CoreV1().Pods(ns).Get(ctx, spec.Name, metav1.GetOptions{})
+				require.NoError(t, err)
+				for _, c := range p.Status.ContainerStatuses {
+					if c.State.Running != nil {
+						return true
+					}
+				}
+				return false
+			}, 3*time.Minute, 100*time.Millisecond, "the Pod's container never ran")
 		}
 		// The watch is established once it has sent the Pod as it is now (a watch from no
 		// resource version starts with an ADDED event of each object). An ERROR first (the API
