@@ -48,18 +48,10 @@ const bound = 5 * time.Minute
 // net::ERR_ABORTED", seen under load): Open is a GET, so it is tried again, until bound.
 func (tb *Tab) Open(t testing.TB, url string) *network.Response {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, bound)
-	defer cancel()
-	for {
-		resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(url))
-		if err == nil {
-			return resp
-		}
-		if !strings.Contains(err.Error(), "net::ERR_ABORTED") || ctx.Err() != nil {
-			t.Fatalf("chromium open %s: %v", url, err)
-		}
-		t.Logf("chromium open %s: %v; another navigation aborted it, trying again", url, err)
-	}
+	aborted := func(err error) bool { return strings.Contains(err.Error(), "net::ERR_ABORTED") }
+	return retry(tb, t, "open "+url, aborted, func(ctx context.Context) (*network.Response, error) {
+		return chromedp.RunResponse(ctx, chromedp.Navigate(url))
+	})
 }
 
 // SignIn opens the login form at loginURL, types token into it and submits it, as an operator
@@ -88,18 +80,9 @@ func (tb *Tab) SignIn(t testing.TB, loginURL, token string) {
 // sent, and the click is tried again on the new document, until bound.
 func (tb *Tab) Click(t testing.TB, css string) *network.Response {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, bound)
-	defer cancel()
-	for {
-		resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(css), chromedp.NodeVisible))
-		if err == nil {
-			return resp
-		}
-		if !replaced(err) || ctx.Err() != nil {
-			t.Fatalf("chromium click %s: %v", css, err)
-		}
-		t.Logf("chromium click %s: %v; trying again on the new document", css, err)
-	}
+	return retry(tb, t, "click "+css, replaced, func(ctx context.Context) (*network.Response, error) {
+		return chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(css), chromedp.NodeVisible))
+	})
 }
 
 // SetValue sets the value attribute of the element css selects (a hidden field), as a page
@@ -120,19 +103,31 @@ func (tb *Tab) SetValue(t testing.TB, css, value string) {
 // bound.
 func (tb *Tab) DOM(t testing.TB) string {
 	t.Helper()
+	return retry(tb, t, "read the DOM", replaced, func(ctx context.Context) (string, error) {
+		return chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
+	})
+}
+
+// retry runs step until it succeeds and returns its result, within bound: an error again
+// accepts (a navigation, the page's own reload, got in the way; nothing was done) is logged and
+// step is tried again on the new document after a short pause; any other error, or bound,
+// fails t.
+func retry[T any](tb *Tab, t testing.TB, what string, again func(error) bool, step func(context.Context) (T, error)) T {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, bound)
 	defer cancel()
 	for {
-		html, err := chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
+		v, err := step(ctx)
 		if err == nil {
-			return html
+			return v
 		}
-		if !replaced(err) || ctx.Err() != nil {
-			t.Fatalf("chromium read the DOM: %v", err)
+		if !again(err) || ctx.Err() != nil {
+			t.Fatalf("chromium %s: %v", what, err)
 		}
-		select { // the document was replaced under the read: read the new one
+		t.Logf("chromium %s: %v; trying again on the new document", what, err)
+		select {
 		case <-ctx.Done():
-			t.Fatalf("chromium read the DOM: %v", ctx.Err())
+			t.Fatalf("chromium %s: %v", what, ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
