@@ -84,11 +84,13 @@ func TestGroupedInsertsAnswerEachDelivery(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); dups[i], answers[i] = s.Deliver(ctx, ev) }()
 	}
+	// Every delivery waits for a flusher or in a held statement. How they split depends on the
+	// scheduler: senders that were all ready before a flusher ran are taken into one statement
+	// (up to 64 a statement), and none waits. Either way some statement carries several: 20
+	// deliveries, 4 flushers each holding one statement.
 	require.Eventually(t, func() bool {
 		st := s.InsertStats()
-		// At least every delivery: one that failed in a group (the bad id) is inserted again
-		// alone, and counted again.
-		return st.Waiting+st.Deliveries-base.Deliveries >= int64(len(burst)) && st.Waiting > 2
+		return st.Waiting+st.Deliveries-base.Deliveries >= int64(len(burst))
 	}, 30*time.Second, time.Millisecond, "every delivery waits for a flusher or in a held statement")
 	require.NoError(t, lock.Rollback())
 	wg.Wait()
