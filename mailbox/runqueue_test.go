@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/storetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
@@ -104,4 +106,48 @@ func BenchmarkReactionWhileRunsHoldTheLimit(bm *testing.B) {
 			return strings.Contains(b.commentsOf(ref), "Thanks @alice, I am on it")
 		})
 	}
+}
+
+// claimCounter counts the run workers' claims and the passes' releases of the store it wraps.
+type claimCounter struct {
+	storetest.Store
+	runClaims, releases atomic.Int64
+}
+
+func (c *claimCounter) LeaseRun(ctx context.Context, owner string, ttl time.Duration, runStates []string, perProject int) (*mailbox.Mailbox, error) {
+	c.runClaims.Add(1)
+	return c.Store.LeaseRun(ctx, owner, ttl, runStates, perProject)
+}
+
+func (c *claimCounter) Release(ctx context.Context, id int64, owner string, backoff time.Duration) error {
+	c.releases.Add(1)
+	return c.Store.Release(ctx, id, owner, backoff)
+}
+
+// An event pass wakes a run worker only when a run concerns its mailbox: comments on an issue
+// Alfred is not assigned to cost the run workers nothing, and the assignment's pass, which
+// leaves the analysis due, still starts it at once (the workers poll only once an hour here).
+func TestEventPassWakesARunWorkerOnlyForARun(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	c := &claimCounter{Store: b.store}
+	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", Count: 1, Runs: 1, Poll: time.Hour, LeaseTTL: time.Minute},
+		c, b.machine, b.log)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	signal(t, "the run worker's first claim", func() bool { return c.runClaims.Load() == 1 })
+
+	for i := range 5 {
+		b.deliver(comment("alice", fmt.Sprintf("Any news? (%d)", i)))
+		w.Notify()
+		signal(t, fmt.Sprintf("pass %d released", i+1), func() bool { return c.releases.Load() == int64(i+1) })
+	}
+	require.Equal(t, int64(1), c.runClaims.Load(), "passes over comments woke a run worker")
+	require.Zero(t, b.runsStarted())
+
+	b.deliver(assign("alice"))
+	w.Notify()
+	signal(t, "the analysis run", func() bool { return b.runsStarted() == 1 })
 }

@@ -236,9 +236,14 @@ func (w *Workers) OnceEvents(ctx context.Context) (bool, error) {
 	if err != nil || mb == nil {
 		return false, err
 	}
+	claimedInRun := def(mb.State).Phase != ""
 	err = w.pass(ctx, mb, func(ctx context.Context, mb *Mailbox) error { return w.machine.AdvanceEvents(ctx, mb, w) })
-	if ctx.Err() == nil {
-		select { // a run may be due now
+	// A run worker is woken when this mailbox may concern one: it is in a run state now (its
+	// run is due, or a container is left to reattach to), it was when claimed (its lease
+	// counted against its repository's runs, RunsPerProject), or the pass failed. A pass on an
+	// issue that neither holds nor starts a run wakes none: each wake costs a run worker's claim.
+	if ctx.Err() == nil && (claimedInRun || def(mb.State).Phase != "" || err != nil) {
+		select {
 		case w.runWake <- struct{}{}:
 		default:
 		}
