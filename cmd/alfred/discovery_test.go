@@ -6,10 +6,8 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -90,38 +88,10 @@ phases: {default: script}
 workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms, reconcile_interval: 1h}
 `, addr, publicURL, adminAddr, adminToken, filepath.Join(dir, "data"), kind, kind, url, token, liveSecret, forgetest.BotLogin, script)), 0o600))
 	logPath := filepath.Join(dir, "serve.log")
-	var proc *exec.Cmd
-	start := func() {
-		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		require.NoError(t, err)
-		proc = exec.Command(bin, "serve", "--config", cfgPath)
-		proc.Stdout, proc.Stderr = logf, logf
-		require.NoError(t, proc.Start())
-		_ = logf.Close()
-		require.Eventually(t, func() bool {
-			resp, err := http.Get("http://" + addr + "/readyz")
-			if err == nil {
-				_ = resp.Body.Close()
-			}
-			return err == nil && resp.StatusCode == http.StatusOK
-		}, e2eWait, 100*time.Millisecond, "alfred serve never became ready")
-	}
-	t.Cleanup(func() {
-		if proc != nil {
-			_ = proc.Process.Kill()
-			_, _ = proc.Process.Wait()
-		}
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("serve.log:\n%s", b)
-		}
-	})
-
+	var proc *serveProcess
+	start := func() { proc = startServeProcessReady(t, "serve", bin, cfgPath, logPath, addr) }
 	start()
-	require.NoError(t, proc.Process.Signal(syscall.SIGTERM))
-	state, _ := proc.Process.Wait()
-	require.True(t, state.Success(), "a clean shutdown exits 0")
-	proc = nil
+	proc.stop(t)
 
 	// While Alfred is down: two new repositories, each with a webhook and an issue the bot is
 	// assigned to by alice; only the first webhook is this Alfred's.

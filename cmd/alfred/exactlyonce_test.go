@@ -10,12 +10,10 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -249,7 +247,7 @@ type onceEnv struct {
 	forgeProxy                  *holdProxy
 	rt                          onceRuntime
 	db                          *sqlx.DB
-	proc                        *exec.Cmd
+	proc                        *serveProcess
 	log                         string
 }
 
@@ -276,34 +274,15 @@ func newOnceEnv(t *testing.T, bin, image string, rt onceRuntime) *onceEnv {
 	o.cfg = filepath.Join(dir, "alfred.yaml")
 	serveConfig{listen: addr, dataDir: o.dataDir, forgeURL: forgeURL, forgeToken: o.fj.Token, image: image,
 		ciWait: "2s", leaseTTL: "3s", runner: rt.prepare(t, image, o.dataDir)}.write(t, o.cfg)
-	t.Cleanup(func() {
-		o.kill()
-		if t.Failed() {
-			b, _ := os.ReadFile(o.log)
-			t.Logf("serve.log:\n%s", b)
-		}
-	})
 	return o
 }
 
 // start starts `alfred serve` and waits until it answers /healthz (after its start-up
-// recovery).
+// recovery). It is killed when the test ends.
 func (o *onceEnv) start() {
 	t := o.tt
-	o.proc = exec.Command(o.bin, "serve", "--config", o.cfg)
-	o.proc.Env = append(append(os.Environ(), "ALFRED_DATABASE_URL="+o.dsn), o.rt.env()...)
-	logf, err := os.OpenFile(o.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = logf.Close() })
-	o.proc.Stdout, o.proc.Stderr = logf, logf
-	require.NoError(t, o.proc.Start())
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(o.url + "/healthz")
-		if err == nil {
-			_ = resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == http.StatusOK
-	}, 2*time.Minute, 50*time.Millisecond, "alfred serve never answered")
+	o.proc = startServeProcess(t, "serve", o.bin, o.cfg, o.log, strings.TrimPrefix(o.url, "http://"),
+		append([]string{"ALFRED_DATABASE_URL=" + o.dsn}, o.rt.env()...)...)
 	if o.db == nil {
 		o.db = openTestDatabase(t, o.dsn, o.dataDir)
 	}
@@ -311,12 +290,9 @@ func (o *onceEnv) start() {
 
 // kill ends the running process with SIGKILL: no cleanup of any kind runs.
 func (o *onceEnv) kill() {
-	if o.proc == nil {
-		return
+	if o.proc != nil {
+		o.proc.kill()
 	}
-	_ = o.proc.Process.Signal(syscall.SIGKILL)
-	_, _ = o.proc.Process.Wait()
-	o.proc = nil
 }
 
 // count runs a count query.

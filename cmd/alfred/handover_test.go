@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -81,9 +80,9 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 	}
 
 	start := func(name string) *replica {
-		r := &replica{name: name, addr: freeAddr(t), log: filepath.Join(dir, name+".log")}
+		addr := freeAddr(t)
 		cfg := filepath.Join(dir, name+".yaml")
-		serveConfig{listen: r.addr, dataDir: data, forgeURL: fj.URL, forgeToken: fj.Token, image: image,
+		serveConfig{listen: addr, dataDir: data, forgeURL: fj.URL, forgeToken: fj.Token, image: image,
 			ciWait: "2s", workers: 4, runs: handOvers, leaseTTL: "30s",
 			leaseWhy: "SIGTERM releases A's leases: a long TTL costs the hand-over nothing, a short one is lost to a heartbeat a loaded machine starves (the run is run again)",
 			runner: fmt.Sprintf(`runner:
@@ -92,30 +91,7 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
   runtime: kubernetes
   egress: {mode: open}  # not this test's subject: runner/redteam_egress_kubernetes_test.go
   kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}`, kubeconfig, ns, claim)}.write(t, cfg)
-		r.cmd = exec.Command(bin, "serve", "--config", cfg)
-		r.cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+dsn)
-		logf, err := os.OpenFile(r.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = logf.Close() })
-		r.cmd.Stdout, r.cmd.Stderr = logf, logf
-		require.NoError(t, r.cmd.Start())
-		t.Cleanup(func() {
-			if !r.stopped {
-				_ = r.cmd.Process.Kill()
-				_, _ = r.cmd.Process.Wait()
-			}
-			if t.Failed() {
-				t.Logf("%s log:\n%s", name, r.text(t))
-			}
-		})
-		require.Eventually(t, func() bool {
-			resp, err := http.Get("http://" + r.addr + "/healthz")
-			if err == nil {
-				_ = resp.Body.Close()
-			}
-			return err == nil && resp.StatusCode == http.StatusOK
-		}, 2*time.Minute, 100*time.Millisecond, "replica %s never answered", name)
-		return r
+		return startServeProcess(t, name, bin, cfg, filepath.Join(dir, name+".log"), addr, "ALFRED_DATABASE_URL="+dsn)
 	}
 
 	began := time.Now()

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -77,9 +76,9 @@ type hostileEnv struct {
 	admin string // the admin listener's URL
 	db    *sqlx.DB
 	log   string // path of the serve log
-	// bin, cfg and dsn start `alfred serve` (start); proc is the running one.
+	// bin, cfg and dsn start `alfred serve` (start); proc is the last one started.
 	bin, cfg, dsn string
-	proc          *exec.Cmd
+	proc          *serveProcess
 }
 
 func TestHostileInputs(t *testing.T) {
@@ -202,48 +201,20 @@ workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms}
 	e := &hostileEnv{t: t, url: "http://" + addr, addr: addr, admin: "http://" + adminAddr, db: db,
 		log: filepath.Join(dir, "serve.log"), bin: bin, cfg: cfgPath, dsn: dsn}
 	e.start()
-	t.Cleanup(func() {
-		e.kill()
-		if t.Failed() {
-			b, _ := os.ReadFile(e.log)
-			if len(b) > 4000 {
-				b = b[len(b)-4000:]
-			}
-			t.Logf("serve.log (tail):\n%s", b)
-		}
-	})
 	return e
 }
 
 // start starts `alfred serve` on the suite's configuration and database, its output appended
-// to the log, and waits for /readyz.
+// to the log, and waits for /readyz. It is killed when the test ends.
 func (e *hostileEnv) start() {
-	t := e.t
-	logf, err := os.OpenFile(e.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	require.NoError(t, err)
-	cmd := exec.Command(e.bin, "serve", "--config", e.cfg)
-	cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+e.dsn)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(t, cmd.Start())
-	_ = logf.Close() // the child holds its own descriptor
-	e.proc = cmd
-	require.Eventually(t, func() bool {
-		resp, err := http.Get(e.url + "/readyz")
-		if err == nil {
-			_ = resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == http.StatusOK
-	}, e2eWait, 100*time.Millisecond, "alfred serve never became ready")
+	e.proc = startServeProcessReady(e.t, "serve", e.bin, e.cfg, e.log, e.addr, "ALFRED_DATABASE_URL="+e.dsn)
 }
 
 // kill ends the running `alfred serve` with SIGKILL, as a crash would, and reaps it.
 func (e *hostileEnv) kill() {
-	if e.proc == nil {
-		return
+	if e.proc != nil {
+		e.proc.kill()
 	}
-	_ = e.proc.Process.Kill()
-	_, _ = e.proc.Process.Wait()
-	e.proc = nil
 }
 
 func freeAddr(t testing.TB) string {

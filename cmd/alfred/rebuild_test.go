@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -61,42 +60,10 @@ phases: {default: script}
 workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms, reconcile_interval: 1h}
 `, addr, dataDir, fj.URL, fj.Token, liveSecret, forgetest.BotLogin, script)), 0o600))
 	logPath := filepath.Join(dir, "serve.log")
-	var proc *exec.Cmd
-	start := func() {
-		logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		require.NoError(t, err)
-		proc = exec.Command(bin, "serve", "--config", cfgPath)
-		proc.Stdout, proc.Stderr = logf, logf
-		require.NoError(t, proc.Start())
-		_ = logf.Close()
-		require.Eventually(t, func() bool {
-			resp, err := http.Get("http://" + addr + "/readyz")
-			if err == nil {
-				_ = resp.Body.Close()
-			}
-			return err == nil && resp.StatusCode == http.StatusOK
-		}, e2eWait, 100*time.Millisecond, "alfred serve never became ready")
-	}
-	stop := func() {
-		require.NoError(t, proc.Process.Signal(syscall.SIGTERM))
-		state, _ := proc.Process.Wait()
-		require.True(t, state.Success(), "a clean shutdown exits 0")
-		proc = nil
-	}
-	serveLog := func() string {
-		b, err := os.ReadFile(logPath)
-		require.NoError(t, err)
-		return string(b)
-	}
-	t.Cleanup(func() {
-		if proc != nil {
-			_ = proc.Process.Kill()
-			_, _ = proc.Process.Wait()
-		}
-		if t.Failed() {
-			t.Logf("serve.log:\n%s", serveLog())
-		}
-	})
+	var proc *serveProcess
+	start := func() { proc = startServeProcessReady(t, "serve", bin, cfgPath, logPath, addr) }
+	stop := func() { proc.stop(t) }
+	serveLog := func() string { return proc.text(t) }
 
 	// Alfred up: the bot is assigned (the start-up pass finds it), acknowledges and asks.
 	n := fj.AddIssue(repo, forgetest.SeedIssue{Title: "Export the report as CSV", Body: "Please.", Author: "alice"})

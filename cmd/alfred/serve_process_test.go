@@ -16,8 +16,9 @@ import (
 )
 
 // serveProcess is one `alfred serve` subprocess of a test, the one harness of the tests that
-// run the binary as an operator would: the replicas (replicaSet), the throughput benchmark's
-// replicas and the crash tests' process. Its output is appended to its log file.
+// run the binary as an operator would: the replicas (replicaSet) and the hand-over's, the
+// throughput benchmark's replicas, and the process of the crash, exactly-once, hostile,
+// discovery and rebuild tests. Its output is appended to its log file.
 type serveProcess struct {
 	name, addr, url, log string
 	cmd                  *exec.Cmd
@@ -29,8 +30,24 @@ type serveProcess struct {
 // listen, or ALFRED_LISTEN in env), with env added to this process's environment
 // ("ALFRED_DATABASE_URL=…"), its output appended to logPath, and waits until it answers
 // /healthz (after its start-up recovery and reap). A process still running when the test ends
-// is killed; if the test failed, its log is printed.
+// is killed; if the test failed, the end of its log is printed.
 func startServeProcess(tb testing.TB, name, bin, cfgPath, logPath, addr string, env ...string) *serveProcess {
+	tb.Helper()
+	return launchServeProcess(tb, "/healthz", name, bin, cfgPath, logPath, addr, env...)
+}
+
+// startServeProcessReady is startServeProcess waiting for /readyz instead: the process takes
+// deliveries (its store open, its rebuild from the forge done).
+func startServeProcessReady(tb testing.TB, name, bin, cfgPath, logPath, addr string, env ...string) *serveProcess {
+	tb.Helper()
+	return launchServeProcess(tb, "/readyz", name, bin, cfgPath, logPath, addr, env...)
+}
+
+// serveLogPrinted bounds the log a failed test prints: its end, where the failure is.
+const serveLogPrinted = 256 << 10
+
+// launchServeProcess starts the process (startServeProcess) and waits until probe answers 200.
+func launchServeProcess(tb testing.TB, probe, name, bin, cfgPath, logPath, addr string, env ...string) *serveProcess {
 	tb.Helper()
 	p := &serveProcess{name: name, addr: addr, url: "http://" + addr, log: logPath}
 	p.cmd = exec.Command(bin, "serve", "--config", cfgPath)
@@ -47,17 +64,28 @@ func startServeProcess(tb testing.TB, name, bin, cfgPath, logPath, addr string, 
 		}
 		if tb.Failed() {
 			b, _ := os.ReadFile(logPath)
-			tb.Logf("%s log:\n%s", name, b)
+			tb.Logf("%s log (its last %d KiB):\n%s", name, serveLogPrinted>>10, b[max(0, len(b)-serveLogPrinted):])
 		}
 	})
 	require.Eventually(tb, func() bool {
-		resp, err := http.Get(p.url + "/healthz")
+		resp, err := http.Get(p.url + probe)
 		if err == nil {
 			_ = resp.Body.Close()
 		}
 		return err == nil && resp.StatusCode == http.StatusOK
-	}, 2*time.Minute, 50*time.Millisecond, "%s never answered; its log: %s", name, p.tail())
+	}, e2eWait, 50*time.Millisecond, "%s never answered %s (its log is printed at the end)", name, probe)
 	return p
+}
+
+// kill ends the process with SIGKILL, as a crash would, and reaps it; a stopped process is
+// left alone.
+func (p *serveProcess) kill() {
+	if p.stopped {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	_, _ = p.cmd.Process.Wait()
+	p.stopped = true
 }
 
 // signal sends sig to the process and waits until it has exited.
