@@ -19,7 +19,6 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 
 	"github.com/alfred-bot/alfred/runner"
-	"github.com/alfred-bot/alfred/runner/kubernetes"
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 )
@@ -119,23 +118,13 @@ func (k *kubeCrash) pod(t *testing.T, id string) *corev1.Pod {
 	return p
 }
 
-// runStatus is the status of the run's container in p, nil before the kubelet reports it.
-func runStatus(p *corev1.Pod) *corev1.ContainerStatus {
-	for i := range p.Status.ContainerStatuses {
-		if p.Status.ContainerStatuses[i].Name == kubernetes.ContainerName {
-			return &p.Status.ContainerStatuses[i]
-		}
-	}
-	return nil
-}
-
 func (k *kubeCrash) devRunning(t *testing.T, instance string) []string {
 	list, err := k.cs.CoreV1().Pods(k.ns).List(context.Background(), metav1.ListOptions{LabelSelector: labels.SelectorFromSet(map[string]string{
 		runner.LabelManaged: "true", runner.LabelPhase: "development", runner.LabelInstance: instance}).String()})
 	require.NoError(t, err)
 	var ids []string
 	for i := range list.Items {
-		if cs := runStatus(&list.Items[i]); cs != nil && cs.State.Running != nil {
+		if cs := kubetest.RunStatus(&list.Items[i]); cs != nil && cs.State.Running != nil {
 			ids = append(ids, list.Items[i].Name)
 		}
 	}
@@ -143,7 +132,7 @@ func (k *kubeCrash) devRunning(t *testing.T, instance string) []string {
 }
 
 func (k *kubeCrash) state(t *testing.T, id string) (bool, int) {
-	cs := runStatus(k.pod(t, id))
+	cs := kubetest.RunStatus(k.pod(t, id))
 	require.NotNil(t, cs, "pod %s has no container status", id)
 	if cs.State.Terminated != nil {
 		return false, int(cs.State.Terminated.ExitCode)

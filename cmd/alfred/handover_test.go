@@ -119,7 +119,7 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 		require.NoError(t, err)
 		n := 0
 		for i := range list.Items {
-			if st := runStatus(&list.Items[i]); st != nil && st.State.Running != nil {
+			if st := kubetest.RunStatus(&list.Items[i]); st != nil && st.State.Running != nil {
 				n++
 			}
 		}

@@ -49,12 +49,8 @@ func TestRuntimeDestroyGrace(t *testing.T) {
 				if err != nil {
 					return false
 				}
-				for _, c := range p.Status.ContainerStatuses {
-					if c.State.Running != nil {
-						return true
-					}
-				}
-				return false
+				st := kubetest.RunStatus(p)
+				return st != nil && st.State.Running != nil
 			}, 3*time.Minute, 100*time.Millisecond, "the Pod's container never ran")
 		}
 		// The watch is established once it has sent the Pod as it is now (a watch from no
