@@ -103,7 +103,7 @@ func (tb *Tab) SetValue(t testing.TB, css, value string) {
 // bound.
 func (tb *Tab) DOM(t testing.TB) string {
 	t.Helper()
-	return retry(tb, t, "read the DOM", replaced, func(ctx context.Context) (string, error) {
+	return retry(tb, t, "read the DOM", navigated, func(ctx context.Context) (string, error) {
 		return chromedp.Run(ctx, chromedp.OuterHTML(chromedp.CSS("html")))
 	})
 }
@@ -145,6 +145,14 @@ func replaced(err error) bool {
 	return false
 }
 
+// navigated reports whether err is Chromium's answer to a read that a navigation (the page's
+// own reload) got in the way of: a node or context it replaced, or the page detached while
+// its new document is attached ("Not attached to an active page", a screenshot of a page that
+// reloads itself). Reads only: nothing was done, so they are tried again; a click is not.
+func navigated(err error) bool {
+	return replaced(err) || strings.Contains(err.Error(), "Not attached to an active page")
+}
+
 // Screenshot saves the current page as name+".png" in the browser's ScreenshotDir.
 func (tb *Tab) Screenshot(t testing.TB, name string) string {
 	t.Helper()
@@ -164,20 +172,14 @@ func (tb *Tab) Screenshot(t testing.TB, name string) string {
 const captureAttempt = 20 * time.Second
 
 // capture runs the screenshot action shot, each attempt bounded by captureAttempt, until one
-// answers or bound passes.
+// answers or bound passes: an attempt cut at captureAttempt or got in the way of by a
+// navigation is tried again on the new document.
 func (tb *Tab) capture(t testing.TB, shot chromedp.Action[[]byte]) []byte {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
-		ctx, cancel := context.WithTimeout(tb.ctx, min(captureAttempt, time.Until(deadline)))
-		png, err := chromedp.Run(ctx, shot)
-		cancel()
-		if err == nil {
-			return png
-		}
-		if tb.ctx.Err() != nil || !time.Now().Before(deadline) || (!errors.Is(err, context.DeadlineExceeded) && !replaced(err)) {
-			t.Fatalf("chromium screenshot: %v", err)
-		}
-		t.Logf("chromium screenshot: %v; trying again", err)
-	}
+	again := func(err error) bool { return errors.Is(err, context.DeadlineExceeded) || navigated(err) }
+	return retry(tb, t, "screenshot", again, func(ctx context.Context) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(ctx, captureAttempt)
+		defer cancel()
+		return chromedp.Run(ctx, shot)
+	})
 }
