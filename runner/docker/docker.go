@@ -172,6 +172,7 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 		r.egressNames[id] = spec.Name
 		r.egressMu.Unlock()
 	}
+	r.attach(ctx, id)
 	if err := r.cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
 		return runner.Handle{}, errors.Join(fmt.Errorf("start container %s: %w", spec.Name, err), r.Destroy(ctx, id))
 	}
@@ -202,7 +203,7 @@ func (r *Runtime) conflict(ctx context.Context, name string) error {
 // OOM-killed it, and whether Stop was called for it (Killed). It returns ctx.Err() if ctx ends
 // first, and an error if the container does not exist.
 func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitState, error) {
-	r.follow(id) // the logs from now on, whatever json-file's rotation drops later
+	r.follow(id) // unless Start's attach streams them: the logs from now on
 	respC, errC := r.cli.ContainerWait(ctx, string(id), container.WaitConditionNotRunning)
 	var st runner.ExitState
 	select {
@@ -252,6 +253,35 @@ func (r *Runtime) follow(id runner.ContainerID) {
 		f.Stop()
 	}
 }
+
+// attach streams the created container's output from its first byte, before it starts, as
+// `docker run` does: the json-file log that follow reads drops the oldest part of a flood at
+// its rotation, so a stream opened after the start (Wait's follow, on a loaded machine once
+// the flood has rotated the log) could miss the session id a CLI prints first. When the
+// attach fails, Wait's follow is the stream. The attach carries no stdin: closing it (Destroy,
+// or this process ending) leaves the container running.
+func (r *Runtime) attach(ctx context.Context, id runner.ContainerID) {
+	att, err := r.cli.ContainerAttach(ctx, string(id), container.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return
+	}
+	f := runner.FollowLogs(func(ctx context.Context) (io.ReadCloser, error) {
+		stop := context.AfterFunc(ctx, att.Close)
+		return attachedStream{Reader: att.Reader, close: func() error { stop(); att.Close(); return nil }}, nil
+	}, demux, r.MaxLogBytes)
+	if _, loaded := r.followers.LoadOrStore(id, f); loaded {
+		f.Stop()
+	}
+}
+
+// attachedStream is an attach's multiplexed output as an io.ReadCloser.
+type attachedStream struct {
+	io.Reader
+	close func() error
+}
+
+// Close closes the attach.
+func (a attachedStream) Close() error { return a.close() }
 
 // unfollow stops and forgets id's log stream (Destroy).
 func (r *Runtime) unfollow(id runner.ContainerID) {

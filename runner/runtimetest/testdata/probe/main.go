@@ -3,6 +3,7 @@
 //
 //	exit N              exit with code N
 //	print OUT [ERR]     write OUT to stdout and ERR to stderr (each with a newline)
+//	flood FIRST BYTES   write the line FIRST to stdout, then BYTES of filler lines
 //	sleep SECONDS       sleep, dying on SIGTERM as usual
 //	sleep-ignore-term S sleep S seconds ignoring SIGTERM (only SIGKILL ends it early)
 //	try-write PATH      create PATH; print "ok" (exit 0) or "denied: <err>" (exit 1)
@@ -15,6 +16,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"net"
 	"net/http"
@@ -28,7 +30,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe <exit|print|sleep|sleep-ignore-term|try-write|uid|status> [args]")
+		fmt.Fprintln(os.Stderr, "usage: probe <exit|print|flood|sleep|sleep-ignore-term|try-write|uid|status> [args]")
 		os.Exit(2)
 	}
 	arg := func(i int) string {
@@ -46,6 +48,14 @@ func main() {
 		if arg(3) != "" {
 			fmt.Fprintln(os.Stderr, arg(3))
 		}
+	case "flood": // flood <first line> <bytes>: the line, then that many bytes of filler lines
+		fmt.Fprintln(os.Stdout, arg(2))
+		n, _ := strconv.Atoi(arg(3))
+		w := bufio.NewWriter(os.Stdout)
+		for line := strings.Repeat("flood ", 16) + "\n"; n > 0; n -= len(line) {
+			_, _ = w.WriteString(line)
+		}
+		_ = w.Flush()
 	case "sleep":
 		d, _ := strconv.ParseFloat(arg(2), 64)
 		time.Sleep(time.Duration(d * float64(time.Second)))
