@@ -133,6 +133,7 @@ type LogFollower struct {
 	out, errOut *LogBuffer
 	err         error
 	ended       atomic.Bool // the runtime saw the container end (MarkEnded)
+	opened      atomic.Bool // open returned the stream (Opened)
 }
 
 // FollowLogs starts streaming: open returns the followed stream (it ends when the container
@@ -146,6 +147,7 @@ func FollowLogs(open func(ctx context.Context) (io.ReadCloser, error), demux fun
 		defer cancel()
 		rc, err := open(ctx)
 		if err == nil {
+			f.opened.Store(true)
 			err = demux(lockedWriter{&f.mu, f.out}, lockedWriter{&f.mu, f.errOut}, rc)
 			_ = rc.Close()
 		}
@@ -179,6 +181,11 @@ func (f *LogFollower) Logs(ctx context.Context) (stdout, stderr *LogBuffer, ok b
 	}
 	return f.out, f.errOut, true, nil
 }
+
+// Opened reports whether open has returned the stream. From then on a rotation cannot take
+// what the stream has not read yet: the kubelet's follow reads a rotated file to its end
+// before it opens the next one, and an attach is not read from a file at all.
+func (f *LogFollower) Opened() bool { return f.opened.Load() }
 
 // Stop ends the stream (the container is being removed).
 func (f *LogFollower) Stop() { f.cancel() }

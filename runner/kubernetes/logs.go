@@ -12,7 +12,12 @@ import (
 
 // follow starts streaming id's log (Follow) unless it is already streamed, so that the
 // kubelet's log rotation, which drops the oldest lines of a flood, cannot take the session id
-// a CLI prints first; Destroy stops it.
+// a CLI prints first; Destroy stops it. Start calls it once the container runs, and Wait
+// (after a restart, for an adopted Pod). The kubelet serves only the current log file, and a
+// follow can open only once the container runs: what the kubelet rotates away before the
+// stream is open (its log manager looks every 10 s, containerLogMonitorInterval, and rotates
+// a file above containerLogMaxSize, 10 MiB by default) is lost to the head, which then begins
+// where the current file does.
 func (r *Runtime) follow(id runner.ContainerID) {
 	if _, ok := r.followers.Load(id); ok {
 		return
@@ -39,7 +44,7 @@ func (r *Runtime) unfollow(id runner.ContainerID) {
 // the order the lines were written, as stdout; stderr is always empty. The log is kept in a
 // runner.LogBuffer: beyond runner.MaxLogBytes its head and tail around a marker
 // (runner.LogDropped). The log is read now; once Wait has seen the container end, the head of
-// what Wait's stream followed (which the kubelet may have rotated away since) replaces the
+// what the follow kept (which the kubelet may have rotated away since) replaces the
 // head of a read that dropped some (runner.JoinLogs).
 func (r *Runtime) Logs(ctx context.Context, id runner.ContainerID) (stdout, stderr []byte, err error) {
 	var head *runner.LogBuffer

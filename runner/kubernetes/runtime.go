@@ -69,7 +69,7 @@ type Runtime struct {
 	OrphanSecretAge time.Duration
 
 	stopped   sync.Map // ContainerID → struct{}: Stop was called, Wait reports Killed
-	followers sync.Map // ContainerID → *follower: the log streamed since Wait
+	followers sync.Map // ContainerID → *runner.LogFollower: the log streamed since Start or Wait
 }
 
 var (
@@ -111,8 +111,9 @@ func NewClientset(path string) (*kubernetes.Clientset, error) {
 func (r *Runtime) pods() typedcorev1.PodInterface { return r.cs.CoreV1().Pods(r.opts.Namespace) }
 
 // Start creates the Secret (when spec has an environment), then the Pod, makes the Pod the
-// Secret's owner, and waits until the container runs or has already ended (see
-// runner.Runtime.Start). It never removes or reuses an object it did not create.
+// Secret's owner, waits until the container runs or has already ended (see
+// runner.Runtime.Start), and starts following its log (see follow). It never removes or
+// reuses an object it did not create.
 //
 // Errors: a spec PodFor refuses; a Pod or Secret of the same name already in the namespace
 // (wraps runner.ErrNameConflict; the holder is left alone); an image the node cannot have
@@ -194,6 +195,7 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 	if started.IsZero() {
 		started = time.Now()
 	}
+	r.follow(runner.ContainerID(p.Name)) // as soon as it runs, not when the caller gets to Wait
 	return runner.Handle{ID: runner.ContainerID(p.Name), Name: p.Name, Origin: runner.OriginCreated,
 		Labels: spec.Labels, Running: true, StartedAt: started}, nil
 }

@@ -30,6 +30,10 @@ type Hostile struct {
 	Plant []Plant `json:"plant,omitempty"`
 	// FloodBytes is how many bytes of filler lines to print on stdout after the log lines.
 	FloodBytes int64 `json:"flood_bytes,omitempty"`
+	// FloodAfterFile holds the flood (after the log lines) until a file of that name exists in
+	// the run's output directory, as Step.WaitForFile does: a test releases it once Alfred
+	// follows the log.
+	FloodAfterFile string `json:"flood_after_file,omitempty"`
 }
 
 // Plant is one thing left at Path (absolute, in the container: under /alfred/out or

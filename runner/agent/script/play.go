@@ -52,6 +52,9 @@ func Play(args []string, stdout, stderr io.Writer) int {
 	for _, l := range st.Log {
 		fmt.Fprintln(stdout, l)
 	}
+	if st.FloodAfterFile != "" {
+		waitForFile(*outDir, st.FloodAfterFile)
+	}
 	if err := st.flood(stdout); err != nil {
 		return fail(ExitWriteFiles, "flood: %v", err)
 	}
@@ -62,14 +65,7 @@ func Play(args []string, stdout, stderr io.Writer) int {
 		time.Sleep(time.Duration(st.SleepSeconds * float64(time.Second)))
 	}
 	if st.WaitForFile != "" {
-		release := filepath.Join(*outDir, filepath.Base(st.WaitForFile))
-		for {
-			if _, err := os.Stat(release); err == nil {
-				break
-			}
-			time.Sleep(50 * time.Millisecond) // polling a file another process writes
-		}
-		_ = os.Remove(release) // not part of the run's output
+		waitForFile(*outDir, st.WaitForFile)
 	}
 	if err := st.apply(&in, *workspace, stdout); err != nil {
 		return fail(ExitWriteFiles, "%v", err)
@@ -93,6 +89,19 @@ func Play(args []string, stdout, stderr io.Writer) int {
 		return fail(ExitResult, "%v", err)
 	}
 	return st.ExitCode
+}
+
+// waitForFile returns once a file named name (its base name) exists in outDir, and removes
+// it: it is not part of the run's output. It checks every 50 ms; the run's timeout bounds it.
+func waitForFile(outDir, name string) {
+	release := filepath.Join(outDir, filepath.Base(name))
+	for {
+		if _, err := os.Stat(release); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // polling a file another process writes
+	}
+	_ = os.Remove(release)
 }
 
 // loadStep reads the input and the script and returns the input, its step key (Input.Key, or

@@ -1,10 +1,14 @@
 package script_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -195,4 +199,40 @@ func TestPlayWaitsForTheReleaseFileAndAnswersVersion(t *testing.T) {
 	var out, errOut bytes.Buffer
 	require.Equal(t, 0, script.Play([]string{"-version"}, &out, &errOut), errOut.String())
 	require.Equal(t, "alfred-script-agent\n", out.String())
+}
+
+// A step with flood_after_file prints its log lines, then holds its flood until the file
+// appears in the output directory (and removes it): the first flood line is read only after
+// the release file is gone.
+func TestPlayHoldsTheFloodForItsReleaseFile(t *testing.T) {
+	t.Parallel()
+	in := phase.Input{Phase: phase.Development, Key: "development", Attempt: 1}
+	b := setupPlay(t, in)
+	require.NoError(t, os.WriteFile(filepath.Join(b.in, script.ScriptFile),
+		[]byte("development: {summary: flooded, log: [session-line], flood_after_file: flood, flood_bytes: 1000}"), 0o644))
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		var errOut bytes.Buffer
+		code := script.Play([]string{"-script", filepath.Join(b.in, script.ScriptFile), "-input", filepath.Join(b.in, "input.json"),
+			"-workspace", b.ws, "-out", b.out}, pw, &errOut)
+		pw.CloseWithError(fmt.Errorf("exit %d: %s", code, errOut.String()))
+		done <- code
+	}()
+	lines := bufio.NewReader(pr)
+	_, err := lines.ReadString('\n') // the agent's own first line
+	require.NoError(t, err)
+	l, err := lines.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "session-line\n", l)
+	release := filepath.Join(b.out, "flood")
+	require.NoError(t, os.WriteFile(release, nil, 0o644))
+	l, err = lines.ReadString('\n')
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(l, "flood "), "%q", l)
+	_, err = os.Stat(release)
+	require.ErrorIs(t, err, os.ErrNotExist, "the flood came before its release file was seen")
+	_, err = io.Copy(io.Discard, lines)
+	require.ErrorContains(t, err, "exit 0")
+	require.Equal(t, 0, <-done)
 }
