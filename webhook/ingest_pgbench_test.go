@@ -67,7 +67,7 @@ func benchIngestVsPgbench(b *testing.B, store string, clients int) {
 	// pgbench's schema; alfred's store too on PostgreSQL.
 	pgdb, dsn := pgtest.New(b)
 	alfred := startServeChild(b, store, dsn, "bench-secret")
-	pid := alfred.cmd.Process.Pid
+	pid := alfred.proc.Cmd.Process.Pid
 	tmpl, err := os.ReadFile(fixturePath(b, "forgejo-live/006-issue_comment-created.json"))
 	if err != nil {
 		b.Fatal(err)

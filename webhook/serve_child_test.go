@@ -6,17 +6,15 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/internal/base/servetest"
 	"github.com/alfred-bot/alfred/internal/store"
 	"github.com/alfred-bot/alfred/internal/store/sqlite"
 	"github.com/alfred-bot/alfred/migrations"
@@ -29,48 +27,19 @@ const (
 	benchPostgres = "postgres"
 )
 
-// alfredBinary is cmd/alfred built once per test process for the benchmarks that run the
-// binary (serveChild).
-var alfredBinary struct {
-	once           sync.Once
-	dir, path, out string
-	err            error
-}
-
-// TestMain runs the package's tests and benchmarks, then removes the binary
-// buildAlfredBinary built.
+// TestMain runs the package's tests and benchmarks, then removes the alfred binary the
+// benchmarks that run it built once (servetest.Binary).
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if alfredBinary.dir != "" {
-		_ = os.RemoveAll(alfredBinary.dir)
-	}
+	servetest.RemoveBinary()
 	os.Exit(code)
-}
-
-// buildAlfredBinary returns the path of cmd/alfred, built once per test process on the first
-// call and shared.
-func buildAlfredBinary(tb testing.TB) string {
-	tb.Helper()
-	alfredBinary.once.Do(func() {
-		alfredBinary.dir, alfredBinary.err = os.MkdirTemp("", "alfred-bench-bin-")
-		if alfredBinary.err != nil {
-			return
-		}
-		alfredBinary.path = filepath.Join(alfredBinary.dir, "alfred")
-		out, err := exec.Command("go", "build", "-o", alfredBinary.path, "../cmd/alfred").CombinedOutput()
-		alfredBinary.out, alfredBinary.err = string(out), err
-	})
-	if alfredBinary.err != nil {
-		tb.Fatalf("build cmd/alfred: %v\n%s", alfredBinary.err, alfredBinary.out)
-	}
-	return alfredBinary.path
 }
 
 // serveChild is an `alfred serve` child process of a benchmark: its webhook listener, its
 // admin listener and token, and its store (a PostgreSQL schema, or a SQLite file in its data
 // directory).
 type serveChild struct {
-	cmd              *exec.Cmd
+	proc             *servetest.Process
 	addr, admin      string
 	adminToken       string
 	databaseURL, dir string
@@ -79,12 +48,11 @@ type serveChild struct {
 // startServeChild starts the binary on store (benchPostgres with databaseURL, a migrated
 // schema; benchSQLite in a data directory of its own) with a Forgejo stand-in and the
 // configuration's defaults for the HTTP limits and the database pool, webhook secret secret,
-// and waits until it answers /readyz. The bot is an account no delivery names, so nothing
-// starts a container; the workers fold every stored event as they would in production. The
-// process is killed when b ends; its log is printed if b failed.
+// and waits until it answers /readyz (servetest.Start). The bot is an account no delivery
+// names, so nothing starts a container; the workers fold every stored event as they would in
+// production. The process is killed when b ends; its log is printed if b failed.
 func startServeChild(b *testing.B, store, databaseURL, secret string) *serveChild {
 	b.Helper()
-	bin := buildAlfredBinary(b)
 	dir := b.TempDir()
 	fj := forgetest.NewForgejoServer(b)
 	fj.AddRepo("acceptance/sandbox", "main", "https://example.invalid/sandbox.git")
@@ -95,7 +63,6 @@ func startServeChild(b *testing.B, store, databaseURL, secret string) *serveChil
 	}
 	script := filepath.Join(dir, "script.yaml")
 	cfg := filepath.Join(dir, "alfred.yaml")
-	logPath := filepath.Join(dir, "serve.log")
 	if err := os.WriteFile(script, []byte("development:\n  summary: nothing\n"), 0o644); err != nil {
 		b.Fatal(err)
 	}
@@ -111,34 +78,9 @@ phases: {default: script}
 `, c.addr, filepath.Join(dir, "data"), c.admin[len("http://"):], c.adminToken, fj.URL, fj.Token, secret, script), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	logf, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer logf.Close() // the child holds its own descriptor
-	c.cmd = exec.Command(bin, "serve", "--config", cfg)
-	c.cmd.Env = append(os.Environ(), "ALFRED_DATABASE_URL="+c.databaseURL)
-	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	if err := c.cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = c.cmd.Process.Kill()
-		_, _ = c.cmd.Process.Wait()
-		if b.Failed() {
-			out, _ := os.ReadFile(logPath)
-			b.Logf("serve.log (tail):\n%s", out[max(0, len(out)-4000):])
-		}
-	})
-	// Ready is the child's own answer on /readyz; 5 minutes bound a hang, not a speed.
-	require.Eventually(b, func() bool {
-		resp, err := http.Get("http://" + c.addr + "/readyz")
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 5*time.Minute, 50*time.Millisecond, "alfred serve never became ready")
+	// Ready is the child's own answer on /readyz.
+	c.proc = servetest.Start(b, servetest.Readyz, "alfred serve", servetest.Binary(b), cfg, filepath.Join(dir, "serve.log"),
+		c.addr, "ALFRED_DATABASE_URL="+c.databaseURL)
 	return c
 }
 

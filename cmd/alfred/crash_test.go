@@ -15,6 +15,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/internal/base/servetest"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -240,7 +241,7 @@ func runCrashCaseOn(t *testing.T, store string, rt crashRuntime, c crashCase) {
 	image := scriptImage(t)
 
 	dir := t.TempDir()
-	bin := buildAlfred(t, dir)
+	bin := servetest.Binary(t)
 	dataDir := filepath.Join(dir, "data")
 	runnerConfig := rt.prepare(t, image, dataDir)
 
@@ -269,8 +270,8 @@ func runCrashCaseOn(t *testing.T, store string, rt crashRuntime, c crashCase) {
 	serveConfig{listen: addr, dataDir: dataDir, forgeURL: fj.URL, forgeToken: fj.Token, image: image,
 		script: scriptPath, ciWait: "2s", leaseTTL: "3s", runner: runnerConfig}.write(t, cfgPath)
 
-	start := func() *serveProcess {
-		return startServeProcess(t, "serve", bin, cfgPath, filepath.Join(dir, "serve.log"), addr, "ALFRED_DATABASE_URL="+dsn)
+	start := func() *servetest.Process {
+		return servetest.Start(t, servetest.Healthz, "serve", bin, cfgPath, filepath.Join(dir, "serve.log"), addr, "ALFRED_DATABASE_URL="+dsn)
 	}
 	proc := start()
 
@@ -296,7 +297,7 @@ func runCrashCaseOn(t *testing.T, store string, rt crashRuntime, c crashCase) {
 	if c.eventsMeanwhile {
 		statusEdits(e, 3)
 	}
-	state := proc.signal(t, sig)
+	state := proc.Signal(t, sig)
 	if c.term {
 		require.True(t, state.Success(), "a clean shutdown exits 0")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/internal/base/servetest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -29,7 +30,7 @@ import (
 func TestAssignmentWhileDownInRepositoryThatNeverSentAnEvent(t *testing.T) {
 	t.Parallel()
 	_ = runtimetest.Client(t) // serve needs the Docker engine
-	bin := buildAlfred(t, t.TempDir())
+	bin := servetest.Binary(t)
 	for _, kind := range []forge.Kind{forge.KindForgejo, forge.KindGitLab} {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
@@ -88,10 +89,10 @@ phases: {default: script}
 workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms, reconcile_interval: 1h}
 `, addr, publicURL, adminAddr, adminToken, filepath.Join(dir, "data"), kind, kind, url, token, liveSecret, forgetest.BotLogin, script)), 0o600))
 	logPath := filepath.Join(dir, "serve.log")
-	var proc *serveProcess
-	start := func() { proc = startServeProcessReady(t, "serve", bin, cfgPath, logPath, addr) }
+	var proc *servetest.Process
+	start := func() { proc = servetest.Start(t, servetest.Readyz, "serve", bin, cfgPath, logPath, addr) }
 	start()
-	proc.stop(t)
+	proc.Stop(t)
 
 	// While Alfred is down: two new repositories, each with a webhook and an issue the bot is
 	// assigned to by alice; only the first webhook is this Alfred's.

@@ -21,6 +21,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/internal/base/servetest"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/agenttest"
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
@@ -247,7 +248,7 @@ type onceEnv struct {
 	forgeProxy                  *holdProxy
 	rt                          onceRuntime
 	db                          *sqlx.DB
-	proc                        *serveProcess
+	proc                        *servetest.Process
 	log                         string
 }
 
@@ -281,7 +282,7 @@ func newOnceEnv(t *testing.T, bin, image string, rt onceRuntime) *onceEnv {
 // recovery). It is killed when the test ends.
 func (o *onceEnv) start() {
 	t := o.tt
-	o.proc = startServeProcess(t, "serve", o.bin, o.cfg, o.log, strings.TrimPrefix(o.url, "http://"),
+	o.proc = servetest.Start(t, servetest.Healthz, "serve", o.bin, o.cfg, o.log, strings.TrimPrefix(o.url, "http://"),
 		append([]string{"ALFRED_DATABASE_URL=" + o.dsn}, o.rt.env()...)...)
 	if o.db == nil {
 		o.db = openTestDatabase(t, o.dsn, o.dataDir)
@@ -291,7 +292,7 @@ func (o *onceEnv) start() {
 // kill ends the running process with SIGKILL: no cleanup of any kind runs.
 func (o *onceEnv) kill() {
 	if o.proc != nil {
-		o.proc.kill()
+		o.proc.Kill()
 	}
 }
 
@@ -369,8 +370,7 @@ func TestKillMatrixKubernetes(t *testing.T) {
 // setup, when set, makes the stand-in's image available to that runtime.
 func killMatrix(t *testing.T, setup func(t *testing.T, image string), newRT func(*testing.T) onceRuntime) {
 	cli := runtimetest.Client(t)
-	dir := t.TempDir()
-	bin := buildAlfred(t, dir)
+	bin := servetest.Binary(t)
 	image := agenttest.BuildImageOnce(t, context.Background(), cli)
 	if setup != nil {
 		setup(t, image)

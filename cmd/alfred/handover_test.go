@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/alfred-bot/alfred/internal/base/servetest"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/agenttest"
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
@@ -43,7 +44,7 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 	ctx := context.Background()
 	cli := runtimetest.Client(t)
 	dir := t.TempDir()
-	bin := buildAlfred(t, dir)
+	bin := servetest.Binary(t)
 	image := agenttest.BuildImageOnce(t, ctx, cli)
 	kubetest.ImportImage(t, image)
 	ns := kubetest.Namespace(t, cs)
@@ -69,7 +70,7 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 	}
 	point := func(r *replica) {
 		for _, e := range issues {
-			e.url = "http://" + r.addr
+			e.url = "http://" + r.Addr
 		}
 	}
 	numbered := func(e *e2e, edit func(map[string]any)) func(map[string]any) {
@@ -91,7 +92,7 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
   runtime: kubernetes
   egress: {mode: open}  # not this test's subject: runner/redteam_egress_kubernetes_test.go
   kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}`, kubeconfig, ns, claim)}.write(t, cfg)
-		return startServeProcess(t, name, bin, cfg, filepath.Join(dir, name+".log"), addr, "ALFRED_DATABASE_URL="+dsn)
+		return servetest.Start(t, servetest.Healthz, name, bin, cfg, filepath.Join(dir, name+".log"), addr, "ALFRED_DATABASE_URL="+dsn)
 	}
 
 	began := time.Now()
@@ -134,8 +135,8 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 		statusEdits(e, 2) // to A, while its runs go on
 	}
 	point(b)
-	a.stop(t) // SIGTERM: A leaves its Pods running and releases its leases
-	require.Contains(t, a.text(t), "run left running for the next process")
+	a.Stop(t) // SIGTERM: A leaves its Pods running and releases its leases
+	require.Contains(t, a.Text(t), "run left running for the next process")
 	for _, e := range issues {
 		statusEdits(e, 1) // to B, pending when it takes the mailbox over
 	}
@@ -177,11 +178,11 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 			runner.LabelRun: fmt.Sprint(devRun[e.issue.Number])})
 		require.Len(t, pods, 1, "issue #%d: one development Pod", e.issue.Number)
 	}
-	for _, k := range b.ran(t) {
+	for _, k := range ran(t, b) {
 		require.NotEqual(t, "development", k, "B started a development run")
 	}
 	for _, r := range []*replica{a, b} {
-		require.NotContains(t, r.text(t), "a phase runs again for one decision", "replica %s", r.name)
+		require.NotContains(t, r.Text(t), "a phase runs again for one decision", "replica %s", r.Name)
 	}
 	require.Eventually(t, func() bool {
 		var pending int

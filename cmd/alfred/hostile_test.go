@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/base/pgtest"
+	"github.com/alfred-bot/alfred/internal/base/servetest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -78,7 +79,7 @@ type hostileEnv struct {
 	log   string // path of the serve log
 	// bin, cfg and dsn start `alfred serve` (start); proc is the last one started.
 	bin, cfg, dsn string
-	proc          *serveProcess
+	proc          *servetest.Process
 }
 
 func TestHostileInputs(t *testing.T) {
@@ -161,7 +162,7 @@ func startHostileWith(t *testing.T, readTimeout time.Duration) *hostileEnv {
 	_, dsn := pgtest.New(t)
 	_ = runtimetest.Client(t) // serve needs the Docker engine
 	dir := t.TempDir()
-	bin := buildAlfred(t, dir)
+	bin := servetest.Binary(t)
 
 	fj := forgetest.NewForgejoServer(t)
 	gl := forgetest.NewGitLabServer(t)
@@ -207,13 +208,13 @@ workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms}
 // start starts `alfred serve` on the suite's configuration and database, its output appended
 // to the log, and waits for /readyz. It is killed when the test ends.
 func (e *hostileEnv) start() {
-	e.proc = startServeProcessReady(e.t, "serve", e.bin, e.cfg, e.log, e.addr, "ALFRED_DATABASE_URL="+e.dsn)
+	e.proc = servetest.Start(e.t, servetest.Readyz, "serve", e.bin, e.cfg, e.log, e.addr, "ALFRED_DATABASE_URL="+e.dsn)
 }
 
 // kill ends the running `alfred serve` with SIGKILL, as a crash would, and reaps it.
 func (e *hostileEnv) kill() {
 	if e.proc != nil {
-		e.proc.kill()
+		e.proc.Kill()
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/internal/base/pgtest"
+	"github.com/alfred-bot/alfred/internal/base/servetest"
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -154,7 +155,7 @@ runner:
   egress: {mode: open}  # not this test's subject: runner/redteam_egress_kubernetes_test.go
   kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}
 `, data, fj.URL, fj.Token, liveSecret, agents, k.kubeconfig, k.ns, claim)), 0o600))
-	return &throughputEnv{bin: buildAlfred(b, dir), dir: dir, cfgPath: cfgPath, dsn: dsn, fj: fj, pods: k.pods}
+	return &throughputEnv{bin: servetest.Binary(b), dir: dir, cfgPath: cfgPath, dsn: dsn, fj: fj, pods: k.pods}
 }
 
 // roundResult is one round's rate (mailboxes per second), time, CPU, runs per replica and the
@@ -181,12 +182,12 @@ func (e *throughputEnv) round(b *testing.B, n int) roundResult {
 	}
 	defer func() {
 		for _, r := range reps {
-			r.stop(b)
+			r.Stop(b)
 		}
 	}()
 	var pids []int
 	for _, r := range reps {
-		pids = append(pids, r.cmd.Process.Pid)
+		pids = append(pids, r.Cmd.Process.Pid)
 	}
 	api := &e2e{t: quietTB{b}, forgejo: e.fj, kind: forge.KindForgejo}
 	var refs []forge.IssueRef
@@ -199,7 +200,7 @@ func (e *throughputEnv) round(b *testing.B, n int) roundResult {
 	before := sampleCPU(b, pids)
 	start := time.Now()
 	for i, ref := range refs {
-		api.url = reps[i%n].url
+		api.url = reps[i%n].URL
 		require.Equal(b, http.StatusAccepted, api.send("002-issue_assign-assigned", func(doc map[string]any) {
 			setLabels("type::task")(doc)
 			doc["number"] = ref.Number
@@ -219,8 +220,8 @@ func (e *throughputEnv) round(b *testing.B, n int) roundResult {
 	var runs []int
 	reruns := 0
 	for _, r := range reps {
-		runs = append(runs, r.count(b, `msg="run started"`))
-		reruns += r.count(b, `msg="a phase runs again for one decision`)
+		runs = append(runs, r.Count(b, `msg="run started"`))
+		reruns += r.Count(b, `msg="a phase runs again for one decision`)
 	}
 	// Every Pod of the round is deleted before its run finishes, so before the issue moves on.
 	pods := e.pods.lifetimes(start)
@@ -235,14 +236,14 @@ type quietTB struct{ testing.TB }
 func (quietTB) Logf(string, ...any) {}
 
 // benchReplica is one `alfred serve` subprocess of the throughput benchmark.
-type benchReplica = serveProcess
+type benchReplica = servetest.Process
 
 // startReplica starts `alfred serve` on a free port with the environment's configuration and
 // waits until it answers /healthz.
 func (e *throughputEnv) startReplica(b *testing.B, name string) *benchReplica {
 	b.Helper()
 	addr := freeAddr(b)
-	return startServeProcess(b, name, e.bin, e.cfgPath, filepath.Join(e.dir, name+".log"), addr,
+	return servetest.Start(b, servetest.Healthz, name, e.bin, e.cfgPath, filepath.Join(e.dir, name+".log"), addr,
 		"ALFRED_DATABASE_URL="+e.dsn, "ALFRED_LISTEN="+addr)
 }
 

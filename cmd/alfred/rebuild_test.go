@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/internal/base/servetest"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -29,7 +30,7 @@ import (
 func TestStoreDeletedWhileQuestionsAreOpen(t *testing.T) {
 	t.Parallel()
 	_ = runtimetest.Client(t) // serve needs the Docker engine
-	bin := buildAlfred(t, t.TempDir())
+	bin := servetest.Binary(t)
 
 	fj := forgetest.NewForgejoServer(t)
 	fj.AddUser("alice")
@@ -60,10 +61,10 @@ phases: {default: script}
 workers: {count: 2, lease_ttl: 5s, poll_interval: 100ms, reconcile_interval: 1h}
 `, addr, dataDir, fj.URL, fj.Token, liveSecret, forgetest.BotLogin, script)), 0o600))
 	logPath := filepath.Join(dir, "serve.log")
-	var proc *serveProcess
-	start := func() { proc = startServeProcessReady(t, "serve", bin, cfgPath, logPath, addr) }
-	stop := func() { proc.stop(t) }
-	serveLog := func() string { return proc.text(t) }
+	var proc *servetest.Process
+	start := func() { proc = servetest.Start(t, servetest.Readyz, "serve", bin, cfgPath, logPath, addr) }
+	stop := func() { proc.Stop(t) }
+	serveLog := func() string { return proc.Text(t) }
 
 	// Alfred up: the bot is assigned (the start-up pass finds it), acknowledges and asks.
 	n := fj.AddIssue(repo, forgetest.SeedIssue{Title: "Export the report as CSV", Body: "Please.", Author: "alice"})
@@ -138,7 +139,7 @@ func statusOf(labels []string) []string {
 func TestServeAliveWhileRebuildWaits(t *testing.T) {
 	t.Parallel()
 	_ = runtimetest.Client(t) // serve needs the Docker engine
-	bin := buildAlfred(t, t.TempDir())
+	bin := servetest.Binary(t)
 	dir := t.TempDir()
 	closed := freeAddr(t) // nothing listens there: the forge is down, until the test serves fj there
 	addr := freeAddr(t)
@@ -162,24 +163,10 @@ agents:
   - {name: script, adapter: script, image: alfred/rebuild-unused:none, script: %s}
 phases: {default: script}
 `, addr, filepath.Join(dir, "data"), closed, fj.Token, liveSecret, forgetest.BotLogin, script)), 0o600))
-	logPath := filepath.Join(dir, "serve.log")
-	logf, err := os.Create(logPath)
-	require.NoError(t, err)
-	proc := exec.Command(bin, "serve", "--config", cfgPath)
-	proc.Stdout, proc.Stderr = logf, logf
-	require.NoError(t, proc.Start())
-	_ = logf.Close()
-	t.Cleanup(func() {
-		_ = proc.Process.Kill()
-		_, _ = proc.Process.Wait()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("serve.log:\n%s", b)
-		}
-	})
+	// Never ready while the rebuild waits: the test waits for the rebuild's log line instead.
+	proc := servetest.Start(t, servetest.NoProbe, "serve", bin, cfgPath, filepath.Join(dir, "serve.log"), addr)
 	require.Eventually(t, func() bool {
-		b, _ := os.ReadFile(logPath)
-		return strings.Contains(string(b), "the rebuild from the forge waits for the forge")
+		return strings.Contains(proc.Text(t), "the rebuild from the forge waits for the forge")
 	}, e2eWait, 100*time.Millisecond, "the rebuild never waited for the forge")
 
 	// A request that is never answered fails the test within the client's timeout.

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/alfred-bot/alfred/internal/base/servetest"
 	"github.com/alfred-bot/alfred/runner/agent/agenttest"
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
@@ -41,7 +42,7 @@ type replicaSet struct {
 }
 
 // replica is one running `alfred serve` of a replicaSet.
-type replica = serveProcess
+type replica = servetest.Process
 
 // newReplicaSet builds the alfred binary and the stand-in claude image and seeds the forge:
 // issue #1 of acceptance/sandbox by alice, a task, the bot assigned.
@@ -50,7 +51,7 @@ func newReplicaSet(t *testing.T) *replicaSet {
 	dsn := testDatabaseURL(t, storePostgres)
 	cli := runtimetest.Client(t)
 	dir := t.TempDir()
-	rs := &replicaSet{t: t, dir: dir, dsn: dsn, bin: buildAlfred(t, dir),
+	rs := &replicaSet{t: t, dir: dir, dsn: dsn, bin: servetest.Binary(t),
 		image: agenttest.BuildImageOnce(t, context.Background(), cli), fj: forgetest.NewForgejoServer(t)}
 	bare := seedBareRepo(t, dir)
 	rs.fj.AddRepo("acceptance/sandbox", "main", bare)
@@ -76,8 +77,8 @@ func (rs *replicaSet) start(name, dataDir, runnerYAML string) *replica {
 	cfgPath := filepath.Join(rs.dir, name+".yaml")
 	serveConfig{listen: addr, dataDir: dataDir, forgeURL: rs.fj.URL, forgeToken: rs.fj.Token, image: rs.image,
 		ciWait: "1h", leaseTTL: "3s", runner: runnerYAML}.write(t, cfgPath)
-	r := startServeProcess(t, name, rs.bin, cfgPath, filepath.Join(rs.dir, name+".log"), addr, "ALFRED_DATABASE_URL="+rs.dsn)
-	rs.url = "http://" + r.addr
+	r := servetest.Start(t, servetest.Healthz, name, rs.bin, cfgPath, filepath.Join(rs.dir, name+".log"), addr, "ALFRED_DATABASE_URL="+rs.dsn)
+	rs.url = "http://" + r.Addr
 	if rs.db == nil {
 		rs.db = openTestDatabase(t, rs.dsn, dataDir)
 		t.Cleanup(func() {
@@ -97,11 +98,11 @@ func (rs *replicaSet) start(name, dataDir, runnerYAML string) *replica {
 
 var runStarted = regexp.MustCompile(`msg="run started" .*?phase=(\S+) step=(\S+)`)
 
-// ran lists the run keys the replica started, in order ("analysis.functional", "development").
-func (r *replica) ran(t *testing.T) []string {
+// ran lists the run keys replica r started, in order ("analysis.functional", "development").
+func ran(t *testing.T, r *replica) []string {
 	t.Helper()
 	var keys []string
-	for _, m := range runStarted.FindAllStringSubmatch(r.text(t), -1) {
+	for _, m := range runStarted.FindAllStringSubmatch(r.Text(t), -1) {
 		keys = append(keys, strings.TrimSuffix(m[1]+"."+strings.Trim(m[2], `"`), "."))
 	}
 	return keys
@@ -165,7 +166,7 @@ func TestReplicasDockerSessionElsewhere(t *testing.T) {
 	dataA, dataB := filepath.Join(rs.dir, "data-a"), filepath.Join(rs.dir, "data-b")
 	a := rs.start("replica-a", dataA, "")
 	rs.toValidation()
-	a.stop(t)
+	a.Stop(t)
 	b := rs.start("replica-b", dataB, "")
 	rs.validate()
 	rs.waitStatus("status::in_ci")
@@ -177,8 +178,8 @@ func TestReplicasDockerSessionElsewhere(t *testing.T) {
 	idA, idB := strings.TrimSpace(string(hostA)), strings.TrimSpace(string(hostB))
 	require.NotEqual(t, idA, idB, "two data directories, two ids")
 
-	require.Equal(t, []string{"analysis.functional", "analysis.technical"}, a.ran(t))
-	require.Equal(t, []string{"development"}, b.ran(t))
+	require.Equal(t, []string{"analysis.functional", "analysis.technical"}, ran(t, a))
+	require.Equal(t, []string{"development"}, ran(t, b))
 	rows := rs.sessions()
 	require.Len(t, rows, 3)
 	require.Equal(t, sessionRow{Key: "analysis.functional", NativeID: rows[0].NativeID, Fallback: "no_prior_session",
@@ -188,7 +189,7 @@ func TestReplicasDockerSessionElsewhere(t *testing.T) {
 	require.Equal(t, sessionRow{Key: "development", NativeID: rows[2].NativeID, Fallback: "state_elsewhere",
 		StateHost: idB, Reported: rows[2].Reported, Succeeded: true}, rows[2])
 	require.NotEqual(t, rows[0].NativeID, rows[2].NativeID, "a fresh session on B")
-	require.Contains(t, b.text(t), fmt.Sprintf("session state of mailbox 1 is on replica %s, not here (%s)", idA, idB))
+	require.Contains(t, b.Text(t), fmt.Sprintf("session state of mailbox 1 is on replica %s, not here (%s)", idA, idB))
 	rs.requireEventsOnce("analysis.functional", "analysis.technical", "development")
 }
 
@@ -241,7 +242,7 @@ func TestReplicasKubernetesOneSession(t *testing.T) {
 
 	// B starts while A's development Pod runs; /healthz answers after its recovery and reap.
 	b := rs.start("replica-b", data, runnerYAML)
-	require.Contains(t, b.text(t), "held by a live lease at start-up", "B's recovery left A's run to A")
+	require.Contains(t, b.Text(t), "held by a live lease at start-up", "B's recovery left A's run to A")
 	p, err := cs.CoreV1().Pods(ns).Get(ctx, dev.Name, metav1.GetOptions{})
 	require.NoError(t, err, "B's start-up removed A's Pod")
 	require.Equal(t, corev1.PodRunning, p.Status.Phase)
@@ -253,8 +254,8 @@ func TestReplicasKubernetesOneSession(t *testing.T) {
 
 	require.NoError(t, os.Remove(hold))
 	rs.waitStatus("status::in_ci")
-	a.stop(t)
-	rs.url = "http://" + b.addr
+	a.Stop(t)
+	rs.url = "http://" + b.Addr
 
 	mr := rs.fj.MergeRequests(rs.issue.Repo)[0]
 	head := func() string {
@@ -286,8 +287,8 @@ func TestReplicasKubernetesOneSession(t *testing.T) {
 	}))
 	rs.waitStatus("status::done")
 
-	require.Equal(t, []string{"analysis.functional", "analysis.technical", "development"}, a.ran(t))
-	require.Equal(t, []string{"ci_fix"}, b.ran(t))
+	require.Equal(t, []string{"analysis.functional", "analysis.technical", "development"}, ran(t, a))
+	require.Equal(t, []string{"ci_fix"}, ran(t, b))
 	host, err := os.ReadFile(filepath.Join(data, "state-host"))
 	require.NoError(t, err)
 	rows := rs.sessions()
