@@ -2,8 +2,6 @@ package mailbox
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strings"
 )
@@ -14,8 +12,7 @@ import (
 // comment whose text did not change is not edited.
 func (m *Machine) post(ctx context.Context, bot Bot, mb *Mailbox, key, kind, body string) error {
 	full := Marker(key, kind) + "\n" + m.cfg.Redact(body)
-	sum := sha256.Sum256([]byte(full))
-	hash := hex.EncodeToString(sum[:])
+	hash := bodyHash(full)
 	ref := mb.Ref()
 	pc, err := m.store.PostedComment(ctx, mb.ID, key)
 	if err != nil {
@@ -34,16 +31,19 @@ func (m *Machine) post(ctx context.Context, bot Bot, mb *Mailbox, key, kind, bod
 		}
 		for _, c := range cs {
 			if k, _, ok := ParseMarker(c.Body); ok && k == key && strings.EqualFold(c.Author.Login, bot.Login) {
-				pc.CommentID, pc.BodyHash = c.ID, ""
-				if c.Body == full {
-					pc.BodyHash = hash
-				}
+				pc.CommentID, pc.BodyHash = c.ID, bodyHash(c.Body)
 				break
 			}
 		}
 	}
 	if pc != nil && pc.CommentID != 0 {
 		if pc.BodyHash != hash {
+			// Both bodies are Alfred's while the edit is on its way (PostedComment.Wrote).
+			inFlight := *pc
+			inFlight.BodyHash = strings.TrimSpace(pc.BodyHash + " " + hash)
+			if err := m.store.RecordComment(ctx, inFlight); err != nil {
+				return err
+			}
 			if err := bot.Forge.EditComment(ctx, ref, pc.CommentID, full); err != nil {
 				return fmt.Errorf("edit comment %s: %w", key, err)
 			}
@@ -51,7 +51,9 @@ func (m *Machine) post(ctx context.Context, bot Bot, mb *Mailbox, key, kind, bod
 		pc.BodyHash = hash
 		return m.store.RecordComment(ctx, *pc)
 	}
-	if err := m.store.RecordComment(ctx, PostedComment{MailboxID: mb.ID, Key: key, Kind: kind}); err != nil {
+	// The intent, with the body it posts: a reconciliation that reads the comment before the
+	// forge has answered knows it for Alfred's.
+	if err := m.store.RecordComment(ctx, PostedComment{MailboxID: mb.ID, Key: key, Kind: kind, BodyHash: hash}); err != nil {
 		return err
 	}
 	id, err := bot.Forge.Comment(ctx, ref, full)

@@ -126,6 +126,8 @@ type guard struct {
 	// config is the machine's configuration; CIWait, CIPoll and Redact are set here.
 	config mailbox.Config
 	store  func(now func() time.Time) storetest.Store
+	// wrap, when set, wraps the forge the machine posts through (after the post guard).
+	wrap func(forge.Forge) forge.Forge
 }
 
 func setupWith(t testing.TB, g guard, labels ...string) *bundle {
@@ -159,6 +161,9 @@ func setupWith(t testing.TB, g guard, labels ...string) *bundle {
 	var posts forge.Forge = fake
 	if g.limits != nil {
 		posts = mailbox.GuardPosts(fake, mailbox.PostGuard{Censor: g.redact, Limits: *g.limits})
+	}
+	if g.wrap != nil {
+		posts = g.wrap(posts)
 	}
 	cfg := g.config
 	cfg.CIWait, cfg.CIPoll, cfg.Redact = 10*time.Minute, time.Minute, g.redact

@@ -451,6 +451,7 @@ func handledReviews(ctx context.Context, f forge.Forge, repo string, number int6
 	return nil
 }
 
+// bodyHash is the hex SHA-256 of a comment's body, as PostedComment.BodyHash holds it.
 func bodyHash(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])

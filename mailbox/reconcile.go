@@ -3,8 +3,6 @@ package mailbox
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -355,10 +353,9 @@ func (r *Reconciler) reconcileWith(ctx context.Context, bot Bot, mb *Mailbox, st
 		OwnBody: func(key, body string) bool {
 			pc, err := r.store.PostedComment(ctx, mb.ID, key)
 			if err != nil || pc == nil {
-				return err != nil // unsure: not acted on
+				return true // unsure, or a comment Alfred has no record of: not acted on
 			}
-			sum := sha256.Sum256([]byte(body))
-			return pc.BodyHash == hex.EncodeToString(sum[:])
+			return pc.Wrote(body)
 		},
 		ReviewComments: reviewComments,
 	}

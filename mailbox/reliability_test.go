@@ -119,6 +119,63 @@ func TestReconcileMissedAnswerAppliesOnce(t *testing.T) {
 	b.requireUniqueMarkers()
 }
 
+// TestReconcileWhileTheBotPostsItsQuestions: a reconciliation (or a poll) that reads the
+// issue after the bot's question block reached the forge, but before Alfred recorded what it
+// posted, or while an edit of the block is on its way, sees the block as Alfred wrote it: not
+// an edit by the author, which would close the round with every default (the block as
+// rendered ticks the defaults). The questions stay open until alice answers.
+func TestReconcileWhileTheBotPostsItsQuestions(t *testing.T) {
+	t.Parallel()
+	var b *bundle
+	passes := 0
+	db, _ := pgtest.New(t)
+	b = setupWith(t, guard{
+		store: func(now func() time.Time) storetest.Store { return postgres.New(db, now) },
+		wrap: func(f forge.Forge) forge.Forge {
+			return midWrite{Forge: f, after: func() { passes++; b.reconcile() }}
+		},
+	}, "type::task")
+	b.fake.SetClock(b.clock.Now())
+	b.deliver(assign("alice"))
+	mb := b.advance()
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+	require.Positive(t, passes, "a reconciliation ran while the bot wrote its comments")
+	for range 3 { // what those passes stored, if anything
+		mb = b.advance()
+	}
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State, "the questions stay open: decisions %v", mb.Data.Decisions)
+	require.Empty(t, mb.Data.Decisions)
+
+	b.deliver(comment("alice", "q1: b"))
+	mb = b.advance()
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+	require.Equal(t, "Semicolon", mb.Data.Decisions["q1"])
+	b.requireUniqueMarkers()
+}
+
+// midWrite is a forge on which, right after a comment is posted or edited and before the
+// call returns to Alfred, after runs (a reconciliation pass reading the issue meanwhile).
+type midWrite struct {
+	forge.Forge
+	after func()
+}
+
+func (m midWrite) Comment(ctx context.Context, ref forge.IssueRef, body string) (int64, error) {
+	id, err := m.Forge.Comment(ctx, ref, body)
+	if err == nil {
+		m.after()
+	}
+	return id, err
+}
+
+func (m midWrite) EditComment(ctx context.Context, ref forge.IssueRef, id int64, body string) error {
+	err := m.Forge.EditComment(ctx, ref, id, body)
+	if err == nil {
+		m.after()
+	}
+	return err
+}
+
 func TestReconcileMissedAssignment(t *testing.T) {
 	t.Parallel()
 	b := setupPG(t, "type::task")

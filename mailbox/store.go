@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -211,7 +213,20 @@ type PostedComment struct {
 	Key       string `db:"key"`
 	Kind      string `db:"kind"`
 	CommentID int64  `db:"comment_id"`
-	BodyHash  string `db:"body_hash"`
+	// BodyHash is the hex SHA-256 of the body Alfred last wrote. While a write is on its way
+	// it holds every body the comment may have on the forge, space-separated: the intent to
+	// post holds the body posted, an edit the body before it and the body written.
+	BodyHash string `db:"body_hash"`
+}
+
+// Wrote reports whether body is one Alfred wrote in the comment (BodyHash), or may have: an
+// intent recorded without a body (an older row) is taken as Alfred's. A reconciliation acts on
+// an edit of the bot's comment only when Wrote is false: a human ticked the question block.
+func (c PostedComment) Wrote(body string) bool {
+	if c.CommentID == 0 && c.BodyHash == "" {
+		return true
+	}
+	return slices.Contains(strings.Fields(c.BodyHash), bodyHash(body))
 }
 
 // EventBranch returns the source branch and head commit an event on a merge request or a

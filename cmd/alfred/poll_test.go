@@ -107,7 +107,8 @@ func TestWebhookAndPollApplyOnce(t *testing.T) {
 	// Let the polls after the answer run before counting.
 	before := e.pollsDone()
 	require.Eventually(t, func() bool { return e.pollsDone() >= before+2 }, 30*time.Second, 50*time.Millisecond)
-	require.Equal(t, 1, strings.Count(e.forgejo.IssueBody(e.issue), "| q1. Which separator? | b. Semicolon | @alice |"))
+	body := e.forgejo.IssueBody(e.issue)
+	require.Equal(t, 1, strings.Count(body, "| q1. Which separator? | b. Semicolon | @alice |"), "the description:\n%s", body)
 	plans := 0
 	for _, c := range e.comments() {
 		if strings.Contains(c, "Add the `ai::validate_plan` label to let me start") {
