@@ -41,9 +41,9 @@ func TestRuntimeDestroyGrace(t *testing.T) {
 			require.Equal(t, 0, st.Code)
 		} else {
 			// Running, not only created: the API server deletes a Pod not yet bound to a node
-			// at once whatever grace it is asked for. The container sleeps an hour: the watch
-			// below has taken a minute to send its first event, by which time a shorter sleep
-			// had ended and its Pod was rightly deleted at once (grace [0 0], about 66 s).
+			// at once whatever grace it is asked for. The container sleeps an hour: a watch has
+			// taken a minute to send its first event, by which time a shorter sleep had ended
+			// and its Pod was rightly deleted at once (grace [0 0], about 66 s).
 			require.Eventually(t, func() bool {
 				p, err := cs.CoreV1().Pods(ns).Get(ctx, spec.Name, metav1.GetOptions{})
 				if err != nil {
@@ -53,25 +53,21 @@ func TestRuntimeDestroyGrace(t *testing.T) {
 				return st != nil && st.State.Running != nil
 			}, 3*time.Minute, 100*time.Millisecond, "the Pod's container never ran")
 		}
-		// The watch is established once it has sent the Pod as it is now (a watch from no
-		// resource version starts with an ADDED event of each object). An ERROR first (the API
-		// server's watch cache behind its store, as after an etcd restart: "Too large resource
-		// version") opens it again.
-		var w watch.Interface
-		for {
-			w, err = cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", spec.Name).String()})
-			require.NoError(t, err)
-			ev, open := <-w.ResultChan()
-			require.True(t, open, "the watch closed before its first event")
-			if ev.Type == watch.Added {
-				break
-			}
-			w.Stop()
-		}
+		// The watch starts from the Pod as the API server's watch cache has it (a read at
+		// resource version "0" is served by the cache), so it is established at once and sees
+		// every later change. A watch from no resource version waits until the cache has caught
+		// up with etcd, which on a cluster where nothing else was written took over six minutes.
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, spec.Name, metav1.GetOptions{ResourceVersion: "0"})
+		require.NoError(t, err)
+		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{
+			FieldSelector:   fields.OneTermEqualSelector("metadata.name", spec.Name).String(),
+			ResourceVersion: p.ResourceVersion})
+		require.NoError(t, err)
 		defer w.Stop()
 		require.NoError(t, rt.Destroy(ctx, h.ID))
 		var out []int64
 		for ev := range w.ResultChan() {
+			require.NotEqual(t, watch.Error, ev.Type, "watch event %v", ev.Object)
 			p, ok := ev.Object.(*corev1.Pod)
 			require.True(t, ok, "watch event %s: %v", ev.Type, ev.Object)
 			if p.DeletionGracePeriodSeconds != nil {
