@@ -20,6 +20,7 @@ import (
 //
 //	development:
 //	  log: ["session: 2f1c…"]                   # printed first, before the flood
+//	  flood_after_file: flood                   # optional: the flood waits for out/flood
 //	  flood_bytes: 209715200                    # 200 MB of filler lines on stdout
 //	  plant:                                    # after the result is written (or not)
 //	    - {path: /alfred/out/result.json, link: /etc/alfred/alfred.yaml}
