@@ -87,7 +87,7 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 			ciWait: "2s", workers: 4, runs: handOvers, leaseTTL: "30s",
 			leaseWhy: "SIGTERM releases A's leases: a long TTL costs the hand-over nothing, a short one is lost to a heartbeat a loaded machine starves (the run is run again)",
 			runner: fmt.Sprintf(`runner:
-  cpus: 0.1
+  cpus: 0.05  # requests too: the 20 held Pods ask for one of the node's two cores, the other is for the tests beside
   memory_bytes: 134217728
   runtime: kubernetes
   egress: {mode: open}  # not this test's subject: runner/redteam_egress_kubernetes_test.go

@@ -128,6 +128,7 @@ runner:
   uid: %d
   gid: %d
   timeout: 5m
+  cpus: 0.25  # requests too: the default, a whole core, leaves the tests beside no room on the node's two
   runtime: kubernetes
   kubernetes:
     namespace: %s
