@@ -83,21 +83,34 @@ type playBundle struct {
 	in, ws, out string
 }
 
+// setupPlay prepares a run of the script agent on in with the sample script.
 func setupPlay(t *testing.T, in phase.Input) *playBundle {
+	t.Helper()
+	return setupPlayScript(t, in, sample)
+}
+
+// setupPlayScript prepares a run of the script agent on in with the script text.
+func setupPlayScript(t *testing.T, in phase.Input, text string) *playBundle {
 	t.Helper()
 	b := &playBundle{in: t.TempDir(), ws: t.TempDir(), out: t.TempDir()}
 	data, err := json.Marshal(in)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(b.in, "input.json"), data, 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(b.in, script.ScriptFile), []byte(sample), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(b.in, script.ScriptFile), []byte(text), 0o644))
 	return b
 }
 
+// play runs the agent and returns its exit code, stdout and stderr.
 func (b *playBundle) play(t *testing.T) (int, string, string) {
 	var out, errOut bytes.Buffer
-	code := script.Play([]string{"-script", filepath.Join(b.in, script.ScriptFile), "-input", filepath.Join(b.in, "input.json"),
-		"-workspace", b.ws, "-out", b.out}, &out, &errOut)
+	code := b.playTo(&out, &errOut)
 	return code, out.String(), errOut.String()
+}
+
+// playTo runs the agent with its output written to stdout and stderr as it goes.
+func (b *playBundle) playTo(stdout, stderr io.Writer) int {
+	return script.Play([]string{"-script", filepath.Join(b.in, script.ScriptFile), "-input", filepath.Join(b.in, "input.json"),
+		"-workspace", b.ws, "-out", b.out}, stdout, stderr)
 }
 
 func TestPlayDevelopment(t *testing.T) {
@@ -174,9 +187,7 @@ func TestCommand(t *testing.T) {
 func TestPlayWaitsForTheReleaseFileAndAnswersVersion(t *testing.T) {
 	t.Parallel()
 	in := phase.Input{Phase: phase.Development, Key: "development", Attempt: 1}
-	b := setupPlay(t, in)
-	require.NoError(t, os.WriteFile(filepath.Join(b.in, script.ScriptFile),
-		[]byte("development: {summary: held, log: [started], wait_for_file: release, files: {a.txt: x}}"), 0o644))
+	b := setupPlayScript(t, in, "development: {summary: held, log: [started], wait_for_file: release, files: {a.txt: x}}")
 	done := make(chan int, 1)
 	go func() {
 		code, _, _ := b.play(t)
@@ -207,15 +218,12 @@ func TestPlayWaitsForTheReleaseFileAndAnswersVersion(t *testing.T) {
 func TestPlayHoldsTheFloodForItsReleaseFile(t *testing.T) {
 	t.Parallel()
 	in := phase.Input{Phase: phase.Development, Key: "development", Attempt: 1}
-	b := setupPlay(t, in)
-	require.NoError(t, os.WriteFile(filepath.Join(b.in, script.ScriptFile),
-		[]byte("development: {summary: flooded, log: [session-line], flood_after_file: flood, flood_bytes: 1000}"), 0o644))
+	b := setupPlayScript(t, in, "development: {summary: flooded, log: [session-line], flood_after_file: flood, flood_bytes: 1000}")
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
 		var errOut bytes.Buffer
-		code := script.Play([]string{"-script", filepath.Join(b.in, script.ScriptFile), "-input", filepath.Join(b.in, "input.json"),
-			"-workspace", b.ws, "-out", b.out}, pw, &errOut)
+		code := b.playTo(pw, &errOut)
 		pw.CloseWithError(fmt.Errorf("exit %d: %s", code, errOut.String()))
 		done <- code
 	}()
