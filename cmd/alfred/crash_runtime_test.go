@@ -19,6 +19,7 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 
 	"github.com/alfred-bot/alfred/runner"
+	"github.com/alfred-bot/alfred/runner/kubernetes"
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 )
@@ -124,7 +125,7 @@ func (k *kubeCrash) devRunning(t *testing.T, instance string) []string {
 	require.NoError(t, err)
 	var ids []string
 	for i := range list.Items {
-		if cs := kubetest.RunStatus(&list.Items[i]); cs != nil && cs.State.Running != nil {
+		if cs := kubernetes.RunContainerStatus(&list.Items[i]); cs != nil && cs.State.Running != nil {
 			ids = append(ids, list.Items[i].Name)
 		}
 	}
@@ -132,7 +133,7 @@ func (k *kubeCrash) devRunning(t *testing.T, instance string) []string {
 }
 
 func (k *kubeCrash) state(t *testing.T, id string) (bool, int) {
-	cs := kubetest.RunStatus(k.pod(t, id))
+	cs := kubernetes.RunContainerStatus(k.pod(t, id))
 	require.NotNil(t, cs, "pod %s has no container status", id)
 	if cs.State.Terminated != nil {
 		return false, int(cs.State.Terminated.ExitCode)

@@ -16,6 +16,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/base/servetest"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/agenttest"
+	"github.com/alfred-bot/alfred/runner/kubernetes"
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -120,7 +121,7 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 		require.NoError(t, err)
 		n := 0
 		for i := range list.Items {
-			if st := kubetest.RunStatus(&list.Items[i]); st != nil && st.State.Running != nil {
+			if st := kubernetes.RunContainerStatus(&list.Items[i]); st != nil && st.State.Running != nil {
 				n++
 			}
 		}

@@ -49,7 +49,7 @@ func TestRuntimeDestroyGrace(t *testing.T) {
 				if err != nil {
 					return false
 				}
-				st := kubetest.RunStatus(p)
+				st := kubernetes.RunContainerStatus(p)
 				return st != nil && st.State.Running != nil
 			}, 3*time.Minute, 100*time.Millisecond, "the Pod's container never ran")
 		}

@@ -166,7 +166,7 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 	var started time.Time
 	var waiting string // the last reason the container gave for not running yet
 	err = r.watchPod(sctx, p.Name, func(p *corev1.Pod) (bool, error) {
-		cs := runContainer(p)
+		cs := RunContainerStatus(p)
 		if cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
 			waiting = cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message
 		}
@@ -205,7 +205,7 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 // (CreateContainerError and the like) can pass, and the kubelet retries them: Start waits for
 // them up to StartTimeout and reports the last one, Wait until its ctx ends.
 func notStarting(p *corev1.Pod) error {
-	cs := runContainer(p)
+	cs := RunContainerStatus(p)
 	if gs := gateContainerStatus(p); gs != nil && gs.State.Waiting != nil && imageReasons[gs.State.Waiting.Reason] {
 		cs = gs // the egress gate's image (runner.kubernetes.egress_gate_image)
 	}
@@ -261,7 +261,7 @@ func (r *Runtime) deleteOwn(ctx context.Context, obj metav1.Object) error {
 func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitState, error) {
 	var st runner.ExitState
 	err := r.watchPod(ctx, string(id), func(p *corev1.Pod) (bool, error) {
-		cs := runContainer(p)
+		cs := RunContainerStatus(p)
 		if cs != nil && (cs.State.Running != nil || cs.State.Terminated != nil) {
 			r.follow(id) // the log from now on, whatever the kubelet rotates away later
 		}
@@ -335,7 +335,7 @@ func (r *Runtime) Stop(ctx context.Context, id runner.ContainerID, _ time.Durati
 
 // ended reports whether the Pod's container has terminated or the Pod is over.
 func ended(p *corev1.Pod) bool {
-	cs := runContainer(p)
+	cs := RunContainerStatus(p)
 	return (cs != nil && cs.State.Terminated != nil) ||
 		p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded
 }
@@ -413,7 +413,7 @@ func (r *Runtime) Adopt(ctx context.Context, ref string) (runner.Handle, error) 
 	}
 	h := runner.Handle{ID: runner.ContainerID(p.Name), Name: p.Name, Origin: runner.OriginAdopted,
 		Labels: p.Labels, Running: p.DeletionTimestamp == nil && !ended(p)}
-	if cs := runContainer(p); cs != nil {
+	if cs := RunContainerStatus(p); cs != nil {
 		switch {
 		case cs.State.Running != nil:
 			h.StartedAt = cs.State.Running.StartedAt.Time
@@ -489,8 +489,9 @@ func watchEvents(ctx context.Context, w watch.Interface, name string, done func(
 	}
 }
 
-// runContainer returns the status of the run's container, nil before the kubelet reports it.
-func runContainer(p *corev1.Pod) *corev1.ContainerStatus {
+// RunContainerStatus returns the status of the run's container (ContainerName) in p, nil
+// before the kubelet reports it.
+func RunContainerStatus(p *corev1.Pod) *corev1.ContainerStatus {
 	for i := range p.Status.ContainerStatuses {
 		if p.Status.ContainerStatuses[i].Name == ContainerName {
 			return &p.Status.ContainerStatuses[i]

@@ -250,14 +250,3 @@ func GateImage(tb testing.TB) string {
 	ImportImage(tb, tag)
 	return tag
 }
-
-// RunStatus is the status of the run's container (kubernetes.ContainerName) in p, nil before
-// the kubelet reports it.
-func RunStatus(p *corev1.Pod) *corev1.ContainerStatus {
-	for i := range p.Status.ContainerStatuses {
-		if p.Status.ContainerStatuses[i].Name == kubernetes.ContainerName {
-			return &p.Status.ContainerStatuses[i]
-		}
-	}
-	return nil
-}
