@@ -103,13 +103,12 @@ func newKubeCrash(t *testing.T) *kubeCrash {
 func (k *kubeCrash) prepare(t *testing.T, image, dataDir string) string {
 	kubetest.ImportImage(t, image)
 	claim := kubetest.StateClaim(t, k.cs, k.ns, dataDir)
-	// A small CPU limit (the request too): the Pods of several tests share the cluster's cores.
+	// A small CPU request: the Pods of several tests share the cluster's cores.
 	return fmt.Sprintf(`runner:
-  cpus: 0.25
   memory_bytes: 268435456
   runtime: kubernetes
   egress: {mode: open}  # not this test's subject: runner/redteam_egress_kubernetes_test.go
-  kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}
+  kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never, requests: {cpu: 50m, memory: 64Mi}}
 `, k.kubeconfig, k.ns, claim)
 }
 

@@ -124,11 +124,10 @@ func (k *kubeOnce) env() []string { return nil }
 func (k *kubeOnce) prepare(t *testing.T, _, dataDir string) string {
 	claim := kubetest.StateClaim(t, k.cs, k.ns, dataDir)
 	return fmt.Sprintf(`runner:
-  cpus: 0.25
   memory_bytes: 268435456
   runtime: kubernetes
   egress: {mode: open}  # not this test's subject: runner/redteam_egress_kubernetes_test.go
-  kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}
+  kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never, requests: {cpu: 50m, memory: 64Mi}}
 `, k.kubeconfig, k.ns, claim)
 }
 

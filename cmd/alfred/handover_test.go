@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -26,6 +27,12 @@ import (
 
 // handOvers is how many development runs TestReplicasKubernetesHandOver20 hands over at once.
 const handOvers = 20
+
+// handOverStall is how long TestReplicasKubernetesHandOver20 waits with nothing moving (no
+// run starting or finishing, no issue reaching the awaited status, no Pod running) before it
+// calls a wait a hang: several times the longest analysis run seen on an idle machine (100 s,
+// 40 at once). The wait itself has no bound while the issues move.
+const handOverStall = 5 * time.Minute
 
 // TestReplicasKubernetesHandOver20 is issue 25's hand-over, twenty times at once: two replicas
 // on one PostgreSQL store and the test cluster (runner.runtime kubernetes, one data directory
@@ -88,11 +95,17 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 			ciWait: "2s", workers: 4, runs: handOvers, leaseTTL: "30s",
 			leaseWhy: "SIGTERM releases A's leases: a long TTL costs the hand-over nothing, a short one is lost to a heartbeat a loaded machine starves (the run is run again)",
 			runner: fmt.Sprintf(`runner:
-  cpus: 0.05  # requests too: the 20 held Pods ask for one of the node's two cores, the other is for the tests beside
   memory_bytes: 134217728
   runtime: kubernetes
   egress: {mode: open}  # not this test's subject: runner/redteam_egress_kubernetes_test.go
-  kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}`, kubeconfig, ns, claim)}.write(t, cfg)
+  kubernetes:
+    kubeconfig: %s
+    namespace: %s
+    state_claim: %s
+    pull_policy: Never
+    # The 20 held Pods reserve one of the node's two cores, the other is for the tests beside;
+    # each run may use what is idle up to runner.cpus, its limit (a whole core by default).
+    requests: {cpu: 50m, memory: 64Mi}`, kubeconfig, ns, claim)}.write(t, cfg)
 		return servetest.Start(t, servetest.Healthz, name, bin, cfg, filepath.Join(dir, name+".log"), addr, "ALFRED_DATABASE_URL="+dsn)
 	}
 
@@ -103,9 +116,11 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 	for _, e := range issues {
 		require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", numbered(e, setLabels("type::task"))))
 	}
+	// 40 analysis Pods share the cluster with the tests beside: as long as they take, while
+	// runs keep finishing.
+	waitStatusAll(t, db, issues, "status::waiting_validation", handOverStall)
 	holds := make([]string, len(issues))
 	for i, e := range issues {
-		waitStatusWithin(e, "status::waiting_validation", 5*time.Minute) // 40 analysis Pods share the cluster
 		var mb int64
 		require.NoError(t, db.Get(&mb, `SELECT id FROM mailboxes WHERE number = $1`, e.issue.Number))
 		holds[i] = filepath.Join(data, "sessions", fmt.Sprint(mb), "claude", agenttest.StandinHoldFile)
@@ -127,8 +142,12 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 		}
 		return n
 	}
-	require.Eventually(t, func() bool { return devRunning() == handOvers }, 5*time.Minute, 200*time.Millisecond,
-		"the %d development Pods never ran at once", handOvers)
+	waitProgress(t, handOverStall, fmt.Sprintf("the %d development Pods running at once", handOvers), func() (int, string) {
+		if n := devRunning(); n < handOvers {
+			return n, fmt.Sprintf("%d running", n)
+		}
+		return handOvers, ""
+	})
 	t.Logf("%d development Pods held after %s", handOvers, time.Since(began).Round(time.Second))
 
 	b := start("replica-b")
@@ -145,8 +164,8 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 	for _, h := range holds {
 		require.NoError(t, os.Remove(h))
 	}
+	waitStatusAll(t, db, issues, "status::in_review", handOverStall) // in_ci, then no pipeline within ci_wait
 	for _, e := range issues {
-		waitStatusWithin(e, "status::in_review", 3*time.Minute) // in_ci, then no pipeline within ci_wait
 		e.requireUniqueMarkers()
 	}
 	t.Logf("%d hand-overs done after %s", handOvers, time.Since(began).Round(time.Second))
@@ -178,6 +197,9 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 		pods := rec.Pods(map[string]string{runner.LabelManaged: "true", runner.LabelPhase: "development",
 			runner.LabelRun: fmt.Sprint(devRun[e.issue.Number])})
 		require.Len(t, pods, 1, "issue #%d: one development Pod", e.issue.Number)
+		res := pods[0].Spec.Containers[0].Resources
+		require.Equal(t, "50m", res.Requests.Cpu().String(), "runner.kubernetes.requests")
+		require.Equal(t, "1", res.Limits.Cpu().String(), "runner.cpus, the default")
 	}
 	for _, k := range ran(t, b) {
 		require.NotEqual(t, "development", k, "B started a development run")
@@ -197,6 +219,57 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 		require.NoError(t, err)
 		return len(list.Items) == 0 && len(s.Items) == 0
 	}, time.Minute, 200*time.Millisecond, "a run's Pod or Secret was left behind")
+}
+
+// waitStatusAll waits until every issue of es carries the status label want, for as long as
+// they move: it fails once stall passes with no run in db starting or finishing and no issue
+// newly reaching want, naming the issues still short of it.
+func waitStatusAll(t *testing.T, db *sqlx.DB, es []*e2e, want string, stall time.Duration) {
+	t.Helper()
+	short := func() []int64 {
+		var n []int64
+		for _, e := range es {
+			if !slices.Contains(e.forgejo.IssueLabels(e.issue), want) {
+				n = append(n, e.issue.Number)
+			}
+		}
+		return n
+	}
+	waitProgress(t, stall, "status "+want+" on every issue", func() (int, string) {
+		var runs struct {
+			Started  int `db:"started"`
+			Finished int `db:"finished"`
+		}
+		require.NoError(t, db.Get(&runs, `SELECT count(*) AS started, count(finished_at) AS finished FROM runs`))
+		left := short()
+		if len(left) == 0 {
+			return 0, ""
+		}
+		return runs.Started + runs.Finished + len(es) - len(left),
+			fmt.Sprintf("%d runs started, %d finished, issues %v without it", runs.Started, runs.Finished, left)
+	})
+}
+
+// waitProgress polls progress every 200 ms until it reports nothing pending. progress counts
+// what has moved so far (it never goes down while things move) and says what is still
+// awaited, "" once nothing is; the wait fails once stall passes with the count unchanged, as
+// a hang, however long it has waited in all.
+func waitProgress(t *testing.T, stall time.Duration, what string, progress func() (count int, pending string)) {
+	t.Helper()
+	last, since := -1, time.Now()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
+		n, pending := progress()
+		switch {
+		case pending == "":
+			return
+		case n != last:
+			last, since = n, time.Now()
+		case time.Since(since) > stall:
+			require.FailNowf(t, "no progress", "%s: nothing moved for %s: %s", what, stall, pending)
+		}
+	}
 }
 
 // waitStatusWithin is e2e.waitStatus with a time limit of the caller's, for runs that share

@@ -195,8 +195,8 @@ func kubeConfig(t testing.TB, kubeconfig string, cs k8s.Interface, ns string, to
 		cfg.Runner.Runtime = config.RuntimeKubernetes
 		cfg.Runner.Kubernetes = config.Kubernetes{Kubeconfig: kubeconfig, Namespace: ns,
 			StateClaim: kubetest.StateClaim(t, cs, ns, dataDir), PullPolicy: "Never",
-			EgressGateImage: gateImage, EgressGateTarget: ln.Addr().String()}
-		cfg.Runner.CPUs = 0.25
+			EgressGateImage: gateImage, EgressGateTarget: ln.Addr().String(),
+			Requests: map[string]string{"cpu": "50m", "memory": "64Mi"}} // the tests beside share the node's two cores
 		cfg.Runner.MemoryBytes = 256 << 20
 		*token = cfg.Forges[0].Token.Reveal()
 	}

@@ -211,10 +211,10 @@ func TestReplicasKubernetesOneSession(t *testing.T) {
 	data := filepath.Join(rs.dir, "data")
 	claim := kubetest.StateClaim(t, cs, ns, data)
 	runnerYAML := fmt.Sprintf(`runner:
-  cpus: 0.1  # requests too: the default, a whole core, leaves the tests beside no room on the node's two
   runtime: kubernetes
   egress: {mode: open}  # not this test's subject: runner/redteam_egress_kubernetes_test.go
-  kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never}
+  # requests: the limits (a core, 2 GiB) reserved would leave the tests beside little room on the node
+  kubernetes: {kubeconfig: %s, namespace: %s, state_claim: %s, pull_policy: Never, requests: {cpu: 50m, memory: 64Mi}}
 `, kubeconfig, ns, claim)
 	ctx := context.Background()
 	pods := func(phase string) []corev1.Pod {

@@ -74,21 +74,23 @@ func newRuntime(ctx context.Context, cfg *config.Config) (*agentRuntime, error) 
 		return nil, fmt.Errorf("read the state claim %s in namespace %s (spec/kubernetes.md): %w", k.StateClaim, k.Namespace, err)
 	}
 	rt := kubernetes.New(cs, kubeOptions(cfg))
+	rt.StartTimeout = k.StartTimeout
 	return &agentRuntime{Runtime: rt, logs: runtimeLogs{rt}, close: func() error { return nil }}, nil
 }
 
 // kubeOptions is the Pod side of the configuration: the namespace, the state claim mounted
-// at data_dir, the pull policy, the service account and the phase timeout as the Pod's
-// deadline.
+// at data_dir, the pull policy, the resource requests, the service account and the phase
+// timeout as the Pod's deadline.
 func kubeOptions(cfg *config.Config) kubernetes.Options {
 	k := cfg.Runner.Kubernetes
 	root, err := filepath.Abs(cfg.DataDir)
 	if err != nil {
 		root = cfg.DataDir
 	}
-	// Validate decoded the placement already; an error here cannot happen.
+	// Validate decoded the placement and the requests already; an error here cannot happen.
 	tolerations, affinity, _ := k.Placement()
-	opts := kubernetes.Options{Namespace: k.Namespace, PullPolicy: corev1.PullPolicy(k.PullPolicy),
+	requests, _ := k.ResourceRequests()
+	opts := kubernetes.Options{Namespace: k.Namespace, PullPolicy: corev1.PullPolicy(k.PullPolicy), Requests: requests,
 		StateClaim: k.StateClaim, StateRoot: root, ServiceAccount: k.ServiceAccount,
 		NodeSelector: k.NodeSelector, Tolerations: tolerations, Affinity: affinity,
 		// The Executor stops a run at the timeout; the deadline, a grace later, is the

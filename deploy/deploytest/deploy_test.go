@@ -128,9 +128,9 @@ runner:
   uid: %d
   gid: %d
   timeout: 5m
-  cpus: 0.25  # requests too: the default, a whole core, leaves the tests beside no room on the node's two
   runtime: kubernetes
   kubernetes:
+    requests: {cpu: 50m, memory: 64Mi}  # the limits (a core, 2 GiB) reserved would leave the tests beside little room on the node
     namespace: %s
     state_claim: alfred-state
     pull_policy: Never

@@ -440,6 +440,31 @@ func TestValidate(t *testing.T) {
 			c.Runner.Kubernetes = Kubernetes{Namespace: "alfred-runs", StateClaim: "alfred-state", PullPolicy: "Never",
 				Tolerations: []map[string]any{{"key": "dedicated", "operater": "Equal"}}}
 		}, `runner.kubernetes: tolerations: json: unknown field "operater"`},
+		"kubernetes request above its limit": {func(c *Config) {
+			c.Runner.Runtime, c.Runner.CPUs = RuntimeKubernetes, 0.5
+			c.Runner.Kubernetes = Kubernetes{Namespace: "alfred-runs", StateClaim: "alfred-state", PullPolicy: "Never",
+				Requests: map[string]string{"cpu": "501m"}}
+		}, "runner.kubernetes.requests.cpu: 501m is above the limit, runner.cpus 0.5"},
+		"kubernetes memory request above its limit": {func(c *Config) {
+			c.Runner.Runtime, c.Runner.MemoryBytes = RuntimeKubernetes, 256<<20
+			c.Runner.Kubernetes = Kubernetes{Namespace: "alfred-runs", StateClaim: "alfred-state", PullPolicy: "Never",
+				Requests: map[string]string{"memory": "257Mi"}}
+		}, "runner.kubernetes.requests.memory: 257Mi is above the limit, runner.memory_bytes 268435456"},
+		"kubernetes request of an unknown resource": {func(c *Config) {
+			c.Runner.Runtime = RuntimeKubernetes
+			c.Runner.Kubernetes = Kubernetes{Namespace: "alfred-runs", StateClaim: "alfred-state", PullPolicy: "Never",
+				Requests: map[string]string{"cpu": "100m", "ephemeral-storage": "1Gi"}}
+		}, `runner.kubernetes: requests: "ephemeral-storage" is not cpu or memory`},
+		"kubernetes request not a quantity": {func(c *Config) {
+			c.Runner.Runtime = RuntimeKubernetes
+			c.Runner.Kubernetes = Kubernetes{Namespace: "alfred-runs", StateClaim: "alfred-state", PullPolicy: "Never",
+				Requests: map[string]string{"cpu": "half"}}
+		}, `runner.kubernetes: requests.cpu: "half"`},
+		"kubernetes request of zero": {func(c *Config) {
+			c.Runner.Runtime = RuntimeKubernetes
+			c.Runner.Kubernetes = Kubernetes{Namespace: "alfred-runs", StateClaim: "alfred-state", PullPolicy: "Never",
+				Requests: map[string]string{"memory": "0"}}
+		}, `runner.kubernetes: requests.memory: must be positive, got "0"`},
 		"negative gid":     {func(c *Config) { c.Runner.GID = -1 }, "runner.gid: must be at least 0"},
 		"zero timeout":     {func(c *Config) { c.Runner.Timeout = 0 }, "runner.timeout: must be a positive duration"},
 		"zero cpus":        {func(c *Config) { c.Runner.CPUs = 0 }, "runner.cpus: must be positive"},
@@ -665,15 +690,19 @@ func TestLoadRefusesConfusableSecrets(t *testing.T) {
 
 // TestRuntimeKubernetes: runner.runtime selects the runtime; the Kubernetes runtime needs its
 // namespace and state claim, and with the egress allowlist the egress gate's image, takes one
-// of the three pull policies, and is set from the environment as from the file.
+// of the three pull policies and a start timeout that is not negative, and is set from the
+// environment as from the file.
 func TestRuntimeKubernetes(t *testing.T) {
 	t.Parallel()
 	c, err := loadYAML(t, minimalYAML, "ALFRED_RUNNER_RUNTIME=kubernetes", "ALFRED_RUNNER_KUBERNETES_NAMESPACE=alfred",
 		"ALFRED_RUNNER_KUBERNETES_STATE_CLAIM=alfred-state", "ALFRED_RUNNER_KUBERNETES_EGRESS_GATE_IMAGE=registry.example.org/alfred:1",
-		"ALFRED_RUNNER_KUBERNETES_EGRESS_GATE_TARGET=10.0.0.1:443")
+		"ALFRED_RUNNER_KUBERNETES_EGRESS_GATE_TARGET=10.0.0.1:443", "ALFRED_RUNNER_KUBERNETES_START_TIMEOUT=15m")
 	require.NoError(t, err)
 	require.Equal(t, Kubernetes{Namespace: "alfred", StateClaim: "alfred-state", PullPolicy: "IfNotPresent",
-		EgressGateImage: "registry.example.org/alfred:1", EgressGateTarget: "10.0.0.1:443"}, c.Runner.Kubernetes)
+		EgressGateImage: "registry.example.org/alfred:1", EgressGateTarget: "10.0.0.1:443", StartTimeout: 15 * time.Minute},
+		c.Runner.Kubernetes)
+	_, err = loadYAML(t, minimalYAML+"runner:\n  runtime: kubernetes\n  egress: {mode: open}\n  kubernetes: {namespace: a, state_claim: b, start_timeout: -1s}\n")
+	require.ErrorContains(t, err, "runner.kubernetes.start_timeout: must not be negative, got -1s")
 
 	_, err = loadYAML(t, minimalYAML, "ALFRED_RUNNER_RUNTIME=kubernetes", "ALFRED_RUNNER_KUBERNETES_NAMESPACE=alfred",
 		"ALFRED_RUNNER_KUBERNETES_STATE_CLAIM=alfred-state")
@@ -702,7 +731,8 @@ func TestRuntimeKubernetes(t *testing.T) {
 }
 
 // TestEgressDefaults: the allowlist is on unless the host network is asked for (which no
-// allowlist can hold); the placement of the runs' Pods decodes into Kubernetes' own types.
+// allowlist can hold); the placement and the requests of the runs' Pods decode into
+// Kubernetes' own types.
 func TestEgressDefaults(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, EgressAllowlist, Runner{}.EgressMode())
@@ -713,6 +743,7 @@ func TestEgressDefaults(t *testing.T) {
     allow: [registry.npmjs.org:443, "*.example.org:443"]
     self_container: alfred-alfred-1
   kubernetes:
+    requests: {cpu: 250m, memory: 64Mi}
     tolerations: [{key: dedicated, operator: Equal, value: alfred, effect: NoSchedule}]
     affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: a, operator: Exists}]}]}}}
 `, 1))
@@ -723,6 +754,13 @@ func TestEgressDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "NoSchedule", string(tol[0].Effect))
 	require.Equal(t, "Exists", string(aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Operator))
+	req, err := c.Runner.Kubernetes.ResourceRequests()
+	require.NoError(t, err)
+	require.Equal(t, int64(250), req.Cpu().MilliValue())
+	require.Equal(t, int64(64<<20), req.Memory().Value())
+	req, err = Kubernetes{}.ResourceRequests()
+	require.NoError(t, err)
+	require.Nil(t, req, "no requests: each resource at its limit")
 	k := Kubernetes{NodeSelector: map[string]string{"kubernetes.io/hostname": "node-a"},
 		Tolerations: []map[string]any{{"key": "dedicated", "operator": "Equal", "value": "alfred", "effect": "NoSchedule"}},
 		Affinity:    map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": "a", "operator": "Exists"}}}}}}}}

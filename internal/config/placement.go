@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Placement returns the runs' Pod placement of the Kubernetes runtime as Kubernetes' own types:
@@ -24,6 +27,30 @@ func (k Kubernetes) Placement() (tolerations []corev1.Toleration, affinity *core
 		}
 	}
 	return tolerations, affinity, nil
+}
+
+// ResourceRequests decodes Requests into Kubernetes' own type: only "cpu" and "memory", each a
+// positive quantity (resource.ParseQuantity's syntax: 250m, 0.5, 256Mi). It returns nil when
+// Requests is empty.
+func (k Kubernetes) ResourceRequests() (corev1.ResourceList, error) {
+	if len(k.Requests) == 0 {
+		return nil, nil
+	}
+	list := corev1.ResourceList{}
+	for _, name := range slices.Sorted(maps.Keys(k.Requests)) {
+		if name != string(corev1.ResourceCPU) && name != string(corev1.ResourceMemory) {
+			return nil, fmt.Errorf("requests: %q is not cpu or memory", name)
+		}
+		q, err := resource.ParseQuantity(k.Requests[name])
+		if err != nil {
+			return nil, fmt.Errorf("requests.%s: %q: %w", name, k.Requests[name], err)
+		}
+		if q.Sign() <= 0 {
+			return nil, fmt.Errorf("requests.%s: must be positive, got %q", name, k.Requests[name])
+		}
+		list[corev1.ResourceName(name)] = q
+	}
+	return list, nil
 }
 
 // CheckPlacement reports whether Placement decodes.

@@ -176,6 +176,18 @@ type Kubernetes struct {
 	// PullPolicy is the runs' image pull policy: "IfNotPresent" (the default), "Always" or
 	// "Never" (images imported into the nodes, no registry).
 	PullPolicy string `yaml:"pull_policy" env:"PULL_POLICY"`
+	// Requests are what the scheduler reserves for each run's container, in a manifest's
+	// quantities: {cpu: 250m, memory: 256Mi}. runner.cpus and runner.memory_bytes stay the
+	// limits; a request below its limit lets a run use idle cores beyond its reservation
+	// (Kubernetes' Burstable class) while many runs share a node. A resource not named is
+	// requested at its limit, so with none named every run's Pod is Guaranteed. Kubernetes
+	// refuses a request above its limit; Validate does too.
+	Requests map[string]string `yaml:"requests" env:"-"`
+	// StartTimeout bounds how long a run's Pod may take to have its agent running: scheduling
+	// (a node an autoscaler adds takes minutes), the image's pull and the egress gate's wait.
+	// Zero: runner/kubernetes.DefaultStartTimeout (10 minutes). At the bound the run fails
+	// with the last reason the Pod gave, and its Pod and Secret are removed.
+	StartTimeout time.Duration `yaml:"start_timeout" env:"START_TIMEOUT"`
 	// ServiceAccount is the service account the runs' Pods name (default: the namespace's
 	// "default"); its token is never mounted into them.
 	ServiceAccount string `yaml:"service_account" env:"SERVICE_ACCOUNT"`

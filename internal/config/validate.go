@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/alfred-bot/alfred/internal/base/censor"
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -266,6 +268,10 @@ func (c *Config) validateRunner(v *validator) {
 		if err := k.CheckPlacement(); err != nil {
 			v.add("runner.kubernetes", "%v", err)
 		}
+		c.validateRequests(v)
+		if k.StartTimeout < 0 {
+			v.add("runner.kubernetes.start_timeout", "must not be negative, got %s", k.StartTimeout)
+		}
 		v.required("runner.kubernetes.namespace", k.Namespace)
 		v.required("runner.kubernetes.state_claim", k.StateClaim)
 		if !slices.Contains([]string{"IfNotPresent", "Always", "Never"}, k.PullPolicy) {
@@ -282,6 +288,25 @@ func (c *Config) validateRunner(v *validator) {
 		}
 	default:
 		v.add("runner.runtime", "must be %q or %q, got %q", RuntimeDocker, RuntimeKubernetes, c.Runner.Runtime)
+	}
+}
+
+// validateRequests checks runner.kubernetes.requests: known resources, positive quantities,
+// none above its limit (the Pod's limits are runner.cpus, rounded up to a millicore as
+// runner/kubernetes.PodFor does, and runner.memory_bytes).
+func (c *Config) validateRequests(v *validator) {
+	req, err := c.Runner.Kubernetes.ResourceRequests()
+	if err != nil {
+		v.add("runner.kubernetes", "%v", err)
+		return
+	}
+	if q, ok := req[corev1.ResourceCPU]; ok {
+		if limit := (int64(c.Runner.CPUs*1e9) + 999_999) / 1_000_000; q.MilliValue() > limit {
+			v.add("runner.kubernetes.requests.cpu", "%s is above the limit, runner.cpus %g: Kubernetes refuses a request above its limit", q.String(), c.Runner.CPUs)
+		}
+	}
+	if q, ok := req[corev1.ResourceMemory]; ok && q.Value() > c.Runner.MemoryBytes {
+		v.add("runner.kubernetes.requests.memory", "%s is above the limit, runner.memory_bytes %d: Kubernetes refuses a request above its limit", q.String(), c.Runner.MemoryBytes)
 	}
 }
 

@@ -13,8 +13,8 @@
 // 0), runAsNonRoot, a read-only root filesystem, allowPrivilegeEscalation false, every
 // capability dropped, the RuntimeDefault seccomp profile, no service account token, no service
 // links. /tmp and runner.HomeDir are memory-backed emptyDir volumes, the tmpfs of runner/docker.
-// spec.Limits.MemoryBytes and NanoCPUs become the container's limits (and its requests, unless
-// Options.Requests says otherwise); Limits.PIDs has no per-Pod field in Kubernetes (the
+// spec.Limits.MemoryBytes and NanoCPUs become the container's limits, and its requests where
+// Options.Requests names no smaller reservation; Limits.PIDs has no per-Pod field in Kubernetes (the
 // kubelet's podPidsLimit is one value for the whole node) and is not applied. spec.HostNetwork
 // is the Pod's hostNetwork; Options.Timeout, when set, its activeDeadlineSeconds.
 //

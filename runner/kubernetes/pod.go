@@ -39,8 +39,9 @@ type Options struct {
 	// DefaultStopGrace if zero): how long the kubelet waits between SIGTERM and SIGKILL when
 	// Runtime.Stop or the deadline ends the run. Kubernetes fixes it when the Pod is created.
 	StopGrace time.Duration
-	// Requests, when set, are the container's resource requests (what the scheduler reserves)
-	// instead of the default, requests equal to the limits.
+	// Requests are the container's resource requests (what the scheduler reserves), resource
+	// by resource: a resource named here is requested at this quantity, any other at its limit
+	// (the spec's Limits). Kubernetes refuses a request above its limit.
 	Requests corev1.ResourceList
 	// StateClaim, when set, is the PersistentVolumeClaim holding Alfred's data directory, and
 	// StateRoot the absolute path Alfred sees it at (its data_dir). Every spec mount must then
@@ -116,8 +117,11 @@ func PodFor(spec runner.ContainerSpec, opts Options) (*corev1.Pod, *corev1.Secre
 		res.Limits = limits
 		res.Requests = limits.DeepCopy()
 	}
-	if len(opts.Requests) > 0 {
-		res.Requests = opts.Requests.DeepCopy()
+	for name, q := range opts.Requests {
+		if res.Requests == nil {
+			res.Requests = corev1.ResourceList{}
+		}
+		res.Requests[name] = q.DeepCopy()
 	}
 
 	pull := opts.PullPolicy

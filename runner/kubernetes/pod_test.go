@@ -267,7 +267,7 @@ func TestPodForEdges(t *testing.T) {
 		require.Equal(t, "1501m", r.Limits.Cpu().String(), "rounded up to a millicore")
 		require.Equal(t, "128Mi", r.Limits.Memory().String())
 		require.Equal(t, "10m", r.Requests.Cpu().String())
-		require.True(t, r.Requests.Memory().IsZero(), "Options.Requests replaces the default")
+		require.Equal(t, "128Mi", r.Requests.Memory().String(), "a resource Options.Requests does not name is requested at its limit")
 	})
 
 	t.Run("NamesAndLabelsKubernetesAccepts", func(t *testing.T) {

@@ -30,8 +30,10 @@ const (
 	// DefaultCleanupTimeout bounds Destroy when it must run on a fresh context because the
 	// caller's is already done.
 	DefaultCleanupTimeout = 30 * time.Second
-	// DefaultStartTimeout bounds how long Start waits for the container to run.
-	DefaultStartTimeout = 2 * time.Minute
+	// DefaultStartTimeout bounds how long Start waits for the container to run: the Pod's
+	// scheduling (a node an autoscaler adds takes minutes), the image's pull and the egress
+	// gate's wait.
+	DefaultStartTimeout = 10 * time.Minute
 	// DefaultOrphanSecretAge is how old a run's Secret without its Pod must be before
 	// SweepLeftovers removes it: Start creates the Pod right after the Secret, so a younger
 	// one may be another replica's Start in progress.
@@ -164,11 +166,11 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 	sctx, cancel := context.WithTimeout(ctx, orDefault(r.StartTimeout, DefaultStartTimeout))
 	defer cancel()
 	var started time.Time
-	var waiting string // the last reason the container gave for not running yet
+	var waiting string // the last reason the Pod gave for its container not running yet
 	err = r.watchPod(sctx, p.Name, func(p *corev1.Pod) (bool, error) {
 		cs := RunContainerStatus(p)
-		if cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
-			waiting = cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message
+		if w := waitingReason(p, cs); w != "" {
+			waiting = w
 		}
 		switch {
 		case cs != nil && cs.State.Running != nil:
@@ -188,7 +190,8 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 	})
 	if err != nil {
 		if ctx.Err() == nil && sctx.Err() != nil {
-			err = fmt.Errorf("pod %s: container not running after %s (last: %s)", spec.Name, orDefault(r.StartTimeout, DefaultStartTimeout), cmp.Or(waiting, "no container status"))
+			err = fmt.Errorf("pod %s: container not running after %s, runner.kubernetes.start_timeout (last: %s)",
+				spec.Name, orDefault(r.StartTimeout, DefaultStartTimeout), cmp.Or(waiting, "no container status"))
 		}
 		return runner.Handle{}, undo(fmt.Errorf("start %s: %w", spec.Name, err))
 	}
@@ -198,6 +201,22 @@ func (r *Runtime) Start(ctx context.Context, spec runner.ContainerSpec) (runner.
 	r.follow(runner.ContainerID(p.Name)) // as soon as it runs, not when the caller gets to Wait
 	return runner.Handle{ID: runner.ContainerID(p.Name), Name: p.Name, Origin: runner.OriginCreated,
 		Labels: spec.Labels, Running: true, StartedAt: started}, nil
+}
+
+// waitingReason is why p's run container cs (nil before the kubelet reports it) does not run
+// yet, "" when the Pod gives no reason: the container's waiting reason and message, or, while
+// no node takes the Pod, the scheduler's ("Unschedulable: 0/1 nodes are available: 1
+// Insufficient cpu.").
+func waitingReason(p *corev1.Pod, cs *corev1.ContainerStatus) string {
+	if cs != nil && cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
+		return cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "" {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	return ""
 }
 
 // notStarting returns the error of a container whose image cannot be had (wraps

@@ -165,6 +165,29 @@ func TestRuntimeDeadline(t *testing.T) {
 	require.False(t, adopted.Running)
 }
 
+// TestRuntimeStartTimeoutNamesTheScheduler: a Pod no node can take (it asks for more CPU than
+// the node has) fails Start at StartTimeout with the scheduler's reason, not "no container
+// status", and what Start created (the Pod and its Secret) is removed.
+func TestRuntimeStartTimeoutNamesTheScheduler(t *testing.T) {
+	cs, ns := cluster(t)
+	image := probeImage(t)
+	opts := testOptions(ns)
+	opts.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")}
+	rt := kubernetes.New(cs, opts)
+	rt.StartTimeout = 3 * time.Second
+	name := "alfred-unschedulable-" + kubetest.RandomHex(t, 4)
+	_, err := rt.Start(t.Context(), runner.ContainerSpec{Name: name, Image: image, Cmd: []string{"sleep", "60"},
+		User: runtimetest.ImageUser, Env: []string{"AGENT_KEY=k"},
+		Limits: runner.Limits{NanoCPUs: 64e9}, Labels: map[string]string{runner.LabelManaged: "true"}})
+	require.ErrorContains(t, err, "container not running after 3s, runner.kubernetes.start_timeout")
+	require.ErrorContains(t, err, "Unschedulable: ")
+	require.ErrorContains(t, err, "Insufficient cpu")
+	_, err = cs.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the Pod Start created is removed: %v", err)
+	_, err = cs.CoreV1().Secrets(ns).Get(t.Context(), name, metav1.GetOptions{})
+	require.True(t, apierrors.IsNotFound(err), "the Secret Start created is removed: %v", err)
+}
+
 func randomHex(t *testing.T, n int) string {
 	b := make([]byte, n)
 	_, err := rand.Read(b)
