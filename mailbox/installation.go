@@ -34,8 +34,8 @@ type Replica struct {
 
 // Installation is the installation-wide controls shared by every replica of one store
 // (spec/operations.md, "Controls"). A Store that implements it is followed by Workers.Run:
-// before the first claim and then each Poll (at most half a second) the workers read the drain
-// and record their replica.
+// before the first claim and then each Poll (at most half a second) the workers read the drain,
+// and record their replica when it changed (WorkerConfig.ReplicaHeartbeat otherwise).
 // internal/store/sqlstore implements it.
 type Installation interface {
 	// SetControl turns control name (ControlDrain, ControlPause) on or off for every replica

@@ -41,6 +41,13 @@ type WorkerConfig struct {
 	// ShutdownGrace is how long event passes in progress may go on once Run's context ends
 	// (default 20s).
 	ShutdownGrace time.Duration
+	// ReplicaHeartbeat is how often SyncInstallation records this replica when its draining
+	// and drained have not changed (default 30s). A change is recorded at the read that sees
+	// it, so a drain's progress shows within half a second; an idle replica writes its row
+	// twice a minute instead of at every read (two statements and a commit each, on every
+	// replica, for as long as it runs). The pages list the replicas seen in the last 10
+	// minutes.
+	ReplicaHeartbeat time.Duration
 }
 
 // Workers lease due mailboxes and advance them through the machine (one pass each).
@@ -58,6 +65,12 @@ type Workers struct {
 	// claiming counts the claims and passes in progress (of every kind): a drained replica
 	// has none.
 	claiming atomic.Int64
+	// recorded is what SyncInstallation last wrote of this replica, and when.
+	recordMu sync.Mutex
+	recorded struct {
+		at    time.Time
+		state Replica
+	}
 }
 
 // NewWorkers wires workers.
@@ -69,6 +82,7 @@ func NewWorkers(cfg WorkerConfig, store Store, machine *Machine, log *slog.Logge
 	cfg.Poll = cmp.Or(cfg.Poll, time.Second)
 	cfg.Backoff = cmp.Or(cfg.Backoff, 15*time.Second)
 	cfg.ShutdownGrace = cmp.Or(cfg.ShutdownGrace, 20*time.Second)
+	cfg.ReplicaHeartbeat = cmp.Or(cfg.ReplicaHeartbeat, 30*time.Second)
 	if log == nil {
 		log = slog.Default()
 	}
@@ -109,7 +123,8 @@ func (w *Workers) Draining() bool { return w.draining.Load() }
 
 // SyncInstallation reads the installation-wide drain from inst into Draining (waking the
 // workers when it ends) and records this replica: seen now, draining, drained once no claim
-// or pass is in progress. Run calls it before its first claim and then every Poll (at most
+// or pass is in progress; when none of it changed since the last record, only once every
+// WorkerConfig.ReplicaHeartbeat. Run calls it before its first claim and then every Poll (at most
 // half a second) when the store implements Installation; an error leaves Draining as it was.
 func (w *Workers) SyncInstallation(ctx context.Context, inst Installation) error {
 	st, err := inst.InstallationControls(ctx)
@@ -126,8 +141,18 @@ func (w *Workers) SyncInstallation(ctx context.Context, inst Installation) error
 			}
 		}
 	}
-	drained := st.Draining && w.claiming.Load() == 0
-	return inst.RecordReplica(ctx, Replica{ID: w.cfg.Owner, Draining: st.Draining, Drained: drained})
+	rep := Replica{ID: w.cfg.Owner, Draining: st.Draining, Drained: st.Draining && w.claiming.Load() == 0}
+	w.recordMu.Lock()
+	defer w.recordMu.Unlock()
+	now := time.Now()
+	if !w.recorded.at.IsZero() && w.recorded.state == rep && now.Sub(w.recorded.at) < w.cfg.ReplicaHeartbeat {
+		return nil
+	}
+	if err := inst.RecordReplica(ctx, rep); err != nil {
+		return err
+	}
+	w.recorded.at, w.recorded.state = now, rep
+	return nil
 }
 
 // installationPoll bounds how often the workers read the installation controls: twice a

@@ -121,8 +121,9 @@ func (c controls) PauseAll(ctx context.Context, on bool, by string) error {
 	return nil
 }
 
-// replicasSeen is how far back the pages list replicas: a replica records itself each second,
-// so one not seen for this long has stopped.
+// replicasSeen is how far back the pages list replicas: a replica records itself at each
+// change and at least every 30 s (mailbox.WorkerConfig.ReplicaHeartbeat), so one not seen for
+// this long has stopped.
 const replicasSeen = 10 * time.Minute
 
 func (c controls) Installation(ctx context.Context) (web.Installation, error) {

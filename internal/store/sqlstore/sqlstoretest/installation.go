@@ -84,6 +84,49 @@ func installationControls(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	require.Equal(t, []string{"a", "b"}, replicaIDs(rs), "old, not seen for over a day, is forgotten")
 }
 
+// replicaRecordedOnChange: the workers record their replica at their first read of the
+// controls, then only when its draining or drained changes or once their heartbeat has passed:
+// the row's seen_at (the store's clock) moves only then.
+func replicaRecordedOnChange(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
+	ctx := context.Background()
+	seen := func(id string) mailbox.Replica {
+		t.Helper()
+		rs, err := s.Replicas(ctx, time.Time{})
+		require.NoError(t, err)
+		for _, r := range utcReplicas(rs) {
+			if r.ID == id {
+				return r
+			}
+		}
+		require.FailNow(t, "no replica "+id, "%v", rs)
+		return mailbox.Replica{}
+	}
+	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "r1", Count: 1, ReplicaHeartbeat: time.Hour}, s, nil, nil)
+	require.NoError(t, w.SyncInstallation(ctx, s))
+	first := c.Now()
+	require.Equal(t, mailbox.Replica{ID: "r1", SeenAt: first}, seen("r1"), "recorded at the first read")
+	c.Add(time.Minute)
+	for range 3 {
+		require.NoError(t, w.SyncInstallation(ctx, s))
+	}
+	require.Equal(t, first, seen("r1").SeenAt, "nothing changed within the heartbeat: not written again")
+
+	require.NoError(t, s.SetControl(ctx, mailbox.ControlDrain, true, "operator 10.0.0.7"))
+	require.NoError(t, w.SyncInstallation(ctx, s))
+	require.Equal(t, mailbox.Replica{ID: "r1", SeenAt: c.Now(), Draining: true, Drained: true}, seen("r1"),
+		"the drain is recorded at the read that sees it")
+	c.Add(time.Minute)
+	require.NoError(t, s.SetControl(ctx, mailbox.ControlDrain, false, "operator 10.0.0.7"))
+	require.NoError(t, w.SyncInstallation(ctx, s))
+	require.Equal(t, mailbox.Replica{ID: "r1", SeenAt: c.Now()}, seen("r1"), "and so is its end")
+
+	beat := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "r2", Count: 1, ReplicaHeartbeat: time.Nanosecond}, s, nil, nil)
+	require.NoError(t, beat.SyncInstallation(ctx, s))
+	c.Add(time.Minute)
+	require.NoError(t, beat.SyncInstallation(ctx, s))
+	require.Equal(t, mailbox.Replica{ID: "r2", SeenAt: c.Now()}, seen("r2"), "once the heartbeat has passed, written again unchanged")
+}
+
 func replicaIDs(rs []mailbox.Replica) []string {
 	ids := make([]string, len(rs))
 	for i, r := range rs {

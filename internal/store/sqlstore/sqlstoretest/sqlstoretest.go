@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"ShadowWrites":                  shadowWrites,
 		"PollCursors":                   pollCursors,
 		"InstallationControls":          installationControls,
+		"ReplicaRecordedOnChange":       replicaRecordedOnChange,
 		"RerunTold":                     rerunTold,
 		"OperatorSessions":              operatorSessions,
 	} {
