@@ -124,8 +124,9 @@ func (w *Workers) Draining() bool { return w.draining.Load() }
 // SyncInstallation reads the installation-wide drain from inst into Draining (waking the
 // workers when it ends) and records this replica: seen now, draining, drained once no claim
 // or pass is in progress; when none of it changed since the last record, only once every
-// WorkerConfig.ReplicaHeartbeat. Run calls it before its first claim and then every Poll (at most
-// half a second) when the store implements Installation; an error leaves Draining as it was.
+// WorkerConfig.ReplicaHeartbeat. Run calls it before its first claim and then every Poll (at
+// most half a second) when the store implements Installation; an error leaves Draining as it
+// was.
 func (w *Workers) SyncInstallation(ctx context.Context, inst Installation) error {
 	st, err := inst.InstallationControls(ctx)
 	if err != nil {
