@@ -2,8 +2,6 @@ package kubernetes_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"testing"
@@ -186,13 +184,6 @@ func TestRuntimeStartTimeoutNamesTheScheduler(t *testing.T) {
 	require.True(t, apierrors.IsNotFound(err), "the Pod Start created is removed: %v", err)
 	_, err = cs.CoreV1().Secrets(ns).Get(t.Context(), name, metav1.GetOptions{})
 	require.True(t, apierrors.IsNotFound(err), "the Secret Start created is removed: %v", err)
-}
-
-func randomHex(t *testing.T, n int) string {
-	b := make([]byte, n)
-	_, err := rand.Read(b)
-	require.NoError(t, err)
-	return hex.EncodeToString(b)
 }
 
 // TestRuntimeStateClaim: a run's mounts are sub-paths of the state claim. The Pod reads its
