@@ -11,7 +11,8 @@
 #   bash scripts/test-cluster.sh up       build what is missing, start the cluster, wait until
 #                                         its node is Ready; prints the kubeconfig's path
 #   bash scripts/test-cluster.sh import IMAGE...
-#                                         copy images from the Docker engine into the cluster
+#                                         copy images from the Docker engine into the cluster;
+#                                         returns once the kubelet can run them
 #   bash scripts/test-cluster.sh forget IMAGE...
 #                                         remove imported images from the cluster (absent: fine)
 #   bash scripts/test-cluster.sh down     delete every pod, stop everything, remove the state
@@ -360,11 +361,37 @@ EOF
 	rm -rf "$b"
 }
 
+# import loads Docker images into the cluster's containerd and returns once the kubelet can run
+# them. containerd's CRI plugin, which the kubelet asks, learns of an image from containerd's
+# event stream in its own time (seconds behind on a loaded node, where the same stream carries
+# every container's exit); until it has, the kubelet finds the image absent and a Pod's
+# container waits in ErrImageNeverPull. The plugin labels each image it has taken in
+# io.cri-containerd.image=managed as it adds the name to the index the kubelet reads.
 import() {
-	local img
+	local img ref
 	for img in "$@"; do
 		docker save "$img" | ctr --address "$SOCK" -n k8s.io images import - >/dev/null
+		ref=$(fullref "$img")
+		wait_for "the image $ref in the kubelet's view (the CRI plugin's label)" 300 cri_managed "$ref"
 	done
+}
+
+# cri_managed succeeds when containerd's CRI plugin has taken in the image REF.
+cri_managed() {
+	ctr --address "$SOCK" -n k8s.io images ls -q "name==$1,labels.\"io.cri-containerd.image\"==managed" | grep -qxF "$1"
+}
+
+# fullref prints the reference containerd keeps for an image name: docker.io/library/NAME,
+# docker.io/OWNER/NAME, or the name as given when it starts with a registry host.
+fullref() {
+	local img=$1
+	if [[ $img != */* ]]; then
+		echo "docker.io/library/$img"
+	elif [[ ${img%%/*} != *.* && ${img%%/*} != *:* && ${img%%/*} != localhost ]]; then
+		echo "docker.io/$img"
+	else
+		echo "$img"
+	fi
 }
 
 # running reports whether the cluster's daemon NAME runs: its pid file names a process that is
@@ -378,19 +405,13 @@ running() {
 }
 
 # forget removes images from the cluster's containerd, by the full reference containerd keeps
-# (docker.io/library/NAME, docker.io/OWNER/NAME, or as given with a registry host), and the
-# image id reference (sha256:…) the kubelet's image service adds, unless another name still
-# points at the same image.
+# (fullref), and the image id reference (sha256:…) the CRI plugin adds, unless another name
+# still points at the same image.
 forget() {
 	local img ref digest id
 	local CTR=(ctr --address "$SOCK" -n k8s.io)
 	for img in "$@"; do
-		ref=$img
-		if [[ $img != */* ]]; then
-			ref=docker.io/library/$img
-		elif [[ ${img%%/*} != *.* && ${img%%/*} != *:* && ${img%%/*} != localhost ]]; then
-			ref=docker.io/$img
-		fi
+		ref=$(fullref "$img")
 		digest=$("${CTR[@]}" images ls | awk -v r="$ref" '$1 == r { print $3 }')
 		[ -n "$digest" ] || continue
 		"${CTR[@]}" images rm "$ref" >/dev/null
