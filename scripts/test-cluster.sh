@@ -15,6 +15,9 @@
 #                                         returns once the kubelet can run them
 #   bash scripts/test-cluster.sh forget IMAGE...
 #                                         remove imported images from the cluster (absent: fine)
+#   bash scripts/test-cluster.sh report IMAGE...
+#                                         what the cluster knows of imported images: containerd's
+#                                         record, the CRI plugin's events, the kubelet's image GC
 #   bash scripts/test-cluster.sh down     delete every pod, stop everything, remove the state
 #   bash scripts/test-cluster.sh env      print KUBECONFIG=… for eval
 #
@@ -508,6 +511,23 @@ down() {
 	log "stopped; $DIR removed"
 }
 
+# report prints, for a test that failed with images it imported, what the cluster knows of
+# each: containerd's record of the name and its labels (absent: removed, or never imported),
+# the image events containerd's CRI plugin handled for it and what failed there, and the
+# kubelet's image garbage collection and evictions, which remove unused images.
+report() {
+	local img ref
+	local CTR=(ctr --address "$SOCK" -n k8s.io)
+	for img in "$@"; do
+		ref=$(fullref "$img")
+		echo "== $ref"
+		echo "containerd: $("${CTR[@]}" images ls "name==$ref" 2>&1 | awk 'NR > 1 { print $3, $NF }' | grep . || echo "no such image")"
+		grep -F "$ref" "$DIR/log/containerd.log" 2>/dev/null | grep -E 'Image(Create|Update|Delete) event|level=(error|warning)' | tail -n 8 | cut -c1-400 || true
+	done
+	echo "== kubelet: image garbage collection and evictions"
+	grep -E 'image_gc_manager|Eviction manager: (attempting|must evict)|Disk usage on image' "$DIR/log/kubelet.log" 2>/dev/null | tail -n 8 | cut -c1-400 || true
+}
+
 case "${1:-}" in
 up) up ;;
 down) down ;;
@@ -519,6 +539,10 @@ forget)
 	shift
 	forget "$@"
 	;;
+report)
+	shift
+	report "$@"
+	;;
 env) echo "KUBECONFIG=$DIR/etc/admin.kubeconfig" ;;
-*) die "usage: $0 up|down|import IMAGE...|forget IMAGE...|env" ;;
+*) die "usage: $0 up|down|import IMAGE...|forget IMAGE...|report IMAGE...|env" ;;
 esac

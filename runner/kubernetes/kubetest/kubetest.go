@@ -175,7 +175,10 @@ func WaitBound(tb testing.TB, cs k8s.Interface, ns string) {
 }
 
 // ImportImage imports the Docker image tag into the test cluster's containerd
-// (scripts/test-cluster.sh import) and forgets it when the test ends.
+// (scripts/test-cluster.sh import, which returns once the kubelet can run it) and forgets it
+// when the test ends. A test that failed logs first what the cluster knew of the image then
+// (scripts/test-cluster.sh report: containerd's record, the CRI plugin's events, the kubelet's
+// image garbage collection), so that a Pod's ErrImageNeverPull names its cause.
 func ImportImage(tb testing.TB, tag string) {
 	tb.Helper()
 	script := filepath.Join(RepoRoot(tb), "scripts", "test-cluster.sh")
@@ -184,6 +187,12 @@ func ImportImage(tb testing.TB, tag string) {
 	tb.Cleanup(func() {
 		if out, err := exec.Command("bash", script, "forget", tag).CombinedOutput(); err != nil {
 			tb.Errorf("remove %s from the test cluster: %v: %s", tag, err, out)
+		}
+	})
+	tb.Cleanup(func() { // before the forget above: cleanups run last registered first
+		if tb.Failed() {
+			out, err := exec.Command("bash", script, "report", tag).CombinedOutput()
+			tb.Logf("the test cluster's view of %s (err %v):\n%s", tag, err, out)
 		}
 	})
 }
