@@ -337,7 +337,7 @@ wait_for() { # what seconds command...
 }
 
 pause_image() {
-	ctr --address "$SOCK" -n k8s.io images ls -q | grep -qx "$PAUSE" && return
+	kctr images ls -q | grep -qx "$PAUSE" && return
 	local b
 	b=$(mktemp -d)
 	cat >"$b/main.go" <<'EOF'
@@ -374,15 +374,19 @@ EOF
 import() {
 	local img ref
 	for img in "$@"; do
-		docker save "$img" | ctr --address "$SOCK" -n k8s.io images import - >/dev/null
+		docker save "$img" | kctr images import - >/dev/null
 		ref=$(fullref "$img")
 		wait_for "the image $ref in the kubelet's view (the CRI plugin's label)" 300 cri_managed "$ref"
 	done
 }
 
+# kctr is ctr on the cluster's containerd, in the namespace the kubelet's containers and images
+# live in.
+kctr() { ctr --address "$SOCK" -n k8s.io "$@"; }
+
 # cri_managed succeeds when containerd's CRI plugin has taken in the image REF.
 cri_managed() {
-	ctr --address "$SOCK" -n k8s.io images ls -q "name==$1,labels.\"io.cri-containerd.image\"==managed" | grep -qxF "$1"
+	kctr images ls -q "name==$1,labels.\"io.cri-containerd.image\"==managed" | grep -qxF "$1"
 }
 
 # fullref prints the reference containerd keeps for an image name: docker.io/library/NAME,
@@ -413,15 +417,14 @@ running() {
 # still points at the same image.
 forget() {
 	local img ref digest id
-	local CTR=(ctr --address "$SOCK" -n k8s.io)
 	for img in "$@"; do
 		ref=$(fullref "$img")
-		digest=$("${CTR[@]}" images ls | awk -v r="$ref" '$1 == r { print $3 }')
+		digest=$(kctr images ls | awk -v r="$ref" '$1 == r { print $3 }')
 		[ -n "$digest" ] || continue
-		"${CTR[@]}" images rm "$ref" >/dev/null
-		if ! "${CTR[@]}" images ls | awk -v d="$digest" '$3 == d && $1 !~ /^sha256:/' | grep -q .; then
-			for id in $("${CTR[@]}" images ls | awk -v d="$digest" '$3 == d && $1 ~ /^sha256:/ { print $1 }'); do
-				"${CTR[@]}" images rm "$id" >/dev/null
+		kctr images rm "$ref" >/dev/null
+		if ! kctr images ls | awk -v d="$digest" '$3 == d && $1 !~ /^sha256:/' | grep -q .; then
+			for id in $(kctr images ls | awk -v d="$digest" '$3 == d && $1 ~ /^sha256:/ { print $1 }'); do
+				kctr images rm "$id" >/dev/null
 			done
 		fi
 	done
@@ -490,9 +493,9 @@ down() {
 	stop_netpol
 	if running containerd; then
 		local id
-		for id in $(ctr --address "$SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
-			ctr --address "$SOCK" -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true
-			ctr --address "$SOCK" -n k8s.io tasks delete -f "$id" >/dev/null 2>&1 || true
+		for id in $(kctr tasks ls -q 2>/dev/null); do
+			kctr tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true
+			kctr tasks delete -f "$id" >/dev/null 2>&1 || true
 		done
 	fi
 	stop containerd
@@ -518,11 +521,10 @@ down() {
 # kubelet's image garbage collection and evictions, which remove unused images.
 report() {
 	local img ref
-	local CTR=(ctr --address "$SOCK" -n k8s.io)
 	for img in "$@"; do
 		ref=$(fullref "$img")
 		echo "== $ref"
-		echo "containerd: $("${CTR[@]}" images ls "name==$ref" 2>&1 | awk 'NR > 1 { print $3, $NF }' | grep . || echo "no such image")"
+		echo "containerd: $(kctr images ls "name==$ref" 2>&1 | awk 'NR > 1 { print $3, $NF }' | grep . || echo "no such image")"
 		grep -F "$ref" "$DIR/log/containerd.log" 2>/dev/null | grep -E 'Image(Create|Update|Delete) event|level=(error|warning)' | tail -n 8 | cut -c1-400 || true
 	done
 	echo "== kubelet: image garbage collection and evictions"
