@@ -76,12 +76,17 @@ TEST_PARALLEL ?= 4
 # packages still running. go test links every package's test binary anew (its link is not
 # cached): -ldflags=-w leaves out the DWARF tables nobody reads here, about a third of a link's
 # CPU; -vet=off because go vet ./... has just run every analyzer go test's vet would.
+# The alfred binary the tests run as a process (cmd/alfred's, webhook's and the deploy test's,
+# which also puts it in Alfred's image) is linked once here, static, and handed to them
+# (internal/base/servetest's ALFRED_TEST_BINARY); everything is compiled with CGO_ENABLED=0 so
+# that the tests and that binary share the build cache's packages.
 test: deps $(TEST_CLUSTER)
 	@unformatted=$$("$$(dirname $(GO))/gofmt" -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted"; exit 1; fi
-	$(GO) vet -tags '$(TEST_TAGS)' ./...
+	CGO_ENABLED=0 $(GO) vet -tags '$(TEST_TAGS)' ./...
 	$(GO) build -o bin/alfred-testprogress ./cmd/alfred-testprogress
-	set -o pipefail; $(GO) test -json -tags '$(TEST_TAGS)' -vet=off -ldflags=-w -count=1 -p 2 -parallel $(TEST_PARALLEL) -timeout 40m ./... | tee $(or $(TEST_JSON),/dev/null) | ./bin/alfred-testprogress
+	CGO_ENABLED=0 $(GO) build -ldflags=-w -o bin/alfred-test ./cmd/alfred
+	set -o pipefail; CGO_ENABLED=0 ALFRED_TEST_BINARY=$(CURDIR)/bin/alfred-test $(GO) test -json -tags '$(TEST_TAGS)' -vet=off -ldflags=-w -count=1 -p 2 -parallel $(TEST_PARALLEL) -timeout 40m ./... | tee $(or $(TEST_JSON),/dev/null) | ./bin/alfred-testprogress
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 # The cost benchmarks report medians and ratios over a fixed number of iterations, one package

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	k8s "k8s.io/client-go/kubernetes"
 
+	"github.com/alfred-bot/alfred/internal/base/servetest"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
@@ -89,7 +90,10 @@ func TestDeployRunsPhaseAsPod(t *testing.T) {
 	tag := kubetest.RandomHex(t, 4)
 	alfredImage := "alfred-deploytest:" + tag
 	began := time.Now()
-	out, err := exec.Command("bash", filepath.Join(kubetest.RepoRoot(t), "scripts", "alfred-image.sh"), alfredImage).CombinedOutput()
+	// The binary the other tests run (servetest.Binary, static), not a build of its own.
+	build := exec.Command("bash", filepath.Join(kubetest.RepoRoot(t), "scripts", "alfred-image.sh"), alfredImage)
+	build.Env = append(os.Environ(), "ALFRED_BINARY="+servetest.Binary(t))
+	out, err := build.CombinedOutput()
 	require.NoError(t, err, "scripts/alfred-image.sh: %s", out)
 	t.Logf("alfred image %s built in %s", alfredImage, time.Since(began).Round(time.Second))
 	t.Cleanup(func() { _ = exec.Command("docker", "rmi", alfredImage).Run() })
@@ -242,7 +246,7 @@ patches:
 	// The doctor, with Alfred's own credentials, against the runs' namespace.
 	token := tokenKubeconfig(t, cs, kc, alfredNS, "alfred")
 	cfg := doctorConfig(t, t.TempDir(), fj, runsNS, agentImage)
-	bin := alfredBinary(t)
+	bin := servetest.Binary(t)
 	out3, err := runDoctor(t, bin, cfg, token)
 	require.NoError(t, err, "every blocking check passes")
 	require.Contains(t, out3, "[ok]   kubernetes: RBAC secrets: create, get, list, update, delete allowed")

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/alfred-bot/alfred/internal/base/servetest"
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -71,7 +72,7 @@ func TestDoctorKubernetes(t *testing.T) {
 
 	fj := forgetest.NewForgejoServer(t)
 	cfg := doctorConfig(t, dataDir, fj, ns, image)
-	bin := alfredBinary(t)
+	bin := servetest.Binary(t)
 	doctor := func(kubeconfig string) (string, error) { return runDoctor(t, bin, cfg, kubeconfig) }
 
 	out, err = doctor(lacking)
@@ -147,16 +148,6 @@ phases:
 `, filepath.Join(dir, "data"), fj.URL, fj.Token, webhookSecret, forgetest.BotLogin, ns, kubetest.ClaimName,
 		image, scriptFile, scriptFile)), 0o600))
 	return cfg
-}
-
-// alfredBinary builds cmd/alfred into a directory of the test's own and returns its path.
-func alfredBinary(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "alfred")
-	// Built as the tests are (no -trimpath): it shares their build cache.
-	out, err := exec.Command("go", "build", "-o", bin, "../../cmd/alfred").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
 }
 
 // runDoctor runs `bin doctor --config cfg` with the credentials of kubeconfig and returns its

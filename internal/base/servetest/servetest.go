@@ -1,14 +1,16 @@
 // Package servetest runs the `alfred serve` binary as a test's subprocess, as an operator
-// would: built once per test process (Binary), started with its output in a log file, waited
-// for until it answers, stopped, killed or signalled by the test, killed when the test ends,
-// and the end of its log printed once if the test failed. It is the one harness of the tests
-// and benchmarks that run the binary (cmd/alfred's crash, hand-over, replica, exactly-once,
-// hostile, discovery and rebuild tests; webhook's ingest benchmarks). It imports nothing of
-// Alfred's: it builds the binary with `go build`.
+// would: built once per test process, or once for the whole of `make test` and handed to every
+// test process (Binary, EnvBinary), started with its output in a log file, waited for until it
+// answers, stopped, killed or signalled by the test, killed when the test ends, and the end of
+// its log printed once if the test failed. It is the one harness of the tests and benchmarks
+// that run the binary (cmd/alfred's crash, hand-over, replica, exactly-once, hostile, discovery
+// and rebuild tests; webhook's ingest benchmarks; the deploy test's doctor and image). It
+// imports nothing of Alfred's: it builds the binary with `go build`.
 package servetest
 
 import (
 	"bufio"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,7 +43,23 @@ const Wait = 5 * time.Minute
 // LogPrinted bounds the log a failed test prints: its end, where the failure is.
 const LogPrinted = 256 << 10
 
-// binary is Package built once per test process.
+// EnvBinary names the environment variable through which a binary built beforehand is handed
+// to every test process: `make test` builds cmd/alfred once (bin/alfred-test, with the flags
+// BuildFlags gives) and sets it, so that the packages that run the binary do not each link
+// their own. Unset, Binary builds one per test process.
+const EnvBinary = "ALFRED_TEST_BINARY"
+
+// BuildEnv and BuildFlags are how Binary builds Package, and how `make test` builds the binary
+// it hands over: static (no cgo), so that the same file runs in the deploy test's Debian image
+// (scripts/alfred-image.sh's ALFRED_BINARY); without DWARF tables (-w), about a third of a
+// link's CPU that nobody reads here. `make test` compiles the tests with CGO_ENABLED=0 too, so
+// that the binary and the tests share the build cache's packages.
+var (
+	BuildEnv   = []string{"CGO_ENABLED=0"}
+	BuildFlags = []string{"-ldflags=-w"}
+)
+
+// binary is Package built once per test process, or the file EnvBinary names.
 var binary struct {
 	once      sync.Once
 	dir, path string
@@ -49,24 +67,50 @@ var binary struct {
 	err       error
 }
 
-// Binary returns the path of the alfred binary, built once per test process on the first call
-// (`go build`, sharing the build cache with go test) and shared: no test writes to it. A
-// package's TestMain calls RemoveBinary at the end.
+// Binary returns the path of the alfred binary: the file EnvBinary names if it is set, else
+// Package built once per test process on the first call (`go build` with BuildEnv and
+// BuildFlags, sharing the build cache with go test). It is shared: no test writes to it. A
+// package's TestMain calls RemoveBinary at the end. It fails the test if EnvBinary names no
+// regular, executable file, or if the build fails.
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	binary.once.Do(func() {
+		if path := os.Getenv(EnvBinary); path != "" {
+			binary.path, binary.err = handed(path)
+			return
+		}
 		binary.dir, binary.err = os.MkdirTemp("", "alfred-bin-")
 		if binary.err != nil {
 			return
 		}
 		binary.path = filepath.Join(binary.dir, "alfred")
-		binary.out, binary.err = exec.Command("go", "build", "-o", binary.path, Package).CombinedOutput()
+		cmd := exec.Command("go", append(append([]string{"build"}, BuildFlags...), "-o", binary.path, Package)...)
+		cmd.Env = append(os.Environ(), BuildEnv...)
+		binary.out, binary.err = cmd.CombinedOutput()
 	})
 	require.NoError(tb, binary.err, "build %s: %s", Package, binary.out)
 	return binary.path
 }
 
-// RemoveBinary removes what Binary built; TestMain calls it once the tests have run.
+// handed checks the binary EnvBinary names: an absolute path (a test process runs in its
+// package's directory, so a relative one would name a different file in each), a regular file,
+// executable.
+func handed(path string) (string, error) {
+	if !filepath.IsAbs(path) {
+		return "", fmt.Errorf("%s=%s: not an absolute path", EnvBinary, path)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", EnvBinary, err)
+	}
+	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
+		return "", fmt.Errorf("%s=%s: not an executable file (%s)", EnvBinary, path, fi.Mode())
+	}
+	return path, nil
+}
+
+// RemoveBinary removes what Binary built (never the file EnvBinary names); TestMain calls it
+// once the tests have run.
 func RemoveBinary() {
 	if binary.dir != "" {
 		_ = os.RemoveAll(binary.dir)
