@@ -120,7 +120,8 @@ bench-process: deps
 
 ## fuzz: run every fuzz target for FUZZTIME each (`go test` runs their seed corpus)
 FUZZTIME ?= 30s
-# How many fuzz targets run at once: each is mostly its test binary's link, one core each.
+# How many packages' fuzz targets run at once (scripts/fuzz.sh links each package's fuzzing
+# binary once): mostly the link, one core each.
 FUZZ_JOBS ?= 2
 FUZZ_TARGETS := \
 	./webhook:FuzzReceiver ./webhook:FuzzReceiverStore ./webhook:FuzzNormalise \
@@ -133,11 +134,7 @@ FUZZ_TARGETS := \
 	./runner/agent/opencode:FuzzParseStream ./internal/config:FuzzLoad \
 	./internal/base/censor:FuzzString
 fuzz:
-	@printf '%s\n' $(FUZZ_TARGETS) | xargs -P $(FUZZ_JOBS) -I{} sh -c '\
-		pkg=$${1%%:*}; fn=$${1#*:}; \
-		if out=$$($(GO) test -run "^$$" -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg 2>&1); then \
-			echo "fuzz $$pkg $$fn ($(FUZZTIME)): ok"; \
-		else echo "fuzz $$pkg $$fn ($(FUZZTIME)): FAILED"; echo "$$out"; exit 1; fi' _ {}
+	@GO=$(GO) bash scripts/fuzz.sh $(FUZZTIME) $(FUZZ_JOBS) $(FUZZ_TARGETS)
 
 ## run: with a forge configured ($(CONFIG) and its bot's token file), bring up Docker (and PostgreSQL only when $(CONFIG) or ALFRED_DATABASE_URL names a PostgreSQL database; none or sqlite:PATH = embedded SQLite), build, build the script agent image, check (alfred doctor), serve with $(CONFIG). With none, prepare its files (scripts/demo-files.sh) and play the demo instead (make demo)
 run:
