@@ -11,6 +11,10 @@ LDFLAGS  := -X main.version=$(VERSION)
 CONFIG   ?= alfred.yaml
 # Extra build tags for the tests, e.g. TEST_TAGS=docker.
 TEST_TAGS ?=
+# Every build and test without cgo: Alfred needs none (its SQLite is modernc.org/sqlite, pure
+# Go), its binaries are then static (the images' too), and one setting everywhere lets the
+# builds of make run, make test and the binaries the tests build share the build cache.
+export CGO_ENABLED := 0
 
 # The database the PostgreSQL tests use (internal/base/pgtest); scripts/dev-deps.sh creates it.
 ALFRED_TEST_DATABASE_URL ?= postgres://alfred:alfred-dev-7Kq2vN9x@127.0.0.1:5432/alfred_test?sslmode=disable
@@ -78,15 +82,15 @@ TEST_PARALLEL ?= 4
 # CPU; -vet=off because go vet ./... has just run every analyzer go test's vet would.
 # The alfred binary the tests run as a process (cmd/alfred's, webhook's and the deploy test's,
 # which also puts it in Alfred's image) is linked once here, static, and handed to them
-# (internal/base/servetest's ALFRED_TEST_BINARY); everything is compiled with CGO_ENABLED=0 so
-# that the tests and that binary share the build cache's packages.
+# (internal/base/servetest's ALFRED_TEST_BINARY), so that the packages that run it do not each
+# link their own.
 test: deps $(TEST_CLUSTER)
 	@unformatted=$$("$$(dirname $(GO))/gofmt" -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$unformatted" ]; then echo "gofmt -w these files: $$unformatted"; exit 1; fi
-	CGO_ENABLED=0 $(GO) vet -tags '$(TEST_TAGS)' ./...
+	$(GO) vet -tags '$(TEST_TAGS)' ./...
 	$(GO) build -o bin/alfred-testprogress ./cmd/alfred-testprogress
-	CGO_ENABLED=0 $(GO) build -ldflags=-w -o bin/alfred-test ./cmd/alfred
-	set -o pipefail; CGO_ENABLED=0 ALFRED_TEST_BINARY=$(CURDIR)/bin/alfred-test $(GO) test -json -tags '$(TEST_TAGS)' -vet=off -ldflags=-w -count=1 -p 2 -parallel $(TEST_PARALLEL) -timeout 40m ./... | tee $(or $(TEST_JSON),/dev/null) | ./bin/alfred-testprogress
+	$(GO) build -ldflags=-w -o bin/alfred-test ./cmd/alfred
+	set -o pipefail; ALFRED_TEST_BINARY=$(CURDIR)/bin/alfred-test $(GO) test -json -tags '$(TEST_TAGS)' -vet=off -ldflags=-w -count=1 -p 2 -parallel $(TEST_PARALLEL) -timeout 40m ./... | tee $(or $(TEST_JSON),/dev/null) | ./bin/alfred-testprogress
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 # The cost benchmarks report medians and ratios over a fixed number of iterations, one package
