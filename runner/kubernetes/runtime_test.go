@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -227,4 +228,25 @@ func TestRuntimeStateClaim(t *testing.T) {
 	st, log = run("-r", "try-write", runner.InputDir+"/x")
 	require.Equal(t, 1, st.Code, "a read-only sub-path: %s", log)
 	require.NoFileExists(t, filepath.Join(in, "x"))
+}
+
+// TestClusterReportNamesImportedImage: the report a failed test logs for each image it imported
+// (kubetest.Report) shows containerd's record of an imported image with the CRI plugin's mark,
+// the label `import` waits for, and says so of an image that was never imported, each under
+// the reference containerd keeps.
+func TestClusterReportNamesImportedImage(t *testing.T) {
+	kubetest.Kubeconfig(t)
+	tag := probeImage(t)
+	never := "alfred-test/never-imported:" + kubetest.RandomHex(t, 4)
+	report := kubetest.Report(t, tag, never)
+	t.Logf("report:\n%s", report)
+
+	sections := strings.Split(report, "== ")
+	require.GreaterOrEqual(t, len(sections), 4, "a section per image and the kubelet's")
+	imported, missing := sections[1], sections[2]
+	require.True(t, strings.HasPrefix(imported, "docker.io/"+tag+"\n"), "the imported image's section: %q", imported)
+	require.Regexp(t, `(?m)^containerd: sha256:[0-9a-f]{64} \S*io\.cri-containerd\.image=managed`, imported)
+	require.True(t, strings.HasPrefix(missing, "docker.io/"+never+"\n"), "the missing image's section: %q", missing)
+	require.Contains(t, missing, "containerd: no such image")
+	require.True(t, strings.HasPrefix(sections[3], "kubelet: "), "the kubelet's section: %q", sections[3])
 }

@@ -191,10 +191,24 @@ func ImportImage(tb testing.TB, tag string) {
 	})
 	tb.Cleanup(func() { // before the forget above: cleanups run last registered first
 		if tb.Failed() {
-			out, err := exec.Command("bash", script, "report", tag).CombinedOutput()
-			tb.Logf("the test cluster's view of %s (err %v):\n%s", tag, err, out)
+			tb.Logf("the test cluster's view of %s:\n%s", tag, Report(tb, tag))
 		}
 	})
+}
+
+// Report returns what the test cluster knows of the Docker image tags (scripts/test-cluster.sh
+// report): for each, "== <containerd's reference>", then "containerd: <digest> <labels>" or
+// "containerd: no such image", and the CRI plugin's last events and errors naming it; then the
+// kubelet's last image garbage collections and evictions. A failure to run the script is in
+// the text, not fatal: it is a diagnostic.
+func Report(tb testing.TB, tags ...string) string {
+	tb.Helper()
+	script := filepath.Join(RepoRoot(tb), "scripts", "test-cluster.sh")
+	out, err := exec.Command("bash", append([]string{script, "report"}, tags...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("%s(test-cluster.sh report: %v)", out, err)
+	}
+	return string(out)
 }
 
 // RepoRoot returns the repository's root: the nearest directory above the working directory
