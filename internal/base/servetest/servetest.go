@@ -44,20 +44,10 @@ const Wait = 5 * time.Minute
 const LogPrinted = 256 << 10
 
 // EnvBinary names the environment variable through which a binary built beforehand is handed
-// to every test process: `make test` builds cmd/alfred once (bin/alfred-test, with the flags
-// BuildFlags gives) and sets it, so that the packages that run the binary do not each link
-// their own. Unset, Binary builds one per test process.
+// to every test process: `make test` builds cmd/alfred once (bin/alfred-test, as Binary builds
+// it) and sets it, so that the packages that run the binary do not each link their own. Unset,
+// Binary builds one per test process.
 const EnvBinary = "ALFRED_TEST_BINARY"
-
-// BuildEnv and BuildFlags are how Binary builds Package, and how `make test` builds the binary
-// it hands over: static (no cgo), so that the same file runs in the deploy test's Debian image
-// (scripts/alfred-image.sh's ALFRED_BINARY); without DWARF tables (-w), about a third of a
-// link's CPU that nobody reads here. `make test` compiles the tests with CGO_ENABLED=0 too, so
-// that the binary and the tests share the build cache's packages.
-var (
-	BuildEnv   = []string{"CGO_ENABLED=0"}
-	BuildFlags = []string{"-ldflags=-w"}
-)
 
 // binary is Package built once per test process, or the file EnvBinary names.
 var binary struct {
@@ -68,10 +58,13 @@ var binary struct {
 }
 
 // Binary returns the path of the alfred binary: the file EnvBinary names if it is set, else
-// Package built once per test process on the first call (`go build` with BuildEnv and
-// BuildFlags, sharing the build cache with go test). It is shared: no test writes to it. A
-// package's TestMain calls RemoveBinary at the end. It fails the test if EnvBinary names no
-// regular, executable file, or if the build fails.
+// Package built once per test process on the first call. It is built static (CGO_ENABLED=0),
+// so that the same file runs in the deploy test's Debian image (scripts/alfred-image.sh's
+// ALFRED_BINARY), and without DWARF tables (-ldflags=-w, about a third of a link's CPU, which
+// nobody reads here); `make test` compiles the tests with CGO_ENABLED=0 too, so that both share
+// the build cache's packages. It is shared: no test writes to it. A package's TestMain calls
+// RemoveBinary at the end. It fails the test if EnvBinary names no regular, executable file, or
+// if the build fails.
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	binary.once.Do(func() {
@@ -84,8 +77,8 @@ func Binary(tb testing.TB) string {
 			return
 		}
 		binary.path = filepath.Join(binary.dir, "alfred")
-		cmd := exec.Command("go", append(append([]string{"build"}, BuildFlags...), "-o", binary.path, Package)...)
-		cmd.Env = append(os.Environ(), BuildEnv...)
+		cmd := exec.Command("go", "build", "-ldflags=-w", "-o", binary.path, Package)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		binary.out, binary.err = cmd.CombinedOutput()
 	})
 	require.NoError(tb, binary.err, "build %s: %s", Package, binary.out)
