@@ -369,8 +369,9 @@ EOF
 # event stream in its own time, after `ctr images import` returns (measured on the 2-core test
 # machine: milliseconds idle, up to a quarter of a second during the test suite, and a stream
 # that also carries every container's exit can fall further behind); until it has, the kubelet
-# finds the image absent and a Pod's container waits in ErrImageNeverPull. The plugin labels each image it has taken in
-# io.cri-containerd.image=managed as it adds the name to the index the kubelet reads.
+# finds the image absent and a Pod's container waits in ErrImageNeverPull. The plugin labels
+# each image it has taken in io.cri-containerd.image=managed as it adds the name to the index
+# the kubelet reads.
 import() {
 	local img ref
 	for img in "$@"; do

@@ -181,11 +181,10 @@ func WaitBound(tb testing.TB, cs k8s.Interface, ns string) {
 // image garbage collection), so that a Pod's ErrImageNeverPull names its cause.
 func ImportImage(tb testing.TB, tag string) {
 	tb.Helper()
-	script := filepath.Join(RepoRoot(tb), "scripts", "test-cluster.sh")
-	out, err := exec.Command("bash", script, "import", tag).CombinedOutput()
+	out, err := clusterScript(tb, "import", tag)
 	require.NoError(tb, err, "import %s into the test cluster: %s", tag, out)
 	tb.Cleanup(func() {
-		if out, err := exec.Command("bash", script, "forget", tag).CombinedOutput(); err != nil {
+		if out, err := clusterScript(tb, "forget", tag); err != nil {
 			tb.Errorf("remove %s from the test cluster: %v: %s", tag, err, out)
 		}
 	})
@@ -203,12 +202,18 @@ func ImportImage(tb testing.TB, tag string) {
 // the text, not fatal: it is a diagnostic.
 func Report(tb testing.TB, tags ...string) string {
 	tb.Helper()
-	script := filepath.Join(RepoRoot(tb), "scripts", "test-cluster.sh")
-	out, err := exec.Command("bash", append([]string{script, "report"}, tags...)...).CombinedOutput()
+	out, err := clusterScript(tb, append([]string{"report"}, tags...)...)
 	if err != nil {
 		return fmt.Sprintf("%s(test-cluster.sh report: %v)", out, err)
 	}
 	return string(out)
+}
+
+// clusterScript runs scripts/test-cluster.sh with args and returns its combined output.
+func clusterScript(tb testing.TB, args ...string) ([]byte, error) {
+	tb.Helper()
+	script := filepath.Join(RepoRoot(tb), "scripts", "test-cluster.sh")
+	return exec.Command("bash", append([]string{script}, args...)...).CombinedOutput()
 }
 
 // RepoRoot returns the repository's root: the nearest directory above the working directory
