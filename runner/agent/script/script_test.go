@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -188,20 +189,34 @@ func TestPlayWaitsForTheReleaseFileAndAnswersVersion(t *testing.T) {
 	t.Parallel()
 	in := phase.Input{Phase: phase.Development, Key: "development", Attempt: 1}
 	b := setupPlayScript(t, in, "development: {summary: held, log: [started], wait_for_file: release, files: {a.txt: x}}")
+	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
-		code, _, _ := b.play(t)
+		var errOut bytes.Buffer
+		code := b.playTo(pw, &errOut)
+		pw.CloseWithError(fmt.Errorf("exit %d: %s", code, errOut.String()))
 		done <- code
 	}()
+	lines := bufio.NewReader(pr)
+	_, err := lines.ReadString('\n') // the agent's own first line
+	require.NoError(t, err)
+	l, err := lines.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "started\n", l, "the step's log line, printed before it waits")
+	// The step's files and result come right after its log line unless it waits: watched for
+	// a while (a step that does not wait ends within it on any machine not starved of CPU).
+	rest := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, lines); rest <- err }()
 	select {
 	case <-done:
 		t.Fatal("the step did not wait for its release file")
-	default:
+	case <-time.After(500 * time.Millisecond):
 	}
-	_, err := os.Stat(filepath.Join(b.ws, "a.txt"))
+	_, err = os.Stat(filepath.Join(b.ws, "a.txt"))
 	require.ErrorIs(t, err, os.ErrNotExist, "no file written while held")
 	require.NoError(t, os.WriteFile(filepath.Join(b.out, "release"), nil, 0o644))
 	require.Equal(t, 0, <-done)
+	require.ErrorContains(t, <-rest, "exit 0")
 	_, err = os.Stat(filepath.Join(b.ws, "a.txt"))
 	require.NoError(t, err)
 	_, err = os.Stat(filepath.Join(b.out, "release"))
