@@ -122,6 +122,8 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 <h1>Alfred</h1>
 {{if .Failed}}<p style="color: #c92a2a">That token is not the one in admin.token_file.</p>{{end}}
 {{if .InURL}}<p style="color: #c92a2a">A token is never accepted in a URL; type it here.</p>{{end}}
+<p>Sign in with the operator's token: the content of the file that <code>admin.token_file</code>
+names in Alfred's configuration.</p>
 <form method="post" action="{{.Action}}">
 <input type="hidden" name="next" value="{{.Next}}">
 <label>Token <input type="password" name="token" autofocus></label> <button>Sign in</button>

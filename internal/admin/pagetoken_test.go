@@ -129,3 +129,20 @@ func TestPageSessionLogout(t *testing.T) {
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the ended session's id replayed")
 }
+
+// The sign-in form says where the operator finds the token (a newcomer opening /ui/ first).
+func TestPageLoginNamesWhereTheTokenIs(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(admin.PageAuth("/ui", "0123456789abcdef-page-token", http.NotFoundHandler()))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/ui/", nil)
+	req.Header.Set("Accept", "text/html")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b := new(bytes.Buffer)
+	_, _ = b.ReadFrom(resp.Body)
+	_ = resp.Body.Close()
+	require.Equal(t, srv.URL+"/ui/login?next=%2Fui%2F", resp.Request.URL.String(), "a browser is sent to the form")
+	require.Contains(t, b.String(), "<code>admin.token_file</code>")
+	require.Contains(t, b.String(), `name="token"`)
+}
