@@ -7,10 +7,14 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/alfred-bot/alfred/internal/base/markdown"
 )
 
 // pageHandler serves the demo's page: GET / shows the issue as the forge holds it (labels,
-// comments, pull requests) with what to do next; POST /answer (form field "text") and
+// comments and pull requests, their text rendered as a forge renders Markdown) with what to do
+// next, and the forge's web addresses of the repository, the issue, its pull requests and the
+// accounts (those Alfred's pages link to) redirect to it (303); POST /answer (form field "text") and
 // POST /validate act as alice. A browser's form gets a redirect to the page; any other client
 // (alfred demo answer/validate) gets a line of plain text: 200 done, 409 not waiting for it,
 // 502 Alfred did not take the delivery. A POST from a page of another origin is refused (403),
@@ -18,6 +22,12 @@ import (
 func (f *Forge) pageHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", f.servePage)
+	// The forge's web addresses Alfred links to (the issue, its pull requests, their comments,
+	// the repository, the accounts) all show this one page.
+	toPage := func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/", http.StatusSeeOther) }
+	for _, p := range []string{"/" + Human, "/" + Human + "/{rest...}", "/" + Bot} {
+		mux.HandleFunc("GET "+p, toPage)
+	}
 	mux.HandleFunc("POST /answer", func(w http.ResponseWriter, r *http.Request) {
 		f.act(w, r, func() error { return f.Answer(r.Context(), r.PostFormValue("text")) })
 	})
@@ -88,11 +98,13 @@ func (f *Forge) servePage(w http.ResponseWriter, r *http.Request) {
 	_ = pageTemplate.Execute(w, data)
 }
 
-var pageTemplate = template.Must(template.New("demo").Parse(`<!doctype html>
+var pageTemplate = template.Must(template.New("demo").Funcs(template.FuncMap{"markdown": markdown.HTML}).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Alfred demo · {{.Repo}}#{{.Issue}}</title>
 {{if .Working}}<meta http-equiv="refresh" content="2">{{end}}
 <style>body{font:15px system-ui,sans-serif;margin:2em auto;max-width:60em;padding:0 1em}
 pre{white-space:pre-wrap;background:#f6f8fa;padding:.8em;border-radius:6px}
+.text{border:1px solid #d0d7de;border-radius:6px;padding:0 .8em}table{border-collapse:collapse}
+td,th{border:1px solid #d0d7de;padding:.2em .5em}
 .label{display:inline-block;background:#e7f0ff;border-radius:1em;padding:0 .6em;margin-right:.3em}
 .next{background:#fff8db;padding:.8em;border-radius:6px}.error{color:#c92a2a}</style></head>
 <body>
@@ -116,9 +128,9 @@ or run <code>./bin/alfred demo validate</code>.
 The branch is in <code>{{.Repository}}</code>.
 {{else}}Alfred is working ({{or .Status.Label "starting"}}); this page refreshes itself.{{end}}
 </div>
-<h2>alice opened it</h2><pre>{{.Status.Body}}</pre>
-{{range .Status.Comments}}<h2>{{.Author.Login}}</h2><pre>{{.Body}}</pre>{{end}}
+<h2>alice opened it</h2><div class="text">{{markdown .Status.Body}}</div>
+{{range .Status.Comments}}<h2>{{.Author.Login}}</h2><div class="text">{{markdown .Body}}</div>{{end}}
 {{range .Status.PullRequests}}<h2>pull request #{{.Number}}: {{.Title}} ({{.State}})</h2>
-<p>{{.SourceBranch}} → {{.TargetBranch}} at {{.HeadSHA}}</p><pre>{{.Body}}</pre>{{end}}
+<p>{{.SourceBranch}} → {{.TargetBranch}} at {{.HeadSHA}}</p><div class="text">{{markdown .Body}}</div>{{end}}
 {{end}}
 </body></html>`))

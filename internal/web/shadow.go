@@ -1,14 +1,9 @@
 package web
 
 import (
-	"bytes"
 	"fmt"
-	"html/template"
 	"strings"
 	"time"
-
-	"github.com/yuin/goldmark"
-	"github.com/yuin/goldmark/extension"
 )
 
 // ShadowPost is one write Alfred did not make because the project is in shadow mode
@@ -77,18 +72,4 @@ func (p ShadowPost) Summary() string {
 		return "would start the " + p.Detail["phase"] + " run; shadow mode starts no run that pushes"
 	}
 	return "would " + p.Kind
-}
-
-// markdown renders a text Alfred would have posted as the forges render Markdown (GitHub
-// Flavored: tables, task lists, strikethrough, autolinks). Raw HTML is not passed through
-// (goldmark's default), so Alfred's hidden markers stay hidden and a text cannot inject markup.
-var markdown = goldmark.New(goldmark.WithExtensions(extension.GFM))
-
-// renderMarkdown returns body rendered, or body escaped in a <pre> when it does not render.
-func renderMarkdown(body string) template.HTML {
-	var b bytes.Buffer
-	if err := markdown.Convert([]byte(body), &b); err != nil {
-		return template.HTML("<pre>" + template.HTMLEscapeString(body) + "</pre>") //nolint:gosec // escaped
-	}
-	return template.HTML(b.String()) //nolint:gosec // goldmark escapes text and drops raw HTML
 }

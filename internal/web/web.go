@@ -26,6 +26,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/alfred-bot/alfred/internal/base/cost"
+	"github.com/alfred-bot/alfred/internal/base/markdown"
 )
 
 // Prefix is where cmd mounts the pages.
@@ -111,7 +112,7 @@ func New(cfg Config) (*Handler, error) {
 		"duration": func(r RunSummary) string { return r.Duration(cfg.Now()).String() },
 		"cost":     Cost,
 		"tokens":   Tokens,
-		"markdown": renderMarkdown,
+		"markdown": markdown.HTML, // as the forges render a comment
 		"mr": func(forgeName string, number int64) string {
 			return MergeRequestRef(cfg.PullRequests != nil && cfg.PullRequests(forgeName), number)
 		},
