@@ -64,9 +64,7 @@ if [ -n "$token" ]; then
 	if [ ! -s "$token" ]; then
 		say "no forge yet ($token is missing): playing Alfred's demo on a stand-in forge instead (make demo; docs/demo.md)."
 		tell
-		say "Later, to use your own forge, create $token: the API token of the bot user $(value bot_user) on $(value base_url):"
-		say "  Forgejo/Gitea: sign in as $(value bot_user), Settings → Applications → Generate New Token, permissions issue and repository: Read and Write;"
-		say "  then: printf '%s\\n' 'THE-TOKEN' > $token && chmod 600 $token   (no forge? bash scripts/try-forgejo.sh starts one and writes it)"
+		say "Later, to use your own forge, create $token, the API token of the bot user $(value bot_user) on $(value base_url) (docs/forges.md says how; bash scripts/try-forgejo.sh starts a Forgejo and writes it)."
 		exit 3
 	fi
 fi

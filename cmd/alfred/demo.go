@@ -92,7 +92,12 @@ Ctrl-C stops it.
 		return errors.Join(err, d.wait())
 	}
 	go d.forge.Run(ctx)
-	return d.wait()
+	err = d.wait()
+	if ctx.Err() != nil { // Ctrl-C
+		fmt.Fprintf(a.stdout, "demo: stopped. Its files stay in %s until the next demo empties it; "+
+			"the agent's image stays too (docker image rm %s removes it).\n", d.dir, o.image)
+	}
+	return err
 }
 
 // startDemo prepares the demo's directory, starts the forge and Alfred on it (after the doctor

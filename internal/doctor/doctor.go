@@ -338,7 +338,7 @@ func databaseFix(err error, sqlite string) string {
 	case sqlite == "":
 		return "start PostgreSQL (`make deps` does) and check database_url (or database_url_file)"
 	case errors.Is(err, ErrNoSQLite):
-		return "no database at " + sqlite + ": `alfred serve` (or `alfred migrate`) creates it; if it should exist, check data_dir and database_url (sqlite:PATH) and that this runs where the data is (inside Alfred's Pod or container, or with its data_dir mounted)"
+		return "nothing to do on a first start: `alfred serve` (or `alfred migrate`) creates " + sqlite + "; if it should exist already, check data_dir and database_url (sqlite:PATH) and that this runs where the data is (inside Alfred's Pod or container, or with its data_dir mounted)"
 	case errors.Is(err, ErrSQLiteInUse):
 		return "another process holds " + sqlite + " (a SQLite database serves one process): run the doctor while Alfred is stopped, or inside its Pod or container; replicas need PostgreSQL"
 	default:

@@ -266,7 +266,7 @@ func TestDatabaseFixMatchesTheStore(t *testing.T) {
 		fix          string
 	}{
 		{"postgres", "", errors.New("dial tcp 127.0.0.1:5432: connection refused"), "fix: start PostgreSQL"},
-		{"sqlite missing", "/data/alfred.db", fmt.Errorf("%w at /data/alfred.db", doctor.ErrNoSQLite), "fix: no database at /data/alfred.db: `alfred serve` (or `alfred migrate`) creates it"},
+		{"sqlite missing", "/data/alfred.db", fmt.Errorf("%w at /data/alfred.db", doctor.ErrNoSQLite), "fix: nothing to do on a first start: `alfred serve` (or `alfred migrate`) creates /data/alfred.db; if it should exist already"},
 		{"sqlite in use", "/data/alfred.db", fmt.Errorf("%w: locked", doctor.ErrSQLiteInUse), "fix: another process holds /data/alfred.db"},
 		{"sqlite unreadable", "/data/alfred.db", errors.New("permission denied"), "fix: check /data/alfred.db: its directory exists"},
 	} {
