@@ -109,7 +109,9 @@ type MailboxDetail struct {
 type TimelineEntry struct {
 	At time.Time
 	// Kind is "event" (a delivery received), "decision" (what the machine did with it),
-	// "question", "run" or "operator" (a control used on the pages, Text naming who).
+	// "state" (the mailbox's state changed, Text "in_ci → in_review": also what no event
+	// caused, such as CI found green by a poll, or the merge), "question", "run" or
+	// "operator" (a control used on the pages, Text naming who).
 	Kind string
 	// Text says what happened, e.g. "issues (assigned) by alice" or "started analysis".
 	Text string

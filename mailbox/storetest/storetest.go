@@ -31,15 +31,27 @@ type Store interface {
 
 // Clock is a settable clock for the store under test.
 type Clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	step time.Duration
 }
 
 // NewClock returns a clock at t.
 func NewClock(t time.Time) *Clock { return &Clock{t: t} }
 
 // Now returns the clock's time.
-func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.t
+	c.t = c.t.Add(c.step)
+	return t
+}
+
+// Tick makes each Now move the clock on by d after reading it, as a real clock moves between
+// two reads (0, the default, stops it): a test sees whether a store reads the time once or
+// twice for what happens at one instant.
+func (c *Clock) Tick(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.step = d }
 
 // Add moves the clock on by d.
 func (c *Clock) Add(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }

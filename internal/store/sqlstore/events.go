@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -207,10 +208,9 @@ const sqlMarkProcessedIn = `UPDATE events SET processed_at = $1, outcome = $2 WH
 // 32,766 parameters, PostgreSQL's 65,535).
 const markIDsPerStatement = 500
 
-// markProcessedIn marks the events of done processed with their outcomes at one time: one
-// statement per outcome (and per markIDsPerStatement ids), whatever the number of events.
-func (s *Store) markProcessedIn(ctx context.Context, q querier, done []mailbox.Processed) error {
-	now := s.now()
+// markProcessedIn marks the events of done processed with their outcomes at the instant now:
+// one statement per outcome (and per markIDsPerStatement ids), whatever the number of events.
+func (s *Store) markProcessedIn(ctx context.Context, q querier, done []mailbox.Processed, now time.Time) error {
 	var outcomes []string
 	ids := map[string][]int64{}
 	for _, g := range done {

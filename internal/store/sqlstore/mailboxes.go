@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -54,11 +55,15 @@ UPDATE mailboxes SET state = $2, issue_type = $3, author = $4, title = $5, label
 WHERE id = $1`
 
 // Save implements mailbox.Mailboxes.
-func (s *Store) Save(ctx context.Context, m *mailbox.Mailbox) error { return s.save(ctx, s.db, m) }
+func (s *Store) Save(ctx context.Context, m *mailbox.Mailbox) error {
+	return s.save(ctx, s.db, m, s.now())
+}
 
-func (s *Store) save(ctx context.Context, q querier, m *mailbox.Mailbox) error {
+// save writes the mailbox's row, updated at the instant at (also the time of its state change,
+// when the state changes: migrations/0018_state_changes.sql).
+func (s *Store) save(ctx context.Context, q querier, m *mailbox.Mailbox, at time.Time) error {
 	_, err := q.ExecContext(ctx, sqlSaveMailbox, m.ID, m.State, m.Type, m.Author, m.Title, m.Labels,
-		m.Assignees, m.Branch, m.MRNumber, m.HeadSHA, m.Data, m.WakeAt, m.ClosedAt, s.now())
+		m.Assignees, m.Branch, m.MRNumber, m.HeadSHA, m.Data, m.WakeAt, m.ClosedAt, at)
 	if err != nil {
 		return fmt.Errorf("save mailbox %d: %w", m.ID, err)
 	}
@@ -66,13 +71,15 @@ func (s *Store) save(ctx context.Context, q querier, m *mailbox.Mailbox) error {
 }
 
 // SaveProcessed implements mailbox.Mailboxes: in one transaction, the mailbox's row and one
-// statement per outcome marking its events (markProcessedIn).
+// statement per outcome marking its events (markProcessedIn), all at one instant, so that the
+// timeline of the mailbox's page shows the decisions before the state change they made.
 func (s *Store) SaveProcessed(ctx context.Context, m *mailbox.Mailbox, done []mailbox.Processed) error {
+	now := s.now()
 	return s.withTx(ctx, func(q querier) error {
-		if err := s.save(ctx, q, m); err != nil {
+		if err := s.save(ctx, q, m, now); err != nil {
 			return err
 		}
-		return s.markProcessedIn(ctx, q, done)
+		return s.markProcessedIn(ctx, q, done, now)
 	})
 }
 

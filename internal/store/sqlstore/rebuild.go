@@ -64,7 +64,7 @@ func (s *Store) Rebuild(ctx context.Context, r *mailbox.Rebuilt) (bool, error) {
 			return fmt.Errorf("create rebuilt mailbox: %w", err)
 		}
 		mb.ID, created = id, true
-		if err := s.save(ctx, q, mb); err != nil {
+		if err := s.save(ctx, q, mb, s.now()); err != nil {
 			return err
 		}
 		if _, err := q.ExecContext(ctx, sqlRebuiltTimes, id, mb.CommentsSince, mb.IssueUpdatedAt, mb.MRUpdatedAt); err != nil {

@@ -134,7 +134,7 @@ const sqlMarkApplied = `UPDATE runs SET applied = TRUE WHERE id = $1`
 // SaveApplied implements mailbox.Runs.
 func (s *Store) SaveApplied(ctx context.Context, m *mailbox.Mailbox, runID int64) error {
 	return s.withTx(ctx, func(q querier) error {
-		if err := s.save(ctx, q, m); err != nil {
+		if err := s.save(ctx, q, m, s.now()); err != nil {
 			return err
 		}
 		if _, err := q.ExecContext(ctx, sqlMarkApplied, runID); err != nil {

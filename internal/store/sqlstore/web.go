@@ -118,6 +118,10 @@ UNION ALL SELECT action, actor, at FROM operator_actions WHERE mailbox_id IS NUL
 const sqlWebEvents = `SELECT event_type, payload, received_at, processed_at, outcome FROM events
 WHERE mailbox_id = $1 ORDER BY id`
 
+// sqlWebStateChanges reads a mailbox's state changes (migrations/0018_state_changes.sql, a
+// trigger records them) through state_changes_mailbox.
+const sqlWebStateChanges = `SELECT at, from_state, to_state FROM state_changes WHERE mailbox_id = $1 ORDER BY id`
+
 const sqlWebRunColumns = `r.id, r.mailbox_id, r.phase, r.step, r.attempt, r.status, r.outcome, r.started_at,
 	r.finished_at,
 	coalesce(nullif(r.container, ''), (SELECT e.container_name FROM executors e WHERE e.run_id = r.id
@@ -204,6 +208,17 @@ func (s *Store) Mailbox(ctx context.Context, id int64) (*web.MailboxDetail, erro
 			d.Timeline = append(d.Timeline, web.TimelineEntry{At: e.ProcessedAt.Time, Kind: "decision", Text: e.Outcome})
 		}
 	}
+	var changes []struct {
+		At   time.Time `db:"at"`
+		From string    `db:"from_state"`
+		To   string    `db:"to_state"`
+	}
+	if err := s.db.SelectContext(ctx, &changes, sqlWebStateChanges, id); err != nil {
+		return nil, fmt.Errorf("list state changes of mailbox %d: %w", id, err)
+	}
+	for _, c := range changes {
+		d.Timeline = append(d.Timeline, web.TimelineEntry{At: c.At, Kind: "state", Text: c.From + " → " + c.To})
+	}
 	for _, r := range d.Runs {
 		name := r.Phase
 		if r.Step != "" {
@@ -232,7 +247,8 @@ func (s *Store) Mailbox(ctx context.Context, id int64) (*web.MailboxDetail, erro
 	return d, nil
 }
 
-// sortTimeline orders entries by time, events before the decisions and runs of the same instant.
+// sortTimeline orders entries by time; entries of the same instant keep the order Mailbox
+// appends them in: events, their decisions, state changes, runs, operator actions.
 func sortTimeline(t []web.TimelineEntry) {
 	slices.SortStableFunc(t, func(a, b web.TimelineEntry) int { return a.At.Compare(b.At) })
 }

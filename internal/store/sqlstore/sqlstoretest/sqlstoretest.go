@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"ReplicaRecordedOnChange":       replicaRecordedOnChange,
 		"RerunTold":                     rerunTold,
 		"OperatorSessions":              operatorSessions,
+		"StateChangesOnTheTimeline":     stateTimeline,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

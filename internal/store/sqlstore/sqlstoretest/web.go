@@ -14,6 +14,7 @@ import (
 	"github.com/alfred-bot/alfred/mailbox/storetest"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/phase"
+	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 // webReader: what the pages read — a finished run with its session, a running run whose
@@ -179,4 +180,53 @@ func webReaderPages(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	none, err := s.Mailboxes(ctx, n, 3)
 	require.NoError(t, err)
 	require.Empty(t, none)
+}
+
+// stateTimeline: each change of a mailbox's state is on its page's timeline at the store's
+// clock, in order, whichever save makes it (Save, SaveProcessed); a save that keeps the state
+// adds nothing; at the instant of a decision, the state change comes after it and before the
+// run it starts.
+func stateTimeline(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
+	ctx := context.Background()
+	_, err := s.Deliver(ctx, storetest.Event(1, "d", "h"))
+	require.NoError(t, err)
+	mb, err := s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 1})
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateIdle, mb.State)
+	start := c.Now()
+
+	c.Add(time.Second)
+	pending, err := s.PendingEvents(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	mb.State = mailbox.StateInDevelopment
+	c.Tick(time.Microsecond) // the decision and the state change it made are at one instant
+	require.NoError(t, s.SaveProcessed(ctx, mb, []mailbox.Processed{{IDs: []int64{pending[0].ID}, Outcome: "plan validated"}}))
+	c.Tick(0)
+	run := &mailbox.Run{MailboxID: mb.ID, Phase: "development"}
+	require.NoError(t, s.StartRun(ctx, run))
+	c.Add(time.Second)
+	mb.State = mailbox.StateInCI
+	require.NoError(t, s.Save(ctx, mb))
+	c.Add(time.Second)
+	mb.Title = "renamed"
+	require.NoError(t, s.Save(ctx, mb))
+	c.Add(time.Second)
+	mb.State = mailbox.StateDone
+	require.NoError(t, s.Save(ctx, mb))
+
+	d, err := s.Mailbox(ctx, mb.ID)
+	require.NoError(t, err)
+	var got []string
+	for _, e := range d.Timeline {
+		got = append(got, fmt.Sprintf("+%s %s %s", e.At.Sub(start).Truncate(time.Second), e.Kind, e.Text))
+	}
+	require.Equal(t, []string{
+		"+0s event comment by alice",
+		"+1s decision plan validated",
+		"+1s state idle → in_development",
+		fmt.Sprintf("+1s run run %d: development started (attempt 1)", run.ID),
+		"+2s state in_development → in_ci",
+		"+4s state in_ci → done",
+	}, got)
 }
