@@ -76,13 +76,17 @@ func retention(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 		mb     *mailbox.Mailbox
 		events int
 		texts  int
-	}{{purged, 0, 0}, {kept, 1, 1}, {open, 1, 1}} {
+		states int // the state changes: closed (idle → done) or not
+	}{{purged, 0, 0, 1}, {kept, 1, 1, 1}, {open, 1, 1, 0}} {
 		id := c.mb.ID
 		require.Equal(t, c.events, count(`SELECT count(*) FROM events WHERE mailbox_id = $1`, id), "events of %d", id)
 		require.Equal(t, c.texts, count(`SELECT count(*) FROM runs WHERE mailbox_id = $1 AND output <> '' AND result <> ''`, id))
 		require.Equal(t, c.texts, count(`SELECT count(*) FROM questions WHERE mailbox_id = $1 AND context <> ''`, id))
 		require.Equal(t, c.texts, count(`SELECT count(*) FROM shadow_writes WHERE mailbox_id = $1`, id), "shadow writes of %d", id)
-		// Kept everywhere: the mailbox, the run's phase, times and outcome, the answer, the session.
+		// Kept everywhere: the mailbox, its state changes, the run's phase, times and outcome,
+		// the answer, the session.
+		require.Equal(t, c.states, count(`SELECT count(*) FROM state_changes WHERE mailbox_id = $1 AND to_state = 'done'`, id),
+			"state changes of %d", id)
 		require.Equal(t, 1, count(`SELECT count(*) FROM mailboxes WHERE id = $1`, id))
 		require.Equal(t, 1, count(`SELECT count(*) FROM runs WHERE mailbox_id = $1 AND phase = 'development'
 			AND status = 'succeeded' AND outcome = 'ok' AND finished_at IS NOT NULL`, id))
