@@ -13,15 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// startPage serves a demo forge without a webhook, its issue filed, and returns it with its
-// server's URL.
-func startPage(t *testing.T) (*Forge, string) {
+// startPage serves a demo forge without a webhook whose page links to Alfred's pages at
+// pagesURL (signing in with adminToken), its issue filed, and returns it with its server's URL.
+func startPage(t *testing.T, pagesURL, adminToken string) (*Forge, string) {
 	t.Helper()
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	f, err := New(Config{Dir: t.TempDir(), URL: srv.URL, NoWebhook: true,
-		PagesURL: "http://127.0.0.1:1/ui/", AdminToken: "demo-admin-token"})
+	f, err := New(Config{Dir: t.TempDir(), URL: srv.URL, NoWebhook: true, PagesURL: pagesURL, AdminToken: adminToken})
 	require.NoError(t, err)
 	mux.Handle("/", f.Handler())
 	require.NoError(t, f.Open(context.Background()))
@@ -44,7 +43,7 @@ func get(t *testing.T, url string) (int, string, string) {
 // to, its comments', the repository's, the accounts') lead to the demo's page; others are 404.
 func TestPageServesTheForgesWebAddresses(t *testing.T) {
 	t.Parallel()
-	f, base := startPage(t)
+	f, base := startPage(t, "http://127.0.0.1:1/ui/", "demo-admin-token")
 	issue := f.filed()
 	id := f.fj.AddComment(issue, Bot, "I'm on it.")
 
@@ -82,7 +81,7 @@ func TestPageServesTheForgesWebAddresses(t *testing.T) {
 // markers stay hidden, its tables are tables, and markup in a comment is not passed through.
 func TestPageRendersTheTextsAsAForge(t *testing.T) {
 	t.Parallel()
-	f, base := startPage(t)
+	f, base := startPage(t, "http://127.0.0.1:1/ui/", "demo-admin-token")
 	issue := f.filed()
 	f.fj.AddComment(issue, Bot, "<!-- alfred:key=ack-1:kind=ack -->\nI'm on it.\n\n| question | default |\n|---|---|\n| q1 | a |")
 	f.fj.AddComment(issue, Human, "thanks <script>alert(1)</script>")
