@@ -100,11 +100,18 @@ func (m *Machine) ask(ctx context.Context, bot Bot, mb *Mailbox, on trigger, int
 	if err := m.post(ctx, bot, mb, fmt.Sprintf("questions-%d", round), "questions", body); err != nil {
 		return err
 	}
-	if mb.Author != "" && !strings.EqualFold(mb.Author, bot.Login) && !containsFold(mb.Assignees, mb.Author) {
-		if err := bot.Forge.SetAssignees(ctx, mb.Ref(), []string{mb.Author}, nil); err != nil {
-			return fmt.Errorf("assign the author: %w", err)
+	// The turn is the author's: assigned, unless a human assigned them already (then the
+	// answers leave their assignment as it is, handBack).
+	mb.Data.AuthorAssignedByHuman = false
+	if mb.Author != "" && !strings.EqualFold(mb.Author, bot.Login) {
+		if containsFold(mb.Assignees, mb.Author) {
+			mb.Data.AuthorAssignedByHuman = true
+		} else {
+			if err := bot.Forge.SetAssignees(ctx, mb.Ref(), []string{mb.Author}, nil); err != nil {
+				return fmt.Errorf("assign the author: %w", err)
+			}
+			mb.Assignees = append(mb.Assignees, mb.Author)
 		}
-		mb.Assignees = append(mb.Assignees, mb.Author)
 	}
 	return m.follow(ctx, bot, mb, on)
 }
@@ -221,12 +228,15 @@ func (m *Machine) answerRound(ctx context.Context, mb *Mailbox, choices map[stri
 	return nil
 }
 
-// handBack unassigns the author Alfred assigned to answer. It does not trust mb.Assignees: a
-// late delivery (Gitea sends "opened" after "assigned" for an issue opened with assignees)
-// can overwrite it with a list from before the author was assigned. SetAssignees reads the
-// issue and changes nothing when the author is not assigned.
+// handBack unassigns the author Alfred assigned to answer; an author a human had assigned
+// before the questions (Data.AuthorAssignedByHuman) stays assigned. It does not trust
+// mb.Assignees: a late delivery (Gitea sends "opened" after "assigned" for an issue opened
+// with assignees) can overwrite it with a list from before the author was assigned.
+// SetAssignees reads the issue and changes nothing when the author is not assigned.
 func (m *Machine) handBack(ctx context.Context, bot Bot, mb *Mailbox) error {
-	if mb.Author == "" || strings.EqualFold(mb.Author, bot.Login) {
+	byHuman := mb.Data.AuthorAssignedByHuman
+	mb.Data.AuthorAssignedByHuman = false
+	if byHuman || mb.Author == "" || strings.EqualFold(mb.Author, bot.Login) {
 		return nil
 	}
 	if err := bot.Forge.SetAssignees(ctx, mb.Ref(), nil, []string{mb.Author}); err != nil {

@@ -105,6 +105,10 @@ type Data struct {
 	// Blocked is the reason of the last block; BlockedFrom the state to retry.
 	Blocked     string `json:"blocked,omitempty"`
 	BlockedFrom State  `json:"blocked_from,omitempty"`
+	// AuthorAssignedByHuman is set while a question round waits whose author was already
+	// assigned when Alfred asked (by themselves or a maintainer, not by Alfred): the answers
+	// then leave the author assigned instead of handing the turn back.
+	AuthorAssignedByHuman bool `json:"author_assigned_by_human,omitempty"`
 	// Failures counts failed runs in a row of the current phase.
 	Failures int `json:"failures,omitempty"`
 	// FailedPasses counts the passes (Machine.Advance) in a row that failed for a reason
