@@ -41,6 +41,10 @@ type Limits struct {
 	Timeout     time.Duration `json:"timeout"` // wall clock, enforced by the Executor
 }
 
+// MilliCPUs is NanoCPUs rounded up to a millicore, the finest CPU quantity Kubernetes counts
+// (a Pod's limit, runner/kubernetes.PodFor; the bound config checks requests against).
+func (l Limits) MilliCPUs() int64 { return (l.NanoCPUs + 999_999) / 1_000_000 }
+
 // ContainerSpec is everything needed to create one run's container. It never holds a secret
 // in Cmd or Labels; secrets go in Env.
 type ContainerSpec struct {

@@ -304,7 +304,7 @@ func (s *server) buildService(ctx context.Context, gits map[string]*gitrepo.Mana
 	exec, err := runner.NewExecutor(runner.Config{
 		Runtime: rt, Agents: agents, Bindings: cfg.Phases.Bindings(),
 		DataDir: cfg.DataDir, UID: cfg.Runner.UID, GID: cfg.Runner.GID,
-		Limits: runner.Limits{MemoryBytes: cfg.Runner.MemoryBytes, NanoCPUs: int64(cfg.Runner.CPUs * 1e9),
+		Limits: runner.Limits{MemoryBytes: cfg.Runner.MemoryBytes, NanoCPUs: cfg.Runner.NanoCPUs(),
 			PIDs: cfg.Runner.PIDs},
 		Timeout: cfg.Runner.Timeout, HostNetwork: cfg.Runner.HostNetwork, Egress: egressPolicy(cfg),
 		Redact:         cfg.Censor().String,

@@ -91,7 +91,8 @@ type Runner struct {
 	GID int `yaml:"gid" env:"GID"`
 	// MemoryBytes is the container memory limit.
 	MemoryBytes int64 `yaml:"memory_bytes" env:"MEMORY_BYTES"`
-	// CPUs is the container CPU limit (1.5 = one and a half cores).
+	// CPUs is the container CPU limit (1.5 = one and a half cores); NanoCPUs says it in
+	// runner.Limits' unit.
 	CPUs float64 `yaml:"cpus" env:"CPUS"`
 	// PIDs is the container process limit.
 	PIDs int64 `yaml:"pids" env:"PIDS"`
@@ -138,6 +139,9 @@ const (
 	EgressAllowlist = "allowlist"
 	EgressOpen      = "open"
 )
+
+// NanoCPUs is CPUs in billionths of a CPU (runner.Limits.NanoCPUs: 1e9 = one CPU).
+func (r Runner) NanoCPUs() int64 { return int64(r.CPUs * 1e9) }
 
 // EgressMode is the effective egress mode: Egress.Mode, or when it is empty EgressOpen with
 // HostNetwork and EgressAllowlist otherwise.

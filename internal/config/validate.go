@@ -18,6 +18,7 @@ import (
 
 	"github.com/alfred-bot/alfred/internal/base/censor"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -292,8 +293,8 @@ func (c *Config) validateRunner(v *validator) {
 }
 
 // validateRequests checks runner.kubernetes.requests: known resources, positive quantities,
-// none above its limit (the Pod's limits are runner.cpus, rounded up to a millicore as
-// runner/kubernetes.PodFor does, and runner.memory_bytes).
+// none above its limit (the Pod's limits are runner.cpus, rounded up to a millicore,
+// runner.Limits.MilliCPUs, and runner.memory_bytes).
 func (c *Config) validateRequests(v *validator) {
 	req, err := c.Runner.Kubernetes.ResourceRequests()
 	if err != nil {
@@ -301,7 +302,7 @@ func (c *Config) validateRequests(v *validator) {
 		return
 	}
 	if q, ok := req[corev1.ResourceCPU]; ok {
-		if limit := (int64(c.Runner.CPUs*1e9) + 999_999) / 1_000_000; q.MilliValue() > limit {
+		if limit := (runner.Limits{NanoCPUs: c.Runner.NanoCPUs()}).MilliCPUs(); q.MilliValue() > limit {
 			v.add("runner.kubernetes.requests.cpu", "%s is above the limit, runner.cpus %g: Kubernetes refuses a request above its limit", q.String(), c.Runner.CPUs)
 		}
 	}

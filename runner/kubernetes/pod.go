@@ -109,8 +109,7 @@ func PodFor(spec runner.ContainerSpec, opts Options) (*corev1.Pod, *corev1.Secre
 		limits[corev1.ResourceMemory] = *resource.NewQuantity(spec.Limits.MemoryBytes, resource.BinarySI)
 	}
 	if spec.Limits.NanoCPUs > 0 {
-		// 1e9 NanoCPUs is one CPU; Kubernetes counts in millicores at the finest.
-		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity((spec.Limits.NanoCPUs+999_999)/1_000_000, resource.DecimalSI)
+		limits[corev1.ResourceCPU] = *resource.NewMilliQuantity(spec.Limits.MilliCPUs(), resource.DecimalSI)
 	}
 	var res corev1.ResourceRequirements
 	if len(limits) > 0 {
