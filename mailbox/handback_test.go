@@ -45,3 +45,34 @@ func TestAuthorAssignedByAHumanStaysAssigned(t *testing.T) {
 			"the bot never changed alice's assignment: %+v", a)
 	}
 }
+
+// TestRebuildKeepsWhoAssignedTheAuthor: a store rebuilt while questions wait reads from the
+// issue's assignee history who assigned the author, so the answers unassign an author Alfred
+// assigned and leave one who assigned herself.
+func TestRebuildKeepsWhoAssignedTheAuthor(t *testing.T) {
+	t.Parallel()
+	for _, selfAssigned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "assigned by Alfred", true: "assigned by herself"}[selfAssigned], func(t *testing.T) {
+			t.Parallel()
+			b := setupPG(t, "type::task")
+			ev := assign("alice")
+			if selfAssigned {
+				b.fake.SetIssueAssignees(b.ref, "alice", "alice", forgetest.BotLogin)
+				ev.Assignees = []string{"alice", forgetest.BotLogin}
+			}
+			b.deliver(ev)
+			require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+			require.Contains(t, b.fake.IssueAssignees(b.ref), "alice")
+
+			b.loseStore()
+			b.fake.AddComment(b.ref, "alice", "q1: b")
+			require.Equal(t, 1, b.reconcile().Events)
+			require.Equal(t, mailbox.StateWaitingValidation, b.advance().State)
+			if selfAssigned {
+				require.Contains(t, b.fake.IssueAssignees(b.ref), "alice", "she assigned herself: she stays")
+			} else {
+				require.NotContains(t, b.fake.IssueAssignees(b.ref), "alice", "Alfred assigned her: the turn is handed back")
+			}
+		})
+	}
+}

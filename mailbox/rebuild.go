@@ -281,6 +281,9 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 		}
 		if unreadable == "" && pb.open {
 			d.QuestionIntro = pb.intro
+			if d.AuthorAssignedByHuman, err = authorAssignedByHuman(ctx, f, bot, is); err != nil {
+				return nil, fmt.Errorf("rebuild %s: %w", ref, err)
+			}
 			asksType := len(pb.questions) == 1 && pb.questions[0].Title == TypeQuestion().Title
 			if asksType {
 				state = StateWaitingType
@@ -636,6 +639,28 @@ func parseBlock(text string) (parsedBlock, error) {
 		return p, errors.New("no question")
 	}
 	return p, nil
+}
+
+// authorAssignedByHuman tells, for an issue whose questions wait, whether its author is
+// assigned by a human (Data.AuthorAssignedByHuman): assigned, and the assignee history
+// (Forge.Activity) does not show the bot as the last to assign them. An assignment the history
+// does not show was made when the issue was created, by a human.
+func authorAssignedByHuman(ctx context.Context, f forge.Forge, bot string, is *forge.Issue) (bool, error) {
+	author := is.Author.Login
+	if author == "" || strings.EqualFold(author, bot) || !containsFold(is.Assignees, author) {
+		return false, nil
+	}
+	acts, err := f.Activity(ctx, is.Ref, time.Time{})
+	if err != nil {
+		return false, fmt.Errorf("read the assignee history: %w", err)
+	}
+	by := ""
+	for _, a := range acts {
+		if a.Kind == forge.ActivityAssigned && strings.EqualFold(a.Login, author) {
+			by = a.Actor.Login
+		}
+	}
+	return !strings.EqualFold(by, bot), nil
 }
 
 // trustedLabels returns the issue's labels without the status and type labels the rebuild must
