@@ -305,7 +305,7 @@ func (f *Forge) tell(st Status) {
 	switch st.Label {
 	case "status::waiting_info":
 		if slices.ContainsFunc(st.Comments, func(c forge.Comment) bool { return strings.Contains(c.Body, "### q1.") }) {
-			f.tellOnce(st.Label, "Alfred asks a question (status::waiting_info). Answer it on %s or with: ./bin/alfred demo answer q1 b", page)
+			f.tellOnce(st.Label, "Alfred asks a question (status::waiting_info) and assigns alice: her turn until she answers. Answer it on %s or with: ./bin/alfred demo answer q1 b", page)
 		}
 	case "status::waiting_validation":
 		f.tellOnce(st.Label, "Alfred posted its plan (status::waiting_validation). Validate it on %s or with: ./bin/alfred demo validate", page)

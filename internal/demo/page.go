@@ -118,7 +118,7 @@ td,th{border:1px solid #d0d7de;padding:.2em .5em}
 <h1>{{.Title}} <small>{{.Repo}}#{{.Issue}}</small></h1>
 <p>{{range .Status.Labels}}<span class="label">{{.}}</span>{{end}} assigned: {{range .Status.Assignees}}{{.}} {{end}}</p>
 <div class="next">
-{{if .Waiting}}Alfred asks a question below. Answer it as <code>q1: b</code> (or leave the default):
+{{if .Waiting}}Alfred asks a question below, and assigned alice: her turn until she answers. Answer it as <code>q1: b</code> (or leave the default):
 <form method="post" action="/answer"><input name="text" value="q1: b" size="30"> <button>comment as alice</button></form>
 or run <code>./bin/alfred demo answer q1 b</code>.
 {{else if .Validate}}Alfred posted its plan below. Validate it (adds the label <code>ai::validate_plan</code>):
