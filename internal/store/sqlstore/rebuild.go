@@ -23,10 +23,13 @@ func (s *Store) Empty(ctx context.Context) (bool, error) {
 
 // sqlRebuildMailbox creates a rebuilt mailbox unless its issue has one that is not idle; no
 // row when it has. An idle one (made by a delivery stored while the rebuild ran) is taken
-// over, its pending events kept. It is used for a rebuilt mailbox that is not idle itself.
+// over, its pending events kept. It is used for a rebuilt mailbox that is not idle itself. A
+// new row is created in its rebuilt state ($5), so that the state changes a mailbox's timeline
+// shows (migrations/0018_state_changes.sql) do not begin with a change from idle that never
+// happened; one taken over does change from idle, and says so.
 const sqlRebuildMailbox = `
-INSERT INTO mailboxes (forge, repo, number, merge_request, created_at, updated_at)
-VALUES ($1, $2, $3, FALSE, $4, $4)
+INSERT INTO mailboxes (forge, repo, number, merge_request, created_at, updated_at, state)
+VALUES ($1, $2, $3, FALSE, $4, $4, $5)
 ON CONFLICT (forge, repo, number, merge_request) DO UPDATE SET updated_at = excluded.updated_at
 WHERE mailboxes.state = 'idle'
 RETURNING id`
@@ -56,7 +59,11 @@ func (s *Store) Rebuild(ctx context.Context, r *mailbox.Rebuilt) (bool, error) {
 		if mb.State == mailbox.StateIdle {
 			stmt = sqlRebuildIdleMailbox
 		}
-		err := q.GetContext(ctx, &id, stmt, mb.Forge, mb.Repo, mb.Number, s.now())
+		args := []any{mb.Forge, mb.Repo, mb.Number, s.now()}
+		if stmt == sqlRebuildMailbox {
+			args = append(args, mb.State)
+		}
+		err := q.GetContext(ctx, &id, stmt, args...)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil
 		}

@@ -55,6 +55,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"RerunTold":                     rerunTold,
 		"OperatorSessions":              operatorSessions,
 		"StateChangesOnTheTimeline":     stateTimeline,
+		"RebuiltMailboxTimeline":        rebuiltTimeline,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -230,3 +230,37 @@ func stateTimeline(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 		"+4s state in_ci → done",
 	}, got)
 }
+
+// rebuiltTimeline: a mailbox rebuilt from the forge starts its timeline in its rebuilt state,
+// with no change from idle that never happened; an idle mailbox a delivery made during the
+// rebuild, taken over, did change from idle, and its timeline says so.
+func rebuiltTimeline(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
+	ctx := context.Background()
+	now := c.Now()
+	states := func(id int64) []string {
+		d, err := s.Mailbox(ctx, id)
+		require.NoError(t, err)
+		var got []string
+		for _, e := range d.Timeline {
+			if e.Kind == "state" {
+				got = append(got, e.Text)
+			}
+		}
+		return got
+	}
+	fresh := &mailbox.Rebuilt{Mailbox: mailbox.Mailbox{Forge: "gl", Repo: "acme/shop", Number: 7, State: mailbox.StateInReview,
+		Branch: "agent/issue-7", MRNumber: 70, WakeAt: &now}}
+	created, err := s.Rebuild(ctx, fresh)
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Empty(t, states(fresh.Mailbox.ID), "a new rebuilt mailbox changed no state")
+
+	_, err = s.Deliver(ctx, storetest.Event(8, "during-rebuild", "x"))
+	require.NoError(t, err)
+	takenOver := &mailbox.Rebuilt{Mailbox: mailbox.Mailbox{Forge: "gl", Repo: "acme/shop", Number: 8, State: mailbox.StateInCI,
+		Branch: "agent/issue-8", MRNumber: 80, WakeAt: &now}}
+	created, err = s.Rebuild(ctx, takenOver)
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, []string{"idle → in_ci"}, states(takenOver.Mailbox.ID))
+}
