@@ -100,12 +100,18 @@ func (m *Machine) ask(ctx context.Context, bot Bot, mb *Mailbox, on trigger, int
 	if err := m.post(ctx, bot, mb, fmt.Sprintf("questions-%d", round), "questions", body); err != nil {
 		return err
 	}
-	// The turn is the author's: assigned, unless a human assigned them already (then the
-	// answers leave their assignment as it is, handBack).
+	// The turn is the author's: assigned, unless they are already. The answers hand back only
+	// an assignment the bot made (handBack): one the assignee history shows by the bot (its
+	// own, from a pass that failed after it, or from a lifecycle cancelled while questions
+	// waited) is handed back, one by a human is left.
 	mb.Data.AuthorAssignedByHuman = false
 	if mb.Author != "" && !strings.EqualFold(mb.Author, bot.Login) {
 		if containsFold(mb.Assignees, mb.Author) {
-			mb.Data.AuthorAssignedByHuman = true
+			byHuman, err := authorAssignedByHuman(ctx, bot.Forge, bot.Login, mb.Ref(), mb.Author, mb.Assignees)
+			if err != nil {
+				return err
+			}
+			mb.Data.AuthorAssignedByHuman = byHuman
 		} else {
 			if err := bot.Forge.SetAssignees(ctx, mb.Ref(), []string{mb.Author}, nil); err != nil {
 				return fmt.Errorf("assign the author: %w", err)

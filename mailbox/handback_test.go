@@ -2,6 +2,7 @@ package mailbox_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -75,4 +76,56 @@ func TestRebuildKeepsWhoAssignedTheAuthor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAuthorAssignedByAlfredIsHandedBack: an author already assigned when Alfred asks, by the
+// bot itself, is unassigned after the answers: assigned by a pass that failed after the
+// assignment and was tried again, or while an earlier lifecycle, cancelled, waited for them.
+func TestAuthorAssignedByAlfredIsHandedBack(t *testing.T) {
+	t.Parallel()
+	t.Run("a pass tried again", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, "type::task")
+		b.deliver(assign("alice"))
+		assigned, failed := false, false
+		b.fake.SetErrorHook(func(method string, _ forge.IssueRef) error {
+			switch {
+			case method == "SetAssignees":
+				assigned = true
+			case assigned && !failed && method == "Issue":
+				failed = true
+				return fmt.Errorf("after the assignment: %w", forge.ErrUnavailable)
+			}
+			return nil
+		})
+		mb, err := b.store.Find(context.Background(), b.ref)
+		require.NoError(t, err)
+		require.Error(t, b.machine.Advance(context.Background(), mb), "the pass fails after assigning alice")
+		require.True(t, failed)
+		require.Contains(t, b.fake.IssueAssignees(b.ref), "alice")
+		require.Equal(t, mailbox.StateWaitingInfo, b.advance().State, "tried again")
+
+		b.deliver(comment("alice", "q1: b"))
+		require.Equal(t, mailbox.StateWaitingValidation, b.advance().State)
+		require.NotContains(t, b.fake.IssueAssignees(b.ref), "alice", "the bot assigned her: the turn is handed back")
+	})
+	t.Run("a lifecycle cancelled and started again", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, "type::task")
+		b.deliver(assign("alice"))
+		require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+		require.Contains(t, b.fake.IssueAssignees(b.ref), "alice")
+		b.fake.SetIssueAssignees(b.ref, "alice", "alice")
+		b.deliver(forge.Event{Type: forge.EventAssignees, Sender: forge.User{Login: "alice"}, AssigneesKnown: true,
+			Assignees: []string{"alice"}})
+		require.Equal(t, mailbox.StateCancelled, b.advance().State)
+		b.fake.SetIssueAssignees(b.ref, "alice", "alice", forgetest.BotLogin)
+		b.deliver(forge.Event{Type: forge.EventAssignees, Sender: forge.User{Login: "alice"}, AssigneesKnown: true,
+			Assignees: []string{"alice", forgetest.BotLogin}})
+		require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+
+		b.deliver(comment("alice", "q1: b"))
+		require.Equal(t, mailbox.StateWaitingValidation, b.advance().State)
+		require.NotContains(t, b.fake.IssueAssignees(b.ref), "alice", "the bot assigned her in the first lifecycle: handed back")
+	})
 }

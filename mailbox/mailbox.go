@@ -106,8 +106,9 @@ type Data struct {
 	Blocked     string `json:"blocked,omitempty"`
 	BlockedFrom State  `json:"blocked_from,omitempty"`
 	// AuthorAssignedByHuman is set while a question round waits whose author was already
-	// assigned when Alfred asked (by themselves or a maintainer, not by Alfred): the answers
-	// then leave the author assigned instead of handing the turn back.
+	// assigned when Alfred asked, by themselves or a maintainer (the issue's assignee history
+	// does not show the bot as the last to assign them): the answers then leave the author
+	// assigned instead of handing the turn back.
 	AuthorAssignedByHuman bool `json:"author_assigned_by_human,omitempty"`
 	// Failures counts failed runs in a row of the current phase.
 	Failures int `json:"failures,omitempty"`

@@ -281,7 +281,7 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 		}
 		if unreadable == "" && pb.open {
 			d.QuestionIntro = pb.intro
-			if d.AuthorAssignedByHuman, err = authorAssignedByHuman(ctx, f, bot, is); err != nil {
+			if d.AuthorAssignedByHuman, err = authorAssignedByHuman(ctx, f, bot, ref, is.Author.Login, is.Assignees); err != nil {
 				return nil, fmt.Errorf("rebuild %s: %w", ref, err)
 			}
 			asksType := len(pb.questions) == 1 && pb.questions[0].Title == TypeQuestion().Title
@@ -641,16 +641,16 @@ func parseBlock(text string) (parsedBlock, error) {
 	return p, nil
 }
 
-// authorAssignedByHuman tells, for an issue whose questions wait, whether its author is
-// assigned by a human (Data.AuthorAssignedByHuman): assigned, and the assignee history
-// (Forge.Activity) does not show the bot as the last to assign them. An assignment the history
-// does not show was made when the issue was created, by a human.
-func authorAssignedByHuman(ctx context.Context, f forge.Forge, bot string, is *forge.Issue) (bool, error) {
-	author := is.Author.Login
-	if author == "" || strings.EqualFold(author, bot) || !containsFold(is.Assignees, author) {
+// authorAssignedByHuman tells whether the author of the issue ref is assigned by a human
+// (Data.AuthorAssignedByHuman): among assignees, and the assignee history (Forge.Activity)
+// does not show the bot as the last to assign them. An assignment the history does not show
+// was made when the issue was created, by a human. Only an author among assignees costs a read
+// of the history.
+func authorAssignedByHuman(ctx context.Context, f forge.Forge, bot string, ref forge.IssueRef, author string, assignees []string) (bool, error) {
+	if author == "" || strings.EqualFold(author, bot) || !containsFold(assignees, author) {
 		return false, nil
 	}
-	acts, err := f.Activity(ctx, is.Ref, time.Time{})
+	acts, err := f.Activity(ctx, ref, time.Time{})
 	if err != nil {
 		return false, fmt.Errorf("read the assignee history: %w", err)
 	}
