@@ -26,6 +26,7 @@ require (
 	github.com/yuin/goldmark v1.8.7
 	gitlab.com/gitlab-org/api/client-go/v2 v2.64.0
 	golang.org/x/sync v0.25.0
+	golang.org/x/text v0.44.0
 	golang.org/x/time v0.15.0
 	k8s.io/api v0.34.4
 	k8s.io/apimachinery v0.34.4
@@ -114,7 +115,6 @@ require (
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/term v0.47.0 // indirect
-	golang.org/x/text v0.44.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/evanphx/json-patch.v4 v4.12.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect

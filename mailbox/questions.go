@@ -7,6 +7,11 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/alfred-bot/alfred/runner/phase"
 )
@@ -102,50 +107,178 @@ var acceptWords = map[string]bool{
 	"sim": true, "да": true, "好": true, "好的": true, "はい": true,
 }
 
-var answerLineRE = regexp.MustCompile(`(?i)^\s*[-*]?\s*\**(q\d+)\**\s*[:=)\-–—.]\s*(.+?)\s*$`)
+// answerLineRE is one answer of a reply: "q2: b", "- q2 = B", "1. **q2**) b".
+var answerLineRE = regexp.MustCompile(`(?i)^\s*(?:[-*+]|\d+[.)])?\s*\**(q\d+)\**\s*[:=)\-–—.]\s*(.+?)\s*$`)
 
-// ParseReply reads a free-text reply against the open questions. Forms understood, per line:
-// "q2: b", "q2: 2", "q2 = B", "q2: <start of an option's text>" (case- and accent-insensitive
-// prefix); a reply of "ok"/"defaults"/👍 (and translations), or with such a line of its own,
-// accepts the defaults. Lines that answer nothing are kept as FreeText. A reply that answers
-// one question leaves the others at their defaults. A reply with neither a choice nor Defaults
-// (free text only) answers nothing: the round stays open.
+// nextAnswerRE finds a second answer on a line ("q1: b, q2: a"): a comma or semicolon, then
+// a question id and its separator.
+var nextAnswerRE = regexp.MustCompile(`(?i)[,;]\s*q\d+\s*[:=]`)
+
+// invisible are the characters a reply may carry that change nothing a reader sees: zero-width
+// spaces and joiners, the word joiner and byte order mark, the variation selectors of emoji
+// (👍 followed by U+FE0F), and the skin tone modifiers (👍🏽).
+func invisible(r rune) bool {
+	switch {
+	case r >= 0x200B && r <= 0x200D, r == 0x2060, r == 0xFEFF, r == 0xFE0E, r == 0xFE0F:
+		return true
+	case r >= 0x1F3FB && r <= 0x1F3FF:
+		return true
+	}
+	return false
+}
+
+// cleanReply drops the invisible characters of a reply and writes typographic apostrophes
+// (’ ‘ ʼ) as ' so that "D’accord" reads as "d'accord".
+func cleanReply(body string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case invisible(r):
+			return -1
+		case r == '’' || r == '‘' || r == 'ʼ':
+			return '\''
+		}
+		return r
+	}, body)
+}
+
+// isAccept reports whether text, a whole reply or a line of its own, accepts the defaults.
+func isAccept(text string) bool {
+	t := strings.TrimSpace(text)
+	return acceptWords[strings.ToLower(strings.TrimSpace(strings.Trim(t, ".!")))] || acceptWords[t]
+}
+
+// ParseReply reads a free-text reply against the open questions. Forms understood, per line
+// (several on a line when separated by a comma or semicolon: "q1: b, q2: a"): "q2: b",
+// "q2: 2", "q2 = B", "q2: <start of an option's text>" (case- and accent-insensitive prefix;
+// an option's whole text wins over a longer option it begins); a reply of "ok"/"defaults"/👍
+// (and translations), or with such a line of its own, accepts the defaults, unless the whole
+// reply is the text of an option of the one open question ("Yes" to a Yes/No question). A
+// reply to one open question may also name its option alone (matchWholeReply: "bug", "CSV
+// please", "b)"). Lines that answer nothing are kept as FreeText. A reply that answers one
+// question leaves the others at their defaults. A reply with neither a choice nor Defaults
+// (notes only, "A colleague knows, I'll ask her tomorrow") answers nothing: the round stays
+// open. Invisible characters (zero-width, emoji variation selectors and skin tones) are
+// ignored.
 func ParseReply(body string, qs []phase.Question) Answers {
 	a := Answers{Choices: map[string]string{}}
-	norm := strings.ToLower(strings.TrimSpace(strings.Trim(strings.TrimSpace(body), ".!")))
-	if acceptWords[norm] || acceptWords[strings.TrimSpace(body)] {
+	body = cleanReply(body)
+	if len(qs) == 1 {
+		if opt, ok := exactOption(qs[0], trimAnswer(body)); ok {
+			a.Choices[qs[0].ID] = opt
+			return a
+		}
+	}
+	if isAccept(body) {
 		a.Defaults = true
 		return a
 	}
 	var free []string
 	for _, line := range strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n") {
-		if l := strings.TrimSpace(line); acceptWords[strings.ToLower(strings.Trim(l, ".!"))] || acceptWords[l] {
+		if isAccept(line) {
 			a.Defaults = true // "ok" on a line of its own, among notes
 			continue
 		}
-		m := answerLineRE.FindStringSubmatch(line)
-		if m != nil {
-			if q, ok := findQuestion(qs, strings.ToLower(m[1])); ok {
-				if opt, ok := matchOption(q, m[2]); ok {
-					a.Choices[q.ID] = opt
-					continue
+		parts := splitAnswers(line)
+		var rest []string
+		for _, part := range parts {
+			if m := answerLineRE.FindStringSubmatch(part); m != nil {
+				if q, ok := findQuestion(qs, strings.ToLower(m[1])); ok {
+					if opt, ok := matchOption(q, m[2]); ok {
+						a.Choices[q.ID] = opt
+						continue
+					}
 				}
 			}
+			rest = append(rest, part)
 		}
-		if strings.TrimSpace(line) != "" {
-			free = append(free, line)
+		if len(rest) == len(parts) {
+			rest = []string{line} // no answer on the line: kept as written
+		}
+		for _, r := range rest {
+			if strings.TrimSpace(r) != "" {
+				free = append(free, r)
+			}
 		}
 	}
-	// A reply that names exactly one option text of a single open question answers it
-	// ("bug", "CSV please").
-	if len(a.Choices) == 0 && len(qs) == 1 {
-		if opt, ok := matchOption(qs[0], strings.TrimSpace(body)); ok && len(free) == 1 {
+	// A reply that names exactly one option of a single open question answers it ("bug",
+	// "CSV please", "b)").
+	if len(a.Choices) == 0 && len(qs) == 1 && len(free) == 1 {
+		if opt, ok := matchWholeReply(qs[0], strings.TrimSpace(body)); ok {
 			a.Choices[qs[0].ID] = opt
 			free = nil
 		}
 	}
 	a.FreeText = strings.TrimSpace(strings.Join(free, "\n"))
 	return a
+}
+
+// splitAnswers cuts a line before each further answer it holds ("q1: b, q2: a" → "q1: b",
+// "q2: a"); a line with one answer, or none, is returned whole.
+func splitAnswers(line string) []string {
+	var parts []string
+	for {
+		loc := nextAnswerRE.FindStringIndex(line)
+		if loc == nil || answerLineRE.FindStringSubmatch(line[:loc[0]]) == nil {
+			return append(parts, line)
+		}
+		parts = append(parts, line[:loc[0]])
+		line = strings.TrimSpace(line[loc[0]+1:])
+	}
+}
+
+// trimAnswer drops what people end an answer with: emoji, punctuation and Markdown emphasis
+// ("b 🙂", "b!", "**b**").
+func trimAnswer(s string) string {
+	s = strings.TrimRightFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	return strings.TrimSpace(strings.Trim(strings.TrimSpace(s), "*`_.)"))
+}
+
+// exactOption resolves s, the whole of an answer, when it is an option's id or its whole text
+// (case and accents ignored): "Yes" is the option "Yes", not "Yes, but behind a flag".
+func exactOption(q phase.Question, s string) (string, bool) {
+	ls := fold(s)
+	if ls == "" {
+		return "", false
+	}
+	for _, o := range q.Options {
+		if fold(o.Label) == ls || fold(o.ID) == ls {
+			return o.ID, true
+		}
+	}
+	return "", false
+}
+
+// matchWholeReply resolves a whole reply to the one open question without its "qN:": an
+// option's letter, number, id or the start of its text alone ("b", "2", "semi"), an option's
+// whole text followed by more words ("CSV please", "Bug: the export is empty"), or a letter or
+// number followed by punctuation ("b) semicolon", "2. the second"). A first word that is only
+// a letter ("A colleague knows…") is not an answer: it is how sentences start.
+func matchWholeReply(q phase.Question, body string) (string, bool) {
+	s := trimAnswer(body)
+	if s == "" {
+		return "", false
+	}
+	if len(strings.Fields(s)) == 1 {
+		return matchOptionText(q, s)
+	}
+	ls := fold(s)
+	best, bestLen := "", 0
+	for _, o := range q.Options {
+		l := fold(o.Label)
+		if l != "" && strings.HasPrefix(ls, l) && len(l) > bestLen {
+			if next, _ := utf8.DecodeRuneInString(ls[len(l):]); !unicode.IsLetter(next) && !unicode.IsDigit(next) {
+				best, bestLen = o.ID, len(l)
+			}
+		}
+	}
+	if best != "" {
+		return best, true
+	}
+	first := strings.Fields(s)[0]
+	if tok := strings.TrimRight(first, ").:,-"); tok != first && tok != "" {
+		return matchOptionText(q, tok)
+	}
+	return "", false
 }
 
 func findQuestion(qs []phase.Question, id string) (phase.Question, bool) {
@@ -157,13 +290,15 @@ func findQuestion(qs []phase.Question, id string) (phase.Question, bool) {
 	return phase.Question{}, false
 }
 
-// matchOption resolves "b", "2", "B)", or the start of an option's label to an option id.
+// matchOption resolves the answer of a "qN:" line, "b", "2", "B)", or the start of an option's
+// label, to an option id.
 func matchOption(q phase.Question, s string) (string, bool) {
-	// People end answers with emoji and punctuation: "b 🙂", "b!", "**b**".
-	s = strings.TrimRightFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-	s = strings.TrimSpace(strings.Trim(strings.TrimSpace(s), "*`_.)"))
+	s = trimAnswer(s)
 	if s == "" {
 		return "", false
+	}
+	if id, ok := exactOption(q, s); ok {
+		return id, true
 	}
 	if id, ok := matchOptionText(q, s); ok {
 		return id, true
@@ -198,32 +333,30 @@ func matchOptionText(q phase.Question, s string) (string, bool) {
 	return hit, hit != ""
 }
 
-// fold lower-cases and strips accents of Latin letters so "Défaut" matches "defaut".
+// stripMarks decomposes a text (NFD) and drops its combining marks: "Účetní" → "Ucetni",
+// a decomposed "Zürich" → "Zurich". A chain keeps state: one per call.
+func stripMarks() transform.Transformer {
+	return transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), norm.NFC)
+}
+
+// unmarked are the Latin letters that are not a base letter and a combining mark, written as
+// the letters a reader without them types.
+var unmarked = strings.NewReplacer("ł", "l", "ø", "o", "đ", "d", "ħ", "h", "ı", "i", "ß", "ss", "æ", "ae", "œ", "oe", "þ", "th")
+
+// fold lower-cases and strips accents so "Défaut" matches "defaut", "Łódź" "lodz"; white space
+// becomes a plain space.
 func fold(s string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(s) {
-		switch {
-		case strings.ContainsRune("àáâãäå", r):
-			r = 'a'
-		case strings.ContainsRune("èéêë", r):
-			r = 'e'
-		case strings.ContainsRune("ìíîï", r):
-			r = 'i'
-		case strings.ContainsRune("òóôõö", r):
-			r = 'o'
-		case strings.ContainsRune("ùúûü", r):
-			r = 'u'
-		case r == 'ç':
-			r = 'c'
-		case r == 'ñ':
-			r = 'n'
-		}
-		if unicode.IsSpace(r) {
-			r = ' '
-		}
-		b.WriteRune(r)
+	out, _, err := transform.String(stripMarks(), strings.ToLower(s))
+	if err != nil {
+		out = strings.ToLower(s)
 	}
-	return b.String()
+	out = unmarked.Replace(out)
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return ' '
+		}
+		return r
+	}, out)
 }
 
 var checkboxRE = regexp.MustCompile(`^\s*[-*]\s*\[([ xX])\]\s*\*\*([a-z])\.`)

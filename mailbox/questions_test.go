@@ -119,3 +119,59 @@ func replaceOnce(s, old, new string) string {
 	}
 	return strings.Replace(s, old, new, 1)
 }
+
+// TestParseReplyEdges: replies as people write them, at the edges where an answer and notes
+// look alike (a review's findings; each case failed before its fix).
+func TestParseReplyEdges(t *testing.T) {
+	t.Parallel()
+	typ := []phase.Question{TypeQuestion()}
+	sep := []phase.Question{sampleQuestions()[0]}
+	yesNo := []phase.Question{{ID: "q1", Title: "Include archived reports?", Default: "b",
+		Options: []phase.Option{{ID: "a", Label: "Yes"}, {ID: "b", Label: "No"}}}}
+	prefixes := []phase.Question{{ID: "q1", Title: "Ship it?", Default: "b",
+		Options: []phase.Option{{ID: "a", Label: "Yes"}, {ID: "b", Label: "Yes, but behind a flag"}}}}
+	two := sampleQuestions()
+	places := []phase.Question{{ID: "q1", Title: "Which office?", Default: "a", Options: []phase.Option{
+		{ID: "a", Label: "Zurich"}, {ID: "b", Label: "Łódź"}, {ID: "c", Label: "Účetní oddělení"}}}}
+	for _, tc := range []struct {
+		name     string
+		qs       []phase.Question
+		body     string
+		choices  map[string]string
+		defaults bool
+	}{
+		// Notes only answer nothing, though they begin with an article or an option's text.
+		{"notes starting with the article A", sep, "A colleague in finance knows, I'll ask her tomorrow.", map[string]string{}, false},
+		{"notes starting with a longer word", typ, "Tasks like this need the PO, I'll check with her tomorrow", map[string]string{}, false},
+		// One open question: its option alone, or its whole text then more words, answers it.
+		{"an option's text then more words", typ, "Bug: the export is empty", map[string]string{"q1": "bug"}, false},
+		{"a letter then punctuation", sep, "b) semicolon", map[string]string{"q1": "b"}, false},
+		{"a letter alone", sep, "b", map[string]string{"q1": "b"}, false},
+		{"an ordered list's number before the answer", typ, "1. q1: b", map[string]string{"q1": "bug"}, false},
+		// An option's whole text is that option, not an accept word.
+		{"Yes to a Yes/No question", yesNo, "Yes", map[string]string{"q1": "a"}, false},
+		{"y still accepts the defaults", yesNo, "y", map[string]string{}, true},
+		// An option's whole text wins over a longer option it begins.
+		{"the shorter of two options", prefixes, "q1: Yes", map[string]string{"q1": "a"}, false},
+		{"the longer of two options", prefixes, "q1: Yes, but behind a flag", map[string]string{"q1": "b"}, false},
+		{"the longer one alone", prefixes, "Yes, but behind a flag", map[string]string{"q1": "b"}, false},
+		// Two answers on one line.
+		{"two answers on a line", two, "q1: b, q2: a", map[string]string{"q1": "b", "q2": "a"}, false},
+		{"two answers and a semicolon", two, "q1: b; q2: c", map[string]string{"q1": "b", "q2": "c"}, false},
+		// Accept words as phones and keyboards write them.
+		{"thumbs up with a skin tone", sep, "👍🏽", map[string]string{}, true},
+		{"thumbs up with a variation selector", sep, "👍\uFE0F", map[string]string{}, true},
+		{"a typographic apostrophe", sep, "D’accord", map[string]string{}, true},
+		{"a zero-width space", sep, "ok\u200b", map[string]string{}, true},
+		// Accents ignored beyond the Latin-1 letters.
+		{"a stroke", places, "q1: lodz", map[string]string{"q1": "b"}, false},
+		{"a caron", places, "q1: ucetni", map[string]string{"q1": "c"}, false},
+		{"a decomposed umlaut", places, "q1: Zu\u0308rich", map[string]string{"q1": "a"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := ParseReply(tc.body, tc.qs)
+			require.Equal(t, tc.choices, a.Choices)
+			require.Equal(t, tc.defaults, a.Defaults)
+		})
+	}
+}
