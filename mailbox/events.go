@@ -204,7 +204,10 @@ func originOf(ev forge.Event, bot Bot, mb *Mailbox) origin {
 		onIssue:  !ev.Target.MergeRequest && ev.Target.Number == mb.Number && !mb.MergeRequest,
 		onOurMR:  ev.Target.MergeRequest && mb.MRNumber != 0 && ev.Target.Number == mb.MRNumber,
 	}
-	if ev.MergeRequest != nil && mb.Branch != "" && ev.MergeRequest.SourceBranch == mb.Branch && !mb.MergeRequest {
+	// The branch tells an event that names no number (0) about the bot's merge request; a
+	// merge request of the same branch name with another number is someone else's (a fork's).
+	if ev.MergeRequest != nil && mb.Branch != "" && ev.MergeRequest.SourceBranch == mb.Branch && !mb.MergeRequest &&
+		mb.MRNumber != 0 && (ev.MergeRequest.Number == 0 || ev.MergeRequest.Number == mb.MRNumber) {
 		o.onOurMR = true
 	}
 	return o

@@ -535,6 +535,11 @@ func TestMergeRequestClosedWithoutMergeCancels(t *testing.T) {
 	b.deliver(forge.Event{Type: forge.EventMergeRequestClosed, Sender: forge.User{Login: "alice"},
 		Target: forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber + 50, MergeRequest: true}})
 	require.Equal(t, mailbox.StateInCI, b.advance().State)
+	// Nor are those of a merge request of the same branch name (from a fork), closed by anyone.
+	b.deliver(forge.Event{Type: forge.EventMergeRequestClosed, Sender: forge.User{Login: "mallory"},
+		Target:       forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber + 51, MergeRequest: true},
+		MergeRequest: &forge.MergeRequest{Number: mb.MRNumber + 51, SourceBranch: mb.Branch}})
+	require.Equal(t, mailbox.StateInCI, b.advance().State, "a fork's merge request of the same branch name is not Alfred's")
 
 	b.deliver(forge.Event{Type: forge.EventMergeRequestClosed, Sender: forge.User{Login: "alice"},
 		Target:       forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true},

@@ -97,7 +97,9 @@ type Inbox interface {
 	// with another body. An empty BodyHash is computed from the event, a zero ReceivedAt set to
 	// the store's clock. Events on the bot's merge request (found by
 	// its number, else its source branch, else its head commit) go to the issue's mailbox;
-	// events on other merge requests to the merge request's own mailbox. A pipeline that
+	// events on other merge requests to the merge request's own mailbox. The branch counts only
+	// when the event names no number or the issue has no merge request yet: a merge request of
+	// the same branch name with another number (a fork's) is another merge request. A pipeline that
 	// matches no mailbox returns a *forge.IgnoreError and stores nothing.
 	Deliver(ctx context.Context, ev forge.Event) (duplicate bool, err error)
 	// PendingEvents returns the mailbox's unprocessed events in arrival order (by id).

@@ -135,7 +135,9 @@ func (s *Store) resolve(ev forge.Event) (int64, error) {
 		}
 		branch, sha := mailbox.EventBranch(ev)
 		if branch != "" {
-			if id, ok := find(func(m *mailbox.Mailbox) bool { return m.Branch == branch }, true); ok {
+			if id, ok := find(func(m *mailbox.Mailbox) bool {
+				return m.Branch == branch && (m.MRNumber == 0 || t.Number == 0) // as sqlstore's sqlFindBotMailbox
+			}, true); ok {
 				return id, nil
 			}
 		}

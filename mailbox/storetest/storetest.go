@@ -165,6 +165,28 @@ func mergeRequestEventsFindTheIssue(t *testing.T, s Store, _ *Clock) {
 	other, err := s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 9, MergeRequest: true})
 	require.NoError(t, err, "someone else's merge request has its own mailbox")
 	require.NotEqual(t, mb.ID, other.ID)
+
+	// A merge request of the issue's branch name with another number (a fork's) is someone
+	// else's too; before the issue's merge request is saved, its branch finds the issue.
+	fork := forge.Event{Forge: "gl", DeliveryID: "fork", BodyHash: "fork", Type: forge.EventMergeRequestClosed,
+		Target:       forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 57, MergeRequest: true},
+		MergeRequest: &forge.MergeRequest{Number: 57, SourceBranch: "agent/issue-1"}}
+	_, err = s.Deliver(ctx, fork)
+	require.NoError(t, err)
+	forkMB, err := s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 57, MergeRequest: true})
+	require.NoError(t, err, "the fork's merge request has its own mailbox")
+	require.NotEqual(t, mb.ID, forkMB.ID)
+	mb2 := deliverOn(t, s, 2)
+	mb2.Branch = "agent/issue-2"
+	require.NoError(t, s.Save(ctx, mb2))
+	opened := forge.Event{Forge: "gl", DeliveryID: "opened-2", BodyHash: "opened-2", Type: forge.EventMergeRequestOpened,
+		Target:       forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 58, MergeRequest: true},
+		MergeRequest: &forge.MergeRequest{Number: 58, SourceBranch: "agent/issue-2"}}
+	_, err = s.Deliver(ctx, opened)
+	require.NoError(t, err)
+	evs, err = s.PendingEvents(ctx, mb2.ID)
+	require.NoError(t, err)
+	require.Len(t, evs, 2, "the merge request opened before its number is saved is the issue's")
 }
 
 func saveProcessed(t *testing.T, s Store, c *Clock) {

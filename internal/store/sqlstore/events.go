@@ -21,7 +21,10 @@ VALUES ($1, $2, $3, $4, $5, $5)
 ON CONFLICT (forge, repo, number, merge_request) DO NOTHING`
 
 // sqlFindBotMailbox finds the issue mailbox whose merge request an event is about: by the
-// merge request's number, else its source branch, else its head commit; 0 when none. Each
+// merge request's number, else its source branch, else its head commit; 0 when none. The
+// branch finds a mailbox only when the event names no merge request or the mailbox has none
+// yet (its merge request just opened, its number not saved): a merge request of the same
+// branch name with another number (from a fork) is someone else's, with a mailbox of its own. Each
 // look-up reads its partial index (mailboxes_mr, mailboxes_branch, mailboxes_head_sha), whose
 // condition (a number other than 0, a branch or commit that is not empty) the statement
 // repeats: it also skips a look-up given 0 or an empty text, and it is true whatever the
@@ -32,7 +35,7 @@ SELECT coalesce(
 	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
 		AND mr_number <> 0 AND mr_number = $3 ORDER BY id LIMIT 1),
 	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
-		AND branch <> '' AND branch = $4 ORDER BY id DESC LIMIT 1),
+		AND branch <> '' AND branch = $4 AND (mr_number = 0 OR $3 = 0) ORDER BY id DESC LIMIT 1),
 	(SELECT id FROM mailboxes WHERE forge = $1 AND repo = $2 AND merge_request = FALSE
 		AND head_sha <> '' AND head_sha = $5 ORDER BY id DESC LIMIT 1),
 	0)`
