@@ -107,7 +107,7 @@ func (r *Runtime) createRunNetwork(ctx context.Context, name string, labels map[
 		var b [4]byte
 		binary.BigEndian.PutUint32(b[:], base+slot<<(32-egressSubnetBits))
 		subnet := netip.PrefixFrom(netip.AddrFrom4(b), egressSubnetBits)
-		resp, err := r.cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Internal: true, Labels: labels,
+		resp, err := r.networkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Internal: true, Labels: labels,
 			IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: subnet.String(), Gateway: subnet.Addr().Next().String()}}}})
 		if err == nil || !strings.Contains(err.Error(), "overlap") {
 			return resp, err
@@ -115,6 +115,43 @@ func (r *Runtime) createRunNetwork(ctx context.Context, name string, labels map[
 		lastErr = err
 	}
 	return network.CreateResponse{}, fmt.Errorf("no free /%d in %s: %w", egressSubnetBits, pool, lastErr)
+}
+
+// firewallRetries bounds the attempts of a network creation the daemon failed on its own
+// firewall rules (isFirewallRace); firewallBackoff is the wait before the second, doubled
+// before each next one.
+const (
+	firewallRetries = 5
+	firewallBackoff = 100 * time.Millisecond
+)
+
+// networkCreate creates a network, again when the daemon failed on its own firewall rules while
+// another network was created or removed at the same time (isFirewallRace): that failure is
+// the daemon's race, not the request's, and creating again succeeds. Any other error is
+// returned at once.
+func (r *Runtime) networkCreate(ctx context.Context, name string, opts network.CreateOptions) (network.CreateResponse, error) {
+	wait := firewallBackoff
+	for attempt := 1; ; attempt++ {
+		resp, err := r.cli.NetworkCreate(ctx, name, opts)
+		if err == nil || !isFirewallRace(err) || attempt == firewallRetries {
+			return resp, err
+		}
+		select {
+		case <-ctx.Done():
+			return resp, err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// isFirewallRace tells the daemon's failure to update its iptables rules while another network
+// changes, as Docker 20.10 with iptables-nft reports it: "unable to remove jump to
+// DOCKER-ISOLATION-STAGE-1 rule in FORWARD chain: (iptables failed: iptables --wait -D FORWARD
+// -j DOCKER-ISOLATION-STAGE-1: … RULE_DELETE failed (No such file or directory) …)", seen when
+// runs start at the same time.
+func isFirewallRace(err error) bool {
+	return strings.Contains(err.Error(), "iptables failed")
 }
 
 // serveEgress starts the proxy of network netID (named name) and keeps it under name. It
