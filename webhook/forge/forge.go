@@ -255,7 +255,7 @@ var (
 	// HTTP 4xx but 408 and 429, which are retried: 400, 405, 413 a body too large…). Sending the
 	// same request again cannot succeed.
 	ErrRefused = errors.New("forge: refused")
-	// ErrUnavailable: the forge did not answer, or answered 429 or 5xx, after the client's
+	// ErrUnavailable: the forge did not answer, or answered 408, 429 or 5xx, after the client's
 	// retries. It is worth trying again later; nothing about the request itself is wrong.
 	ErrUnavailable = errors.New("forge: unavailable")
 )

@@ -109,7 +109,7 @@ func TestClientCIFailedJobs(t *testing.T) {
 func TestClientRetries(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.s.FailNext(http.StatusBadGateway, http.StatusInternalServerError)
+	b.s.FailNext(http.StatusBadGateway, http.StatusRequestTimeout)
 	b.s.RateLimitNext(1)
 	_, err := b.c.Issue(t.Context(), b.ref)
 	require.NoError(t, err)

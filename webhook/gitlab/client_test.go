@@ -104,7 +104,7 @@ func TestClientCIFailedKeepsLogTail(t *testing.T) {
 func TestClientRetries5xxAndHonoursRetryAfter(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.s.FailNext(http.StatusBadGateway, http.StatusServiceUnavailable)
+	b.s.FailNext(http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusRequestTimeout)
 	_, err := b.c.Issue(t.Context(), b.ref)
 	require.NoError(t, err)
 

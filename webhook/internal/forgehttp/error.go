@@ -13,9 +13,9 @@ import (
 
 // Sentinel returns the forge sentinel error that an HTTP status of a forge API answer means, as
 // the forge.Forge contract lays down: forge.ErrNotFound for 404, forge.ErrForbidden for 401 and
-// 403, forge.ErrConflict for 409 and 422, forge.ErrUnavailable for 429, 5xx and 0 (no answer:
-// connection refused, timeout), forge.ErrRefused for every other 4xx but 408 (which is
-// retried), and nil for every other status.
+// 403, forge.ErrConflict for 409 and 422, forge.ErrUnavailable for 408, 429, 5xx and 0 (no
+// answer: connection refused, timeout; each retried by CheckRetry first), forge.ErrRefused for
+// every other 4xx, and nil for every other status.
 func Sentinel(status int) error {
 	switch status {
 	case http.StatusNotFound:
@@ -24,10 +24,8 @@ func Sentinel(status int) error {
 		return forge.ErrForbidden
 	case http.StatusConflict, http.StatusUnprocessableEntity:
 		return forge.ErrConflict
-	case 0, http.StatusTooManyRequests:
+	case 0, http.StatusRequestTimeout, http.StatusTooManyRequests:
 		return forge.ErrUnavailable
-	case http.StatusRequestTimeout:
-		return nil
 	}
 	if status >= 500 {
 		return forge.ErrUnavailable

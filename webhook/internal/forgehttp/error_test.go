@@ -37,9 +37,8 @@ func TestErrorMatchesSentinelAndCauseWithoutToken(t *testing.T) {
 	for _, code := range []int{http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, http.StatusGone} {
 		require.ErrorIs(t, Sentinel(code), forge.ErrRefused, "%d", code)
 	}
-	for _, code := range []int{http.StatusRequestTimeout, http.StatusOK} {
-		require.NoError(t, Sentinel(code), "%d: retried or not an error", code)
-	}
+	require.ErrorIs(t, Sentinel(http.StatusRequestTimeout), forge.ErrUnavailable, "408 after its retries")
+	require.NoError(t, Sentinel(http.StatusOK))
 }
 
 func TestRetriesDefaults(t *testing.T) {

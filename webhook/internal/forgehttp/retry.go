@@ -12,8 +12,9 @@ import (
 	"time"
 )
 
-// CheckRetry retries HTTP 429 and 5xx except 501 for every method, as the forge.Forge contract
-// asks (a POST that failed with 5xx may rarely have been applied). A transport error is
+// CheckRetry retries HTTP 408, 429 and 5xx except 501 for every method, as the forge.Forge
+// contract asks (a POST that failed with 5xx may rarely have been applied; a 408, the server or
+// a proxy before it giving up waiting for the request, was not). A transport error is
 // retried only when the connection was never made (dial or DNS failure), since the request
 // may otherwise have been applied. It stops when ctx is done. Its shape is go-retryablehttp's
 // CheckRetry, which client-go also takes.
@@ -24,7 +25,7 @@ func CheckRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 	if err != nil {
 		return NeverSent(err), nil
 	}
-	if resp.StatusCode == http.StatusTooManyRequests {
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout {
 		return true, nil
 	}
 	return resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented, nil

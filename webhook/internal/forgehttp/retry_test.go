@@ -43,7 +43,7 @@ func TestBackoffAndCheckRetry(t *testing.T) {
 	require.LessOrEqual(t, d, 5*time.Second)
 
 	ctx := context.Background()
-	for code, want := range map[int]bool{429: true, 500: true, 502: true, 501: false, 404: false, 422: false} {
+	for code, want := range map[int]bool{408: true, 429: true, 500: true, 502: true, 501: false, 404: false, 422: false} {
 		ok, err := CheckRetry(ctx, &http.Response{StatusCode: code}, nil)
 		require.NoError(t, err)
 		require.Equal(t, want, ok, "status %d", code)
