@@ -234,7 +234,14 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 	case forge.EventIssueOpened, forge.EventAssignees:
 		return m.assignees(ctx, bot, mb, se, o)
 	case forge.EventLabels:
-		return m.labelEvent(ctx, bot, mb, se, o)
+		outcome, err := m.labelEvent(ctx, bot, mb, se, o)
+		if err != nil || !assigneesChanged(ev) {
+			return outcome, err
+		}
+		// One delivery that changed the labels and the assignees (GitLab's quick actions
+		// "/label ~x /assign @bot" in one comment): the assignees next, with the labels known.
+		also, err := m.assignees(ctx, bot, mb, se, o)
+		return outcome + "; " + also, err
 	case forge.EventComment, forge.EventCommentEdited:
 		switch {
 		case o.fromBot:
@@ -299,6 +306,16 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 		return m.checkCI(ctx, bot, mb)
 	}
 	return "recorded", nil
+}
+
+// assigneesChanged reports whether ev, of another type, also carries a change of the
+// assignees (forge.Event.PreviousAssignees and Assignees differ).
+func assigneesChanged(ev forge.Event) bool {
+	if !ev.AssigneesKnown || ev.PreviousAssignees == nil {
+		return false
+	}
+	added, removed := diff(ev.PreviousAssignees, ev.Assignees)
+	return len(added)+len(removed) > 0
 }
 
 // assignees handles an issue opened or its assignees changed: the bot assigned starts the

@@ -206,14 +206,16 @@ type Event struct {
 	State  string `json:"state,omitempty"` // "open" or "closed"
 
 	// Labels is the full label list after the event when LabelsKnown; PreviousLabels the list
-	// before it when the forge says (GitLab changes.labels), else nil.
+	// before it when the forge says (GitLab changes.labels), else nil: an empty list (none
+	// before) is not nil, and keeps so through the store (omitzero).
 	LabelsKnown    bool     `json:"labels_known,omitempty"`
 	Labels         []string `json:"labels,omitempty"`
-	PreviousLabels []string `json:"previous_labels,omitempty"`
-	// Assignees likewise, as logins.
+	PreviousLabels []string `json:"previous_labels,omitzero"`
+	// Assignees likewise, as logins. A labels event may carry an assignee change of the same
+	// update too (GitLab): PreviousAssignees not nil and different from Assignees.
 	AssigneesKnown    bool     `json:"assignees_known,omitempty"`
 	Assignees         []string `json:"assignees,omitempty"`
-	PreviousAssignees []string `json:"previous_assignees,omitempty"`
+	PreviousAssignees []string `json:"previous_assignees,omitzero"`
 
 	Comment      *Comment      `json:"comment,omitempty"`
 	MergeRequest *MergeRequest `json:"merge_request,omitempty"`

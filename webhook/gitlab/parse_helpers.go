@@ -227,25 +227,29 @@ func hookDeleteKeys(node any, keys map[string]bool) {
 // hookListChange makes ev a labels event when the labels changed, else an assignees event when
 // the assignees changed, with the previous list and (unless the body already gave it) the
 // current one; it reports whether either changed. Previous and current are compared rather
-// than trusting a key's presence: GitLab sends unchanged changes.labels too.
+// than trusting a key's presence: GitLab sends unchanged changes.labels too. One update can
+// change both (quick actions "/assign @bot /label ~x" in one comment, one delivery): the labels
+// event then carries the assignee change too (PreviousAssignees and Assignees), which the
+// mailbox applies after the labels.
 func hookListChange(ev *forge.Event, prevLabels, curLabels, prevAssignees, curAssignees []string) bool {
-	switch {
-	case !hookSameSet(prevLabels, curLabels):
+	labels, assignees := !hookSameSet(prevLabels, curLabels), !hookSameSet(prevAssignees, curAssignees)
+	if labels {
 		ev.Type = forge.EventLabels
 		ev.PreviousLabels = hookNonNil(prevLabels)
 		if !ev.LabelsKnown {
 			ev.LabelsKnown, ev.Labels = true, curLabels
 		}
-	case !hookSameSet(prevAssignees, curAssignees):
-		ev.Type = forge.EventAssignees
+	}
+	if assignees {
+		if !labels {
+			ev.Type = forge.EventAssignees
+		}
 		ev.PreviousAssignees = hookNonNil(prevAssignees)
 		if !ev.AssigneesKnown {
 			ev.AssigneesKnown, ev.Assignees = true, curAssignees
 		}
-	default:
-		return false
 	}
-	return true
+	return labels || assignees
 }
 
 // hookKindAlias reports whether a body of object_kind body is one GitLab sends under a header

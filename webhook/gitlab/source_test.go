@@ -279,6 +279,35 @@ func TestSourceParse(t *testing.T) {
 	}
 }
 
+// TestSourceParseLabelsAndAssigneesInOneUpdate: one Issue Hook whose update changed both the
+// labels and the assignees (quick actions "/label ~x /assign @bot" in one comment) is a labels
+// event that carries the assignee change too, the previous list empty, not unknown.
+func TestSourceParseLabelsAndAssigneesInOneUpdate(t *testing.T) {
+	t.Parallel()
+	bot := map[string]any{"id": 99, "name": "Alfred", "username": "alfred", "avatar_url": ""}
+	body := srcPatch(t, srcFixture(t, "issue_hook_update_label_added.json"), func(m map[string]any) {
+		m["assignees"] = []any{bot}
+		m["changes"].(map[string]any)["assignees"] = map[string]any{"previous": []any{}, "current": []any{bot}}
+	})
+	ev, err := srcParse(t, "Issue Hook", body)
+	require.NoError(t, err)
+	assert.Equal(t, forge.EventLabels, ev.Type)
+	assert.Equal(t, []string{}, ev.PreviousLabels)
+	assert.Equal(t, []string{"critical"}, ev.Labels)
+	assert.True(t, ev.AssigneesKnown)
+	assert.NotNil(t, ev.PreviousAssignees, "none before: empty, not unknown")
+	assert.Empty(t, ev.PreviousAssignees)
+	assert.Equal(t, []string{"alfred"}, ev.Assignees)
+
+	// Stored and read back, the empty list stays empty, not unknown.
+	out, err := json.Marshal(ev)
+	require.NoError(t, err)
+	var back forge.Event
+	require.NoError(t, json.Unmarshal(out, &back))
+	assert.NotNil(t, back.PreviousAssignees)
+	assert.NotNil(t, back.PreviousLabels)
+}
+
 func TestHookCIState(t *testing.T) {
 	t.Parallel()
 	for status, want := range map[string]forge.CIState{
