@@ -149,7 +149,17 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 	}
 	rq := toRunnerQuestions(qs)
 	var a Answers
-	if key, _, ok := ParseMarker(c.Body); ok {
+	key, _, marked := ParseMarker(c.Body)
+	if marked {
+		// A reply may quote Alfred's comment, its hidden marker with it: only the comment Alfred
+		// posted under that key is Alfred's (edited by a human: ticks).
+		own, err := m.ownComment(ctx, mb, key, c.ID)
+		if err != nil {
+			return "", err
+		}
+		marked = own
+	}
+	if marked {
 		if key != fmt.Sprintf("questions-%d", mb.Data.Round) {
 			return "edit of another Alfred comment", nil
 		}
@@ -171,6 +181,16 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 	}
 	mb.Data.FreeText = appendNotes(mb.Data.FreeText, author, a.FreeText)
 	return "answered by @" + author, m.afterAnswers(ctx, bot, mb, "@"+author)
+}
+
+// ownComment reports whether the comment id is the one Alfred posted under key (or may be: its
+// id not recorded yet), not a human's comment that quotes it.
+func (m *Machine) ownComment(ctx context.Context, mb *Mailbox, key string, id int64) (bool, error) {
+	pc, err := m.store.PostedComment(ctx, mb.ID, key)
+	if err != nil {
+		return false, err
+	}
+	return pc != nil && (pc.CommentID == id || pc.CommentID == 0), nil
 }
 
 // typeLabel answers the type question with a type:: label the author or a writer added.

@@ -239,6 +239,14 @@ func (b *bundle) lastComment() string {
 	return cs[len(cs)-1]
 }
 
+// lastCommentID is the forge's id of the issue's last comment.
+func (b *bundle) lastCommentID() int64 {
+	cs, err := b.fake.Comments(context.Background(), b.ref)
+	require.NoError(b.t, err)
+	require.NotEmpty(b.t, cs)
+	return cs[len(cs)-1].ID
+}
+
 func assign(by string) forge.Event {
 	return forge.Event{Type: forge.EventAssignees, Sender: forge.User{Login: by}, AssigneesKnown: true,
 		Assignees: []string{forgetest.BotLogin}}
@@ -561,10 +569,25 @@ func TestTicksInTheQuestionBlockAnswer(t *testing.T) {
 	require.NotEqual(t, block, edited)
 	// The forge reports the edit of Alfred's comment as an edit by alice.
 	b.deliver(forge.Event{Type: forge.EventCommentEdited, Sender: forge.User{Login: "alice"},
-		Comment: &forge.Comment{ID: 1, Body: edited}})
+		Comment: &forge.Comment{ID: b.lastCommentID(), Body: edited}})
 	mb := b.advance()
 	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
 	require.Contains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | b. Semicolon | @alice |")
+}
+
+// TestReplyQuotingTheQuestionBlock: a reply that quotes Alfred's question block (its hidden
+// marker with it) is a reply, not an edit of the block: its own answer counts, in its name.
+func TestReplyQuotingTheQuestionBlock(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.deliver(assign("alice"))
+	b.advance()
+	quoted := "> " + strings.ReplaceAll(b.lastComment(), "\n", "\n> ") + "\n\nq1: b"
+	b.deliver(comment("alice", quoted))
+	mb := b.advance()
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+	require.Contains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | b. Semicolon | @alice |")
+	require.Empty(t, mb.Data.FreeText, "the quoted block is not notes for the agent")
 }
 
 // The session is named after the branch at the first (analysis) run; a later title edit

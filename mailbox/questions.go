@@ -141,6 +141,19 @@ func cleanReply(body string) string {
 	}, body)
 }
 
+// unquoted drops the quoted lines of a reply ("> …", what it answers, Alfred's question block
+// included): they are not the replier's words.
+func unquoted(body string) string {
+	lines := strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n")
+	kept := lines[:0]
+	for _, l := range lines {
+		if !strings.HasPrefix(strings.TrimSpace(l), ">") {
+			kept = append(kept, l)
+		}
+	}
+	return strings.TrimSpace(strings.Join(kept, "\n"))
+}
+
 // isAccept reports whether text, a whole reply or a line of its own, accepts the defaults.
 func isAccept(text string) bool {
 	t := strings.TrimSpace(text)
@@ -157,11 +170,11 @@ func isAccept(text string) bool {
 // please", "b)"). Lines that answer nothing are kept as FreeText. A reply that answers one
 // question leaves the others at their defaults. A reply with neither a choice nor Defaults
 // (notes only, "A colleague knows, I'll ask her tomorrow") answers nothing: the round stays
-// open. Invisible characters (zero-width, emoji variation selectors and skin tones) are
-// ignored.
+// open. Quoted lines ("> …") and invisible characters (zero-width, emoji variation selectors
+// and skin tones) are ignored.
 func ParseReply(body string, qs []phase.Question) Answers {
 	a := Answers{Choices: map[string]string{}}
-	body = cleanReply(body)
+	body = unquoted(cleanReply(body))
 	if len(qs) == 1 {
 		if opt, ok := exactOption(qs[0], trimAnswer(body)); ok {
 			a.Choices[qs[0].ID] = opt

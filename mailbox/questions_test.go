@@ -155,6 +155,8 @@ func TestParseReplyEdges(t *testing.T) {
 		{"the shorter of two options", prefixes, "q1: Yes", map[string]string{"q1": "a"}, false},
 		{"the longer of two options", prefixes, "q1: Yes, but behind a flag", map[string]string{"q1": "b"}, false},
 		{"the longer one alone", prefixes, "Yes, but behind a flag", map[string]string{"q1": "b"}, false},
+		// Quoted lines are what the reply answers, not the replier's words.
+		{"a quoted answer", two, "> q1: a\nq1: b", map[string]string{"q1": "b"}, false},
 		// Two answers on one line.
 		{"two answers on a line", two, "q1: b, q2: a", map[string]string{"q1": "b", "q2": "a"}, false},
 		{"two answers and a semicolon", two, "q1: b; q2: c", map[string]string{"q1": "b", "q2": "c"}, false},
