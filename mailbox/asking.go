@@ -147,6 +147,28 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 		key := fmt.Sprintf("refused-answers-%d-%s", mb.Data.Round, strings.ToLower(author))
 		return m.refuseAs(ctx, bot, mb, key, author, "answer my questions")
 	}
+	if by, closed := roundAnswered(qs); closed {
+		// Answered in a pass that failed before it finished (the forge failed a post after
+		// the answers were stored): the round is finished as it was answered, by the reply
+		// retried (a reply of "ok" stores every default, before the deadline) or by the
+		// deadline; the text of a reply is kept as notes.
+		if _, _, marked := ParseMarker(c.Body); !marked {
+			mb.Data.FreeText = appendNotes(mb.Data.FreeText, author, ParseReply(c.Body, toRunnerQuestions(qs)).FreeText)
+		}
+		if at := qs[0].AnsweredAt; by == "default" && (at == nil || !at.Before(qs[0].DeadlineAt)) {
+			if _, err := m.deadline(ctx, bot, mb); err != nil {
+				return "", err
+			}
+			return "the defaults applied at the deadline, before this reply", nil
+		}
+		if by == "default" {
+			by = author
+		}
+		if err := m.answerRound(ctx, mb, nil, by); err != nil {
+			return "", err
+		}
+		return "answered by @" + by, m.afterAnswers(ctx, bot, mb, "@"+by)
+	}
 	rq := toRunnerQuestions(qs)
 	var a Answers
 	key, _, marked := ParseMarker(c.Body)
@@ -217,8 +239,24 @@ func toRunnerQuestions(qs []Question) []phase.Question {
 	return out
 }
 
+// roundAnswered reports whether every question of a round has its answer stored, and who
+// answered: the person who chose an option, or "default" when every answer is a default.
+func roundAnswered(qs []Question) (by string, answered bool) {
+	by = "default"
+	for _, q := range qs {
+		if q.Answer == nil {
+			return "", false
+		}
+		if who := deref(q.AnsweredBy); who != "" && who != "default" && by == "default" {
+			by = who
+		}
+	}
+	return by, len(qs) > 0
+}
+
 // answerRound records the choices for the current round; questions left open get their
-// default, answered by "default".
+// default, answered by "default". Questions answered already (by a pass that failed after it
+// stored them) keep their answers, which the mailbox's decisions (or type) take again.
 func (m *Machine) answerRound(ctx context.Context, mb *Mailbox, choices map[string]string, by string) error {
 	qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round)
 	if err != nil {
@@ -229,15 +267,15 @@ func (m *Machine) answerRound(ctx context.Context, mb *Mailbox, choices map[stri
 	}
 	asksType := def(mb.State).AsksType
 	for _, q := range qs {
-		if q.Answer != nil {
-			continue
-		}
-		ans, who := choices[q.QID], by
-		if ans == "" {
-			ans, who = q.Default, "default"
-		}
-		if err := m.store.AnswerQuestion(ctx, q.ID, ans, who, m.now()); err != nil {
-			return err
+		ans := deref(q.Answer)
+		if q.Answer == nil {
+			who := by
+			if ans, who = choices[q.QID], by; ans == "" {
+				ans, who = q.Default, "default"
+			}
+			if err := m.store.AnswerQuestion(ctx, q.ID, ans, who, m.now()); err != nil {
+				return err
+			}
 		}
 		label := ans
 		for _, o := range q.Options() {

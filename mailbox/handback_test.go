@@ -3,6 +3,7 @@ package mailbox_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,5 +128,50 @@ func TestAuthorAssignedByAlfredIsHandedBack(t *testing.T) {
 		b.deliver(comment("alice", "q1: b"))
 		require.Equal(t, mailbox.StateWaitingValidation, b.advance().State)
 		require.NotContains(t, b.fake.IssueAssignees(b.ref), "alice", "the bot assigned her in the first lifecycle: handed back")
+	})
+}
+
+// TestAnswersStoredByAFailedPass: the answers of a round are stored before the forge is told;
+// a pass that failed after storing them (the forge unavailable) is tried again and finishes the
+// round as it was answered: the reply's choice reaches the technical analysis, in its author's
+// name; defaults the deadline stored are not taken for a reply that came later.
+func TestAnswersStoredByAFailedPass(t *testing.T) {
+	t.Parallel()
+	t.Run("a reply", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, "type::task")
+		b.deliver(assign("alice"))
+		b.advance()
+		b.deliver(comment("alice", "q1: b"))
+		b.fake.FailNextCall("EditComment", forge.ErrUnavailable) // the block marked answered
+		mb, err := b.store.Find(context.Background(), b.ref)
+		require.NoError(t, err)
+		require.Error(t, b.machine.Advance(context.Background(), mb))
+		mb = b.advance()
+		require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+		last := b.exec.jobs[len(b.exec.jobs)-1]
+		require.Equal(t, "technical", string(last.Input.Step))
+		require.Equal(t, map[string]string{"q1": "Semicolon"}, last.Input.Decisions, "the decision survives the retry")
+		require.Contains(t, b.comments()[1], "**Answered by @alice.**")
+	})
+	t.Run("the deadline, then a reply", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, "type::task")
+		b.deliver(assign("alice"))
+		b.advance()
+		b.clock.Add(25 * time.Hour)
+		b.fake.FailNextCall("Comment", forge.ErrUnavailable) // "I applied the defaults"
+		mb, err := b.store.Find(context.Background(), b.ref)
+		require.NoError(t, err)
+		require.Error(t, b.machine.Advance(context.Background(), mb))
+		b.deliver(comment("alice", "q1: b"))
+		mb = b.advance()
+		require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+		all := strings.Join(b.comments(), "\n---\n")
+		require.Contains(t, all, "so I applied the defaults", "the defaults are said")
+		require.NotContains(t, all, "Answered by @alice", "the defaults were applied before her reply")
+		require.Contains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | a. Comma | default |")
+		last := b.exec.jobs[len(b.exec.jobs)-1]
+		require.Equal(t, map[string]string{"q1": "Comma"}, last.Input.Decisions)
 	})
 }
