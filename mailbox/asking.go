@@ -343,7 +343,7 @@ func (m *Machine) markAnswered(ctx context.Context, bot Bot, mb *Mailbox, by str
 	}
 	notice := "Answered by " + by + "."
 	if by == "default" {
-		notice = fmt.Sprintf("No answer by %s: the defaults apply.", qs[0].DeadlineAt.UTC().Format("2006-01-02 15:04 UTC"))
+		notice = fmt.Sprintf("No answer by %s: the defaults apply.", deadlineText(qs[0].DeadlineAt))
 	}
 	body := RenderAnswered(mb.Data.QuestionIntro, toRunnerQuestions(qs), chosen, notice)
 	return m.post(ctx, bot, mb, fmt.Sprintf("questions-%d", mb.Data.Round), "questions", body)
@@ -364,7 +364,7 @@ func (m *Machine) deadline(ctx context.Context, bot Bot, mb *Mailbox) (bool, err
 		return false, err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "No answer by %s, so I applied the defaults:\n", qs[0].DeadlineAt.UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "No answer by %s, so I applied the defaults:\n", deadlineText(qs[0].DeadlineAt))
 	for _, q := range qs {
 		fmt.Fprintf(&b, "\n- **%s. %s** → %s", q.QID, q.Title, optionText(q, deref(q.Answer)))
 	}

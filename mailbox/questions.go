@@ -38,7 +38,7 @@ func TypeQuestion() phase.Question {
 func RenderQuestions(intro string, qs []phase.Question, deadline time.Time) string {
 	howTo := "Tick one box per question, or reply with `q1: b` (option letter, number or the start of its text). " +
 		"Reply `ok` to take the defaults. Anything else you write is handed to me as extra context and leaves the questions open."
-	notice := fmt.Sprintf("**Without an answer by %s, I will apply the defaults.**", deadline.UTC().Format("2006-01-02 15:04 UTC"))
+	notice := fmt.Sprintf("**Without an answer by %s, I will apply the defaults.**", deadlineText(deadline))
 	return renderBlock(intro, howTo, notice, qs, nil)
 }
 
@@ -83,6 +83,21 @@ func renderBlock(intro, howTo, notice string, qs []phase.Question, chosen map[st
 		}
 	}
 	return b.String()
+}
+
+// deadlineText is a question round's deadline as the issue says it, in UTC to the minute
+// ("2026-11-30 10:00 UTC"); a deadline within the minute (a deadline under a minute, as tests
+// set, is not rounded: ask) is said to the second, so that the time said is never earlier than
+// the real one.
+func deadlineText(t time.Time) string {
+	t = t.UTC()
+	if s := t.Truncate(time.Second); !s.Equal(t) {
+		t = s.Add(time.Second)
+	}
+	if t.Truncate(time.Minute).Equal(t) {
+		return t.Format("2006-01-02 15:04 UTC")
+	}
+	return t.Format("2006-01-02 15:04:05 UTC")
 }
 
 func optionLetter(i int) string { return string(rune('a' + i)) }

@@ -177,3 +177,29 @@ func TestParseReplyEdges(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadlineNeverSaidEarlier: a deadline on the minute is said to the minute; one within the
+// minute (a deadline under a minute) to the second, rounded up, never earlier than the real
+// one; the rebuild reads either back.
+func TestDeadlineNeverSaidEarlier(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		at   time.Time
+		said string
+		back time.Time
+	}{
+		{time.Date(2026, 11, 30, 10, 1, 0, 0, time.UTC), "2026-11-30 10:01 UTC", time.Date(2026, 11, 30, 10, 1, 0, 0, time.UTC)},
+		{time.Date(2026, 11, 30, 10, 1, 15, 0, time.UTC), "2026-11-30 10:01:15 UTC", time.Date(2026, 11, 30, 10, 1, 15, 0, time.UTC)},
+		{time.Date(2026, 11, 30, 10, 1, 15, 300, time.UTC), "2026-11-30 10:01:16 UTC", time.Date(2026, 11, 30, 10, 1, 16, 0, time.UTC)},
+		{time.Date(2026, 11, 30, 10, 0, 59, 1, time.UTC), "2026-11-30 10:01 UTC", time.Date(2026, 11, 30, 10, 1, 0, 0, time.UTC)},
+	} {
+		require.Equal(t, tc.said, deadlineText(tc.at))
+		body := RenderQuestions("intro", sampleQuestions(), tc.at)
+		require.Contains(t, body, "Without an answer by "+tc.said+", I will apply the defaults.")
+		p, err := parseBlock(body)
+		require.NoError(t, err)
+		require.True(t, p.open)
+		require.Equal(t, tc.back, p.deadline, tc.said)
+		require.False(t, p.deadline.Before(tc.at), "never earlier than the real deadline")
+	}
+}

@@ -570,7 +570,7 @@ func (p parsedBlock) understanding() string {
 }
 
 var (
-	openNoticeRE  = regexp.MustCompile(`^\*\*Without an answer by (\d{4}-\d{2}-\d{2} \d{2}:\d{2}) UTC, I will apply the defaults\.\*\*$`)
+	openNoticeRE  = regexp.MustCompile(`^\*\*Without an answer by (\d{4}-\d{2}-\d{2} \d{2}:\d{2}(?::\d{2})?) UTC, I will apply the defaults\.\*\*$`)
 	optionLineRE  = regexp.MustCompile(`^- \[([ xX])\] \*\*([a-z])\. (.*?)\*\*( _\(default\)_)?(?: — (.*))?$`)
 	blockQuestion = regexp.MustCompile(`^### (q\d+)\. (.*)$`)
 )
@@ -593,7 +593,11 @@ func parseBlock(text string) (parsedBlock, error) {
 		return p, errors.New("no deadline or answer notice")
 	}
 	if m := openNoticeRE.FindStringSubmatch(lines[notice]); m != nil {
-		t, err := time.Parse("2006-01-02 15:04", m[1])
+		layout := "2006-01-02 15:04"
+		if len(m[1]) > len(layout) {
+			layout += ":05" // a deadline within the minute (deadlineText)
+		}
+		t, err := time.Parse(layout, m[1])
 		if err != nil {
 			return p, fmt.Errorf("read the deadline: %w", err)
 		}
