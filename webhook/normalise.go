@@ -61,11 +61,8 @@ func normalise(ev *forge.Event) error {
 	// Identifiers are checked before the text is cleaned: two different invalid ids must not
 	// become one.
 	for _, c := range checks {
-		if len(c.value) > c.max {
-			return fmt.Errorf("%w: %s longer than %d bytes", forge.ErrBadPayload, c.field, c.max)
-		}
-		if !storable(c.value) {
-			return fmt.Errorf("%w: %s is not valid UTF-8 or holds a NUL", forge.ErrBadPayload, c.field)
+		if err := c.check(); err != nil {
+			return err
 		}
 	}
 	for _, list := range [][]string{ev.Labels, ev.PreviousLabels, ev.Assignees, ev.PreviousAssignees} {
@@ -92,6 +89,24 @@ type limit struct {
 	field string
 	value string
 	max   int
+}
+
+// check refuses a value over its cap, or not valid UTF-8, or holding a NUL, with an error
+// wrapping forge.ErrBadPayload that names the field.
+func (c limit) check() error {
+	if len(c.value) > c.max {
+		return fmt.Errorf("%w: %s longer than %d bytes", forge.ErrBadPayload, c.field, c.max)
+	}
+	if !storable(c.value) {
+		return fmt.Errorf("%w: %s is not valid UTF-8 or holds a NUL", forge.ErrBadPayload, c.field)
+	}
+	return nil
+}
+
+// checkDeliveryID refuses a delivery id normalise would refuse, for the answers given before
+// normalise runs (an event Alfred ignores, whose id the answer echoes).
+func checkDeliveryID(id string) error {
+	return limit{"delivery id", id, MaxDeliveryIDBytes}.check()
 }
 
 // storable reports whether PostgreSQL text accepts s: valid UTF-8 without NUL.

@@ -287,6 +287,12 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	var ignore *forge.IgnoreError
 	switch {
 	case err == nil:
+	case errors.As(err, &ignore) && checkDeliveryID(ev.DeliveryID) != nil:
+		// Ignored or not, an unreadable delivery id is a bad delivery: it is not echoed.
+		derr := checkDeliveryID(ev.DeliveryID)
+		base.LogAttrs(r.Context(), slog.LevelWarn, "webhook payload rejected", slog.Any("error", derr))
+		writeJSON(w, http.StatusBadRequest, response{Status: "error", Error: derr.Error()})
+		return
 	case errors.As(err, &ignore):
 		log.LogAttrs(r.Context(), slog.LevelInfo, "webhook ignored", slog.String("action", ev.Action), slog.String("reason", ignore.Reason))
 		writeJSON(w, http.StatusOK, response{Status: "ignored", Delivery: ev.DeliveryID, Reason: ignore.Reason})

@@ -144,6 +144,16 @@ func TestStoreUnstorableInput(t *testing.T) {
 			require.Contains(t, doc["error"], tc.reason)
 		})
 	}
+	// An event Alfred ignores (a push) with such an id is a bad delivery too: 400, the id not
+	// echoed.
+	for name, id := range map[string]string{"long delivery id": strings.Repeat("d", webhook.MaxDeliveryIDBytes+1), "invalid utf-8 id": "id-\xff"} {
+		t.Run("ignored event, "+name, func(t *testing.T) {
+			code, doc := b.post(t, forgetest.NewForgejoRequest("/webhooks/forgejo", "push", id, testForgejoSecret, readFixture(t, "gitea/push.json")))
+			require.Equal(t, http.StatusBadRequest, code, "%v", doc)
+			require.Contains(t, doc["error"], "delivery id")
+			require.NotContains(t, fmt.Sprint(doc), id)
+		})
+	}
 }
 
 // The stored row is bounded by the body: text that JSON escapes to several bytes a character
