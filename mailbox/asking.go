@@ -185,6 +185,10 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 		if key != fmt.Sprintf("questions-%d", mb.Data.Round) {
 			return "edit of another Alfred comment", nil
 		}
+		if open := UntickedQuestions(c.Body, rq); len(open) > 0 {
+			// One edit per click: unticking the default is the first half of choosing another.
+			return fmt.Sprintf("ticks recorded: %s has no option ticked, so the questions stay open", strings.Join(open, ", ")), nil
+		}
 		a = Answers{Choices: ParseTicks(c.Body, rq)}
 	} else {
 		if ev.Type == forge.EventCommentEdited {

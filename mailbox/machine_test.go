@@ -575,6 +575,28 @@ func TestTicksInTheQuestionBlockAnswer(t *testing.T) {
 	require.Contains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | b. Semicolon | @alice |")
 }
 
+// TestUntickingTheDefaultAnswersNothingYet: a forge sends one edit per click; unticking the
+// default (the first half of choosing another option) leaves the questions open, and ticking
+// the other option then answers.
+func TestUntickingTheDefaultAnswersNothingYet(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.deliver(assign("alice"))
+	b.advance()
+	block, id := b.lastComment(), b.lastCommentID()
+	unticked := strings.Replace(block, "- [x] **a. Comma**", "- [ ] **a. Comma**", 1)
+	require.NotEqual(t, block, unticked)
+	b.deliver(forge.Event{Type: forge.EventCommentEdited, Sender: forge.User{Login: "alice"},
+		Comment: &forge.Comment{ID: id, Body: unticked}})
+	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State, "no option ticked: nothing answered yet")
+
+	chosen := strings.Replace(unticked, "- [ ] **b. Semicolon**", "- [x] **b. Semicolon**", 1)
+	b.deliver(forge.Event{Type: forge.EventCommentEdited, Sender: forge.User{Login: "alice"},
+		Comment: &forge.Comment{ID: id, Body: chosen}})
+	require.Equal(t, mailbox.StateWaitingValidation, b.advance().State)
+	require.Contains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | b. Semicolon | @alice |")
+}
+
 // TestReplyQuotingTheQuestionBlock: a reply that quotes Alfred's question block (its hidden
 // marker with it) is a reply, not an edit of the block: its own answer counts, in its name.
 func TestReplyQuotingTheQuestionBlock(t *testing.T) {

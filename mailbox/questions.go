@@ -390,6 +390,31 @@ func fold(s string) string {
 var checkboxRE = regexp.MustCompile(`^\s*[-*]\s*\[([ xX])\]\s*\*\*([a-z])\.`)
 var headingRE = regexp.MustCompile(`^###\s+(q\d+)\.`)
 
+// UntickedQuestions lists the questions of an edited question block that have no box ticked: a
+// forge sends one edit per click, and unticking the default is the first click of choosing
+// another option, so such an edit answers nothing yet.
+func UntickedQuestions(body string, qs []phase.Question) []string {
+	ticked := map[string]bool{}
+	seen := map[string]bool{}
+	current := ""
+	for _, line := range strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n") {
+		if m := headingRE.FindStringSubmatch(line); m != nil {
+			current, seen[m[1]] = m[1], true
+			continue
+		}
+		if m := checkboxRE.FindStringSubmatch(line); m != nil && current != "" && m[1] != " " {
+			ticked[current] = true
+		}
+	}
+	var out []string
+	for _, q := range qs {
+		if seen[q.ID] && !ticked[q.ID] {
+			out = append(out, q.ID)
+		}
+	}
+	return out
+}
+
 // ParseTicks reads the checkboxes of an edited question block. For each question with exactly
 // one ticked box, or with two where one is the pre-ticked default, it returns the chosen option.
 // Questions left as rendered are not returned (they keep their default).
