@@ -86,9 +86,9 @@ func renderBlock(intro, howTo, notice string, qs []phase.Question, chosen map[st
 }
 
 // deadlineText is a question round's deadline as the issue says it, in UTC to the minute
-// ("2026-11-30 10:00 UTC"); a deadline within the minute (a deadline under a minute, as tests
-// set, is not rounded: ask) is said to the second, so that the time said is never earlier than
-// the real one.
+// ("2026-11-30 10:00 UTC"). ask rounds a deadline of a minute or more up to the minute; a
+// shorter one is not rounded, and is said to the second, rounded up, so that the time said is
+// never earlier than the real one.
 func deadlineText(t time.Time) string {
 	t = t.UTC()
 	if s := t.Truncate(time.Second); !s.Equal(t) {
