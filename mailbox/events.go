@@ -165,7 +165,9 @@ type eventGroup struct {
 
 // foldEvents folds consecutive label (or assignee) events of one target into one: Forgejo
 // sends the whole list each time, so only the last list counts; GitLab's previous list is
-// taken from the first event of the run.
+// taken from the first event of the run. A labels event that carries an assignee change too
+// (assigneesChanged) keeps the first previous assignees of the run, and its assignees are the
+// last known.
 func foldEvents(evs []StoredEvent) []eventGroup {
 	var out []eventGroup
 	for _, e := range evs {
@@ -180,6 +182,13 @@ func foldEvents(evs []StoredEvent) []eventGroup {
 				}
 				if c.Type == forge.EventAssignees && p.PreviousAssignees != nil {
 					merged.Event.PreviousAssignees = p.PreviousAssignees
+				}
+				if c.Type == forge.EventLabels && p.PreviousAssignees != nil {
+					// The first assignee change of the run, to the last assignees known.
+					merged.Event.PreviousAssignees = p.PreviousAssignees
+					if !c.AssigneesKnown {
+						merged.Event.AssigneesKnown, merged.Event.Assignees = p.AssigneesKnown, p.Assignees
+					}
 				}
 				prev.ids = append(prev.ids, e.ID)
 				prev.last = merged
@@ -527,7 +536,12 @@ func cancels(ev forge.Event, bot Bot, mb *Mailbox, blocked string) bool {
 		}
 		return !containsFold(ev.Assignees, bot.Login) && !strings.EqualFold(ev.Sender.Login, bot.Login)
 	case forge.EventLabels:
-		// A human adding the blocked label stops the run (the session is kept).
+		// A human adding the blocked label stops the run (the session is kept); so does one
+		// update that also unassigned the bot (GitLab: "/unassign @bot /label ~x").
+		if !ev.Target.MergeRequest && assigneesChanged(ev) && !containsFold(ev.Assignees, bot.Login) &&
+			containsFold(ev.PreviousAssignees, bot.Login) && !strings.EqualFold(ev.Sender.Login, bot.Login) {
+			return true
+		}
 		return !ev.Target.MergeRequest && ev.LabelsKnown && !strings.EqualFold(ev.Sender.Login, bot.Login) &&
 			containsFold(ev.Labels, blocked) && !containsFold(mb.Labels, blocked)
 	}

@@ -191,7 +191,11 @@ func ParseReply(body string, qs []phase.Question) Answers {
 	a := Answers{Choices: map[string]string{}}
 	body = unquoted(cleanReply(body))
 	if len(qs) == 1 {
-		if opt, ok := exactOption(qs[0], trimAnswer(body)); ok {
+		opt, ok := exactOption(qs[0], strings.TrimSpace(body))
+		if !ok {
+			opt, ok = exactOption(qs[0], trimAnswer(body))
+		}
+		if ok {
 			a.Choices[qs[0].ID] = opt
 			return a
 		}
@@ -277,24 +281,30 @@ func exactOption(q phase.Question, s string) (string, bool) {
 }
 
 // matchWholeReply resolves a whole reply to the one open question without its "qN:": an
-// option's letter, number, id or the start of its text alone ("b", "2", "semi"), an option's
-// whole text followed by more words ("CSV please", "Bug: the export is empty"), or a letter or
-// number followed by punctuation ("b) semicolon", "2. the second"). A first word that is only
-// a letter ("A colleague knows…") is not an answer: it is how sentences start.
+// option's whole text ("Excel (xlsx)"), or its letter, number, id or the start of its text
+// alone ("b", "2", "semi"); an option's whole text followed by more words ("CSV please", "Bug:
+// the export is empty"); or a first word that names one option: its letter or number ("b
+// please", "b) semicolon", "2 is fine") or the start of its text ("excel please", "keep it").
+// A first word that is a word of one letter ("A colleague knows…", "I'll ask") is how a
+// sentence starts, not an answer, unless punctuation follows it ("a) comma").
 func matchWholeReply(q phase.Question, body string) (string, bool) {
-	s := trimAnswer(body)
+	raw := strings.TrimSpace(body)
+	s := trimAnswer(raw)
 	if s == "" {
 		return "", false
+	}
+	if id, ok := exactOption(q, raw); ok {
+		return id, true
 	}
 	if len(strings.Fields(s)) == 1 {
 		return matchOptionText(q, s)
 	}
-	ls := fold(s)
+	lraw := fold(raw)
 	best, bestLen := "", 0
 	for _, o := range q.Options {
 		l := fold(o.Label)
-		if l != "" && strings.HasPrefix(ls, l) && len(l) > bestLen {
-			if next, _ := utf8.DecodeRuneInString(ls[len(l):]); !unicode.IsLetter(next) && !unicode.IsDigit(next) {
+		if l != "" && strings.HasPrefix(lraw, l) && len(l) > bestLen {
+			if next, _ := utf8.DecodeRuneInString(lraw[len(l):]); !unicode.IsLetter(next) && !unicode.IsDigit(next) {
 				best, bestLen = o.ID, len(l)
 			}
 		}
@@ -303,10 +313,44 @@ func matchWholeReply(q phase.Question, body string) (string, bool) {
 		return best, true
 	}
 	first := strings.Fields(s)[0]
-	if tok := strings.TrimRight(first, ").:,-"); tok != first && tok != "" {
+	tok := strings.TrimRight(first, ").:,-")
+	if tok == "" {
+		return "", false
+	}
+	if utf8.RuneCountInString(tok) == 1 || isNumber(tok) {
+		if tok == first && oneLetterWords[fold(tok)] {
+			return "", false
+		}
 		return matchOptionText(q, tok)
 	}
-	return "", false
+	return prefixOfOneLabel(q, tok)
+}
+
+// oneLetterWords are the letters that are words of their own in the languages replies come in
+// (English "a", "I"; Spanish "y", "o"; Italian and Portuguese "e", "o"; French "à", "y"): a
+// reply that begins with one is a sentence.
+var oneLetterWords = map[string]bool{"a": true, "i": true, "o": true, "e": true, "y": true, "u": true}
+
+func isNumber(s string) bool {
+	_, err := strconv.Atoi(s)
+	return err == nil
+}
+
+// prefixOfOneLabel resolves a word that begins exactly one option's text ("excel" of "Excel
+// (xlsx)", "keep" of "Keep the old API"); a word an option's text only begins with ("tasks" for
+// "task") is not one.
+func prefixOfOneLabel(q phase.Question, word string) (string, bool) {
+	w := fold(word)
+	hit := ""
+	for _, o := range q.Options {
+		if strings.HasPrefix(fold(o.Label), w) {
+			if hit != "" && hit != o.ID {
+				return "", false
+			}
+			hit = o.ID
+		}
+	}
+	return hit, hit != ""
 }
 
 func findQuestion(qs []phase.Question, id string) (phase.Question, bool) {

@@ -148,6 +148,14 @@ func TestParseReplyEdges(t *testing.T) {
 		{"a letter then punctuation", sep, "b) semicolon", map[string]string{"q1": "b"}, false},
 		{"a letter alone", sep, "b", map[string]string{"q1": "b"}, false},
 		{"an ordered list's number before the answer", typ, "1. q1: b", map[string]string{"q1": "bug"}, false},
+		// A letter, number or the start of an option's text, then more words (a review of the
+		// first version of this table).
+		{"a letter then words", sep, "b please", map[string]string{"q1": "b"}, false},
+		{"a number then words", sep, "2 is fine", map[string]string{"q1": "b"}, false},
+		{"a letter, a dash and the option", sep, "b - Excel", map[string]string{"q1": "b"}, false},
+		{"the start of an option's text then words", sep, "excel please", map[string]string{"q1": "b"}, false},
+		{"an option's whole text ending in a parenthesis", sep, "Excel (xlsx)", map[string]string{"q1": "b"}, false},
+		{"I starts a sentence", sep, "I'll check with finance", map[string]string{}, false},
 		// An option's whole text is that option, not an accept word.
 		{"Yes to a Yes/No question", yesNo, "Yes", map[string]string{"q1": "a"}, false},
 		{"y still accepts the defaults", yesNo, "y", map[string]string{}, true},
