@@ -274,7 +274,7 @@ func (m *Machine) answerRound(ctx context.Context, mb *Mailbox, choices map[stri
 		ans := deref(q.Answer)
 		if q.Answer == nil {
 			who := by
-			if ans, who = choices[q.QID], by; ans == "" {
+			if ans = choices[q.QID]; ans == "" {
 				ans, who = q.Default, "default"
 			}
 			if err := m.store.AnswerQuestion(ctx, q.ID, ans, who, m.now()); err != nil {
