@@ -215,8 +215,8 @@ func originOf(ev forge.Event, bot Bot, mb *Mailbox) origin {
 	}
 	// The branch tells an event that names no number (0) about the bot's merge request; a
 	// merge request of the same branch name with another number is someone else's (a fork's).
-	if ev.MergeRequest != nil && mb.Branch != "" && ev.MergeRequest.SourceBranch == mb.Branch && !mb.MergeRequest &&
-		mb.MRNumber != 0 && (ev.MergeRequest.Number == 0 || ev.MergeRequest.Number == mb.MRNumber) {
+	if ev.MergeRequest != nil && !ev.MergeRequest.FromFork && mb.Branch != "" && ev.MergeRequest.SourceBranch == mb.Branch &&
+		!mb.MergeRequest && mb.MRNumber != 0 && (ev.MergeRequest.Number == 0 || ev.MergeRequest.Number == mb.MRNumber) {
 		o.onOurMR = true
 	}
 	return o

@@ -26,6 +26,9 @@ func TestOriginOfAForksMergeRequest(t *testing.T) {
 	before := *mb
 	before.MRNumber = 0
 	require.False(t, originOf(mr(57, "agent/issue-7"), bot, &before).onOurMR, "no merge request of the bot's yet")
+	fork := mr(0, "agent/issue-7")
+	fork.MergeRequest.FromFork = true
+	require.False(t, originOf(fork, bot, mb).onOurMR, "a fork's, though it names no number")
 }
 
 // TestOneUpdateThatUnassignsTheBotCancels: a labels event that also unassigned the bot (one

@@ -233,8 +233,12 @@ func (c PostedComment) Wrote(body string) bool {
 
 // EventBranch returns the source branch and head commit an event on a merge request or a
 // pipeline names, "" for what it does not say; a Store resolves the mailbox of such an event
-// by them.
+// by them. A fork's merge request (forge.MergeRequest.FromFork) names none: its branch and
+// commits are another repository's, whatever their names.
 func EventBranch(ev forge.Event) (branch, sha string) {
+	if ev.MergeRequest != nil && ev.MergeRequest.FromFork {
+		return "", ""
+	}
 	if ev.MergeRequest != nil {
 		branch, sha = ev.MergeRequest.SourceBranch, ev.MergeRequest.HeadSHA
 	}

@@ -187,6 +187,19 @@ func mergeRequestEventsFindTheIssue(t *testing.T, s Store, _ *Clock) {
 	evs, err = s.PendingEvents(ctx, mb2.ID)
 	require.NoError(t, err)
 	require.Len(t, evs, 2, "the merge request opened before its number is saved is the issue's")
+
+	// A fork's merge request (the payload says so) of the same branch name is another's even
+	// then: its own mailbox.
+	forked := forge.Event{Forge: "gl", DeliveryID: "forked-2", BodyHash: "forked-2", Type: forge.EventMergeRequestOpened,
+		Target:       forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 59, MergeRequest: true},
+		MergeRequest: &forge.MergeRequest{Number: 59, SourceBranch: "agent/issue-2", FromFork: true}}
+	_, err = s.Deliver(ctx, forked)
+	require.NoError(t, err)
+	evs, err = s.PendingEvents(ctx, mb2.ID)
+	require.NoError(t, err)
+	require.Len(t, evs, 2, "the fork's merge request is not the issue's")
+	_, err = s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 59, MergeRequest: true})
+	require.NoError(t, err, "the fork's merge request has its own mailbox")
 }
 
 func saveProcessed(t *testing.T, s Store, c *Clock) {

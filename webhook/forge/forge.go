@@ -130,6 +130,11 @@ type MergeRequest struct {
 	// UpdatedAt is the forge's last-change time of the merge request (zero when a webhook
 	// payload does not carry it); reconciliation compares it to skip unchanged ones.
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
+	// FromFork is set when the source branch is in another repository than the target (a
+	// fork's merge request), as the payload says (Forgejo head.repo_id against base.repo_id,
+	// GitLab source_project_id against target_project_id); false when it does not say. The
+	// bot's own merge requests never are: a fork's branch named like the bot's is another's.
+	FromFork bool `json:"from_fork,omitempty"`
 }
 
 // Comment is an issue or merge-request comment (GitLab: note).

@@ -79,8 +79,9 @@ type hookPull struct {
 }
 
 type hookBranch struct {
-	Ref string `json:"ref"`
-	SHA string `json:"sha"`
+	Ref    string `json:"ref"`
+	SHA    string `json:"sha"`
+	RepoID int64  `json:"repo_id"`
 }
 
 type hookComment struct {
@@ -315,6 +316,7 @@ func hookMergeRequest(pr *hookPull, number int64) *forge.MergeRequest {
 		Number: cmp.Or(pr.Number, number), Title: pr.Title, Body: pr.Body,
 		SourceBranch: pr.Head.Ref, TargetBranch: pr.Base.Ref, HeadSHA: pr.Head.SHA,
 		State: state, Merged: pr.Merged, WebURL: pr.HTMLURL, Author: pr.User.user(),
+		FromFork: pr.Head.RepoID != 0 && pr.Base.RepoID != 0 && pr.Head.RepoID != pr.Base.RepoID,
 	}
 }
 

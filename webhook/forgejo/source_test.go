@@ -305,3 +305,29 @@ func TestSourceParseRejects(t *testing.T) {
 	assert.Equal(t, []string{"a", "b"}, ev.Labels)
 	assert.True(t, ev.OccurredAt.IsZero())
 }
+
+// TestSourceParseForkPullRequest: a pull request whose head is in another repository than its
+// base (a fork's) says so; one within the repository does not.
+func TestSourceParseForkPullRequest(t *testing.T) {
+	t.Parallel()
+	s := srcSource(t, "sec")
+	parse := func(body []byte) forge.Event {
+		t.Helper()
+		r := srcRequest(body, "X-Forgejo-Signature", Sign("sec", body), "X-Forgejo-Event-Type", "pull_request")
+		ev, err := s.Parse(r, body)
+		require.NoError(t, err)
+		require.NotNil(t, ev.MergeRequest)
+		return ev
+	}
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(srcFixture(t, "gitea/pull_request_closed.json"), &doc))
+	pr := doc["pull_request"].(map[string]any)
+	pr["base"].(map[string]any)["repo_id"] = pr["head"].(map[string]any)["repo_id"]
+	same, err := json.Marshal(doc)
+	require.NoError(t, err)
+	assert.False(t, parse(same).MergeRequest.FromFork, "head and base in one repository")
+	pr["head"].(map[string]any)["repo_id"] = 99999
+	forked, err := json.Marshal(doc)
+	require.NoError(t, err)
+	assert.True(t, parse(forked).MergeRequest.FromFork, "the head in another repository")
+}

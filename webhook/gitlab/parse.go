@@ -227,6 +227,7 @@ func parseNoteHook(ev forge.Event, body []byte, noteableType string) (forge.Even
 			SourceBranch: mr.SourceBranch, TargetBranch: mr.TargetBranch, HeadSHA: mr.LastCommit.ID,
 			State: hookMRState(mr.State), Merged: mr.State == "merged", WebURL: mr.URL, Author: ev.Author,
 			MergeStatus: hookMergeStatus(mr.DetailedMergeStatus, mr.MergeStatus),
+			FromFork:    hookFromFork(mr.SourceProjectID, mr.TargetProjectID),
 		}
 		thread, pos = oa.DiscussionID, hookNotePosition(oa.Type, oa.Position)
 	case "Commit", "Snippet":
@@ -277,6 +278,7 @@ func parseMergeRequestHook(ev forge.Event, body []byte) (forge.Event, error) {
 		SourceBranch: oa.SourceBranch, TargetBranch: oa.TargetBranch, HeadSHA: oa.LastCommit.ID,
 		State: hookMRState(oa.State), Merged: oa.State == "merged", WebURL: oa.URL, Author: ev.Author,
 		MergeStatus: hookMergeStatus(oa.DetailedMergeStatus, oa.MergeStatus),
+		FromFork:    hookFromFork(oa.SourceProjectID, oa.TargetProjectID),
 	}
 	labels := e.Labels
 	if labels == nil {
@@ -347,6 +349,7 @@ func parsePipelineHook(ev forge.Event, body []byte, projectURL string) (forge.Ev
 		ev.MergeRequest = &forge.MergeRequest{
 			Number: mr.IID, Title: mr.Title, SourceBranch: mr.SourceBranch, TargetBranch: mr.TargetBranch,
 			HeadSHA: oa.SHA, State: hookMRState(mr.State), Merged: mr.State == "merged", WebURL: mr.URL,
+			FromFork: hookFromFork(mr.SourceProjectID, mr.TargetProjectID),
 		}
 	}
 	ev.OccurredAt = hookTime(oa.FinishedAt)

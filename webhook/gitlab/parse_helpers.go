@@ -252,6 +252,12 @@ func hookListChange(ev *forge.Event, prevLabels, curLabels, prevAssignees, curAs
 	return labels || assignees
 }
 
+// hookFromFork reports whether a merge request's source project is another than its target (a
+// fork's), when the payload gives both.
+func hookFromFork(source, target int64) bool {
+	return source != 0 && target != 0 && source != target
+}
+
 // hookKindAlias reports whether a body of object_kind body is one GitLab sends under a header
 // that implies kind: work items arrive as Issue Hooks.
 func hookKindAlias(kind, body string) bool {

@@ -308,6 +308,33 @@ func TestSourceParseLabelsAndAssigneesInOneUpdate(t *testing.T) {
 	assert.NotNil(t, back.PreviousLabels)
 }
 
+// TestSourceParseForkMergeRequest: a merge request whose source project is another than its
+// target (a fork's) says so, in a merge request event, a note on it and a pipeline of it.
+func TestSourceParseForkMergeRequest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ header, file, key string }{
+		{"Merge Request Hook", "merge_request_hook_close.json", "object_attributes"},
+		{"Note Hook", "note_hook_merge_request.json", "merge_request"},
+		{"Pipeline Hook", "pipeline_hook_success.json", "merge_request"},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			for _, fork := range []bool{false, true} {
+				body := srcPatch(t, srcFixture(t, tc.file), func(m map[string]any) {
+					mr := m[tc.key].(map[string]any)
+					mr["source_project_id"], mr["target_project_id"] = 42, 42
+					if fork {
+						mr["source_project_id"] = 43
+					}
+				})
+				ev, err := srcParse(t, tc.header, body)
+				require.NoError(t, err)
+				require.NotNil(t, ev.MergeRequest)
+				assert.Equal(t, fork, ev.MergeRequest.FromFork)
+			}
+		})
+	}
+}
+
 func TestHookCIState(t *testing.T) {
 	t.Parallel()
 	for status, want := range map[string]forge.CIState{
