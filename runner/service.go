@@ -257,12 +257,16 @@ func describeFailure(out *RunOutcome) string {
 	return "the run did not succeed"
 }
 
-// lastLine returns the last non-blank line of s, at most 300 bytes.
+// lastLine returns the last non-blank line of s, at most 300 bytes (cut at a character).
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	l := strings.TrimSpace(lines[len(lines)-1])
 	if len(l) > 300 {
-		l = l[:300] + "…"
+		cut := 300
+		for cut > 0 && !isRuneStart(l[cut]) {
+			cut--
+		}
+		l = l[:cut] + "…"
 	}
 	return l
 }

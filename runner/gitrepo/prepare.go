@@ -393,7 +393,9 @@ func liveRecord(gitDir string) bool {
 func restoreLink(wt *Worktree) error {
 	link := filepath.Join(wt.Path, ".git")
 	want := "gitdir: " + wt.gitDir + "\n"
-	if st, err := os.Lstat(link); err == nil && st.Mode().IsRegular() {
+	// Read only a file of the size git wrote: a container may leave any file there (a sparse
+	// one of gigabytes).
+	if st, err := os.Lstat(link); err == nil && st.Mode().IsRegular() && st.Size() == int64(len(want)) {
 		if b, err := os.ReadFile(link); err == nil && string(b) == want {
 			return nil
 		}
