@@ -97,6 +97,14 @@ func (m *Machine) autoMergeLabel(ctx context.Context, bot Bot, mb *Mailbox, send
 	return "auto-merge on", nil
 }
 
+// forgetAutoMergeBy forgets who turned auto-merge on once the label is off the issue: the
+// label added again is someone else's act, checked again (autoMergeEnabler, the merge gate).
+func (m *Machine) forgetAutoMergeBy(mb *Mailbox) {
+	if !containsFold(mb.Labels, m.cfg.Labels.AutoMerge) {
+		mb.Data.AutoMergeBy = ""
+	}
+}
+
 // autoMergeRecheck has the merge status read at the next pass after an event on the bot's
 // merge request (a review, an approval, a comment, new commits): what the forge refused may
 // have changed.

@@ -3,6 +3,7 @@ package mailbox_test
 import (
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -177,4 +178,32 @@ func TestAutoMergeOffOnceTheLabelIsRemoved(t *testing.T) {
 	mb = b.poll()
 	require.Equal(t, mailbox.StateInReview, mb.State)
 	require.Zero(t, b.merges(), "auto-merge went with the label")
+}
+
+// TestAutoMergeLabelAddedAgainByABotAfterRemoval: a writer turned auto-merge on, then off; a
+// bot without write access adds the label again. Nobody with write access enabled it now:
+// Alfred does not merge in the writer's name, and takes the bot's label off.
+func TestAutoMergeLabelAddedAgainByABotAfterRemoval(t *testing.T) {
+	t.Parallel()
+	b, mb := setupAutoMerge(t, mailbox.Config{})
+	b.fake.AddUser("renovate")
+	b.fake.SetAccess(repo, "renovate", false)
+	b.addLabel("alice", "ai::auto_merge")
+	mb = b.advance()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+
+	labels := b.fake.IssueLabels(b.ref)
+	b.fake.SetIssueLabels(b.ref, "alice", slices.DeleteFunc(slices.Clone(labels), func(l string) bool { return l == "ai::auto_merge" })...)
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		PreviousLabels: labels, Labels: b.fake.IssueLabels(b.ref)})
+	b.advance()
+
+	b.fake.SetIssueLabels(b.ref, "renovate", append(b.fake.IssueLabels(b.ref), "ai::auto_merge")...)
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "renovate", Bot: true}, LabelsKnown: true,
+		Labels: b.fake.IssueLabels(b.ref)})
+	b.advance()
+	b.fake.AddReview(repo, mb.MRNumber, "alice", "approved", "")
+	b.poll()
+	require.Zero(t, b.merges(), "no writer's label is in force")
+	require.NotContains(t, b.fake.IssueLabels(b.ref), "ai::auto_merge", "the bot's label is taken off")
 }

@@ -382,6 +382,7 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 	}
 	if o.otherBot { // a bot never validates a plan or starts a phase
 		mb.Labels = ev.Labels
+		m.forgetAutoMergeBy(mb)
 		return "labels recorded: changed by another bot", nil
 	}
 	prev := []string(mb.Labels)
@@ -390,6 +391,7 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 	}
 	added, removed := diff(prev, ev.Labels)
 	mb.Labels = ev.Labels
+	m.forgetAutoMergeBy(mb)
 	// Every label of the change passes the gate on its own, in every state.
 	added, removed, note, err := m.gateLabels(ctx, bot, mb, ev.Sender.Login, added, removed)
 	if err != nil {
