@@ -153,7 +153,7 @@ func (m *Machine) applyRecovered(ctx context.Context, bot Bot, mb *Mailbox, stat
 	switch {
 	case prev.Status == RunSucceeded && out.Result != nil:
 		mb.Data.Failures = 0
-		err = m.applyResult(ctx, bot, mb, state, out, repo, prev.Attempt)
+		err = m.applyResult(ctx, bot, mb, state, out, repo, prev.Attempt, prev.ID)
 	case prev.Status == RunFailed && state == StateSelfReview:
 		// A self-review that fails never blocks the issue: run again, then go on without it.
 		err = m.selfReviewFailed(ctx, bot, mb, fmt.Sprintf("the %s run (attempt %d) failed: %s", def(state).runKey(), prev.Attempt, prev.Outcome))

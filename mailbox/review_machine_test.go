@@ -237,3 +237,50 @@ func TestStaleHeadEventsStartNothing(t *testing.T) {
 	require.Equal(t, head, mb.HeadSHA, "the head is not moved back")
 	require.Len(t, b.exec.jobs, jobs)
 }
+
+// TestReviewReplyOnceAfterAFailedPass: the forge fails (5xx) while Alfred acts on a review_fix
+// outcome, after it replied to the comment; the next pass acts on the same stored outcome: the
+// comment is answered once, and the run counts once against review_fix_attempts.
+func TestReviewReplyOnceAfterAFailedPass(t *testing.T) {
+	t.Parallel()
+	b := setupReview(t)
+	b.toCI()
+	b.ciEverywhere(forge.CISuccess)
+	mb := b.poll()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	mr := forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true}
+	body := "@" + forgetest.BotLogin + " please rename the button to Export CSV"
+	id := b.fake.AddComment(mr, "alice", body)
+	b.deliver(forge.Event{Type: forge.EventComment, Target: mr, Sender: forge.User{Login: "alice"},
+		Comment: &forge.Comment{ID: id, Body: body}})
+	b.advance()
+	b.exec.results["review_fix"] = &phase.Result{Summary: "renamed", CommitMessage: "Rename",
+		Comments: []phase.CommentOutcome{{ID: id, Outcome: phase.OutcomeFixed, Reply: "Renamed."}}}
+	failed := false
+	b.fake.SetErrorHook(func(method string, ref forge.IssueRef) error {
+		if method == "Comment" && !ref.MergeRequest && ref.Number == b.ref.Number && !failed {
+			failed = true // the summary in the issue, after the reply in the merge request
+			return fmt.Errorf("502: %w", forge.ErrUnavailable)
+		}
+		return nil
+	})
+	b.clock.Add(2 * time.Second) // the review's quiet time
+	m, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.Error(t, b.machine.Advance(context.Background(), m))
+	require.True(t, failed)
+	b.clock.Add(time.Minute)
+	b.advance()
+	replies := 0
+	cs, err := b.fake.Comments(context.Background(), mr)
+	require.NoError(t, err)
+	for _, c := range cs {
+		if c.Author.Login == forgetest.BotLogin && strings.Contains(c.Body, "Renamed.") {
+			replies++
+		}
+	}
+	require.Equal(t, 1, replies, "the comment is answered once")
+	m, err = b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.Equal(t, 1, m.Data.ReviewAttempts, "one run, counted once")
+}

@@ -121,8 +121,9 @@ func (m *Machine) startReviewFix(ctx context.Context, bot Bot, mb *Mailbox) erro
 
 // reviewFixInput gathers the comments a review_fix run addresses (pendingComments over the
 // merge request's review threads and conversation, by writers only) into in. It reports false
-// when there is none left: the run is not needed.
-func (m *Machine) reviewFixInput(ctx context.Context, bot Bot, mb *Mailbox, in *phase.Input, repo *forge.Repository) (bool, error) {
+// when there is none left: the run is not needed. count says whether the run counts against
+// the review_fix bounds (false for the input of a run that already ran, its outcome stored).
+func (m *Machine) reviewFixInput(ctx context.Context, bot Bot, mb *Mailbox, in *phase.Input, repo *forge.Repository, count bool) (bool, error) {
 	if sr := mb.Data.SelfReview; sr != nil && sr.Fixing {
 		if m.selfReviewFixInput(bot, mb, in, repo) {
 			return true, nil
@@ -160,20 +161,25 @@ func (m *Machine) reviewFixInput(ctx context.Context, bot Bot, mb *Mailbox, in *
 	if len(take) == 0 {
 		return false, nil
 	}
-	// Only a run that has comments to address counts against the bounds.
-	mb.Data.ReviewAttempts++
-	if mb.Data.UntilGreen {
-		mb.Data.UntilGreenRuns++
+	// Only a run that has comments to address counts against the bounds, once: not again when
+	// its stored outcome is acted on (count false).
+	if count {
+		mb.Data.ReviewAttempts++
+		if mb.Data.UntilGreen {
+			mb.Data.UntilGreenRuns++
+		}
 	}
 	in.Review = &phase.ReviewInput{MergeRequest: mb.MRNumber, Author: bot.Login, Title: mb.Title,
 		Target: repo.DefaultBranch, Comments: threadComments(take)}
 	return true, nil
 }
 
-// applyReviewFix answers every comment of the run in its thread (once: each reply carries a
-// marker), resolves the GitLab threads it fixed, says what it did in the issue and moves on to
-// CI. A result that says a comment is fixed but pushed nothing blocks.
-func (m *Machine) applyReviewFix(ctx context.Context, bot Bot, mb *Mailbox, state State, out *phase.Outcome) error {
+// applyReviewFix answers every comment of the run (runID) in its thread (once: each reply
+// carries a marker keyed by the comment and the run, so acting on the same stored outcome again
+// after a failed pass posts no reply twice), resolves the GitLab threads it fixed, says what it
+// did in the issue and moves on to CI. A result that says a comment is fixed but pushed nothing
+// blocks.
+func (m *Machine) applyReviewFix(ctx context.Context, bot Bot, mb *Mailbox, state State, out *phase.Outcome, runID int64) error {
 	if sr := mb.Data.SelfReview; sr != nil && sr.Fixing {
 		return m.applySelfReviewFix(ctx, bot, mb, state, out)
 	}
@@ -197,7 +203,7 @@ func (m *Machine) applyReviewFix(ctx context.Context, bot Bot, mb *Mailbox, stat
 		}
 		c := mb.Data.ReviewComments[i]
 		count[o.Outcome]++
-		key := fmt.Sprintf("reply-%d-r%d", c.ID, mb.Data.ReviewAttempts)
+		key := fmt.Sprintf("reply-%d-run%d", c.ID, runID)
 		if !posted[key] {
 			body := Marker(key, "reply") + "\n" + m.cfg.Redact(replyBody(o, out.HeadSHA))
 			if _, err := rv.Reply(ctx, mb.Repo, mb.MRNumber, c, body); err != nil {

@@ -199,7 +199,13 @@ func (m *Machine) prepareRun(ctx context.Context, bot Bot, mb *Mailbox) (phase.I
 	}
 	switch d.Phase {
 	case phase.ReviewFix:
-		if due, err := m.reviewFixInput(ctx, bot, mb, &in, repo); err != nil || !due {
+		// A stored outcome of the run waits to be acted on (a pass failed after it): the run
+		// was counted when it started.
+		waiting, err := m.outcomeWaiting(ctx, mb)
+		if err != nil {
+			return in, nil, err
+		}
+		if due, err := m.reviewFixInput(ctx, bot, mb, &in, repo, !waiting); err != nil || !due {
 			if err == nil {
 				err = m.follow(ctx, bot, mb, onAnswered) // every comment is answered already
 			}
@@ -331,7 +337,7 @@ func (m *Machine) watchCancel(ctx context.Context, stop func(), bot Bot, mb *Mai
 
 // applyResult acts on the successful result of the run state called for: what each phase's
 // result means is procedural, where it leads is the table's.
-func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state State, out *phase.Outcome, repo *forge.Repository, attempt int) error {
+func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state State, out *phase.Outcome, repo *forge.Repository, attempt int, runID int64) error {
 	r := out.Result
 	d := def(state)
 	switch {
@@ -346,7 +352,7 @@ func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state S
 		}
 		return m.follow(ctx, bot, mb, onPlanPosted)
 	case d.Phase == phase.ReviewFix:
-		return m.applyReviewFix(ctx, bot, mb, state, out)
+		return m.applyReviewFix(ctx, bot, mb, state, out, runID)
 	case d.Phase == phase.ConflictResolution:
 		return m.applyMerge(ctx, bot, mb, out)
 	case d.Phase == phase.Review:
