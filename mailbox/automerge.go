@@ -21,8 +21,9 @@ func (m *Machine) autoMergeOn(mb *Mailbox) bool {
 // autoMerge merges the bot's merge request mr (just read) through the forge's merge API when
 // auto-merge is on, the mailbox is in review, CI is green on mr's head, the forge's required
 // approvals are present and no review thread is open nor a reviewer's latest verdict asks for
-// changes, and the self-review (when one was asked for) is over without a blocking finding
-// left (selfReviewSettled). The merge names that head, so a push after the checks is not merged unseen. A
+// changes, no writer's review comment waits for its review_fix (Data.ReviewDue), and the
+// self-review (when one was asked for) is over without a blocking finding left
+// (selfReviewSettled). The merge names that head, so a push after the checks is not merged unseen. A
 // refusal by the forge (a 4xx: not mergeable, approvals missing by the forge's count, a
 // conflict, a protected branch) is said once in the issue, by a comment keyed by the head, and
 // the head is not tried again until something changes on the merge request (see
@@ -33,6 +34,11 @@ func (m *Machine) autoMergeOn(mb *Mailbox) bool {
 func (m *Machine) autoMerge(ctx context.Context, bot Bot, mb *Mailbox, mr *forge.MergeRequest) (fired bool, err error) {
 	if mb.State != StateInReview || mr.State != "open" || !m.autoMergeOn(mb) || mr.HeadSHA == "" ||
 		mb.Data.AutoMergeRefused == mr.HeadSHA || mb.Data.ShadowMerged == mr.HeadSHA || !m.selfReviewSettled(mb) {
+		return false, nil
+	}
+	if !mb.Data.ReviewDue.IsZero() {
+		// A writer's review comments wait for their review_fix (the quiet time runs): what
+		// they ask is worked first.
 		return false, nil
 	}
 	mg, ok := bot.Forge.(forge.Merger)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
@@ -206,4 +207,21 @@ func TestAutoMergeLabelAddedAgainByABotAfterRemoval(t *testing.T) {
 	b.poll()
 	require.Zero(t, b.merges(), "no writer's label is in force")
 	require.NotContains(t, b.fake.IssueLabels(b.ref), "ai::auto_merge", "the bot's label is taken off")
+}
+
+// TestAutoMergeWaitsForAWritersReviewComment: a writer asks for a change on the approved, green
+// merge request; auto-merge does not merge while the comment waits for its review_fix.
+func TestAutoMergeWaitsForAWritersReviewComment(t *testing.T) {
+	t.Parallel()
+	b, mb := setupAutoMerge(t, mailbox.Config{AutoMerge: true})
+	b.exec.results["review_fix"] = &phase.Result{Summary: "renamed", CommitMessage: "Rename"}
+	b.fake.AddReview(repo, mb.MRNumber, "alice", "approved", "")
+	mr := forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true}
+	body := "@" + forgetest.BotLogin + " please also rename the button to Export CSV"
+	id := b.fake.AddComment(mr, "alice", body)
+	b.deliver(forge.Event{Type: forge.EventComment, Target: mr, Sender: forge.User{Login: "alice"},
+		Comment: &forge.Comment{ID: id, Body: body}})
+	mb = b.advance()
+	require.Zero(t, b.merges(), "merged while a writer's change request waits for its review_fix")
+	require.NotEqual(t, mailbox.StateDone, mb.State)
 }
