@@ -101,7 +101,10 @@ type Data struct {
 	// (setHead): an event received before it that names another head is about an older commit
 	// and does not move the head back (spec/reliability.md, "Exactly once").
 	HeadSetAt time.Time `json:"head_set_at,omitempty"`
-	CILog     string    `json:"ci_log,omitempty"`
+	// ReplacedHeads are the heads Alfred's pushes replaced (at most maxReplacedHeads, newest
+	// last): an event naming one is about an older commit, however late it comes.
+	ReplacedHeads []string `json:"replaced_heads,omitempty"`
+	CILog         string   `json:"ci_log,omitempty"`
 	// Blocked is the reason of the last block; BlockedFrom the state to retry.
 	Blocked     string `json:"blocked,omitempty"`
 	BlockedFrom State  `json:"blocked_from,omitempty"`

@@ -284,3 +284,29 @@ func TestReviewReplyOnceAfterAFailedPass(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, m.Data.ReviewAttempts, "one run, counted once")
 }
+
+// TestLateDeliveryOfAReplacedHead: the forge delivers late (a retry) an event that names the
+// head Alfred's ci_fix push replaced; the head stays the pushed one, and CI of the old head is
+// not acted on.
+func TestLateDeliveryOfAReplacedHead(t *testing.T) {
+	t.Parallel()
+	b := setupReview(t)
+	mb := b.toCI()
+	old := mb.HeadSHA
+	b.fake.SetCI(repo, old, forgetest.CIJob{Name: "test", State: forge.CIFailed, Log: "FAIL"})
+	mb = b.poll() // failed on old: one ci_fix, which pushes a new head
+	require.NotEqual(t, old, mb.HeadSHA)
+	require.Equal(t, mailbox.StateInCI, mb.State)
+	head := mb.HeadSHA
+	b.fake.SetCI(repo, head, forgetest.CIJob{Name: "test", State: forge.CISuccess})
+	jobs := len(b.exec.jobs)
+
+	b.clock.Add(5 * time.Second)
+	b.deliver(forge.Event{Type: forge.EventMergeRequestUpdated, Sender: forge.User{Login: forgetest.BotLogin},
+		Target:       forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true},
+		MergeRequest: &forge.MergeRequest{Number: mb.MRNumber, SourceBranch: mb.Branch, HeadSHA: old, State: "open"}})
+	mb = b.poll()
+	require.Equal(t, head, mb.HeadSHA, "the head is not moved back to %s", old)
+	require.Equal(t, mailbox.StateInReview, mb.State, "CI of the pushed head decides")
+	require.Len(t, b.exec.jobs, jobs, "no second ci_fix")
+}

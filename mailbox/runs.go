@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -414,13 +415,27 @@ func (m *Machine) applyPush(ctx context.Context, bot Bot, mb *Mailbox, state Sta
 
 // setHead records sha as the merge request's head, set now by the machine (a run's push).
 func (m *Machine) setHead(mb *Mailbox, sha string) {
+	if mb.HeadSHA != "" && mb.HeadSHA != sha && !slices.Contains(mb.Data.ReplacedHeads, mb.HeadSHA) {
+		mb.Data.ReplacedHeads = append(mb.Data.ReplacedHeads, mb.HeadSHA)
+		if n := len(mb.Data.ReplacedHeads); n > maxReplacedHeads {
+			mb.Data.ReplacedHeads = slices.Clone(mb.Data.ReplacedHeads[n-maxReplacedHeads:])
+		}
+	}
 	mb.HeadSHA, mb.Data.HeadSetAt = sha, m.now()
 }
 
-// staleHead reports whether ev names a merge request head that is not the mailbox's and was
-// received before the machine set the current head: it is about an older commit.
+// maxReplacedHeads bounds Data.ReplacedHeads: the heads Alfred's pushes replaced that a late
+// delivery (a forge's retry, hours later) may still name.
+const maxReplacedHeads = 32
+
+// staleHead reports whether ev names a merge request head that is not the mailbox's and is
+// about an older commit: received before the machine set the current head, or a head Alfred's
+// own push replaced (Data.ReplacedHeads: a forge's retry of an old delivery, whenever it comes).
 func staleHead(mb *Mailbox, ev forge.Event, sha string) bool {
-	return sha != "" && sha != mb.HeadSHA && !ev.ReceivedAt.IsZero() && ev.ReceivedAt.Before(mb.Data.HeadSetAt)
+	if sha == "" || sha == mb.HeadSHA {
+		return false
+	}
+	return slices.Contains(mb.Data.ReplacedHeads, sha) || (!ev.ReceivedAt.IsZero() && ev.ReceivedAt.Before(mb.Data.HeadSetAt))
 }
 
 // BranchName returns "{prefix}issue-{number}-{slug of the title}", the slug transliterated to
