@@ -27,6 +27,17 @@ func (s *GitLabServer) glApprovals(w http.ResponseWriter, p *modelRepo, mi *mode
 	})
 }
 
+// glReviewers is GET …/merge_requests/:iid/reviewers: each reviewer with its state
+// (requested_changes or approved, its latest verdict), as GitLab answers it.
+func (s *GitLabServer) glReviewers(w http.ResponseWriter, mi *modelIssue) {
+	out := []any{}
+	for _, login := range mi.reviewerOrder {
+		out = append(out, map[string]any{"user": s.glUser(s.userLocked(login)), "state": mi.reviewerStates[login],
+			"created_at": mi.updated.UTC().Format(time.RFC3339)})
+	}
+	glJSON(w, http.StatusOK, out)
+}
+
 // glMerge is PUT …/merge_requests/:iid/merge with sha and squash: the merge request merged, or
 // GitLab's refusal (see mergeLocked).
 func (s *GitLabServer) glMerge(w http.ResponseWriter, r *http.Request, p *modelRepo, mi *modelIssue) {

@@ -284,6 +284,8 @@ func (s *GitLabServer) glIssuable(w http.ResponseWriter, r *http.Request, p *mod
 			"approved_by": []any{map[string]any{"user": s.glUser(s.userLocked(BotLogin))}}})
 	case mr && len(seg) == 1 && seg[0] == "approvals" && r.Method == http.MethodGet:
 		s.glApprovals(w, p, is)
+	case mr && len(seg) == 1 && seg[0] == "reviewers" && r.Method == http.MethodGet:
+		s.glReviewers(w, is)
 	case mr && len(seg) == 1 && seg[0] == "versions" && r.Method == http.MethodGet:
 		s.glVersions(w, is)
 	case mr && len(seg) == 1 && seg[0] == "merge" && r.Method == http.MethodPut:

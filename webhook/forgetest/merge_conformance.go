@@ -75,9 +75,7 @@ func RunMergeConformance(t *testing.T, newForge func(t *testing.T) (forge.Forge,
 		require.False(t, c.Approved)
 		require.Empty(t, c.ApprovedBy)
 		require.Equal(t, 3, c.OpenThreads, "three inline comments, three threads")
-		if b.f.Kind() == forge.KindForgejo {
-			require.Equal(t, []string{"alice"}, c.ChangesRequested, "her latest verdict requests changes")
-		}
+		require.Equal(t, []string{"alice"}, c.ChangesRequested, "her latest verdict requests changes (GitLab: her reviewer state)")
 
 		b.s.AddReview(ConformanceRepo, b.number, "bob", "approved", "")
 		c, err = b.m.MergeChecks(b.ctx, ConformanceRepo, b.number)

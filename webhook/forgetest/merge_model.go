@@ -72,7 +72,12 @@ func (m *model) approvalsOnLocked(mi *modelIssue) (approved, changes []string, o
 		for _, login := range mi.approvedBy {
 			on = append(on, forge.Approval{Login: login, SHA: mi.headAtLocked(mi.approvedAt[login])})
 		}
-		return slices.Clone(mi.approvedBy), nil, on
+		for _, login := range mi.reviewerOrder {
+			if mi.reviewerStates[login] == "requested_changes" {
+				changes = append(changes, login)
+			}
+		}
+		return slices.Clone(mi.approvedBy), changes, on
 	}
 	latest := map[string]string{}
 	commit := map[string]string{}

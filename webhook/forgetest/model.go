@@ -83,6 +83,8 @@ type modelIssue struct {
 	reviewers           []string
 	approvedBy          []string             // GitLab approvals (Forgejo keeps them as APPROVED reviews)
 	approvedAt          map[string]time.Time // GitLab: login → when it approved
+	reviewerStates      map[string]string    // GitLab: login → its reviewer state (requested_changes, reviewed, approved)
+	reviewerOrder       []string             // GitLab: the reviewers in the order they first reviewed
 	versions            []modelVersion       // GitLab diff versions: each head the merge request had
 	mergedWith          string               // the merge method of the merge that merged it
 }

@@ -88,6 +88,17 @@ func (m *model) addReviewLocked(mi *modelIssue, u *modelUser, state, body, commi
 	} else if body != "" {
 		m.addCommentLocked(mi, u, body, false)
 	}
+	if verdict := map[string]string{"APPROVED": "approved", "REQUEST_CHANGES": "requested_changes"}[state]; !m.sharedNumbers && verdict != "" {
+		// GitLab: the reviewer's state on the merge request (GET …/reviewers), its latest
+		// verdict (a comment alone leaves it).
+		if mi.reviewerStates == nil {
+			mi.reviewerStates = map[string]string{}
+		}
+		if _, ok := mi.reviewerStates[u.login]; !ok {
+			mi.reviewerOrder = append(mi.reviewerOrder, u.login)
+		}
+		mi.reviewerStates[u.login] = verdict
+	}
 	if !m.sharedNumbers && state == "APPROVED" {
 		// GitLab: an approval, not a review. Approving again stands for revoking and approving
 		// again (GitLab lets an account approve once): the approval's time moves.

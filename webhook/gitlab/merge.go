@@ -13,9 +13,11 @@ import (
 var _ forge.Merger = (*Client)(nil)
 
 // MergeChecks reads the approvals of merge request number (GET
-// /projects/:id/merge_requests/:iid/approvals: approvals_required, approved, approved_by) and
-// counts its open threads: the discussions (GET …/discussions, every page) with a resolvable
-// note that is not resolved. GitLab Free answers the approvals call too, with no rule required.
+// /projects/:id/merge_requests/:iid/approvals: approvals_required, approved, approved_by), the
+// reviewers whose state is requested_changes (GET …/reviewers; GitLab Free too, where a
+// request for changes does not block a merge by itself) and counts its open threads: the
+// discussions (GET …/discussions, every page) with a resolvable note that is not resolved.
+// GitLab Free answers the approvals call too, with no rule required.
 func (c *Client) MergeChecks(ctx context.Context, repo string, number int64) (*forge.MergeChecks, error) {
 	ap, resp, err := c.api.MergeRequests.GetMergeRequestApprovals(repo, number, gl.WithContext(ctx))
 	if err != nil {
@@ -33,6 +35,15 @@ func (c *Client) MergeChecks(ctx context.Context, repo string, number int64) (*f
 		if a != nil && a.User != nil {
 			out.ApprovedBy = append(out.ApprovedBy, a.User.Username)
 			out.Approvals = append(out.Approvals, forge.Approval{Login: a.User.Username, SHA: approvedHead(versions, a.ApprovedAt)})
+		}
+	}
+	reviewers, resp, err := c.api.MergeRequests.GetMergeRequestReviewers(repo, number, gl.WithContext(ctx))
+	if err != nil {
+		return nil, c.wrap(fmt.Sprintf("get the reviewers of %s!%d", repo, number), resp, err)
+	}
+	for _, r := range reviewers {
+		if r != nil && r.User != nil && r.State == "requested_changes" {
+			out.ChangesRequested = append(out.ChangesRequested, r.User.Username)
 		}
 	}
 	list, err := c.mrDiscussions(ctx, repo, number)
