@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,9 +38,12 @@ func reviewTrigger(ev forge.Event, bot string) bool {
 
 // pendingComments picks, from a merge request's review comments and conversation comments
 // (merged by id), those a review_fix run addresses, oldest first: not the bot's, not handled by
-// an earlier run, not in a resolved thread nor in a thread whose latest comment is the bot's,
-// not older than since (zero: no bound), and either placed in the diff, addressing the bot, or
-// the body of a review that requests changes.
+// an earlier run, not in a resolved thread nor answered by a reply of the bot's (its marker
+// names the comment: repliedTo; a thread whose last word is the bot account's in an unmarked
+// comment counts as answered), not older than since (zero: no bound), and either placed in the
+// diff, addressing the bot, or the body of a review that requests changes. A comment written in
+// a thread while a run worked on an earlier one of it is still pending, though the bot's
+// marked reply to the earlier one comes after it.
 func pendingComments(review []forge.ReviewComment, conversation []forge.Comment, bot string, since time.Time, handled map[int64]bool) []forge.ReviewComment {
 	all := slices.Clone(review)
 	for _, c := range conversation {
@@ -50,8 +54,14 @@ func pendingComments(review []forge.ReviewComment, conversation []forge.Comment,
 	slices.SortStableFunc(all, func(a, b forge.ReviewComment) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
+	answered := map[int64]bool{}
 	lastByThread := map[string]forge.ReviewComment{}
 	for _, c := range all {
+		if strings.EqualFold(c.Author.Login, bot) {
+			if id, ok := repliedTo(c.Body); ok {
+				answered[id] = true
+			}
+		}
 		if c.Thread != "" {
 			lastByThread[c.Thread] = c
 		}
@@ -63,8 +73,10 @@ func pendingComments(review []forge.ReviewComment, conversation []forge.Comment,
 			continue
 		case !since.IsZero() && c.CreatedAt.Before(since):
 			continue
-		case c.Thread != "" && strings.EqualFold(lastByThread[c.Thread].Author.Login, bot):
+		case answered[c.ID]:
 			continue // answered in its thread
+		case c.Thread != "" && unmarkedLast(lastByThread[c.Thread], bot):
+			continue // the bot's account had the last word, in a reply with no marker
 		case c.Position == nil && !addressesBot(c.Body, bot) && c.ReviewState != "changes_requested":
 			continue
 		case strings.TrimSpace(c.Body) == "":
@@ -73,6 +85,32 @@ func pendingComments(review []forge.ReviewComment, conversation []forge.Comment,
 		out = append(out, c)
 	}
 	return out
+}
+
+// unmarkedLast reports whether last, a thread's latest comment, is the bot account's without a
+// reply marker (written by hand, or before replies were marked): the thread counts as answered.
+func unmarkedLast(last forge.ReviewComment, bot string) bool {
+	if !strings.EqualFold(last.Author.Login, bot) {
+		return false
+	}
+	_, marked := repliedTo(last.Body)
+	return !marked
+}
+
+// repliedTo returns the comment a reply of the bot's answers, from its marker
+// ("reply-<comment id>-…", applyReviewFix).
+func repliedTo(body string) (int64, bool) {
+	key, _, ok := ParseMarker(body)
+	if !ok {
+		return 0, false
+	}
+	rest, ok := strings.CutPrefix(key, "reply-")
+	if !ok {
+		return 0, false
+	}
+	idText, _, _ := strings.Cut(rest, "-")
+	id, err := strconv.ParseInt(idText, 10, 64)
+	return id, err == nil
 }
 
 // threadComments converts review comments into a run's input.

@@ -55,18 +55,24 @@ func TestPendingComments(t *testing.T) {
 		{ID: 11, Author: alice, Body: "LGTM otherwise", CreatedAt: at(4)},
 		{ID: 12, Author: bot, Body: "@alfred self", CreatedAt: at(4)},
 	}
+	// A follow-up (13) in 3's thread, written while a run worked on 3, before the bot's marked
+	// reply to 3 (14): still pending; 3 is answered by 14.
+	review = append(review,
+		forge.ReviewComment{ID: 13, Thread: "report.py:+7", Author: alice, Body: "and the total row", Position: pos(7), CreatedAt: at(5)},
+		forge.ReviewComment{ID: 14, Thread: "report.py:+7", Author: bot, Body: Marker("reply-3-run7", "reply") + "\nAdded it.", Position: pos(7), CreatedAt: at(6)})
 	got := pendingComments(review, conversation, "alfred", t0, map[int64]bool{6: true})
 	var ids []int64
 	for _, c := range got {
 		ids = append(ids, c.ID)
 	}
-	// 4 is answered in its thread, 6 handled, 7 a plain comment summary, 9 resolved, 1 older,
-	// 11 does not address the bot, 12 is the bot's.
-	require.Equal(t, []int64{3, 5, 10}, ids)
+	// 3 is answered by the bot's marked reply, 4 in its thread by an unmarked comment of the
+	// bot's account, 6 handled, 7 a plain comment summary, 9 resolved, 1 older, 11 does not
+	// address the bot, 12 is the bot's; 13 came in 3's thread before the reply to 3.
+	require.Equal(t, []int64{5, 10, 13}, ids)
 
 	in := threadComments(got)
-	require.Equal(t, phase.ThreadComment{ID: 3, Thread: "report.py:+7", Author: "alice", Path: "report.py", Line: 7, Body: "currency"}, in[0])
-	require.Equal(t, phase.ThreadComment{ID: 10, Author: "alice", Body: "@alfred also the docs"}, in[2])
+	require.Equal(t, phase.ThreadComment{ID: 13, Thread: "report.py:+7", Author: "alice", Path: "report.py", Line: 7, Body: "and the total row"}, in[2])
+	require.Equal(t, phase.ThreadComment{ID: 10, Author: "alice", Body: "@alfred also the docs"}, in[1])
 }
 
 func TestReplyBody(t *testing.T) {
