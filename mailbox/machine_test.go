@@ -239,6 +239,15 @@ func (b *bundle) lastComment() string {
 	return cs[len(cs)-1]
 }
 
+// failedPass makes one pass over the mailbox that must fail (a forge call the test
+// makes fail), as a worker's would: nothing it did in memory is saved.
+func (b *bundle) failedPass(msgAndArgs ...any) {
+	b.t.Helper()
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(b.t, err)
+	require.Error(b.t, b.machine.Advance(context.Background(), mb), msgAndArgs...)
+}
+
 // lastCommentID is the forge's id of the last comment.
 func (b *bundle) lastCommentID() int64 {
 	cs, err := b.fake.Comments(context.Background(), b.ref)
@@ -492,10 +501,8 @@ func TestCommentPostedOnceAcrossCrash(t *testing.T) {
 	// next forge call, so the pass is retried with the ack already on the forge.
 	b.deliver(assign("alice"))
 	b.fake.FailNextCall("SetAssignees", fmt.Errorf("boom: %w", forge.ErrConflict))
-	mb, err := b.store.Find(context.Background(), b.ref)
-	require.NoError(t, err)
-	require.Error(t, b.machine.Advance(context.Background(), mb))
-	mb = b.advance()
+	b.failedPass()
+	mb := b.advance()
 	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
 	b.requireUniqueMarkers()
 }
