@@ -285,14 +285,13 @@ func (rc *Receiver) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		log = base.With(slog.String("delivery_id", ev.DeliveryID), slog.String("event", ev.Header))
 	}
 	var ignore *forge.IgnoreError
+	if errors.As(err, &ignore) {
+		if derr := checkDeliveryID(ev.DeliveryID); derr != nil {
+			err = derr // ignored or not, an unreadable delivery id is a bad delivery, not echoed
+		}
+	}
 	switch {
 	case err == nil:
-	case errors.As(err, &ignore) && checkDeliveryID(ev.DeliveryID) != nil:
-		// Ignored or not, an unreadable delivery id is a bad delivery: it is not echoed.
-		derr := checkDeliveryID(ev.DeliveryID)
-		base.LogAttrs(r.Context(), slog.LevelWarn, "webhook payload rejected", slog.Any("error", derr))
-		writeJSON(w, http.StatusBadRequest, response{Status: "error", Error: derr.Error()})
-		return
 	case errors.As(err, &ignore):
 		log.LogAttrs(r.Context(), slog.LevelInfo, "webhook ignored", slog.String("action", ev.Action), slog.String("reason", ignore.Reason))
 		writeJSON(w, http.StatusOK, response{Status: "ignored", Delivery: ev.DeliveryID, Reason: ignore.Reason})
