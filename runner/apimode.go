@@ -115,11 +115,11 @@ func (e *Executor) runAPI(ctx context.Context, req RunRequest, agent APIAgent) (
 	case timedOut:
 		out.Status, out.Err = StatusTimedOut, fmt.Errorf("%w after %s", ErrTimeout, timeout)
 	case err != nil:
-		out.Status, out.Err = StatusFailed, &censoredError{msg: storable(e.cfg.Redact(err.Error())), err: err}
+		out.Status, out.Err = StatusFailed, &censoredError{msg: textwalk.Storable(e.cfg.Redact(err.Error())), err: err}
 	case rep.Result == nil:
 		out.Status, out.Err = StatusFailed, phase.ErrNoResult
 	default:
-		textwalk.Map(rep.Result, func(s string) string { return storable(e.cfg.Redact(s)) })
+		textwalk.Map(rep.Result, func(s string) string { return textwalk.Storable(e.cfg.Redact(s)) })
 		out.Status, out.Result = StatusSucceeded, rep.Result
 	}
 	return out, nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/alfred-bot/alfred/internal/base/textwalk"
 	"github.com/alfred-bot/alfred/runner/phase"
@@ -40,13 +39,13 @@ type collection struct {
 //   - otherwise the adapter reads the result from the exit, the logs and the output directory:
 //     StatusSucceeded with out.Result, or StatusFailed with the adapter's error in out.Err.
 //
-// The logs kept in out are redacted, made storable (storable) and capped to
+// The logs kept in out are redacted, made storable (textwalk.Storable) and capped to
 // Config.MaxOutputBytes (tail kept); out.Err's text passes the censor too.
 func (e *Executor) collect(ctx context.Context, c collection, out *RunOutcome) error {
 	defer func() {
 		if out.Err != nil {
 			// An agent's output can be in it (an invalid result quotes it): stored and shown.
-			out.Err = &censoredError{err: out.Err, msg: storable(e.cfg.Redact(out.Err.Error()))}
+			out.Err = &censoredError{err: out.Err, msg: textwalk.Storable(e.cfg.Redact(out.Err.Error()))}
 		}
 	}()
 	stopBeat := c.life.heartbeat(ctx)
@@ -78,8 +77,8 @@ func (e *Executor) collect(ctx context.Context, c collection, out *RunOutcome) e
 	lctx, cancelLogs := e.cleanupCtx(ctx)
 	stdout, stderr, logErr := e.cfg.Runtime.Logs(lctx, c.h.ID)
 	cancelLogs()
-	out.Stdout, out.StdoutTruncated = tail(storable(e.cfg.Redact(string(stdout))), e.cfg.MaxOutputBytes)
-	out.Stderr, out.StderrTruncated = tail(storable(e.cfg.Redact(string(stderr))), e.cfg.MaxOutputBytes)
+	out.Stdout, out.StdoutTruncated = tail(textwalk.Storable(e.cfg.Redact(string(stdout))), e.cfg.MaxOutputBytes)
+	out.Stderr, out.StderrTruncated = tail(textwalk.Storable(e.cfg.Redact(string(stderr))), e.cfg.MaxOutputBytes)
 	e.noteEgress(c.h.ID, out)
 	out.LogsDropped = LogDropped(stdout) + LogDropped(stderr)
 	if out.Status != "" { // timed out or canceled: no result is read
@@ -96,7 +95,7 @@ func (e *Executor) collect(ctx context.Context, c collection, out *RunOutcome) e
 	// Every text of the result (summary, plan, answer, analysis, commit message, files) is
 	// posted, stored or committed: it passes the censor here, once, for every path, and is made
 	// storable and committable (no NUL, valid UTF-8).
-	textwalk.Map(res, func(s string) string { return storable(e.cfg.Redact(s)) })
+	textwalk.Map(res, func(s string) string { return textwalk.Storable(e.cfg.Redact(s)) })
 	out.Status, out.Result = StatusSucceeded, res
 	return nil
 }
@@ -136,16 +135,6 @@ func tail(s string, max int) (string, bool) {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
-
-// storable returns s with each NUL and each invalid UTF-8 sequence replaced by U+FFFD: what a
-// run prints or returns is stored as text (PostgreSQL refuses both), posted and committed (git
-// refuses a NUL in a commit message).
-func storable(s string) string {
-	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
-		return s
-	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-}
 
 // noteEgress records what the run's egress proxy refused (a Runtime that is an EgressReporter)
 // in out.EgressRefused and as a last line of out.Stderr, which the run's record keeps.

@@ -75,12 +75,7 @@ func normalise(ev *forge.Event) error {
 			}
 		}
 	}
-	textwalk.Map(ev, func(s string) string {
-		if storable(s) {
-			return s
-		}
-		return cleanString(s)
-	})
+	textwalk.Map(ev, textwalk.Storable)
 	return nil
 }
 
@@ -111,8 +106,3 @@ func checkDeliveryID(id string) error {
 
 // storable reports whether PostgreSQL text accepts s: valid UTF-8 without NUL.
 func storable(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
-
-// cleanString returns s with each NUL and each invalid byte sequence replaced by U+FFFD.
-func cleanString(s string) string {
-	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
-}

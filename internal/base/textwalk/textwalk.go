@@ -2,7 +2,21 @@
 // (exported ones), through pointers, interfaces, slices, arrays and map values.
 package textwalk
 
-import "reflect"
+import (
+	"reflect"
+	"strings"
+	"unicode/utf8"
+)
+
+// Storable returns s as text every store and git accept: each NUL and each invalid UTF-8
+// sequence replaced by U+FFFD (PostgreSQL text refuses both; git refuses a NUL in a commit
+// message). s is returned as is when it already is.
+func Storable(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+}
 
 // Map replaces every string s reachable from ptr (a non-nil pointer) with fn(s): struct fields
 // that are exported, elements of slices and arrays, map values (not keys), through pointers and

@@ -39,3 +39,12 @@ func TestMapReachesEveryString(t *testing.T) {
 	Map(nil, strings.ToUpper)
 	Map(v, strings.ToUpper) // not a pointer: nothing
 }
+
+func TestStorable(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{"": "", "plain €": "plain €", "a\x00b": "a\uFFFDb", "a\xffb": "a\uFFFDb", "\xe2\x82": "\uFFFD"} {
+		if got := Storable(in); got != want {
+			t.Errorf("Storable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
