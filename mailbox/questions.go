@@ -438,8 +438,20 @@ var headingRE = regexp.MustCompile(`^###\s+(q\d+)\.`)
 // forge sends one edit per click, and unticking the default is the first click of choosing
 // another option, so such an edit answers nothing yet.
 func UntickedQuestions(body string, qs []phase.Question) []string {
-	ticked := map[string]bool{}
-	seen := map[string]bool{}
+	ticked, seen := tickedLetters(body)
+	var out []string
+	for _, q := range qs {
+		if seen[q.ID] && len(ticked[q.ID]) == 0 {
+			out = append(out, q.ID)
+		}
+	}
+	return out
+}
+
+// tickedLetters reads a question block: the option letters ticked under each question's
+// heading, and the questions whose heading it has.
+func tickedLetters(body string) (ticked map[string][]string, seen map[string]bool) {
+	ticked, seen = map[string][]string{}, map[string]bool{}
 	current := ""
 	for _, line := range strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n") {
 		if m := headingRE.FindStringSubmatch(line); m != nil {
@@ -447,33 +459,17 @@ func UntickedQuestions(body string, qs []phase.Question) []string {
 			continue
 		}
 		if m := checkboxRE.FindStringSubmatch(line); m != nil && current != "" && m[1] != " " {
-			ticked[current] = true
+			ticked[current] = append(ticked[current], m[2])
 		}
 	}
-	var out []string
-	for _, q := range qs {
-		if seen[q.ID] && !ticked[q.ID] {
-			out = append(out, q.ID)
-		}
-	}
-	return out
+	return ticked, seen
 }
 
 // ParseTicks reads the checkboxes of an edited question block. For each question with exactly
 // one ticked box, or with two where one is the pre-ticked default, it returns the chosen option.
 // Questions left as rendered are not returned (they keep their default).
 func ParseTicks(body string, qs []phase.Question) map[string]string {
-	ticked := map[string][]string{}
-	current := ""
-	for _, line := range strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n") {
-		if m := headingRE.FindStringSubmatch(line); m != nil {
-			current = m[1]
-			continue
-		}
-		if m := checkboxRE.FindStringSubmatch(line); m != nil && current != "" && m[1] != " " {
-			ticked[current] = append(ticked[current], m[2])
-		}
-	}
+	ticked, _ := tickedLetters(body)
 	out := map[string]string{}
 	for _, q := range qs {
 		var ids []string
