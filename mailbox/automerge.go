@@ -36,11 +36,6 @@ func (m *Machine) autoMerge(ctx context.Context, bot Bot, mb *Mailbox, mr *forge
 		mb.Data.AutoMergeRefused == mr.HeadSHA || mb.Data.ShadowMerged == mr.HeadSHA || !m.selfReviewSettled(mb) {
 		return false, nil
 	}
-	if !mb.Data.ReviewDue.IsZero() {
-		// A writer's review comments wait for their review_fix (the quiet time runs): what
-		// they ask is worked first.
-		return false, nil
-	}
 	mg, ok := bot.Forge.(forge.Merger)
 	if !ok {
 		return false, errors.New("the forge client has no merge calls")
@@ -125,9 +120,15 @@ func (m *Machine) autoMergeRecheck(mb *Mailbox) {
 // still may steer now; CI green on H; at least MinApprovals approvals given on H by accounts
 // other than the bot with the role gate.Approval needs (approvals of earlier heads never
 // count, whatever the forge's own setting on stale approvals); the approvals the forge itself
-// requires; no review thread open and no reviewer's latest verdict asking for changes.
+// requires; no review thread open, no reviewer's latest verdict asking for changes, and no
+// writer's review comment waiting for its review_fix (Data.ReviewDue).
 func (m *Machine) mergeGate(ctx context.Context, bot Bot, mb *Mailbox, mg forge.Merger, mr *forge.MergeRequest) (string, *forge.MergeChecks, error) {
 	sha7 := short(mr.HeadSHA)
+	if !mb.Data.ReviewDue.IsZero() {
+		// A writer's review comments wait for their review_fix (the quiet time runs): what
+		// they ask is worked first.
+		return "the review_fix of the review comments left meanwhile", nil, nil
+	}
 	if !m.settings(mb.Repo).AutoMerge {
 		by, err := m.autoMergeEnabler(ctx, bot, mb)
 		if err != nil {

@@ -224,4 +224,5 @@ func TestAutoMergeWaitsForAWritersReviewComment(t *testing.T) {
 	mb = b.advance()
 	require.Zero(t, b.merges(), "merged while a writer's change request waits for its review_fix")
 	require.NotEqual(t, mailbox.StateDone, mb.State)
+	require.Contains(t, mb.Data.AutoMergeWaits, "review_fix", "what auto-merge waits for is said")
 }
