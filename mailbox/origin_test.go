@@ -2,10 +2,12 @@ package mailbox
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
 // TestOriginOfAForksMergeRequest: the machine takes an event for the bot's merge request by its
@@ -61,4 +63,33 @@ func TestFoldKeepsTheAssignmentOfALabelsEvent(t *testing.T) {
 	require.True(t, assigneesChanged(ev), "the assignment of the first event survives the fold")
 	require.Equal(t, []string{}, ev.PreviousLabels)
 	require.Equal(t, []string{"x", "y"}, ev.Labels)
+}
+
+// TestHistoryOnceReadsTheWholeHistoryOnce: a rebuild asks for an issue's whole history twice
+// (the labels' trust, who assigned the author); the forge is read once, a bounded read each time.
+func TestHistoryOnceReadsTheWholeHistoryOnce(t *testing.T) {
+	t.Parallel()
+	fake := forgetest.NewFake(forge.KindGitLab)
+	fake.AddUser("alice")
+	fake.AddRepo("acme/shop", "main", "/nonexistent.git")
+	n := fake.AddIssue("acme/shop", forgetest.SeedIssue{Title: "t", Author: "alice"})
+	ref := forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: n}
+	fake.SetIssueAssignees(ref, "alice", "alice")
+	reads := 0
+	fake.SetErrorHook(func(method string, _ forge.IssueRef) error {
+		if method == "Activity" {
+			reads++
+		}
+		return nil
+	})
+	h := &historyOnce{Forge: fake}
+	for range 2 {
+		acts, err := h.Activity(t.Context(), ref, time.Time{})
+		require.NoError(t, err)
+		require.NotEmpty(t, acts)
+	}
+	require.Equal(t, 1, reads, "the whole history is read once")
+	_, err := h.Activity(t.Context(), ref, time.Now().Add(-time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 2, reads, "a bounded read goes to the forge")
 }

@@ -199,6 +199,9 @@ type ownComment struct {
 func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, is *forge.Issue, now time.Time) (*Rebuilt, error) {
 	cfg = cfg.withDefaults()
 	ref := is.Ref
+	// The labels' trust and the author's assignment read one history (hist has only the
+	// forge.Forge calls: f keeps the others, forge.Reviews).
+	hist := &historyOnce{Forge: f}
 	cs, err := f.Comments(ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild %s: read comments: %w", ref, err)
@@ -224,7 +227,7 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 			latest = c.CreatedAt
 		}
 	}
-	labels, untrusted, err := trustedLabels(ctx, f, bot, cfg, is)
+	labels, untrusted, err := trustedLabels(ctx, hist, bot, cfg, is)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild %s: %w", ref, err)
 	}
@@ -281,7 +284,7 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 		}
 		if unreadable == "" && pb.open {
 			d.QuestionIntro = pb.intro
-			if d.AuthorAssignedByHuman, err = authorAssignedByHuman(ctx, f, bot, ref, is.Author.Login, is.Assignees); err != nil {
+			if d.AuthorAssignedByHuman, err = authorAssignedByHuman(ctx, hist, bot, ref, is.Author.Login, is.Assignees); err != nil {
 				return nil, fmt.Errorf("rebuild %s: %w", ref, err)
 			}
 			asksType := len(pb.questions) == 1 && pb.questions[0].Title == TypeQuestion().Title
@@ -643,6 +646,30 @@ func parseBlock(text string) (parsedBlock, error) {
 		return p, errors.New("no question")
 	}
 	return p, nil
+}
+
+// historyOnce is a forge whose whole history of an issue (Activity since the zero time) is
+// read once: a rebuild asks it for the labels' trust and for who assigned the author.
+type historyOnce struct {
+	forge.Forge
+	ref  forge.IssueRef
+	acts []forge.Activity
+	read bool
+}
+
+// Activity implements forge.Forge, from the first read for the whole history of one issue.
+func (h *historyOnce) Activity(ctx context.Context, ref forge.IssueRef, since time.Time) ([]forge.Activity, error) {
+	if !since.IsZero() {
+		return h.Forge.Activity(ctx, ref, since)
+	}
+	if h.read && h.ref == ref {
+		return h.acts, nil
+	}
+	acts, err := h.Forge.Activity(ctx, ref, since)
+	if err == nil {
+		h.ref, h.acts, h.read = ref, acts, true
+	}
+	return acts, err
 }
 
 // authorAssignedByHuman tells whether the author of the issue ref is assigned by a human
