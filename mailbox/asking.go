@@ -147,13 +147,14 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 		key := fmt.Sprintf("refused-answers-%d-%s", mb.Data.Round, strings.ToLower(author))
 		return m.refuseAs(ctx, bot, mb, key, author, "answer my questions")
 	}
+	rq := toRunnerQuestions(qs)
 	if by, closed := roundAnswered(qs); closed {
 		// Answered in a pass that failed before it finished (the forge failed a post after
 		// the answers were stored): the round is finished as it was answered, by the reply
 		// retried (a reply of "ok" stores every default, before the deadline) or by the
 		// deadline; the text of a reply is kept as notes.
 		if _, _, marked := ParseMarker(c.Body); !marked {
-			mb.Data.FreeText = appendNotes(mb.Data.FreeText, author, ParseReply(c.Body, toRunnerQuestions(qs)).FreeText)
+			mb.Data.FreeText = appendNotes(mb.Data.FreeText, author, ParseReply(c.Body, rq).FreeText)
 		}
 		if at := qs[0].AnsweredAt; by == "default" && (at == nil || !at.Before(qs[0].DeadlineAt)) {
 			if _, err := m.deadline(ctx, bot, mb); err != nil {
@@ -169,7 +170,6 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 		}
 		return "answered by @" + by, m.afterAnswers(ctx, bot, mb, "@"+by)
 	}
-	rq := toRunnerQuestions(qs)
 	var a Answers
 	key, _, marked := ParseMarker(c.Body)
 	if marked {

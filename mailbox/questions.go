@@ -280,9 +280,9 @@ func exactOption(q phase.Question, s string) (string, bool) {
 	return "", false
 }
 
-// matchWholeReply resolves a whole reply to the one open question without its "qN:": an
-// option's whole text ("Excel (xlsx)"), or its letter, number, id or the start of its text
-// alone ("b", "2", "semi"); an option's whole text followed by more words ("CSV please", "Bug:
+// matchWholeReply resolves a whole reply to the one open question without its "qN:" (an
+// option's whole text, "Excel (xlsx)", ParseReply took already): its letter, number, id or the
+// start of its text alone ("b", "2", "semi"); an option's whole text followed by more words ("CSV please", "Bug:
 // the export is empty"); or a first word that names one option: its letter or number ("b
 // please", "b) semicolon", "2 is fine") or the start of its text ("excel please", "keep it").
 // A first word that is a word of one letter ("A colleague knows…", "I'll ask") is how a
@@ -292,9 +292,6 @@ func matchWholeReply(q phase.Question, body string) (string, bool) {
 	s := trimAnswer(raw)
 	if s == "" {
 		return "", false
-	}
-	if id, ok := exactOption(q, raw); ok {
-		return id, true
 	}
 	if len(strings.Fields(s)) == 1 {
 		return matchOptionText(q, s)
