@@ -107,8 +107,9 @@ func buildImage(ctx context.Context, cli *client.Client, tag, mainPkg, dockerfil
 	}
 	name := path.Base(filepath.ToSlash(mainPkg))
 	bin := filepath.Join(dir, name)
-	// No -trimpath: with the CGO_ENABLED=0 that `make test` compiles the tests with, the binary
-	// shares the build cache's compiled packages with them (-ldflags is the link's alone).
+	// The environment's GOFLAGS and CGO_ENABLED=0, as `make test` compiles the tests with
+	// (-trimpath among them): the binary shares the build cache's compiled packages with them
+	// (-ldflags is the link's alone).
 	cmd := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", bin, mainPkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+ver.Arch)
 	if out, err := cmd.CombinedOutput(); err != nil {
