@@ -22,6 +22,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -523,6 +524,46 @@ func (m *Manager) git(ctx context.Context, dir string, stdin []byte, args ...str
 		return "", &Error{Args: args, Stderr: m.redact(strings.TrimSpace(errOut.String())), Err: err}
 	}
 	return strings.TrimSpace(out.String()), nil
+}
+
+// gitWTStream is gitWT for an output too large to hold: read consumes git's stdout while git
+// runs. When read fails, git is stopped and read's error returned.
+func (m *Manager) gitWTStream(ctx context.Context, wt *Worktree, stdin []byte, read func(io.Reader) error, args ...string) error {
+	if wt.gitDir == "" {
+		return errors.New("gitrepo: worktree was not created by this Manager")
+	}
+	args = append([]string{"--git-dir=" + wt.gitDir, "--work-tree=" + wt.Path}, args...)
+	if m.trace != nil {
+		m.trace(args)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, m.cfg.GitBinary, args...)
+	cmd.Dir = wt.Path
+	cmd.Env = m.env(wt.Path)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return &Error{Args: args, Err: err}
+	}
+	if err := read(out); err != nil {
+		cancel()
+		_ = cmd.Wait()
+		return err
+	}
+	// What read left unread (nothing, for a reader that reads to the end) must not block git.
+	_, _ = io.Copy(io.Discard, out)
+	if err := cmd.Wait(); err != nil {
+		return &Error{Args: args, Stderr: m.redact(strings.TrimSpace(errOut.String())), Err: err}
+	}
+	return nil
 }
 
 // env returns the environment of a git process: the caller's without any GIT_* variable, plus

@@ -2,12 +2,15 @@ package gitrepo
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/alfred-bot/alfred/internal/base/censor"
 )
@@ -97,6 +100,9 @@ var tokenFormats = []struct {
 // Basic credentials) and the token formats in a text.
 type secretScanner struct {
 	named []namedCensor
+	// overlap is how many bytes of a long text's last piece searched are searched again with
+	// the next (scanPatch): more than the longest form of a secret the scanner finds.
+	overlap int
 }
 
 type namedCensor struct {
@@ -108,7 +114,9 @@ type namedCensor struct {
 // shorter than censor.MinLen is left out: as a word of code it would refuse ordinary pushes.
 func newScanner(secrets []NamedSecret, token, user string) *secretScanner {
 	all := append([]NamedSecret{{Name: "the forge token", Value: token}}, secrets...)
-	s := &secretScanner{}
+	// 4 KiB holds every token format's match (the longest fixed one is 59 bytes; the open-ended
+	// ones match from their first 20 or so characters after the prefix).
+	s := &secretScanner{overlap: 4 << 10}
 	seen := map[string]bool{}
 	for _, sec := range all {
 		if len(sec.Value) < censor.MinLen || seen[sec.Value] {
@@ -123,6 +131,13 @@ func newScanner(secrets []NamedSecret, token, user string) *secretScanner {
 		if user != "" {
 			users = append([]string{user}, users...)
 		}
+		// The longest form the censor looks for: the secret URL-escaped (3 bytes a byte at
+		// most), or the base64 of "user:secret" (4 bytes every 3, plus padding).
+		longestUser := 0
+		for _, u := range users {
+			longestUser = max(longestUser, len(u))
+		}
+		s.overlap = max(s.overlap, 3*len(sec.Value)+2*longestUser+16)
 		s.named = append(s.named, namedCensor{name: name, c: censor.New(censor.Config{Secrets: []string{sec.Value}, Users: users})})
 	}
 	return s
@@ -186,13 +201,19 @@ func (m *Manager) ScanPush(ctx context.Context, wt *Worktree) ([]Leak, error) {
 		}
 	}
 	// One patch per commit: a merge's combined diff (--cc) shows only what it resolved;
-	// --text reads binary files as text, so a key in one is found too.
-	patch, err := m.gitWT(ctx, wt, stdin, "diff-tree", "--stdin", "--root", "-r", "-p", "--cc",
+	// --text reads binary files as text, so a key in one is found too. The patch is read as git
+	// writes it, in bounded pieces: a run may have committed a file of any size.
+	var found []Leak
+	err = m.gitWTStream(ctx, wt, stdin, func(r io.Reader) error {
+		var err error
+		found, err = scanPatch(r, commits, sc)
+		return err
+	}, "diff-tree", "--stdin", "--root", "-r", "-p", "--cc",
 		"--text", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--src-prefix=a/", "--dst-prefix=b/")
 	if err != nil {
 		return nil, fmt.Errorf("read the changes to push: %w", err)
 	}
-	leaks = append(leaks, scanPatch(patch, commits, sc)...)
+	leaks = append(leaks, found...)
 	return leaks, nil
 }
 
@@ -224,10 +245,20 @@ func commitMessages(log string, commits []string) []commitMessage {
 	return out
 }
 
+// scanChunk is how many bytes of the lines a commit adds to one file are searched at once
+// (scanPatch): memory stays bounded whatever the size of a file or of a line.
+const scanChunk = 1 << 20
+
+// patchLineMax is the longest piece of a patch line read at once; a longer line (a minified
+// file, a binary read as text) is read in pieces of this size.
+const patchLineMax = 64 << 10
+
 // scanPatch reads diff-tree's output (each commit's sha on a line of its own, then its patch)
 // and returns the secrets in the lines added and in the names of the files added to. A line is
-// added when every parent column of its prefix is '+'.
-func scanPatch(patch string, commits []string, sc *secretScanner) []Leak {
+// added when every parent column of its prefix is '+'. The added lines of a file are searched
+// scanChunk bytes at a time, each search overlapping the previous one by sc.overlap bytes, so
+// that a secret across two pieces is found whole in one.
+func scanPatch(r io.Reader, commits []string, sc *secretScanner) ([]Leak, error) {
 	isCommit := map[string]bool{}
 	for _, c := range commits {
 		isCommit[c] = true
@@ -247,11 +278,16 @@ func scanPatch(patch string, commits []string, sc *secretScanner) []Leak {
 			leaks = append(leaks, l)
 		}
 	}
-	// The lines a commit adds to a file are read at once, when the next file starts.
-	var added strings.Builder
-	flush := func() {
-		if added.Len() > 0 && path != "" {
-			if kind := sc.find(added.String()); kind != "" {
+	// The lines a commit adds to a file, searched each time scanChunk more bytes are held and
+	// when the next file starts; fresh counts the bytes not searched yet.
+	var (
+		added []byte
+		fresh int
+	)
+	search := func() {
+		if fresh > 0 && path != "" {
+			// Searched in place: find keeps nothing of its text once it returns.
+			if kind := sc.find(unsafe.String(unsafe.SliceData(added), len(added))); kind != "" {
 				l := Leak{Commit: commit, Path: path, Kind: kind}
 				if sc.find(path) != "" {
 					l.Path, l.NameHidden = "", true
@@ -259,28 +295,64 @@ func scanPatch(patch string, commits []string, sc *secretScanner) []Leak {
 				add(l)
 			}
 		}
-		added.Reset()
+		fresh = 0
 	}
-	sn := bufio.NewScanner(strings.NewReader(patch))
-	sn.Buffer(make([]byte, 0, 64<<10), 1<<30)
-	for sn.Scan() {
-		line := sn.Text()
-		switch {
-		case isCommit[line]:
-			flush()
-			commit, inHunk = line, false
+	flush := func() {
+		search()
+		added = added[:0]
+	}
+	keep := func(b []byte) {
+		added = append(added, b...)
+		fresh += len(b)
+		if fresh >= scanChunk {
+			search()
+			if over := len(added) - sc.overlap; over > 0 {
+				added = append(added[:0], added[over:]...)
+			}
+		}
+	}
+	br := bufio.NewReaderSize(r, patchLineMax)
+	// whole is false while the rest of a line longer than patchLineMax is read; adding says
+	// whether that line is an added one.
+	whole, adding := true, false
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(frag) == 0 && err != nil {
+			if err == io.EOF {
+				break
+			}
+			return nil, err
+		}
+		complete := err == nil || err == io.EOF
+		if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+			return nil, err
+		}
+		if !whole {
+			if adding {
+				keep(frag)
+			}
+			whole = complete
 			continue
-		case strings.HasPrefix(line, "diff --git ") || strings.HasPrefix(line, "diff --cc ") || strings.HasPrefix(line, "diff --combined "):
+		}
+		whole = complete
+		adding = false
+		line := bytes.TrimSuffix(frag, []byte("\n"))
+		switch {
+		case isCommit[string(line)]:
+			flush()
+			commit, inHunk = string(line), false
+			continue
+		case bytes.HasPrefix(line, []byte("diff --git ")) || bytes.HasPrefix(line, []byte("diff --cc ")) || bytes.HasPrefix(line, []byte("diff --combined ")):
 			flush()
 			path, inHunk = "", false
 			continue
-		case !inHunk && strings.HasPrefix(line, "+++ "):
-			path = unquotePath(strings.TrimPrefix(line, "+++ "))
+		case !inHunk && bytes.HasPrefix(line, []byte("+++ ")):
+			path = unquotePath(string(line[len("+++ "):]))
 			if kind := sc.find(path); kind != "" {
 				add(Leak{Commit: commit, NameHidden: true, Kind: kind})
 			}
 			continue
-		case strings.HasPrefix(line, "@@"):
+		case bytes.HasPrefix(line, []byte("@@")):
 			n := 0
 			for n < len(line) && line[n] == '@' {
 				n++
@@ -291,14 +363,20 @@ func scanPatch(patch string, commits []string, sc *secretScanner) []Leak {
 		if !inHunk || len(line) < cols || path == "" {
 			continue
 		}
-		if strings.Trim(line[:cols], "+") != "" {
+		if len(bytes.Trim(line[:cols], "+")) != 0 {
 			continue // context or removed, or in some parent already
 		}
-		added.WriteString(line[cols:])
-		added.WriteByte('\n')
+		adding = true
+		keep(frag[cols:])
+		if complete && !bytes.HasSuffix(frag, []byte("\n")) {
+			keep([]byte("\n"))
+		}
+		if err == io.EOF {
+			break
+		}
 	}
 	flush()
-	return leaks
+	return leaks, nil
 }
 
 // unquotePath reads the path of a "+++ b/path" line: git quotes a path with unusual bytes as a

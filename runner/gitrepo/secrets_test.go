@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -280,4 +281,43 @@ func TestScanPushReadsEveryCommitMessage(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []Leak{{Commit: shas[1], Kind: "the value of agents[0].api_key"},
 		{Commit: shas[3], Kind: "a GitHub token (ghp_…)"}}, leaks)
+}
+
+// Hostile: a run commits a huge file, one line long, with the webhook secret across the end
+// of the first piece the scan searches and the agent's key at the file's very end. Both are
+// found, and the scan's memory stays bounded by its pieces, not by the file: before the patch
+// was read in pieces, a 32 MB file cost ten times its size in allocations.
+//
+// Not parallel: the bound is read from the process's allocation counter, which the package's
+// parallel tests would add to.
+func TestScanPushOfAHugeFileIsBoundedAndFindsEveryKey(t *testing.T) {
+	b := setup(t, secretsConfig())
+	ctx := t.Context()
+	wt, err := b.mgr.AddWorktree(ctx, b.proj, "alfred-mbx9-r1-development-a1", Checkout{Branch: "agent/issue-9-huge"})
+	require.NoError(t, err)
+	const size = 32 << 20
+	filler := func(n int) string { return strings.Repeat("0123456789abcdef", n/16+1)[:n] }
+	// The line is read in pieces of patchLineMax (the first one starts with the patch's "+"),
+	// and searched once scanChunk bytes of it are held: the first search ends after the
+	// fragment that reaches scanChunk.
+	firstEnd := (scanChunk/patchLineMax+1)*patchLineMax - 1
+	huge := filler(firstEnd-10) + canaryWebhook
+	huge += filler(size-len(huge)-len(canaryAgentKey)) + canaryAgentKey
+	require.NoError(t, os.WriteFile(filepath.Join(wt.Path, "huge.min.js"), []byte(huge), 0o644))
+	sha, err := b.mgr.Commit(ctx, wt, "Add the bundle")
+	require.NoError(t, err)
+	huge = ""
+
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	leaks, err := b.mgr.ScanPush(ctx, wt)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []Leak{{Commit: sha, Path: "huge.min.js", Kind: "the value of forges[0].webhook_secret"},
+		{Commit: sha, Path: "huge.min.js", Kind: "the value of agents[0].api_key"}}, leaks)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("ScanPush of a %d MiB file allocated %.1f MiB", size>>20, float64(allocated)/(1<<20))
+	// About 8 MiB for a 32 or a 64 MB file: the pieces, the buffers and the censored pieces'
+	// copies.
+	require.Less(t, allocated, uint64(16<<20), "allocations bounded by the scan's pieces, not the file")
 }
