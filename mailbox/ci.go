@@ -10,7 +10,8 @@ import (
 
 // checkCI reads the CI state of the merge request's head commit and moves on: success (or no
 // pipeline once ci_wait is over) to review, a failure to a ci_fix run while attempts are left,
-// else to blocked.
+// else to blocked. A cancelled pipeline is neither: Alfred says so once and waits in CI for a
+// pipeline of the commit that ends.
 func (m *Machine) checkCI(ctx context.Context, bot Bot, mb *Mailbox) (string, error) {
 	p, err := bot.Forge.CIStatus(ctx, mb.Repo, mb.HeadSHA)
 	if err != nil {
@@ -44,6 +45,13 @@ func (m *Machine) checkCI(ctx context.Context, bot Bot, mb *Mailbox) (string, er
 		return "ci failed: fixing", m.follow(ctx, bot, mb, onCIFailed)
 	case forge.CIPending:
 		return "ci pending", nil
+	case forge.CICanceled:
+		body := fmt.Sprintf("CI was cancelled on %s before it ended, so there is nothing for me to fix. "+
+			"I go on when a pipeline of this commit ends: run it again from its page.", sha7)
+		if err := m.post(ctx, bot, mb, "ci-canceled-"+mb.HeadSHA, "ci", body); err != nil {
+			return "", err
+		}
+		return "ci cancelled: waiting for a pipeline that ends", nil
 	}
 	if m.now().Before(mb.Data.CIWaitUntil) {
 		return "waiting for a pipeline", nil

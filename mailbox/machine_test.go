@@ -493,6 +493,46 @@ func TestNoPipelineWithinWait(t *testing.T) {
 	require.Contains(t, b.lastComment(), "No pipeline ran on this merge request. It is ready for review.")
 }
 
+// A pipeline cancelled before it ended (by a person, or by GitLab's auto-cancel) failed
+// nothing: no ci_fix run is started on it and no attempt is counted. Alfred says so once, stays
+// in CI, and goes on when a pipeline of the commit ends.
+func TestCancelledPipelineStartsNoFix(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.exec.results["analysis.functional"] = &phase.Result{Summary: "ok", Understanding: "clear"}
+	b.deliver(assign("alice"))
+	b.advance()
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
+	mb := b.advance()
+	require.Equal(t, mailbox.StateInCI, mb.State)
+	jobs := len(b.exec.jobs)
+
+	b.fake.AddPipeline(repo, mb.HeadSHA, mb.Branch, "canceled", forgetest.CIJob{Name: "test", State: forge.CIPending})
+	cancelled := forge.Event{Type: forge.EventPipeline, Target: forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true},
+		Pipeline: &forge.Pipeline{State: forge.CICanceled, SHA: mb.HeadSHA}}
+	b.deliver(cancelled)
+	mb = b.advance()
+	require.Equal(t, mailbox.StateInCI, mb.State, "nothing to fix")
+	require.Len(t, b.exec.jobs, jobs, "no ci_fix run")
+	require.Zero(t, mb.Data.CIAttempts)
+	notice := fmt.Sprintf("CI was cancelled on %s before it ended, so there is nothing for me to fix.", mb.HeadSHA[:7])
+	require.Contains(t, b.lastComment(), notice)
+	before := len(b.comments())
+	b.deliver(cancelled) // the hook again, and the polls past ci_wait
+	b.clock.Add(15 * time.Minute)
+	mb = b.advance()
+	require.Equal(t, mailbox.StateInCI, mb.State, "not ready for review either")
+	require.Len(t, b.comments(), before, "said once")
+	require.Len(t, b.exec.jobs, jobs)
+
+	b.fake.SetCI(repo, mb.HeadSHA, forgetest.CIJob{Name: "test", State: forge.CISuccess}) // run again
+	b.clock.Add(2 * time.Minute)
+	mb = b.advance()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	require.Contains(t, b.lastComment(), "CI passed on "+mb.HeadSHA[:7])
+}
+
 func TestCommentPostedOnceAcrossCrash(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "type::task")

@@ -103,13 +103,18 @@ const (
 // CIState is the normalised state of a pipeline or of a commit's combined status.
 type CIState string
 
-// CI states. GitLab "failed"/"canceled" and Forgejo "failure"/"error" are CIFailed.
+// CI states. GitLab "failed" and Forgejo "failure"/"error" are CIFailed.
 const (
 	CINone    CIState = "none"    // no pipeline or status exists for the commit
 	CIPending CIState = "pending" // created, waiting, running
 	CISuccess CIState = "success"
 	CIFailed  CIState = "failed"
 	CISkipped CIState = "skipped" // GitLab "skipped"/"manual"; not a failure, not a success
+	// CICanceled is a pipeline stopped before it ended (GitLab "canceled" and "canceling": by a
+	// person, or by GitLab's auto-cancel of redundant pipelines): nothing failed, nothing
+	// passed. Forgejo's commit statuses have no such state (success, pending, failure, error,
+	// warning): a cancelled Forgejo Actions run reports a failure ("Has been cancelled").
+	CICanceled CIState = "canceled"
 )
 
 // MergeRequest is the part of a merge request (Forgejo: pull request) that Alfred uses.

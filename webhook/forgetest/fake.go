@@ -341,8 +341,10 @@ func (r *modelRepo) pipelineLocked(sha string) *forge.Pipeline {
 	switch run.runStatus() {
 	case "success":
 		p.State = forge.CISuccess
-	case "failed", "canceled":
+	case "failed":
 		p.State = forge.CIFailed
+	case "canceled", "canceling":
+		p.State = forge.CICanceled
 	case "skipped", "manual":
 		p.State = forge.CISkipped
 	default:

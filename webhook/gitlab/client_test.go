@@ -73,7 +73,7 @@ func TestClientCIStates(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	cases := map[string]forge.CIState{
-		"canceled": forge.CIFailed, "manual": forge.CISkipped, "skipped": forge.CISkipped,
+		"canceled": forge.CICanceled, "canceling": forge.CICanceled, "manual": forge.CISkipped, "skipped": forge.CISkipped,
 		"created": forge.CIPending, "waiting_for_resource": forge.CIPending, "success": forge.CISuccess,
 	}
 	for status, want := range cases {

@@ -95,8 +95,8 @@ func clientMergeRequest(m *gl.BasicMergeRequest) *forge.MergeRequest {
 var clientMRRef = regexp.MustCompile(`^refs/merge-requests/(\d+)/`)
 
 // CIStatus returns the latest pipeline for sha (GET /projects/:id/pipelines?sha=, highest id).
-// GitLab "success" is CISuccess, "failed" and "canceled" CIFailed, "skipped" and "manual"
-// CISkipped, anything else (created, waiting_for_resource, preparing, pending, running,
+// GitLab "success" is CISuccess, "failed" CIFailed, "canceled" and "canceling" CICanceled,
+// "skipped" and "manual" CISkipped, anything else (created, waiting_for_resource, preparing, pending, running,
 // scheduled) CIPending; no pipeline is CINone. For CIFailed it lists the failed jobs (except
 // allow_failure ones) with the last LogTailBytes of each job's trace; a trace it cannot read
 // leaves Log empty.
@@ -118,8 +118,10 @@ func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipelin
 	switch p.Status {
 	case "success":
 		out.State = forge.CISuccess
-	case "failed", "canceled", "cancelled":
+	case "failed":
 		out.State = forge.CIFailed
+	case "canceled", "canceling":
+		out.State = forge.CICanceled
 	case "skipped", "manual":
 		out.State = forge.CISkipped
 	default:

@@ -21,8 +21,10 @@ func hookCIState(status string) forge.CIState {
 	switch status {
 	case "success":
 		return forge.CISuccess
-	case "failed", "canceled", "canceling":
+	case "failed":
 		return forge.CIFailed
+	case "canceled", "canceling":
+		return forge.CICanceled
 	case "skipped", "manual":
 		return forge.CISkipped
 	default: // created, waiting_for_resource, preparing, pending, running, scheduled

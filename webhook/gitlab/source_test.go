@@ -338,7 +338,7 @@ func TestSourceParseForkMergeRequest(t *testing.T) {
 func TestHookCIState(t *testing.T) {
 	t.Parallel()
 	for status, want := range map[string]forge.CIState{
-		"success": forge.CISuccess, "failed": forge.CIFailed, "canceled": forge.CIFailed,
+		"success": forge.CISuccess, "failed": forge.CIFailed, "canceled": forge.CICanceled, "canceling": forge.CICanceled,
 		"skipped": forge.CISkipped, "manual": forge.CISkipped, "running": forge.CIPending,
 		"pending": forge.CIPending, "created": forge.CIPending, "": forge.CIPending,
 	} {
