@@ -192,9 +192,19 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 		a = Answers{Choices: ParseTicks(c.Body, rq)}
 	} else {
 		if ev.Type == forge.EventCommentEdited {
-			return "edited comment recorded", nil
+			// A reply edited into an answer ("let me check" → "b") answers, if it was written
+			// after the questions: an older comment edited (a typo fixed) is no reply to them.
+			// An edit that answers nothing was kept as notes when it was written.
+			after, err := m.afterQuestions(ctx, mb, c.ID)
+			if err != nil {
+				return "", err
+			}
+			if a = ParseReply(c.Body, rq); !after || (len(a.Choices) == 0 && !a.Defaults) {
+				return "edited comment recorded", nil
+			}
+		} else {
+			a = ParseReply(c.Body, rq)
 		}
-		a = ParseReply(c.Body, rq)
 		if len(a.Choices) == 0 && !a.Defaults {
 			// A comment that answers nothing ("I'll look at this tomorrow") leaves the round
 			// open; what it says is kept for the agent.
@@ -207,6 +217,17 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 	}
 	mb.Data.FreeText = appendNotes(mb.Data.FreeText, author, a.FreeText)
 	return "answered by @" + author, m.afterAnswers(ctx, bot, mb, "@"+author)
+}
+
+// afterQuestions reports whether the comment id was posted after the question block of the
+// round: comment ids grow with time on both forges (GitLab note ids, Forgejo comment ids). An
+// unknown block id (its post not recorded yet) says no.
+func (m *Machine) afterQuestions(ctx context.Context, mb *Mailbox, id int64) (bool, error) {
+	pc, err := m.store.PostedComment(ctx, mb.ID, fmt.Sprintf("questions-%d", mb.Data.Round))
+	if err != nil {
+		return false, err
+	}
+	return pc != nil && pc.CommentID != 0 && id > pc.CommentID, nil
 }
 
 // ownComment reports whether the comment id is the one Alfred posted under key (or may be: its

@@ -644,6 +644,35 @@ func TestUntickingTheDefaultAnswersNothingYet(t *testing.T) {
 	require.Contains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | b. Semicolon | @alice |")
 }
 
+// TestEditedReplyAnswers: a reply of notes edited into an answer ("let me check" → "b")
+// answers, in the editor's name; an edit that still answers nothing keeps the questions open,
+// and so does a comment older than the questions edited into an answer-like text (a typo
+// fixed in yesterday's "ok").
+func TestEditedReplyAnswers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.deliver(assign("alice"))
+	b.advance()
+	block := b.lastCommentID()
+	b.deliver(forge.Event{Type: forge.EventCommentEdited, Sender: forge.User{Login: "alice"},
+		Comment: &forge.Comment{ID: block - 1, Body: "ok"}})
+	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State, "a comment older than the questions is no reply to them")
+
+	reply := comment("alice", "Let me check with accounting.")
+	b.deliver(reply)
+	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+	reply.Type, reply.Comment.Body = forge.EventCommentEdited, "Let me check with accounting, tomorrow."
+	b.deliver(reply)
+	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State, "still notes")
+
+	reply.Comment.Body = "b, accounting says Excel."
+	b.deliver(reply)
+	mb := b.advance()
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+	require.Contains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | b. Semicolon | @alice |")
+	require.Contains(t, mb.Data.FreeText, "Let me check with accounting.")
+}
+
 // TestReplyQuotingTheQuestionBlock: a reply that quotes Alfred's question block (its hidden
 // marker with it) is a reply, not an edit of the block: its own answer counts, in its name.
 func TestReplyQuotingTheQuestionBlock(t *testing.T) {
