@@ -38,12 +38,14 @@ func reviewTrigger(ev forge.Event, bot string) bool {
 
 // pendingComments picks, from a merge request's review comments and conversation comments
 // (merged by id), those a review_fix run addresses, oldest first: not the bot's, not handled by
-// an earlier run, not in a resolved thread nor answered by a reply of the bot's (its marker
+// an earlier run, not in a thread a person resolved nor answered by a reply of the bot's (its marker
 // names the comment: repliedTo; a thread whose last word is the bot account's in an unmarked
 // comment counts as answered), not older than since (zero: no bound), and either placed in the
 // diff, addressing the bot, or the body of a review that requests changes. A comment written in
 // a thread while a run worked on an earlier one of it is still pending, though the bot's
-// marked reply to the earlier one comes after it.
+// marked reply to the earlier one comes after it. A thread the bot resolved (after fixing what
+// it said) stays open to follow-ups: GitLab keeps a discussion resolved when someone replies in
+// it, in the replier's name, so the thread's resolver is its first comment's.
 func pendingComments(review []forge.ReviewComment, conversation []forge.Comment, bot string, since time.Time, handled map[int64]bool) []forge.ReviewComment {
 	all := slices.Clone(review)
 	for _, c := range conversation {
@@ -56,7 +58,11 @@ func pendingComments(review []forge.ReviewComment, conversation []forge.Comment,
 	})
 	answered := map[int64]bool{}
 	lastByThread := map[string]forge.ReviewComment{}
+	resolver := map[string]string{} // thread → who resolved it, from its first comment
 	for _, c := range all {
+		if _, seen := resolver[c.Thread]; c.Thread != "" && !seen {
+			resolver[c.Thread] = c.ResolvedBy
+		}
 		if strings.EqualFold(c.Author.Login, bot) {
 			if id, ok := repliedTo(c.Body); ok {
 				answered[id] = true
@@ -69,8 +75,10 @@ func pendingComments(review []forge.ReviewComment, conversation []forge.Comment,
 	var out []forge.ReviewComment
 	for _, c := range all {
 		switch {
-		case strings.EqualFold(c.Author.Login, bot), handled[c.ID], c.Resolved:
+		case strings.EqualFold(c.Author.Login, bot), handled[c.ID]:
 			continue
+		case c.Resolved && !(c.Thread != "" && strings.EqualFold(resolver[c.Thread], bot)):
+			continue // a person resolved the thread
 		case !since.IsZero() && c.CreatedAt.Before(since):
 			continue
 		case answered[c.ID]:

@@ -160,15 +160,28 @@ func TestReviewCommentsGatheredRefusedAndBounded(t *testing.T) {
 		require.True(t, c.Resolved, "GitLab: the fixed discussions are resolved")
 	}
 
+	// A follow-up in a discussion Alfred resolved: GitLab keeps the discussion resolved, the
+	// reply too (in alice's name), and it is the next round's comment.
+	first := b.fake.ThreadComments(repo, mb.MRNumber)[0]
+	follow := b.fake.AddThreadReply(repo, mb.MRNumber, first.Thread, "alice", "and its test")
+	b.deliver(note("alice", follow, "and its test"))
+	b.advance()
+	b.exec.results["review_fix"] = reviewFixResult(b, mb.MRNumber)
+	b.clock.Add(2 * time.Second)
+	mb = b.advance()
+	job = b.exec.jobs[len(b.exec.jobs)-1]
+	require.Equal(t, "review_fix", job.Input.Key)
+	require.Len(t, job.Input.Review.Comments, 1, "the follow-up alone")
+	require.Equal(t, follow, job.Input.Review.Comments[0].ID)
+	require.Equal(t, mailbox.StateInReview, mb.State)
+
 	// A third round is past review_fix_attempts (2): blocked with the reason.
-	for round := 0; round < 2; round++ {
-		id := b.fake.AddReview(repo, mb.MRNumber, "alice", "commented", "", forgetest.SeedReviewComment{Path: "b.go", NewLine: round + 1, Body: "more"})
-		b.deliver(note("alice", id[0], "more"))
-		b.advance()
-		b.exec.results["review_fix"] = reviewFixResult(b, mb.MRNumber)
-		b.clock.Add(2 * time.Second)
-		mb = b.advance()
-	}
+	id := b.fake.AddReview(repo, mb.MRNumber, "alice", "commented", "", forgetest.SeedReviewComment{Path: "b.go", NewLine: 1, Body: "more"})
+	b.deliver(note("alice", id[0], "more"))
+	b.advance()
+	b.exec.results["review_fix"] = reviewFixResult(b, mb.MRNumber)
+	b.clock.Add(2 * time.Second)
+	mb = b.advance()
 	require.Equal(t, mailbox.StateBlocked, mb.State)
 	require.Contains(t, b.lastComment(), "review_fix ran 2 times on this merge request")
 }

@@ -60,6 +60,19 @@ func TestPendingComments(t *testing.T) {
 	review = append(review,
 		forge.ReviewComment{ID: 13, Thread: "report.py:+7", Author: alice, Body: "and the total row", Position: pos(7), CreatedAt: at(5)},
 		forge.ReviewComment{ID: 14, Thread: "report.py:+7", Author: bot, Body: Marker("reply-3-run7", "reply") + "\nAdded it.", Position: pos(7), CreatedAt: at(6)})
+	// A thread the bot resolved once it fixed 15 (GitLab): alice's follow-up 17 is resolved in
+	// her name, as GitLab does with a reply in a resolved discussion, and is pending. A thread
+	// alice resolved herself (18, 19) is not.
+	resolved := func(c forge.ReviewComment, by string) forge.ReviewComment {
+		c.Resolved, c.ResolvedBy = true, by
+		return c
+	}
+	review = append(review,
+		resolved(forge.ReviewComment{ID: 15, Thread: "d15", Author: alice, Body: "rename it", Position: pos(11), CreatedAt: at(1)}, "alfred"),
+		resolved(forge.ReviewComment{ID: 16, Thread: "d15", Author: bot, Body: Marker("reply-15-run7", "reply") + "\nRenamed.", Position: pos(11), CreatedAt: at(2)}, "alfred"),
+		resolved(forge.ReviewComment{ID: 17, Thread: "d15", Author: alice, Body: "and its test", Position: pos(11), CreatedAt: at(7)}, "alice"),
+		resolved(forge.ReviewComment{ID: 18, Thread: "d18", Author: alice, Body: "nit", Position: pos(12), CreatedAt: at(1)}, "alice"),
+		resolved(forge.ReviewComment{ID: 19, Thread: "d18", Author: alice, Body: "never mind", Position: pos(12), CreatedAt: at(7)}, "alice"))
 	got := pendingComments(review, conversation, "alfred", t0, map[int64]bool{6: true})
 	var ids []int64
 	for _, c := range got {
@@ -67,8 +80,9 @@ func TestPendingComments(t *testing.T) {
 	}
 	// 3 is answered by the bot's marked reply, 4 in its thread by an unmarked comment of the
 	// bot's account, 6 handled, 7 a plain comment summary, 9 resolved, 1 older, 11 does not
-	// address the bot, 12 is the bot's; 13 came in 3's thread before the reply to 3.
-	require.Equal(t, []int64{5, 10, 13}, ids)
+	// address the bot, 12 is the bot's; 13 came in 3's thread before the reply to 3; 15 is
+	// answered, 17 follows up in the thread the bot resolved, 18 and 19 alice resolved.
+	require.Equal(t, []int64{5, 10, 13, 17}, ids)
 
 	in := threadComments(got)
 	require.Equal(t, phase.ThreadComment{ID: 13, Thread: "report.py:+7", Author: "alice", Path: "report.py", Line: 7, Body: "and the total row"}, in[2])

@@ -72,6 +72,10 @@ type ReviewComment struct {
 	DiffHunk string `json:"diff_hunk,omitempty"`
 	// Resolved reports a resolved thread (GitLab resolved, Forgejo resolver set).
 	Resolved bool `json:"resolved,omitempty"`
+	// ResolvedBy is the login of who resolved it (GitLab resolved_by, Forgejo resolver), ""
+	// when it is not resolved. GitLab resolves a reply written in a resolved discussion in its
+	// author's name (Notes::BuildService), so a thread's resolver is its first comment's.
+	ResolvedBy string `json:"resolved_by,omitempty"`
 }
 
 // ReviewEvent is the verdict a posted review carries.

@@ -106,6 +106,9 @@ func (c *Client) reviewComments(ctx context.Context, api *gitea.Client, owner, n
 			Author: clientUser(cm.Reviewer), Body: cm.Body, CreatedAt: cm.Created.UTC(),
 			Position: pos, DiffHunk: cm.DiffHunk, Resolved: cm.Resolver != nil,
 		})
+		if cm.Resolver != nil {
+			out[len(out)-1].ResolvedBy = cm.Resolver.UserName
+		}
 	}
 	return out, nil
 }

@@ -50,7 +50,7 @@ func (f *Fake) ResolveThread(ctx context.Context, repo string, number int64, thr
 			return fakeNotFound("discussion %s of %s", thread, ref)
 		}
 		for _, rc := range notes {
-			rc.resolved = true
+			rc.resolved, rc.resolvedBy = true, f.userLocked(BotLogin)
 		}
 		return nil
 	})

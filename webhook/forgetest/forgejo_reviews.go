@@ -1,6 +1,7 @@
 package forgetest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -131,7 +132,7 @@ func (s *ForgejoServer) fjReviewCommentJSON(p *modelRepo, mi *modelIssue, rc *mo
 	pull := fmt.Sprintf("%s/%s/pulls/%d", s.URL, p.path, mi.number)
 	var resolver any
 	if rc.resolved {
-		resolver = s.fjUser(s.userLocked(BotLogin))
+		resolver = s.fjUser(cmp.Or(rc.resolvedBy, s.userLocked(BotLogin)))
 	}
 	return map[string]any{
 		"id": rc.id, "body": rc.body, "user": s.fjUser(rc.author), "resolver": resolver,

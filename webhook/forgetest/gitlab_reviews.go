@@ -116,7 +116,10 @@ func (s *GitLabServer) glDiscussions(w http.ResponseWriter, r *http.Request, p *
 		}
 		notes := []any{}
 		for _, rc := range thread {
-			rc.resolved = resolved == "true"
+			rc.resolved, rc.resolvedBy = resolved == "true", nil
+			if rc.resolved {
+				rc.resolvedBy = s.userLocked(BotLogin) // the token's account
+			}
 			notes = append(notes, s.glThreadNoteJSON(p, mi, rc))
 		}
 		glJSON(w, http.StatusOK, map[string]any{"id": seg[0], "individual_note": false, "notes": notes})
@@ -174,7 +177,10 @@ func (s *GitLabServer) glCreateDiscussion(w http.ResponseWriter, r *http.Request
 
 func (s *GitLabServer) glThreadNoteJSON(p *modelRepo, mi *modelIssue, rc *modelReviewComment) map[string]any {
 	m := s.glNoteJSON(p, mi, &modelComment{id: rc.id, body: rc.body, author: rc.author, created: rc.created, updated: rc.created})
-	m["resolvable"], m["resolved"] = true, rc.resolved
+	m["resolvable"], m["resolved"], m["resolved_by"] = true, rc.resolved, nil
+	if rc.resolved && rc.resolvedBy != nil {
+		m["resolved_by"] = s.glUser(rc.resolvedBy)
+	}
 	if rc.pos != nil {
 		base := p.headLocked(mi.target)
 		var newLine, oldLine any

@@ -40,12 +40,16 @@ func (m *model) ProtectBranch(repo, branch string) {
 }
 
 // ResolveThreads resolves every review thread of merge request number, as a reviewer does in
-// the web UI.
+// the web UI: each in the name of the author of its first comment.
 func (m *model) ResolveThreads(repo string, number int64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	opener := map[string]*modelUser{}
 	for _, rc := range m.mustIssueLocked(forge.IssueRef{Repo: repo, Number: number, MergeRequest: true}).threadNotes {
-		rc.resolved = true
+		if opener[rc.discussion] == nil {
+			opener[rc.discussion] = rc.author
+		}
+		rc.resolved, rc.resolvedBy = true, opener[rc.discussion]
 	}
 }
 

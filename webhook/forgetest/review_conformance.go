@@ -23,6 +23,8 @@ type ReviewSeeder interface {
 	SetMergeStatus(repo string, number int64, st forge.MergeStatus)
 	// ThreadComments reads the inline comments and replies back.
 	ThreadComments(repo string, number int64) []forge.ReviewComment
+	// AddThreadReply adds a person's reply to a review thread and returns its id.
+	AddThreadReply(repo string, number int64, thread, login, body string) int64
 }
 
 // RunReviewConformance runs the behaviour every forge.Reviews must show, and the merge status
@@ -149,7 +151,16 @@ func RunReviewConformance(t *testing.T, newForge func(t *testing.T) (forge.Forge
 		if b.f.Kind() == forge.KindGitLab {
 			got := inline(t, b)
 			require.True(t, got[b.ids[1]].Resolved)
+			require.Equal(t, b.s.BotLogin(), got[b.ids[1]].ResolvedBy)
 			require.False(t, got[b.ids[0]].Resolved)
+			require.Empty(t, got[b.ids[0]].ResolvedBy)
+			// A reply in the resolved discussion: GitLab resolves it in its author's name, and
+			// the discussion stays resolved.
+			follow := b.s.AddThreadReply(ConformanceRepo, b.number, to.Thread, "alice", "Not quite: the header too.")
+			got = inline(t, b)
+			require.True(t, got[follow].Resolved)
+			require.Equal(t, "alice", got[follow].ResolvedBy)
+			require.Equal(t, to.Thread, got[follow].Thread)
 		}
 	})
 

@@ -36,6 +36,7 @@ type modelReviewComment struct {
 	hunk       string
 	created    time.Time
 	resolved   bool
+	resolvedBy *modelUser // who resolved it, when resolved
 }
 
 // SeedReviewComment is one inline comment for Seeder.AddReview, at a line of the new file
@@ -131,6 +132,12 @@ func (m *model) addThreadNoteLocked(mi *modelIssue, u *modelUser, reviewID int64
 		discussion = hex.EncodeToString(sum[:])
 	}
 	rc := &modelReviewComment{id: id, reviewID: reviewID, discussion: discussion, author: u, body: body, pos: pos, created: m.now()}
+	if thread := mi.discussionLocked(discussion); !m.sharedNumbers && len(thread) > 0 &&
+		!slices.ContainsFunc(thread, func(n *modelReviewComment) bool { return !n.resolved }) {
+		// GitLab resolves a reply in a resolved discussion, in its author's name
+		// (Notes::BuildService): the discussion stays resolved.
+		rc.resolved, rc.resolvedBy = true, u
+	}
 	if pos != nil {
 		line := cmp.Or(pos.NewLine, pos.OldLine)
 		rc.hunk = fmt.Sprintf("@@ -%d,1 +%d,1 @@\n %s line %d", line, line, pos.Path, line)
@@ -184,6 +191,9 @@ func (m *model) reviewCommentLocked(mi *modelIssue, rc *modelReviewComment) forg
 		Author: forge.User{ID: rc.author.id, Login: rc.author.login}, Body: rc.body, CreatedAt: rc.created,
 		Resolved: rc.resolved,
 	}
+	if rc.resolved && rc.resolvedBy != nil {
+		out.ResolvedBy = rc.resolvedBy.login
+	}
 	if rc.pos != nil {
 		p := *rc.pos
 		out.Position = &p
@@ -223,6 +233,31 @@ func (mi *modelIssue) reviewLocked(id int64) *modelReview {
 		}
 	}
 	return nil
+}
+
+// AddThreadReply adds login's reply (login added if needed) to a review thread of merge
+// request number (a GitLab discussion id, or a Forgejo path and line key) and returns its id.
+// On GitLab a reply in a resolved discussion is resolved in its author's name, as GitLab does.
+func (m *model) AddThreadReply(repo string, number int64, thread, login, body string) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mi := m.mustIssueLocked(forge.IssueRef{Repo: repo, Number: number, MergeRequest: true})
+	u := m.userLocked(login)
+	if u == nil {
+		u = &modelUser{id: m.nextID(), login: login}
+		m.users[strings.ToLower(login)] = u
+	}
+	var first *modelReviewComment
+	for _, rc := range mi.threadNotes {
+		if rc.discussion == thread || (m.sharedNumbers && rc.pos != nil && rc.pos.Key() == thread) {
+			first = rc
+			break
+		}
+	}
+	if first == nil {
+		panic(fmt.Sprintf("forgetest: no thread %s on %s!%d", thread, repo, number))
+	}
+	return m.addThreadNoteLocked(mi, u, first.reviewID, first.discussion, first.pos, body).id
 }
 
 func (mi *modelIssue) discussionLocked(id string) []*modelReviewComment {

@@ -57,6 +57,9 @@ func clientReviewComment(thread string, n *gl.Note) forge.ReviewComment {
 		ID: n.ID, Thread: thread, ReviewState: "commented",
 		Author: forge.User{ID: n.Author.ID, Login: n.Author.Username}, Body: n.Body, Resolved: n.Resolved,
 	}
+	if n.Resolved {
+		rc.ResolvedBy = n.ResolvedBy.Username
+	}
 	if n.CreatedAt != nil {
 		rc.CreatedAt = n.CreatedAt.UTC()
 	}
