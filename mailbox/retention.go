@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -60,7 +61,7 @@ func (r *Retention) Sweep(ctx context.Context) (int, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	t := now()
-	list, err := r.Store.Purgeable(ctx, t.Add(-time.Duration(r.MinDays)*24*time.Hour))
+	list, err := r.Store.Purgeable(ctx, t.Add(-daysDuration(r.MinDays)))
 	if err != nil {
 		return 0, err
 	}
@@ -68,7 +69,7 @@ func (r *Retention) Sweep(ctx context.Context) (int, error) {
 	n := 0
 	for _, mb := range list {
 		days := r.Days(mb.Repo)
-		if days <= 0 || t.Sub(mb.ClosedAt) < time.Duration(days)*24*time.Hour {
+		if days <= 0 || t.Sub(mb.ClosedAt) < daysDuration(days) {
 			continue
 		}
 		if err := r.Store.Purge(ctx, mb.ID); err != nil {
@@ -108,4 +109,14 @@ func (r *Retention) Run(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// daysDuration is days as a duration, saturated at the longest one instead of overflowing
+// into a negative age (106,751 days; the configuration allows 36,500).
+func daysDuration(days int) time.Duration {
+	const day = 24 * time.Hour
+	if days > int(math.MaxInt64/day) {
+		return math.MaxInt64
+	}
+	return time.Duration(days) * day
 }

@@ -70,7 +70,8 @@ type Config struct {
 	// than this many days ago (0 keeps everything); scopes may override it.
 	RetentionDays int `yaml:"retention_days" env:"RETENTION_DAYS"`
 	// Scopes override some settings per organization ("acme") or project ("acme/shop"; GitLab:
-	// the full path); the most specific scope wins. See Scope and Config.For.
+	// the full path), compared without case as the forges compare paths; the most specific
+	// scope wins. See Scope and Config.For.
 	Scopes map[string]Scope `yaml:"scopes" env:"-"`
 	// SelfReview configures the self_review phase: the bot reads its own merge request before
 	// a human does (spec/lifecycle.md, "Self-review").
@@ -96,7 +97,8 @@ type Sessions struct {
 	// no session mount and no lookup: every run starts fresh.
 	AgentSessionResume *bool `yaml:"agent_session_resume" env:"AGENT_SESSION_RESUME"`
 	// Overrides set AgentSessionResume per organization ("acme") or per project
-	// ("acme/shop", GitLab: the full path). The most specific entry wins.
+	// ("acme/shop", GitLab: the full path), compared without case. The most specific entry
+	// wins.
 	Overrides map[string]bool `yaml:"overrides" env:"-"`
 }
 
@@ -104,7 +106,7 @@ type Sessions struct {
 // "group/sub/name"): the project's override, else the closest group's, else the default.
 func (s Sessions) ResumeEnabled(repo string) bool {
 	for p := repo; p != ""; {
-		if v, ok := s.Overrides[p]; ok {
+		if v, _, ok := lookupFold(s.Overrides, p); ok {
 			return v
 		}
 		i := strings.LastIndex(p, "/")

@@ -110,18 +110,21 @@ func (c *Config) For(project string) Effective {
 	}
 	// Widest scope first, so that narrower ones overwrite.
 	for _, s := range slices.Backward(scopeChain(project)) {
-		src := "org " + s
-		if s == project {
-			src = "project " + s
+		// The source names the entry as configured.
+		src := func(name string) string {
+			if s == strings.Trim(project, "/") {
+				return "project " + name
+			}
+			return "org " + name
 		}
-		if v, ok := c.Sessions.Overrides[s]; ok {
-			e.SessionResume, e.Sources["agent_session_resume"] = v, src
+		if v, name, ok := lookupFold(c.Sessions.Overrides, s); ok {
+			e.SessionResume, e.Sources["agent_session_resume"] = v, src(name)
 		}
-		sc, ok := c.Scopes[s]
+		sc, name, ok := lookupFold(c.Scopes, s)
 		if !ok {
 			continue
 		}
-		e.apply(sc, src)
+		e.apply(sc, src(name))
 	}
 	return e
 }
@@ -239,6 +242,8 @@ func (e Effective) Lines() []string {
 
 // validateScopes checks every scope's name and values.
 func (c *Config) validateScopes(v *validator) {
+	v.sameWithoutCase("scopes", slices.Sorted(maps.Keys(c.Scopes)))
+	v.sameWithoutCase("sessions.overrides", slices.Sorted(maps.Keys(c.Sessions.Overrides)))
 	for _, name := range slices.Sorted(maps.Keys(c.Scopes)) {
 		sc := c.Scopes[name]
 		key := "scopes." + name
@@ -255,7 +260,7 @@ func (c *Config) validateScopes(v *validator) {
 			v.add(key+".budget_usd", "must not be negative")
 		}
 		if sc.RetentionDays != nil {
-			v.atLeast(key+".retention_days", int64(*sc.RetentionDays), 0)
+			v.retentionDays(key+".retention_days", *sc.RetentionDays)
 		}
 		c.validateAPIBindings(v, key+".phases", scopedPhases(c.Phases, sc.Phases))
 		if sc.MergeMethod != nil {

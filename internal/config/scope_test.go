@@ -86,6 +86,14 @@ func TestScopedSettings(t *testing.T) {
 	require.True(t, other.SelfReview, "the organization's self-review covers its projects")
 	require.Equal(t, "org acme", other.Sources["self_review"])
 
+	// Both forges compare paths without case, and name a project as it was created: a scope
+	// written in another case applies (else a project meant for shadow mode runs live).
+	require.True(t, c.For("Acme/Other").Shadow, "scopes are compared without case")
+	require.Equal(t, "org acme", c.For("Acme/Other").Sources["shadow"])
+	require.Equal(t, "codex", c.For("ACME/Shop").Agent("development"))
+	require.False(t, c.For("Acme/Legacy").SessionResume)
+	require.False(t, c.Sessions.ResumeEnabled("Acme/Legacy"))
+
 	require.False(t, c.For("acme/legacy").SessionResume, "sessions.overrides is one more scope source")
 	deep := c.For("group/sub/deep/project")
 	require.False(t, deep.SessionResume)
@@ -100,9 +108,14 @@ func TestScopedSettingsAreValidated(t *testing.T) {
     phases: {deploy: script, analysis: nobody}
     budget_usd: -3
     merge_method: fast-forward
+    retention_days: 106752
+  ACME/shop:
+    budget_usd: 1
 `)
 	require.Error(t, err)
 	for _, want := range []string{"scopes.bad/: must be an organization or a project path",
+		"scopes.bad/.retention_days: must be between 0 (keep for ever) and 36500 days (100 years), got 106752",
+		"scopes.acme/shop: names the same path as scopes.ACME/shop: paths are compared without case",
 		"scopes.bad/.ci_fix_attempts", "scopes.bad/.phases.deploy: unknown phase", `scopes.bad/.phases.analysis: unknown agent "nobody"`,
 		"scopes.bad/.budget_usd: must not be negative", `scopes.bad/.merge_method: must be merge, squash or rebase, not "fast-forward"`} {
 		require.ErrorContains(t, err, want)

@@ -67,6 +67,46 @@ func (v *validator) atLeast(key string, n, minimum int64) {
 	}
 }
 
+// MaxRetentionDays bounds retention_days: 100 years, far below the 106,751 days a
+// time.Duration holds, so that the retention's age never overflows into a negative one (which
+// would purge what was closed an hour ago).
+const MaxRetentionDays = 36500
+
+func (v *validator) retentionDays(key string, n int) {
+	if n < 0 || n > MaxRetentionDays {
+		v.add(key, "must be between 0 (keep for ever) and %d days (100 years), got %d", MaxRetentionDays, n)
+	}
+}
+
+// sameWithoutCase reports the keys of m that name one path without case, as both forges
+// compare paths: the lookups (lookupFold) could take either.
+func (v *validator) sameWithoutCase(prefix string, keys []string) {
+	seen := map[string]string{}
+	for _, k := range keys {
+		low := strings.ToLower(k)
+		if first, ok := seen[low]; ok {
+			v.add(prefix+"."+k, "names the same path as %s.%s: paths are compared without case", prefix, first)
+			continue
+		}
+		seen[low] = k
+	}
+}
+
+// lookupFold returns m's entry for key, compared as GitLab and Forgejo compare paths: without
+// case (an exact match first), and the entry's own key.
+func lookupFold[V any](m map[string]V, key string) (V, string, bool) {
+	if v, ok := m[key]; ok {
+		return v, key, true
+	}
+	for k, v := range m {
+		if strings.EqualFold(k, key) {
+			return v, k, true
+		}
+	}
+	var zero V
+	return zero, "", false
+}
+
 // httpURL checks an absolute http(s) URL without credentials. The value is not quoted in
 // errors because a URL may carry a password.
 func (v *validator) httpURL(key, raw string) {
@@ -354,7 +394,7 @@ func (c *Config) validatePhases(v *validator) {
 	if c.Lifecycle.BudgetUSD != nil && *c.Lifecycle.BudgetUSD < 0 {
 		v.add("lifecycle.budget_usd", "must not be negative")
 	}
-	v.atLeast("retention_days", int64(c.RetentionDays), 0)
+	v.retentionDays("retention_days", c.RetentionDays)
 	c.validateScopes(v)
 }
 

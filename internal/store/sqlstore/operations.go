@@ -136,8 +136,8 @@ func (s *Store) Purgeable(ctx context.Context, before time.Time) ([]mailbox.Clos
 	return out, nil
 }
 
-// Purge implements mailbox.RetentionStore: it deletes the mailbox's events (the received
-// payloads) and its shadow writes (the texts shadow mode did not post), blanks the runs' logs and outputs and the questions' context and records when
+// Purge implements mailbox.RetentionStore: it deletes the mailbox's applied events (the received
+// payloads; an event not applied yet, which may start the issue again, is kept) and its shadow writes (the texts shadow mode did not post), blanks the runs' logs and outputs and the questions' context and records when
 // (purged_at, which takes the mailbox out of Purgeable), in one transaction. Idempotent.
 func (s *Store) Purge(ctx context.Context, mailboxID int64) error {
 	return s.withTx(ctx, func(q querier) error {
@@ -152,7 +152,7 @@ func (s *Store) Purge(ctx context.Context, mailboxID int64) error {
 			return nil
 		}
 		for _, st := range []string{
-			`DELETE FROM events WHERE mailbox_id = $1`,
+			`DELETE FROM events WHERE mailbox_id = $1 AND processed_at IS NOT NULL`, // a pending one reopens it
 			`UPDATE runs SET output = '', result = '' WHERE mailbox_id = $1 AND (output <> '' OR result <> '')`,
 			`UPDATE questions SET context = '' WHERE mailbox_id = $1 AND context <> ''`,
 			`DELETE FROM shadow_writes WHERE mailbox_id = $1`,

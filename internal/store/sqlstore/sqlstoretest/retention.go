@@ -41,15 +41,19 @@ func seedClosed(t *testing.T, s *sqlstore.Store, n int64, closedAt *time.Time) *
 	_, err = s.RecordShadow(ctx, mailbox.ShadowWrite{Target: mb.Ref(), Kind: mailbox.ShadowComment, Body: "the text shadow mode kept"})
 	require.NoError(t, err)
 	if closedAt != nil {
+		evs, err := s.PendingEvents(ctx, mb.ID)
+		require.NoError(t, err)
 		mb.State, mb.ClosedAt = mailbox.StateDone, closedAt
-		require.NoError(t, s.Save(ctx, mb))
+		require.NoError(t, s.SaveProcessed(ctx, mb, []mailbox.Processed{{IDs: []int64{evs[0].ID}, Outcome: "done"}}))
 	}
 	return mb
 }
 
 // retention: retention_days purges the events, run logs and outputs and question contexts of mailboxes
 // closed longer ago, and keeps the mailbox, the runs' phases, times and outcomes, the answers
-// and the session records; younger closed mailboxes and open ones are untouched.
+// and the session records; younger closed mailboxes and open ones are untouched. An event not
+// applied yet (the bot assigned again to a done issue while its project is paused or the
+// workers are busy) is never purged: it would start the issue again.
 func retention(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	ctx := context.Background()
 	db := s.DB()
@@ -58,11 +62,17 @@ func retention(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	purged := seedClosed(t, s, 1, &old)
 	kept := seedClosed(t, s, 2, &young)
 	open := seedClosed(t, s, 3, nil)
+	reassigned := seedClosed(t, s, 4, &old)
+	require.NoError(t, s.PauseProject(ctx, "gl", "acme/shop", "ops"))
+	again := storetest.Event(4, "reassign", "reassign")
+	again.Type, again.Comment, again.Assignees = forge.EventAssignees, nil, []string{"alfred"}
+	_, err := s.Deliver(ctx, again)
+	require.NoError(t, err)
 
 	r := &mailbox.Retention{Store: s, Days: func(string) int { return 30 }, Now: c.Now}
 	n, err := r.Sweep(ctx)
 	require.NoError(t, err)
-	require.Equal(t, 1, n)
+	require.Equal(t, 2, n)
 	n, err = r.Sweep(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing left to purge: idempotent")
@@ -77,9 +87,13 @@ func retention(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 		events int
 		texts  int
 		states int // the state changes: closed (idle → done) or not
-	}{{purged, 0, 0, 1}, {kept, 1, 1, 1}, {open, 1, 1, 0}} {
+	}{{purged, 0, 0, 1}, {kept, 1, 1, 1}, {open, 1, 1, 0}, {reassigned, 1, 0, 1}} {
 		id := c.mb.ID
 		require.Equal(t, c.events, count(`SELECT count(*) FROM events WHERE mailbox_id = $1`, id), "events of %d", id)
+		if c.mb == reassigned {
+			require.Equal(t, 1, count(`SELECT count(*) FROM events WHERE mailbox_id = $1 AND processed_at IS NULL`, id),
+				"the delivery not applied yet is kept")
+		}
 		require.Equal(t, c.texts, count(`SELECT count(*) FROM runs WHERE mailbox_id = $1 AND output <> '' AND result <> ''`, id))
 		require.Equal(t, c.texts, count(`SELECT count(*) FROM questions WHERE mailbox_id = $1 AND context <> ''`, id))
 		require.Equal(t, c.texts, count(`SELECT count(*) FROM shadow_writes WHERE mailbox_id = $1`, id), "shadow writes of %d", id)
