@@ -221,13 +221,14 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 
 // afterQuestions reports whether the comment id was posted after the question block of the
 // round: comment ids grow with time on both forges (GitLab note ids, Forgejo comment ids). An
-// unknown block id (its post not recorded yet) says no.
+// unknown block id (its post not recorded yet) says no, and so does shadow mode's (negative:
+// nothing was posted, so no reply can follow it).
 func (m *Machine) afterQuestions(ctx context.Context, mb *Mailbox, id int64) (bool, error) {
 	pc, err := m.store.PostedComment(ctx, mb.ID, fmt.Sprintf("questions-%d", mb.Data.Round))
 	if err != nil {
 		return false, err
 	}
-	return pc != nil && pc.CommentID != 0 && id > pc.CommentID, nil
+	return pc != nil && pc.CommentID > 0 && id > pc.CommentID, nil
 }
 
 // ownComment reports whether the comment id is the one Alfred posted under key (or may be: its

@@ -673,6 +673,20 @@ func TestEditedReplyAnswers(t *testing.T) {
 	require.Contains(t, mb.Data.FreeText, "Let me check with accounting.")
 }
 
+// TestEditedOlderCommentAnswersNothingInShadow: in shadow mode the question block was never
+// posted (its id is negative), so no comment is after it: an edit of alice's older comment
+// answers nothing there either.
+func TestEditedOlderCommentAnswersNothingInShadow(t *testing.T) {
+	t.Parallel()
+	b, _, _ := setupShadow(t, "type::task")
+	old := b.fake.AddComment(b.ref, "alice", "Semicolon, I guess")
+	b.deliver(assign("alice"))
+	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+	b.deliver(forge.Event{Type: forge.EventCommentEdited, Sender: forge.User{Login: "alice"},
+		Comment: &forge.Comment{ID: old, Body: "Semicolon"}})
+	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+}
+
 // TestReplyQuotingTheQuestionBlock: a reply that quotes Alfred's question block (its hidden
 // marker with it) is a reply, not an edit of the block: its own answer counts, in its name.
 func TestReplyQuotingTheQuestionBlock(t *testing.T) {
