@@ -2,14 +2,30 @@ package mailbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
 )
+
+// issueExists reports whether the forge still has the issue (or merge request): a 404 on one
+// of its comments is then the comment's alone. An error other than a 404 counts as existing,
+// so that a forge outage never closes a mailbox.
+func (m *Machine) issueExists(ctx context.Context, bot Bot, ref forge.IssueRef) bool {
+	if ref.MergeRequest {
+		_, err := bot.Forge.MergeRequest(ctx, ref.Repo, ref.Number)
+		return !errors.Is(err, forge.ErrNotFound)
+	}
+	_, err := bot.Forge.Issue(ctx, ref)
+	return !errors.Is(err, forge.ErrNotFound)
+}
 
 // post creates or edits the comment with the given key (see markers.go). A row with comment
 // id 0 is written before posting; if the process dies between the post and recording its id,
 // the next attempt finds the comment by its hidden marker instead of posting it again. A
-// comment whose text did not change is not edited.
+// comment whose text did not change is not edited. A comment a person deleted (the edit is a
+// 404 while the issue is there) is posted again, as new.
 func (m *Machine) post(ctx context.Context, bot Bot, mb *Mailbox, key, kind, body string) error {
 	full := Marker(key, kind) + "\n" + m.cfg.Redact(body)
 	hash := bodyHash(full)
@@ -44,12 +60,20 @@ func (m *Machine) post(ctx context.Context, bot Bot, mb *Mailbox, key, kind, bod
 			if err := m.store.RecordComment(ctx, inFlight); err != nil {
 				return err
 			}
-			if err := bot.Forge.EditComment(ctx, ref, pc.CommentID, full); err != nil {
+			err := bot.Forge.EditComment(ctx, ref, pc.CommentID, full)
+			if err == nil {
+				pc.BodyHash = hash
+				return m.store.RecordComment(ctx, *pc)
+			}
+			if !errors.Is(err, forge.ErrNotFound) || !m.issueExists(ctx, bot, ref) {
 				return fmt.Errorf("edit comment %s: %w", key, err)
 			}
+			// Someone deleted the comment, not the issue: it is posted again, below.
+			m.log.Info("a comment of Alfred's was deleted; posting it again", "mailbox_id", mb.ID, "key", key)
+		} else {
+			pc.BodyHash = hash
+			return m.store.RecordComment(ctx, *pc)
 		}
-		pc.BodyHash = hash
-		return m.store.RecordComment(ctx, *pc)
 	}
 	// The intent, with the body it posts: a reconciliation that reads the comment before the
 	// forge has answered knows it for Alfred's.

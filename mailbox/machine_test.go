@@ -687,6 +687,31 @@ func TestEditedOlderCommentAnswersNothingInShadow(t *testing.T) {
 	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
 }
 
+// TestDeletedCommentIsPostedAgain: someone deletes Alfred's question block; the answer's edit of
+// it is a 404 while the issue is there, so the block is posted again, answered, and the
+// issue goes on: the mailbox is not closed as if the issue were gone.
+func TestDeletedCommentIsPostedAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.deliver(assign("alice"))
+	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+	block := b.lastCommentID()
+	b.fake.DeleteComment(b.ref, block)
+	b.deliver(comment("alice", "q1: b"))
+	mb := b.advance()
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+	require.Nil(t, mb.ClosedAt)
+	var again string
+	for _, c := range b.comments() {
+		if strings.Contains(c, "### q1. Which separator?") {
+			again = c
+		}
+	}
+	require.Contains(t, again, "**Answered by @alice.**", "the block, posted again")
+	require.Equal(t, []string{"status::waiting_validation"}, b.status())
+	b.requireUniqueMarkers()
+}
+
 // TestReplyQuotingTheQuestionBlock: a reply that quotes Alfred's question block (its hidden
 // marker with it) is a reply, not an edit of the block: its own answer counts, in its name.
 func TestReplyQuotingTheQuestionBlock(t *testing.T) {

@@ -206,6 +206,15 @@ func (m *model) AddComment(ref forge.IssueRef, login, body string) int64 {
 	return m.addCommentLocked(m.mustIssueLocked(ref), m.mustUserLocked(login), body, false)
 }
 
+// DeleteComment deletes comment id of the issue, as a person does in the web UI (anyone's,
+// Alfred's included): the API answers 404 for it from then on.
+func (m *model) DeleteComment(ref forge.IssueRef, id int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	is := m.mustIssueLocked(ref)
+	is.comments = slices.DeleteFunc(is.comments, func(c *modelComment) bool { return c.id == id })
+}
+
 // AddSystemNote adds a GitLab system note ("added ~bug label"), which Comments must skip.
 // Forgejo has no such comments in its comment API; ForgejoServer does not list them either.
 func (m *model) AddSystemNote(ref forge.IssueRef, body string) int64 {
