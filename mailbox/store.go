@@ -78,8 +78,9 @@ type Reconciliation interface {
 	SaveReconciled(ctx context.Context, id int64, r Reconciled) error
 	// Tracked reports whether ref has a working mailbox.
 	Tracked(ctx context.Context, ref forge.IssueRef) (bool, error)
-	// KnownRepos returns, sorted, the repositories of the forge named forgeName that have at
-	// least one mailbox: those whose webhooks reach this Alfred.
+	// KnownRepos returns, sorted in byte order (slices.Sort, whatever the database's
+	// collation), the repositories of the forge named forgeName that have at least one
+	// mailbox: those whose webhooks reach this Alfred.
 	KnownRepos(ctx context.Context, forgeName string) ([]string, error)
 	// FailEvents counts one failed attempt to apply each of the events and sets aside those
 	// that reached max attempts (marked processed, with the failure time and errText), so the

@@ -143,3 +143,26 @@ func TestLeaseEventsPastLockedRows(t *testing.T) {
 	require.Equal(t, order[locked], mb.ID, "the least recently updated of the unlocked due mailboxes")
 	require.Equal(t, "w", *mb.LeaseOwner, "the claimed mailbox is returned as claimed")
 }
+
+// TestKnownReposInByteOrderUnderALanguageCollation: a database created under a language
+// collation (en_US.UTF-8, the official postgres image's default) orders "Zeta/app" among the
+// z's, while reconciliation binary-searches the known repositories in byte order: each is
+// found. The test database is C.UTF-8, so the column takes ICU's en-US collation here.
+func TestKnownReposInByteOrderUnderALanguageCollation(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.New(t)
+	ctx := context.Background()
+	_, err := db.ExecContext(ctx, `ALTER TABLE mailboxes ALTER COLUMN repo TYPE text COLLATE "en-US-x-icu"`)
+	require.NoError(t, err)
+	s := postgres.New(db, nil)
+	repos := []string{"alpha/app", "Zeta/app", "beta/app", "Acme/Shop"}
+	for i, repo := range repos {
+		ev := storetest.Event(int64(i+1), repo, repo)
+		ev.Target.Repo = repo
+		_, err := s.Deliver(ctx, ev)
+		require.NoError(t, err)
+	}
+	known, err := s.KnownRepos(ctx, "gl")
+	require.NoError(t, err)
+	require.Equal(t, []string{"Acme/Shop", "Zeta/app", "alpha/app", "beta/app"}, known)
+}

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -79,12 +80,15 @@ WITH RECURSIVE known (repo) AS (
 )
 SELECT repo FROM known WHERE repo IS NOT NULL`
 
-// KnownRepos implements mailbox.Reconciliation.
+// KnownRepos implements mailbox.Reconciliation. The statement walks the database's collation
+// (a language's, such as en_US.UTF-8, sorts "Zeta" among the z's); the list is sorted again in
+// byte order, the order its callers search it in.
 func (s *Store) KnownRepos(ctx context.Context, forgeName string) ([]string, error) {
 	var out []string
 	if err := s.selectPrepared(ctx, &out, sqlKnownRepos, forgeName); err != nil {
 		return nil, fmt.Errorf("list known repositories: %w", err)
 	}
+	slices.Sort(out)
 	return out, nil
 }
 
