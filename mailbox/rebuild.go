@@ -321,11 +321,19 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 		rb.Comments = append(rb.Comments, PostedComment{Key: o.key, Kind: o.kind, CommentID: o.c.ID, BodyHash: h})
 	}
 	slices.SortFunc(rb.Comments, func(a, b PostedComment) int { return cmp.Compare(a.CommentID, b.CommentID) })
+	// lostMR says why the merge request of a state that has one is not known: its comment is
+	// gone, or it names a merge request that is not Alfred's.
+	var lostMR string
 	if m, ok := own[fmt.Sprintf("mr-%d", d.Round)]; ok {
 		if n, branch := parseMRComment(m.text); n != 0 {
 			mb.MRNumber, mb.Branch = n, branch
 			mr, err := f.MergeRequest(ctx, ref.Repo, n)
 			switch {
+			case err == nil && (mr.FromFork || (branch != "" && mr.SourceBranch != branch)):
+				// Someone else's: an issue moved to another project keeps the comment, whose
+				// number names a merge request of the old one.
+				lostMR = fmt.Sprintf("merge request !%d is from %s, not from my branch %s", n, mr.SourceBranch, branch)
+				mb.MRNumber = 0
 			case err == nil:
 				mb.HeadSHA, mb.Branch = mr.HeadSHA, cmp.Or(mr.SourceBranch, branch)
 				if err := handledReviews(ctx, f, ref.Repo, n, d); err != nil {
@@ -336,7 +344,15 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 			}
 		}
 	}
+	if lostMR == "" && mb.MRNumber == 0 && (state == StateInCI || state == StateInReview) {
+		lostMR = "no comment of mine names the merge request"
+	}
 	switch {
+	case lostMR != "" && (state == StateInDevelopment || state == StateInCI || state == StateInReview):
+		// Never another's merge request, nor a CI read of no head: a human decides (a retry
+		// runs the development again).
+		state = StateBlocked
+		d.Blocked, d.BlockedFrom = "rebuilt from the forge: "+lostMR, StateInDevelopment
 	case state == "":
 		// Marked comments but no status label: the pass that acknowledged stopped before the
 		// label. Idle, without the bot among the assignees and a round back, so reconciliation's

@@ -2,6 +2,7 @@ package mailbox_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -367,4 +368,60 @@ func TestRebuildIgnoresAStatusLabelSetByANonWriter(t *testing.T) {
 	b.reconcile()
 	b.advance()
 	require.Zero(t, b.jobsOf(phase.Development), "no development run without a validated plan")
+}
+
+// TestRebuildNeverAdoptsAnotherMergeRequest: an issue moved to another project keeps the
+// comment "I opened merge request !N from `agent/…`", whose number names someone else's merge
+// request there. The rebuild does not take it for Alfred's (ci_fix would push onto that
+// branch, its merge would end the issue): the mailbox is blocked with the reason, and a retry
+// runs the development again.
+func TestRebuildNeverAdoptsAnotherMergeRequest(t *testing.T) {
+	t.Parallel()
+	fake := forgetest.NewFake(forge.KindGitLab)
+	fake.AddUser("alice")
+	fake.AddUser("mallory")
+	const moved = "acme/moved"
+	fake.AddRepo(moved, "main", "/nonexistent.git")
+	fake.SetAccess(moved, "alice", true)
+	theirs := fake.AddMergeRequest(moved, "mallory/feature", "main", "Mallory's work", "mallory")
+	n := fake.AddIssue(moved, forgetest.SeedIssue{Title: "Export the monthly report as CSV", Author: "alice",
+		Labels: []string{"type::task", "status::in_ci"}, Assignees: []string{forgetest.BotLogin}})
+	ref := forge.IssueRef{Forge: "gl", Repo: moved, Number: n}
+	fake.AddComment(ref, forgetest.BotLogin, mailbox.Marker("ack-1", "ack")+"\nThanks @alice, I am on it.")
+	fake.AddComment(ref, forgetest.BotLogin, mailbox.Marker("mr-1", "merge_request")+
+		fmt.Sprintf("\nI opened merge request !%d from `agent/issue-7-export-the-monthly-report-as-csv`.", theirs))
+	is, err := fake.Issue(context.Background(), ref)
+	require.NoError(t, err)
+	is.Ref = ref
+	rb, err := mailbox.DeriveMailbox(context.Background(), fake, forgetest.BotLogin, mailbox.Config{}, is, time.Now())
+	require.NoError(t, err)
+	require.NotNil(t, rb)
+	require.Equal(t, mailbox.StateBlocked, rb.Mailbox.State)
+	require.Zero(t, rb.Mailbox.MRNumber)
+	require.Equal(t, "agent/issue-7-export-the-monthly-report-as-csv", rb.Mailbox.Branch)
+	require.Equal(t, fmt.Sprintf("rebuilt from the forge: merge request !%d is from mallory/feature, not from my branch agent/issue-7-export-the-monthly-report-as-csv", theirs),
+		rb.Mailbox.Data.Blocked)
+	require.Equal(t, mailbox.StateInDevelopment, rb.Mailbox.Data.BlockedFrom)
+}
+
+// TestRebuildInCIWithoutTheMergeRequestComment: Alfred's "I opened merge request" comment was
+// deleted, CI fails on the head and the store is lost. The status says in_ci, but no merge
+// request is known: the mailbox is blocked with the reason instead of reading the CI of no
+// head and calling the merge request ready for review.
+func TestRebuildInCIWithoutTheMergeRequestComment(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	mb := b.toCI()
+	for _, c := range b.fake.IssueComments(b.ref) {
+		if k, _, ok := mailbox.ParseMarker(c.Body); ok && strings.HasPrefix(k, "mr-") {
+			b.fake.DeleteComment(b.ref, c.ID)
+		}
+	}
+	b.fake.SetCI(repo, mb.HeadSHA, forgetest.CIJob{Name: "test", State: forge.CIFailed, Log: "FAIL"})
+	b.loseStore()
+	b.clock.Add(11 * time.Minute) // past ci_wait
+	mb = b.advance()
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Equal(t, "rebuilt from the forge: no comment of mine names the merge request", mb.Data.Blocked)
+	require.NotContains(t, strings.Join(b.comments(), "\n"), "No pipeline ran")
 }
