@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,9 +94,11 @@ func kubeOptions(cfg *config.Config) kubernetes.Options {
 	opts := kubernetes.Options{Namespace: k.Namespace, PullPolicy: corev1.PullPolicy(k.PullPolicy), Requests: requests,
 		StateClaim: k.StateClaim, StateRoot: root, ServiceAccount: k.ServiceAccount,
 		NodeSelector: k.NodeSelector, Tolerations: tolerations, Affinity: affinity,
-		// The Executor stops a run at the timeout; the deadline, a grace later, is the
-		// cluster's own bound should Alfred be gone by then.
-		Timeout: cfg.Runner.Timeout + runner.DefaultStopGrace}
+		// The Executor stops a run at the timeout, counted from when its agent runs; the
+		// deadline, a grace later, is the cluster's own bound should Alfred be gone by then.
+		// Kubernetes counts it from the Pod's start, before the pull, the mounts and the egress
+		// gate: the start's own bound is added, so that it never cuts a run short.
+		Timeout: cfg.Runner.Timeout + cmp.Or(k.StartTimeout, kubernetes.DefaultStartTimeout) + runner.DefaultStopGrace}
 	if cfg.Runner.EgressMode() == config.EgressAllowlist {
 		opts.EgressGate = &kubernetes.EgressGate{Image: k.EgressGateImage, Target: k.EgressGateTarget}
 	}
