@@ -176,14 +176,21 @@ func (e *Executor) RemoveOrphans(ctx context.Context) ([]string, error) {
 		}
 	}
 	return e.destroyAll(ctx, "remove orphan", list, func(c Container) bool {
-		return known[c.Name] || known[string(c.ID)] || (c.Running && detecting(c.Labels))
+		return known[c.Name] || known[string(c.ID)] || (c.Running && unrecorded(c.Labels))
 	})
 }
 
-// detecting reports whether labels are those of a CLI version detection (Service.detect): a
-// short container with no container record, which another replica sharing the runtime may be
-// running while this one starts. The sweeps keep it while it runs.
-func detecting(labels map[string]string) bool { return labels[LabelPhase] == detectPhase }
+// DoctorPhase is the LabelPhase of the containers `alfred doctor` runs to check an agent's
+// image (as a run's Pod or container would run it).
+const DoctorPhase = "doctor"
+
+// unrecorded reports whether labels are those of a short container that never has a container
+// record: a CLI version detection (Service.detect) or a doctor's check (DoctorPhase), which
+// another replica or `alfred doctor` sharing the runtime may be running while this one starts.
+// The sweeps keep it while it runs.
+func unrecorded(labels map[string]string) bool {
+	return labels[LabelPhase] == detectPhase || labels[LabelPhase] == DoctorPhase
+}
 
 // Recover finishes a run whose worker stopped (the process was killed) while the run was in
 // progress; job is the run as the mailbox would have asked for it. It finds the run's live

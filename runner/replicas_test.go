@@ -31,7 +31,7 @@ development:
 // replica reads the store's first view of the mailboxes and its listings, the other one leases
 // mailbox 7 and starts its run: session state, the mailbox's worktree, a run worktree, a run
 // directory and a live container record, then the (real Docker) container. None of it may be
-// removed, nor a version detection the other replica runs; the leftovers of a mailbox that is
+// removed, nor a version detection the other replica runs, nor a doctor's check; the leftovers of a mailbox that is
 // closed and held by nobody are removed, with an exited detection's container.
 func TestReapLeftoversKeepsWhatAnotherReplicaStarts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
@@ -93,6 +93,8 @@ func TestReapLeftoversKeepsWhatAnotherReplicaStarts(t *testing.T) {
 	_, err = b.rt.Wait(ctx, old.ID)
 	require.NoError(t, err)
 	detecting := start(fmt.Sprintf("alfred-detect-%s-live", instance), 1, map[string]string{runner.LabelPhase: "detect"})
+	// `alfred doctor` checks an agent's image meanwhile (a rollout starts a replica beside it).
+	checking := start(fmt.Sprintf("alfred-doctor-%s-live", instance), 1, map[string]string{runner.LabelPhase: runner.DoctorPhase})
 	detected := start(fmt.Sprintf("alfred-detect-%s-dead", instance), 2, map[string]string{runner.LabelPhase: "detect"})
 	_, err = b.rt.Wait(ctx, detected.ID)
 	require.NoError(t, err)
@@ -131,6 +133,9 @@ func TestReapLeftoversKeepsWhatAnotherReplicaStarts(t *testing.T) {
 	require.True(t, h.Running)
 	h, err = b.rt.Adopt(ctx, string(detecting.ID))
 	require.NoError(t, err, "the other replica's version detection was removed")
+	require.True(t, h.Running)
+	h, err = b.rt.Adopt(ctx, string(checking.ID))
+	require.NoError(t, err, "the doctor's check was removed")
 	require.True(t, h.Running)
 
 	for _, d := range dirs(3, 30) {

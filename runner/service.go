@@ -377,7 +377,7 @@ func (s *Service) ReapLeftovers(ctx context.Context, read func(context.Context) 
 	}
 	containers := view()
 	reaped, err := s.exec.Reap(ctx, func(labels map[string]string) bool {
-		if detecting(labels) {
+		if unrecorded(labels) {
 			return true
 		}
 		id, perr := strconv.ParseInt(labels[LabelMailbox], 10, 64)

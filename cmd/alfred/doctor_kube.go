@@ -113,7 +113,7 @@ func (c kubeCluster) RunPod(ctx context.Context, image string, args []string) (d
 	_, _ = rand.Read(b)
 	spec := runner.ContainerSpec{Name: "alfred-doctor-" + hex.EncodeToString(b), Image: image, Cmd: args,
 		WorkingDir: "/", User: c.user,
-		Labels: map[string]string{runner.LabelManaged: "true", runner.LabelInstance: c.instance, runner.LabelPhase: "doctor"},
+		Labels: map[string]string{runner.LabelManaged: "true", runner.LabelInstance: c.instance, runner.LabelPhase: runner.DoctorPhase},
 		Limits: runner.Limits{MemoryBytes: 256 << 20, NanoCPUs: 5e8}}
 	began := time.Now()
 	h, err := c.rt.Start(ctx, spec)
