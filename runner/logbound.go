@@ -81,8 +81,13 @@ func (b *LogBuffer) Bytes() []byte { return join(b, b, b.dropped) }
 // complete: a followed stream may end before the last lines when the runtime rotated the log
 // meanwhile). When the second read starts as the followed stream did, the runtime kept the
 // head and the second read is the log; otherwise the head of the first and the tail of the
-// second around the marker (at least that many bytes dropped).
+// second around the marker (at least that many bytes dropped). An empty second read (the
+// runtime rotated the whole log away and the container wrote nothing after) is no log: the
+// followed one is.
 func JoinLogs(followed, read *LogBuffer) []byte {
+	if len(read.head) == 0 {
+		return followed.Bytes()
+	}
 	n := min(len(followed.head), len(read.head))
 	if bytes.Equal(followed.head[:n], read.head[:n]) {
 		return read.Bytes()
@@ -131,7 +136,6 @@ type LogFollower struct {
 	done        chan struct{}
 	mu          sync.Mutex
 	out, errOut *LogBuffer
-	err         error
 	ended       atomic.Bool // the runtime saw the container end (MarkEnded)
 	opened      atomic.Bool // open returned the stream (Opened)
 }
@@ -145,15 +149,13 @@ func FollowLogs(open func(ctx context.Context) (io.ReadCloser, error), demux fun
 	go func() {
 		defer close(f.done)
 		defer cancel()
+		// A stream that fails keeps what it read (Logs): its error says nothing more.
 		rc, err := open(ctx)
 		if err == nil {
 			f.opened.Store(true)
-			err = demux(lockedWriter{&f.mu, f.out}, lockedWriter{&f.mu, f.errOut}, rc)
+			_ = demux(lockedWriter{&f.mu, f.out}, lockedWriter{&f.mu, f.errOut}, rc)
 			_ = rc.Close()
 		}
-		f.mu.Lock()
-		f.err = err
-		f.mu.Unlock()
 	}()
 	return f
 }
@@ -164,7 +166,8 @@ func (f *LogFollower) MarkEnded() { f.ended.Store(true) }
 
 // Logs waits for the stream's end (or ctx) and returns what it kept (see JoinLogs). ok is
 // false while the container runs (a live page reads the logs so far without waiting for the
-// end) and when the stream failed: the caller then uses only its own read.
+// end): the caller then uses only its own read. A stream that broke (an API server or kubelet
+// restarting) still returns what it kept: its head is the log's, whatever came after.
 func (f *LogFollower) Logs(ctx context.Context) (stdout, stderr *LogBuffer, ok bool, err error) {
 	if !f.ended.Load() {
 		return nil, nil, false, nil
@@ -176,9 +179,6 @@ func (f *LogFollower) Logs(ctx context.Context) (stdout, stderr *LogBuffer, ok b
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.err != nil {
-		return nil, nil, false, nil
-	}
 	return f.out, f.errOut, true, nil
 }
 

@@ -2,7 +2,10 @@ package runner
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -64,4 +67,33 @@ func TestJoinLogs(t *testing.T) {
 	require.True(t, strings.HasPrefix(got, "session: abc\n"), "the runtime rotated the head away: %s", got)
 	require.True(t, strings.HasSuffix(got, "the result\n"), got)
 	require.Positive(t, LogDropped([]byte(got)))
+
+	// The runtime rotated the whole log away while the run was quiet, and it ended without
+	// another byte: the read after the end is empty, and the followed log is the log.
+	require.Equal(t, string(followed.Bytes()), string(JoinLogs(followed, NewLogBuffer(64))))
+}
+
+// TestFollowerKeepsWhatItReadWhenTheStreamBreaks: the followed stream breaks mid-run (an API
+// server or a kubelet restarting) after it kept the session line: Logs still returns it, for
+// JoinLogs to take the head from.
+func TestFollowerKeepsWhatItReadWhenTheStreamBreaks(t *testing.T) {
+	t.Parallel()
+	f := FollowLogs(func(context.Context) (io.ReadCloser, error) {
+		return io.NopCloser(io.MultiReader(strings.NewReader("session: 5e55a0e1\n"), brokenStream{})), nil
+	}, func(stdout, _ io.Writer, r io.Reader) error {
+		_, err := io.Copy(stdout, r)
+		return err
+	}, 64)
+	f.MarkEnded()
+	out, _, ok, err := f.Logs(t.Context())
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "session: 5e55a0e1\n", string(out.Bytes()))
+}
+
+// brokenStream fails every read, as a stream whose connection the server closed.
+type brokenStream struct{}
+
+func (brokenStream) Read([]byte) (int, error) {
+	return 0, errors.New("http2: server sent GOAWAY and closed the connection")
 }
