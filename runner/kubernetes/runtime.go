@@ -364,7 +364,8 @@ func ended(p *corev1.Pod) bool {
 // at once (grace 0): nothing is left to stop, and a graceful deletion would wait for the
 // kubelet to confirm it (about 2 s on the test cluster, on the path of every phase). Objects
 // that do not exist are not an error, so Destroy is idempotent. If ctx is already done,
-// Destroy works on a fresh context bounded by CleanupTimeout. Failures of the steps are joined.
+// Destroy works on a fresh context bounded by CleanupTimeout; the wait for the Pod to go is
+// bounded by CleanupTimeout in any case. Failures of the steps are joined.
 func (r *Runtime) Destroy(ctx context.Context, id runner.ContainerID) error {
 	ctx, cancel := r.cleanupCtx(ctx)
 	defer cancel()
@@ -386,7 +387,10 @@ func (r *Runtime) Destroy(ctx context.Context, id runner.ContainerID) error {
 		errs = append(errs, fmt.Errorf("delete secret %s: %w", id, err))
 	}
 	if podErr == nil {
-		err := r.watchPod(ctx, string(id), func(*corev1.Pod) (bool, error) { return false, nil })
+		// Bounded: a Pod on a node that is gone stays Terminating until someone forces it.
+		wctx, wcancel := context.WithTimeout(ctx, orDefault(r.CleanupTimeout, DefaultCleanupTimeout))
+		defer wcancel()
+		err := r.watchPod(wctx, string(id), func(*corev1.Pod) (bool, error) { return false, nil })
 		if !errors.Is(err, runner.ErrContainerNotFound) {
 			errs = append(errs, fmt.Errorf("wait for pod %s to go: %w", id, err))
 		}
@@ -446,18 +450,37 @@ func (r *Runtime) Adopt(ctx context.Context, ref string) (runner.Handle, error) 
 // watchPod calls done with the Pod named name now and at every change, until done returns
 // true or an error, ctx ends (ctx.Err()), or the Pod is gone (an error wrapping
 // runner.ErrContainerNotFound). A watch the server closes is opened again from a fresh read.
+// A transient failure of the API server (transientAPIError: a restart, an upgrade, 429 or
+// 5xx) is tried again, waiting longer each time up to watchRetryMax, until ctx ends: a blip
+// never ends a run that goes on in its Pod.
 func (r *Runtime) watchPod(ctx context.Context, name string, done func(*corev1.Pod) (bool, error)) error {
 	pods := r.pods()
+	wait := watchRetryMin
+	retry := func(err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !transientAPIError(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, watchRetryMax)
+		return nil
+	}
 	for {
 		p, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if apierrors.IsNotFound(err) {
+			if apierrors.IsNotFound(err) && ctx.Err() == nil {
 				return fmt.Errorf("pod %s: %w", name, runner.ErrContainerNotFound)
 			}
-			return err
+			if err := retry(err); err != nil {
+				return err
+			}
+			continue
 		}
 		if ok, err := done(p); ok || err != nil {
 			return err
@@ -467,11 +490,12 @@ func (r *Runtime) watchPod(ctx context.Context, name string, done func(*corev1.P
 			ResourceVersion: p.ResourceVersion,
 		})
 		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+			if err := retry(err); err != nil {
+				return fmt.Errorf("watch pod %s: %w", name, err)
 			}
-			return fmt.Errorf("watch pod %s: %w", name, err)
+			continue
 		}
+		wait = watchRetryMin
 		ok, err := watchEvents(ctx, w, name, done)
 		w.Stop()
 		if ok || err != nil {
@@ -594,4 +618,23 @@ func (r *Runtime) SweepLeftovers(ctx context.Context, want map[string]string) ([
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// The waits between tries of a transient API failure while watching a Pod (watchPod).
+const (
+	watchRetryMin = 200 * time.Millisecond
+	watchRetryMax = 5 * time.Second
+)
+
+// transientAPIError reports whether err may pass by trying again: anything but the API
+// server's considered refusals (not found, forbidden, unauthorized, bad request, invalid,
+// method not supported, gone), such as 429, 5xx, a timeout or no answer at all (a restart).
+func transientAPIError(err error) bool {
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err), apierrors.IsUnauthorized(err),
+		apierrors.IsBadRequest(err), apierrors.IsInvalid(err), apierrors.IsMethodNotSupported(err),
+		apierrors.IsGone(err):
+		return false
+	}
+	return true
 }

@@ -1,12 +1,21 @@
 package kubernetes_test
 
 import (
+	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/kubernetes"
@@ -47,4 +56,83 @@ func TestWaitReadsPodStatus(t *testing.T) {
 
 	_, err = rt.Wait(t.Context(), "absent")
 	require.ErrorIs(t, err, runner.ErrContainerNotFound)
+}
+
+// TestWaitOutlastsATransientAPIError: the watch Wait holds is dropped (the API server's
+// request timeout, a restart) and the read that follows meets a 503 while the API server
+// restarts: Wait tries again and returns the run's end, instead of failing a run that goes on
+// in its Pod. A considered refusal (403) still fails at once.
+func TestWaitOutlastsATransientAPIError(t *testing.T) {
+	t.Parallel()
+	pod := func(st corev1.PodStatus) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "alfred"}, Status: st}
+	}
+	running := corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: kubernetes.ContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}
+	done := corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: kubernetes.ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}}}}
+	for _, c := range []struct {
+		name   string
+		second error
+		ok     bool
+	}{
+		{"503", apierrors.NewServiceUnavailable("the API server is restarting"), true},
+		{"429", apierrors.NewTooManyRequests("slow down", 1), true},
+		{"403", apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "run", errors.New("RBAC")), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cs := fake.NewClientset()
+			cs.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
+				w := watch.NewFake()
+				w.Stop() // dropped at once: Wait reads the Pod again
+				return true, w, nil
+			})
+			var gets atomic.Int32
+			cs.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				switch gets.Add(1) {
+				case 1:
+					return true, pod(running), nil
+				case 2:
+					return true, nil, c.second
+				}
+				return true, pod(done), nil
+			})
+			rt := kubernetes.New(cs, kubernetes.Options{Namespace: "alfred"})
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			st, err := rt.Wait(ctx, "run")
+			if !c.ok {
+				require.True(t, apierrors.IsForbidden(err), "%v", err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, 0, st.Code)
+		})
+	}
+}
+
+// TestDestroyOfAPodThatNeverGoesIsBounded: a Pod on a node that is gone stays Terminating
+// until someone forces its deletion. Destroy (and the start-up sweeps that call it) waits
+// CleanupTimeout for it to go, then says so, instead of blocking for ever.
+func TestDestroyOfAPodThatNeverGoesIsBounded(t *testing.T) {
+	t.Parallel()
+	now := metav1.Now()
+	stuck := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "run", Namespace: "alfred", DeletionTimestamp: &now},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	cs := fake.NewClientset(stuck)
+	cs.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, nil // accepted; the kubelet that would finish it is gone
+	})
+	rt := kubernetes.New(cs, kubernetes.Options{Namespace: "alfred"})
+	rt.CleanupTimeout = 300 * time.Millisecond
+	done := make(chan error, 1)
+	go func() { done <- rt.Destroy(context.Background(), "run") }()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorContains(t, err, "wait for pod run to go")
+	case <-time.After(time.Minute):
+		t.Fatal("Destroy still waits for a Pod that never goes")
+	}
 }
