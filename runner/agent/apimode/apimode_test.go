@@ -135,6 +135,10 @@ func TestToolCallOutsideWorktreeRefused(t *testing.T) {
 		{Name: "list_dir", Args: map[string]any{"path": ".."}},
 		{Name: "search_text", Args: map[string]any{"query": "MARK-OUTSIDE", "path": "up"}},
 		{Name: "read_file", Args: map[string]any{"path": ".git"}},
+		// git's own data through links the repository holds (self → ., g → .git).
+		{Name: "read_file", Args: map[string]any{"path": "self/.git"}},
+		{Name: "read_file", Args: map[string]any{"path": "g"}},
+		{Name: "search_text", Args: map[string]any{"query": "gitdir", "path": "g"}},
 		{Name: "read_file", Args: map[string]any{"path": "README.md", "offset": -1}},
 		{Name: "write_file", Args: map[string]any{"path": "README.md"}},
 	}
@@ -149,12 +153,15 @@ func TestToolCallOutsideWorktreeRefused(t *testing.T) {
 				return apimodetest.Reply{Text: finalFunctional}
 			})
 			wt := worktree(t)
+			require.NoError(t, os.Symlink(".", filepath.Join(wt, "self")))
+			require.NoError(t, os.Symlink(".git", filepath.Join(wt, "g")))
 			rep, err := newAgent(t, p, srv, nil).RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: wt})
 			require.NoError(t, err, rep.Log)
 			require.Len(t, seen, len(escapes))
 			for i, r := range seen {
 				assert.True(t, r.IsError, "call %d (%v) must be refused: %s", i, escapes[i].Args, r.Content)
 				assert.Contains(t, r.Content, "refused", "call %d", i)
+				assert.NotContains(t, r.Content, "gitdir:", "call %d", i)
 				assert.NotContains(t, r.Content, "MARK-OUTSIDE-CONTENT")
 				assert.NotContains(t, r.Content, "root:")
 			}
@@ -279,6 +286,13 @@ func TestProviderErrors(t *testing.T) {
 			assert.EqualError(t, err, "the "+map[string]string{apimode.Anthropic: "Anthropic", apimode.OpenAI: "OpenAI"}[p.kind]+
 				" API failed on its side: HTTP 503 overloaded_error: Overloaded")
 			assert.Equal(t, 1, srv.Calls(), "no retries when they are off")
+		})
+		t.Run(p.kind+"/529 retry-after", func(t *testing.T) {
+			srv := p.start(t, testKey, testModel, final)
+			srv.FailNext(1, apimodetest.Failure{Status: 529, Type: "overloaded_error", Message: "Overloaded", RetryAfter: "120"})
+			_, err := run(t, srv, func(c *apimode.Config) { c.MaxRetries = -1 })
+			assert.ErrorContains(t, err, "API failed on its side (retry after 2m0s): HTTP 529 overloaded_error: Overloaded",
+				"the wait a 5xx asked for is in the failure")
 		})
 		t.Run(p.kind+"/unreachable", func(t *testing.T) {
 			srv := p.start(t, testKey, testModel, final)

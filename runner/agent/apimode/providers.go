@@ -225,13 +225,13 @@ func (e *ProviderError) Error() string {
 		what = "does not know the model or the endpoint"
 	case e.Status == http.StatusTooManyRequests:
 		what = "is rate limiting the key"
-		if e.RetryAfter > 0 {
-			what += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
-		}
 	case e.Status >= 500:
 		what = "failed on its side"
 	default:
 		what = "refused the request"
+	}
+	if e.RetryAfter > 0 && (e.Status == http.StatusTooManyRequests || e.Status >= 500) {
+		what += fmt.Sprintf(" (retry after %s)", e.RetryAfter) // a 503 or 529 may ask for a wait too
 	}
 	msg := fmt.Sprintf("the %s API %s: HTTP %d", e.Provider, what, e.Status)
 	if e.Type != "" {

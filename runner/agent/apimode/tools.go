@@ -162,9 +162,33 @@ func confined(p string, err error) error {
 	return err
 }
 
-// open opens p (clean, confined) below the worktree; c is its cleaned path.
+// throughGit refuses c (clean) when it reaches the worktree's .git entry, or something in it,
+// through a symbolic link the repository holds ("self/.git" with self → ., "g" with g →
+// .git): each of its leading paths is compared, link followed, with .git itself.
+func (t *Tools) throughGit(p, c string) error {
+	git, err := t.root.Stat(".git")
+	if err != nil || c == "." {
+		return nil
+	}
+	parts := strings.Split(c, "/")
+	for i := range parts {
+		fi, err := t.root.Stat(strings.Join(parts[:i+1], "/"))
+		if err != nil {
+			return nil // not there: the caller's own open says so
+		}
+		if os.SameFile(fi, git) {
+			return fmt.Errorf("%w: %q leads to git's own data, not the repository's files", ErrRefused, p)
+		}
+	}
+	return nil
+}
+
+// open opens p (clean, confined, not git's own data) below the worktree; c is its cleaned path.
 func (t *Tools) open(p string) (f *os.File, c string, err error) {
 	if c, err = clean(p); err != nil {
+		return nil, "", err
+	}
+	if err = t.throughGit(p, c); err != nil {
 		return nil, "", err
 	}
 	if f, err = t.root.Open(c); err != nil {
@@ -269,6 +293,9 @@ func (t *Tools) search(query, p string) (string, error) {
 	}
 	c, err := clean(p)
 	if err != nil {
+		return "", err
+	}
+	if err := t.throughGit(p, c); err != nil {
 		return "", err
 	}
 	if _, err := t.root.Stat(c); err != nil {
