@@ -189,7 +189,8 @@ func (w *Workers) Recover(ctx context.Context) error {
 }
 
 func (w *Workers) recoverOne(ctx context.Context, id int64) error {
-	mb, err := w.store.Claim(ctx, id, w.cfg.Owner, w.cfg.LeaseTTL)
+	owner := w.claimOwner()
+	mb, err := w.store.Claim(ctx, id, owner, w.cfg.LeaseTTL)
 	if err != nil {
 		return err
 	}
@@ -207,7 +208,7 @@ func (w *Workers) recoverOne(ctx context.Context, id int64) error {
 			case <-holdCtx.Done():
 				return
 			case <-t.C:
-				_ = w.store.Extend(holdCtx, id, w.cfg.Owner, w.cfg.LeaseTTL)
+				_ = w.store.Extend(holdCtx, id, owner, w.cfg.LeaseTTL)
 			}
 		}
 	}()
@@ -220,7 +221,7 @@ func (w *Workers) recoverOne(ctx context.Context, id int64) error {
 		mb.WakeAt = &now // due at once: the mailbox continues by its normal rules
 		rerr = w.store.Save(relCtx, mb)
 	}
-	if err := w.store.Release(relCtx, id, w.cfg.Owner, 0); err != nil {
+	if err := w.store.Release(relCtx, id, owner, 0); err != nil {
 		return cmp.Or(rerr, err)
 	}
 	return rerr

@@ -416,6 +416,44 @@ func TestPoisonEventIsSetAsideAndTheRestGoesOn(t *testing.T) {
 	b.requireUniqueMarkers()
 }
 
+// TestEachClaimHoldsItsOwnLease: two workers of one process must not share a lease's name.
+// Otherwise a worker whose lease expired while it worked (the database unreachable longer than
+// the TTL) extends the lease another worker of the same process has taken since, as if it were
+// its own, and its release frees that one's: two passes on one mailbox at once. Each claim's
+// lease is named "<owner>/<claim number>": the runs of two passes see two names.
+func TestEachClaimHoldsItsOwnLease(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.exec.results["analysis.functional"] = &phase.Result{Summary: "ok", Understanding: "clear"}
+	var owners []string
+	b.exec.during = func(job phase.Job) {
+		mb, err := b.store.Find(context.Background(), b.ref)
+		require.NoError(t, err)
+		require.NotNil(t, mb.LeaseOwner)
+		owners = append(owners, *mb.LeaseOwner)
+	}
+	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", LeaseTTL: time.Minute}, b.store, b.machine, b.log)
+	drain := func() {
+		for {
+			did, err := w.Once(context.Background())
+			require.NoError(t, err)
+			if !did {
+				return
+			}
+		}
+	}
+	b.deliver(assign("alice")) // one pass: the analyses
+	drain()
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")}) // another: the development
+	drain()
+	require.GreaterOrEqual(t, len(owners), 2, "runs in two passes")
+	require.NotEqual(t, owners[0], owners[len(owners)-1], "two claims, two lease names")
+	for _, o := range owners {
+		require.Regexp(t, `^w/\d+$`, o)
+	}
+}
+
 func TestPassThatKillsTheProcessBlocksAfterLimit(t *testing.T) {
 	t.Parallel()
 	b := setupPG(t, "type::task")

@@ -17,7 +17,8 @@ import (
 
 // WorkerConfig tunes the workers. Zero values take the defaults.
 type WorkerConfig struct {
-	// Owner names this process in leases (default hostname-pid).
+	// Owner names this process in leases (default hostname-pid); each claim's lease is
+	// Owner/<claim number> (Workers.claimOwner).
 	Owner string
 	// Count is the number of mailboxes processed at once (default 2).
 	Count int
@@ -65,6 +66,8 @@ type Workers struct {
 	// claiming counts the claims and passes in progress (of every kind): a drained replica
 	// has none.
 	claiming atomic.Int64
+	// claims numbers the claims, for their lease names (claimOwner).
+	claims atomic.Int64
 	// recorded is what SyncInstallation last wrote of this replica, and when.
 	recordMu sync.Mutex
 	recorded struct {
@@ -243,11 +246,20 @@ func (w *Workers) Once(ctx context.Context) (bool, error) {
 	if w.draining.Load() {
 		return false, nil
 	}
-	mb, err := w.store.Lease(ctx, w.cfg.Owner, w.cfg.LeaseTTL)
+	owner := w.claimOwner()
+	mb, err := w.store.Lease(ctx, owner, w.cfg.LeaseTTL)
 	if err != nil || mb == nil {
 		return false, err
 	}
-	return true, w.pass(ctx, mb, w.machine.Advance)
+	return true, w.pass(ctx, mb, owner, w.machine.Advance)
+}
+
+// claimOwner names one claim's lease: the process's owner (WorkerConfig.Owner) and the claim's
+// number. Each claim holds its own name, so that a worker whose lease expired (the database
+// unreachable longer than the TTL) learns it from its next Extend even when another worker of
+// the same process took the mailbox meanwhile, and its Release frees nothing of that one's.
+func (w *Workers) claimOwner() string {
+	return fmt.Sprintf("%s/%d", w.cfg.Owner, w.claims.Add(1))
 }
 
 // OnceEvents is Once for an event worker: it leases a mailbox due by its events or timers (not
@@ -258,12 +270,13 @@ func (w *Workers) OnceEvents(ctx context.Context) (bool, error) {
 	if w.draining.Load() {
 		return false, nil
 	}
-	mb, err := w.store.LeaseEvents(ctx, w.cfg.Owner, w.cfg.LeaseTTL, RunStates())
+	owner := w.claimOwner()
+	mb, err := w.store.LeaseEvents(ctx, owner, w.cfg.LeaseTTL, RunStates())
 	if err != nil || mb == nil {
 		return false, err
 	}
 	claimedInRun := def(mb.State).Phase != ""
-	err = w.pass(ctx, mb, func(ctx context.Context, mb *Mailbox) error { return w.machine.AdvanceEvents(ctx, mb, w) })
+	err = w.pass(ctx, mb, owner, func(ctx context.Context, mb *Mailbox) error { return w.machine.AdvanceEvents(ctx, mb, w) })
 	// A run worker is woken when this mailbox may concern one: it is in a run state now (its
 	// run is due, or a container is left to reattach to), it was when claimed (its lease
 	// counted against its repository's runs, RunsPerProject), or the pass failed. A pass on an
@@ -285,18 +298,19 @@ func (w *Workers) OnceRun(ctx context.Context) (bool, error) {
 	if w.draining.Load() {
 		return false, nil
 	}
-	mb, err := w.store.LeaseRun(ctx, w.cfg.Owner, w.cfg.LeaseTTL, RunStates(), w.cfg.RunsPerProject)
+	owner := w.claimOwner()
+	mb, err := w.store.LeaseRun(ctx, owner, w.cfg.LeaseTTL, RunStates(), w.cfg.RunsPerProject)
 	if err != nil || mb == nil {
 		return false, err
 	}
 	w.busy.Add(1)
 	defer w.busy.Add(-1)
-	return true, w.pass(ctx, mb, w.machine.Advance)
+	return true, w.pass(ctx, mb, owner, w.machine.Advance)
 }
 
-// pass advances the leased mailbox with advance under a heartbeat, reports a failure and
-// releases the lease (with a backoff after a failure).
-func (w *Workers) pass(ctx context.Context, mb *Mailbox, advance func(context.Context, *Mailbox) error) error {
+// pass advances the mailbox leased as owner with advance under a heartbeat, reports a failure
+// and releases the lease (with a backoff after a failure).
+func (w *Workers) pass(ctx context.Context, mb *Mailbox, owner string, advance func(context.Context, *Mailbox) error) error {
 	log := w.log.With("mailbox_id", mb.ID, "forge", mb.Forge, "repo", mb.Repo, "issue", mb.Number)
 	passCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -309,7 +323,7 @@ func (w *Workers) pass(ctx context.Context, mb *Mailbox, advance func(context.Co
 			case <-passCtx.Done():
 				return
 			case <-t.C:
-				if err := w.store.Extend(passCtx, mb.ID, w.cfg.Owner, w.cfg.LeaseTTL); errors.Is(err, ErrLeaseLost) {
+				if err := w.store.Extend(passCtx, mb.ID, owner, w.cfg.LeaseTTL); errors.Is(err, ErrLeaseLost) {
 					log.Error("lease lost; stopping the pass")
 					close(lost)
 					cancel()
@@ -343,7 +357,7 @@ func (w *Workers) pass(ctx context.Context, mb *Mailbox, advance func(context.Co
 	}
 	relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer relCancel()
-	if err := w.store.Release(relCtx, mb.ID, w.cfg.Owner, backoff); err != nil {
+	if err := w.store.Release(relCtx, mb.ID, owner, backoff); err != nil {
 		return errors.Join(passErr, err)
 	}
 	if passErr != nil {
