@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -247,7 +248,7 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 	d.Round = maxSuffix(own, "ack-", "questions-", "plan-", "validated-", "mr-", "analysis-", "answer-", "defaults-")
 	d.Blocks = countPrefix(own, "blocked-")
 	d.StuckReports = maxSuffix(own, "stuck-")
-	d.CIAttempts = countPrefix(own, "cifix-")
+	d.CIAttempts = ciAttempts(own)
 	d.ReviewAttempts = maxSuffix(own, "review-fix-")
 	if fa, ok := Section(is.Body, sectionFunctional); ok {
 		d.Decisions = parseDecisions(fa)
@@ -398,8 +399,11 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 // stateOfLabels returns the state a status label names ("" when the issue has none): the
 // first state of the table with that label.
 func stateOfLabels(l Labels, labels []string) State {
-	for _, s := range []State{StateWaitingInfo, StateFunctionalAnalysis, StateTechnicalAnalysis, StateWaitingValidation,
-		StateInDevelopment, StateInCI, StateInReview, StateBlocked, StateDone} {
+	// Blocked first: besides another status label it is a writer's hold (Forgejo and GitLab
+	// Free keep the old label when a person adds one; Alfred's own changes replace it), and a
+	// hold is never lost.
+	for _, s := range []State{StateBlocked, StateWaitingInfo, StateFunctionalAnalysis, StateTechnicalAnalysis, StateWaitingValidation,
+		StateInDevelopment, StateInCI, StateInReview, StateDone} {
 		if st := l.Status(s); st != "" && containsFold(labels, st) {
 			return s
 		}
@@ -493,6 +497,31 @@ func maxSuffix(own map[string]ownComment, prefixes ...string) int {
 		}
 	}
 	return n
+}
+
+// ciAttempts counts the ci_fix comments ("cifix-<sha>") posted since the last retry that gave
+// the CI fixes fresh attempts: a "Retrying as asked by" retry (a retry comment or ai::retry,
+// not ai::retry_once) of a block from ci_fix. Resume resets the count then and runs the fix
+// the block stopped without counting it (a failure counts when CI is read, checkCI), so the
+// first fix after such a retry is not counted either.
+func ciAttempts(own map[string]ownComment) int {
+	list := slices.SortedFunc(maps.Values(own), func(a, b ownComment) int { return cmp.Compare(a.c.ID, b.c.ID) })
+	n := 0
+	var blockedFrom string
+	for _, o := range list {
+		switch {
+		case strings.HasPrefix(o.key, "cifix-"):
+			n++
+		case blockedKeyRE.MatchString(o.key):
+			blockedFrom = blockedKeyRE.FindStringSubmatch(o.key)[1]
+		case strings.HasPrefix(o.key, "retry-") && strings.HasPrefix(strings.TrimSpace(o.text), "Retrying as asked by"):
+			if blockedFrom == string(StateCIFix) {
+				n = -1
+			}
+			blockedFrom = ""
+		}
+	}
+	return max(n, 0)
 }
 
 func countPrefix(own map[string]ownComment, prefix string) int {

@@ -425,3 +425,47 @@ func TestRebuildInCIWithoutTheMergeRequestComment(t *testing.T) {
 	require.Equal(t, "rebuilt from the forge: no comment of mine names the merge request", mb.Data.Blocked)
 	require.NotContains(t, strings.Join(b.comments(), "\n"), "No pipeline ran")
 }
+
+// TestRebuildCountsCIFixAttemptsSinceTheRetry: CI failed three times, the mailbox blocked,
+// a writer's retry gave the fixes fresh attempts and one more ran; the store is then lost. The
+// rebuild counts the fixes since the retry, as the live mailbox did, so the next failure runs a
+// fix instead of blocking at once.
+func TestRebuildCountsCIFixAttemptsSinceTheRetry(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.machine = mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, CIFixAttempts: 3},
+		b.store, b.bots, b.exec, b.clock.Now, b.log)
+	mb := b.toCI()
+	sha := func(id int) string { return fmt.Sprintf("%040d", id) }
+	for id := 1; id <= 8; id++ {
+		b.fake.SetCI(repo, sha(id), forgetest.CIJob{Name: "test", State: forge.CIFailed, Log: "FAIL"})
+	}
+	for i := 0; i < 6 && mb.State != mailbox.StateBlocked; i++ {
+		mb = b.poll()
+	}
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Equal(t, 3, mb.Data.CIAttempts)
+	b.deliver(comment("alice", "retry"))
+	mb = b.advance()
+	require.Equal(t, mailbox.StateInCI, mb.State)
+	live := mb.Data.CIAttempts
+	require.Less(t, live, 3, "the retry's fixes, on fresh attempts")
+
+	b.loseStore()
+	mb = b.advance()
+	require.Equal(t, live, mb.Data.CIAttempts, "rebuilt: the fixes since the retry")
+}
+
+// TestRebuildKeepsAWritersHold: while Alfred has no store, a writer adds status::blocked to stop
+// the work; Forgejo and GitLab Free keep the old status::in_ci beside it. The rebuild takes the
+// hold: the mailbox is blocked, not in CI going on.
+func TestRebuildKeepsAWritersHold(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.toCI()
+	b.fake.SetIssueLabels(b.ref, "alice", append(b.fake.IssueLabels(b.ref), "status::blocked")...)
+	st := b.loseStore()
+	require.Equal(t, map[mailbox.State]int{mailbox.StateBlocked: 1}, st.States)
+	b.reconcile()
+	require.Equal(t, mailbox.StateBlocked, b.advance().State)
+}
