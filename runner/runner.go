@@ -97,6 +97,11 @@ type ExitState struct {
 	Killed    bool   `json:"killed,omitempty"`
 	OOMKilled bool   `json:"oom_killed,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Disrupted is the cluster's reason when it, not the agent nor Alfred, ended the run
+	// (Kubernetes: a node-pressure eviction, a drain or a preemption: the Pod's reason Evicted
+	// or its DisruptionTarget condition), "" otherwise: the exit code is then SIGTERM's or
+	// SIGKILL's, not the agent's verdict.
+	Disrupted string `json:"disrupted,omitempty"`
 }
 
 // Container is a container found by Runtime.List.

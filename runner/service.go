@@ -236,6 +236,8 @@ func describeFailure(out *RunOutcome) string {
 		return "I did not read what the agent left: " + out.Err.Error()
 	case out.Status == StatusTimedOut || errors.Is(out.Err, ErrTimeout):
 		return fmt.Sprintf("it ran out of time after %s and was stopped", out.Duration.Round(time.Second))
+	case out.Exit.Disrupted != "":
+		return fmt.Sprintf("the cluster ended the run's Pod (%s): the agent did not fail", out.Exit.Disrupted)
 	case errors.Is(out.Err, phase.ErrNoResult):
 		if out.Exit.Code != 0 {
 			return fmt.Sprintf("the agent exited with code %d and wrote no result", out.Exit.Code)

@@ -292,6 +292,7 @@ func (r *Runtime) Wait(ctx context.Context, id runner.ContainerID) (runner.ExitS
 			st.Code = int(t.ExitCode)
 			st.OOMKilled = t.Reason == "OOMKilled"
 			st.Killed = p.Status.Reason == "DeadlineExceeded"
+			st.Disrupted = disruption(p)
 			return true, nil
 		}
 		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
@@ -637,4 +638,19 @@ func transientAPIError(err error) bool {
 		return false
 	}
 	return true
+}
+
+// disruption returns why the cluster ended the Pod, "" when it did not: a node-pressure
+// eviction (the Pod's reason Evicted), or a drain, a preemption or a taint (the
+// DisruptionTarget condition Kubernetes sets, with its reason and message).
+func disruption(p *corev1.Pod) string {
+	if p.Status.Reason == "Evicted" {
+		return strings.TrimSpace("evicted: " + p.Status.Message)
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return strings.TrimSuffix(strings.TrimSpace(c.Reason+": "+c.Message), ":")
+		}
+	}
+	return ""
 }

@@ -58,6 +58,35 @@ func TestWaitReadsPodStatus(t *testing.T) {
 	require.ErrorIs(t, err, runner.ErrContainerNotFound)
 }
 
+// TestWaitNamesTheClusterDisruption: the cluster, not the agent, ended the run's container: a
+// node-pressure eviction (reason Evicted, SIGKILL: 137) and a drain (the DisruptionTarget
+// condition; the CLI exits 0 on SIGTERM). Wait says so (Disrupted), so the run is not read as
+// the agent's own end.
+func TestWaitNamesTheClusterDisruption(t *testing.T) {
+	t.Parallel()
+	ended := func(code int32) []corev1.ContainerStatus {
+		return []corev1.ContainerStatus{{Name: kubernetes.ContainerName, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}}}
+	}
+	msg := "The node was low on resource: memory."
+	cs := fake.NewClientset(
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "evicted", Namespace: "alfred"}, Status: corev1.PodStatus{
+			Phase: corev1.PodFailed, Reason: "Evicted", Message: msg, ContainerStatuses: ended(137)}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "drained", Namespace: "alfred"}, Status: corev1.PodStatus{
+			Phase: corev1.PodSucceeded, ContainerStatuses: ended(0), Conditions: []corev1.PodCondition{{
+				Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI", Message: "Eviction API: evicting"}}}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "done", Namespace: "alfred"}, Status: corev1.PodStatus{
+			Phase: corev1.PodSucceeded, ContainerStatuses: ended(0)}},
+	)
+	rt := kubernetes.New(cs, kubernetes.Options{Namespace: "alfred"})
+	for name, want := range map[string]string{"evicted": "evicted: " + msg,
+		"drained": "EvictionByEvictionAPI: Eviction API: evicting", "done": ""} {
+		st, err := rt.Wait(t.Context(), runner.ContainerID(name))
+		require.NoError(t, err)
+		require.Equal(t, want, st.Disrupted, name)
+	}
+}
+
 // TestWaitOutlastsATransientAPIError: the watch Wait holds is dropped (the API server's
 // request timeout, a restart) and the read that follows meets a 503 while the API server
 // restarts: Wait tries again and returns the run's end, instead of failing a run that goes on
