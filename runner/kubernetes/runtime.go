@@ -41,12 +41,32 @@ const (
 )
 
 // imageReasons are the waiting reasons of a container whose image cannot be had: with no
-// registry, a missing image.
+// registry, a missing image. A pull's failure (ErrImagePull, ImagePullBackOff) counts only
+// when the registry said the image is not there or not for us (imageAbsent); any other one
+// (429, a timeout, a refused connection) the kubelet tries again, within the start's bound.
 var imageReasons = map[string]bool{
 	"ErrImageNeverPull": true,
 	"ErrImagePull":      true,
 	"ImagePullBackOff":  true,
 	"InvalidImageName":  true,
+}
+
+// imageAbsent are the words of a registry's answer that no retry changes (containerd's and
+// the registries' messages for a missing repository, tag or manifest, or a denied pull).
+var imageAbsent = []string{"not found", "manifest unknown", "does not exist", "pull access denied", "unauthorized", "denied"}
+
+// pullWaits reports whether w is a pull failure the kubelet may get past by trying again.
+func pullWaits(w *corev1.ContainerStateWaiting) bool {
+	if w.Reason != "ErrImagePull" && w.Reason != "ImagePullBackOff" {
+		return false
+	}
+	msg := strings.ToLower(w.Message)
+	for _, a := range imageAbsent {
+		if strings.Contains(msg, a) {
+			return false
+		}
+	}
+	return true
 }
 
 // Runtime is a runner.Runtime backed by a Kubernetes cluster: one Pod (and, when the spec has
@@ -228,7 +248,7 @@ func notStarting(p *corev1.Pod) error {
 	if gs := gateContainerStatus(p); gs != nil && gs.State.Waiting != nil && imageReasons[gs.State.Waiting.Reason] {
 		cs = gs // the egress gate's image (runner.kubernetes.egress_gate_image)
 	}
-	if cs == nil || cs.State.Waiting == nil || !imageReasons[cs.State.Waiting.Reason] {
+	if cs == nil || cs.State.Waiting == nil || !imageReasons[cs.State.Waiting.Reason] || pullWaits(cs.State.Waiting) {
 		return nil
 	}
 	w := cs.State.Waiting

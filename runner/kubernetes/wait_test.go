@@ -165,3 +165,32 @@ func TestDestroyOfAPodThatNeverGoesIsBounded(t *testing.T) {
 		t.Fatal("Destroy still waits for a Pod that never goes")
 	}
 }
+
+// TestStartWaitsOutATransientPull: a registry that answers 429 (or times out) is tried again by
+// the kubelet, so the run waits within its start's bound; a registry that says the image is
+// not there fails at once.
+func TestStartWaitsOutATransientPull(t *testing.T) {
+	t.Parallel()
+	waiting := func(name, reason, msg string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "alfred"}, Status: corev1.PodStatus{
+			Phase: corev1.PodPending, ContainerStatuses: []corev1.ContainerStatus{{Name: kubernetes.ContainerName,
+				Image: "registry.example/alfred/agent:1", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}}}}
+	}
+	cs := fake.NewClientset(
+		waiting("rate-limited", "ErrImagePull", `failed to pull and unpack image: unexpected status from HEAD request: 429 Too Many Requests`),
+		waiting("backing-off", "ImagePullBackOff", `Back-off pulling image "registry.example/alfred/agent:1": dial tcp: i/o timeout`),
+		waiting("absent", "ErrImagePull", `failed to resolve reference "registry.example/alfred/agent:1": registry.example/alfred/agent:1: not found`),
+		waiting("denied", "ImagePullBackOff", `pull access denied, repository does not exist or may require authorization`),
+	)
+	rt := kubernetes.New(cs, kubernetes.Options{Namespace: "alfred"})
+	for _, name := range []string{"rate-limited", "backing-off"} {
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		_, err := rt.Wait(ctx, runner.ContainerID(name))
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded, "%s: still waiting for the kubelet's next pull", name)
+	}
+	for _, name := range []string{"absent", "denied"} {
+		_, err := rt.Wait(t.Context(), runner.ContainerID(name))
+		require.ErrorIs(t, err, runner.ErrImageNotFound, name)
+	}
+}
