@@ -401,8 +401,9 @@ type Forge interface {
 	Hooks(ctx context.Context, repo string) ([]Hook, error)
 
 	// CIStatus returns the state of CI on a commit: GitLab's latest pipeline for the sha,
-	// Forgejo's combined commit status. CINone when nothing ran. For CIFailed it fills
-	// FailedJobs.
+	// Forgejo's combined commit status. CINone when nothing ran, and for an empty sha (no
+	// commit: GitLab would answer the project's latest pipeline of any branch). For CIFailed it
+	// fills FailedJobs.
 	CIStatus(ctx context.Context, repo, sha string) (*Pipeline, error)
 }
 

@@ -108,6 +108,9 @@ func clientPull(pr *gitea.PullRequest) *forge.MergeRequest {
 // at all is CINone. For CIFailed, each failing status becomes a FailedJob with its context as
 // Name, target_url as WebURL and description as Log.
 func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipeline, error) {
+	if sha == "" {
+		return &forge.Pipeline{State: forge.CINone}, nil // no commit, no status
+	}
 	owner, name, err := clientSplit(repo)
 	if err != nil {
 		return nil, err

@@ -387,6 +387,11 @@ func RunConformance(t *testing.T, newForge func(t *testing.T) (forge.Forge, Seed
 		require.NoError(t, err)
 		require.Equal(t, forge.CINone, p.State)
 
+		// No commit: not the project's latest pipeline (GitLab ignores an empty sha filter).
+		p, err = b.f.CIStatus(b.ctx, ConformanceRepo, "")
+		require.NoError(t, err)
+		require.Equal(t, forge.CINone, p.State, "no commit, no CI")
+
 		p, err = b.f.CIStatus(b.ctx, ConformanceRepo, pending)
 		require.NoError(t, err)
 		require.Equal(t, forge.CIPending, p.State)

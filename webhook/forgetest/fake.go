@@ -323,6 +323,9 @@ func (f *Fake) MergeRequest(ctx context.Context, repo string, number int64) (*fo
 // CIStatus reports the latest run recorded with SetCI or AddPipeline, mapped as the GitLab
 // client maps pipelines; failed jobs carry their Log.
 func (f *Fake) CIStatus(ctx context.Context, repo, sha string) (out *forge.Pipeline, err error) {
+	if sha == "" {
+		return &forge.Pipeline{State: forge.CINone}, nil
+	}
 	err = f.withRepo(ctx, "CIStatus", repo, []string{sha}, func(r *modelRepo) error {
 		out = r.pipelineLocked(sha)
 		return nil

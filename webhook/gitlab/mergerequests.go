@@ -101,6 +101,9 @@ var clientMRRef = regexp.MustCompile(`^refs/merge-requests/(\d+)/`)
 // allow_failure ones) with the last LogTailBytes of each job's trace; a trace it cannot read
 // leaves Log empty.
 func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipeline, error) {
+	if sha == "" {
+		return &forge.Pipeline{State: forge.CINone}, nil // ?sha= would list every pipeline
+	}
 	list, resp, err := c.api.Pipelines.ListProjectPipelines(repo, &gl.ListProjectPipelinesOptions{
 		ListOptions: gl.ListOptions{PerPage: 1}, SHA: gl.Ptr(sha), OrderBy: gl.Ptr("id"), Sort: gl.Ptr("desc"),
 	}, gl.WithContext(ctx))
