@@ -17,8 +17,10 @@ import (
 // exception (SQLSTATE class 22, e.g. a NUL byte in text) or a program limit (class 54); a
 // foreign key violation is 23503.
 var Dialect = sqlstore.Dialect{
-	Name:           migrations.Postgres,
-	LeaseLock:      "FOR UPDATE OF m SKIP LOCKED",
+	Name:      migrations.Postgres,
+	LeaseLock: "FOR UPDATE OF m SKIP LOCKED",
+	// One run claim at a time under runs_per_project, across replicas (the key is Alfred's own).
+	RunClaimLock:   "SELECT pg_advisory_xact_lock(7212026001)",
 	WakeBound:      "(SELECT $3::timestamptz)",
 	DeliverToIssue: sqlDeliverToIssue,
 	InsertEvents:   insertEvents,

@@ -17,6 +17,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/store/postgres"
 	"github.com/alfred-bot/alfred/internal/store/sqlstore"
 	"github.com/alfred-bot/alfred/internal/store/sqlstore/sqlstoretest"
+	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/mailbox/storetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
@@ -165,4 +166,57 @@ func TestKnownReposInByteOrderUnderALanguageCollation(t *testing.T) {
 	known, err := s.KnownRepos(ctx, "gl")
 	require.NoError(t, err)
 	require.Equal(t, []string{"Acme/Shop", "Zeta/app", "alpha/app", "beta/app"}, known)
+}
+
+// TestRunsPerProjectHoldsUnderConcurrentClaims: runs_per_project is 1 and two development runs
+// of one repository are due. Replica A's claim of the first is under way (its transaction not
+// committed yet) when replica B claims: B waits for A's claim, then counts its lease and takes
+// nothing. Without the claims' lock B counted in its own snapshot (no live run yet) and took
+// the second: two runs of the repository at once.
+func TestRunsPerProjectHoldsUnderConcurrentClaims(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.New(t)
+	s := postgres.New(db, nil)
+	ctx := context.Background()
+	var ids []int64
+	for n := int64(1); n <= 2; n++ {
+		_, err := s.Deliver(ctx, storetest.Event(n, fmt.Sprintf("d%d", n), fmt.Sprintf("h%d", n)))
+		require.NoError(t, err)
+		mb, err := s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: n})
+		require.NoError(t, err)
+		evs, err := s.PendingEvents(ctx, mb.ID)
+		require.NoError(t, err)
+		wake := time.Now().Add(-time.Minute)
+		mb.State, mb.WakeAt = mailbox.StateInDevelopment, &wake
+		require.NoError(t, s.SaveProcessed(ctx, mb, []mailbox.Processed{{IDs: []int64{evs[0].ID}, Outcome: "done"}}))
+		ids = append(ids, mb.ID)
+	}
+
+	// Replica A's claim, as LeaseRun makes it, not committed yet.
+	tx, err := db.BeginTxx(ctx, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback() })
+	_, err = tx.ExecContext(ctx, postgres.Dialect.RunClaimLock)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, `UPDATE mailboxes SET lease_owner = 'replica-a/1', lease_expires_at = now() + interval '1 minute' WHERE id = $1`, ids[0])
+	require.NoError(t, err)
+
+	type claim struct {
+		mb  *mailbox.Mailbox
+		err error
+	}
+	b := make(chan claim, 1)
+	go func() {
+		mb, err := s.LeaseRun(ctx, "replica-b/1", time.Minute, mailbox.RunStates(), 1)
+		b <- claim{mb, err}
+	}()
+	select {
+	case c := <-b:
+		t.Fatalf("replica B claimed while A's claim was under way: %+v", c)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, tx.Commit())
+	c := <-b
+	require.NoError(t, c.err)
+	require.Nil(t, c.mb, "the repository has its one run under a live lease")
 }

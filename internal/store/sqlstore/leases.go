@@ -142,12 +142,31 @@ func (s *Store) claimMailbox(ctx context.Context, query string, args ...any) (*m
 	return &m, nil
 }
 
-// LeaseRun implements mailbox.RunQueue (sqlLeaseRun).
+// LeaseRun implements mailbox.RunQueue (sqlLeaseRun). Under runs_per_project, with a
+// dialect's RunClaimLock, the claim runs in a transaction after the lock: a concurrent claim
+// waits, then counts this one's lease.
 func (s *Store) LeaseRun(ctx context.Context, owner string, ttl time.Duration, runStates []string, perProject int) (*mailbox.Mailbox, error) {
-	now := s.now()
 	lock := strings.ReplaceAll(s.dialect.LeaseLock, " OF m", "")
 	query := fmt.Sprintf(sqlLeaseRun, lock, stateList(runStates))
-	return s.leaseBy(ctx, query, owner, now.Add(ttl), now, perProject)
+	if perProject <= 0 || s.dialect.RunClaimLock == "" {
+		now := s.now()
+		return s.leaseBy(ctx, query, owner, now.Add(ttl), now, perProject)
+	}
+	var id int64
+	err := s.withTx(ctx, func(q querier) error {
+		if _, err := q.ExecContext(ctx, s.dialect.RunClaimLock); err != nil {
+			return err
+		}
+		now := s.now() // after the wait for the lock
+		return q.GetContext(ctx, &id, query, owner, now.Add(ttl), now, perProject)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lease mailbox: %w", err)
+	}
+	return s.Get(ctx, id)
 }
 
 // leaseBy runs a claim (prepared once and kept) and returns the claimed mailbox, nil when none

@@ -61,6 +61,12 @@ type Dialect struct {
 	// several, each get a different mailbox without waiting on each other; SQLite has one
 	// writer at a time and takes no row locks, so its lock is empty.
 	LeaseLock string
+	// RunClaimLock is a statement the run claim (LeaseRun) runs first, in a transaction of its
+	// own, when runs_per_project bounds it: without it two claims at once each count the
+	// repository's live runs in their own snapshot and each skip the row the other locked, so
+	// both take a run of the same repository. PostgreSQL takes a transaction-level advisory
+	// lock; SQLite, one writer at a time, needs none ("").
+	RunClaimLock string
 	// WakeBound is the expression the lease claim's index scan of due timers is bounded by: $3
 	// (now) when empty. PostgreSQL's is a sub-select, which the planner treats as a run-time
 	// value: given $3 itself it would plan every call anew for the value (probing the index for
