@@ -383,6 +383,12 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 		return slices.ContainsFunc([]string{cfg.Labels.ValidatePlan, cfg.Labels.Retry, cfg.Labels.RetryOnce,
 			cfg.Labels.RetryUntilGreen}, func(o string) bool { return strings.EqualFold(o, l) })
 	})
+	if state.Closed() && is.State == "open" {
+		// Reopened and the bot assigned again while Alfred had no store (at the end Alfred
+		// unassigns itself): the assignment is new to the rebuilt mailbox, so that
+		// reconciliation starts the issue again as the live bot would.
+		mb.Assignees = slices.DeleteFunc(mb.Assignees, func(a string) bool { return strings.EqualFold(a, bot) })
+	}
 	if state.Closed() {
 		mb.ClosedAt = &now
 	} else {

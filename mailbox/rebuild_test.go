@@ -469,3 +469,22 @@ func TestRebuildKeepsAWritersHold(t *testing.T) {
 	b.reconcile()
 	require.Equal(t, mailbox.StateBlocked, b.advance().State)
 }
+
+// TestRebuildOfAReassignedDoneIssueStartsAgain: the issue is done (merged, closed, the bot
+// unassigned); while Alfred has no store, alice reopens it and assigns the bot again. After the
+// rebuild, reconciliation sees the assignment and a new lifecycle starts, as the live bot does.
+func TestRebuildOfAReassignedDoneIssueStartsAgain(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.fromCIToDone(b.toCI())
+	b.fake.SetIssueState(b.ref, "alice", "closed")
+	require.NotContains(t, b.fake.IssueAssignees(b.ref), forgetest.BotLogin, "the bot unassigned itself")
+	b.fake.SetIssueState(b.ref, "alice", "open")
+	b.fake.SetIssueAssignees(b.ref, "alice", append(b.fake.IssueAssignees(b.ref), forgetest.BotLogin)...)
+
+	b.loseStore()
+	b.reconcile()
+	mb := b.advance()
+	require.NotEqual(t, mailbox.StateDone, mb.State, "the lifecycle starts again")
+	require.Nil(t, mb.ClosedAt)
+}
