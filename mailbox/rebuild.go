@@ -354,6 +354,13 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 		// runs the development again).
 		state = StateBlocked
 		d.Blocked, d.BlockedFrom = "rebuilt from the forge: "+lostMR, StateInDevelopment
+	case state == "" && !onlyAcknowledged(own):
+		// No status label, but comments past the acknowledgement (questions, a plan, a merge
+		// request): a person removed the label. Not started again (a second acknowledgement,
+		// the analyses run again): a human decides, and a retry resumes where the comments show.
+		state = StateBlocked
+		d.Blocked = "rebuilt from the forge: the issue has no status label (removed by hand?)"
+		d.BlockedFrom = blockedFrom(mb, d, own)
 	case state == "":
 		// Marked comments but no status label: the pass that acknowledged stopped before the
 		// label. Idle, without the bot among the assignees and a round back, so reconciliation's
@@ -400,6 +407,17 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 	mb.CommentsSince = &since
 	rb.Mailbox = mb
 	return rb, nil
+}
+
+// onlyAcknowledged reports whether Alfred's marked comments are acknowledgements only (and
+// comments keyed by an event id): a pass that acknowledged and stopped before its label.
+func onlyAcknowledged(own map[string]ownComment) bool {
+	for k := range own {
+		if !strings.HasPrefix(k, "ack-") && !eventKeyed(k) {
+			return false
+		}
+	}
+	return true
 }
 
 // stateOfLabels returns the state a status label names ("" when the issue has none): the

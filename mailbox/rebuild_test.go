@@ -488,3 +488,28 @@ func TestRebuildOfAReassignedDoneIssueStartsAgain(t *testing.T) {
 	require.NotEqual(t, mailbox.StateDone, mb.State, "the lifecycle starts again")
 	require.Nil(t, mb.ClosedAt)
 }
+
+// TestRebuildWithTheStatusLabelRemovedByHand: the plan waits for validation when a person
+// removes the status label, then the store is lost. The rebuild does not start the issue again
+// (a second acknowledgement, the analyses run again): it blocks with the reason, and a retry
+// resumes at the plan's validation, where the comments show it was.
+func TestRebuildWithTheStatusLabelRemovedByHand(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	b.deliver(assign("alice"))
+	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+	b.deliver(comment("alice", "q1: b"))
+	require.Equal(t, mailbox.StateWaitingValidation, b.advance().State)
+	analyses, comments := b.jobsOf(phase.Analysis), len(b.comments())
+	labels := slices.DeleteFunc(b.fake.IssueLabels(b.ref), func(l string) bool { return strings.HasPrefix(l, "status::") })
+	b.fake.SetIssueLabels(b.ref, "alice", labels...)
+
+	b.loseStore()
+	b.reconcile()
+	mb := b.advance()
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Equal(t, "rebuilt from the forge: the issue has no status label (removed by hand?)", mb.Data.Blocked)
+	require.Equal(t, mailbox.StateWaitingValidation, mb.Data.BlockedFrom)
+	require.Equal(t, analyses, b.jobsOf(phase.Analysis), "no analysis ran again")
+	require.Len(t, b.comments(), comments, "nothing posted again")
+}
