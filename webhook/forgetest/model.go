@@ -346,6 +346,16 @@ func (m *model) mustRepoLocked(repo string) *modelRepo {
 	return r
 }
 
+// userOrNewLocked returns login's user, added (without any access) when the forge has none.
+func (m *model) userOrNewLocked(login string) *modelUser {
+	u := m.userLocked(login)
+	if u == nil {
+		u = &modelUser{id: m.nextID(), login: login}
+		m.users[strings.ToLower(login)] = u
+	}
+	return u
+}
+
 func (m *model) mustUserLocked(login string) *modelUser {
 	u := m.userLocked(login)
 	if u == nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -71,11 +70,7 @@ func (m *model) AddReview(repo string, number int64, login, state, body string, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mi := m.mustIssueLocked(forge.IssueRef{Repo: repo, Number: number, MergeRequest: true})
-	u := m.userLocked(login)
-	if u == nil {
-		u = &modelUser{id: m.nextID(), login: login}
-		m.users[strings.ToLower(login)] = u
-	}
+	u := m.userOrNewLocked(login)
 	return m.addReviewLocked(mi, u, fjReviewState(state), body, mi.sha, comments)
 }
 
@@ -242,11 +237,7 @@ func (m *model) AddThreadReply(repo string, number int64, thread, login, body st
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mi := m.mustIssueLocked(forge.IssueRef{Repo: repo, Number: number, MergeRequest: true})
-	u := m.userLocked(login)
-	if u == nil {
-		u = &modelUser{id: m.nextID(), login: login}
-		m.users[strings.ToLower(login)] = u
-	}
+	u := m.userOrNewLocked(login)
 	var first *modelReviewComment
 	for _, rc := range mi.threadNotes {
 		if rc.discussion == thread || (m.sharedNumbers && rc.pos != nil && rc.pos.Key() == thread) {
