@@ -105,6 +105,27 @@ func deliverOn(t *testing.T, s Store, n int64) *mailbox.Mailbox {
 	return mb
 }
 
+// Settled delivers a fresh event to issue n of acme/shop and saves its mailbox as a pass leaves
+// it: edited by edit (its state, timers, …), every pending event marked processed. It returns
+// the mailbox.
+func Settled(t testing.TB, s Store, n int64, edit func(*mailbox.Mailbox)) *mailbox.Mailbox {
+	t.Helper()
+	ctx := context.Background()
+	_, err := s.Deliver(ctx, Event(n, fmt.Sprintf("d%d", n), fmt.Sprintf("h%d", n)))
+	require.NoError(t, err)
+	mb, err := s.Find(ctx, issue(n))
+	require.NoError(t, err)
+	evs, err := s.PendingEvents(ctx, mb.ID)
+	require.NoError(t, err)
+	var ids []int64
+	for _, e := range evs {
+		ids = append(ids, e.ID)
+	}
+	edit(mb)
+	require.NoError(t, s.SaveProcessed(ctx, mb, []mailbox.Processed{{IDs: ids, Outcome: "done"}}))
+	return mb
+}
+
 func deliverDeduplicates(t *testing.T, s Store, _ *Clock) {
 	ctx := context.Background()
 	dup, err := s.Deliver(ctx, Event(1, "d1", "h1"))

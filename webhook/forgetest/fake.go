@@ -323,10 +323,11 @@ func (f *Fake) MergeRequest(ctx context.Context, repo string, number int64) (*fo
 // CIStatus reports the latest run recorded with SetCI or AddPipeline, mapped as the GitLab
 // client maps pipelines; failed jobs carry their Log.
 func (f *Fake) CIStatus(ctx context.Context, repo, sha string) (out *forge.Pipeline, err error) {
-	if sha == "" {
-		return &forge.Pipeline{State: forge.CINone}, nil
-	}
 	err = f.withRepo(ctx, "CIStatus", repo, []string{sha}, func(r *modelRepo) error {
+		if sha == "" {
+			out = &forge.Pipeline{State: forge.CINone} // no commit, no CI
+			return nil
+		}
 		out = r.pipelineLocked(sha)
 		return nil
 	})

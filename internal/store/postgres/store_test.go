@@ -180,15 +180,10 @@ func TestRunsPerProjectHoldsUnderConcurrentClaims(t *testing.T) {
 	ctx := context.Background()
 	var ids []int64
 	for n := int64(1); n <= 2; n++ {
-		_, err := s.Deliver(ctx, storetest.Event(n, fmt.Sprintf("d%d", n), fmt.Sprintf("h%d", n)))
-		require.NoError(t, err)
-		mb, err := s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: n})
-		require.NoError(t, err)
-		evs, err := s.PendingEvents(ctx, mb.ID)
-		require.NoError(t, err)
-		wake := time.Now().Add(-time.Minute)
-		mb.State, mb.WakeAt = mailbox.StateInDevelopment, &wake
-		require.NoError(t, s.SaveProcessed(ctx, mb, []mailbox.Processed{{IDs: []int64{evs[0].ID}, Outcome: "done"}}))
+		mb := storetest.Settled(t, s, n, func(mb *mailbox.Mailbox) {
+			wake := time.Now().Add(-time.Minute)
+			mb.State, mb.WakeAt = mailbox.StateInDevelopment, &wake
+		})
 		ids = append(ids, mb.ID)
 	}
 
