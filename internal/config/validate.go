@@ -78,8 +78,9 @@ func (v *validator) retentionDays(key string, n int) {
 	}
 }
 
-// sameWithoutCase reports the keys of m that name one path without case, as both forges
-// compare paths: the lookups (lookupFold) could take either.
+// sameWithoutCase refuses each of keys (the names under prefix) that names the same path as an
+// earlier one without case, as both forges compare paths: a lookup (lookupFold) could take
+// either.
 func (v *validator) sameWithoutCase(prefix string, keys []string) {
 	seen := map[string]string{}
 	for _, k := range keys {
