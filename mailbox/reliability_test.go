@@ -655,3 +655,38 @@ func TestPassCutAfterEnteringCILeavesTheMailboxDue(t *testing.T) {
 	require.NotNil(t, leased, "another worker takes the mailbox")
 	require.Equal(t, mb.ID, leased.ID)
 }
+
+// A pass whose lease changed hands while it worked (its heartbeats failed longer than the TTL:
+// a database outage, a paused process) ends at its first save, which the store refuses: what
+// it decided from its old read is dropped, and it is not a failure of the mailbox's, so
+// nothing is counted or said on the mailbox the other replica now holds.
+func TestPassWhoseLeaseChangedHandsSavesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.exec.results["analysis.functional"] = &phase.Result{Summary: "ok", Understanding: "clear"}
+	ctx := context.Background()
+	b.exec.during = func(job phase.Job) {
+		b.clock.Add(2 * time.Minute) // A's lease expires; replica B claims the mailbox
+		mb, err := b.store.Find(ctx, b.ref)
+		require.NoError(t, err)
+		got, err := b.store.Claim(ctx, mb.ID, "replica-b/1", time.Minute)
+		require.NoError(t, err)
+		require.NotNil(t, got)
+	}
+	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", LeaseTTL: time.Minute}, b.store, b.machine, b.log)
+	b.deliver(assign("alice"))
+	did, err := w.Once(ctx)
+	require.True(t, did)
+	require.ErrorIs(t, err, mailbox.ErrLeaseLost)
+
+	mb, err := b.store.Find(ctx, b.ref)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateFunctionalAnalysis, mb.State,
+		"what A saved while it held the lease stays; what it decided from the run after is dropped")
+	require.Zero(t, mb.Data.FailedPasses, "a lost lease is not a failed pass of the mailbox")
+	require.NotNil(t, mb.LeaseOwner)
+	require.Equal(t, "replica-b/1", *mb.LeaseOwner, "B's lease is untouched")
+	for _, c := range b.comments() {
+		require.NotContains(t, c, "I cannot go on")
+	}
+}

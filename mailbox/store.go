@@ -12,7 +12,7 @@ import (
 )
 
 // ErrLeaseLost is returned by Leases.Extend when another worker holds the mailbox (our lease
-// expired and was taken over).
+// expired and was taken over), and wrapped by a save refused by its lease fence (Mailboxes).
 var ErrLeaseLost = errors.New("mailbox: lease lost")
 
 // ErrNotFound is wrapped by a Store's errors for a mailbox that does not exist.
@@ -115,14 +115,17 @@ type Mailboxes interface {
 	// Get reads a mailbox by id; an error wrapping ErrNotFound when there is none.
 	Get(ctx context.Context, id int64) (*Mailbox, error)
 	// Save writes the mutable fields of mb (everything but its identity and its lease) and
-	// sets updated_at to the store's clock.
+	// sets updated_at to the store's clock. Every save here and in Runs.SaveApplied is fenced
+	// by the lease: it lands only while the mailbox's lease owner is still mb.LeaseOwner, the
+	// owner it was read with (nil: read free); otherwise nothing is written and the error
+	// wraps ErrLeaseLost (the lease changed hands, or the mailbox is gone).
 	Save(ctx context.Context, mb *Mailbox) error
 	// SaveProcessed saves mb and marks the events of every group processed with the group's
 	// outcome, in one transaction: either the effect of the events is recorded and they are
 	// done, or neither. The machine saves a run of events that changed nothing outside the
 	// mailbox with one call (spec/reliability.md, "Event processing").
 	SaveProcessed(ctx context.Context, mb *Mailbox, done []Processed) error
-	// SaveData writes only mb.Data, without a lease (a failure count outside a pass).
+	// SaveData writes only mb.Data (a failure count outside a pass), fenced like Save.
 	SaveData(ctx context.Context, mb *Mailbox) error
 }
 
@@ -192,7 +195,8 @@ type Runs interface {
 	// UnappliedRun returns the latest run of the mailbox's phase and step when it is finished
 	// and not yet applied (Applied false), else nil.
 	UnappliedRun(ctx context.Context, mailboxID int64, phase, step string) (*Run, error)
-	// SaveApplied saves mb and marks run runID applied in one transaction.
+	// SaveApplied saves mb and marks run runID applied in one transaction, fenced like
+	// Mailboxes.Save: refused, neither written, once the lease changed hands.
 	SaveApplied(ctx context.Context, mb *Mailbox, runID int64) error
 	// DiscardUnapplied marks every unapplied run of the mailbox applied except those of phase
 	// keepPhase and step keepStep (the run the mailbox's state calls for, whose stored outcome

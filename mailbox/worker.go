@@ -343,6 +343,13 @@ func (w *Workers) pass(ctx context.Context, mb *Mailbox, owner string, advance f
 		return fmt.Errorf("mailbox %d: lease lost during the pass: %w", mb.ID, ErrLeaseLost)
 	default:
 	}
+	if errors.Is(passErr, ErrLeaseLost) {
+		// A save was refused: the lease changed hands since the pass read the mailbox. Its
+		// holder decides now; nothing of this pass is a failure of the mailbox's, and the
+		// lease to release is no longer this pass's.
+		log.Error("lease lost; the pass's decisions were not saved", "err", passErr)
+		return fmt.Errorf("mailbox %d: %w", mb.ID, passErr)
+	}
 	backoff := pause
 	if passErr != nil && ctx.Err() == nil {
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

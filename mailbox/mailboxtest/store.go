@@ -226,7 +226,7 @@ func (s *Store) Save(_ context.Context, mb *mailbox.Mailbox) error {
 }
 
 func (s *Store) save(mb *mailbox.Mailbox) error {
-	cur, err := s.mailbox(mb.ID)
+	cur, err := s.fenced(mb)
 	if err != nil {
 		return err
 	}
@@ -258,12 +258,26 @@ func (s *Store) SaveProcessed(_ context.Context, mb *mailbox.Mailbox, done []mai
 func (s *Store) SaveData(_ context.Context, mb *mailbox.Mailbox) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cur, err := s.mailbox(mb.ID)
+	cur, err := s.fenced(mb)
 	if err != nil {
 		return err
 	}
 	cur.Data = clone(mb).Data
 	return nil
+}
+
+// fenced returns the stored mailbox mb saves over when its lease owner is still the one mb was
+// read with (both free, or the same owner), as the SQL store's fenced saves; otherwise an
+// error wrapping mailbox.ErrLeaseLost.
+func (s *Store) fenced(mb *mailbox.Mailbox) (*mailbox.Mailbox, error) {
+	cur, err := s.mailbox(mb.ID)
+	if err != nil {
+		return nil, err
+	}
+	if (cur.LeaseOwner == nil) != (mb.LeaseOwner == nil) || cur.LeaseOwner != nil && *cur.LeaseOwner != *mb.LeaseOwner {
+		return nil, fmt.Errorf("save mailbox %d: its lease changed hands since it was read: %w", mb.ID, mailbox.ErrLeaseLost)
+	}
+	return cur, nil
 }
 
 // SetLiveContainer records (or forgets) that the runner keeps a live container for the

@@ -76,6 +76,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"LeaseAttemptsCountUntilReleased":       leaseAttemptsCount,
 		"EventsApplyOnceInOrder":                eventsApplyOnceInOrder,
 		"RebuildCreatesOnce":                    rebuildCreatesOnce,
+		"SavesAreFencedByTheLease":              savesAreFenced,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -221,6 +222,64 @@ func mergeRequestEventsFindTheIssue(t *testing.T, s Store, _ *Clock) {
 	require.Len(t, evs, 2, "the fork's merge request is not the issue's")
 	_, err = s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 59, MergeRequest: true})
 	require.NoError(t, err, "the fork's merge request has its own mailbox")
+}
+
+// savesAreFenced: a save carries the lease owner the mailbox was read with and is refused
+// (ErrLeaseLost) once the lease has changed hands since. Replica A's pass outlived its lease (a
+// database outage longer than the TTL, a paused process) and replica B claimed the mailbox
+// and applied its events; A's saves from its old read must not overwrite B's decision.
+func savesAreFenced(t *testing.T, s Store, c *Clock) {
+	ctx := context.Background()
+	deliverOn(t, s, 1)
+	a, err := s.Lease(ctx, "replica-a/1", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, a)
+	evs, err := s.PendingEvents(ctx, a.ID)
+	require.NoError(t, err)
+	require.Len(t, evs, 1)
+
+	// A's lease expired, nobody claimed the mailbox since: A's save still lands (nobody else
+	// decided anything), and so does its data.
+	c.Add(2 * time.Minute)
+	a.Data.Round = 1
+	require.NoError(t, s.Save(ctx, a))
+	require.NoError(t, s.SaveData(ctx, a))
+
+	b, err := s.Lease(ctx, "replica-b/1", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, b, "the expired lease is claimed again")
+	b.State = mailbox.StateWaitingInfo
+	require.NoError(t, s.SaveProcessed(ctx, b, []mailbox.Processed{{IDs: []int64{evs[0].ID}, Outcome: "b"}}))
+
+	a.State, a.Data.Round = mailbox.StateCancelled, 9 // what A decided from its old read
+	require.ErrorIs(t, s.SaveProcessed(ctx, a, []mailbox.Processed{{IDs: []int64{evs[0].ID}, Outcome: "a"}}), mailbox.ErrLeaseLost)
+	require.ErrorIs(t, s.Save(ctx, a), mailbox.ErrLeaseLost)
+	require.ErrorIs(t, s.SaveData(ctx, a), mailbox.ErrLeaseLost)
+	run := &mailbox.Run{MailboxID: a.ID, Phase: "development"}
+	require.NoError(t, s.StartRun(ctx, run))
+	run.Status, run.Outcome, run.Applied = mailbox.RunSucceeded, "ok", false
+	_, err = s.FinishRecoveredRun(ctx, run)
+	require.NoError(t, err)
+	require.ErrorIs(t, s.SaveApplied(ctx, a, run.ID), mailbox.ErrLeaseLost)
+	got, err := s.Get(ctx, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateWaitingInfo, got.State, "B's decision stands")
+	require.Equal(t, 1, got.Data.Round)
+	un, err := s.UnappliedRun(ctx, a.ID, "development", "")
+	require.NoError(t, err)
+	require.NotNil(t, un, "the refused save marked no run applied")
+	pending, err := s.PendingEvents(ctx, a.ID)
+	require.NoError(t, err)
+	require.Empty(t, pending)
+
+	// B goes on with the mailbox as its lease returned it; once B released it, a save from a
+	// read under B's lease is refused too, and a read of the free mailbox saves.
+	require.NoError(t, s.Save(ctx, b))
+	require.NoError(t, s.Release(ctx, b.ID, "replica-b/1", 0))
+	require.ErrorIs(t, s.Save(ctx, b), mailbox.ErrLeaseLost)
+	free, err := s.Get(ctx, b.ID)
+	require.NoError(t, err)
+	require.NoError(t, s.Save(ctx, free))
 }
 
 func saveProcessed(t *testing.T, s Store, c *Clock) {

@@ -48,11 +48,14 @@ func (s *Store) Find(ctx context.Context, ref forge.IssueRef) (*mailbox.Mailbox,
 	return &m, nil
 }
 
+// sqlSaveMailbox writes a mailbox's row, fenced by the lease owner it was read with, $15 (NULL
+// when it was read free). PostgreSQL and SQLite (3.39 and later) both compare NULLs with IS
+// NOT DISTINCT FROM.
 const sqlSaveMailbox = `
 UPDATE mailboxes SET state = $2, issue_type = $3, author = $4, title = $5, labels = $6,
 	assignees = $7, branch = $8, mr_number = $9, head_sha = $10, data = $11, wake_at = $12,
 	closed_at = $13, updated_at = $14
-WHERE id = $1`
+WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $15`
 
 // Save implements mailbox.Mailboxes.
 func (s *Store) Save(ctx context.Context, m *mailbox.Mailbox) error {
@@ -60,12 +63,25 @@ func (s *Store) Save(ctx context.Context, m *mailbox.Mailbox) error {
 }
 
 // save writes the mailbox's row, updated at the instant at (also the time of its state change,
-// when the state changes: migrations/0018_state_changes.sql).
+// when the state changes: migrations/0018_state_changes.sql), fenced by the lease the mailbox
+// was read under (sqlSaveMailbox, fenced).
 func (s *Store) save(ctx context.Context, q querier, m *mailbox.Mailbox, at time.Time) error {
-	_, err := q.ExecContext(ctx, sqlSaveMailbox, m.ID, m.State, m.Type, m.Author, m.Title, m.Labels,
-		m.Assignees, m.Branch, m.MRNumber, m.HeadSHA, m.Data, m.WakeAt, m.ClosedAt, at)
+	res, err := q.ExecContext(ctx, sqlSaveMailbox, m.ID, m.State, m.Type, m.Author, m.Title, m.Labels,
+		m.Assignees, m.Branch, m.MRNumber, m.HeadSHA, m.Data, m.WakeAt, m.ClosedAt, at, m.LeaseOwner)
+	return fenced(res, err, "save mailbox", m.ID)
+}
+
+// fenced is the outcome of a fenced save of mailbox id (sqlSaveMailbox): err wrapped, or an
+// error wrapping mailbox.ErrLeaseLost when no row matched, because the lease changed hands
+// since the mailbox was read (or the mailbox is gone).
+func fenced(res sql.Result, err error, what string, id int64) error {
 	if err != nil {
-		return fmt.Errorf("save mailbox %d: %w", m.ID, err)
+		return fmt.Errorf("%s %d: %w", what, id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("%s %d: %w", what, id, err)
+	} else if n == 0 {
+		return fmt.Errorf("%s %d: its lease changed hands since it was read: %w", what, id, mailbox.ErrLeaseLost)
 	}
 	return nil
 }
@@ -83,14 +99,13 @@ func (s *Store) SaveProcessed(ctx context.Context, m *mailbox.Mailbox, done []ma
 	})
 }
 
-const sqlSaveData = `UPDATE mailboxes SET data = $2 WHERE id = $1`
+// sqlSaveData writes a mailbox's data, fenced as sqlSaveMailbox by $3.
+const sqlSaveData = `UPDATE mailboxes SET data = $2 WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $3`
 
-// SaveData implements mailbox.Mailboxes.
+// SaveData implements mailbox.Mailboxes, fenced like Save.
 func (s *Store) SaveData(ctx context.Context, m *mailbox.Mailbox) error {
-	if _, err := s.db.ExecContext(ctx, sqlSaveData, m.ID, m.Data); err != nil {
-		return fmt.Errorf("save mailbox data %d: %w", m.ID, err)
-	}
-	return nil
+	res, err := s.db.ExecContext(ctx, sqlSaveData, m.ID, m.Data, m.LeaseOwner)
+	return fenced(res, err, "save mailbox data", m.ID)
 }
 
 // sqlOpenMailboxes reads the index of open mailboxes (mailboxes_open) only.

@@ -118,7 +118,7 @@ func executorLog(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	leased, err := s.LeasedMailboxes(ctx)
 	require.NoError(t, err)
 	require.Empty(t, leased)
-	_, err = s.Claim(ctx, mb.ID, "w1", time.Minute)
+	mb, err = s.Claim(ctx, mb.ID, "w1", time.Minute) // saved below under this lease
 	require.NoError(t, err)
 	leased, err = s.LeasedMailboxes(ctx)
 	require.NoError(t, err)
