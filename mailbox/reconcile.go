@@ -249,6 +249,9 @@ func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot
 	if unread != nil {
 		return unread
 	}
+	if d.More { // the next pass searches from the same time again for the rest
+		return nil
+	}
 	r.mu.Lock()
 	r.searchedAt[name] = started
 	if full {

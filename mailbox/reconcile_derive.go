@@ -57,6 +57,9 @@ type Derived struct {
 	// Unattributed lists the changes seen whose author the forge's history does not name; they
 	// are not turned into events.
 	Unattributed []string
+	// More is set by DeriveAssignments when untracked assignments beyond its limit were left
+	// for a later search.
+	More bool
 }
 
 // DeriveEvents compares one open mailbox with its forge and returns the differences as events.
@@ -284,16 +287,20 @@ func (d *Derived) addStable(v ReconcileView, ev forge.Event, what string) {
 
 // DeriveAssignments finds the open issues assigned to the bot on f, updated at or after since,
 // that tracked reports as having no open mailbox (assigned while Alfred was down or the hook was
-// off), and returns an assignees event for each, attributed to whoever assigned the bot. At most
-// limit issues are read (<= 0: all). forgeName is the configured forge name for the refs.
+// off), and returns an assignees event for each, attributed to whoever assigned the bot. Every
+// assigned issue is listed (every page), and at most limit untracked ones (<= 0: all) are
+// derived, most recently updated first, each with a read of its history: the issues Alfred
+// already works on never hide a missed one behind the limit. Those beyond it set Derived.More.
+// forgeName is the configured forge name for the refs.
 func DeriveAssignments(ctx context.Context, f forge.Forge, forgeName, bot string, since time.Time, limit int,
 	tracked func(forge.IssueRef) (bool, error), now time.Time) (Derived, error) {
 	var d Derived
-	list, err := f.AssignedIssues(ctx, since, limit)
+	list, err := f.AssignedIssues(ctx, since, 0)
 	d.Calls++
 	if err != nil {
 		return d, fmt.Errorf("reconcile %s: search the bot's assignments: %w", forgeName, err)
 	}
+	derived := 0
 	for _, is := range list {
 		ref := is.Ref
 		ref.Forge = forgeName
@@ -304,6 +311,11 @@ func DeriveAssignments(ctx context.Context, f forge.Forge, forgeName, bot string
 		if ok {
 			continue
 		}
+		if limit > 0 && derived == limit {
+			d.More = true
+			break
+		}
+		derived++
 		if err := d.assignment(ctx, f, bot, is, ref, now); err != nil {
 			return d, err
 		}

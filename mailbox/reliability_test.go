@@ -690,3 +690,64 @@ func TestPassWhoseLeaseChangedHandsSavesNothing(t *testing.T) {
 		require.NotContains(t, c, "I cannot go on")
 	}
 }
+
+// The search for missed assignments derives at most reconcile_batch of them a pass, but the
+// issues Alfred already works on do not count: a bot with more assigned issues than the batch,
+// all updated after the one assigned while Alfred was down, still finds that one. Missed
+// assignments beyond the batch are found by the next pass, although it searches only what
+// changed since the last.
+func TestReconcileBatchCountsOnlyMissedAssignments(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	ctx := context.Background()
+	b.fake.SetClock(b.clock.Now())
+	r := mailbox.NewReconciler(mailbox.ReconcilerConfig{Batch: 2}, b.store, b.store, b.bots, b.clock.Now, b.log)
+	pass := func() mailbox.PassStats {
+		t.Helper()
+		st := r.Pass(ctx, 0)
+		require.Len(t, st, 1)
+		require.NoError(t, st[0].Err)
+		return st[0]
+	}
+	require.Zero(t, pass().NewAssignments, "the search from the beginning: nothing missed yet")
+	b.clock.Add(time.Minute) // the next passes search only what changed since this one
+	b.fake.SetClock(b.clock.Now())
+	seed := func(title string) forge.IssueRef {
+		n := b.fake.AddIssue(repo, forgetest.SeedIssue{Title: title, Author: "alice", Labels: []string{"type::task"}})
+		ref := forge.IssueRef{Forge: "gl", Repo: repo, Number: n}
+		b.fake.SetIssueAssignees(ref, "alice", forgetest.BotLogin)
+		return ref
+	}
+	var missed []forge.IssueRef
+	for i := range 3 {
+		missed = append(missed, seed(fmt.Sprintf("Assigned while down %d", i)))
+	}
+	for i := range 3 { // assigned later, delivered and worked on
+		ref := seed(fmt.Sprintf("Worked on %d", i))
+		ev := assign("alice")
+		ev.Target = ref
+		b.deliver(ev)
+		mb, err := b.store.Find(ctx, ref)
+		require.NoError(t, err)
+		require.NoError(t, b.machine.Advance(ctx, mb))
+	}
+	b.clock.Add(10 * time.Minute) // past the search's minute of overlap
+	work := func() {              // what the workers do between two passes
+		t.Helper()
+		for _, ref := range missed {
+			if mb, err := b.store.Find(ctx, ref); err == nil {
+				require.NoError(t, b.machine.Advance(ctx, mb))
+			}
+		}
+	}
+	require.Equal(t, 2, pass().NewAssignments, "the batch: two of the three missed")
+	work()
+	require.Equal(t, 1, pass().NewAssignments, "the third, by the next pass")
+	work()
+	require.Zero(t, pass().NewAssignments)
+	for _, ref := range missed {
+		mb, err := b.store.Find(ctx, ref)
+		require.NoError(t, err, "%s", ref)
+		require.Equal(t, mailbox.StateWaitingInfo, mb.State, "%s", ref)
+	}
+}

@@ -15,7 +15,8 @@ type Workers struct {
 	// ReconcileInterval is how often open mailboxes are compared with their forge to catch
 	// changes whose webhook was lost (spec/reliability.md); default 5m.
 	ReconcileInterval time.Duration `yaml:"reconcile_interval" env:"RECONCILE_INTERVAL"`
-	// ReconcileBatch bounds the mailboxes compared per forge and interval; default 50.
+	// ReconcileBatch bounds the mailboxes compared per forge and interval, and the missed
+	// assignments turned into events per forge and pass; default 50.
 	ReconcileBatch int `yaml:"reconcile_batch" env:"RECONCILE_BATCH"`
 	// PoisonAttempts is how many failed attempts set an event aside, and how many claims of a
 	// mailbox that stopped the process block it; default 5.
