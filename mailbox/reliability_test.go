@@ -732,7 +732,8 @@ func TestReconcileBatchCountsOnlyMissedAssignments(t *testing.T) {
 		require.NoError(t, b.machine.Advance(ctx, mb))
 	}
 	b.clock.Add(10 * time.Minute) // past the search's minute of overlap
-	work := func() {              // what the workers do between two passes
+	// work does what the workers do between two passes.
+	work := func() {
 		t.Helper()
 		for _, ref := range missed {
 			if mb, err := b.store.Find(ctx, ref); err == nil {
