@@ -236,7 +236,7 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 	// The merge gate is evaluated again on every approval, push and status change: a human's
 	// event on the bot's merge request, and a pipeline of its head whoever started it (the
 	// bot's own push starts one).
-	if (o.onOurMR && !o.fromBot) || (ev.Type == forge.EventPipeline && ev.Pipeline != nil && mb.HeadSHA != "" && ev.Pipeline.SHA == mb.HeadSHA) {
+	if (o.onOurMR && !o.fromBot) || (ev.Type == forge.EventPipeline && ofHead(ev.Pipeline, mb)) {
 		m.autoMergeRecheck(mb)
 	}
 	switch ev.Type {
@@ -309,12 +309,23 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 		if !def(mb.State).accepts(inputCI) {
 			return "pipeline recorded", nil
 		}
-		if ev.Pipeline != nil && ev.Pipeline.SHA != "" && ev.Pipeline.SHA != mb.HeadSHA {
+		if ev.Pipeline != nil && ev.Pipeline.SHA != "" && !ofHead(ev.Pipeline, mb) {
 			return fmt.Sprintf("ignored: pipeline of %s, no longer the head (%s)", short(ev.Pipeline.SHA), short(mb.HeadSHA)), nil
 		}
 		return m.checkCI(ctx, bot, mb)
 	}
 	return "recorded", nil
+}
+
+// ofHead reports whether pipeline p may be about the mailbox's head commit: it ran on the head
+// itself, or it is a merged-results pipeline of the mailbox's merge request (its sha is a merge
+// commit of a head into the target; forge.Pipeline.MergedResults), whose head checkCI then
+// reads from the forge.
+func ofHead(p *forge.Pipeline, mb *Mailbox) bool {
+	if p == nil || mb.HeadSHA == "" {
+		return false
+	}
+	return p.SHA == mb.HeadSHA || p.MergedResults() && mb.MRNumber != 0 && p.MergeRequest == mb.MRNumber
 }
 
 // assigneesChanged reports whether ev, of another type, also carries a change of the

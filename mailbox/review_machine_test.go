@@ -321,3 +321,25 @@ func TestLateDeliveryOfAReplacedHead(t *testing.T) {
 	require.Equal(t, mailbox.StateInReview, mb.State, "CI of the pushed head decides")
 	require.Len(t, b.exec.jobs, jobs, "no second ci_fix")
 }
+
+// GitLab's merged-results pipelines (and merge trains) run on a merge commit of the head into
+// the target branch, so their sha is not the head's: their event is not taken for one of an
+// older head, and their failure is fixed instead of missed as "no pipeline".
+func TestMergedResultsPipelineIsTheHeadsCI(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	mb := b.toCI()
+	b.fake.SetBranch(repo, mb.Branch, mb.HeadSHA)
+	_, merge := b.fake.AddMergedResultsPipeline(repo, mb.MRNumber, "",
+		forgetest.CIJob{Name: "test", State: forge.CIFailed, Log: "FAIL: TestExport, merged with main"})
+	b.deliver(forge.Event{Type: forge.EventPipeline, Target: forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true},
+		Pipeline: &forge.Pipeline{State: forge.CIFailed, SHA: merge, Ref: fmt.Sprintf("refs/merge-requests/%d/merge", mb.MRNumber),
+			MergeRequest: mb.MRNumber}})
+	first := mb.HeadSHA
+	mb = b.advance()
+	require.Equal(t, mailbox.StateInCI, mb.State)
+	require.NotEqual(t, first, mb.HeadSHA, "a ci_fix run pushed")
+	last := b.exec.jobs[len(b.exec.jobs)-1]
+	require.Equal(t, phase.CIFix, last.Input.Phase)
+	require.Contains(t, last.Input.CILog, "FAIL: TestExport, merged with main")
+}

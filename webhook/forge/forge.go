@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 )
 
@@ -170,6 +171,15 @@ type Pipeline struct {
 	// when the forge gives one. Filled by Forge.CIStatus, not by webhook parsing.
 	FailedJobs []FailedJob `json:"failed_jobs,omitempty"`
 }
+
+// mergeRefPipeline matches the refs of GitLab's merged-results and merge-train pipelines.
+var mergeRefPipeline = regexp.MustCompile(`^refs/merge-requests/\d+/(merge|train)$`)
+
+// MergedResults reports whether p is a GitLab merged-results or merge-train pipeline: it runs
+// on refs/merge-requests/<iid>/merge (or /train), a merge commit of the merge request's head
+// into its target branch, so its SHA is that merge commit's and not the head's
+// (https://docs.gitlab.com/ci/pipelines/merged_results_pipelines/). Forgejo has none.
+func (p Pipeline) MergedResults() bool { return mergeRefPipeline.MatchString(p.Ref) }
 
 // FailedJob is one failed CI job or failed commit status.
 type FailedJob struct {

@@ -45,6 +45,12 @@ type Seeder interface {
 	AddComment(ref forge.IssueRef, login, body string) int64
 	// SetCI records a new, latest CI run for sha made of jobs.
 	SetCI(repo, sha string, jobs ...CIJob)
+	// SetBranch points branch at sha; an open merge request from it gets sha as its head.
+	SetBranch(repo, branch, sha string)
+	// AddMergedResultsPipeline records a GitLab merged-results pipeline of merge request mr's
+	// head (it runs on a merge commit of the head into the target) and returns its id and
+	// that merge commit.
+	AddMergedResultsPipeline(repo string, mr int64, status string, jobs ...CIJob) (id int64, mergeSHA string)
 	// MarkMerged marks a merge request merged.
 	MarkMerged(repo string, number int64)
 	// SetPageSize caps list pages at n items (0: the forge default), to exercise pagination.
@@ -407,6 +413,44 @@ func RunConformance(t *testing.T, newForge func(t *testing.T) (forge.Forge, Seed
 		require.Len(t, p.FailedJobs, 1)
 		require.Equal(t, "test", p.FailedJobs[0].Name)
 		require.Contains(t, p.FailedJobs[0].Log, "boom: 3 tests failed")
+	})
+
+	// GitLab's merged-results pipelines (and merge trains) run on a merge commit of the head
+	// into the target branch: no pipeline has the head's sha, the merge request's
+	// head_pipeline is that one.
+	t.Run("CIStatusMergedResults", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		if b.f.Kind() != forge.KindGitLab {
+			t.Skip("merged-results pipelines are GitLab's")
+		}
+		const head, next = "00000000000000000000000000000000000000a1", "00000000000000000000000000000000000000a2"
+		b.s.SetBranch(ConformanceRepo, "alfred/issue-1", head)
+		mr, err := b.f.CreateMergeRequest(b.ctx, ConformanceRepo, forge.NewMergeRequest{SourceBranch: "alfred/issue-1", Title: "Fix widget"})
+		require.NoError(t, err)
+		p, err := b.f.CIStatus(b.ctx, ConformanceRepo, head)
+		require.NoError(t, err)
+		require.Equal(t, forge.CINone, p.State, "no pipeline yet")
+
+		id, merge := b.s.AddMergedResultsPipeline(ConformanceRepo, mr.Number, "",
+			CIJob{Name: "build", State: forge.CISuccess},
+			CIJob{Name: "test", State: forge.CIFailed, Log: "merged with main: 1 test failed"})
+		p, err = b.f.CIStatus(b.ctx, ConformanceRepo, head)
+		require.NoError(t, err)
+		require.Equal(t, forge.CIFailed, p.State, "the merged-results pipeline of the head counts")
+		require.Equal(t, id, p.ID)
+		require.Equal(t, merge, p.SHA, "it ran on the merge commit")
+		require.Len(t, p.FailedJobs, 1)
+		require.Contains(t, p.FailedJobs[0].Log, "merged with main: 1 test failed")
+
+		b.s.SetBranch(ConformanceRepo, "alfred/issue-1", next) // a new head: that pipeline is not its
+		p, err = b.f.CIStatus(b.ctx, ConformanceRepo, next)
+		require.NoError(t, err)
+		require.Equal(t, forge.CINone, p.State)
+		b.s.SetCI(ConformanceRepo, next, CIJob{Name: "build", State: forge.CISuccess})
+		p, err = b.f.CIStatus(b.ctx, ConformanceRepo, next)
+		require.NoError(t, err)
+		require.Equal(t, forge.CISuccess, p.State, "a pipeline of the head itself")
 	})
 
 	t.Run("Role", func(t *testing.T) {

@@ -321,27 +321,39 @@ func (f *Fake) MergeRequest(ctx context.Context, repo string, number int64) (*fo
 }
 
 // CIStatus reports the latest run recorded with SetCI or AddPipeline, mapped as the GitLab
-// client maps pipelines; failed jobs carry their Log.
+// client maps pipelines; failed jobs carry their Log. A GitLab fake with no run of sha reports
+// the head pipeline of an open merge request whose head sha is (a merged-results pipeline,
+// AddMergedResultsPipeline), as the GitLab client does.
 func (f *Fake) CIStatus(ctx context.Context, repo, sha string) (out *forge.Pipeline, err error) {
 	err = f.withRepo(ctx, "CIStatus", repo, []string{sha}, func(r *modelRepo) error {
 		if sha == "" {
 			out = &forge.Pipeline{State: forge.CINone} // no commit, no CI
 			return nil
 		}
-		out = r.pipelineLocked(sha)
+		if runs := r.runs[sha]; len(runs) > 0 {
+			out = runs[len(runs)-1].pipeline()
+			return nil
+		}
+		out = &forge.Pipeline{State: forge.CINone, SHA: sha}
+		if f.kind != forge.KindGitLab {
+			return nil
+		}
+		for _, mi := range r.allMRsLocked(f.sharedNumbers) {
+			if mi.state == "open" && mi.sha == sha {
+				if run := r.headPipelineLocked(mi); run != nil {
+					out = run.pipeline()
+				}
+				return nil
+			}
+		}
 		return nil
 	})
 	return out, err
 }
 
-// pipelineLocked maps the latest run of sha to a forge.Pipeline as the GitLab client does.
-func (r *modelRepo) pipelineLocked(sha string) *forge.Pipeline {
-	runs := r.runs[sha]
-	if len(runs) == 0 {
-		return &forge.Pipeline{State: forge.CINone, SHA: sha}
-	}
-	run := runs[len(runs)-1]
-	p := &forge.Pipeline{ID: run.id, SHA: sha, Ref: run.ref}
+// pipeline maps the run to a forge.Pipeline as the GitLab client does.
+func (run *modelRun) pipeline() *forge.Pipeline {
+	p := &forge.Pipeline{ID: run.id, SHA: run.sha, Ref: run.ref}
 	switch run.runStatus() {
 	case "success":
 		p.State = forge.CISuccess

@@ -167,6 +167,10 @@ func (s *GitLabServer) glIssueJSON(p *modelRepo, is *modelIssue) map[string]any 
 		m["source_branch"], m["target_branch"], m["sha"] = is.source, is.target, is.sha
 		m["source_project_id"], m["target_project_id"] = p.id, p.id
 		m["draft"], m["merge_commit_sha"] = false, nil
+		m["head_pipeline"] = nil
+		if run := p.headPipelineLocked(is); run != nil {
+			m["head_pipeline"] = s.glPipelineJSON(p, run)
+		}
 		s.glMergeFields(m, p, is)
 		if is.state == "merged" {
 			m["merged_at"] = is.updated.Format(time.RFC3339Nano)

@@ -109,3 +109,17 @@ func (s *GitLabServer) glPipelineJSON(p *modelRepo, run *modelRun) map[string]an
 		"web_url": fmt.Sprintf("%s/%s/-/pipelines/%d", s.URL, p.path, run.id),
 	}
 }
+
+// glCommitMRs answers GET /projects/:id/repository/commits/:sha/merge_requests: the merge
+// requests of the project that hold the commit (one of the heads they had), newest first.
+func (s *GitLabServer) glCommitMRs(w http.ResponseWriter, r *http.Request, p *modelRepo, sha string) {
+	out := []any{}
+	mrs := p.allMRsLocked(s.sharedNumbers)
+	slices.SortFunc(mrs, func(a, b *modelIssue) int { return int(b.number - a.number) })
+	for _, mi := range mrs {
+		if slices.ContainsFunc(mi.versions, func(v modelVersion) bool { return v.sha == sha }) {
+			out = append(out, s.glIssueJSON(p, mi))
+		}
+	}
+	glPaginate(w, r, s.pageSize, out)
+}

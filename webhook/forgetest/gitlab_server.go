@@ -23,6 +23,7 @@ import (
 //	PUT …/discussions/:id (resolved), POST /projects/:id/merge_requests/:iid/approve
 //	GET /projects/:id/merge_requests/:iid/approvals, PUT /projects/:id/merge_requests/:iid/merge
 //	GET  /projects/:id/pipelines, /projects/:id/pipelines/:id/jobs, /projects/:id/jobs/:id/trace
+//	GET  /projects/:id/repository/commits/:sha/merge_requests
 //	GET  /issues (assignee_username, state=opened, scope=all, updated_after: glAssignedIssues)
 //	GET  /todos (state=pending: glTodos), /merge_requests (author_username, state=all, scope=all,
 //	     updated_after: glMergeRequests), both derived from the model (notifications.go)
@@ -153,6 +154,8 @@ func (s *GitLabServer) route(w http.ResponseWriter, r *http.Request, seg []strin
 		s.glCreateMR(w, r, p)
 	case len(seg) >= 2 && (seg[0] == "issues" || seg[0] == "merge_requests"):
 		s.glIssuable(w, r, p, seg)
+	case len(seg) == 4 && seg[0] == "repository" && seg[1] == "commits" && seg[3] == "merge_requests" && get:
+		s.glCommitMRs(w, r, p, seg[2])
 	case len(seg) == 1 && seg[0] == "pipelines" && get:
 		s.glPipelines(w, r, p)
 	case len(seg) == 3 && seg[0] == "pipelines" && seg[2] == "jobs" && get:

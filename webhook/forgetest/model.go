@@ -120,6 +120,9 @@ type modelRun struct {
 	ref    string
 	status string // GitLab pipeline status; "" derives it from jobs
 	jobs   []*modelJob
+	// source is the merge request head a GitLab merged-results pipeline tested (its sha is
+	// the merge commit of that head into the target branch); "" for any other run.
+	source string
 }
 
 type modelJob struct {

@@ -1,6 +1,7 @@
 package forgetest
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"strings"
@@ -255,6 +256,41 @@ func (m *model) addRun(repo, sha, ref, status string, jobs []CIJob) int64 {
 	}
 	r.runs[sha] = append(r.runs[sha], run)
 	return run.id
+}
+
+// AddMergedResultsPipeline records a GitLab merged-results pipeline of merge request mr: a
+// pipeline on refs/merge-requests/<mr>/merge whose sha is the merge commit of the merge
+// request's current head into its target branch (a commit no branch has), with status as
+// AddPipeline's ("" derives it from jobs). GitLab reports it as the merge request's
+// head_pipeline while that head lasts. It returns the pipeline's id and the merge commit.
+func (m *model) AddMergedResultsPipeline(repo string, mr int64, status string, jobs ...CIJob) (id int64, mergeSHA string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := m.mustRepoLocked(repo)
+	mi := m.mustIssueLocked(forge.IssueRef{Repo: repo, Number: mr, MergeRequest: true})
+	id = m.nextID()
+	mergeSHA = fmt.Sprintf("%040x", sha256.Sum256(fmt.Appendf(nil, "merge %s into %s, pipeline %d", mi.sha, mi.target, id)))[:40]
+	run := &modelRun{id: id, sha: mergeSHA, ref: fmt.Sprintf("refs/merge-requests/%d/merge", mr), status: status, source: mi.sha}
+	for _, j := range jobs {
+		run.jobs = append(run.jobs, &modelJob{id: m.nextID(), CIJob: j})
+	}
+	r.runs[mergeSHA] = append(r.runs[mergeSHA], run)
+	return id, mergeSHA
+}
+
+// headPipelineLocked is GitLab's head_pipeline of merge request mi: its latest pipeline of
+// the head commit, whether it ran on the head itself or on its merge into the target
+// (merged results); nil when none did.
+func (r *modelRepo) headPipelineLocked(mi *modelIssue) *modelRun {
+	var head *modelRun
+	for sha, runs := range r.runs {
+		for _, run := range runs {
+			if (sha == mi.sha || run.source == mi.sha) && mi.sha != "" && (head == nil || run.id > head.id) {
+				head = run
+			}
+		}
+	}
+	return head
 }
 
 // ClearCI forgets every CI run of sha.

@@ -110,10 +110,15 @@ func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipelin
 	if err != nil {
 		return nil, c.wrap("list pipelines of "+repo+"@"+sha, resp, err)
 	}
-	if len(list) == 0 {
+	var p *gl.PipelineInfo
+	if len(list) > 0 {
+		p = list[0]
+	} else if p, err = c.mergedResultsPipeline(ctx, repo, sha); err != nil {
+		return nil, err
+	}
+	if p == nil {
 		return &forge.Pipeline{State: forge.CINone, SHA: sha}, nil
 	}
-	p := list[0]
 	out := &forge.Pipeline{ID: p.ID, SHA: p.SHA, Ref: p.Ref, WebURL: p.WebURL}
 	if m := clientMRRef.FindStringSubmatch(p.Ref); m != nil {
 		out.MergeRequest, _ = strconv.ParseInt(m[1], 10, 64)
@@ -162,6 +167,33 @@ func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipelin
 		page = next
 	}
 	return out, nil
+}
+
+// mergedResultsPipeline finds the pipeline of head commit sha that no pipeline list by sha
+// shows: a merged-results or merge-train pipeline, which GitLab runs on a merge commit of the
+// head into the target branch (refs/merge-requests/<iid>/merge or /train), with that merge
+// commit as its sha. It is the head_pipeline of the open merge request whose head is sha
+// (GitLab keeps it the latest pipeline of the head's sha or of its merge), read through the
+// merge requests that hold the commit: GET /projects/:id/repository/commits/:sha/merge_requests,
+// then GET /projects/:id/merge_requests/:iid. nil when none has one.
+func (c *Client) mergedResultsPipeline(ctx context.Context, repo, sha string) (*gl.PipelineInfo, error) {
+	mrs, resp, err := c.api.Commits.ListMergeRequestsByCommit(repo, sha, gl.WithContext(ctx))
+	if err != nil {
+		return nil, c.wrap("list merge requests of "+repo+"@"+sha, resp, err)
+	}
+	for _, m := range mrs {
+		if m.State != "opened" || m.SHA != sha {
+			continue
+		}
+		mr, resp, err := c.api.MergeRequests.GetMergeRequest(repo, m.IID, nil, gl.WithContext(ctx))
+		if err != nil {
+			return nil, c.wrap(fmt.Sprintf("read merge request !%d of %s", m.IID, repo), resp, err)
+		}
+		if hp := mr.HeadPipeline; hp != nil && mr.SHA == sha {
+			return &gl.PipelineInfo{ID: hp.ID, SHA: hp.SHA, Ref: hp.Ref, Status: hp.Status, WebURL: hp.WebURL}, nil
+		}
+	}
+	return nil, nil
 }
 
 // traceTail streams GET /projects/:id/jobs/:job_id/trace keeping only the last LogTailBytes.

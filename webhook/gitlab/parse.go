@@ -346,9 +346,13 @@ func parsePipelineHook(ev forge.Event, body []byte, projectURL string) (forge.Ev
 	if mr := e.MergeRequest; mr.IID > 0 {
 		ev.Target.Number, ev.Target.MergeRequest = mr.IID, true
 		ev.Title = mr.Title
+		head := oa.SHA
+		if p.MergedResults() { // its sha is a merge commit of the head; the hook does not name the head
+			head = ""
+		}
 		ev.MergeRequest = &forge.MergeRequest{
 			Number: mr.IID, Title: mr.Title, SourceBranch: mr.SourceBranch, TargetBranch: mr.TargetBranch,
-			HeadSHA: oa.SHA, State: hookMRState(mr.State), Merged: mr.State == "merged", WebURL: mr.URL,
+			HeadSHA: head, State: hookMRState(mr.State), Merged: mr.State == "merged", WebURL: mr.URL,
 			FromFork: hookFromFork(mr.SourceProjectID, mr.TargetProjectID),
 		}
 	}

@@ -234,6 +234,23 @@ func TestSourceParse(t *testing.T) {
 			},
 		},
 		{
+			// A merged-results pipeline runs on a merge commit of the head into the target: its
+			// sha is not the merge request's head, which the hook does not name.
+			name: "merged-results pipeline", header: "Pipeline Hook",
+			body: srcPatch(t, srcFixture(t, "pipeline_hook_success.json"), func(m map[string]any) {
+				oa := m["object_attributes"].(map[string]any)
+				oa["status"], oa["ref"], oa["sha"] = "failed", "refs/merge-requests/1/merge", "5d9f1b9c0e3a4f6b8c7d2e1f0a9b8c7d6e5f4a3b"
+			}),
+			check: func(t *testing.T, ev forge.Event) {
+				assert.Equal(t, forge.CIFailed, ev.Pipeline.State)
+				assert.True(t, ev.Pipeline.MergedResults())
+				assert.Equal(t, int64(1), ev.Pipeline.MergeRequest)
+				assert.Equal(t, forge.IssueRef{Repo: "gitlab-org/gitlab-test", Number: 1, MergeRequest: true}, ev.Target)
+				assert.Empty(t, ev.MergeRequest.HeadSHA, "the merge commit is not the head")
+				assert.Equal(t, "test", ev.MergeRequest.SourceBranch)
+			},
+		},
+		{
 			name: "failed pipeline without merge request", header: "Pipeline Hook",
 			body: srcPatch(t, srcFixture(t, "pipeline_hook_success.json"), func(m map[string]any) {
 				m["object_attributes"].(map[string]any)["status"] = "failed"
