@@ -299,11 +299,8 @@ func matchWholeReply(q phase.Question, body string) (string, bool) {
 	lraw := fold(raw)
 	best, bestLen := "", 0
 	for _, o := range q.Options {
-		l := fold(o.Label)
-		if l != "" && strings.HasPrefix(lraw, l) && len(l) > bestLen {
-			if next, _ := utf8.DecodeRuneInString(lraw[len(l):]); !unicode.IsLetter(next) && !unicode.IsDigit(next) {
-				best, bestLen = o.ID, len(l)
-			}
+		if l := fold(o.Label); len(l) > bestLen && beginsWithWords(lraw, l) {
+			best, bestLen = o.ID, len(l)
 		}
 	}
 	if best != "" {
@@ -379,6 +376,9 @@ func matchOption(q phase.Question, s string) (string, bool) {
 	return "", false
 }
 
+// matchOptionText resolves s to one option of q: its letter or number, its id, the start of
+// its text ("semi"), or its text followed by more words (s of three characters or more: "yes,
+// archived too"; a longer word, "yesterday", is not "yes"). Two options matching is no match.
 func matchOptionText(q phase.Question, s string) (string, bool) {
 	ls := fold(s)
 	if len([]rune(ls)) == 1 {
@@ -392,7 +392,7 @@ func matchOptionText(q phase.Question, s string) (string, bool) {
 	}
 	var hit string
 	for _, o := range q.Options {
-		if fold(o.ID) == ls || strings.HasPrefix(fold(o.Label), ls) || (len(ls) >= 3 && strings.HasPrefix(ls, fold(o.Label))) {
+		if fold(o.ID) == ls || strings.HasPrefix(fold(o.Label), ls) || (len(ls) >= 3 && beginsWithWords(ls, fold(o.Label))) {
 			if hit != "" && hit != o.ID {
 				return "", false // ambiguous
 			}
@@ -400,6 +400,17 @@ func matchOptionText(q phase.Question, s string) (string, bool) {
 		}
 	}
 	return hit, hit != ""
+}
+
+// beginsWithWords reports whether s begins with label as whole words: label followed by the end,
+// or by a character that is neither a letter nor a digit ("yes, archived too" begins with
+// "yes"; "yesterday" does not).
+func beginsWithWords(s, label string) bool {
+	if label == "" || !strings.HasPrefix(s, label) {
+		return false
+	}
+	next, _ := utf8.DecodeRuneInString(s[len(label):])
+	return next == utf8.RuneError || !unicode.IsLetter(next) && !unicode.IsDigit(next)
 }
 
 // stripMarks decomposes a text (NFD) and drops its combining marks: "Účetní" → "Ucetni",

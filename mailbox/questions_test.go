@@ -163,6 +163,12 @@ func TestParseReplyEdges(t *testing.T) {
 		{"the shorter of two options", prefixes, "q1: Yes", map[string]string{"q1": "a"}, false},
 		{"the longer of two options", prefixes, "q1: Yes, but behind a flag", map[string]string{"q1": "b"}, false},
 		{"the longer one alone", prefixes, "Yes, but behind a flag", map[string]string{"q1": "b"}, false},
+		// A word that only begins with an option's text is another word: "Yesterday" is not
+		// "Yes", "Nothing" not "No", alone or after "q1:".
+		{"a longer word alone", yesNo, "Yesterday", map[string]string{}, false},
+		{"a longer word after q1", yesNo, "q1: Nothing of the sort, ask finance", map[string]string{}, false},
+		{"a longer word then words after q1", yesNo, "q1: Yesterday's format", map[string]string{}, false},
+		{"an option's text, then a comma, after q1", yesNo, "q1: Yes, archived too", map[string]string{"q1": "a"}, false},
 		// Quoted lines are what the reply answers, not the replier's words.
 		{"a quoted answer", two, "> q1: a\nq1: b", map[string]string{"q1": "b"}, false},
 		// Two answers on one line.
