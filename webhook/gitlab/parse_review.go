@@ -13,7 +13,11 @@ import (
 // merge_status, to a forge.MergeStatus. Only a conflict with the target (conflict, need_rebase;
 // merge_status cannot_be_merged) reads as MergeStatusConflict; statuses that block a merge for
 // another reason (ci_must_pass, not_approved, discussions_not_resolved, draft_status, …) read as
-// MergeStatusMergeable, since merging the target would not change them.
+// MergeStatusMergeable, since merging the target would not change them. broken_status is a
+// conflict when merge_status says cannot_be_merged, else unknown: until GitLab 16.10 it was
+// also what a conflict reported, before the conflict check could (a merge request is "broken"
+// when it has no commits, its source branch is gone, or it cannot be merged;
+// gitlab-org/gitlab!142904, !146937).
 func hookMergeStatus(detailed, legacy string) forge.MergeStatus {
 	switch detailed {
 	case "":
@@ -21,6 +25,11 @@ func hookMergeStatus(detailed, legacy string) forge.MergeStatus {
 		return forge.MergeStatusChecking
 	case "conflict", "need_rebase":
 		return forge.MergeStatusConflict
+	case "broken_status":
+		if legacy == "cannot_be_merged" {
+			return forge.MergeStatusConflict
+		}
+		return forge.MergeStatusUnknown
 	case "not_open":
 		return forge.MergeStatusUnknown
 	default:

@@ -48,6 +48,18 @@ func TestParseMergeRequestMergeStatus(t *testing.T) {
 		require.Equal(t, want, hookMergeStatus(detailed, ""), detailed)
 	}
 	require.Equal(t, forge.MergeStatusConflict, hookMergeStatus("", "cannot_be_merged"))
+	// Before GitLab 16.10 a conflict read broken_status; merge_status tells it from a missing
+	// branch or no commits.
+	broken := srcPatch(t, srcFixture(t, "merge_request_hook_reviewer_removed.json"), func(m map[string]any) {
+		oa := m["object_attributes"].(map[string]any)
+		oa["detailed_merge_status"], oa["merge_status"] = "broken_status", "cannot_be_merged"
+	})
+	ev, err = srcParse(t, "Merge Request Hook", broken)
+	require.NoError(t, err)
+	require.Equal(t, forge.EventMergeStatus, ev.Type)
+	require.Equal(t, forge.MergeStatusConflict, ev.MergeRequest.MergeStatus)
+	require.Equal(t, forge.MergeStatusUnknown, hookMergeStatus("broken_status", "can_be_merged"), "a branch gone, no commits")
+	require.Equal(t, forge.MergeStatusUnknown, hookMergeStatus("broken_status", ""))
 	require.Equal(t, forge.MergeStatusUnknown, hookMergeStatus("", ""))
 }
 
