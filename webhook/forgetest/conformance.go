@@ -453,6 +453,32 @@ func RunConformance(t *testing.T, newForge func(t *testing.T) (forge.Forge, Seed
 		require.Equal(t, forge.CISuccess, p.State, "a pipeline of the head itself")
 	})
 
+	// A GitLab parent pipeline whose trigger job started a child pipeline (trigger: include,
+	// strategy: depend) fails with that trigger job, a bridge: its failed jobs are the child's.
+	t.Run("CIStatusChildPipeline", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		if b.f.Kind() != forge.KindGitLab {
+			t.Skip("child pipelines are GitLab's")
+		}
+		const sha = "00000000000000000000000000000000000000b1"
+		b.s.SetCI(ConformanceRepo, sha, CIJob{Name: "build", State: forge.CISuccess},
+			CIJob{Name: "lint", State: forge.CIFailed, Log: "lint: 2 warnings are errors"},
+			CIJob{Name: "run-child", State: forge.CIFailed, Child: []CIJob{
+				{Name: "unit", State: forge.CISuccess},
+				{Name: "e2e", State: forge.CIFailed, Log: "child: e2e timed out"}}})
+		p, err := b.f.CIStatus(b.ctx, ConformanceRepo, sha)
+		require.NoError(t, err)
+		require.Equal(t, forge.CIFailed, p.State)
+		names := map[string]string{}
+		for _, j := range p.FailedJobs {
+			names[j.Name] = j.Log
+		}
+		require.Len(t, names, 2, "%v", p.FailedJobs)
+		require.Contains(t, names["lint"], "lint: 2 warnings are errors")
+		require.Contains(t, names["run-child / e2e"], "child: e2e timed out")
+	})
+
 	t.Run("Role", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

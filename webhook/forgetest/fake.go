@@ -367,11 +367,23 @@ func (run *modelRun) pipeline() *forge.Pipeline {
 		p.State = forge.CIPending
 	}
 	if p.State == forge.CIFailed {
-		for _, j := range run.jobs {
-			if j.State == forge.CIFailed {
-				p.FailedJobs = append(p.FailedJobs, forge.FailedJob{Name: j.Name, WebURL: j.WebURL, Log: j.Log})
-			}
-		}
+		p.FailedJobs = run.failedJobs("")
 	}
 	return p
+}
+
+// failedJobs returns the failed jobs of run as the GitLab client reports them: those of a
+// failed trigger job's child pipeline named "<trigger job> / <job>", after prefix.
+func (run *modelRun) failedJobs(prefix string) []forge.FailedJob {
+	var out []forge.FailedJob
+	for _, j := range run.jobs {
+		switch {
+		case j.State != forge.CIFailed:
+		case j.child != nil:
+			out = append(out, j.child.failedJobs(prefix+j.Name+" / ")...)
+		default:
+			out = append(out, forge.FailedJob{Name: prefix + j.Name, WebURL: j.WebURL, Log: j.Log})
+		}
+	}
+	return out
 }

@@ -42,12 +42,43 @@ func (s *GitLabServer) glRun(p *modelRepo, id string) *modelRun {
 	n, _ := strconv.ParseInt(id, 10, 64)
 	for _, rs := range p.runs {
 		for _, run := range rs {
-			if run.id == n {
-				return run
+			if got := run.find(n); got != nil {
+				return got
 			}
 		}
 	}
 	return nil
+}
+
+// glScopes is the scope filter of a jobs or bridges list (scope[]=…, scope=…).
+func glScopes(r *http.Request) []string {
+	scopes := r.URL.Query()["scope[]"]
+	return append(scopes, r.URL.Query()["scope"]...)
+}
+
+// glBridges answers GET /projects/:id/pipelines/:id/bridges: the pipeline's trigger jobs, each
+// with its downstream pipeline.
+func (s *GitLabServer) glBridges(w http.ResponseWriter, r *http.Request, p *modelRepo, pid string) {
+	run := s.glRun(p, pid)
+	if run == nil {
+		glMessage(w, http.StatusNotFound, "404 Not found")
+		return
+	}
+	scopes := glScopes(r)
+	out := []any{}
+	for _, j := range run.jobs {
+		st := glJobStatus(j.State)
+		if j.child == nil || len(scopes) > 0 && !slices.Contains(scopes, st) {
+			continue
+		}
+		out = append(out, map[string]any{
+			"id": j.id, "name": j.Name, "status": st, "stage": "test", "allow_failure": false, "ref": run.ref,
+			"web_url":             fmt.Sprintf("%s/%s/-/jobs/%d", s.URL, p.path, j.id),
+			"pipeline":            s.glPipelineJSON(p, run),
+			"downstream_pipeline": s.glPipelineJSON(p, j.child),
+		})
+	}
+	glPaginate(w, r, s.pageSize, out)
 }
 
 func (s *GitLabServer) glJobs(w http.ResponseWriter, r *http.Request, p *modelRepo, pid string) {
@@ -56,13 +87,12 @@ func (s *GitLabServer) glJobs(w http.ResponseWriter, r *http.Request, p *modelRe
 		glMessage(w, http.StatusNotFound, "404 Not found")
 		return
 	}
-	scopes := r.URL.Query()["scope[]"]
-	scopes = append(scopes, r.URL.Query()["scope"]...)
+	scopes := glScopes(r)
 	out := []any{}
 	for _, j := range run.jobs {
 		st := glJobStatus(j.State)
-		if len(scopes) > 0 && !slices.Contains(scopes, st) {
-			continue
+		if j.child != nil || len(scopes) > 0 && !slices.Contains(scopes, st) {
+			continue // a bridge is listed by …/bridges
 		}
 		out = append(out, map[string]any{
 			"id": j.id, "name": j.Name, "status": st, "stage": "test", "allow_failure": false,
@@ -77,12 +107,10 @@ func (s *GitLabServer) glTrace(w http.ResponseWriter, p *modelRepo, id string) {
 	n, _ := strconv.ParseInt(id, 10, 64)
 	for _, rs := range p.runs {
 		for _, run := range rs {
-			for _, j := range run.jobs {
-				if j.id == n {
-					w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-					_, _ = w.Write([]byte(j.Log))
-					return
-				}
+			if j := run.findJob(n); j != nil {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				_, _ = w.Write([]byte(j.Log))
+				return
 			}
 		}
 	}

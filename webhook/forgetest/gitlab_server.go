@@ -22,7 +22,8 @@ import (
 //	GET|POST /projects/:id/merge_requests/:iid/discussions, POST …/discussions/:id/notes,
 //	PUT …/discussions/:id (resolved), POST /projects/:id/merge_requests/:iid/approve
 //	GET /projects/:id/merge_requests/:iid/approvals, PUT /projects/:id/merge_requests/:iid/merge
-//	GET  /projects/:id/pipelines, /projects/:id/pipelines/:id/jobs, /projects/:id/jobs/:id/trace
+//	GET  /projects/:id/pipelines, /projects/:id/pipelines/:id/jobs, …/pipelines/:id/bridges,
+//	     /projects/:id/jobs/:id/trace
 //	GET  /projects/:id/repository/commits/:sha/merge_requests
 //	GET  /issues (assignee_username, state=opened, scope=all, updated_after: glAssignedIssues)
 //	GET  /todos (state=pending: glTodos), /merge_requests (author_username, state=all, scope=all,
@@ -160,6 +161,8 @@ func (s *GitLabServer) route(w http.ResponseWriter, r *http.Request, seg []strin
 		s.glPipelines(w, r, p)
 	case len(seg) == 3 && seg[0] == "pipelines" && seg[2] == "jobs" && get:
 		s.glJobs(w, r, p, seg[1])
+	case len(seg) == 3 && seg[0] == "pipelines" && seg[2] == "bridges" && get:
+		s.glBridges(w, r, p, seg[1])
 	case len(seg) == 3 && seg[0] == "jobs" && seg[2] == "trace" && get:
 		s.glTrace(w, p, seg[1])
 	default:

@@ -128,6 +128,37 @@ type modelRun struct {
 type modelJob struct {
 	id int64
 	CIJob
+	child *modelRun // a bridge's downstream pipeline (CIJob.Child), nil for a job
+}
+
+// findJob returns the job with id in run or a child pipeline below it, nil for none.
+func (run *modelRun) findJob(id int64) *modelJob {
+	for _, j := range run.jobs {
+		if j.id == id {
+			return j
+		}
+		if j.child != nil {
+			if got := j.child.findJob(id); got != nil {
+				return got
+			}
+		}
+	}
+	return nil
+}
+
+// find returns run or the child pipeline below it with id, nil for none.
+func (run *modelRun) find(id int64) *modelRun {
+	if run.id == id {
+		return run
+	}
+	for _, j := range run.jobs {
+		if j.child != nil {
+			if got := j.child.find(id); got != nil {
+				return got
+			}
+		}
+	}
+	return nil
 }
 
 func newModel(shared bool) *model {

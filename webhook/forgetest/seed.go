@@ -36,6 +36,10 @@ type CIJob struct {
 	State  forge.CIState
 	Log    string
 	WebURL string
+	// Child, when set, makes the job a GitLab trigger job (a bridge, listed by
+	// …/pipelines/:id/bridges, not …/jobs) whose downstream child pipeline runs these jobs;
+	// State is the bridge's. Forgejo reads it as a plain status.
+	Child []CIJob
 }
 
 // The Seeder methods below are shared by Fake, GitLabServer and ForgejoServer through the
@@ -251,9 +255,7 @@ func (m *model) addRun(repo, sha, ref, status string, jobs []CIJob) int64 {
 	defer m.mu.Unlock()
 	r := m.mustRepoLocked(repo)
 	run := &modelRun{id: m.nextID(), sha: sha, ref: seedOr(ref, r.defaultBranch), status: status}
-	for _, j := range jobs {
-		run.jobs = append(run.jobs, &modelJob{id: m.nextID(), CIJob: j})
-	}
+	m.addJobsLocked(run, jobs)
 	r.runs[sha] = append(r.runs[sha], run)
 	return run.id
 }
@@ -271,9 +273,7 @@ func (m *model) AddMergedResultsPipeline(repo string, mr int64, status string, j
 	id = m.nextID()
 	mergeSHA = fmt.Sprintf("%040x", sha256.Sum256(fmt.Appendf(nil, "merge %s into %s, pipeline %d", mi.sha, mi.target, id)))[:40]
 	run := &modelRun{id: id, sha: mergeSHA, ref: fmt.Sprintf("refs/merge-requests/%d/merge", mr), status: status, source: mi.sha}
-	for _, j := range jobs {
-		run.jobs = append(run.jobs, &modelJob{id: m.nextID(), CIJob: j})
-	}
+	m.addJobsLocked(run, jobs)
 	r.runs[mergeSHA] = append(r.runs[mergeSHA], run)
 	return id, mergeSHA
 }
@@ -291,6 +291,19 @@ func (r *modelRepo) headPipelineLocked(mi *modelIssue) *modelRun {
 		}
 	}
 	return head
+}
+
+// addJobsLocked adds jobs to run; a job with Child jobs gets its child pipeline, on the same
+// commit and ref.
+func (m *model) addJobsLocked(run *modelRun, jobs []CIJob) {
+	for _, j := range jobs {
+		job := &modelJob{id: m.nextID(), CIJob: j}
+		if len(j.Child) > 0 {
+			job.child = &modelRun{id: m.nextID(), sha: run.sha, ref: run.ref}
+			m.addJobsLocked(job.child, j.Child)
+		}
+		run.jobs = append(run.jobs, job)
+	}
 }
 
 // ClearCI forgets every CI run of sha.

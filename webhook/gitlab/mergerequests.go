@@ -138,17 +138,33 @@ func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipelin
 	if out.State != forge.CIFailed {
 		return out, nil
 	}
+	if out.FailedJobs, err = c.failedJobs(ctx, repo, p.ID, "", 0); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// childDepth bounds how deep failedJobs follows child pipelines (GitLab allows two levels of
+// child pipelines below a parent: docs.gitlab.com/ci/pipelines/downstream_pipelines/).
+const childDepth = 2
+
+// failedJobs lists the failed jobs of pipeline id (every page; allowed failures left out) with
+// the tail of each trace, then those of the child pipelines its failed trigger jobs started
+// (GitLab "bridges", which the jobs list leaves out: GET /projects/:id/pipelines/:id/bridges),
+// named "<trigger job> / <job>" after prefix, at most childDepth levels down.
+func (c *Client) failedJobs(ctx context.Context, repo string, id int64, prefix string, depth int) ([]forge.FailedJob, error) {
+	var out []forge.FailedJob
 	var page gl.RequestOptionFunc
 	for {
 		reqOpts := []gl.RequestOptionFunc{gl.WithContext(ctx)}
 		if page != nil {
 			reqOpts = append(reqOpts, page)
 		}
-		jobs, resp, err := c.api.Jobs.ListPipelineJobs(repo, p.ID, &gl.ListJobsOptions{
+		jobs, resp, err := c.api.Jobs.ListPipelineJobs(repo, id, &gl.ListJobsOptions{
 			ListOptions: gl.ListOptions{PerPage: 100}, Scope: &[]gl.BuildStateValue{gl.Failed},
 		}, reqOpts...)
 		if err != nil {
-			return nil, c.wrap(fmt.Sprintf("list failed jobs of pipeline %d in %s", p.ID, repo), resp, err)
+			return nil, c.wrap(fmt.Sprintf("list failed jobs of pipeline %d in %s", id, repo), resp, err)
 		}
 		for _, j := range jobs {
 			if j.AllowFailure || j.Status != string(gl.Failed) {
@@ -158,13 +174,32 @@ func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipelin
 			if err != nil && ctx.Err() != nil {
 				return nil, c.wrap("read job trace", nil, ctx.Err())
 			}
-			out.FailedJobs = append(out.FailedJobs, forge.FailedJob{Name: j.Name, WebURL: j.WebURL, Log: log})
+			out = append(out, forge.FailedJob{Name: prefix + j.Name, WebURL: j.WebURL, Log: log})
 		}
 		next, ok := gl.WithNext(resp)
 		if !ok || len(jobs) == 0 {
 			break
 		}
 		page = next
+	}
+	if depth >= childDepth {
+		return out, nil
+	}
+	bridges, resp, err := c.api.Jobs.ListPipelineBridges(repo, id, &gl.ListJobsOptions{
+		ListOptions: gl.ListOptions{PerPage: 100}, Scope: &[]gl.BuildStateValue{gl.Failed},
+	}, gl.WithContext(ctx))
+	if err != nil {
+		return nil, c.wrap(fmt.Sprintf("list failed trigger jobs of pipeline %d in %s", id, repo), resp, err)
+	}
+	for _, b := range bridges {
+		if b.AllowFailure || b.Status != string(gl.Failed) || b.DownstreamPipeline == nil {
+			continue
+		}
+		child, err := c.failedJobs(ctx, repo, b.DownstreamPipeline.ID, prefix+b.Name+" / ", depth+1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, child...)
 	}
 	return out, nil
 }
