@@ -1,9 +1,12 @@
 package forgejo
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 
 	"code.gitea.io/sdk/gitea"
 
@@ -103,10 +106,13 @@ func clientPull(pr *gitea.PullRequest) *forge.MergeRequest {
 	return out
 }
 
-// CIStatus returns the combined commit status of sha (GET …/commits/{sha}/status): "success"
-// and "warning" are CISuccess, "pending" CIPending, "failure" and "error" CIFailed; no status
-// at all is CINone. For CIFailed, each failing status becomes a FailedJob with its context as
-// Name, target_url as WebURL and description as Log.
+// CIStatus returns the state of CI on sha from its commit statuses, every page of them (GET
+// …/commits/{sha}/statuses): the latest status of each context (the highest id), then
+// "failure" or "error" in any context is CIFailed, else "pending" in any is CIPending, else
+// CISuccess ("success", "warning", "skipped"); no status at all is CINone. Forgejo's combined
+// status (…/commits/{sha}/status) is not used: it computes its state over one page of contexts
+// (30 by default) and ranks "warning" below "pending". For CIFailed, each failing context
+// becomes a FailedJob with its context as Name, target_url as WebURL and description as Log.
 func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipeline, error) {
 	if sha == "" {
 		return &forge.Pipeline{State: forge.CINone}, nil // no commit, no status
@@ -115,31 +121,55 @@ func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipelin
 	if err != nil {
 		return nil, err
 	}
-	cs, resp, err := c.api(ctx).GetCombinedStatus(owner, name, sha)
-	if err != nil {
-		return nil, c.wrap("get combined status of "+repo+"@"+sha, resp, err)
+	latest := map[string]*gitea.Status{}
+	api := c.api(ctx)
+	for page := 1; ; {
+		list, resp, err := api.ListStatuses(owner, name, sha, gitea.ListStatusesOption{
+			ListOptions: gitea.ListOptions{Page: page, PageSize: clientPageSize}})
+		if err != nil {
+			return nil, c.wrap("list statuses of "+repo+"@"+sha, resp, err)
+		}
+		for _, st := range list {
+			if st == nil {
+				continue
+			}
+			if cur, ok := latest[st.Context]; !ok || st.ID > cur.ID {
+				latest[st.Context] = st
+			}
+		}
+		if resp == nil || resp.NextPage <= page || len(list) == 0 {
+			break
+		}
+		page = resp.NextPage
 	}
 	out := &forge.Pipeline{SHA: sha, State: forge.CINone}
-	if cs == nil || len(cs.Statuses) == 0 {
+	if len(latest) == 0 {
 		return out, nil
 	}
-	switch cs.State {
-	case gitea.StatusSuccess, gitea.StatusWarning:
-		out.State = forge.CISuccess
-	case gitea.StatusFailure, gitea.StatusError:
-		out.State = forge.CIFailed
-	default:
-		out.State = forge.CIPending
+	failed, pending := false, false
+	for _, st := range latest {
+		switch st.State {
+		case gitea.StatusFailure, gitea.StatusError:
+			failed = true
+		case gitea.StatusPending:
+			pending = true
+		}
 	}
-	for _, s := range cs.Statuses {
-		if s == nil {
-			continue
-		}
+	switch {
+	case failed:
+		out.State = forge.CIFailed
+	case pending:
+		out.State = forge.CIPending
+	default:
+		out.State = forge.CISuccess
+	}
+	// In the order the contexts were last set, as Forgejo lists them on the commit.
+	for _, st := range slices.SortedFunc(maps.Values(latest), func(a, b *gitea.Status) int { return cmp.Compare(a.ID, b.ID) }) {
 		if out.WebURL == "" {
-			out.WebURL = s.TargetURL
+			out.WebURL = st.TargetURL
 		}
-		if out.State == forge.CIFailed && (s.State == gitea.StatusFailure || s.State == gitea.StatusError) {
-			out.FailedJobs = append(out.FailedJobs, forge.FailedJob{Name: s.Context, WebURL: s.TargetURL, Log: s.Description})
+		if out.State == forge.CIFailed && (st.State == gitea.StatusFailure || st.State == gitea.StatusError) {
+			out.FailedJobs = append(out.FailedJobs, forge.FailedJob{Name: st.Context, WebURL: st.TargetURL, Log: st.Description})
 		}
 	}
 	return out, nil

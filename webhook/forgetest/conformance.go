@@ -415,6 +415,35 @@ func RunConformance(t *testing.T, newForge func(t *testing.T) (forge.Forge, Seed
 		require.Contains(t, p.FailedJobs[0].Log, "boom: 3 tests failed")
 	})
 
+	// A commit with more statuses than a page of Forgejo's combined status (30 by default,
+	// whose state Forgejo computes over that page only) or jobs: a failure past the first page
+	// still fails CI.
+	t.Run("CIStatusManyJobs", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		const sha = "00000000000000000000000000000000000000c1"
+		var jobs []CIJob
+		for i := range 60 {
+			jobs = append(jobs, CIJob{Name: fmt.Sprintf("matrix-%02d", i), State: forge.CISuccess})
+		}
+		jobs[0] = CIJob{Name: "matrix-00", State: forge.CIFailed, Log: "the first job failed"}
+		jobs[59] = CIJob{Name: "matrix-59", State: forge.CIPending}
+		b.s.SetCI(ConformanceRepo, sha, jobs...)
+		p, err := b.f.CIStatus(b.ctx, ConformanceRepo, sha)
+		require.NoError(t, err)
+		require.Equal(t, forge.CIFailed, p.State)
+		require.Len(t, p.FailedJobs, 1)
+		require.Equal(t, "matrix-00", p.FailedJobs[0].Name)
+
+		const pending = "00000000000000000000000000000000000000c2"
+		jobs[0] = CIJob{Name: "matrix-00", State: forge.CIPending}
+		jobs[59] = CIJob{Name: "matrix-59", State: forge.CISuccess}
+		b.s.SetCI(ConformanceRepo, pending, jobs...)
+		p, err = b.f.CIStatus(b.ctx, ConformanceRepo, pending)
+		require.NoError(t, err)
+		require.Equal(t, forge.CIPending, p.State, "the first of sixty jobs still runs")
+	})
+
 	// GitLab's merged-results pipelines (and merge trains) run on a merge commit of the head
 	// into the target branch: no pipeline has the head's sha, the merge request's
 	// head_pipeline is that one.

@@ -23,7 +23,7 @@ import (
 //	GET|POST  /repos/{o}/{r}/labels, GET /orgs/{org}/labels
 //	POST /repos/{o}/{r}/issues/{index}/labels, DELETE /repos/{o}/{r}/issues/{index}/labels/{id}
 //	GET|POST  /repos/{o}/{r}/pulls, GET /repos/{o}/{r}/pulls/{index}
-//	GET  /repos/{o}/{r}/commits/{ref}/status
+//	GET  /repos/{o}/{r}/commits/{ref}/status, /repos/{o}/{r}/commits/{ref}/statuses
 //	GET|POST /repos/{o}/{r}/pulls/{index}/reviews, GET|POST …/reviews/{id}/comments
 //	POST /repos/{o}/{r}/pulls/{index}/merge, GET /repos/{o}/{r}/branches/{branch}
 //	GET  /repos/{o}/{r}/hooks (seeded with AddHook; admins only)
@@ -182,7 +182,9 @@ func (s *ForgejoServer) route(w http.ResponseWriter, r *http.Request, seg []stri
 		}
 		fjJSON(w, http.StatusOK, s.fjPull(p, mi))
 	case len(seg) == 3 && seg[0] == "commits" && seg[2] == "status" && m == http.MethodGet:
-		s.fjCombined(w, p, seg[1])
+		s.fjCombined(w, r, p, seg[1])
+	case len(seg) == 3 && seg[0] == "commits" && seg[2] == "statuses" && m == http.MethodGet:
+		s.fjStatuses(w, r, p, seg[1])
 	case len(seg) == 3 && seg[0] == "pulls" && seg[2] == "merge" && m == http.MethodPost:
 		s.fjMerge(w, r, p, seg[1])
 	case len(seg) >= 2 && seg[0] == "branches" && m == http.MethodGet:
@@ -442,35 +444,58 @@ func (s *ForgejoServer) fjCreatePull(w http.ResponseWriter, r *http.Request, p *
 	fjJSON(w, http.StatusCreated, s.fjPull(p, mi))
 }
 
-// fjCombined answers the combined status of the latest run for ref: the worst state by
-// Forgejo's order error < failure < warning < pending < success, or an empty object (state "",
-// no statuses) when nothing ran, as Forgejo does.
-func (s *ForgejoServer) fjCombined(w http.ResponseWriter, p *modelRepo, ref string) {
+// fjCombined answers the combined status of the latest run for ref as Forgejo does
+// (routers/api/v1/repo/status.go, GetLatestCommitStatus): a page (page, limit: 30 by default,
+// 50 at most) of the latest status of each context, the most recently set first, and as state
+// the worst of that page only by Forgejo's order error < failure < warning < pending < success;
+// X-Total-Count counts every context. An empty object (state "", no statuses) when nothing ran.
+func (s *ForgejoServer) fjCombined(w http.ResponseWriter, r *http.Request, p *modelRepo, ref string) {
 	runs := p.runs[ref]
 	if len(runs) == 0 || len(runs[len(runs)-1].jobs) == 0 {
 		fjJSON(w, http.StatusOK, map[string]any{"state": "", "sha": "", "total_count": 0, "statuses": nil, "repository": nil, "commit_url": "", "url": ""})
 		return
 	}
-	run := runs[len(runs)-1]
+	jobs := slices.Clone(runs[len(runs)-1].jobs)
+	slices.Reverse(jobs) // the most recently set first
+	pw := cutPage(r.URL.Query(), "limit", 30, 50, s.pageSize, len(jobs))
 	rank := map[string]int{"error": 0, "failure": 1, "warning": 2, "pending": 3, "success": 4}
 	state := "success"
 	statuses := []any{}
-	for _, j := range run.jobs {
+	for _, j := range jobs[pw.lo:pw.hi] {
 		st := fjStatusState(j.State)
 		if rank[st] < rank[state] {
 			state = st
 		}
-		statuses = append(statuses, map[string]any{
-			"id": j.id, "status": st, "target_url": j.WebURL, "description": j.Log,
-			"url": fmt.Sprintf("%s/api/v1/repos/%s/statuses/%s", s.URL, p.path, ref), "context": j.Name,
-			"creator": s.fjUser(s.userLocked(BotLogin)), "created_at": fjTime(s.clock), "updated_at": fjTime(s.clock),
-		})
+		statuses = append(statuses, s.fjStatus(p, ref, j))
 	}
+	w.Header().Set("X-Total-Count", strconv.Itoa(len(jobs)))
 	fjJSON(w, http.StatusOK, map[string]any{
 		"state": state, "sha": ref, "total_count": len(statuses), "statuses": statuses, "repository": s.fjRepo(p),
 		"commit_url": fmt.Sprintf("%s/api/v1/repos/%s/commits/%s", s.URL, p.path, ref),
 		"url":        fmt.Sprintf("%s/api/v1/repos/%s/commits/%s/status", s.URL, p.path, ref),
 	})
+}
+
+// fjStatuses answers GET /repos/{o}/{r}/commits/{ref}/statuses: every status of the latest run
+// for ref, the most recently set first, in pages (page, limit) with X-Total-Count and Link.
+func (s *ForgejoServer) fjStatuses(w http.ResponseWriter, r *http.Request, p *modelRepo, ref string) {
+	out := []any{}
+	if runs := p.runs[ref]; len(runs) > 0 {
+		jobs := runs[len(runs)-1].jobs
+		for i := len(jobs) - 1; i >= 0; i-- {
+			out = append(out, s.fjStatus(p, ref, jobs[i]))
+		}
+	}
+	fjPaginate(w, r, s.pageSize, out)
+}
+
+// fjStatus is a commit status of ref in Forgejo's JSON.
+func (s *ForgejoServer) fjStatus(p *modelRepo, ref string, j *modelJob) map[string]any {
+	return map[string]any{
+		"id": j.id, "status": fjStatusState(j.State), "target_url": j.WebURL, "description": j.Log,
+		"url": fmt.Sprintf("%s/api/v1/repos/%s/statuses/%s", s.URL, p.path, ref), "context": j.Name,
+		"creator": s.fjUser(s.userLocked(BotLogin)), "created_at": fjTime(s.clock), "updated_at": fjTime(s.clock),
+	}
 }
 
 // fjRepoTeams is GET /repos/{o}/{r}/teams: the teams with access, each with its units_map, as
