@@ -101,13 +101,30 @@ func (m *Machine) applyPending(ctx context.Context, bot Bot, mb *Mailbox, limit 
 // changed nothing else), reads the mailbox again and applies its pending events one
 // transaction each, after cause stopped a shared commit.
 func (m *Machine) applyOneByOne(ctx context.Context, bot Bot, mb *Mailbox, cause error) (bool, bool, error) {
+	if errors.Is(cause, ErrLeaseLost) {
+		return true, false, cause // another holder decides now
+	}
 	m.log.Debug("applying the events one by one", "mailbox_id", mb.ID, "err", cause)
-	fresh, err := m.store.Get(ctx, mb.ID)
-	if err != nil {
+	if err := m.reread(ctx, mb); err != nil {
 		return true, false, errors.Join(cause, err)
 	}
-	*mb = *fresh
 	return m.applyPending(ctx, bot, mb, 1)
+}
+
+// reread reads mb again in place, keeping the lease it was read under: when the mailbox's lease
+// owner changed since (another worker or replica claimed it), mb is left as it is and the
+// error wraps ErrLeaseLost, so that the pass cannot go on under the new holder's lease.
+func (m *Machine) reread(ctx context.Context, mb *Mailbox) error {
+	fresh, err := m.store.Get(ctx, mb.ID)
+	if err != nil {
+		return err
+	}
+	if owner := func(p *string) string { return cmp.Or(deref(p), "(none)") }; owner(fresh.LeaseOwner) != owner(mb.LeaseOwner) {
+		return fmt.Errorf("mailbox %d: held by %s since it was read under %s: %w", mb.ID,
+			owner(fresh.LeaseOwner), owner(mb.LeaseOwner), ErrLeaseLost)
+	}
+	*mb = *fresh
+	return nil
 }
 
 // outcomeWaiting reports whether the run of mb's state ended with an outcome not acted on yet.
@@ -130,9 +147,9 @@ func (m *Machine) endsWork(ev forge.Event, bot Bot, mb *Mailbox) bool {
 // PoisonAttempts times, sets them aside so the mailbox goes on with the rest: the mailbox is
 // read again (the failed attempt may have changed it in memory only) and the issue says once
 // what could not be processed. Failures worth waiting for — the forge unavailable, the issue
-// gone, the pass stopped — are not counted. It reports whether g was set aside.
+// gone, the pass stopped, the lease lost — are not counted. It reports whether g was set aside.
 func (m *Machine) setAside(ctx context.Context, bot Bot, mb *Mailbox, g eventGroup, applyErr error) (bool, error) {
-	if errors.Is(applyErr, forge.ErrUnavailable) || errors.Is(applyErr, forge.ErrNotFound) ||
+	if errors.Is(applyErr, forge.ErrUnavailable) || errors.Is(applyErr, forge.ErrNotFound) || errors.Is(applyErr, ErrLeaseLost) ||
 		errors.Is(applyErr, context.Canceled) || errors.Is(applyErr, context.DeadlineExceeded) || ctx.Err() != nil {
 		return false, nil
 	}
@@ -143,11 +160,9 @@ func (m *Machine) setAside(ctx context.Context, bot Bot, mb *Mailbox, g eventGro
 	ev := g.last.Event
 	m.log.Error("event set aside after repeated failures", "mailbox_id", mb.ID, "event_id", g.last.ID,
 		"event", ev.Type, "delivery_id", ev.DeliveryID, "attempts", m.cfg.PoisonAttempts, "err", applyErr)
-	fresh, err := m.store.Get(ctx, mb.ID)
-	if err != nil {
+	if err := m.reread(ctx, mb); err != nil {
 		return true, err
 	}
-	*mb = *fresh
 	what := string(ev.Type)
 	if ev.Sender.Login != "" {
 		what += " by @" + ev.Sender.Login

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/base/pgtest"
 	"github.com/alfred-bot/alfred/internal/store/postgres"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/mailboxtest"
 	"github.com/alfred-bot/alfred/mailbox/storetest"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -751,4 +753,52 @@ func TestReconcileBatchCountsOnlyMissedAssignments(t *testing.T) {
 		require.NoError(t, err, "%s", ref)
 		require.Equal(t, mailbox.StateWaitingInfo, mb.State, "%s", ref)
 	}
+}
+
+// claimOnFirstSave is a store on which another replica claims the mailbox (its holder's lease
+// expired) just before the first SaveProcessed.
+type claimOnFirstSave struct {
+	*storetest.SaveRecorder
+	once  sync.Once
+	claim func()
+}
+
+func (s *claimOnFirstSave) SaveProcessed(ctx context.Context, mb *mailbox.Mailbox, done []mailbox.Processed) error {
+	s.once.Do(s.claim)
+	return s.SaveRecorder.SaveProcessed(ctx, mb, done)
+}
+
+// A pass's shared commit of several events refused because the lease changed hands ends the
+// pass: it neither reads the mailbox again (which would take the new holder's lease for its
+// own) and applies the events one by one.
+func TestRefusedSharedCommitEndsThePass(t *testing.T) {
+	t.Parallel()
+	var st *claimOnFirstSave
+	var b *bundle
+	b = setupWith(t, guard{store: func(now func() time.Time) storetest.Store {
+		st = &claimOnFirstSave{SaveRecorder: &storetest.SaveRecorder{Store: mailboxtest.NewStore(now)}}
+		return st
+	}})
+	ctx := context.Background()
+	st.claim = func() {
+		b.clock.Add(2 * time.Minute)
+		mb, err := st.SaveRecorder.Store.Find(ctx, b.ref)
+		require.NoError(t, err)
+		got, err := st.SaveRecorder.Store.Claim(ctx, mb.ID, "replica-b/1", time.Minute)
+		require.NoError(t, err)
+		require.NotNil(t, got)
+	}
+	b.deliver(comment("alice", "one"))
+	b.deliver(comment("alice", "two"))
+	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", LeaseTTL: time.Minute}, st, b.machine, b.log)
+	did, err := w.Once(ctx)
+	require.True(t, did)
+	require.ErrorIs(t, err, mailbox.ErrLeaseLost)
+	mb, err := st.SaveRecorder.Store.Find(ctx, b.ref)
+	require.NoError(t, err)
+	require.Equal(t, "replica-b/1", *mb.LeaseOwner)
+	require.Empty(t, st.Commits(mb.ID), "nothing committed under the other replica's lease")
+	pending, err := st.SaveRecorder.Store.PendingEvents(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, pending, 2, "both events left to the holder")
 }

@@ -30,6 +30,9 @@ func (s *Store) Rebuild(_ context.Context, r *mailbox.Rebuilt) (bool, error) {
 			if m.State != mailbox.StateIdle || next.State == mailbox.StateIdle {
 				return false, nil // an idle mailbox already says all an idle rebuild would
 			}
+			if m.LeaseOwner != nil && !free(m, now) {
+				return false, nil // a worker holds it: its own now
+			}
 			taken, next.ID, next.CreatedAt = i, m.ID, m.CreatedAt
 		}
 	}

@@ -92,4 +92,31 @@ func rebuildCreatesOnce(t *testing.T, s Store, c *Clock) {
 	pending, err := s.PendingEvents(ctx, idle.ID)
 	require.NoError(t, err)
 	require.Len(t, pending, 1, "the delivery waits to be applied after the rebuild")
+
+	// An idle mailbox a worker holds (a rebuild beside a running Alfred) is that worker's: it
+	// is not taken over. Once the lease has expired, it is, and its lease is cleared.
+	_, err = s.Deliver(ctx, Event(9, "held-during-rebuild", "y"))
+	require.NoError(t, err)
+	idle9, err := s.Find(ctx, issue(9))
+	require.NoError(t, err)
+	held, err := s.Claim(ctx, idle9.ID, "worker/1", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, held)
+	rb9 := func() *mailbox.Rebuilt {
+		return &mailbox.Rebuilt{Mailbox: mailbox.Mailbox{Forge: "gl", Repo: "acme/shop", Number: 9, State: mailbox.StateInCI, WakeAt: &now}}
+	}
+	created, err = s.Rebuild(ctx, rb9())
+	require.NoError(t, err)
+	require.False(t, created, "a held mailbox is its worker's")
+	got9, err := s.Find(ctx, issue(9))
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateIdle, got9.State)
+	c.Add(2 * time.Minute)
+	created, err = s.Rebuild(ctx, rb9())
+	require.NoError(t, err)
+	require.True(t, created, "an expired lease does not hold it")
+	got9, err = s.Find(ctx, issue(9))
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateInCI, got9.State)
+	require.Nil(t, got9.LeaseOwner)
 }

@@ -23,15 +23,16 @@ func (s *Store) Empty(ctx context.Context) (bool, error) {
 
 // sqlRebuildMailbox creates a rebuilt mailbox unless its issue has one that is not idle; no
 // row when it has. An idle one (made by a delivery stored while the rebuild ran) is taken
-// over, its pending events kept. It is used for a rebuilt mailbox that is not idle itself. A
+// over, its pending events kept, unless a worker holds its lease (then it is that worker's);
+// an expired lease is cleared. It is used for a rebuilt mailbox that is not idle itself. A
 // new row is created in its rebuilt state ($5), so that the state changes a mailbox's timeline
 // shows (migrations/0018_state_changes.sql) do not begin with a change from idle that never
 // happened; one taken over does change from idle, and says so.
 const sqlRebuildMailbox = `
 INSERT INTO mailboxes (forge, repo, number, merge_request, created_at, updated_at, state)
 VALUES ($1, $2, $3, FALSE, $4, $4, $5)
-ON CONFLICT (forge, repo, number, merge_request) DO UPDATE SET updated_at = excluded.updated_at
-WHERE mailboxes.state = 'idle'
+ON CONFLICT (forge, repo, number, merge_request) DO UPDATE SET updated_at = excluded.updated_at, lease_owner = NULL
+WHERE mailboxes.state = 'idle' AND (mailboxes.lease_owner IS NULL OR mailboxes.lease_expires_at < $4)
 RETURNING id`
 
 // sqlRebuildIdleMailbox creates a rebuilt mailbox that is idle itself unless its issue has one
