@@ -299,7 +299,7 @@ func matchWholeReply(q phase.Question, body string) (string, bool) {
 	lraw := fold(raw)
 	best, bestLen := "", 0
 	for _, o := range q.Options {
-		if l := fold(o.Label); len(l) > bestLen && beginsWithWords(lraw, l) {
+		if l := fold(o.Label); len(l) > bestLen && beginsWithWords(lraw, l, false) {
 			best, bestLen = o.ID, len(l)
 		}
 	}
@@ -377,8 +377,8 @@ func matchOption(q phase.Question, s string) (string, bool) {
 }
 
 // matchOptionText resolves s to one option of q: its letter or number, its id, the start of
-// its text ("semi"), or its text followed by more words (s of three characters or more: "yes,
-// archived too"; a longer word, "yesterday", is not "yes"). Two options matching is no match.
+// its text ("semi"), or its text followed by more words (s of three characters or more:
+// beginsWithWords). Two options matching is no match.
 func matchOptionText(q phase.Question, s string) (string, bool) {
 	ls := fold(s)
 	if len([]rune(ls)) == 1 {
@@ -392,7 +392,7 @@ func matchOptionText(q phase.Question, s string) (string, bool) {
 	}
 	var hit string
 	for _, o := range q.Options {
-		if fold(o.ID) == ls || strings.HasPrefix(fold(o.Label), ls) || (len(ls) >= 3 && beginsWithWords(ls, fold(o.Label))) {
+		if fold(o.ID) == ls || strings.HasPrefix(fold(o.Label), ls) || (len(ls) >= 3 && beginsWithWords(ls, fold(o.Label), true)) {
 			if hit != "" && hit != o.ID {
 				return "", false // ambiguous
 			}
@@ -402,15 +402,31 @@ func matchOptionText(q phase.Question, s string) (string, bool) {
 	return hit, hit != ""
 }
 
-// beginsWithWords reports whether s begins with label as whole words: label followed by the end,
-// or by a character that is neither a letter nor a digit ("yes, archived too" begins with
-// "yes"; "yesterday" does not).
-func beginsWithWords(s, label string) bool {
+// beginsWithWords reports whether s begins with label as words: label followed by the end, by a
+// character that is neither a letter nor a digit ("yes, archived too"), with plural by a plural
+// "s" ("semicolons"), or next to a script written without spaces between words ("分号吧",
+// "Excelで"); a longer word is another word ("yesterday" is not "yes", "not sure" not "no").
+func beginsWithWords(s, label string, plural bool) bool {
 	if label == "" || !strings.HasPrefix(s, label) {
 		return false
 	}
-	next, _ := utf8.DecodeRuneInString(s[len(label):])
-	return next == utf8.RuneError || !unicode.IsLetter(next) && !unicode.IsDigit(next)
+	rest := s[len(label):]
+	next, _ := utf8.DecodeRuneInString(rest)
+	if rest == "" || !unicode.IsLetter(next) && !unicode.IsDigit(next) {
+		return true
+	}
+	if last, _ := utf8.DecodeLastRuneInString(label); unspaced(last) || unspaced(next) {
+		return true
+	}
+	word, _, _ := strings.Cut(rest, " ")
+	return plural && strings.TrimRightFunc(word, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) == "s"
+}
+
+// unspaced reports whether r is of a script written without spaces between words (Chinese,
+// Japanese, Thai, Lao, Khmer, Myanmar, Tibetan).
+func unspaced(r rune) bool {
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Thai, unicode.Lao,
+		unicode.Khmer, unicode.Myanmar, unicode.Tibetan)
 }
 
 // stripMarks decomposes a text (NFD) and drops its combining marks: "Účetní" → "Ucetni",

@@ -131,6 +131,10 @@ func TestParseReplyEdges(t *testing.T) {
 	prefixes := []phase.Question{{ID: "q1", Title: "Ship it?", Default: "b",
 		Options: []phase.Option{{ID: "a", Label: "Yes"}, {ID: "b", Label: "Yes, but behind a flag"}}}}
 	two := sampleQuestions()
+	words := []phase.Question{{ID: "q1", Title: "Separator or format?", Default: "a", Options: []phase.Option{
+		{ID: "a", Label: "Comma"}, {ID: "b", Label: "Semicolon"}, {ID: "c", Label: "Excel"}}}}
+	chinese := []phase.Question{{ID: "q1", Title: "分隔符?", Default: "a", Options: []phase.Option{
+		{ID: "a", Label: "逗号"}, {ID: "b", Label: "分号"}}}}
 	places := []phase.Question{{ID: "q1", Title: "Which office?", Default: "a", Options: []phase.Option{
 		{ID: "a", Label: "Zurich"}, {ID: "b", Label: "Łódź"}, {ID: "c", Label: "Účetní oddělení"}}}}
 	for _, tc := range []struct {
@@ -169,6 +173,13 @@ func TestParseReplyEdges(t *testing.T) {
 		{"a longer word after q1", yesNo, "q1: Nothing of the sort, ask finance", map[string]string{}, false},
 		{"a longer word then words after q1", yesNo, "q1: Yesterday's format", map[string]string{}, false},
 		{"an option's text, then a comma, after q1", yesNo, "q1: Yes, archived too", map[string]string{"q1": "a"}, false},
+		{"not sure is not no", yesNo, "q1: Not sure, ask finance", map[string]string{}, false},
+		// A plural is the option; so is its text in a script written without spaces.
+		{"a plural alone", words, "Semicolons", map[string]string{"q1": "b"}, false},
+		{"a plural after q1", words, "q1: semicolons please", map[string]string{"q1": "b"}, false},
+		{"Chinese without spaces", chinese, "分号吧", map[string]string{"q1": "b"}, false},
+		{"Chinese without spaces after q1", chinese, "q1: 分号吧", map[string]string{"q1": "b"}, false},
+		{"Japanese particle after a Latin option", words, "Excelでお願いします", map[string]string{"q1": "c"}, false},
 		// Quoted lines are what the reply answers, not the replier's words.
 		{"a quoted answer", two, "> q1: a\nq1: b", map[string]string{"q1": "b"}, false},
 		// Two answers on one line.
