@@ -92,6 +92,11 @@ type Reconciler struct {
 	searchedAt map[string]time.Time              // forge → start of the last complete search for assignments
 	fullAt     map[string]time.Time              // forge → start of the last complete search from the beginning
 	hooked     map[string]map[string]hookVerdict // forge → lower-case repository → what its hooks said
+	// derived holds, per forge, the issues whose assignment a search turned into an event,
+	// with their updated time then: one that stays untracked (its assignment refused, its
+	// mailbox cancelled with the bot still assigned) is not derived again until it changes,
+	// so it never takes the place of a missed one in the batch.
+	derived map[string]map[forge.IssueRef]time.Time
 }
 
 // hookVerdict is what a repository's hooks said at a time: whether one points at this Alfred.
@@ -114,7 +119,8 @@ func NewReconciler(cfg ReconcilerConfig, store Store, inbox Deliverer, bots map[
 		log = slog.Default()
 	}
 	return &Reconciler{cfg: cfg, store: store, inbox: inbox, bots: bots, now: now, log: log,
-		searchedAt: map[string]time.Time{}, fullAt: map[string]time.Time{}, hooked: map[string]map[string]hookVerdict{}}
+		searchedAt: map[string]time.Time{}, fullAt: map[string]time.Time{}, hooked: map[string]map[string]hookVerdict{},
+		derived: map[string]map[forge.IssueRef]time.Time{}}
 }
 
 // Run makes a pass at once (start-up: what happened while Alfred was down) and then every
@@ -223,8 +229,15 @@ func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot
 	// not be read waits for the next pass, which searches from the same time again; the
 	// assignments found elsewhere are not held up by it.
 	var unread error
-	tracked := func(ref forge.IssueRef) (bool, error) {
-		ok, err := r.ours(ctx, name, bot, known, ref.Repo, st)
+	r.mu.Lock()
+	derived := r.derived[name]
+	if derived == nil {
+		derived = map[forge.IssueRef]time.Time{}
+		r.derived[name] = derived
+	}
+	r.mu.Unlock()
+	skip := func(is forge.Issue) (bool, error) {
+		ok, err := r.ours(ctx, name, bot, known, is.Ref.Repo, st)
 		if err != nil {
 			unread = cmp.Or(unread, err)
 			return true, nil
@@ -232,9 +245,17 @@ func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot
 		if !ok {
 			return true, nil
 		}
-		return r.store.Tracked(ctx, ref)
+		tracked, err := r.store.Tracked(ctx, is.Ref)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if err != nil || tracked {
+			delete(derived, is.Ref)
+			return tracked, err
+		}
+		at, seen := derived[is.Ref]
+		return seen && at.Equal(is.UpdatedAt), nil
 	}
-	d, err := DeriveAssignments(ctx, bot.Forge, name, bot.Login, since, r.cfg.Batch, tracked, r.now())
+	d, err := DeriveAssignments(ctx, bot.Forge, name, bot.Login, since, r.cfg.Batch, skip, r.now())
 	st.Calls += d.Calls
 	st.Unattributed += len(d.Unattributed)
 	if err != nil {
@@ -246,6 +267,11 @@ func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot
 	if err != nil {
 		return err
 	}
+	r.mu.Lock()
+	for _, is := range d.Assigned {
+		derived[is.Ref] = is.UpdatedAt
+	}
+	r.mu.Unlock()
 	if unread != nil {
 		return unread
 	}

@@ -60,6 +60,8 @@ type Derived struct {
 	// More is set by DeriveAssignments when untracked assignments beyond its limit were left
 	// for a later search.
 	More bool
+	// Assigned are the issues DeriveAssignments turned into events (Ref.Forge set).
+	Assigned []forge.Issue
 }
 
 // DeriveEvents compares one open mailbox with its forge and returns the differences as events.
@@ -286,39 +288,38 @@ func (d *Derived) addStable(v ReconcileView, ev forge.Event, what string) {
 }
 
 // DeriveAssignments finds the open issues assigned to the bot on f, updated at or after since,
-// that tracked reports as having no open mailbox (assigned while Alfred was down or the hook was
-// off), and returns an assignees event for each, attributed to whoever assigned the bot. Every
-// assigned issue is listed (every page), and at most limit untracked ones (<= 0: all) are
-// derived, most recently updated first, each with a read of its history: the issues Alfred
-// already works on never hide a missed one behind the limit. Those beyond it set Derived.More.
-// forgeName is the configured forge name for the refs.
+// that skip does not leave out (it leaves out those with an open mailbox, those of another
+// installation, and those already derived at the same updated time), and returns an assignees
+// event for each, attributed to whoever assigned the bot. Every assigned issue is listed (every
+// page), and at most limit of those not left out (<= 0: all) are derived, most recently
+// updated first, each with a read of its history: the issues Alfred already works on never
+// hide a missed one behind the limit. Those beyond it set Derived.More. forgeName is the
+// configured forge name, set in the refs skip is given.
 func DeriveAssignments(ctx context.Context, f forge.Forge, forgeName, bot string, since time.Time, limit int,
-	tracked func(forge.IssueRef) (bool, error), now time.Time) (Derived, error) {
+	skip func(forge.Issue) (bool, error), now time.Time) (Derived, error) {
 	var d Derived
 	list, err := f.AssignedIssues(ctx, since, 0)
 	d.Calls++
 	if err != nil {
 		return d, fmt.Errorf("reconcile %s: search the bot's assignments: %w", forgeName, err)
 	}
-	derived := 0
 	for _, is := range list {
-		ref := is.Ref
-		ref.Forge = forgeName
-		ok, err := tracked(ref)
+		is.Ref.Forge = forgeName
+		ok, err := skip(is)
 		if err != nil {
 			return d, err
 		}
 		if ok {
 			continue
 		}
-		if limit > 0 && derived == limit {
+		if limit > 0 && len(d.Assigned) == limit {
 			d.More = true
 			break
 		}
-		derived++
-		if err := d.assignment(ctx, f, bot, is, ref, now); err != nil {
+		if err := d.assignment(ctx, f, bot, is, is.Ref, now); err != nil {
 			return d, err
 		}
+		d.Assigned = append(d.Assigned, is)
 	}
 	d.IssueUpdatedAt = time.Time{}
 	return d, nil

@@ -122,7 +122,7 @@ func TestDeriveMissedAssignment(t *testing.T) {
 	n := b.fake.AddIssue("acme/shop", forgetest.SeedIssue{Title: "New", Author: "alice"})
 	fresh := forge.IssueRef{Forge: "fj", Repo: "acme/shop", Number: n}
 	b.fake.SetIssueAssignees(fresh, "alice", forgetest.BotLogin)
-	tracked := func(r forge.IssueRef) (bool, error) { return r == b.ref, nil }
+	tracked := func(is forge.Issue) (bool, error) { return is.Ref == b.ref, nil }
 	d, err := mailbox.DeriveAssignments(t.Context(), b.fake, "fj", forgetest.BotLogin, time.Time{}, 0, tracked, b.now)
 	require.NoError(t, err)
 	require.Len(t, d.Events, 1, "only the issue without a mailbox")

@@ -802,3 +802,64 @@ func TestRefusedSharedCommitEndsThePass(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, pending, 2, "both events left to the holder")
 }
+
+// Issues assigned to the bot that stay untracked for good (the assignment refused: mallory may
+// not write; likewise a mailbox cancelled with the bot still assigned) are derived once, then
+// left out until they change: they never fill the batch in front of an older missed
+// assignment, and the search moves on.
+func TestReconcileUntrackedAssignmentsDoNotFillTheBatch(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	ctx := context.Background()
+	r := mailbox.NewReconciler(mailbox.ReconcilerConfig{Batch: 2}, b.store, b.store, b.bots, b.clock.Now, b.log)
+	pass := func() mailbox.PassStats {
+		t.Helper()
+		st := r.Pass(ctx, 0)
+		require.Len(t, st, 1)
+		require.NoError(t, st[0].Err)
+		return st[0]
+	}
+	pass()
+	b.clock.Add(time.Minute)
+	b.fake.SetClock(b.clock.Now())
+	seed := func(title, by string) forge.IssueRef {
+		n := b.fake.AddIssue(repo, forgetest.SeedIssue{Title: title, Author: "alice", Labels: []string{"type::task"}})
+		ref := forge.IssueRef{Forge: "gl", Repo: repo, Number: n}
+		b.fake.SetIssueAssignees(ref, by, forgetest.BotLogin)
+		return ref
+	}
+	missed := seed("Assigned while down", "alice")
+	for i := range 3 {
+		b.clock.Add(time.Minute)
+		b.fake.SetClock(b.clock.Now())
+		ref := seed(fmt.Sprintf("Refused %d", i), "mallory")
+		ev := assign("mallory")
+		ev.Target = ref
+		b.deliver(ev)
+		mb, err := b.store.Find(ctx, ref)
+		require.NoError(t, err)
+		require.NoError(t, b.machine.Advance(ctx, mb))
+	}
+	b.clock.Add(10 * time.Minute)
+	for range 3 {
+		pass()
+		if mb, err := b.store.Find(ctx, missed); err == nil {
+			require.NoError(t, b.machine.Advance(ctx, mb))
+		}
+		b.clock.Add(10 * time.Minute)
+	}
+	mb, err := b.store.Find(ctx, missed)
+	require.NoError(t, err, "the missed assignment behind them is found")
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+	histories := func() (n int) {
+		for _, c := range b.fake.Calls() {
+			if c.Method == "Activity" {
+				n++
+			}
+		}
+		return n
+	}
+	before := histories()
+	require.Zero(t, pass().NewAssignments)
+	require.Equal(t, before, histories(), "nothing derived again: no history read")
+}
