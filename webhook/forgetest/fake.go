@@ -340,7 +340,8 @@ func (f *Fake) CIStatus(ctx context.Context, repo, sha string) (out *forge.Pipel
 		}
 		for _, mi := range r.allMRsLocked(f.sharedNumbers) {
 			if mi.state == "open" && mi.sha == sha {
-				if run := r.headPipelineLocked(mi); run != nil {
+				// head_pipeline may still be an older head's: only the head's own counts.
+				if run := r.headPipelineLocked(mi); run != nil && (run.sha == sha || run.source == sha) {
 					out = run.pipeline()
 				}
 				return nil

@@ -24,7 +24,8 @@ import (
 //	GET /projects/:id/merge_requests/:iid/approvals, PUT /projects/:id/merge_requests/:iid/merge
 //	GET  /projects/:id/pipelines, /projects/:id/pipelines/:id/jobs, …/pipelines/:id/bridges,
 //	     /projects/:id/jobs/:id/trace
-//	GET  /projects/:id/repository/commits/:sha/merge_requests
+//	GET  /projects/:id/repository/commits/:sha (parent_ids: a merged-results merge commit's),
+//	     /projects/:id/repository/commits/:sha/merge_requests
 //	GET  /issues (assignee_username, state=opened, scope=all, updated_after: glAssignedIssues)
 //	GET  /todos (state=pending: glTodos), /merge_requests (author_username, state=all, scope=all,
 //	     updated_after: glMergeRequests), both derived from the model (notifications.go)
@@ -157,6 +158,9 @@ func (s *GitLabServer) route(w http.ResponseWriter, r *http.Request, seg []strin
 		s.glIssuable(w, r, p, seg)
 	case len(seg) == 4 && seg[0] == "repository" && seg[1] == "commits" && seg[3] == "merge_requests" && get:
 		s.glCommitMRs(w, r, p, seg[2])
+	case len(seg) == 3 && seg[0] == "repository" && seg[1] == "commits" && get:
+		glJSON(w, http.StatusOK, map[string]any{"id": seg[2], "short_id": seg[2][:min(8, len(seg[2]))],
+			"parent_ids": p.commitParentsLocked(seg[2]), "title": "", "message": ""})
 	case len(seg) == 1 && seg[0] == "pipelines" && get:
 		s.glPipelines(w, r, p)
 	case len(seg) == 3 && seg[0] == "pipelines" && seg[2] == "jobs" && get:

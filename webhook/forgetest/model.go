@@ -121,8 +121,9 @@ type modelRun struct {
 	status string // GitLab pipeline status; "" derives it from jobs
 	jobs   []*modelJob
 	// source is the merge request head a GitLab merged-results pipeline tested (its sha is
-	// the merge commit of that head into the target branch); "" for any other run.
-	source string
+	// the merge commit of that head into the target branch, whose head then was target); ""
+	// for any other run.
+	source, target string
 }
 
 type modelJob struct {

@@ -272,25 +272,45 @@ func (m *model) AddMergedResultsPipeline(repo string, mr int64, status string, j
 	mi := m.mustIssueLocked(forge.IssueRef{Repo: repo, Number: mr, MergeRequest: true})
 	id = m.nextID()
 	mergeSHA = fmt.Sprintf("%040x", sha256.Sum256(fmt.Appendf(nil, "merge %s into %s, pipeline %d", mi.sha, mi.target, id)))[:40]
-	run := &modelRun{id: id, sha: mergeSHA, ref: fmt.Sprintf("refs/merge-requests/%d/merge", mr), status: status, source: mi.sha}
+	run := &modelRun{id: id, sha: mergeSHA, ref: fmt.Sprintf("refs/merge-requests/%d/merge", mr), status: status,
+		source: mi.sha, target: r.branches[mi.target]}
 	m.addJobsLocked(run, jobs)
 	r.runs[mergeSHA] = append(r.runs[mergeSHA], run)
 	return id, mergeSHA
 }
 
-// headPipelineLocked is GitLab's head_pipeline of merge request mi: its latest pipeline of
-// the head commit, whether it ran on the head itself or on its merge into the target
-// (merged results); nil when none did.
+// headPipelineLocked is GitLab's head_pipeline of merge request mi: the latest pipeline of the
+// newest head that has one, whether it ran on that head itself or on its merge into the
+// target (merged results). Like GitLab's (MergeRequest#update_head_pipeline), it stays on an
+// older head's pipeline until the current head has one. nil when no head had one.
 func (r *modelRepo) headPipelineLocked(mi *modelIssue) *modelRun {
-	var head *modelRun
-	for sha, runs := range r.runs {
-		for _, run := range runs {
-			if (sha == mi.sha || run.source == mi.sha) && mi.sha != "" && (head == nil || run.id > head.id) {
-				head = run
+	for i := len(mi.versions) - 1; i >= 0; i-- {
+		v := mi.versions[i].sha
+		var head *modelRun
+		for sha, runs := range r.runs {
+			for _, run := range runs {
+				if v != "" && (sha == v || run.source == v) && (head == nil || run.id > head.id) {
+					head = run
+				}
 			}
 		}
+		if head != nil {
+			return head
+		}
 	}
-	return head
+	return nil
+}
+
+// commitParentsLocked returns the parents the model knows of commit sha: the merged head (and
+// the target branch's head then) for the merge commit of a merged-results pipeline; none for
+// any other commit.
+func (r *modelRepo) commitParentsLocked(sha string) []string {
+	for _, run := range r.runs[sha] {
+		if run.source != "" {
+			return []string{run.target, run.source}
+		}
+	}
+	return []string{}
 }
 
 // addJobsLocked adds jobs to run; a job with Child jobs gets its child pipeline, on the same

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
@@ -208,9 +209,11 @@ func (c *Client) failedJobs(ctx context.Context, repo string, id int64, prefix s
 // shows: a merged-results or merge-train pipeline, which GitLab runs on a merge commit of the
 // head into the target branch (refs/merge-requests/<iid>/merge or /train), with that merge
 // commit as its sha. It is the head_pipeline of the open merge request whose head is sha
-// (GitLab keeps it the latest pipeline of the head's sha or of its merge), read through the
-// merge requests that hold the commit: GET /projects/:id/repository/commits/:sha/merge_requests,
-// then GET /projects/:id/merge_requests/:iid. nil when none has one.
+// (the latest pipeline of the head's sha or of its merge), read through the merge requests
+// that hold the commit: GET /projects/:id/repository/commits/:sha/merge_requests, then GET
+// /projects/:id/merge_requests/:iid, and, for a pipeline on another commit, GET
+// /projects/:id/repository/commits/:sha of it to check that sha is one of its parents (until
+// the head has a pipeline, head_pipeline is an older head's). nil when none has one.
 func (c *Client) mergedResultsPipeline(ctx context.Context, repo, sha string) (*gl.PipelineInfo, error) {
 	mrs, resp, err := c.api.Commits.ListMergeRequestsByCommit(repo, sha, gl.WithContext(ctx))
 	if err != nil {
@@ -224,9 +227,23 @@ func (c *Client) mergedResultsPipeline(ctx context.Context, repo, sha string) (*
 		if err != nil {
 			return nil, c.wrap(fmt.Sprintf("read merge request !%d of %s", m.IID, repo), resp, err)
 		}
-		if hp := mr.HeadPipeline; hp != nil && mr.SHA == sha {
-			return &gl.PipelineInfo{ID: hp.ID, SHA: hp.SHA, Ref: hp.Ref, Status: hp.Status, WebURL: hp.WebURL}, nil
+		hp := mr.HeadPipeline
+		if hp == nil || mr.SHA != sha {
+			continue
 		}
+		if hp.SHA != sha {
+			// GitLab moves head_pipeline only once the new head has a pipeline: until then it is
+			// an older head's. A merged-results pipeline of this head runs on a merge commit
+			// with the head as a parent.
+			commit, resp, err := c.api.Commits.GetCommit(repo, hp.SHA, nil, gl.WithContext(ctx))
+			if err != nil {
+				return nil, c.wrap(fmt.Sprintf("read commit %s of %s", hp.SHA, repo), resp, err)
+			}
+			if !slices.Contains(commit.ParentIDs, sha) {
+				continue
+			}
+		}
+		return &gl.PipelineInfo{ID: hp.ID, SHA: hp.SHA, Ref: hp.Ref, Status: hp.Status, WebURL: hp.WebURL}, nil
 	}
 	return nil, nil
 }
