@@ -499,13 +499,18 @@ func (m *Machine) ensureLabels(ctx context.Context, bot Bot, mb *Mailbox) {
 }
 
 // orClose turns a 404 on the issue into a clean close of the mailbox, and a refused post into
-// a block (postRefused).
+// a block (postRefused). A 404 is the issue's only when a read of the issue (or merge request)
+// says so too: any other object gone (a pipeline, a downstream pipeline of another project) is
+// a failed pass.
 func (m *Machine) orClose(ctx context.Context, bot Bot, mb *Mailbox, err error) error {
 	if errors.Is(err, ErrPostRefused) {
 		return m.postRefused(ctx, bot, mb, err)
 	}
 	if !errors.Is(err, forge.ErrNotFound) {
 		return err
+	}
+	if m.issueExists(ctx, bot, mb.Ref()) {
+		return err // something else is gone (a pipeline, another project's): a failed pass
 	}
 	m.log.Info("the issue is gone; closing its mailbox", "mailbox_id", mb.ID)
 	if _, err := m.cancel(ctx, mb, onIssueGone, "the issue no longer exists"); err != nil {

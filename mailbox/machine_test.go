@@ -807,3 +807,22 @@ func TestRepeatedFailedPassesAreReportedOnce(t *testing.T) {
 	}
 	require.Len(t, b.comments(), n+1)
 }
+
+// A 404 of something other than the issue (a pipeline deleted while Alfred read its jobs, a
+// downstream pipeline in another project) is a failed pass, not a gone issue: the mailbox
+// stays where it is.
+func TestNotFoundOfAnotherObjectKeepsTheMailbox(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	mb := b.toCI()
+	b.fake.FailNextCall("CIStatus", fmt.Errorf("list failed jobs of pipeline 500 in %s: %w", repo, forge.ErrNotFound))
+	b.deliver(forge.Event{Type: forge.EventPipeline, Target: forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true},
+		Pipeline: &forge.Pipeline{State: forge.CIFailed, SHA: mb.HeadSHA}})
+	got, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.ErrorIs(t, b.machine.Advance(context.Background(), got), forge.ErrNotFound)
+	got, err = b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateInCI, got.State, "not cancelled: the issue is there")
+	require.Nil(t, got.ClosedAt)
+}

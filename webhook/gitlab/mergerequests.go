@@ -1,6 +1,7 @@
 package gitlab
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -139,7 +140,7 @@ func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipelin
 	if out.State != forge.CIFailed {
 		return out, nil
 	}
-	if out.FailedJobs, err = c.failedJobs(ctx, repo, p.ID, "", 0); err != nil {
+	if out.FailedJobs, err = c.failedJobs(ctx, repo, p.ProjectID, p.ID, "", 0); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -149,11 +150,14 @@ func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipelin
 // child pipelines below a parent: docs.gitlab.com/ci/pipelines/downstream_pipelines/).
 const childDepth = 2
 
-// failedJobs lists the failed jobs of pipeline id (every page; allowed failures left out) with
-// the tail of each trace, then those of the child pipelines its failed trigger jobs started
-// (GitLab "bridges", which the jobs list leaves out: GET /projects/:id/pipelines/:id/bridges),
-// named "<trigger job> / <job>" after prefix, at most childDepth levels down.
-func (c *Client) failedJobs(ctx context.Context, repo string, id int64, prefix string, depth int) ([]forge.FailedJob, error) {
+// failedJobs lists the failed jobs of pipeline id of project (0: unknown; every page; allowed
+// failures left out) with the tail of each trace, then those of the child pipelines its failed
+// trigger jobs started (GitLab "bridges", which the jobs list leaves out: GET
+// /projects/:id/pipelines/:id/bridges), named "<trigger job> / <job>" after prefix, at most
+// childDepth levels down. A trigger job whose downstream pipeline is in another project (a
+// multi-project pipeline, whose jobs this project's API does not list) or never started is a
+// failed job itself.
+func (c *Client) failedJobs(ctx context.Context, repo string, project, id int64, prefix string, depth int) ([]forge.FailedJob, error) {
 	var out []forge.FailedJob
 	var page gl.RequestOptionFunc
 	for {
@@ -193,16 +197,30 @@ func (c *Client) failedJobs(ctx context.Context, repo string, id int64, prefix s
 		return nil, c.wrap(fmt.Sprintf("list failed trigger jobs of pipeline %d in %s", id, repo), resp, err)
 	}
 	for _, b := range bridges {
-		if b.AllowFailure || b.Status != string(gl.Failed) || b.DownstreamPipeline == nil {
+		if b.AllowFailure || b.Status != string(gl.Failed) {
 			continue
 		}
-		child, err := c.failedJobs(ctx, repo, b.DownstreamPipeline.ID, prefix+b.Name+" / ", depth+1)
+		down, here := b.DownstreamPipeline, cmp.Or(project, b.Pipeline.ProjectID)
+		if down == nil || down.ProjectID != 0 && here != 0 && down.ProjectID != here {
+			out = append(out, forge.FailedJob{Name: prefix + b.Name, WebURL: cmp.Or(downURL(down), b.WebURL),
+				Log: "its downstream pipeline failed: " + cmp.Or(downURL(down), b.FailureReason)})
+			continue
+		}
+		child, err := c.failedJobs(ctx, repo, cmp.Or(down.ProjectID, here), down.ID, prefix+b.Name+" / ", depth+1)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, child...)
 	}
 	return out, nil
+}
+
+// downURL is the page of a downstream pipeline, "" for none.
+func downURL(p *gl.PipelineInfo) string {
+	if p == nil {
+		return ""
+	}
+	return p.WebURL
 }
 
 // mergedResultsPipeline finds the pipeline of head commit sha that no pipeline list by sha
@@ -233,8 +251,12 @@ func (c *Client) mergedResultsPipeline(ctx context.Context, repo, sha string) (*
 		}
 		if hp.SHA != sha {
 			// GitLab moves head_pipeline only once the new head has a pipeline: until then it is
-			// an older head's. A merged-results pipeline of this head runs on a merge commit
-			// with the head as a parent.
+			// an older head's (or, after the head moved back, a newer one's). A merged-results
+			// pipeline of this head runs on a merge ref, on a merge commit with the head as a
+			// parent.
+			if !(forge.Pipeline{Ref: hp.Ref}).MergedResults() {
+				continue
+			}
 			commit, resp, err := c.api.Commits.GetCommit(repo, hp.SHA, nil, gl.WithContext(ctx))
 			if err != nil {
 				return nil, c.wrap(fmt.Sprintf("read commit %s of %s", hp.SHA, repo), resp, err)
@@ -243,7 +265,7 @@ func (c *Client) mergedResultsPipeline(ctx context.Context, repo, sha string) (*
 				continue
 			}
 		}
-		return &gl.PipelineInfo{ID: hp.ID, SHA: hp.SHA, Ref: hp.Ref, Status: hp.Status, WebURL: hp.WebURL}, nil
+		return &gl.PipelineInfo{ID: hp.ID, ProjectID: hp.ProjectID, SHA: hp.SHA, Ref: hp.Ref, Status: hp.Status, WebURL: hp.WebURL}, nil
 	}
 	return nil, nil
 }
