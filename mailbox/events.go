@@ -145,13 +145,18 @@ func (m *Machine) endsWork(ev forge.Event, bot Bot, mb *Mailbox) bool {
 
 // setAside counts a failed attempt to apply the events of g and, once they have failed
 // PoisonAttempts times, sets them aside so the mailbox goes on with the rest: the mailbox is
-// read again (the failed attempt may have changed it in memory only) and the issue says once
-// what could not be processed. Failures worth waiting for — the forge unavailable, the issue
+// read again first (the failed attempt may have changed it in memory only; a lease that changed
+// hands counts nothing) and the issue says once what could not be processed. Failures worth waiting for — the forge unavailable, the issue
 // gone, the pass stopped, the lease lost — are not counted. It reports whether g was set aside.
 func (m *Machine) setAside(ctx context.Context, bot Bot, mb *Mailbox, g eventGroup, applyErr error) (bool, error) {
 	if errors.Is(applyErr, forge.ErrUnavailable) || errors.Is(applyErr, forge.ErrNotFound) || errors.Is(applyErr, ErrLeaseLost) ||
 		errors.Is(applyErr, context.Canceled) || errors.Is(applyErr, context.DeadlineExceeded) || ctx.Err() != nil {
 		return false, nil
+	}
+	// Read again first: the failed attempt may have changed mb in memory only, and a lease
+	// that changed hands since must not count an attempt (the store does not fence FailEvents).
+	if err := m.reread(ctx, mb); err != nil {
+		return false, err
 	}
 	n, err := m.store.FailEvents(ctx, g.ids, m.cfg.Redact(applyErr.Error()), m.cfg.PoisonAttempts)
 	if err != nil || n == 0 {
@@ -160,9 +165,6 @@ func (m *Machine) setAside(ctx context.Context, bot Bot, mb *Mailbox, g eventGro
 	ev := g.last.Event
 	m.log.Error("event set aside after repeated failures", "mailbox_id", mb.ID, "event_id", g.last.ID,
 		"event", ev.Type, "delivery_id", ev.DeliveryID, "attempts", m.cfg.PoisonAttempts, "err", applyErr)
-	if err := m.reread(ctx, mb); err != nil {
-		return true, err
-	}
 	what := string(ev.Type)
 	if ev.Sender.Login != "" {
 		what += " by @" + ev.Sender.Login

@@ -863,3 +863,62 @@ func TestReconcileUntrackedAssignmentsDoNotFillTheBatch(t *testing.T) {
 	require.Zero(t, pass().NewAssignments)
 	require.Equal(t, before, histories(), "nothing derived again: no history read")
 }
+
+// claimAfterFifthFail is a PostgreSQL store on which another replica claims the mailbox right
+// after the fifth failed attempt is counted.
+type claimAfterFifthFail struct {
+	storetest.Store
+	n     int
+	claim func()
+}
+
+func (s *claimAfterFifthFail) FailEvents(ctx context.Context, ids []int64, errText string, max int) (int, error) {
+	s.n++
+	n, err := s.Store.FailEvents(ctx, ids, errText, max)
+	if s.n == 5 {
+		s.claim()
+	}
+	return n, err
+}
+
+// An event that fails PoisonAttempts times is set aside and the issue says so, whatever
+// happens to the lease right after: the event is either still pending for the new holder or
+// set aside and said, never set aside unsaid.
+func TestSetAsideIsSaidWhenTheLeaseGoesRightAfter(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.New(t)
+	var st *claimAfterFifthFail
+	b := setupWith(t, guard{store: func(now func() time.Time) storetest.Store {
+		st = &claimAfterFifthFail{Store: postgres.New(db, now)}
+		return st
+	}}, "type::task")
+	b.fake.SetClock(b.clock.Now())
+	ctx := context.Background()
+	st.claim = func() {
+		mb, err := st.Store.Find(ctx, b.ref)
+		require.NoError(t, err)
+		got, err := st.Store.Claim(ctx, mb.ID, "replica-b/1", time.Minute)
+		require.NoError(t, err)
+		require.NotNil(t, got)
+	}
+	b.toValidation()
+	b.deliver(forge.Event{Type: forge.EventIssueEdited, Sender: forge.User{Login: "alice"}, Title: "bad\x00title"})
+	var err error
+	for range 5 {
+		mb, ferr := b.store.Find(ctx, b.ref)
+		require.NoError(t, ferr)
+		err = b.machine.Advance(ctx, mb)
+	}
+	_ = err
+	mb, err := b.store.Find(ctx, b.ref)
+	require.NoError(t, err)
+	pending, err := b.store.PendingEvents(ctx, mb.ID)
+	require.NoError(t, err)
+	notes := 0
+	for _, c := range b.comments() {
+		if strings.Contains(c, "I could not process an update of this issue") {
+			notes++
+		}
+	}
+	require.Equal(t, 1, notes+len(pending), "either still pending for the holder, or said")
+}
