@@ -294,7 +294,7 @@ func matchWholeReply(q phase.Question, body string) (string, bool) {
 		return "", false
 	}
 	if len(strings.Fields(s)) == 1 {
-		return matchOptionText(q, s)
+		return matchOptionText(q, s, true)
 	}
 	lraw := fold(raw)
 	best, bestLen := "", 0
@@ -315,7 +315,7 @@ func matchWholeReply(q phase.Question, body string) (string, bool) {
 		if tok == first && oneLetterWords[fold(tok)] {
 			return "", false
 		}
-		return matchOptionText(q, tok)
+		return matchOptionText(q, tok, false)
 	}
 	return prefixOfOneLabel(q, tok)
 }
@@ -366,20 +366,21 @@ func matchOption(q phase.Question, s string) (string, bool) {
 	if id, ok := exactOption(q, s); ok {
 		return id, true
 	}
-	if id, ok := matchOptionText(q, s); ok {
+	if id, ok := matchOptionText(q, s, true); ok {
 		return id, true
 	}
 	// "b please", "2 — the second one": the first word decides.
 	if f := strings.Fields(s); len(f) > 1 {
-		return matchOptionText(q, strings.Trim(f[0], "*`_.):,"))
+		return matchOptionText(q, strings.Trim(f[0], "*`_.):,"), false)
 	}
 	return "", false
 }
 
 // matchOptionText resolves s to one option of q: its letter or number, its id, the start of
 // its text ("semi"), or its text followed by more words (s of three characters or more:
-// beginsWithWords). Two options matching is no match.
-func matchOptionText(q phase.Question, s string) (string, bool) {
+// beginsWithWords; its plural only when s is the whole answer, not the first word of one).
+// Two options matching is no match.
+func matchOptionText(q phase.Question, s string, whole bool) (string, bool) {
 	ls := fold(s)
 	if len([]rune(ls)) == 1 {
 		r := []rune(ls)[0]
@@ -392,7 +393,7 @@ func matchOptionText(q phase.Question, s string) (string, bool) {
 	}
 	var hit string
 	for _, o := range q.Options {
-		if fold(o.ID) == ls || strings.HasPrefix(fold(o.Label), ls) || (len(ls) >= 3 && beginsWithWords(ls, fold(o.Label), true)) {
+		if fold(o.ID) == ls || strings.HasPrefix(fold(o.Label), ls) || (len(ls) >= 3 && beginsWithWords(ls, fold(o.Label), whole)) {
 			if hit != "" && hit != o.ID {
 				return "", false // ambiguous
 			}
@@ -402,25 +403,34 @@ func matchOptionText(q phase.Question, s string) (string, bool) {
 	return hit, hit != ""
 }
 
-// beginsWithWords reports whether s begins with label as words: label followed by the end, by a
-// character that is neither a letter nor a digit ("yes, archived too"), with plural by a plural
-// "s" ("semicolons"), or next to a script written without spaces between words ("分号吧",
-// "Excelで"); a longer word is another word ("yesterday" is not "yes", "not sure" not "no").
+// beginsWithWords reports whether s begins with label as words: label followed by the end or by
+// a character that is neither a letter nor a digit ("yes, archived too"); next to a script
+// written without spaces, by one more character at most, a particle ("分号吧", "是的",
+// "Excelで"), not a longer word ("是否需要…"); with plural, by an "s" that ends the answer
+// ("semicolons", a label of three letters or more). Any other longer word is another word
+// ("yesterday" is not "yes", "not sure" not "no", "keeps breaking" not "keep").
 func beginsWithWords(s, label string, plural bool) bool {
 	if label == "" || !strings.HasPrefix(s, label) {
 		return false
 	}
 	rest := s[len(label):]
 	next, _ := utf8.DecodeRuneInString(rest)
-	if rest == "" || !unicode.IsLetter(next) && !unicode.IsDigit(next) {
+	if rest == "" || !wordRune(next) {
 		return true
+	}
+	word := rest
+	if i := strings.IndexFunc(rest, func(r rune) bool { return !wordRune(r) }); i >= 0 {
+		word = rest[:i]
 	}
 	if last, _ := utf8.DecodeLastRuneInString(label); unspaced(last) || unspaced(next) {
-		return true
+		return utf8.RuneCountInString(word) == 1
 	}
-	word, _, _ := strings.Cut(rest, " ")
-	return plural && strings.TrimRightFunc(word, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) == "s"
+	return plural && word == "s" && utf8.RuneCountInString(label) >= 3 &&
+		strings.IndexFunc(rest[len(word):], wordRune) < 0
 }
+
+// wordRune reports whether r is part of a word: a letter or a digit.
+func wordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // unspaced reports whether r is of a script written without spaces between words (Chinese,
 // Japanese, Thai, Lao, Khmer, Myanmar, Tibetan).

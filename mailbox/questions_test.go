@@ -133,6 +133,12 @@ func TestParseReplyEdges(t *testing.T) {
 	two := sampleQuestions()
 	words := []phase.Question{{ID: "q1", Title: "Separator or format?", Default: "a", Options: []phase.Option{
 		{ID: "a", Label: "Comma"}, {ID: "b", Label: "Semicolon"}, {ID: "c", Label: "Excel"}}}}
+	keep := []phase.Question{{ID: "q1", Title: "The old endpoint?", Default: "a", Options: []phase.Option{
+		{ID: "a", Label: "Keep"}, {ID: "b", Label: "Drop"}}}}
+	zhYesNo := []phase.Question{{ID: "q1", Title: "需要兼容旧格式吗?", Default: "b", Options: []phase.Option{
+		{ID: "a", Label: "是"}, {ID: "b", Label: "否"}}}}
+	zhGood := []phase.Question{{ID: "q1", Title: "这样可以吗?", Default: "a", Options: []phase.Option{
+		{ID: "a", Label: "好"}, {ID: "b", Label: "不好"}}}}
 	chinese := []phase.Question{{ID: "q1", Title: "分隔符?", Default: "a", Options: []phase.Option{
 		{ID: "a", Label: "逗号"}, {ID: "b", Label: "分号"}}}}
 	places := []phase.Question{{ID: "q1", Title: "Which office?", Default: "a", Options: []phase.Option{
@@ -176,10 +182,17 @@ func TestParseReplyEdges(t *testing.T) {
 		{"not sure is not no", yesNo, "q1: Not sure, ask finance", map[string]string{}, false},
 		// A plural is the option; so is its text in a script written without spaces.
 		{"a plural alone", words, "Semicolons", map[string]string{"q1": "b"}, false},
-		{"a plural after q1", words, "q1: semicolons please", map[string]string{"q1": "b"}, false},
-		{"Chinese without spaces", chinese, "分号吧", map[string]string{"q1": "b"}, false},
-		{"Chinese without spaces after q1", chinese, "q1: 分号吧", map[string]string{"q1": "b"}, false},
-		{"Japanese particle after a Latin option", words, "Excelでお願いします", map[string]string{"q1": "c"}, false},
+		{"a plural after q1", words, "q1: semicolons", map[string]string{"q1": "b"}, false},
+		{"a plural then more words is notes", words, "q1: semicolons please", map[string]string{}, false},
+		{"a verb in s is not the option", keep, "q1: keeps breaking, ask ops", map[string]string{}, false},
+		{"a short label and an s", yesNo, "q1: nos da igual", map[string]string{}, false},
+		{"Chinese particle after the option", chinese, "分号吧", map[string]string{"q1": "b"}, false},
+		{"Chinese particle after q1", chinese, "q1: 分号吧", map[string]string{"q1": "b"}, false},
+		{"Chinese yes with a particle", zhYesNo, "是的", map[string]string{"q1": "a"}, false},
+		{"a Chinese question back is notes", zhYesNo, "是否需要同时支持旧格式？", map[string]string{}, false},
+		{"a Chinese question back after q1", zhYesNo, "q1: 是否需要同时支持旧格式？", map[string]string{}, false},
+		{"a Chinese longer word is notes", zhGood, "好像不太对，我再确认一下", map[string]string{}, false},
+		{"Japanese particle after a Latin option", words, "Excelで", map[string]string{"q1": "c"}, false},
 		// Quoted lines are what the reply answers, not the replier's words.
 		{"a quoted answer", two, "> q1: a\nq1: b", map[string]string{"q1": "b"}, false},
 		// Two answers on one line.
