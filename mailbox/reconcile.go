@@ -95,7 +95,8 @@ type Reconciler struct {
 	// derived holds, per forge, the issues whose assignment a search turned into an event,
 	// with their updated time then: one that stays untracked (its assignment refused, its
 	// mailbox cancelled with the bot still assigned) is not derived again until it changes,
-	// so it never takes the place of a missed one in the batch.
+	// so it never takes the place of a missed one in the batch. An issue a complete search from
+	// the beginning no longer lists (closed, unassigned) is forgotten.
 	derived map[string]map[forge.IssueRef]time.Time
 }
 
@@ -236,7 +237,9 @@ func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot
 		r.derived[name] = derived
 	}
 	r.mu.Unlock()
+	listed := map[forge.IssueRef]bool{}
 	skip := func(is forge.Issue) (bool, error) {
+		listed[is.Ref] = true
 		ok, err := r.ours(ctx, name, bot, known, is.Ref.Repo, st)
 		if err != nil {
 			unread = cmp.Or(unread, err)
@@ -270,6 +273,13 @@ func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot
 	r.mu.Lock()
 	for _, is := range d.Assigned {
 		derived[is.Ref] = is.UpdatedAt
+	}
+	if full && !d.More && unread == nil { // every assigned issue was listed: forget the others
+		for ref := range derived {
+			if !listed[ref] {
+				delete(derived, ref)
+			}
+		}
 	}
 	r.mu.Unlock()
 	if unread != nil {

@@ -829,10 +829,12 @@ func TestReconcileUntrackedAssignmentsDoNotFillTheBatch(t *testing.T) {
 		return ref
 	}
 	missed := seed("Assigned while down", "alice")
+	var refused []forge.IssueRef
 	for i := range 3 {
 		b.clock.Add(time.Minute)
 		b.fake.SetClock(b.clock.Now())
 		ref := seed(fmt.Sprintf("Refused %d", i), "mallory")
+		refused = append(refused, ref)
 		ev := assign("mallory")
 		ev.Target = ref
 		b.deliver(ev)
@@ -862,6 +864,16 @@ func TestReconcileUntrackedAssignmentsDoNotFillTheBatch(t *testing.T) {
 	before := histories()
 	require.Zero(t, pass().NewAssignments)
 	require.Equal(t, before, histories(), "nothing derived again: no history read")
+
+	// Unassigned, they are forgotten by the next search from the beginning (and the found one,
+	// tracked now, by any search that lists it).
+	require.GreaterOrEqual(t, r.Derived("gl"), 3, "the three refused are remembered")
+	for _, ref := range refused {
+		b.fake.SetIssueAssignees(ref, "alice", "alice")
+	}
+	b.clock.Add(2 * time.Hour) // Rediscover: the search starts from the beginning
+	pass()
+	require.Zero(t, r.Derived("gl"))
 }
 
 // claimAfterFifthFail is a PostgreSQL store on which another replica claims the mailbox right

@@ -1,0 +1,9 @@
+package mailbox
+
+// Derived returns how many issues r remembers as derived on forge name (Reconciler.derived),
+// for the tests that check it forgets them.
+func (r *Reconciler) Derived(name string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.derived[name])
+}
