@@ -3,9 +3,13 @@ package forgejo
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 
 	"code.gitea.io/sdk/gitea"
@@ -106,8 +110,51 @@ func clientPull(pr *gitea.PullRequest) *forge.MergeRequest {
 	return out
 }
 
-// CIStatus returns the state of CI on sha from its commit statuses, every page of them (GET
-// …/commits/{sha}/statuses): the latest status of each context (the highest id), then
+// statusPageSize is the page size statusPage asks for: Forgejo's most (MaxResponseItems).
+const statusPageSize = 50
+
+// statusPage reads page (from 1) of the statuses of commit sha: GET
+// /api/v1/repos/{o}/{r}/commits/{sha}/statuses?sort=leastindex&page=…&limit=50. The SDK's
+// ListStatuses cannot ask for an order, and Forgejo's default one (by creation time in whole
+// seconds, no tiebreak) pages unstably when statuses share a second, as a matrix of Actions
+// jobs does: some are skipped, others repeated. leastindex orders by the status's index,
+// unique on the commit.
+func (c *Client) statusPage(ctx context.Context, owner, name, sha string, page int) ([]*gitea.Status, error) {
+	op := "list statuses of " + owner + "/" + name + "@" + sha
+	u := fmt.Sprintf("%s/api/v1/repos/%s/%s/commits/%s/statuses?sort=leastindex&page=%d&limit=%d", c.baseURL,
+		url.PathEscape(owner), url.PathEscape(name), url.PathEscape(sha), page, statusPageSize)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, c.wrap(op, nil, err)
+	}
+	req.Header.Set("Authorization", "token "+c.token)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "alfred")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, c.wrap(op, nil, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return nil, c.wrap(op, &gitea.Response{Response: resp}, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		var msg struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(body, &msg)
+		return nil, c.wrap(op, &gitea.Response{Response: resp}, errors.New(cmp.Or(msg.Message, resp.Status)))
+	}
+	var list []*gitea.Status
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, c.wrap(op, &gitea.Response{Response: resp}, err)
+	}
+	return list, nil
+}
+
+// CIStatus returns the state of CI on sha from its commit statuses, every page of them
+// (statusPage): the latest status of each context (the highest id), then
 // "failure" or "error" in any context is CIFailed, else "pending" in any is CIPending, else
 // CISuccess ("success", "warning", "skipped"); no status at all is CINone. Forgejo's combined
 // status (…/commits/{sha}/status) is not used: it computes its state over one page of contexts
@@ -122,12 +169,10 @@ func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipelin
 		return nil, err
 	}
 	latest := map[string]*gitea.Status{}
-	api := c.api(ctx)
-	for page := 1; ; {
-		list, resp, err := api.ListStatuses(owner, name, sha, gitea.ListStatusesOption{
-			ListOptions: gitea.ListOptions{Page: page, PageSize: clientPageSize}})
+	for page := 1; ; page++ {
+		list, err := c.statusPage(ctx, owner, name, sha, page)
 		if err != nil {
-			return nil, c.wrap("list statuses of "+repo+"@"+sha, resp, err)
+			return nil, err
 		}
 		for _, st := range list {
 			if st == nil {
@@ -137,10 +182,9 @@ func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipelin
 				latest[st.Context] = st
 			}
 		}
-		if resp == nil || resp.NextPage <= page || len(list) == 0 {
+		if len(list) < statusPageSize {
 			break
 		}
-		page = resp.NextPage
 	}
 	out := &forge.Pipeline{SHA: sha, State: forge.CINone}
 	if len(latest) == 0 {

@@ -477,13 +477,22 @@ func (s *ForgejoServer) fjCombined(w http.ResponseWriter, r *http.Request, p *mo
 }
 
 // fjStatuses answers GET /repos/{o}/{r}/commits/{ref}/statuses: every status of the latest run
-// for ref, the most recently set first, in pages (page, limit) with X-Total-Count and Link.
+// for ref, in pages (page, limit) with X-Total-Count and Link. sort=leastindex orders them by
+// index, oldest first, as Forgejo does. Forgejo's default order is by creation time in whole
+// seconds with no tiebreak, so statuses set within one second come in an order each page's
+// query may choose anew: here, the model's statuses share one second, and odd pages list them
+// newest first, even pages oldest first, so that paging the default order skips some and
+// repeats others, as it can on Forgejo.
 func (s *ForgejoServer) fjStatuses(w http.ResponseWriter, r *http.Request, p *modelRepo, ref string) {
 	out := []any{}
 	if runs := p.runs[ref]; len(runs) > 0 {
-		jobs := runs[len(runs)-1].jobs
-		for i := len(jobs) - 1; i >= 0; i-- {
-			out = append(out, s.fjStatus(p, ref, jobs[i]))
+		jobs := slices.Clone(runs[len(runs)-1].jobs) // in index order
+		page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+		if r.URL.Query().Get("sort") != "leastindex" && max(page, 1)%2 == 1 {
+			slices.Reverse(jobs)
+		}
+		for _, j := range jobs {
+			out = append(out, s.fjStatus(p, ref, j))
 		}
 	}
 	fjPaginate(w, r, s.pageSize, out)
