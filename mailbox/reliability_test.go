@@ -693,6 +693,30 @@ func TestPassWhoseLeaseChangedHandsSavesNothing(t *testing.T) {
 	}
 }
 
+// batchReconciler returns a Reconciler of b's forge with a batch of two, and a pass of it that
+// must not fail; the fake forge's clock is set to b's.
+func batchReconciler(t *testing.T, b *bundle) (*mailbox.Reconciler, func() mailbox.PassStats) {
+	t.Helper()
+	b.fake.SetClock(b.clock.Now())
+	r := mailbox.NewReconciler(mailbox.ReconcilerConfig{Batch: 2}, b.store, b.store, b.bots, b.clock.Now, b.log)
+	return r, func() mailbox.PassStats {
+		t.Helper()
+		st := r.Pass(context.Background(), 0)
+		require.Len(t, st, 1)
+		require.NoError(t, st[0].Err)
+		return st[0]
+	}
+}
+
+// seedAssigned adds an issue of the repository that by assigned to the bot while no webhook
+// reached Alfred, and returns it.
+func (b *bundle) seedAssigned(title, by string) forge.IssueRef {
+	n := b.fake.AddIssue(repo, forgetest.SeedIssue{Title: title, Author: "alice", Labels: []string{"type::task"}})
+	ref := forge.IssueRef{Forge: "gl", Repo: repo, Number: n}
+	b.fake.SetIssueAssignees(ref, by, forgetest.BotLogin)
+	return ref
+}
+
 // The search for missed assignments derives at most reconcile_batch of them a pass, but the
 // issues Alfred already works on do not count: a bot with more assigned issues than the batch,
 // all updated after the one assigned while Alfred was down, still finds that one. Missed
@@ -702,30 +726,16 @@ func TestReconcileBatchCountsOnlyMissedAssignments(t *testing.T) {
 	t.Parallel()
 	b := setupPG(t, "type::task")
 	ctx := context.Background()
-	b.fake.SetClock(b.clock.Now())
-	r := mailbox.NewReconciler(mailbox.ReconcilerConfig{Batch: 2}, b.store, b.store, b.bots, b.clock.Now, b.log)
-	pass := func() mailbox.PassStats {
-		t.Helper()
-		st := r.Pass(ctx, 0)
-		require.Len(t, st, 1)
-		require.NoError(t, st[0].Err)
-		return st[0]
-	}
+	_, pass := batchReconciler(t, b)
 	require.Zero(t, pass().NewAssignments, "the search from the beginning: nothing missed yet")
 	b.clock.Add(time.Minute) // the next passes search only what changed since this one
 	b.fake.SetClock(b.clock.Now())
-	seed := func(title string) forge.IssueRef {
-		n := b.fake.AddIssue(repo, forgetest.SeedIssue{Title: title, Author: "alice", Labels: []string{"type::task"}})
-		ref := forge.IssueRef{Forge: "gl", Repo: repo, Number: n}
-		b.fake.SetIssueAssignees(ref, "alice", forgetest.BotLogin)
-		return ref
-	}
 	var missed []forge.IssueRef
 	for i := range 3 {
-		missed = append(missed, seed(fmt.Sprintf("Assigned while down %d", i)))
+		missed = append(missed, b.seedAssigned(fmt.Sprintf("Assigned while down %d", i), "alice"))
 	}
 	for i := range 3 { // assigned later, delivered and worked on
-		ref := seed(fmt.Sprintf("Worked on %d", i))
+		ref := b.seedAssigned(fmt.Sprintf("Worked on %d", i), "alice")
 		ev := assign("alice")
 		ev.Target = ref
 		b.deliver(ev)
@@ -811,29 +821,16 @@ func TestReconcileUntrackedAssignmentsDoNotFillTheBatch(t *testing.T) {
 	t.Parallel()
 	b := setupPG(t, "type::task")
 	ctx := context.Background()
-	r := mailbox.NewReconciler(mailbox.ReconcilerConfig{Batch: 2}, b.store, b.store, b.bots, b.clock.Now, b.log)
-	pass := func() mailbox.PassStats {
-		t.Helper()
-		st := r.Pass(ctx, 0)
-		require.Len(t, st, 1)
-		require.NoError(t, st[0].Err)
-		return st[0]
-	}
+	r, pass := batchReconciler(t, b)
 	pass()
 	b.clock.Add(time.Minute)
 	b.fake.SetClock(b.clock.Now())
-	seed := func(title, by string) forge.IssueRef {
-		n := b.fake.AddIssue(repo, forgetest.SeedIssue{Title: title, Author: "alice", Labels: []string{"type::task"}})
-		ref := forge.IssueRef{Forge: "gl", Repo: repo, Number: n}
-		b.fake.SetIssueAssignees(ref, by, forgetest.BotLogin)
-		return ref
-	}
-	missed := seed("Assigned while down", "alice")
+	missed := b.seedAssigned("Assigned while down", "alice")
 	var refused []forge.IssueRef
 	for i := range 3 {
 		b.clock.Add(time.Minute)
 		b.fake.SetClock(b.clock.Now())
-		ref := seed(fmt.Sprintf("Refused %d", i), "mallory")
+		ref := b.seedAssigned(fmt.Sprintf("Refused %d", i), "mallory")
 		refused = append(refused, ref)
 		ev := assign("mallory")
 		ev.Target = ref

@@ -50,55 +50,31 @@ func (s *GitLabServer) glRun(p *modelRepo, id string) *modelRun {
 	return nil
 }
 
-// glScopes is the scope filter of a jobs or bridges list (scope[]=…, scope=…).
-func glScopes(r *http.Request) []string {
-	scopes := r.URL.Query()["scope[]"]
-	return append(scopes, r.URL.Query()["scope"]...)
-}
-
-// glBridges answers GET /projects/:id/pipelines/:id/bridges: the pipeline's trigger jobs, each
-// with its downstream pipeline.
-func (s *GitLabServer) glBridges(w http.ResponseWriter, r *http.Request, p *modelRepo, pid string) {
+// glJobs answers GET /projects/:id/pipelines/:id/jobs (bridges false) and …/bridges (bridges
+// true): the pipeline's jobs, or its trigger jobs each with its downstream pipeline, filtered
+// by scope (scope[]=…, scope=…).
+func (s *GitLabServer) glJobs(w http.ResponseWriter, r *http.Request, p *modelRepo, pid string, bridges bool) {
 	run := s.glRun(p, pid)
 	if run == nil {
 		glMessage(w, http.StatusNotFound, "404 Not found")
 		return
 	}
-	scopes := glScopes(r)
+	scopes := append(r.URL.Query()["scope[]"], r.URL.Query()["scope"]...)
 	out := []any{}
 	for _, j := range run.jobs {
 		st := glJobStatus(j.State)
-		if j.child == nil || len(scopes) > 0 && !slices.Contains(scopes, st) {
+		if (j.child != nil) != bridges || len(scopes) > 0 && !slices.Contains(scopes, st) {
 			continue
 		}
-		out = append(out, map[string]any{
-			"id": j.id, "name": j.Name, "status": st, "stage": "test", "allow_failure": false, "ref": run.ref,
-			"web_url":             fmt.Sprintf("%s/%s/-/jobs/%d", s.URL, p.path, j.id),
-			"pipeline":            s.glPipelineJSON(p, run),
-			"downstream_pipeline": s.glPipelineJSON(p, j.child),
-		})
-	}
-	glPaginate(w, r, s.pageSize, out)
-}
-
-func (s *GitLabServer) glJobs(w http.ResponseWriter, r *http.Request, p *modelRepo, pid string) {
-	run := s.glRun(p, pid)
-	if run == nil {
-		glMessage(w, http.StatusNotFound, "404 Not found")
-		return
-	}
-	scopes := glScopes(r)
-	out := []any{}
-	for _, j := range run.jobs {
-		st := glJobStatus(j.State)
-		if j.child != nil || len(scopes) > 0 && !slices.Contains(scopes, st) {
-			continue // a bridge is listed by …/bridges
-		}
-		out = append(out, map[string]any{
+		job := map[string]any{
 			"id": j.id, "name": j.Name, "status": st, "stage": "test", "allow_failure": false,
 			"ref": run.ref, "web_url": seedOr(j.WebURL, fmt.Sprintf("%s/%s/-/jobs/%d", s.URL, p.path, j.id)),
 			"pipeline": s.glPipelineJSON(p, run), "user": s.glUser(s.userLocked(BotLogin)),
-		})
+		}
+		if bridges {
+			job["downstream_pipeline"] = s.glPipelineJSON(p, j.child)
+		}
+		out = append(out, job)
 	}
 	glPaginate(w, r, s.pageSize, out)
 }

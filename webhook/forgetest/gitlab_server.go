@@ -164,9 +164,9 @@ func (s *GitLabServer) route(w http.ResponseWriter, r *http.Request, seg []strin
 	case len(seg) == 1 && seg[0] == "pipelines" && get:
 		s.glPipelines(w, r, p)
 	case len(seg) == 3 && seg[0] == "pipelines" && seg[2] == "jobs" && get:
-		s.glJobs(w, r, p, seg[1])
+		s.glJobs(w, r, p, seg[1], false)
 	case len(seg) == 3 && seg[0] == "pipelines" && seg[2] == "bridges" && get:
-		s.glBridges(w, r, p, seg[1])
+		s.glJobs(w, r, p, seg[1], true)
 	case len(seg) == 3 && seg[0] == "jobs" && seg[2] == "trace" && get:
 		s.glTrace(w, p, seg[1])
 	default:
