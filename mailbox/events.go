@@ -146,8 +146,9 @@ func (m *Machine) endsWork(ev forge.Event, bot Bot, mb *Mailbox) bool {
 // setAside counts a failed attempt to apply the events of g and, once they have failed
 // PoisonAttempts times, sets them aside so the mailbox goes on with the rest: the mailbox is
 // read again first (the failed attempt may have changed it in memory only; a lease that changed
-// hands counts nothing) and the issue says once what could not be processed. Failures worth waiting for — the forge unavailable, the issue
-// gone, the pass stopped, the lease lost — are not counted. It reports whether g was set aside.
+// hands counts nothing) and the issue says once what could not be processed. Failures worth
+// waiting for — the forge unavailable, the issue gone, the pass stopped, the lease lost — are
+// not counted. It reports whether g was set aside.
 func (m *Machine) setAside(ctx context.Context, bot Bot, mb *Mailbox, g eventGroup, applyErr error) (bool, error) {
 	if errors.Is(applyErr, forge.ErrUnavailable) || errors.Is(applyErr, forge.ErrNotFound) || errors.Is(applyErr, ErrLeaseLost) ||
 		errors.Is(applyErr, context.Canceled) || errors.Is(applyErr, context.DeadlineExceeded) || ctx.Err() != nil {
