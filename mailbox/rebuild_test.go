@@ -496,10 +496,7 @@ func TestRebuildOfAReassignedDoneIssueStartsAgain(t *testing.T) {
 func TestRebuildWithTheStatusLabelRemovedByHand(t *testing.T) {
 	t.Parallel()
 	b := setupPG(t, "type::task")
-	b.deliver(assign("alice"))
-	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
-	b.deliver(comment("alice", "q1: b"))
-	require.Equal(t, mailbox.StateWaitingValidation, b.advance().State)
+	b.toValidation()
 	analyses, comments := b.jobsOf(phase.Analysis), len(b.comments())
 	labels := slices.DeleteFunc(b.fake.IssueLabels(b.ref), func(l string) bool { return strings.HasPrefix(l, "status::") })
 	b.fake.SetIssueLabels(b.ref, "alice", labels...)
