@@ -119,9 +119,8 @@ func (m *Machine) reread(ctx context.Context, mb *Mailbox) error {
 	if err != nil {
 		return err
 	}
-	if owner := func(p *string) string { return cmp.Or(deref(p), "(none)") }; owner(fresh.LeaseOwner) != owner(mb.LeaseOwner) {
-		return fmt.Errorf("mailbox %d: held by %s since it was read under %s: %w", mb.ID,
-			owner(fresh.LeaseOwner), owner(mb.LeaseOwner), ErrLeaseLost)
+	if now, then := deref(fresh.LeaseOwner), deref(mb.LeaseOwner); now != then {
+		return fmt.Errorf("mailbox %d: held by %q since it was read under %q: %w", mb.ID, now, then, ErrLeaseLost)
 	}
 	*mb = *fresh
 	return nil

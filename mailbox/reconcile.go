@@ -249,11 +249,14 @@ func (r *Reconciler) searchAssignments(ctx context.Context, name string, bot Bot
 			return true, nil
 		}
 		tracked, err := r.store.Tracked(ctx, is.Ref)
+		if err != nil {
+			return false, err
+		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if err != nil || tracked {
+		if tracked {
 			delete(derived, is.Ref)
-			return tracked, err
+			return true, nil
 		}
 		at, seen := derived[is.Ref]
 		return seen && at.Equal(is.UpdatedAt), nil
