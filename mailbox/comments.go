@@ -9,9 +9,9 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
-// issueExists reports whether the forge still has the issue (or merge request): a 404 on one
-// of its comments is then the comment's alone. An error other than a 404 counts as existing,
-// so that a forge outage never closes a mailbox.
+// issueExists reports whether the forge still has the issue (or merge request): a 404 on
+// something else (one of its comments, a pipeline) is then that thing's alone (post, orClose).
+// An error other than a 404 counts as existing, so that a forge outage never closes a mailbox.
 func (m *Machine) issueExists(ctx context.Context, bot Bot, ref forge.IssueRef) bool {
 	if ref.MergeRequest {
 		_, err := bot.Forge.MergeRequest(ctx, ref.Repo, ref.Number)
