@@ -17,6 +17,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/base/servetest"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/agenttest"
+	"github.com/alfred-bot/alfred/runner/agent/apimode/apimodetest"
 	"github.com/alfred-bot/alfred/runner/kubernetes"
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
@@ -25,20 +26,28 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
+// handOverFinals are the model stand-in's answers to the analyses of
+// TestReplicasKubernetesHandOver20: no question, so that each issue goes straight to the plan.
+var handOverFinals = map[string]string{
+	"analysis.functional": `{"summary": "Understood.", "understanding": "You want the report exported as CSV.", "questions": []}`,
+	"analysis.technical":  `{"summary": "Planned.", "plan": "1. Add export.csv with the header row."}`,
+}
+
 // handOvers is how many development runs TestReplicasKubernetesHandOver20 hands over at once.
 const handOvers = 20
 
 // handOverStall is how long TestReplicasKubernetesHandOver20 waits with nothing moving (no
 // run starting or finishing, no issue reaching the awaited status, no Pod running) before it
-// calls a wait a hang: several times the longest analysis run seen on an idle machine (100 s,
-// 40 at once). The wait itself has no bound while the issues move.
+// calls a wait a hang: several times the longest wait seen on an idle machine for a run's Pod
+// (100 s, 40 analysis Pods at once). The wait itself has no bound while the issues move.
 const handOverStall = 5 * time.Minute
 
 // TestReplicasKubernetesHandOver20 is issue 25's hand-over, twenty times at once: two replicas
 // on one PostgreSQL store and the test cluster (runner.runtime kubernetes, one data directory
-// through the state claim). Replica A takes 20 issues through their analysis and starts their
-// 20 development Pods, which the stand-in CLI holds (its hold file in each session
-// directory); replica B starts meanwhile; edits of Alfred's status comment arrive on every
+// through the state claim). Replica A takes 20 issues through their analysis, in API mode
+// against a model stand-in (what is handed over are the development Pods; 40 analysis Pods
+// would only load the cluster), and starts their 20 development Pods, which the stand-in CLI
+// holds (its hold file in each session directory); replica B starts meanwhile; edits of Alfred's status comment arrive on every
 // issue (A up, then A stopping, then B alone); A is stopped with SIGTERM while the 20 Pods run,
 // and the Pods are let go. B takes over every mailbox: for each of the 20 issues each phase
 // ran exactly once (one run row per phase, succeeded and applied; one development Pod per
@@ -61,6 +70,9 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 	claim := kubetest.StateClaim(t, cs, ns, data)
 	dsn := testDatabaseURL(t, storePostgres)
 
+	model := apimodetest.NewAnthropic(t, apiModeKey, apiModeModel, apimodetest.Analyst("README.md", handOverFinals))
+	keyFile := filepath.Join(dir, "anthropic.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(apiModeKey), 0o600))
 	fj := forgetest.NewForgejoServer(t)
 	bare := seedBareRepo(t, dir)
 	fj.AddRepo("acceptance/sandbox", "main", bare)
@@ -93,6 +105,8 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 		cfg := filepath.Join(dir, name+".yaml")
 		serveConfig{listen: addr, dataDir: data, forgeURL: fj.URL, forgeToken: fj.Token, image: image,
 			ciWait: "2s", workers: 4, runs: handOvers, leaseTTL: "30s",
+			analyst: fmt.Sprintf("{name: analyst, adapter: anthropic-api, model: %s, api_key_file: %s, base_url: %s}",
+				apiModeModel, keyFile, model.BaseURL()),
 			leaseWhy: "SIGTERM releases A's leases: a long TTL costs the hand-over nothing, a short one is lost to a heartbeat a loaded machine starves (the run is run again)",
 			runner: fmt.Sprintf(`runner:
   memory_bytes: 134217728
@@ -116,14 +130,17 @@ func TestReplicasKubernetesHandOver20(t *testing.T) {
 	for _, e := range issues {
 		require.Equal(t, http.StatusAccepted, e.send("002-issue_assign-assigned", numbered(e, setLabels("type::task"))))
 	}
-	// 40 analysis Pods share the cluster with the tests beside: as long as they take, while
-	// runs keep finishing.
+	// 40 analyses in API mode, four workers at once: as long as they take, while runs keep
+	// finishing.
 	waitStatusAll(t, db, issues, "status::waiting_validation", handOverStall)
 	holds := make([]string, len(issues))
 	for i, e := range issues {
 		var mb int64
 		require.NoError(t, db.Get(&mb, `SELECT id FROM mailboxes WHERE number = $1`, e.issue.Number))
+		// The development run's session directory: no CLI ran before it; the runner takes the
+		// directory over (its owner) when it starts the run.
 		holds[i] = filepath.Join(data, "sessions", fmt.Sprint(mb), "claude", agenttest.StandinHoldFile)
+		require.NoError(t, os.MkdirAll(filepath.Dir(holds[i]), 0o755))
 		require.NoError(t, os.WriteFile(holds[i], nil, 0o644))
 	}
 	for _, e := range issues {

@@ -28,6 +28,9 @@ type serveConfig struct {
 	leaseTTL      string
 	leaseWhy      string
 	runner        string // the runner section ("runner: …"), "" for the defaults
+	// analyst, when set, is an API-mode agent (a YAML flow mapping with its name "analyst")
+	// bound to the analysis; the other phases stay on the agent above.
+	analyst string
 }
 
 // yaml renders the configuration.
@@ -42,6 +45,11 @@ func (c serveConfig) yaml() string {
 	if c.runs > 0 {
 		workers += fmt.Sprintf(", runs: %d", c.runs)
 	}
+	phases := fmt.Sprintf("{default: %s}", name)
+	if c.analyst != "" {
+		agent += "\n  - " + c.analyst
+		phases = fmt.Sprintf("{default: %s, analysis: analyst}", name)
+	}
 	lease := ""
 	if c.leaseWhy != "" {
 		lease = "  # " + c.leaseWhy
@@ -53,11 +61,11 @@ forges:
   - {name: forgejo, kind: forgejo, base_url: %s, token: %s, webhook_secret: %s, bot_user: bot}
 agents:
   - %s
-phases: {default: %s}
+phases: %s
 lifecycle: {ci_wait: %s, ci_poll: 300ms}
 workers: {%s, lease_ttl: %s, poll_interval: 100ms}%s
 %s
-`, c.listen, c.dataDir, c.forgeURL, c.forgeToken, liveSecret, agent, name, c.ciWait, workers, c.leaseTTL, lease, c.runner)
+`, c.listen, c.dataDir, c.forgeURL, c.forgeToken, liveSecret, agent, phases, c.ciWait, workers, c.leaseTTL, lease, c.runner)
 }
 
 // write writes the configuration to path.
