@@ -47,12 +47,13 @@ const handOverStall = 5 * time.Minute
 // through the state claim). Replica A takes 20 issues through their analysis, in API mode
 // against a model stand-in (what is handed over are the development Pods; 40 analysis Pods
 // would only load the cluster), and starts their 20 development Pods, which the stand-in CLI
-// holds (its hold file in each session directory); replica B starts meanwhile; edits of Alfred's status comment arrive on every
-// issue (A up, then A stopping, then B alone); A is stopped with SIGTERM while the 20 Pods run,
-// and the Pods are let go. B takes over every mailbox: for each of the 20 issues each phase
-// ran exactly once (one run row per phase, succeeded and applied; one development Pod per
-// run; B started no run), no comment was posted twice, every event was processed, no phase
-// was counted a rerun, and no Pod or Secret is left.
+// holds (its hold file in each session directory); replica B starts meanwhile; edits of
+// Alfred's status comment arrive on every issue (A up, then A stopping, then B alone); A is
+// stopped with SIGTERM while the 20 Pods run, and the Pods are let go. B takes over every
+// mailbox: for each of the 20 issues each phase ran exactly once (one run row per phase,
+// succeeded and applied; one development Pod per run; B started no run), no comment was
+// posted twice, every event was processed, no phase was counted a rerun, and no Pod or Secret
+// is left.
 func TestReplicasKubernetesHandOver20(t *testing.T) {
 	// Beside the other end-to-end tests: its leases (30 s) outlast a heartbeat the load delays,
 	// and most of its time is spent waiting on the cluster's Pods.
