@@ -105,7 +105,7 @@ func (e *Executor) runAPI(ctx context.Context, req RunRequest, agent APIAgent) (
 	timedOut := errors.Is(rctx.Err(), context.DeadlineExceeded)
 	cancel()
 	out.Duration = time.Since(out.Started)
-	out.Stdout, out.StdoutTruncated = tail(e.cfg.Redact(rep.Log), e.cfg.MaxOutputBytes)
+	out.Stdout, out.StdoutTruncated = tail(textwalk.Storable(e.cfg.Redact(rep.Log)), e.cfg.MaxOutputBytes)
 	usage := rep.Usage
 	out.Usage = &usage
 	switch {

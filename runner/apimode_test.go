@@ -5,8 +5,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,6 +90,28 @@ func TestExecutorRunsAPIModeWithoutAContainer(t *testing.T) {
 	require.NotNil(t, out.Usage)
 	assert.Positive(t, out.Usage.InputTokens)
 	assert.Contains(t, out.Stdout, "read_file")
+}
+
+// What the model says is hostile like a container's output: a summary over the log line's
+// 200 bytes in a script of three-byte characters, with a NUL, and a tool call whose arguments
+// hold a NUL, leave a log PostgreSQL stores (valid UTF-8, no NUL).
+func TestExecutorAPIModeLogIsStorable(t *testing.T) {
+	summary := `ab\u0000` + strings.Repeat("日本", 40) // JSON: a NUL in the string
+	srv := apimodetest.NewOpenAI(t, apiKey, "gpt-standin", func(ex apimodetest.Exchange) apimodetest.Reply {
+		if len(ex.Results) == 0 {
+			return apimodetest.Reply{Calls: []apimodetest.Call{{Name: "read_file", Args: map[string]any{"path": "READ\x00ME.md"}}}}
+		}
+		return apimodetest.Reply{Text: `{"summary": "` + summary + `", "understanding": "ok"}`}
+	})
+	exec := apiExecutor(t, srv, apiKey, time.Minute)
+	out, err := exec.Run(context.Background(), runner.RunRequest{MailboxID: 1, RunID: 2, Attempt: 1, Input: apiInput(), Worktree: apiWorktree(t)})
+	require.NoError(t, err)
+	require.Equal(t, runner.StatusSucceeded, out.Status, out.Stdout)
+	assert.Contains(t, out.Stdout, "日本日本")
+	assert.True(t, utf8.ValidString(out.Stdout), "the log is valid UTF-8: %q", out.Stdout)
+	assert.NotContains(t, out.Stdout, "\x00")
+	assert.True(t, utf8.ValidString(out.Result.Summary))
+	assert.NotContains(t, out.Result.Summary, "\x00")
 }
 
 func TestExecutorAPIModeFailures(t *testing.T) {

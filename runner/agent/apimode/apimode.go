@@ -21,6 +21,7 @@ import (
 	"strings"
 	"text/template"
 	"time"
+	"unicode/utf8"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
@@ -335,11 +336,15 @@ func finalResult(in phase.Input, r reply) (*phase.Result, error) {
 	return phase.DecodeResult(in, obj)
 }
 
-// oneLine shortens s to one line of at most 200 bytes, for the log.
+// oneLine shortens s to one line of at most 200 bytes, cut between characters, for the log.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > 200 {
-		s = s[:200] + "…"
+		cut := 200
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
 	}
 	return s
 }
