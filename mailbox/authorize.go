@@ -57,33 +57,70 @@ func (m *Machine) DropPermissions(repo string) {
 // authorize passes one input of login through the gate (mailbox/gate) in mb's state. An input
 // that is not allowed is counted (Config.Refused) and logged; the caller says a refusal.
 func (m *Machine) authorize(ctx context.Context, bot Bot, mb *Mailbox, kind gate.Kind, login string) (gate.Decision, error) {
+	d, r, err := m.decide(ctx, bot, mb, kind, login)
+	if err != nil || d == gate.Allowed {
+		return d, err
+	}
+	reason := gate.Reason(m.cfg.Needs, kind)
+	m.log.Info("input not allowed", "mailbox_id", mb.ID, "kind", kind, "login", login, "role", r.String(),
+		"state", mb.State, "decision", d, "reason", reason)
+	if m.cfg.Refused != nil {
+		m.cfg.Refused(string(kind), reason)
+	}
+	return d, nil
+}
+
+// decide is the gate's decision on one input of login in mb's state, and login's role
+// (RoleNone when the kind needs none and no role was read), with nothing said, logged or
+// counted: authorize's, or a look ahead of the event's own pass (cancelAllowed).
+func (m *Machine) decide(ctx context.Context, bot Bot, mb *Mailbox, kind gate.Kind, login string) (gate.Decision, forge.Role, error) {
 	if m.cfg.Needs.Need(kind) == forge.RoleNone {
-		return gate.Allowed, nil // no role to read
+		return gate.Allowed, forge.RoleNone, nil // no role to read
 	}
 	r, err := m.role(ctx, bot, mb.Repo, login)
 	if err != nil {
-		return gate.Ignored, err
+		return gate.Ignored, r, err
 	}
 	author := mb.Author
 	if author == "" && r < m.cfg.Needs.Need(kind) && (kind == gate.Answer || kind == gate.StateLabel) {
 		// Before the assignment the mailbox does not know who wrote the issue: the forge does.
 		is, err := bot.Forge.Issue(ctx, mb.Ref())
 		if err != nil {
-			return gate.Ignored, fmt.Errorf("read the author of the issue: %w", err)
+			return gate.Ignored, r, fmt.Errorf("read the author of the issue: %w", err)
 		}
 		author = is.Author.Login
 	}
 	in := gate.Input{Kind: kind, State: gateState(mb.State), Role: r, Author: author != "" && strings.EqualFold(login, author)}
-	d := gate.Decide(m.cfg.Needs, in)
-	if d != gate.Allowed {
-		reason := gate.Reason(m.cfg.Needs, kind)
-		m.log.Info("input not allowed", "mailbox_id", mb.ID, "kind", kind, "login", login, "role", r.String(),
-			"state", mb.State, "decision", d, "reason", reason)
-		if m.cfg.Refused != nil {
-			m.cfg.Refused(string(kind), reason)
+	return gate.Decide(m.cfg.Needs, in), r, nil
+}
+
+// cancelAllowed reports whether the gate allows the input of ev that cancels mb's run
+// (cancels): a human's status::blocked is a steering label, the bot's unassignment an
+// unassignment (gate.Unassign); closing the issue or the merge request is the forge's to allow.
+// The run's watch asks it before it stops the run, so that an input the event's pass will
+// refuse stops nothing.
+func (m *Machine) cancelAllowed(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Event) (bool, error) {
+	var kinds []gate.Kind
+	switch ev.Type {
+	case forge.EventAssignees:
+		kinds = []gate.Kind{gate.Unassign}
+	case forge.EventLabels:
+		if assigneesChanged(ev) && !containsFold(ev.Assignees, bot.Login) && containsFold(ev.PreviousAssignees, bot.Login) {
+			kinds = append(kinds, gate.Unassign) // the same update unassigned the bot
+		}
+		if ev.LabelsKnown && containsFold(ev.Labels, m.cfg.Labels.Blocked) && !containsFold(mb.Labels, m.cfg.Labels.Blocked) {
+			kinds = append(kinds, gate.SteerLabel)
+		}
+	default:
+		return true, nil
+	}
+	for _, k := range kinds {
+		d, _, err := m.decide(ctx, bot, mb, k, ev.Sender.Login)
+		if err != nil || d == gate.Allowed {
+			return err == nil, err
 		}
 	}
-	return d, nil
+	return false, nil
 }
 
 // canWrite reports whether login may steer (the role SteerLabel needs).

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/gate"
 	"github.com/alfred-bot/alfred/mailbox/mailboxtest"
 	"github.com/alfred-bot/alfred/mailbox/storetest"
 	"github.com/alfred-bot/alfred/runner/phase"
@@ -472,6 +473,96 @@ func TestUnassignDuringRunStopsIt(t *testing.T) {
 	runs, err := b.store.Runs(context.Background(), mb.ID)
 	require.NoError(t, err)
 	require.Equal(t, mailbox.RunInterrupted, runs[0].Status)
+}
+
+// pendingReads is a store that signals reads, each read of a mailbox's pending events (a run's
+// watch for a cancelling event).
+type pendingReads struct {
+	storetest.Store
+	reads chan struct{}
+}
+
+func (p pendingReads) PendingEvents(ctx context.Context, id int64) ([]mailbox.StoredEvent, error) {
+	evs, err := p.Store.PendingEvents(ctx, id)
+	select {
+	case p.reads <- struct{}{}:
+	default:
+	}
+	return evs, err
+}
+
+// A cancelling input from someone the gate does not allow it to stops no run: a reader adding
+// status::blocked, or unassigning the bot where permissions.unassign asks for write, while the
+// analysis runs. The run goes on to its outcome; the pass then refuses the input (the label
+// removed, the bot assigned again).
+func TestRefusedCancelDuringRunStopsNothing(t *testing.T) {
+	t.Parallel()
+	for name, c := range map[string]struct {
+		needs gate.Needs
+		ev    func(labels []string) forge.Event
+	}{
+		"blocked label": {ev: func(labels []string) forge.Event {
+			return forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "mallory"}, LabelsKnown: true,
+				Labels: append(labels, "status::blocked")}
+		}},
+		"unassign": {needs: gate.Needs{gate.Unassign: forge.RoleWrite}, ev: func([]string) forge.Event {
+			return forge.Event{Type: forge.EventAssignees, Sender: forge.User{Login: "mallory"}, AssigneesKnown: true}
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ev := c.ev
+			reads := make(chan struct{}, 64)
+			b := setupWith(t, guard{config: mailbox.Config{Needs: c.needs}, store: func(now func() time.Time) storetest.Store {
+				return pendingReads{Store: mailboxtest.NewStore(now), reads: reads}
+			}}, "type::task")
+			b.exec.results["analysis.functional"] = &phase.Result{Summary: "ok", Understanding: "clear"}
+			hold := make(chan struct{})
+			b.exec.block = hold
+			b.deliver(assign("alice"))
+			done := make(chan *mailbox.Mailbox)
+			go func() { done <- b.advance() }()
+			require.Eventually(t, func() bool {
+				b.exec.mu.Lock()
+				defer b.exec.mu.Unlock()
+				return len(b.exec.jobs) == 1
+			}, 10*time.Second, 20*time.Millisecond)
+			e := ev(b.fake.IssueLabels(b.ref))
+			if e.Type == forge.EventLabels {
+				require.NoError(t, b.fake.SetLabels(context.Background(), b.ref, []string{"status::blocked"}, nil))
+			}
+			for len(reads) > 0 {
+				<-reads
+			}
+			b.deliver(e)
+			// The run's watch reads the pending events twice more: once at least after the
+			// delivery. The run is still held.
+			for range 2 {
+				select {
+				case <-reads:
+				case mb := <-done:
+					t.Fatalf("the run was stopped: %s", mb.State)
+				case <-time.After(time.Minute):
+					t.Fatal("the run's watch never read the pending events")
+				}
+			}
+			select {
+			case mb := <-done:
+				t.Fatalf("the run was stopped: %s", mb.State)
+			default:
+			}
+			close(hold)
+			mb := <-done
+			for i := 0; i < 5 && mb.State != mailbox.StateWaitingValidation; i++ {
+				mb = b.advance()
+			}
+			require.Equal(t, mailbox.StateWaitingValidation, mb.State, "the refused input changed nothing")
+			runs, err := b.store.Runs(context.Background(), mb.ID)
+			require.NoError(t, err)
+			require.Equal(t, mailbox.RunSucceeded, runs[0].Status, "the functional analysis ran to its end")
+			require.NotContains(t, b.fake.IssueLabels(b.ref), "status::blocked")
+		})
+	}
 }
 
 func TestNoPipelineWithinWait(t *testing.T) {

@@ -306,8 +306,8 @@ func (m *Machine) jobFor(mb *Mailbox, r Run, in phase.Input, repo forge.Reposito
 	return job
 }
 
-// watchCancel stops a running phase when an event that cancels it arrives or an operator asks
-// to cancel run runID (Controls.CancelRequested).
+// watchCancel stops a running phase when an event that cancels it arrives from someone the gate
+// allows it (cancelAllowed) or an operator asks to cancel run runID (Controls.CancelRequested).
 func (m *Machine) watchCancel(ctx context.Context, stop func(), bot Bot, mb *Mailbox, runID int64) {
 	t := time.NewTicker(cancelPollInterval)
 	defer t.Stop()
@@ -327,11 +327,17 @@ func (m *Machine) watchCancel(ctx context.Context, stop func(), bot Bot, mb *Mai
 			continue
 		}
 		for _, e := range evs {
-			if cancels(e.Event, bot, mb, m.cfg.Labels.Blocked) {
-				m.log.Info("stopping the run: a cancelling event arrived", "mailbox_id", mb.ID, "event", e.Event.Type)
-				stop()
-				return
+			if !cancels(e.Event, bot, mb, m.cfg.Labels.Blocked) {
+				continue
 			}
+			// The gate first: a refused input stops nothing (its pass refuses it once the run
+			// ends); a role not read now is read again at the next poll.
+			if ok, err := m.cancelAllowed(ctx, bot, mb, e.Event); err != nil || !ok {
+				continue
+			}
+			m.log.Info("stopping the run: a cancelling event arrived", "mailbox_id", mb.ID, "event", e.Event.Type)
+			stop()
+			return
 		}
 	}
 }
