@@ -233,7 +233,8 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 
 // autoMergeEnabler returns who turned auto-merge on by the label: the writer recorded when the
 // label was taken, else the last account the label history shows adding it ("" when it
-// shows none).
+// shows none, or shows the bot: the bot never turns auto-merge on, so a label it added, by a
+// GitLab quick action in a text it posted or by its token used by hand, names nobody).
 func (m *Machine) autoMergeEnabler(ctx context.Context, bot Bot, mb *Mailbox) (string, error) {
 	if mb.Data.AutoMergeBy != "" {
 		return mb.Data.AutoMergeBy, nil
@@ -248,6 +249,9 @@ func (m *Machine) autoMergeEnabler(ctx context.Context, bot Bot, mb *Mailbox) (s
 			switch a.Kind {
 			case forge.ActivityLabelAdded:
 				by = a.Actor.Login
+				if strings.EqualFold(by, bot.Login) {
+					by = ""
+				}
 			case forge.ActivityLabelRemoved:
 				by = ""
 			}

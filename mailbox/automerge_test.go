@@ -209,6 +209,30 @@ func TestAutoMergeLabelAddedAgainByABotAfterRemoval(t *testing.T) {
 	require.NotContains(t, b.fake.IssueLabels(b.ref), "ai::auto_merge", "the bot's label is taken off")
 }
 
+// TestAutoMergeLabelAddedByTheBotEnablesNothing: ai::auto_merge that the label history shows
+// the bot adding (a GitLab quick action in a text it posted, or its token used by hand) names no
+// enabler: the bot never turns auto-merge on, so Alfred does not merge.
+func TestAutoMergeLabelAddedByTheBotEnablesNothing(t *testing.T) {
+	t.Parallel()
+	b, mb := setupAutoMerge(t, mailbox.Config{})
+	b.fake.SetAccess(repo, forgetest.BotLogin, true) // it pushes, and merges when allowed to
+	b.fake.SetIssueLabels(b.ref, forgetest.BotLogin, append(b.fake.IssueLabels(b.ref), "ai::auto_merge")...)
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: forgetest.BotLogin}, LabelsKnown: true,
+		Labels: b.fake.IssueLabels(b.ref)})
+	b.advance()
+	// A writer's later change carries the labels as they are, the bot's among them (GitLab's
+	// changes.labels: previous and current).
+	prev := b.fake.IssueLabels(b.ref)
+	b.fake.SetIssueLabels(b.ref, "alice", append(slices.Clone(prev), "frontend")...)
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		PreviousLabels: prev, Labels: b.fake.IssueLabels(b.ref)})
+	b.advance()
+	b.fake.AddReview(repo, mb.MRNumber, "alice", "approved", "")
+	b.poll()
+	b.poll()
+	require.Zero(t, b.merges(), "the bot is nobody's enabler")
+}
+
 // TestAutoMergeWaitsForAWritersReviewComment: a writer asks for a change on the approved, green
 // merge request; auto-merge does not merge while the comment waits for its review_fix.
 func TestAutoMergeWaitsForAWritersReviewComment(t *testing.T) {

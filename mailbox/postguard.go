@@ -95,7 +95,12 @@ func GuardPosts(f forge.Forge, g PostGuard) forge.Forge {
 	limits := g.Limits.WithDefaults(f.Kind())
 	limits.MaxCommentBytes = max(limits.MaxCommentBytes, minPostBytes)
 	limits.MaxDescriptionBytes = max(limits.MaxDescriptionBytes, minPostBytes)
-	gf := &guardedForge{Forge: f, limits: limits, clean: func(s string) string { return quoteBotMentions(censor(s), isBot) }}
+	title := func(s string) string { return quoteBotMentions(censor(s), isBot) }
+	clean := title
+	if f.Kind() == forge.KindGitLab {
+		clean = func(s string) string { return escapeQuickActions(title(s)) }
+	}
+	gf := &guardedForge{Forge: f, limits: limits, clean: clean, title: title}
 	var rv forge.Reviews
 	if r, ok := f.(forge.Reviews); ok {
 		rv = &guardedReviews{rv: r, clean: gf.clean}
@@ -106,10 +111,53 @@ func GuardPosts(f forge.Forge, g PostGuard) forge.Forge {
 
 type guardedForge struct {
 	forge.Forge
-	// clean censors a text and quotes its bot mentions.
-	clean  func(string) string
-	limits PostLimits
+	// clean censors a text, quotes its bot mentions and, on GitLab, escapes its quick actions;
+	// title does the first two, for a title (GitLab reads no quick action in one).
+	clean, title func(string) string
+	limits       PostLimits
 }
+
+// escapeQuickActions writes a backslash before each line GitLab would run as a quick action
+// ("/" at the start of a line, then a letter: "/merge", "/approve", "/label ~x"), so that the
+// line shows as written and GitLab runs nothing. GitLab runs the quick actions of a note, and of
+// a description when it is created or changed, as the account that posts it: the bot, with its
+// rights (GitLab's Gitlab::QuickActions::Extractor, lib/gitlab/quick_actions/extractor.rb,
+// matches `^\/(?<cmd>…)` in the text with its carriage returns deleted; Markdown shows "\/" as
+// "/"). Text Alfred posts carries what an agent or a human wrote, so none of it may command.
+// A fenced code block GitLab skips (a line opening with ``` up to a line that is ``` alone) is
+// kept as it is, since a backslash would show there.
+func escapeQuickActions(s string) string {
+	if !strings.HasPrefix(strings.TrimLeft(s, "\r"), "/") && !strings.Contains(s, "\n/") && !strings.Contains(s, "\r/") {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i := 0; i < len(lines); i++ {
+		if strings.HasPrefix(strings.ReplaceAll(lines[i], "\r", ""), "```") {
+			if j := fenceEnd(lines, i); j > i {
+				i = j
+				continue
+			}
+		}
+		l := strings.TrimLeft(lines[i], "\r")
+		if len(l) > 1 && l[0] == '/' && isASCIILetter(l[1]) {
+			lines[i] = "\\" + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fenceEnd returns the index of the line after open that closes GitLab's fenced block (``` alone,
+// carriage returns aside), or -1 when none does.
+func fenceEnd(lines []string, open int) int {
+	for j := open + 1; j < len(lines); j++ {
+		if strings.ReplaceAll(lines[j], "\r", "") == "```" {
+			return j
+		}
+	}
+	return -1
+}
+
+func isASCIILetter(b byte) bool { return 'a' <= b|0x20 && b|0x20 <= 'z' }
 
 // mentionRE matches an @-mention: "@" at the start or after a character that cannot be part of
 // an e-mail address or code, then a login (letters, digits, '_', '-', '.', an optional "[bot]").
@@ -193,7 +241,7 @@ func cleanSections(body string, clean func(string) string) string {
 }
 
 func (g *guardedForge) CreateMergeRequest(ctx context.Context, repo string, mr forge.NewMergeRequest) (*forge.MergeRequest, error) {
-	mr.Title = cutRunes(g.clean(mr.Title), 255) // GitLab and Gitea cap titles at 255 characters
+	mr.Title = cutRunes(g.title(mr.Title), 255) // GitLab and Gitea cap titles at 255 characters
 	mr.Body = CutDescription(g.clean(mr.Body), g.limits.MaxDescriptionBytes)
 	out, err := g.Forge.CreateMergeRequest(ctx, repo, mr)
 	return out, refused("open the merge request", err)

@@ -153,3 +153,50 @@ func TestBotMentionsAreQuoted(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Equal(t, "Thanks `@renovate[bot]`, `@ci-bot`, `@helper` and @alice; mail me at a@b.org. `@ci-bot` stays.", got[0].Body)
 }
+
+// On GitLab, a line of a posted text that GitLab would run as a quick action (as the bot, with
+// its rights: "/merge", "/approve", "/label ~ai::auto_merge") is escaped, whoever wrote it; a
+// fenced code block GitLab skips, a "/" not at a line's start, and a title are left as they
+// are. Forgejo has no quick actions: its texts are left as they are.
+func TestQuickActionsAreEscapedOnGitLab(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ in, gitlab string }{
+		{"ok\n/merge", "ok\n\\/merge"},
+		{"/approve", "\\/approve"},
+		{"Done.\r\n/label ~ai::auto_merge\r\nThanks", "Done.\r\n\\/label ~ai::auto_merge\r\nThanks"},
+		{"x\n\r/unassign @bot", "x\n\\/unassign @bot"},
+		{"```sh\n/usr/bin/env true\n/merge\n```\n/close", "```sh\n/usr/bin/env true\n/merge\n```\n\\/close"},
+		{"```\n/merge never closed", "```\n\\/merge never closed"},
+		{"see /merge and a/b\n /merge indented\n/ alone\n/1", "see /merge and a/b\n /merge indented\n/ alone\n/1"},
+	}
+	for _, kind := range []forge.Kind{forge.KindGitLab, forge.KindForgejo} {
+		fake := forgetest.NewFake(kind)
+		fake.AddUser("alice")
+		fake.AddRepo(repo, "main", "/nonexistent.git")
+		n := fake.AddIssue(repo, forgetest.SeedIssue{Title: "x", Author: "alice"})
+		ref := forge.IssueRef{Forge: "f", Repo: repo, Number: n}
+		g := mailbox.GuardPosts(fake, mailbox.PostGuard{})
+		for i, c := range cases {
+			want := c.in
+			if kind == forge.KindGitLab {
+				want = c.gitlab
+			}
+			id, err := g.Comment(t.Context(), ref, c.in)
+			require.NoError(t, err)
+			got := fake.IssueComments(ref)
+			require.Equal(t, want, got[len(got)-1].Body, "%s comment %d", kind, i)
+			require.NoError(t, g.EditComment(t.Context(), ref, id, "edited\n"+c.in))
+			got = fake.IssueComments(ref)
+			require.Equal(t, "edited\n"+want, got[len(got)-1].Body, "%s edit %d", kind, i)
+		}
+		mr, err := g.CreateMergeRequest(t.Context(), repo, forge.NewMergeRequest{Title: "/merge the export", Body: "Closes #1\n/merge",
+			SourceBranch: "alfred/1", TargetBranch: "main"})
+		require.NoError(t, err)
+		require.Equal(t, "/merge the export", mr.Title, "%s: a title runs no quick action", kind)
+		if kind == forge.KindGitLab {
+			require.Equal(t, "Closes #1\n\\/merge", mr.Body)
+		} else {
+			require.Equal(t, "Closes #1\n/merge", mr.Body)
+		}
+	}
+}
