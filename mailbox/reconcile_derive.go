@@ -129,14 +129,7 @@ func (d *Derived) issue(ctx context.Context, f forge.Forge, bot string, v Reconc
 		})
 	}
 	if len(addedLabels)+len(removedLabels) > 0 {
-		ev := base
-		ev.Type, ev.LabelsKnown, ev.Labels = forge.EventLabels, true, slices.Clone(is.Labels)
-		d.attributed(v, bot, ev, history, "labels "+strings.Join(is.Labels, ","), func(a forge.Activity) bool {
-			if len(addedLabels) > 0 {
-				return a.Kind == forge.ActivityLabelAdded && containsFold(addedLabels, a.Label)
-			}
-			return a.Kind == forge.ActivityLabelRemoved && containsFold(removedLabels, a.Label)
-		})
+		d.labels(v, bot, base, history, is.Labels, addedLabels, removedLabels)
 	}
 	if err := d.comments(ctx, f, bot, v, base); err != nil {
 		return err
@@ -252,6 +245,52 @@ func (d *Derived) reviewComments(ctx context.Context, f forge.Forge, bot string,
 		d.addStable(v, ev, fmt.Sprintf("review comment %d", c.ID))
 	}
 	return nil
+}
+
+// labels derives the label changes from the view's labels to now: one labels event for each
+// run of history entries by one person, in order, each carrying the labels as that person left
+// them (the view's, with the changes up to theirs), so that the gate judges each person's labels
+// under their own role. Only the entries of labels whose change the difference shows count
+// (added, removed); the bot's own runs add no event. A change the history does not show is
+// recorded as unattributed, and the labels are not taken from the forge as a whole then: the
+// next look finds it again.
+func (d *Derived) labels(v ReconcileView, bot string, base forge.Event, history []forge.Activity, now, added, removed []string) {
+	type run struct {
+		actor  forge.User
+		at     time.Time
+		labels []string
+	}
+	var runs []run
+	cur := slices.Clone(v.Labels)
+	for _, a := range history {
+		switch {
+		case a.Kind == forge.ActivityLabelAdded && containsFold(added, a.Label):
+			if !containsFold(cur, a.Label) {
+				cur = append(cur, a.Label)
+			}
+		case a.Kind == forge.ActivityLabelRemoved && containsFold(removed, a.Label):
+			cur = slices.DeleteFunc(cur, func(l string) bool { return strings.EqualFold(l, a.Label) })
+		default:
+			continue
+		}
+		if n := len(runs); n > 0 && strings.EqualFold(runs[n-1].actor.Login, a.Actor.Login) {
+			runs[n-1].at, runs[n-1].labels = a.At, slices.Clone(cur)
+			continue
+		}
+		runs = append(runs, run{actor: a.Actor, at: a.At, labels: slices.Clone(cur)})
+	}
+	if a, r := diff(cur, now); len(a)+len(r) > 0 {
+		d.Unattributed = append(d.Unattributed, "labels "+strings.Join(now, ","))
+	}
+	for _, r := range runs {
+		if strings.EqualFold(r.actor.Login, bot) {
+			continue // the bot's own change: the machine made it and knows it
+		}
+		ev := base
+		ev.Type, ev.LabelsKnown, ev.Labels = forge.EventLabels, true, r.labels
+		ev.Sender, ev.OccurredAt = r.actor, r.at
+		d.add(v, ev, "labels "+strings.Join(r.labels, ",")+" by "+strings.ToLower(r.actor.Login))
+	}
 }
 
 // attributed adds ev with the actor of the newest history entry that matches, or records the

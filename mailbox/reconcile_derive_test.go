@@ -132,3 +132,28 @@ func TestDeriveMissedAssignment(t *testing.T) {
 	require.Equal(t, []string{forgetest.BotLogin}, ev.Assignees)
 	require.Equal(t, "alice", ev.Sender.Login)
 }
+
+// Label changes by several people between two looks are one event per person, in order, each
+// with the labels as that person left them: the gate judges each person's labels under their
+// own role. A reader's ai::validate_plan followed by a writer's type::bug is not the writer's;
+// a writer's removal of status::blocked after a reader's label is the writer's.
+func TestDeriveMissedLabelsOfSeveralPeople(t *testing.T) {
+	t.Parallel()
+	b := setupDerive(t)
+	b.fake.AddUser("rita")
+	b.fake.AddUser("wendy")
+	b.fake.SetIssueLabels(b.ref, "rita", "type::task", "status::waiting_validation", "ai::validate_plan")
+	b.fake.SetIssueLabels(b.ref, "wendy", "type::task", "status::waiting_validation", "ai::validate_plan", "type::bug")
+	d := b.derive(t)
+	require.Len(t, d.Events, 2)
+	require.Equal(t, "rita", d.Events[0].Sender.Login)
+	require.ElementsMatch(t, []string{"type::task", "status::waiting_validation", "ai::validate_plan"}, d.Events[0].Labels)
+	require.Equal(t, "wendy", d.Events[1].Sender.Login)
+	require.ElementsMatch(t, []string{"type::task", "status::waiting_validation", "ai::validate_plan", "type::bug"}, d.Events[1].Labels)
+	require.NotEqual(t, d.Events[0].DeliveryID, d.Events[1].DeliveryID)
+
+	again := b.derive(t)
+	require.Len(t, again.Events, 2)
+	require.Equal(t, d.Events[0].DeliveryID, again.Events[0].DeliveryID, "the same finding twice is one delivery")
+	require.Equal(t, d.Events[1].DeliveryID, again.Events[1].DeliveryID)
+}
