@@ -24,6 +24,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/base/servetest"
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/agenttest"
+	"github.com/alfred-bot/alfred/runner/agent/apimode/apimodetest"
 	"github.com/alfred-bot/alfred/runner/kubernetes/kubetest"
 	"github.com/alfred-bot/alfred/runner/runtimetest"
 	"github.com/alfred-bot/alfred/webhook/forge"
@@ -250,10 +251,16 @@ type onceEnv struct {
 	db                          *sqlx.DB
 	proc                        *servetest.Process
 	log                         string
+	// model is the analyses' model stand-in; analyses counts its final answers per run key.
+	model    *apimodetest.Server
+	mu       sync.Mutex
+	analyses map[string]int
 }
 
 // newOnceEnv seeds the forge (issue #1 of acceptance/sandbox by alice, a task, the bot
-// assigned) and writes the configuration: the stand-in claude in every phase, ci_wait 2s.
+// assigned) and writes the configuration: the analyses in API mode against a model stand-in
+// (the matrix cuts the development run; analysis containers would only add load), the
+// stand-in claude in the other phases, ci_wait 2s.
 func newOnceEnv(t *testing.T, bin, image string, rt onceRuntime) *onceEnv {
 	dir := t.TempDir()
 	o := &onceEnv{tt: t, dir: dir, bin: bin, dsn: testDatabaseURL(t, storePostgres), dataDir: filepath.Join(dir, "data"),
@@ -272,9 +279,24 @@ func newOnceEnv(t *testing.T, bin, image string, rt onceRuntime) *onceEnv {
 	addr := freeAddr(t)
 	o.e2e = &e2e{t: t, url: "http://" + addr, forgejo: o.fj, api: api, bare: bare, kind: forge.KindForgejo,
 		issue: forge.IssueRef{Forge: "forgejo", Repo: "acceptance/sandbox", Number: 1}}
+	o.analyses = map[string]int{}
+	analyst := apimodetest.Analyst("README.md", handOverFinals)
+	o.model = apimodetest.NewAnthropic(t, apiModeKey, apiModeModel, func(ex apimodetest.Exchange) apimodetest.Reply {
+		r := analyst(ex)
+		if r.Text != "" {
+			o.mu.Lock()
+			o.analyses[ex.Key()]++
+			o.mu.Unlock()
+		}
+		return r
+	})
+	keyFile := filepath.Join(dir, "anthropic.key")
+	require.NoError(t, os.WriteFile(keyFile, []byte(apiModeKey), 0o600))
 	o.cfg = filepath.Join(dir, "alfred.yaml")
 	serveConfig{listen: addr, dataDir: o.dataDir, forgeURL: forgeURL, forgeToken: o.fj.Token, image: image,
-		ciWait: "2s", leaseTTL: "3s", runner: rt.prepare(t, image, o.dataDir)}.write(t, o.cfg)
+		ciWait: "2s", leaseTTL: "3s", runner: rt.prepare(t, image, o.dataDir),
+		analyst: fmt.Sprintf("{name: analyst, adapter: anthropic-api, model: %s, api_key_file: %s, base_url: %s}",
+			apiModeModel, keyFile, o.model.BaseURL())}.write(t, o.cfg)
 	return o
 }
 
@@ -346,8 +368,8 @@ func (o *onceEnv) turns(mb int64) map[string]int {
 // collected, collected and not applied) `alfred serve` is killed with SIGKILL while edits of
 // Alfred's status comment arrive (during the run and right after the restart), and started
 // again. The issue reaches done; each phase ran once (one succeeded, applied run per phase in
-// the store; one turn per phase in the stand-in CLI's session history; one development
-// container started); a run the kill cut before its agent started is recorded interrupted with
+// the store; one answer per analysis from the model stand-in, one development turn in the
+// stand-in CLI's session history; one development container started); a run the kill cut before its agent started is recorded interrupted with
 // the reason and run again; no comment was posted twice; every event was processed; nothing
 // of this Alfred is left (containers, worktrees, container records).
 func TestKillMatrixDocker(t *testing.T) {
@@ -394,7 +416,9 @@ func killAt(t *testing.T, o *onceEnv, m onceMoment) {
 	waitStatusWithin(o.e2e, "status::waiting_validation", 3*time.Minute)
 	var mb int64
 	require.NoError(t, o.db.Get(&mb, `SELECT id FROM mailboxes WHERE number = 1`))
+	// The development run's session directory: no CLI ran before it.
 	hold := filepath.Join(o.dataDir, "sessions", fmt.Sprint(mb), "claude", agenttest.StandinHoldFile)
+	require.NoError(t, os.MkdirAll(filepath.Dir(hold), 0o755))
 	devRunning := `SELECT count(*) FROM runs WHERE phase = 'development' AND status = 'running'`
 
 	switch m {
@@ -476,8 +500,11 @@ func killAt(t *testing.T, o *onceEnv, m onceMoment) {
 	waitStatusWithin(o.e2e, "status::done", 3*time.Minute)
 	o.requireUniqueMarkers()
 
-	require.Equal(t, map[string]int{"analysis.functional": 1, "analysis.technical": 1, "development": 1}, turns,
-		"the stand-in CLI answered each phase once")
+	require.Equal(t, map[string]int{"development": 1}, turns, "the stand-in CLI answered the development once")
+	o.mu.Lock()
+	require.Equal(t, map[string]int{"analysis.functional": 1, "analysis.technical": 1}, o.analyses,
+		"the model answered each analysis once")
+	o.mu.Unlock()
 	require.Equal(t, 1, rt.startedDev(t, o.dataDir), "one development container started")
 	runs := o.runs()
 	var dev2 []onceRun
