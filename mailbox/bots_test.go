@@ -43,3 +43,22 @@ func TestBotAccountsAreIgnored(t *testing.T) {
 	}
 	require.Empty(t, b.comments(), "nothing is answered to a bot")
 }
+
+// An event the reconciliation or the poll derived (or the rebuild read) was never marked at the
+// edge: a "ci-bot" with write access is still a bot by its name, so its assignment starts
+// nothing and its labels validate nothing.
+func TestBotAccountsByNameAreIgnoredUnmarked(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.fake.AddUser("ci-bot")
+	b.fake.SetAccess(repo, "ci-bot", true)
+	b.deliver(assign("ci-bot")) // Sender.Bot unset
+	mb := b.advance()
+	require.Equal(t, mailbox.StateIdle, mb.State, "a bot's assignment starts nothing")
+	require.Empty(t, b.exec.jobs)
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "ci-bot"}, LabelsKnown: true,
+		Labels: []string{"type::task", "ai::validate_plan"}})
+	mb = b.advance()
+	require.Equal(t, mailbox.StateIdle, mb.State)
+	require.Empty(t, b.exec.jobs)
+}

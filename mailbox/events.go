@@ -226,7 +226,7 @@ type origin struct {
 func originOf(ev forge.Event, bot Bot, mb *Mailbox) origin {
 	o := origin{
 		fromBot:  strings.EqualFold(ev.Sender.Login, bot.Login),
-		otherBot: ev.Sender.Bot || containsFold(bot.OtherBots, ev.Sender.Login),
+		otherBot: otherBot(ev.Kind, ev.Sender, bot),
 		onIssue:  !ev.Target.MergeRequest && ev.Target.Number == mb.Number && !mb.MergeRequest,
 		onOurMR:  ev.Target.MergeRequest && mb.MRNumber != 0 && ev.Target.Number == mb.MRNumber,
 	}
@@ -237,6 +237,16 @@ func originOf(ev forge.Event, bot Bot, mb *Mailbox) origin {
 		o.onOurMR = true
 	}
 	return o
+}
+
+// otherBot reports whether u is a bot other than Alfred's own account: marked so at the edge
+// (the forge's flag), configured (Bot.OtherBots), or by its name or id (forge.IsBotLogin), which
+// an event the reconciliation, the poll or the rebuild derived never had checked.
+func otherBot(kind forge.Kind, u forge.User, bot Bot) bool {
+	if strings.EqualFold(u.Login, bot.Login) {
+		return false
+	}
+	return u.Bot || containsFold(bot.OtherBots, u.Login) || forge.IsBotLogin(kind, u.ID, u.Login)
 }
 
 // handle applies one event to the mailbox and returns a short outcome for the events table.

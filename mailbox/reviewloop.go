@@ -151,7 +151,7 @@ func (m *Machine) reviewFixInput(ctx context.Context, bot Bot, mb *Mailbox, in *
 	for _, c := range pendingComments(thread, conv, bot.Login, time.Time{}, handled) {
 		if ok, err := m.canWrite(ctx, bot, mb.Repo, c.Author.Login); err != nil {
 			return false, err
-		} else if !ok || containsFold(bot.OtherBots, c.Author.Login) || c.Author.Bot {
+		} else if !ok || otherBot(bot.Forge.Kind(), c.Author, bot) {
 			mb.Data.Handled = append(mb.Data.Handled, c.ID) // refused when it arrived
 			continue
 		}
