@@ -1,7 +1,6 @@
 package gitrepo
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -232,16 +231,22 @@ func ConflictMarkers(root string, paths []string) ([]string, error) {
 	return out, nil
 }
 
+// hasConflictMarker reports whether a line of b is a conflict marker. Every line is looked at,
+// however long (b is bounded by maxMarkerScanBytes): no line buffer's limit ends the look early.
 func hasConflictMarker(b []byte) bool {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		line := strings.TrimRight(sc.Text(), "\r")
-		if line == "=======" {
+	for len(b) > 0 {
+		line := b
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			line, b = b[:i], b[i+1:]
+		} else {
+			b = nil
+		}
+		line = bytes.TrimRight(line, "\r")
+		if string(line) == "=======" {
 			return true
 		}
 		for _, mk := range conflictMarkers {
-			if rest, ok := strings.CutPrefix(line, mk); ok && (rest == "" || rest[0] == ' ') {
+			if rest, ok := bytes.CutPrefix(line, []byte(mk)); ok && (len(rest) == 0 || rest[0] == ' ') {
 				return true
 			}
 		}

@@ -3,6 +3,7 @@ package gitrepo
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -113,6 +114,8 @@ func TestConflictMarkers(t *testing.T) {
 		"sep.txt":    "a\n=======\nb\n",
 		"diff3.txt":  "|||||||\n",
 		"crlf.txt":   "a\r\n=======\r\n",
+		// A first line longer than any line buffer does not hide the marker after it.
+		"longline.txt": strings.Repeat("x", 17<<20) + "\n<<<<<<< HEAD\n",
 	}
 	var paths []string
 	for name, body := range files {
@@ -121,7 +124,7 @@ func TestConflictMarkers(t *testing.T) {
 	}
 	got, err := ConflictMarkers(dir, append(paths, "gone.txt"))
 	require.NoError(t, err)
-	require.Equal(t, []string{"crlf.txt", "diff3.txt", "ours.txt", "sep.txt", "theirs.txt"}, got)
+	require.Equal(t, []string{"crlf.txt", "diff3.txt", "longline.txt", "ours.txt", "sep.txt", "theirs.txt"}, got)
 	_, err = ConflictMarkers(dir, []string{"../escape"})
 	require.Error(t, err)
 
