@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -260,17 +261,27 @@ const MaxDiffBytes = 200 << 10
 
 // Diff returns the unified diff from the merge base of base and head to head (git diff
 // base...head), cut at MaxDiffBytes. base and head are commits or remote branches
-// ("origin/main"); the mirror is not fetched.
+// ("origin/main"); the mirror is not fetched. git's output is read while it runs and only up
+// to the bound (the agent's files can make it gigabytes): git is stopped there.
 func (m *Manager) Diff(ctx context.Context, wt *Worktree, base, head string) (string, error) {
-	s, err := m.gitWT(ctx, wt, nil, "diff", "--no-color", "--no-ext-diff", base+"..."+head)
-	if err != nil {
+	var buf []byte
+	errCut := errors.New("diff over the bound")
+	err := m.gitWTStream(ctx, wt, nil, func(r io.Reader) error {
+		var err error
+		buf, err = io.ReadAll(io.LimitReader(r, MaxDiffBytes+1))
+		if err == nil && len(buf) > MaxDiffBytes {
+			return errCut
+		}
+		return err
+	}, "diff", "--no-color", "--no-ext-diff", base+"..."+head)
+	if err != nil && !errors.Is(err, errCut) {
 		return "", fmt.Errorf("diff %s...%s: %w", base, head, err)
 	}
-	if len(s) > MaxDiffBytes {
-		cut := strings.LastIndexByte(s[:MaxDiffBytes], '\n')
-		s = s[:max(cut, 0)] + fmt.Sprintf("\n[diff cut at %d KiB]", MaxDiffBytes>>10)
+	if len(buf) <= MaxDiffBytes {
+		return strings.TrimSpace(string(buf)), nil
 	}
-	return s, nil
+	cut := bytes.LastIndexByte(buf[:MaxDiffBytes], '\n')
+	return string(buf[:max(cut, 0)]) + fmt.Sprintf("\n[diff cut at %d KiB]", MaxDiffBytes>>10), nil
 }
 
 // MergeBase returns the merge base of a and b.

@@ -1,11 +1,14 @@
 package gitrepo
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -157,4 +160,17 @@ func TestDiffAndMergeBase(t *testing.T) {
 	base, err := b.mgr.MergeBase(t.Context(), wt, "origin/main", "HEAD")
 	require.NoError(t, err)
 	require.Equal(t, b.mainSHA, base)
+
+	// A diff without end (what an agent's files can make git print: gigabytes) is read only up
+	// to the bound, and git is stopped: Diff returns it cut, holding no more than that.
+	endless := filepath.Join(t.TempDir(), "git")
+	require.NoError(t, os.WriteFile(endless, []byte("#!/bin/sh\nfor a; do [ \"$a\" = diff ] && exec yes '+a line the agent wrote'; done\nexec git \"$@\"\n"), 0o755))
+	b.mgr.cfg.GitBinary = endless
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	d, err = b.mgr.Diff(ctx, wt, "origin/main", "HEAD")
+	require.NoError(t, err)
+	require.NoError(t, ctx.Err(), "the diff was read to its bound, not to the deadline")
+	require.LessOrEqual(t, len(d), MaxDiffBytes+64)
+	require.True(t, strings.HasSuffix(d, fmt.Sprintf("[diff cut at %d KiB]", MaxDiffBytes>>10)), "%q", d[max(0, len(d)-80):])
 }
