@@ -9,6 +9,7 @@ import (
 // The fixed pieces of the hidden markers: a comment's "<!-- alfred:key=KEY:kind=KIND -->" and a
 // section's "<!-- alfred:section=NAME:start -->" … "<!-- alfred:section=NAME:end -->".
 const (
+	markerStart       = "<!-- alfred:" // what every marker starts with
 	markerKeyOpen     = "<!-- alfred:key="
 	markerKind        = ":kind="
 	markerClose       = " -->"
@@ -55,9 +56,12 @@ func sectionMarkers(name string) (start, end string) {
 // human's text when the section is not there yet (after a blank line, adding only the line
 // breaks the text does not end with). The section sits between the hidden markers
 // "<!-- alfred:section=NAME:start -->" and "<!-- alfred:section=NAME:end -->"; text outside
-// them is kept byte for byte.
+// them is kept byte for byte. A marker of Alfred's inside content (an agent's text that ends
+// the section early or forges a comment's key) is written "&lt;!-- alfred:…", shown as text
+// and never found as a marker, so content cannot split the section.
 func SetSection(body, name, content string) string {
 	start, end := sectionMarkers(name)
+	content = strings.ReplaceAll(content, markerStart, "&lt;"+strings.TrimPrefix(markerStart, "<"))
 	block := start + "\n" + strings.TrimSpace(content) + "\n" + end
 	i := strings.Index(body, start)
 	if i >= 0 {
