@@ -15,6 +15,9 @@ import "github.com/alfred-bot/alfred/runner/phase"
 // counters again) or when any difference would be negative (counters restarted; never report a
 // negative usage). Tokens are counts; cost is in US dollars.
 func UsageDelta(prev, cur phase.Result, cumulative bool) (in, out int64, cost float64) {
+	// The figures come from what the run printed: a negative one is forged or broken, and
+	// counts as none reported (it would take from the budget what the run spent).
+	cur.InputTokens, cur.OutputTokens, cur.CostUSD = max(cur.InputTokens, 0), max(cur.OutputTokens, 0), max(cur.CostUSD, 0)
 	if !cumulative || prev.SessionID != cur.SessionID {
 		return cur.InputTokens, cur.OutputTokens, cur.CostUSD
 	}

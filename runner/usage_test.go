@@ -27,6 +27,10 @@ func TestUsageDelta(t *testing.T) {
 		"other session":           {run1, phase.Result{SessionID: "other", InputTokens: 5, OutputTokens: 1, CostUSD: 0.1}, true, 5, 1, 0.1},
 		"counters restarted":      {run2, run1, true, 120, 9, 0.000495},
 		"no cost reported":        {phase.Result{SessionID: s, InputTokens: 120}, phase.Result{SessionID: s, InputTokens: 360}, true, 240, 0, 0},
+		// What a run reports is hostile: a negative figure (a forged stream event) counts as none.
+		"negative reported":             {phase.Result{}, phase.Result{SessionID: s, InputTokens: -500, OutputTokens: -1, CostUSD: -5}, false, 0, 0, 0},
+		"negative after resume":         {run1, phase.Result{SessionID: s, InputTokens: -500, OutputTokens: 18, CostUSD: -5}, true, 0, 18, 0},
+		"negative cost, tokens counted": {run1, phase.Result{SessionID: s, InputTokens: 240, OutputTokens: 18, CostUSD: -5}, true, 240, 18, 0},
 	} {
 		in, out, cost := runner.UsageDelta(tc.prev, tc.cur, tc.cumulative)
 		require.Equal(t, tc.in, in, name)
