@@ -40,7 +40,8 @@ const (
 // redTeamScript: a prompt-injected agent that attacks what Alfred reads back. The development
 // run leaves its result as a link to Alfred's configuration; the ci_fix run leaves a FIFO as
 // its result; the "flood" run (a development run of that key) prints its session id, then
-// floodBytes, then writes a valid result.
+// floodBytes, then writes a valid result; the "fifo" run writes a valid result and leaves a
+// FIFO where the branch has README, which git cannot commit.
 func redTeamScript(alfredConfig string) string {
 	return fmt.Sprintf(`
 development:
@@ -58,6 +59,11 @@ flood:
   commit_message: "docs: flood"
   log: ["session: 0d6c8a0e-0b7e-4bfb-9a43-3c1a37e1c0de"]
   flood_bytes: %d
+fifo:
+  summary: Done.
+  commit_message: "feat: a FIFO"
+  files: {z.txt: "z\n"}
+  plant: [{path: /workspace/README, fifo: true}]
 `, alfredConfig, floodBytes)
 }
 
@@ -126,12 +132,21 @@ func TestRedTeamOutputDocker(t *testing.T) {
 	tail := string(seen[max(0, len(seen)-4096):])
 	require.Contains(t, tail, "wrote result.json", "the tail is kept: %q", tail[max(0, len(tail)-300):])
 
+	fifo := job(4, phase.Development, true)
+	fifo.Input.Key = "fifo"
+	out, err = jobs.Execute(ctx, fifo)
+	require.NoError(t, err, "what git cannot commit is the run's failure, not an infrastructure error")
+	require.Equal(t, "I did not commit what the agent left: `README`: it is a FIFO, a socket or a device where the branch has a file; git cannot commit it"+
+		" (nothing was sent; a retry starts again from the branch as the forge has it)", out.Failure)
+	require.Equal(t, []string{runfile.ReasonNotRegular}, out.HostileOutput)
+	require.Nil(t, out.Result)
+
 	require.Empty(t, runGit(t, "-C", bare, "branch", "--list", branch), "nothing reached the remote")
 	require.Contains(t, logs.String(), "hostile run output refused or bounded")
 	for _, text := range []string{logs.String(), fmt.Sprint(out)} {
 		require.NotContains(t, text, redTeamCanary)
 	}
-	for reason, want := range map[string]float64{runfile.ReasonLink: 1, runfile.ReasonNotRegular: 1, runfile.ReasonLogFlood: 1} {
+	for reason, want := range map[string]float64{runfile.ReasonLink: 1, runfile.ReasonNotRegular: 2, runfile.ReasonLogFlood: 1} {
 		require.Equal(t, want, hostileCount(t, m, reason), reason)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/alfred-bot/alfred/internal/base/runfile"
+	"github.com/alfred-bot/alfred/internal/base/textwalk"
 	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
 )
@@ -146,6 +147,16 @@ func (s *Service) finish(ctx context.Context, job phase.Job, mgr *gitrepo.Manage
 	sha, err := publish(ctx, mgr, wt, message)
 	if refused := leakRefusal(err); refused != "" {
 		res.Failure, res.Result = refused, nil
+		return res, nil
+	}
+	if re := (*runfile.RefusedError)(nil); errors.As(err, &re) {
+		// The agent left what git cannot commit (a FIFO where the branch has a file): hostile
+		// output, the run's failure with its reason, not a failure of Alfred to run again.
+		res.HostileOutput = append(res.HostileOutput, re.Reason)
+		s.log.Warn("hostile run output refused", "container", out.Name, "reasons", res.HostileOutput, "err", err)
+		name := "`" + strings.ReplaceAll(textwalk.Storable(re.Name), "`", "'") + "`"
+		res.Failure, res.Result = "I did not commit what the agent left: "+name+": "+re.Detail+
+			" (nothing was sent; a retry starts again from the branch as the forge has it)", nil
 		return res, nil
 	}
 	if err != nil {

@@ -17,6 +17,7 @@
 package gitrepo
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -34,6 +35,7 @@ import (
 	"syscall"
 
 	"github.com/alfred-bot/alfred/internal/base/censor"
+	"github.com/alfred-bot/alfred/internal/base/runfile"
 )
 
 // Config configures a Manager.
@@ -439,6 +441,9 @@ func (m *Manager) Commit(ctx context.Context, wt *Worktree, message string) (str
 		return "", errors.New("gitrepo: AuthorName and AuthorEmail are required to commit")
 	}
 	if _, err := m.gitWT(ctx, wt, nil, "add", "--all"); err != nil {
+		if re := m.notRegularTracked(ctx, wt); re != nil {
+			return "", fmt.Errorf("stage changes: %w", re)
+		}
 		return "", fmt.Errorf("stage changes: %w", err)
 	}
 	if _, err := m.gitWT(ctx, wt, nil, "diff", "--cached", "--quiet"); err == nil {
@@ -447,6 +452,40 @@ func (m *Manager) Commit(ctx context.Context, wt *Worktree, message string) (str
 		return "", fmt.Errorf("check staged changes: %w", err)
 	}
 	return m.commitStaged(ctx, wt, message)
+}
+
+// notRegularTracked returns a *runfile.RefusedError (runfile.ReasonNotRegular) for the first
+// tracked path of wt the agent replaced by a FIFO, a socket or a device, which git cannot stage
+// ("can only add regular files, symbolic links or git-directories"), and nil when there is none
+// (or the paths cannot be listed): the failed staging is then git's own. It is asked only once
+// staging failed, so a commit costs no walk of the worktree. Each path is looked at with lstat
+// inside an os.Root of the worktree (no link followed), never opened.
+func (m *Manager) notRegularTracked(ctx context.Context, wt *Worktree) *runfile.RefusedError {
+	root, err := os.OpenRoot(wt.Path)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
+	var found *runfile.RefusedError
+	errFound := errors.New("found")
+	_ = m.gitWTStream(ctx, wt, nil, func(r io.Reader) error {
+		br := bufio.NewReader(r)
+		for {
+			p, err := br.ReadString(0)
+			if err != nil {
+				return nil
+			}
+			p = strings.TrimSuffix(p, "\x00")
+			st, err := root.Lstat(filepath.FromSlash(p)) // a directory linked out is not followed
+			if err != nil || st.Mode()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice) == 0 {
+				continue
+			}
+			found = &runfile.RefusedError{Name: p, Reason: runfile.ReasonNotRegular,
+				Detail: "it is a FIFO, a socket or a device where the branch has a file; git cannot commit it"}
+			return errFound
+		}
+	}, "ls-files", "-z")
+	return found
 }
 
 // commitStaged commits what is staged (a merge in progress becomes a merge commit) with the

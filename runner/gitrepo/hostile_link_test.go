@@ -4,9 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/internal/base/runfile"
 )
 
 // TestHugeDotGitIsNotRead: a container may leave any file as the worktree's .git (a sparse one
@@ -28,4 +31,20 @@ func TestHugeDotGitIsNotRead(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	require.NoError(t, err)
 	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(16<<20), "the hostile .git is not read")
+}
+
+// A FIFO (or a socket, a device) the agent left in place of a tracked file cannot be committed:
+// Commit refuses it as hostile output (runfile's not_regular, naming the path), not as a
+// failure of git, so the run fails with the reason instead of being run again.
+func TestCommitRefusesAFIFOInPlaceOfATrackedFile(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{AuthorName: "Alfred", AuthorEmail: "alfred@example.org"})
+	wt, err := b.mgr.Prepare(t.Context(), b.proj, "alfred-mbx1-worktree", Checkout{Branch: "agent/issue-1"})
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(filepath.Join(wt.Path, "README")))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(wt.Path, "README"), 0o644))
+	_, err = b.mgr.Commit(t.Context(), wt, "Agent: a FIFO")
+	require.ErrorIs(t, err, runfile.ErrRefused)
+	require.Equal(t, runfile.ReasonNotRegular, runfile.Reason(err))
+	require.Contains(t, err.Error(), "README")
 }

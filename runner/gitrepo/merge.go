@@ -177,6 +177,9 @@ func (m *Manager) CommitMerge(ctx context.Context, wt *Worktree, conflicted []st
 		return "", fmt.Errorf("%w: conflict markers left in %s", ErrMergeUnresolved, strings.Join(marked, ", "))
 	}
 	if _, err := m.gitWT(ctx, wt, nil, "add", "--all"); err != nil {
+		if re := m.notRegularTracked(ctx, wt); re != nil {
+			return "", fmt.Errorf("stage changes: %w: %w", ErrMergeUnresolved, re)
+		}
 		return "", fmt.Errorf("stage changes: %w", err)
 	}
 	unmerged, err := m.UnmergedPaths(ctx, wt)
