@@ -440,6 +440,9 @@ func (m *Manager) Commit(ctx context.Context, wt *Worktree, message string) (str
 	if m.cfg.AuthorName == "" || m.cfg.AuthorEmail == "" {
 		return "", errors.New("gitrepo: AuthorName and AuthorEmail are required to commit")
 	}
+	if err := m.checkChangedSizes(ctx, wt); err != nil {
+		return "", fmt.Errorf("stage changes: %w", err)
+	}
 	if _, err := m.gitWT(ctx, wt, nil, "add", "--all"); err != nil {
 		if re := m.notRegularTracked(ctx, wt); re != nil {
 			return "", fmt.Errorf("stage changes: %w", re)
@@ -452,6 +455,49 @@ func (m *Manager) Commit(ctx context.Context, wt *Worktree, message string) (str
 		return "", fmt.Errorf("check staged changes: %w", err)
 	}
 	return m.commitStaged(ctx, wt, message)
+}
+
+// MaxCommitFileBytes bounds a file Commit stages (100 MiB, the size GitHub refuses a pushed
+// file beyond): git reads every byte of a file it stages, and a sparse file of a terabyte costs
+// the agent no disk. A changed or new file over it is refused unread.
+const MaxCommitFileBytes = 100 << 20
+
+// checkChangedSizes returns a *runfile.RefusedError (runfile.ReasonTooLarge) for the first file
+// git would stage (changed, or new and not ignored: git status, which reads no content of an
+// untracked file and tells a changed size from the index without reading it) that is larger than
+// MaxCommitFileBytes, nil when there is none. Sizes are read with lstat inside an os.Root of the
+// worktree (no link followed); a status git cannot give is left to the staging that follows.
+func (m *Manager) checkChangedSizes(ctx context.Context, wt *Worktree) error {
+	root, err := os.OpenRoot(wt.Path)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
+	var found error
+	errFound := errors.New("found")
+	_ = m.gitWTStream(ctx, wt, nil, func(r io.Reader) error {
+		br := bufio.NewReader(r)
+		for {
+			entry, err := br.ReadString(0)
+			if err != nil {
+				return nil
+			}
+			// "XY path\x00"; a rename or copy adds its source as the next entry (--no-renames
+			// leaves none).
+			if len(entry) < 4 {
+				continue
+			}
+			p := strings.TrimSuffix(entry[3:], "\x00")
+			st, err := root.Lstat(filepath.FromSlash(p))
+			if err != nil || !st.Mode().IsRegular() || st.Size() <= MaxCommitFileBytes {
+				continue
+			}
+			found = &runfile.RefusedError{Name: p, Reason: runfile.ReasonTooLarge,
+				Detail: fmt.Sprintf("it is %d bytes, over the %d a committed file may have", st.Size(), MaxCommitFileBytes)}
+			return errFound
+		}
+	}, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+	return found
 }
 
 // notRegularTracked returns a *runfile.RefusedError (runfile.ReasonNotRegular) for the first

@@ -1,11 +1,13 @@
 package gitrepo
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -47,4 +49,32 @@ func TestCommitRefusesAFIFOInPlaceOfATrackedFile(t *testing.T) {
 	require.ErrorIs(t, err, runfile.ErrRefused)
 	require.Equal(t, runfile.ReasonNotRegular, runfile.Reason(err))
 	require.Contains(t, err.Error(), "README")
+}
+
+// A file the agent left over MaxCommitFileBytes (a sparse one of a terabyte costs it no disk) is
+// refused before git reads it: Commit returns runfile's too_large naming the path at once,
+// where git would hash the whole terabyte.
+func TestCommitRefusesAnOversizedFileUnread(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{AuthorName: "Alfred", AuthorEmail: "alfred@example.org"})
+	wt, err := b.mgr.Prepare(t.Context(), b.proj, "alfred-mbx1-worktree", Checkout{Branch: "agent/issue-1"})
+	require.NoError(t, err)
+	f, err := os.Create(filepath.Join(wt.Path, "dump.bin"))
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(1<<40)) // sparse: no disk
+	require.NoError(t, f.Close())
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	_, err = b.mgr.Commit(ctx, wt, "Agent: a dump")
+	require.NoError(t, ctx.Err(), "refused before git read it")
+	require.ErrorIs(t, err, runfile.ErrRefused)
+	require.Equal(t, runfile.ReasonTooLarge, runfile.Reason(err))
+	require.Contains(t, err.Error(), "dump.bin")
+
+	// A file at the bound is committed.
+	require.NoError(t, os.Remove(filepath.Join(wt.Path, "dump.bin")))
+	require.NoError(t, os.WriteFile(filepath.Join(wt.Path, "ok.txt"), []byte("ok\n"), 0o644))
+	sha, err := b.mgr.Commit(t.Context(), wt, "Agent: ok")
+	require.NoError(t, err)
+	require.NotEmpty(t, sha)
 }
