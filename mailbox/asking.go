@@ -31,6 +31,7 @@ func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string
 		return "", fmt.Errorf("read issue: %w", err)
 	}
 	m.ensureLabels(ctx, bot, mb)
+	seen := slices.Clone(mb.Labels) // the labels the mailbox saw arrive, through the gate
 	mb.Title, mb.Author, mb.Labels, mb.Assignees = issue.Title, issue.Author.Login, issue.Labels, issue.Assignees
 	ignored := mb.Data.IgnoredLabels
 	gen := mb.Data.Round + 1 // a restarted lifecycle asks its questions in new rounds
@@ -45,20 +46,53 @@ func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string
 	}
 	mb.Data.Acknowledged = true
 	// A type label the gate did not take (a non-writer added it before the assignment) leaves
-	// the type question open (spec/authorization.md).
+	// the type question open (spec/authorization.md); so does one the mailbox never saw arrive
+	// (the poll, a missed delivery) that the label history does not show a writer, the author or
+	// the bot adding.
 	for _, l := range mb.Labels {
-		if containsFold(ignored, l) {
+		t := m.cfg.Labels.TypeOf(l)
+		if t == "" || containsFold(mb.Data.IgnoredLabels, l) {
 			continue
 		}
-		if t := m.cfg.Labels.TypeOf(l); t != "" {
-			mb.Type = t
-			break
+		if !containsFold(seen, l) {
+			ok, err := m.unseenLabelAllowed(ctx, bot, mb, l)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				mb.Data.IgnoredLabels = append(mb.Data.IgnoredLabels, l)
+				continue
+			}
 		}
+		mb.Type = t
+		break
 	}
 	if mb.Type == "" {
 		return "started: asked for the type", m.askType(ctx, bot, mb)
 	}
 	return "started", m.afterType(ctx, bot, mb)
+}
+
+// unseenLabelAllowed reports whether the gate allows the state label l that the issue carries
+// and the mailbox never saw arrive, judged as the input of whoever the label history shows last
+// adding it (Forge.Activity; the issue's author when it shows nobody: the label was set when the
+// issue was created); the bot's own label is allowed.
+func (m *Machine) unseenLabelAllowed(ctx context.Context, bot Bot, mb *Mailbox, l string) (bool, error) {
+	acts, err := bot.Forge.Activity(ctx, mb.Ref(), time.Time{})
+	if err != nil {
+		return false, fmt.Errorf("read the label history: %w", err)
+	}
+	who := mb.Author
+	for _, a := range acts {
+		if a.Kind == forge.ActivityLabelAdded && strings.EqualFold(a.Label, l) {
+			who = a.Actor.Login
+		}
+	}
+	if strings.EqualFold(who, bot.Login) {
+		return true, nil
+	}
+	d, _, err := m.decide(ctx, bot, mb, gate.StateLabel, who)
+	return d == gate.Allowed, err
 }
 
 func (m *Machine) askType(ctx context.Context, bot Bot, mb *Mailbox) error {

@@ -369,6 +369,27 @@ func TestLifecycleTaskWithReply(t *testing.T) {
 	require.Equal(t, []string{"analysis.functional", "analysis.technical", "development", "ci_fix"}, keys)
 }
 
+// A type label on the issue that the mailbox never saw arrive (the poll and the reconciliation
+// see no label change before the assignment) is taken at the assignment only when the label
+// history shows a writer, the issue's author or the bot adding it: a reader's type::question
+// leaves the type question open; a writer's is taken.
+func TestTypeLabelUnseenBeforeTheAssignmentPassesTheGate(t *testing.T) {
+	t.Parallel()
+	for who, want := range map[string]string{"mallory": "", "alice": "question"} {
+		t.Run(who, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t) // no type label; the issue is alice's
+			b.fake.SetIssueLabels(b.ref, who, "type::question")
+			b.deliver(assign("alice"))
+			mb := b.advance()
+			require.Equal(t, want, mb.Type)
+			if want == "" {
+				require.Equal(t, mailbox.StateWaitingType, mb.State, "the type question is asked")
+			}
+		})
+	}
+}
+
 func TestTypeQuestionThenDeadlineAppliesDefaults(t *testing.T) {
 	t.Parallel()
 	b := setup(t) // no type label
