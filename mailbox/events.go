@@ -445,6 +445,10 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 // labelsChangedBy acts on the labels of a change that passed the gate.
 func (m *Machine) labelsChangedBy(ctx context.Context, bot Bot, mb *Mailbox, se StoredEvent, added, removed []string) (string, error) {
 	ev := se.Event
+	if mb.Data.UntilGreen && containsFold(removed, m.cfg.Labels.RetryUntilGreen) {
+		// The label went: so does what it asked for. The next failure meets the usual bound.
+		mb.Data.UntilGreen, mb.Data.UntilGreenRuns = false, 0
+	}
 	if mb.State == StateBlocked && containsFold(removed, m.cfg.Labels.Blocked) && !containsFold(added, m.cfg.Labels.Blocked) {
 		return m.resume(ctx, bot, mb, ev.Sender.Login, se.ID, false,
 			fmt.Sprintf("Resuming where I stopped, as @%s removed `%s`.", ev.Sender.Login, m.cfg.Labels.Blocked))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,35 @@ func TestRetryUntilGreenStopsAtTheCeilingOrWhenGreen(t *testing.T) {
 	require.Contains(t, b.lastComment(), "I removed `ai::retry_until_green`.")
 	require.Contains(t, b.lastComment(), "CI is green on")
 	b.requireUniqueMarkers()
+}
+
+// Removing ai::retry_until_green ends it: the next failure meets the usual bound of ci_fix
+// attempts (spent already), so Alfred blocks instead of running on under a label that is gone.
+func TestRetryUntilGreenEndsWithItsLabel(t *testing.T) {
+	t.Parallel()
+	b := setupReview(t)
+	b.toCI()
+	b.ciEverywhere(forge.CIFailed)
+	require.Equal(t, mailbox.StateBlocked, b.poll().State)
+	b.ciEverywhere(forge.CIPending) // the resumed run's CI has not ended when the label goes
+	b.addLabel("alice", "ai::retry_until_green")
+	mb := b.poll()
+	require.Equal(t, mailbox.StateInCI, mb.State, "resumed under the label")
+	require.True(t, mb.Data.UntilGreen)
+	runs := len(b.exec.jobs)
+
+	labels := mb.Labels // addLabel tells the mailbox, not the forge stand-in
+	require.Contains(t, labels, "ai::retry_until_green")
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
+		PreviousLabels: labels, Labels: slices.DeleteFunc(slices.Clone(labels), func(l string) bool { return l == "ai::retry_until_green" })})
+	mb = b.advance()
+	require.False(t, mb.Data.UntilGreen)
+	b.ciEverywhere(forge.CIFailed)
+	for i := 0; i < 5 && mb.State != mailbox.StateBlocked; i++ {
+		mb = b.poll()
+	}
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Equal(t, runs, len(b.exec.jobs), "no run after the label went")
 }
 
 func TestReviewCommentsGatheredRefusedAndBounded(t *testing.T) {
