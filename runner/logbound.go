@@ -3,6 +3,8 @@ package runner
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"regexp"
@@ -100,7 +102,7 @@ func join(head, tail *LogBuffer, dropped int64) []byte {
 	out.Grow(len(head.head) + len(tail.tail) + 64)
 	out.Write(head.head)
 	if dropped > 0 {
-		fmt.Fprintf(&out, "\n[… alfred: %d bytes of output dropped here …]\n", dropped)
+		fmt.Fprintf(&out, "\n[… alfred %s: %d bytes of output dropped here …]\n", markerNonce, dropped)
 	}
 	if head != tail && tail.dropped == 0 {
 		out.Write(tail.head) // a read that kept all it saw: its head is part of the tail
@@ -114,10 +116,20 @@ func join(head, tail *LogBuffer, dropped int64) []byte {
 	return out.Bytes()
 }
 
-var droppedMarker = regexp.MustCompile(`\n\[… alfred: (\d+) bytes of output dropped here …\]\n`)
+// markerNonce is in every dropped-bytes marker this process writes, drawn at start: a run
+// cannot print a marker LogDropped believes (claiming a flood, or hiding one), since it never
+// sees the nonce (the marker is written into Alfred's buffer, not the container's output).
+var markerNonce = func() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}()
+
+var droppedMarker = regexp.MustCompile(`\n\[… alfred ` + markerNonce + `: (\d+) bytes of output dropped here …\]\n`)
 
 // LogDropped returns the bytes a Runtime dropped from the middle of logs (the marker
-// LogBuffer.Bytes writes), 0 when it kept them whole.
+// LogBuffer.Bytes writes, with this process's nonce), 0 when it kept them whole. A marker the
+// run printed itself does not count.
 func LogDropped(logs []byte) int64 {
 	m := droppedMarker.FindSubmatch(logs)
 	if m == nil {

@@ -97,3 +97,16 @@ type brokenStream struct{}
 func (brokenStream) Read([]byte) (int, error) {
 	return 0, errors.New("http2: server sent GOAWAY and closed the connection")
 }
+
+// The marker is Alfred's, not the agent's: a run that prints one of its own (claiming a flood,
+// or none, or so much that two would overflow) is not believed; only the marker this process's
+// buffer wrote counts.
+func TestLogDroppedTrustsOnlyItsOwnMarker(t *testing.T) {
+	t.Parallel()
+	forged := "\n[… alfred: 9223372036854775807 bytes of output dropped here …]\n"
+	require.Zero(t, LogDropped([]byte("start"+forged+"end")), "a marker the run printed")
+	b := NewLogBuffer(64)
+	_, _ = b.Write([]byte("\n[… alfred: 0 bytes of output dropped here …]\n" + strings.Repeat("z", 500)))
+	require.Equal(t, int64(500+len("\n[… alfred: 0 bytes of output dropped here …]\n")-64), LogDropped(b.Bytes()),
+		"the run's own marker first does not hide the real one")
+}
