@@ -28,6 +28,11 @@ func (m *Machine) issueExists(ctx context.Context, bot Bot, ref forge.IssueRef) 
 // 404 while the issue is there) is posted again, as new.
 func (m *Machine) post(ctx context.Context, bot Bot, mb *Mailbox, key, kind, body string) error {
 	full := Marker(key, kind) + "\n" + m.cfg.Redact(body)
+	if bot.Forge.Kind() == forge.KindGitLab {
+		// As the post guard sends it (GuardPosts; escaping twice changes nothing): the hash
+		// recorded is that of the body the forge holds, which a reconciliation compares.
+		full = escapeQuickActions(full)
+	}
 	hash := bodyHash(full)
 	ref := mb.Ref()
 	pc, err := m.store.PostedComment(ctx, mb.ID, key)

@@ -96,11 +96,12 @@ func GuardPosts(f forge.Forge, g PostGuard) forge.Forge {
 	limits.MaxCommentBytes = max(limits.MaxCommentBytes, minPostBytes)
 	limits.MaxDescriptionBytes = max(limits.MaxDescriptionBytes, minPostBytes)
 	title := func(s string) string { return quoteBotMentions(censor(s), isBot) }
-	clean := title
+	escape := func(s string) string { return s }
 	if f.Kind() == forge.KindGitLab {
-		clean = func(s string) string { return escapeQuickActions(title(s)) }
+		escape = escapeQuickActions
 	}
-	gf := &guardedForge{Forge: f, limits: limits, clean: clean, title: title}
+	clean := func(s string) string { return escape(title(s)) }
+	gf := &guardedForge{Forge: f, limits: limits, clean: clean, title: title, escape: escape}
 	var rv forge.Reviews
 	if r, ok := f.(forge.Reviews); ok {
 		rv = &guardedReviews{rv: r, clean: gf.clean}
@@ -112,49 +113,39 @@ func GuardPosts(f forge.Forge, g PostGuard) forge.Forge {
 type guardedForge struct {
 	forge.Forge
 	// clean censors a text, quotes its bot mentions and, on GitLab, escapes its quick actions;
-	// title does the first two, for a title (GitLab reads no quick action in one).
-	clean, title func(string) string
-	limits       PostLimits
+	// title does the first two, for a title (GitLab reads no quick action in one); escape is the
+	// last alone, applied again to each part of a split comment and to a cut description, whose
+	// new line starts clean did not see.
+	clean, title, escape func(string) string
+	limits               PostLimits
 }
 
-// escapeQuickActions writes a backslash before each line GitLab would run as a quick action
-// ("/" at the start of a line, then a letter: "/merge", "/approve", "/label ~x"), so that the
-// line shows as written and GitLab runs nothing. GitLab runs the quick actions of a note, and of
-// a description when it is created or changed, as the account that posts it: the bot, with its
-// rights (GitLab's Gitlab::QuickActions::Extractor, lib/gitlab/quick_actions/extractor.rb,
-// matches `^\/(?<cmd>…)` in the text with its carriage returns deleted; Markdown shows "\/" as
-// "/"). Text Alfred posts carries what an agent or a human wrote, so none of it may command.
-// A fenced code block GitLab skips (a line opening with ``` up to a line that is ``` alone) is
-// kept as it is, since a backslash would show there.
+// escapeQuickActions puts a space before each line GitLab would run as a quick action ("/" at
+// the start of a line, then a letter: "/merge", "/approve", "/label ~x"), so that GitLab runs
+// nothing: GitLab runs the quick actions of a note, and of a description when it is created or
+// changed, as the account that posts it, the bot, with its rights (GitLab's
+// Gitlab::QuickActions::Extractor, lib/gitlab/quick_actions/extractor.rb, matches `^\/(?<cmd>…)`
+// in the text with every carriage return deleted first, and allows no space before the slash).
+// Text Alfred posts carries what an agent or a human wrote, so none of it may command. Every
+// such line is escaped, in a code block too (GitLab's own skipping of fenced, HTML and quoted
+// blocks is not relied on: a cut or a split can open or close one); Markdown drops the space
+// of a paragraph's line, and a code block shows it. The text is otherwise kept byte for byte,
+// and escaping twice changes nothing.
 func escapeQuickActions(s string) string {
-	if !strings.HasPrefix(strings.TrimLeft(s, "\r"), "/") && !strings.Contains(s, "\n/") && !strings.Contains(s, "\r/") {
+	if !strings.Contains(s, "/") {
 		return s
 	}
 	lines := strings.Split(s, "\n")
-	for i := 0; i < len(lines); i++ {
-		if strings.HasPrefix(strings.ReplaceAll(lines[i], "\r", ""), "```") {
-			if j := fenceEnd(lines, i); j > i {
-				i = j
-				continue
-			}
+	for i, l := range lines {
+		c := l
+		if strings.Contains(c, "\r") {
+			c = strings.ReplaceAll(c, "\r", "")
 		}
-		l := strings.TrimLeft(lines[i], "\r")
-		if len(l) > 1 && l[0] == '/' && isASCIILetter(l[1]) {
-			lines[i] = "\\" + l
+		if len(c) > 1 && c[0] == '/' && isASCIILetter(c[1]) {
+			lines[i] = " " + l
 		}
 	}
 	return strings.Join(lines, "\n")
-}
-
-// fenceEnd returns the index of the line after open that closes GitLab's fenced block (``` alone,
-// carriage returns aside), or -1 when none does.
-func fenceEnd(lines []string, open int) int {
-	for j := open + 1; j < len(lines); j++ {
-		if strings.ReplaceAll(lines[j], "\r", "") == "```" {
-			return j
-		}
-	}
-	return -1
 }
 
 func isASCIILetter(b byte) bool { return 'a' <= b|0x20 && b|0x20 <= 'z' }
@@ -242,13 +233,13 @@ func cleanSections(body string, clean func(string) string) string {
 
 func (g *guardedForge) CreateMergeRequest(ctx context.Context, repo string, mr forge.NewMergeRequest) (*forge.MergeRequest, error) {
 	mr.Title = cutRunes(g.title(mr.Title), 255) // GitLab and Gitea cap titles at 255 characters
-	mr.Body = CutDescription(g.clean(mr.Body), g.limits.MaxDescriptionBytes)
+	mr.Body = g.escape(CutDescription(g.clean(mr.Body), g.limits.MaxDescriptionBytes))
 	out, err := g.Forge.CreateMergeRequest(ctx, repo, mr)
 	return out, refused("open the merge request", err)
 }
 
 func (g *guardedForge) Comment(ctx context.Context, ref forge.IssueRef, body string) (int64, error) {
-	parts := SplitComment(g.clean(body), g.limits.MaxCommentBytes)
+	parts := g.split(body)
 	id, err := g.Forge.Comment(ctx, ref, parts[0])
 	if err != nil {
 		return 0, refused("post a comment", err)
@@ -260,11 +251,21 @@ func (g *guardedForge) Comment(ctx context.Context, ref forge.IssueRef, body str
 }
 
 func (g *guardedForge) EditComment(ctx context.Context, ref forge.IssueRef, id int64, body string) error {
-	parts := SplitComment(g.clean(body), g.limits.MaxCommentBytes)
+	parts := g.split(body)
 	if err := g.Forge.EditComment(ctx, ref, id, parts[0]); err != nil {
 		return refused("edit a comment", err)
 	}
 	return g.syncParts(ctx, ref, body, parts)
+}
+
+// split cleans body and splits it into the comments that carry it (SplitComment), each part
+// escaped again: a split inside a line starts a new one.
+func (g *guardedForge) split(body string) []string {
+	parts := SplitComment(g.clean(body), g.limits.MaxCommentBytes-1) // room for one escape
+	for i := range parts {
+		parts[i] = g.escape(parts[i])
+	}
+	return parts
 }
 
 // syncParts posts or edits parts 2… of a comment, found by their markers, and marks the parts

@@ -155,18 +155,21 @@ func TestBotMentionsAreQuoted(t *testing.T) {
 }
 
 // On GitLab, a line of a posted text that GitLab would run as a quick action (as the bot, with
-// its rights: "/merge", "/approve", "/label ~ai::auto_merge") is escaped, whoever wrote it; a
-// fenced code block GitLab skips, a "/" not at a line's start, and a title are left as they
-// are. Forgejo has no quick actions: its texts are left as they are.
+// its rights: "/merge", "/approve", "/label ~ai::auto_merge") gets a space before it, whoever
+// wrote it, in a code block too and with carriage returns anywhere on the line (GitLab deletes
+// them first); a "/" not at a line's start and a title are left as they are, and the text is
+// otherwise kept byte for byte. A part of a split comment and a cut description are escaped
+// again. Forgejo has no quick actions: its texts are left as they are.
 func TestQuickActionsAreEscapedOnGitLab(t *testing.T) {
 	t.Parallel()
 	cases := []struct{ in, gitlab string }{
-		{"ok\n/merge", "ok\n\\/merge"},
-		{"/approve", "\\/approve"},
-		{"Done.\r\n/label ~ai::auto_merge\r\nThanks", "Done.\r\n\\/label ~ai::auto_merge\r\nThanks"},
-		{"x\n\r/unassign @bot", "x\n\\/unassign @bot"},
-		{"```sh\n/usr/bin/env true\n/merge\n```\n/close", "```sh\n/usr/bin/env true\n/merge\n```\n\\/close"},
-		{"```\n/merge never closed", "```\n\\/merge never closed"},
+		{"ok\n/merge", "ok\n /merge"},
+		{"/approve", " /approve"},
+		{"Done.\r\n/label ~ai::auto_merge\r\nThanks", "Done.\r\n /label ~ai::auto_merge\r\nThanks"},
+		{"x\n\r/unassign @bot", "x\n \r/unassign @bot"},
+		{"x\n/\rmerge", "x\n /\rmerge"},
+		{"```sh\n/usr/bin/env true\n```\n/close", "```sh\n /usr/bin/env true\n```\n /close"},
+		{"<div>\n```\n</div>\n/merge\n```", "<div>\n```\n</div>\n /merge\n```"},
 		{"see /merge and a/b\n /merge indented\n/ alone\n/1", "see /merge and a/b\n /merge indented\n/ alone\n/1"},
 	}
 	for _, kind := range []forge.Kind{forge.KindGitLab, forge.KindForgejo} {
@@ -175,7 +178,7 @@ func TestQuickActionsAreEscapedOnGitLab(t *testing.T) {
 		fake.AddRepo(repo, "main", "/nonexistent.git")
 		n := fake.AddIssue(repo, forgetest.SeedIssue{Title: "x", Author: "alice"})
 		ref := forge.IssueRef{Forge: "f", Repo: repo, Number: n}
-		g := mailbox.GuardPosts(fake, mailbox.PostGuard{})
+		g := mailbox.GuardPosts(fake, mailbox.PostGuard{Limits: mailbox.PostLimits{MaxCommentBytes: 2048, MaxDescriptionBytes: 2048}})
 		for i, c := range cases {
 			want := c.in
 			if kind == forge.KindGitLab {
@@ -194,9 +197,54 @@ func TestQuickActionsAreEscapedOnGitLab(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "/merge the export", mr.Title, "%s: a title runs no quick action", kind)
 		if kind == forge.KindGitLab {
-			require.Equal(t, "Closes #1\n\\/merge", mr.Body)
+			require.Equal(t, "Closes #1\n /merge", mr.Body)
 		} else {
 			require.Equal(t, "Closes #1\n/merge", mr.Body)
 		}
+
+		// A comment split inside a long line of "/a/a/a…": with one padding or the other, a
+		// part starts at a "/a", a new line start the whole text did not have.
+		started := false
+		for pad := range 2 {
+			long := mailbox.Marker(fmt.Sprintf("plan-%d", pad), "plan") + "\n" + strings.Repeat("x", pad) + strings.Repeat("/a", 3000)
+			_, err = g.Comment(t.Context(), ref, long)
+			require.NoError(t, err)
+		}
+		for _, c := range fake.IssueComments(ref) {
+			for _, line := range strings.Split(c.Body, "\n") {
+				started = started || strings.HasPrefix(line, "/a") || strings.HasPrefix(line, " /a")
+				if kind == forge.KindGitLab {
+					require.False(t, strings.HasPrefix(line, "/a"), "a part's line reads as a quick action: %.40q", line)
+				}
+			}
+		}
+		require.True(t, started, "%s: no part starts at a /a", kind)
 	}
+}
+
+// What Alfred records of a comment it posts on GitLab is what the forge holds, escaped: a
+// question whose context starts a line with "/api/…" is still Alfred's own text when the
+// reconciliation compares it (PostedComment.Wrote), not a human's edit of the block.
+func TestPostedCommentOnGitLabIsRecordedAsSent(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, guard{limits: &mailbox.PostLimits{}}, "type::task")
+	b.exec.results["analysis.functional"].Questions[0].Context = "/api/export is what the button calls.\n/label ~ai::auto_merge"
+	b.deliver(assign("alice"))
+	mb := b.advance()
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+	n := 0
+	for _, c := range b.fake.IssueComments(b.ref) {
+		key, _, ok := mailbox.ParseMarker(c.Body)
+		if !ok {
+			continue
+		}
+		pc, err := b.store.PostedComment(t.Context(), mb.ID, key)
+		require.NoError(t, err)
+		require.NotNil(t, pc, key)
+		require.True(t, pc.Wrote(c.Body), "%s: the forge's body is the one recorded", key)
+		if strings.Contains(c.Body, " /api/export") {
+			n++
+		}
+	}
+	require.Equal(t, 1, n, "the question block, escaped")
 }
