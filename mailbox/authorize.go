@@ -105,6 +105,9 @@ func (m *Machine) cancelAllowed(ctx context.Context, bot Bot, mb *Mailbox, ev fo
 	case forge.EventAssignees:
 		kinds = []gate.Kind{gate.Unassign}
 	case forge.EventLabels:
+		if otherBot(ev.Kind, ev.Sender, bot) {
+			return false, nil // the pass records another bot's labels and acts on none
+		}
 		if assigneesChanged(ev) && !containsFold(ev.Assignees, bot.Login) && containsFold(ev.PreviousAssignees, bot.Login) {
 			kinds = append(kinds, gate.Unassign) // the same update unassigned the bot
 		}

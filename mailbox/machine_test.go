@@ -529,6 +529,11 @@ func TestRefusedCancelDuringRunStopsNothing(t *testing.T) {
 		"unassign": {needs: gate.Needs{gate.Unassign: forge.RoleWrite}, ev: func([]string) forge.Event {
 			return forge.Event{Type: forge.EventAssignees, Sender: forge.User{Login: "mallory"}, AssigneesKnown: true}
 		}},
+		// Another bot with write access: the pass records its labels and acts on none.
+		"blocked label by another bot": {ev: func(labels []string) forge.Event {
+			return forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "ci-bot"}, LabelsKnown: true,
+				Labels: append(labels, "status::blocked")}
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -538,6 +543,8 @@ func TestRefusedCancelDuringRunStopsNothing(t *testing.T) {
 				return pendingReads{Store: mailboxtest.NewStore(now), reads: reads}
 			}}, "type::task")
 			b.exec.results["analysis.functional"] = &phase.Result{Summary: "ok", Understanding: "clear"}
+			b.fake.AddUser("ci-bot")
+			b.fake.SetAccess(repo, "ci-bot", true)
 			hold := make(chan struct{})
 			b.exec.block = hold
 			b.deliver(assign("alice"))
