@@ -158,21 +158,26 @@ func mergeTarget(ctx context.Context, mgr *gitrepo.Manager, p gitrepo.Project, w
 
 // publishMerge commits the merge a conflict_resolution run resolved and pushes it. A result that
 // leaves a conflict marker or an unmerged path, or a merge that adds a secret (leakRefusal), is
-// refused: refused says why (words fit for a comment), nothing is pushed, and err is nil.
-func publishMerge(ctx context.Context, mgr *gitrepo.Manager, wt *gitrepo.Worktree, conflicted []string, message string) (sha, refused string, err error) {
+// refused: refused says why (words fit for a comment), nothing is pushed, and err is nil. What
+// the agent left that git must not stage (a FIFO, a file over gitrepo.MaxCommitFileBytes) is
+// refused the same way, as hostile output: hostile is its reason (internal/base/runfile).
+func publishMerge(ctx context.Context, mgr *gitrepo.Manager, wt *gitrepo.Worktree, conflicted []string, message string) (sha, refused, hostile string, err error) {
 	sha, err = mgr.CommitMerge(ctx, wt, conflicted, message)
+	if re := (*runfile.RefusedError)(nil); errors.As(err, &re) && errors.Is(err, gitrepo.ErrMergeUnresolved) {
+		return "", "the merge is not resolved: " + refusedCommit(re), re.Reason, nil
+	}
 	if errors.Is(err, gitrepo.ErrMergeUnresolved) {
 		_, after, _ := strings.Cut(err.Error(), gitrepo.ErrMergeUnresolved.Error()+": ")
-		return "", "the merge is not resolved: " + cmp.Or(after, err.Error()), nil
+		return "", "the merge is not resolved: " + cmp.Or(after, err.Error()), "", nil
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("commit the merge: %w", err)
+		return "", "", "", fmt.Errorf("commit the merge: %w", err)
 	}
 	if err := mgr.Push(ctx, wt); err != nil {
 		if refused := leakRefusal(err); refused != "" {
-			return "", refused, nil
+			return "", refused, "", nil
 		}
-		return "", "", fmt.Errorf("push %s: %w", wt.Branch, err)
+		return "", "", "", fmt.Errorf("push %s: %w", wt.Branch, err)
 	}
-	return sha, "", nil
+	return sha, "", "", nil
 }

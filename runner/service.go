@@ -134,9 +134,13 @@ func (s *Service) finish(ctx context.Context, job phase.Job, mgr *gitrepo.Manage
 	}
 	message := cmp.Or(strings.TrimSpace(out.Result.CommitMessage), job.CommitMessage)
 	if job.Input.Phase == phase.ConflictResolution {
-		sha, refused, err := publishMerge(ctx, mgr, wt, conflictedPaths(job.Input), message)
+		sha, refused, hostile, err := publishMerge(ctx, mgr, wt, conflictedPaths(job.Input), message)
 		if err != nil {
 			return nil, err
+		}
+		if hostile != "" {
+			res.HostileOutput = append(res.HostileOutput, hostile)
+			s.log.Warn("hostile run output refused", "container", out.Name, "reasons", res.HostileOutput)
 		}
 		res.HeadSHA, res.Failure = sha, refused
 		if refused != "" {
@@ -154,8 +158,7 @@ func (s *Service) finish(ctx context.Context, job phase.Job, mgr *gitrepo.Manage
 		// output, the run's failure with its reason, not a failure of Alfred to run again.
 		res.HostileOutput = append(res.HostileOutput, re.Reason)
 		s.log.Warn("hostile run output refused", "container", out.Name, "reasons", res.HostileOutput, "err", err)
-		name := "`" + strings.ReplaceAll(textwalk.Storable(re.Name), "`", "'") + "`"
-		res.Failure, res.Result = "I did not commit what the agent left: "+name+": "+re.Detail+
+		res.Failure, res.Result = "I did not commit what the agent left: "+refusedCommit(re)+
 			" (nothing was sent; a retry starts again from the branch as the forge has it)", nil
 		return res, nil
 	}
@@ -181,6 +184,12 @@ func leakRefusal(err error) string {
 	}
 	return "I did not push the commit: " + strings.Join(where, "; ") +
 		" (nothing was sent; a retry starts again from the branch as the forge has it)"
+}
+
+// refusedCommit words a file of the worktree gitrepo refused to stage: its path as code (made
+// storable, its backticks replaced) and why.
+func refusedCommit(re *runfile.RefusedError) string {
+	return "`" + strings.ReplaceAll(textwalk.Storable(re.Name), "`", "'") + "`: " + re.Detail
 }
 
 // publish is the one path by which a read-write phase's work leaves its worktree, for a live

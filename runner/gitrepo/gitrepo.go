@@ -463,7 +463,8 @@ func (m *Manager) Commit(ctx context.Context, wt *Worktree, message string) (str
 const MaxCommitFileBytes = 100 << 20
 
 // checkChangedSizes returns a *runfile.RefusedError (runfile.ReasonTooLarge) for the first file
-// git would stage (changed, or new and not ignored: git status, which reads no content of an
+// git would stage that the worktree changed (changed and not yet staged, or new and not
+// ignored: git status, which reads no content of an
 // untracked file and tells a changed size from the index without reading it) that is larger than
 // MaxCommitFileBytes, nil when there is none. Sizes are read with lstat inside an os.Root of the
 // worktree (no link followed); a status git cannot give is left to the staging that follows.
@@ -483,8 +484,9 @@ func (m *Manager) checkChangedSizes(ctx context.Context, wt *Worktree) error {
 				return nil
 			}
 			// "XY path\x00"; a rename or copy adds its source as the next entry (--no-renames
-			// leaves none).
-			if len(entry) < 4 {
+			// leaves none). An entry whose worktree column (Y) is blank is staged as it is (the
+			// target's files a merge brought): git holds it already, the agent did not change it.
+			if len(entry) < 4 || entry[1] == ' ' {
 				continue
 			}
 			p := strings.TrimSuffix(entry[3:], "\x00")

@@ -174,3 +174,45 @@ func TestDiffAndMergeBase(t *testing.T) {
 	require.LessOrEqual(t, len(d), MaxDiffBytes+64)
 	require.True(t, strings.HasSuffix(d, fmt.Sprintf("[diff cut at %d KiB]", MaxDiffBytes>>10)), "%q", d[max(0, len(d)-80):])
 }
+
+// A large file the target branch brings (a human's asset on main, over MaxCommitFileBytes) is
+// staged by the merge itself, git has it already: resolving a conflict beside it is not
+// refused. Only what the agent changed is measured.
+func TestCommitMergeKeepsTheTargetsLargeFile(t *testing.T) {
+	t.Parallel()
+	b, wt, _ := mergeSetup(t, true)
+	work := filepath.Join(t.TempDir(), "work")
+	run(t, filepath.Dir(work), "clone", "--quiet", b.remote, work)
+	f, err := os.Create(filepath.Join(work, "assets.bin"))
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(MaxCommitFileBytes+1)) // sparse, zeros: git stores it small
+	require.NoError(t, f.Close())
+	run(t, work, "add", "assets.bin")
+	run(t, work, "commit", "--quiet", "-m", "Main: a large asset")
+	run(t, work, "push", "--quiet", "origin", "main")
+	ctx := t.Context()
+	m, err := b.mgr.MergeTarget(ctx, b.proj, wt, "main", "Merge branch 'main' into agent/x")
+	require.NoError(t, err)
+	require.Equal(t, []string{"README"}, m.Conflicts)
+	require.NoError(t, os.WriteFile(filepath.Join(wt.Path, "README"), []byte("hello agent and main\n"), 0o644))
+	_, err = b.mgr.CommitMerge(ctx, wt, m.Conflicts, "Merge branch 'main' into agent/x")
+	require.NoError(t, err)
+}
+
+// A file over MaxCommitFileBytes the agent left while resolving is refused as hostile output
+// (too_large) and leaves the merge unresolved.
+func TestCommitMergeRefusesTheAgentsOversizedFile(t *testing.T) {
+	t.Parallel()
+	b, wt, _ := mergeSetup(t, true)
+	ctx := t.Context()
+	m, err := b.mgr.MergeTarget(ctx, b.proj, wt, "main", "Merge branch 'main' into agent/x")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(wt.Path, "README"), []byte("hello agent and main\n"), 0o644))
+	f, err := os.Create(filepath.Join(wt.Path, "dump.bin"))
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(1<<40))
+	require.NoError(t, f.Close())
+	_, err = b.mgr.CommitMerge(ctx, wt, m.Conflicts, "Merge branch 'main' into agent/x")
+	require.ErrorIs(t, err, ErrMergeUnresolved)
+	require.Equal(t, runfile.ReasonTooLarge, runfile.Reason(err))
+}
