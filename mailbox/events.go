@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/alfred-bot/alfred/mailbox/gate"
@@ -428,7 +429,18 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 		prev = ev.PreviousLabels
 	}
 	added, removed := diff(prev, ev.Labels)
-	mb.Labels = ev.Labels
+	if ev.Action == derivedAction && ev.PreviousLabels != nil {
+		// A derived change is one person's among others' (Derived.labels): their difference
+		// alone applies; the lists carry what the others did, judged in their own events.
+		mb.Labels = slices.DeleteFunc(slices.Clone(mb.Labels), func(l string) bool { return containsFold(removed, l) })
+		for _, l := range added {
+			if !containsFold(mb.Labels, l) {
+				mb.Labels = append(mb.Labels, l)
+			}
+		}
+	} else {
+		mb.Labels = ev.Labels
+	}
 	m.forgetAutoMergeBy(mb)
 	// Every label of the change passes the gate on its own, in every state.
 	added, removed, note, err := m.gateLabels(ctx, bot, mb, ev.Sender.Login, added, removed)

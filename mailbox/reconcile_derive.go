@@ -248,48 +248,76 @@ func (d *Derived) reviewComments(ctx context.Context, f forge.Forge, bot string,
 }
 
 // labels derives the label changes from the view's labels to now: one labels event for each
-// run of history entries by one person, in order, each carrying the labels as that person left
-// them (the view's, with the changes up to theirs), so that the gate judges each person's labels
+// run of history entries by one person, in order, so that the gate judges each person's labels
 // under their own role. Only the entries of labels whose change the difference shows count
-// (added, removed); the bot's own runs add no event. A change the history does not show is
-// recorded as unattributed, and the labels are not taken from the forge as a whole then: the
-// next look finds it again.
+// (added, removed), and of those only the last entry of each label: an earlier one (a change
+// already handled, or undone since) is never judged again. Each event carries the labels before
+// the person's run (PreviousLabels) and with the changes of theirs that stand (Labels); the
+// mailbox applies that difference alone (labelEvent), not the list. The bot's own runs add no
+// event. A change the history does not show is recorded as unattributed and not taken: the next
+// look finds it again.
 func (d *Derived) labels(v ReconcileView, bot string, base forge.Event, history []forge.Activity, now, added, removed []string) {
+	type change struct {
+		label string
+		add   bool
+	}
 	type run struct {
-		actor  forge.User
-		at     time.Time
-		labels []string
+		actor   forge.User
+		at      time.Time
+		prev    []string
+		changes []change
+	}
+	var entries []int // indexes in history of the entries that count, oldest first
+	last := map[string]int{}
+	for i, a := range history {
+		if (a.Kind == forge.ActivityLabelAdded && containsFold(added, a.Label)) ||
+			(a.Kind == forge.ActivityLabelRemoved && containsFold(removed, a.Label)) {
+			entries = append(entries, i)
+			last[strings.ToLower(a.Label)] = i
+		}
 	}
 	var runs []run
 	cur := slices.Clone(v.Labels)
-	for _, a := range history {
-		switch {
-		case a.Kind == forge.ActivityLabelAdded && containsFold(added, a.Label):
-			if !containsFold(cur, a.Label) {
-				cur = append(cur, a.Label)
-			}
-		case a.Kind == forge.ActivityLabelRemoved && containsFold(removed, a.Label):
+	for _, i := range entries {
+		a := history[i]
+		if n := len(runs); n == 0 || !strings.EqualFold(runs[n-1].actor.Login, a.Actor.Login) {
+			runs = append(runs, run{actor: a.Actor, prev: slices.Clone(cur)})
+		}
+		r := &runs[len(runs)-1]
+		r.at = a.At
+		add := a.Kind == forge.ActivityLabelAdded
+		if add && !containsFold(cur, a.Label) {
+			cur = append(cur, a.Label)
+		} else if !add {
 			cur = slices.DeleteFunc(cur, func(l string) bool { return strings.EqualFold(l, a.Label) })
-		default:
-			continue
 		}
-		if n := len(runs); n > 0 && strings.EqualFold(runs[n-1].actor.Login, a.Actor.Login) {
-			runs[n-1].at, runs[n-1].labels = a.At, slices.Clone(cur)
-			continue
+		if last[strings.ToLower(a.Label)] == i {
+			r.changes = append(r.changes, change{label: a.Label, add: add})
 		}
-		runs = append(runs, run{actor: a.Actor, at: a.At, labels: slices.Clone(cur)})
 	}
 	if a, r := diff(cur, now); len(a)+len(r) > 0 {
 		d.Unattributed = append(d.Unattributed, "labels "+strings.Join(now, ","))
 	}
 	for _, r := range runs {
-		if strings.EqualFold(r.actor.Login, bot) {
-			continue // the bot's own change: the machine made it and knows it
+		if len(r.changes) == 0 || strings.EqualFold(r.actor.Login, bot) {
+			continue // superseded by later entries, or the bot's own change: the machine made it
+		}
+		// Before the run each label it changed stood the other way (an add was absent, a removal
+		// present), whatever the entries before it say (a change the history leaves out).
+		prev, labels := slices.Clone(r.prev), slices.Clone(r.prev)
+		for _, c := range r.changes {
+			prev = slices.DeleteFunc(prev, func(l string) bool { return strings.EqualFold(l, c.label) })
+			labels = slices.DeleteFunc(labels, func(l string) bool { return strings.EqualFold(l, c.label) })
+			if c.add {
+				labels = append(labels, c.label)
+			} else {
+				prev = append(prev, c.label)
+			}
 		}
 		ev := base
-		ev.Type, ev.LabelsKnown, ev.Labels = forge.EventLabels, true, r.labels
+		ev.Type, ev.LabelsKnown, ev.PreviousLabels, ev.Labels = forge.EventLabels, true, prev, labels
 		ev.Sender, ev.OccurredAt = r.actor, r.at
-		d.add(v, ev, "labels "+strings.Join(r.labels, ",")+" by "+strings.ToLower(r.actor.Login))
+		d.add(v, ev, "labels "+strings.Join(labels, ",")+" by "+strings.ToLower(r.actor.Login))
 	}
 }
 
@@ -310,6 +338,9 @@ func (d *Derived) attributed(v ReconcileView, bot string, ev forge.Event, histor
 	d.Unattributed = append(d.Unattributed, what)
 }
 
+// derivedAction is the Action of every event the reconciliation (and the poll) derives.
+const derivedAction = "reconcile"
+
 // add gives ev its derived delivery id and body hash: a hash of the mailbox, the event type,
 // what was seen and the updated time, so a later, different change with the same
 // content (a label added again) is a new event while the same finding twice is one.
@@ -322,7 +353,7 @@ func (d *Derived) add(v ReconcileView, ev forge.Event, what string) {
 func (d *Derived) addStable(v ReconcileView, ev forge.Event, what string) {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%d\x00%s\x00%s\x00%s", v.MailboxID, ev.Target, ev.Type, what))
 	h := hex.EncodeToString(sum[:])
-	ev.DeliveryID, ev.BodyHash, ev.Action = "reconcile:"+h[:32], h, "reconcile"
+	ev.DeliveryID, ev.BodyHash, ev.Action = "reconcile:"+h[:32], h, derivedAction
 	d.Events = append(d.Events, ev)
 }
 
