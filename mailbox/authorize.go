@@ -182,8 +182,21 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 			}
 		}
 	}
+	// A scoped label added replaces the label of its scope on both forges (GitLab's scoped
+	// labels, Gitea's exclusive ones) in the same change: undoing the add restores it too.
+	undoneScopes := map[string]bool{}
+	for _, l := range undoAdd {
+		if sc := labelScope(l); sc != "" {
+			undoneScopes[sc] = true
+		}
+	}
+	var restore []string // put back with the undone add of their scope, not refused themselves
 	for _, l := range removed {
 		mb.Data.IgnoredLabels = slices.DeleteFunc(mb.Data.IgnoredLabels, func(x string) bool { return strings.EqualFold(x, l) })
+		if sc := labelScope(l); sc != "" && undoneScopes[sc] {
+			restore = append(restore, l)
+			continue
+		}
 		if !strings.EqualFold(l, m.cfg.Labels.Blocked) || mb.State != StateBlocked {
 			keepRemoved = append(keepRemoved, l)
 			continue
@@ -204,11 +217,11 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 	if len(undoAdd)+len(undoRemove) == 0 {
 		return keep, keepRemoved, note, nil
 	}
-	if err := bot.Forge.SetLabels(ctx, mb.Ref(), undoRemove, undoAdd); err != nil {
+	if err := bot.Forge.SetLabels(ctx, mb.Ref(), append(slices.Clone(undoRemove), restore...), undoAdd); err != nil {
 		return nil, nil, "", fmt.Errorf("undo the labels of @%s: %w", sender, err)
 	}
 	mb.Labels = slices.DeleteFunc(mb.Labels, func(l string) bool { return containsFold(undoAdd, l) })
-	for _, l := range undoRemove {
+	for _, l := range append(slices.Clone(undoRemove), restore...) {
 		if !containsFold(mb.Labels, l) {
 			mb.Labels = append(mb.Labels, l)
 		}
@@ -232,6 +245,15 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 	note += fmt.Sprintf("refused for @%s (%s): %s; ", sender, gate.Reason(m.cfg.Needs, gate.SteerLabel),
 		strings.Join(append(undoAdd, undoRemove...), ", "))
 	return keep, keepRemoved, note, nil
+}
+
+// labelScope returns the scope of a scoped label ("status" of "status::blocked", the part
+// before its last "::"), "" for a label without one.
+func labelScope(l string) string {
+	if i := strings.LastIndex(l, "::"); i > 0 {
+		return strings.ToLower(l[:i])
+	}
+	return ""
 }
 
 // autoMergeEnabler returns who turned auto-merge on by the label: the writer recorded when the

@@ -419,11 +419,6 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 	if o.fromBot || !ev.LabelsKnown {
 		return "own change", nil
 	}
-	if o.otherBot { // a bot never validates a plan or starts a phase
-		mb.Labels = ev.Labels
-		m.forgetAutoMergeBy(mb)
-		return "labels recorded: changed by another bot", nil
-	}
 	prev := []string(mb.Labels)
 	if ev.PreviousLabels != nil {
 		prev = ev.PreviousLabels
@@ -442,6 +437,9 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 		mb.Labels = ev.Labels
 	}
 	m.forgetAutoMergeBy(mb)
+	if o.otherBot { // a bot never validates a plan or starts a phase
+		return "labels recorded: changed by another bot", nil
+	}
 	// Every label of the change passes the gate on its own, in every state.
 	added, removed, note, err := m.gateLabels(ctx, bot, mb, ev.Sender.Login, added, removed)
 	if err != nil {

@@ -61,7 +61,7 @@ func sectionMarkers(name string) (start, end string) {
 // and never found as a marker, so content cannot split the section.
 func SetSection(body, name, content string) string {
 	start, end := sectionMarkers(name)
-	content = strings.ReplaceAll(content, markerStart, "&lt;"+strings.TrimPrefix(markerStart, "<"))
+	content = defuseMarkers(content)
 	block := start + "\n" + strings.TrimSpace(content) + "\n" + end
 	i := strings.Index(body, start)
 	if i >= 0 {
@@ -78,6 +78,12 @@ func SetSection(body, name, content string) string {
 		return body + "\n" + block
 	}
 	return body + "\n\n" + block
+}
+
+// defuseMarkers writes every "<!-- alfred:" of s (text an agent wrote) as "&lt;!-- alfred:",
+// shown as text and never found as one of Alfred's markers.
+func defuseMarkers(s string) string {
+	return strings.ReplaceAll(s, markerStart, "&lt;"+strings.TrimPrefix(markerStart, "<"))
 }
 
 // Section returns the content of the named section, ok false when absent.

@@ -187,7 +187,10 @@ func refused(op string, err error) error {
 // ErrDescriptionTooLong, sending nothing, when the result is over MaxDescriptionBytes: an issue
 // description holds the human's text, which is never cut.
 func (g *guardedForge) SetIssueBody(ctx context.Context, ref forge.IssueRef, body string) error {
-	body = cleanSections(body, g.clean)
+	// On GitLab the whole body is escaped, the human's text too: GitLab runs the quick actions
+	// of a changed description as the account that sends it, and keeps in the text those its
+	// writer had no right to run, which the bot has.
+	body = g.escape(cleanSections(body, g.clean))
 	if len(body) > g.limits.MaxDescriptionBytes {
 		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrDescriptionTooLong, len(body), g.limits.MaxDescriptionBytes)
 	}
@@ -220,7 +223,11 @@ func cleanSections(body string, clean func(string) string) string {
 		_, end := sectionMarkers(name)
 		k := strings.Index(rest[i+len(marker):], end)
 		if k < 0 {
-			break
+			// A start without its end (text that forged one): not a section; the sections
+			// after it are still cleaned.
+			b.WriteString(rest[:i+len(marker)])
+			rest = rest[i+len(marker):]
+			continue
 		}
 		b.WriteString(rest[:i+len(marker)])
 		b.WriteString(clean(rest[i+len(marker) : i+len(marker)+k]))
