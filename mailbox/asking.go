@@ -15,8 +15,10 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
-// start begins (or begins again) the lifecycle after the bot was assigned.
-func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string, eventID int64) (string, error) {
+// start begins (or begins again) the lifecycle after the bot was assigned. derived tells an
+// assignment the poll or the reconciliation derived from the forge: no delivery told the
+// mailbox of the label changes before it either.
+func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string, eventID int64, derived bool) (string, error) {
 	if mb.State.Working() {
 		return "already working on it", nil
 	}
@@ -46,15 +48,16 @@ func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string
 	}
 	mb.Data.Acknowledged = true
 	// A type label the gate did not take (a non-writer added it before the assignment) leaves
-	// the type question open (spec/authorization.md); so does one the mailbox never saw arrive
-	// (the poll, a missed delivery) that the label history does not show a writer, the author or
-	// the bot adding.
+	// the type question open (spec/authorization.md); so does, when the assignment was derived
+	// (the poll, a missed delivery: the label changes before it were not delivered either), one
+	// the mailbox never saw arrive that the label history does not show a writer, the author or
+	// the bot adding. A delivered assignment's labels came through the deliveries before it.
 	for _, l := range mb.Labels {
 		t := m.cfg.Labels.TypeOf(l)
 		if t == "" || containsFold(mb.Data.IgnoredLabels, l) {
 			continue
 		}
-		if !containsFold(seen, l) {
+		if derived && !containsFold(seen, l) {
 			ok, err := m.unseenLabelAllowed(ctx, bot, mb, l)
 			if err != nil {
 				return "", err

@@ -392,7 +392,7 @@ func (m *Machine) assignees(ctx context.Context, bot Bot, mb *Mailbox, se Stored
 		if o.otherBot {
 			return "ignored: assigned by another bot", nil
 		}
-		return m.start(ctx, bot, mb, ev.Sender.Login, se.ID)
+		return m.start(ctx, bot, mb, ev.Sender.Login, se.ID, ev.Action == derivedAction)
 	}
 	if mb.State.Working() && (containsFold(removed, bot.Login) || !containsFold(ev.Assignees, bot.Login)) {
 		if d, err := m.authorize(ctx, bot, mb, gate.Unassign, ev.Sender.Login); err != nil {
