@@ -419,12 +419,18 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 	if o.fromBot || !ev.LabelsKnown {
 		return "own change", nil
 	}
+	derived := ev.Action == derivedAction && ev.PreviousLabels != nil
+	if o.otherBot && derived {
+		// Another bot's change the history shows: acted on by nobody, and not written into the
+		// mailbox's labels either, where it could hide a human's delivery of the same label.
+		return "labels recorded: changed by another bot", nil
+	}
 	prev := []string(mb.Labels)
 	if ev.PreviousLabels != nil {
 		prev = ev.PreviousLabels
 	}
 	added, removed := diff(prev, ev.Labels)
-	if ev.Action == derivedAction && ev.PreviousLabels != nil {
+	if derived {
 		// A derived change is one person's among others' (Derived.labels): their difference
 		// alone applies; the lists carry what the others did, judged in their own events.
 		mb.Labels = slices.DeleteFunc(slices.Clone(mb.Labels), func(l string) bool { return containsFold(removed, l) })

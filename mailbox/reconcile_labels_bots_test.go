@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
@@ -76,4 +77,25 @@ func TestRefusedScopedLabelRestoresItsScope(t *testing.T) {
 	}
 	mb = b.advance()
 	require.Contains(t, b.fake.IssueLabels(b.ref), "status::waiting_validation", "the refused change is undone whole")
+}
+
+// A derived labels event that names another bot (the history's actor) leaves the mailbox's labels
+// as they are: a human's delivery of the same label, applied after it, is still a change, and
+// validates the plan.
+func TestDerivedOtherBotLabelsHideNoHumanDelivery(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.deliver(assign("alice"))
+	b.advance()
+	b.deliver(comment("alice", "q1: b"))
+	mb := b.advance()
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+	prev := slices.Clone([]string(mb.Labels))
+	next := append(slices.Clone(prev), "ai::validate_plan")
+	derived := forge.Event{Type: forge.EventLabels, Action: "reconcile", Sender: forge.User{Login: "renovate-bot"},
+		LabelsKnown: true, PreviousLabels: prev, Labels: next}
+	b.deliver(derived)
+	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true, Labels: next})
+	mb = b.advance()
+	require.NotEqual(t, mailbox.StateWaitingValidation, mb.State, "alice's delivery validated the plan")
 }
