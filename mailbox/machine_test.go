@@ -477,18 +477,27 @@ func TestRunFailureBlocksAndRetryResumes(t *testing.T) {
 	require.Equal(t, 2, runs[1].Attempt)
 }
 
+// advanceToFirstJob advances the mailbox in the background and returns once its first job is
+// handed to the executor (which b.exec.block holds); the channel gives the mailbox when the
+// advance ends.
+func (b *bundle) advanceToFirstJob() <-chan *mailbox.Mailbox {
+	b.t.Helper()
+	done := make(chan *mailbox.Mailbox, 1)
+	go func() { done <- b.advance() }()
+	require.Eventually(b.t, func() bool {
+		b.exec.mu.Lock()
+		defer b.exec.mu.Unlock()
+		return len(b.exec.jobs) == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	return done
+}
+
 func TestUnassignDuringRunStopsIt(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "type::task")
 	b.exec.block = make(chan struct{})
 	b.deliver(assign("alice"))
-	done := make(chan *mailbox.Mailbox)
-	go func() { done <- b.advance() }()
-	require.Eventually(t, func() bool {
-		b.exec.mu.Lock()
-		defer b.exec.mu.Unlock()
-		return len(b.exec.jobs) == 1
-	}, 10*time.Second, 20*time.Millisecond)
+	done := b.advanceToFirstJob()
 	b.deliver(forge.Event{Type: forge.EventAssignees, Sender: forge.User{Login: "alice"}, AssigneesKnown: true})
 	mb := <-done
 	require.Equal(t, mailbox.StateCancelled, mb.State)
@@ -550,13 +559,7 @@ func TestRefusedCancelDuringRunStopsNothing(t *testing.T) {
 			hold := make(chan struct{})
 			b.exec.block = hold
 			b.deliver(assign("alice"))
-			done := make(chan *mailbox.Mailbox)
-			go func() { done <- b.advance() }()
-			require.Eventually(t, func() bool {
-				b.exec.mu.Lock()
-				defer b.exec.mu.Unlock()
-				return len(b.exec.jobs) == 1
-			}, 10*time.Second, 20*time.Millisecond)
+			done := b.advanceToFirstJob()
 			e := ev(b.fake.IssueLabels(b.ref))
 			if e.Type == forge.EventLabels {
 				require.NoError(t, b.fake.SetLabels(context.Background(), b.ref, []string{"status::blocked"}, nil))

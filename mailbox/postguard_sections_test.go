@@ -22,17 +22,22 @@ func hasQuickAction(body string) bool {
 	return false
 }
 
+// gitlabIssue is a GitLab fake holding one issue of alice's with body.
+func gitlabIssue(t *testing.T, body string) (*forgetest.Fake, forge.IssueRef) {
+	t.Helper()
+	fake := forgetest.NewFake(forge.KindGitLab)
+	fake.AddUser("alice")
+	fake.AddRepo(repo, "main", "/nonexistent.git")
+	n := fake.AddIssue(repo, forgetest.SeedIssue{Title: "x", Author: "alice", Body: body})
+	return fake, forge.IssueRef{Forge: "f", Repo: repo, Number: n}
+}
+
 // GitLab runs the quick actions of a changed description as the account that sends it, and
 // keeps in the text those its writer had no right to run: the human's text Alfred sends back
 // with its section is escaped too.
 func TestQuickActionsInTheHumansDescriptionAreEscapedOnGitLab(t *testing.T) {
 	t.Parallel()
-	fake := forgetest.NewFake(forge.KindGitLab)
-	repo := "g/p"
-	fake.AddUser("alice")
-	fake.AddRepo(repo, "main", "/nonexistent.git")
-	n := fake.AddIssue(repo, forgetest.SeedIssue{Title: "x", Author: "alice", Body: "Please fix.\n/label ~ai::auto_merge"})
-	ref := forge.IssueRef{Forge: "f", Repo: repo, Number: n}
+	fake, ref := gitlabIssue(t, "Please fix.\n/label ~ai::auto_merge")
 	g := mailbox.GuardPosts(fake, mailbox.PostGuard{})
 	is, err := g.Issue(t.Context(), ref)
 	require.NoError(t, err)
@@ -45,12 +50,7 @@ func TestQuickActionsInTheHumansDescriptionAreEscapedOnGitLab(t *testing.T) {
 // sections after it: the agent's text is censored and escaped.
 func TestSectionsAfterAnUnterminatedStartAreCleaned(t *testing.T) {
 	t.Parallel()
-	fake := forgetest.NewFake(forge.KindGitLab)
-	repo := "g/p"
-	fake.AddUser("alice")
-	fake.AddRepo(repo, "main", "/nonexistent.git")
-	n := fake.AddIssue(repo, forgetest.SeedIssue{Title: "x", Author: "alice", Body: "Please fix.\n<!-- alfred:section=zzz:start -->"})
-	ref := forge.IssueRef{Forge: "f", Repo: repo, Number: n}
+	fake, ref := gitlabIssue(t, "Please fix.\n<!-- alfred:section=zzz:start -->")
 	g := mailbox.GuardPosts(fake, mailbox.PostGuard{Censor: func(s string) string { return strings.ReplaceAll(s, "hunter2", "[redacted]") }})
 	is, err := g.Issue(t.Context(), ref)
 	require.NoError(t, err)
