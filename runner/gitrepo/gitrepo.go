@@ -440,8 +440,8 @@ func (m *Manager) Commit(ctx context.Context, wt *Worktree, message string) (str
 	if m.cfg.AuthorName == "" || m.cfg.AuthorEmail == "" {
 		return "", errors.New("gitrepo: AuthorName and AuthorEmail are required to commit")
 	}
-	if err := m.checkChangedSizes(ctx, wt); err != nil {
-		return "", fmt.Errorf("stage changes: %w", err)
+	if re := m.checkChangedSizes(ctx, wt); re != nil {
+		return "", fmt.Errorf("stage changes: %w", re)
 	}
 	if _, err := m.gitWT(ctx, wt, nil, "add", "--all"); err != nil {
 		if re := m.notRegularTracked(ctx, wt); re != nil {
@@ -468,47 +468,32 @@ const MaxCommitFileBytes = 100 << 20
 // untracked file and tells a changed size from the index without reading it) that is larger than
 // MaxCommitFileBytes, nil when there is none. Sizes are read with lstat inside an os.Root of the
 // worktree (no link followed); a status git cannot give is left to the staging that follows.
-func (m *Manager) checkChangedSizes(ctx context.Context, wt *Worktree) error {
-	root, err := os.OpenRoot(wt.Path)
-	if err != nil {
-		return nil
-	}
-	defer root.Close()
-	var found error
-	errFound := errors.New("found")
-	_ = m.gitWTStream(ctx, wt, nil, func(r io.Reader) error {
-		br := bufio.NewReader(r)
-		for {
-			entry, err := br.ReadString(0)
-			if err != nil {
-				return nil
-			}
-			// "XY path\x00"; a rename or copy adds its source as the next entry (--no-renames
-			// leaves none). An entry whose worktree column (Y) is blank is staged as it is (the
-			// target's files a merge brought): git holds it already, the agent did not change it.
-			if len(entry) < 4 || entry[1] == ' ' {
-				continue
-			}
-			p := strings.TrimSuffix(entry[3:], "\x00")
-			st, err := root.Lstat(filepath.FromSlash(p))
-			if err != nil || !st.Mode().IsRegular() || st.Size() <= MaxCommitFileBytes {
-				continue
-			}
-			found = &runfile.RefusedError{Name: p, Reason: runfile.ReasonTooLarge,
-				Detail: fmt.Sprintf("it is %d bytes, over the %d a committed file may have", st.Size(), MaxCommitFileBytes)}
-			return errFound
+func (m *Manager) checkChangedSizes(ctx context.Context, wt *Worktree) *runfile.RefusedError {
+	// "XY path": a rename or copy adds its source as the next entry (--no-renames leaves none).
+	// An entry whose worktree column (Y) is blank is staged as it is (the target's files a merge
+	// brought): git holds it already, the agent did not change it.
+	changed := func(entry string) string {
+		if len(entry) < 4 || entry[1] == ' ' {
+			return ""
 		}
+		return entry[3:]
+	}
+	return m.firstRefused(ctx, wt, changed, func(p string, st fs.FileInfo) *runfile.RefusedError {
+		if !st.Mode().IsRegular() || st.Size() <= MaxCommitFileBytes {
+			return nil
+		}
+		return &runfile.RefusedError{Name: p, Reason: runfile.ReasonTooLarge,
+			Detail: fmt.Sprintf("it is %d bytes, over the %d a committed file may have", st.Size(), MaxCommitFileBytes)}
 	}, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
-	return found
 }
 
-// notRegularTracked returns a *runfile.RefusedError (runfile.ReasonNotRegular) for the first
-// tracked path of wt the agent replaced by a FIFO, a socket or a device, which git cannot stage
-// ("can only add regular files, symbolic links or git-directories"), and nil when there is none
-// (or the paths cannot be listed): the failed staging is then git's own. It is asked only once
-// staging failed, so a commit costs no walk of the worktree. Each path is looked at with lstat
-// inside an os.Root of the worktree (no link followed), never opened.
-func (m *Manager) notRegularTracked(ctx context.Context, wt *Worktree) *runfile.RefusedError {
+// firstRefused runs git with args in wt, which lists NUL-terminated entries, and returns
+// refuse's refusal of the first path it refuses (path gives an entry's path, "" to skip the
+// entry), or nil. Each path is looked at with lstat inside an os.Root of the worktree (a
+// directory linked out is not followed), never opened; a path that cannot be looked at, or
+// entries git cannot list, are left to the git call that follows.
+func (m *Manager) firstRefused(ctx context.Context, wt *Worktree, path func(entry string) string,
+	refuse func(p string, st fs.FileInfo) *runfile.RefusedError, args ...string) *runfile.RefusedError {
 	root, err := os.OpenRoot(wt.Path)
 	if err != nil {
 		return nil
@@ -519,21 +504,41 @@ func (m *Manager) notRegularTracked(ctx context.Context, wt *Worktree) *runfile.
 	_ = m.gitWTStream(ctx, wt, nil, func(r io.Reader) error {
 		br := bufio.NewReader(r)
 		for {
-			p, err := br.ReadString(0)
+			entry, err := br.ReadString(0)
 			if err != nil {
 				return nil
 			}
-			p = strings.TrimSuffix(p, "\x00")
-			st, err := root.Lstat(filepath.FromSlash(p)) // a directory linked out is not followed
-			if err != nil || st.Mode()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice) == 0 {
+			p := path(strings.TrimSuffix(entry, "\x00"))
+			if p == "" {
 				continue
 			}
-			found = &runfile.RefusedError{Name: p, Reason: runfile.ReasonNotRegular,
-				Detail: "it is a FIFO, a socket or a device where the branch has a file; git cannot commit it"}
-			return errFound
+			st, err := root.Lstat(filepath.FromSlash(p))
+			if err != nil {
+				continue
+			}
+			if found = refuse(p, st); found != nil {
+				return errFound
+			}
 		}
-	}, "ls-files", "-z")
+	}, args...)
 	return found
+}
+
+// notRegularTracked returns a *runfile.RefusedError (runfile.ReasonNotRegular) for the first
+// tracked path of wt the agent replaced by a FIFO, a socket or a device, which git cannot stage
+// ("can only add regular files, symbolic links or git-directories"), and nil when there is none
+// (or the paths cannot be listed): the failed staging is then git's own. It is asked only once
+// staging failed, so a commit costs no walk of the worktree. Each path is looked at with lstat
+// inside an os.Root of the worktree (no link followed), never opened.
+func (m *Manager) notRegularTracked(ctx context.Context, wt *Worktree) *runfile.RefusedError {
+	tracked := func(entry string) string { return entry }
+	return m.firstRefused(ctx, wt, tracked, func(p string, st fs.FileInfo) *runfile.RefusedError {
+		if st.Mode()&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice) == 0 {
+			return nil
+		}
+		return &runfile.RefusedError{Name: p, Reason: runfile.ReasonNotRegular,
+			Detail: "it is a FIFO, a socket or a device where the branch has a file; git cannot commit it"}
+	}, "ls-files", "-z")
 }
 
 // commitStaged commits what is staged (a merge in progress becomes a merge commit) with the

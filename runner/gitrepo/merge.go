@@ -176,8 +176,8 @@ func (m *Manager) CommitMerge(ctx context.Context, wt *Worktree, conflicted []st
 	if len(marked) > 0 {
 		return "", fmt.Errorf("%w: conflict markers left in %s", ErrMergeUnresolved, strings.Join(marked, ", "))
 	}
-	if err := m.checkChangedSizes(ctx, wt); err != nil {
-		return "", fmt.Errorf("stage changes: %w: %w", ErrMergeUnresolved, err)
+	if re := m.checkChangedSizes(ctx, wt); re != nil {
+		return "", fmt.Errorf("stage changes: %w: %w", ErrMergeUnresolved, re)
 	}
 	if _, err := m.gitWT(ctx, wt, nil, "add", "--all"); err != nil {
 		if re := m.notRegularTracked(ctx, wt); re != nil {
