@@ -95,27 +95,16 @@ func (m *Machine) decide(ctx context.Context, bot Bot, mb *Mailbox, kind gate.Ki
 }
 
 // cancelAllowed reports whether the gate allows the input of ev that cancels mb's run
-// (cancels): a human's status::blocked is a steering label, the bot's unassignment an
-// unassignment (gate.Unassign); closing the issue or the merge request is the forge's to allow.
-// The run's watch asks it before it stops the run, so that an input the event's pass will
-// refuse stops nothing.
+// (cancelInput gives its kinds; none: a close, the forge's to allow); another bot's labels,
+// which the pass records and acts on none of, are not allowed. The run's watch asks it before
+// it stops the run, so that an input the event's pass will refuse stops nothing.
 func (m *Machine) cancelAllowed(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Event) (bool, error) {
-	var kinds []gate.Kind
-	switch ev.Type {
-	case forge.EventAssignees:
-		kinds = []gate.Kind{gate.Unassign}
-	case forge.EventLabels:
-		if otherBot(ev.Kind, ev.Sender, bot) {
-			return false, nil // the pass records another bot's labels and acts on none
-		}
-		if assigneesChanged(ev) && !containsFold(ev.Assignees, bot.Login) && containsFold(ev.PreviousAssignees, bot.Login) {
-			kinds = append(kinds, gate.Unassign) // the same update unassigned the bot
-		}
-		if ev.LabelsKnown && containsFold(ev.Labels, m.cfg.Labels.Blocked) && !containsFold(mb.Labels, m.cfg.Labels.Blocked) {
-			kinds = append(kinds, gate.SteerLabel)
-		}
-	default:
+	_, kinds := cancelInput(ev, bot, mb, m.cfg.Labels.Blocked)
+	if len(kinds) == 0 {
 		return true, nil
+	}
+	if ev.Type == forge.EventLabels && otherBot(ev.Kind, ev.Sender, bot) {
+		return false, nil
 	}
 	for _, k := range kinds {
 		d, _, err := m.decide(ctx, bot, mb, k, ev.Sender.Login)

@@ -585,25 +585,38 @@ func (m *Machine) refuseAs(ctx context.Context, bot Bot, mb *Mailbox, key, login
 // cancels reports whether ev ends the mailbox's work or holds it (blocked names the blocked
 // label), so a running container is stopped.
 func cancels(ev forge.Event, bot Bot, mb *Mailbox, blocked string) bool {
+	ok, _ := cancelInput(ev, bot, mb, blocked)
+	return ok
+}
+
+// cancelInput reports whether ev cancels (cancels) and the kinds of human input it is to the
+// gate (cancelAllowed), any one of which the gate must allow: an unassignment of the bot
+// (gate.Unassign), status::blocked added (gate.SteerLabel); none for a close of the issue or
+// the merge request, the forge's to allow.
+func cancelInput(ev forge.Event, bot Bot, mb *Mailbox, blocked string) (bool, []gate.Kind) {
+	byBot := strings.EqualFold(ev.Sender.Login, bot.Login)
 	switch ev.Type {
 	case forge.EventIssueClosed:
-		return !ev.Target.MergeRequest
+		return !ev.Target.MergeRequest, nil
 	case forge.EventMergeRequestClosed, forge.EventMergeRequestMerged:
-		return ev.Target.MergeRequest && ev.Target.Number == mb.MRNumber
+		return ev.Target.MergeRequest && ev.Target.Number == mb.MRNumber, nil
 	case forge.EventAssignees:
-		if ev.Target.MergeRequest || !ev.AssigneesKnown {
-			return false
-		}
-		return !containsFold(ev.Assignees, bot.Login) && !strings.EqualFold(ev.Sender.Login, bot.Login)
+		ok := !ev.Target.MergeRequest && ev.AssigneesKnown && !containsFold(ev.Assignees, bot.Login) && !byBot
+		return ok, []gate.Kind{gate.Unassign}
 	case forge.EventLabels:
+		if ev.Target.MergeRequest || byBot {
+			return false, nil
+		}
 		// A human adding the blocked label stops the run (the session is kept); so does one
 		// update that also unassigned the bot (GitLab: "/unassign @bot /label ~x").
-		if !ev.Target.MergeRequest && assigneesChanged(ev) && !containsFold(ev.Assignees, bot.Login) &&
-			containsFold(ev.PreviousAssignees, bot.Login) && !strings.EqualFold(ev.Sender.Login, bot.Login) {
-			return true
+		var kinds []gate.Kind
+		if assigneesChanged(ev) && !containsFold(ev.Assignees, bot.Login) && containsFold(ev.PreviousAssignees, bot.Login) {
+			kinds = append(kinds, gate.Unassign)
 		}
-		return !ev.Target.MergeRequest && ev.LabelsKnown && !strings.EqualFold(ev.Sender.Login, bot.Login) &&
-			containsFold(ev.Labels, blocked) && !containsFold(mb.Labels, blocked)
+		if ev.LabelsKnown && containsFold(ev.Labels, blocked) && !containsFold(mb.Labels, blocked) {
+			kinds = append(kinds, gate.SteerLabel)
+		}
+		return len(kinds) > 0, kinds
 	}
-	return false
+	return false, nil
 }

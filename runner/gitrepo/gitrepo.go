@@ -463,11 +463,10 @@ func (m *Manager) Commit(ctx context.Context, wt *Worktree, message string) (str
 const MaxCommitFileBytes = 100 << 20
 
 // checkChangedSizes returns a *runfile.RefusedError (runfile.ReasonTooLarge) for the first file
-// git would stage that the worktree changed (changed and not yet staged, or new and not
-// ignored: git status, which reads no content of an
-// untracked file and tells a changed size from the index without reading it) that is larger than
-// MaxCommitFileBytes, nil when there is none. Sizes are read with lstat inside an os.Root of the
-// worktree (no link followed); a status git cannot give is left to the staging that follows.
+// git would stage that the worktree changed (changed and not yet staged, or new and not ignored:
+// git status, which reads no content of an untracked file and tells a changed size from the
+// index without reading it) that is larger than MaxCommitFileBytes, nil when there is none
+// (firstRefused: lstat in an os.Root, no link followed).
 func (m *Manager) checkChangedSizes(ctx context.Context, wt *Worktree) *runfile.RefusedError {
 	// "XY path": a rename or copy adds its source as the next entry (--no-renames leaves none).
 	// An entry whose worktree column (Y) is blank is staged as it is (the target's files a merge
