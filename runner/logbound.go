@@ -82,8 +82,9 @@ func (b *LogBuffer) Bytes() []byte { return join(b, b, b.dropped) }
 // ran (its head survives the runtime's rotation), and read again once it ended (its tail is
 // complete: a followed stream may end before the last lines when the runtime rotated the log
 // meanwhile). When the second read starts as the followed stream did, the runtime kept the
-// head and the second read is the log; otherwise the head of the first and the tail of the
-// second around the marker (at least that many bytes dropped). An empty second read (the
+// head and the second read is the log; otherwise the head of the first and the last half
+// bound bytes of the second around the marker (at least that many bytes dropped), so the
+// joined log stays within the bound. An empty second read (the
 // runtime rotated the whole log away and the container wrote nothing after) is no log: the
 // followed one is.
 func JoinLogs(followed, read *LogBuffer) []byte {
@@ -97,22 +98,30 @@ func JoinLogs(followed, read *LogBuffer) []byte {
 	return join(followed, read, max(followed.dropped, read.dropped, 1))
 }
 
+// join writes head's head, the marker (when dropped > 0) and tail's tail, oldest byte first.
+// When tail is another buffer that kept all it saw, its head is part of the tail too, cut to
+// its last half bound bytes, and what is cut counts as dropped.
 func join(head, tail *LogBuffer, dropped int64) []byte {
+	var rest []byte
+	if tail.full {
+		rest = append(append(rest, tail.tail[tail.pos:]...), tail.tail[:tail.pos]...)
+	} else {
+		rest = tail.tail
+	}
+	if head != tail && tail.dropped == 0 {
+		rest = append(append([]byte(nil), tail.head...), rest...)
+		if cut := len(rest) - head.half; cut > 0 {
+			rest = rest[cut:]
+			dropped = max(dropped, int64(cut))
+		}
+	}
 	var out bytes.Buffer
-	out.Grow(len(head.head) + len(tail.tail) + 64)
+	out.Grow(len(head.head) + len(rest) + 64)
 	out.Write(head.head)
 	if dropped > 0 {
 		fmt.Fprintf(&out, "\n[… alfred %s: %d bytes of output dropped here …]\n", markerNonce, dropped)
 	}
-	if head != tail && tail.dropped == 0 {
-		out.Write(tail.head) // a read that kept all it saw: its head is part of the tail
-	}
-	if tail.full {
-		out.Write(tail.tail[tail.pos:])
-		out.Write(tail.tail[:tail.pos])
-	} else {
-		out.Write(tail.tail)
-	}
+	out.Write(rest)
 	return out.Bytes()
 }
 

@@ -71,6 +71,22 @@ func TestJoinLogs(t *testing.T) {
 	// The runtime rotated the whole log away while the run was quiet, and it ended without
 	// another byte: the read after the end is empty, and the followed log is the log.
 	require.Equal(t, string(followed.Bytes()), string(JoinLogs(followed, NewLogBuffer(64))))
+
+	// The runtime rotated the head away and the current file, read whole, is longer than half
+	// the bound: the joined log keeps the followed head and the read's last half, no more.
+	long := NewLogBuffer(64)
+	_, _ = long.Write([]byte(strings.Repeat("w", 40) + "\nthe result\n"))
+	require.Zero(t, long.Dropped())
+	got = string(JoinLogs(followed, long))
+	require.True(t, strings.HasPrefix(got, "session: abc\n"), got)
+	require.True(t, strings.HasSuffix(got, "the result\n"), got)
+	require.LessOrEqual(t, len(got)-len(markerOf(got)), 64, got)
+	require.GreaterOrEqual(t, LogDropped([]byte(got)), followed.Dropped(), got)
+}
+
+// markerOf returns the dropped-bytes marker in logs, "" when there is none.
+func markerOf(logs string) string {
+	return string(droppedMarker.Find([]byte(logs)))
 }
 
 // TestFollowerKeepsWhatItReadWhenTheStreamBreaks: the followed stream breaks mid-run (an API
