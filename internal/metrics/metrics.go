@@ -176,9 +176,9 @@ func New(cfg Config) *Metrics {
 		[]string{"phase"})
 	m.hostile = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace,
 		Name: "hostile_output_total",
-		Help: "What Alfred refused or bounded of what runs left, by reason (link: a symbolic link leading out of the run's directory; not_regular: a FIFO, a device, a directory; too_large; deadline; log_flood: output beyond the logs' bound, head and tail kept)."},
+		Help: "What Alfred refused or bounded of what runs left, by reason (link: a symbolic link leading out of the run's directory; not_regular: a FIFO, a device, a directory; too_large; deadline; log_flood: output beyond the logs' bound, head and tail kept; nested_repository: a repository left inside the worktree)."},
 		[]string{"reason"})
-	for _, r := range []string{runfile.ReasonLink, runfile.ReasonNotRegular, runfile.ReasonTooLarge, runfile.ReasonDeadline, runfile.ReasonLogFlood} {
+	for _, r := range []string{runfile.ReasonLink, runfile.ReasonNotRegular, runfile.ReasonTooLarge, runfile.ReasonDeadline, runfile.ReasonLogFlood, runfile.ReasonNestedRepository} {
 		m.hostile.WithLabelValues(r)
 	}
 	for _, r := range []string{PassOK, PassFailed} {

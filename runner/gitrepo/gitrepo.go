@@ -440,6 +440,9 @@ func (m *Manager) Commit(ctx context.Context, wt *Worktree, message string) (str
 	if m.cfg.AuthorName == "" || m.cfg.AuthorEmail == "" {
 		return "", errors.New("gitrepo: AuthorName and AuthorEmail are required to commit")
 	}
+	if re := treeRefusal(ctx, wt); re != nil {
+		return "", fmt.Errorf("stage changes: %w", re)
+	}
 	if re := m.checkChangedSizes(ctx, wt); re != nil {
 		return "", fmt.Errorf("stage changes: %w", re)
 	}
@@ -483,7 +486,7 @@ func (m *Manager) checkChangedSizes(ctx context.Context, wt *Worktree) *runfile.
 		}
 		return &runfile.RefusedError{Name: p, Reason: runfile.ReasonTooLarge,
 			Detail: fmt.Sprintf("it is %d bytes, over the %d a committed file may have", st.Size(), MaxCommitFileBytes)}
-	}, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames")
+	}, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames", "--ignore-submodules=all")
 }
 
 // firstRefused runs git with args in wt, which lists NUL-terminated entries, and returns

@@ -123,7 +123,7 @@ func (m *Manager) mergeLogs(ctx context.Context, wt *Worktree, theirs string) (o
 // UnmergedPaths lists the worktree's unmerged paths (git diff --name-only --diff-filter=U),
 // sorted; none outside a merge.
 func (m *Manager) UnmergedPaths(ctx context.Context, wt *Worktree) ([]string, error) {
-	s, err := m.gitWT(ctx, wt, nil, "diff", "--name-only", "--diff-filter=U", "-z")
+	s, err := m.gitWT(ctx, wt, nil, "diff", "--name-only", "--diff-filter=U", "-z", "--ignore-submodules=all")
 	if err != nil {
 		return nil, fmt.Errorf("list unmerged paths: %w", err)
 	}
@@ -162,6 +162,9 @@ func (m *Manager) merging(ctx context.Context, wt *Worktree) bool {
 func (m *Manager) CommitMerge(ctx context.Context, wt *Worktree, conflicted []string, message string) (string, error) {
 	if !m.merging(ctx, wt) {
 		return "", errors.New("gitrepo: no merge in progress")
+	}
+	if re := treeRefusal(ctx, wt); re != nil {
+		return "", fmt.Errorf("stage changes: %w: %w", ErrMergeUnresolved, re)
 	}
 	if conflicted == nil {
 		var err error

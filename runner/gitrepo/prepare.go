@@ -317,11 +317,15 @@ func (m *Manager) sparseLocked(ctx context.Context, p Project, wt *Worktree) err
 }
 
 // resetLocked makes the worktree exactly commit (a sha, or "HEAD"): it restores the .git link,
-// forgets an unfinished merge, checks the commit out (on wt.Branch with -B, or detached) with
-// --force, and removes untracked and ignored files. It sets wt.Head.
+// removes what git would block on or run (scrubTree), forgets an unfinished merge, checks the
+// commit out (on wt.Branch with -B, or detached) with --force, and removes untracked and
+// ignored files. It sets wt.Head.
 func (m *Manager) resetLocked(ctx context.Context, wt *Worktree, commit string) error {
 	if err := restoreLink(wt); err != nil {
 		return err
+	}
+	if err := scrubTree(ctx, wt); err != nil {
+		return fmt.Errorf("remove what git would block on or run in %s: %w", wt.Name, err)
 	}
 	if commit == "HEAD" {
 		sha, err := m.gitWT(ctx, wt, nil, "rev-parse", "HEAD")

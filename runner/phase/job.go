@@ -67,8 +67,9 @@ type Outcome struct {
 	Resumable          bool
 	NotResumableReason string
 	// HostileOutput lists what Alfred refused or bounded of what the run left, by reason
-	// (internal/base/runfile: "link", "not_regular", "too_large", "deadline", "log_flood"); empty
-	// for a well-behaved run. A refused file fails the run (Failure says which and why).
+	// (internal/base/runfile: "link", "not_regular", "too_large", "deadline", "log_flood",
+	// "nested_repository"); empty for a well-behaved run. A refused file fails the run (Failure
+	// says which and why).
 	HostileOutput []string
 }
 

@@ -43,6 +43,9 @@ const (
 	// ReasonLogFlood: the run's logs were larger than their bound; head and tail were kept
 	// (runner, not Read).
 	ReasonLogFlood = "log_flood"
+	// ReasonNestedRepository: the run left a repository inside the worktree (a .git below its
+	// root), whose configuration git would run as Alfred (runner/gitrepo).
+	ReasonNestedRepository = "nested_repository"
 )
 
 // Deadline bounds one Read: a regular file of the bounded size is read in far less; a read
