@@ -315,6 +315,7 @@ func scanPatch(r io.Reader, commits []string, sc *secretScanner) ([]Leak, error)
 	// whole is false while the rest of a line longer than patchLineMax is read; adding says
 	// whether that line is an added one.
 	whole, adding := true, false
+	var header []byte // the line that started the file's diff
 	for {
 		frag, err := br.ReadSlice('\n')
 		if len(frag) == 0 && err != nil {
@@ -345,6 +346,14 @@ func scanPatch(r io.Reader, commits []string, sc *secretScanner) ([]Leak, error)
 		case bytes.HasPrefix(line, []byte("diff --git ")) || bytes.HasPrefix(line, []byte("diff --cc ")) || bytes.HasPrefix(line, []byte("diff --combined ")):
 			flush()
 			path, inHunk = "", false
+			header = append(header[:0], line...)
+			continue
+		case !inHunk && bytes.HasPrefix(line, []byte("new file mode ")):
+			// A new file without content (empty) has no "+++" line: its name is only in the
+			// header, quoted by git when odd, which leaves a token's characters as they are.
+			if kind := sc.find(string(header)); kind != "" {
+				add(Leak{Commit: commit, NameHidden: true, Kind: kind})
+			}
 			continue
 		case !inHunk && bytes.HasPrefix(line, []byte("+++ ")):
 			path = unquotePath(string(line[len("+++ "):]))

@@ -70,14 +70,15 @@ func TestHostilePushOfSecretsIsRefused(t *testing.T) {
 		where string // the file named in the refusal
 		kind  string
 	}{
-		"agent key in .env":     {files: map[string]string{".env": "ANTHROPIC_API_KEY=" + canaryAgentKey + "\n"}, where: "`.env`", kind: "agents[0].api_key"},
-		"forge token in config": {files: map[string]string{"config/app.yaml": "token: " + canaryToken + "\n"}, where: "`config/app.yaml`", kind: "the forge token"},
-		"token in base64":       {files: map[string]string{"deploy/secret.yaml": "data: " + base64.StdEncoding.EncodeToString([]byte(canaryToken)) + "\n"}, where: "`deploy/secret.yaml`", kind: "the forge token"},
-		"basic credential":      {files: map[string]string{"ci.sh": "curl -H 'Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("alfred-bot:"+canaryToken)) + "'\n"}, where: "`ci.sh`", kind: "the forge token"},
-		"webhook secret":        {files: map[string]string{"hooks.json": `{"secret":"` + canaryWebhook + `"}`}, where: "`hooks.json`", kind: "forges[0].webhook_secret"},
-		"in a binary file":      {files: map[string]string{"blob.bin": "\x00\x01\x02" + canaryAgentKey + "\x00\xff"}, where: "`blob.bin`", kind: "agents[0].api_key"},
-		"in the file's name":    {files: map[string]string{"keys/" + formatted["glpat-"] + ".txt": "x\n"}, where: "a file whose name holds the secret", kind: "GitLab personal access token"},
-		"odd path":              {files: map[string]string{"dir with space/é\t.txt": "k=" + formatted["ghp_"] + "\n"}, where: "`dir with space/é\t.txt`", kind: "GitHub token"},
+		"agent key in .env":       {files: map[string]string{".env": "ANTHROPIC_API_KEY=" + canaryAgentKey + "\n"}, where: "`.env`", kind: "agents[0].api_key"},
+		"forge token in config":   {files: map[string]string{"config/app.yaml": "token: " + canaryToken + "\n"}, where: "`config/app.yaml`", kind: "the forge token"},
+		"token in base64":         {files: map[string]string{"deploy/secret.yaml": "data: " + base64.StdEncoding.EncodeToString([]byte(canaryToken)) + "\n"}, where: "`deploy/secret.yaml`", kind: "the forge token"},
+		"basic credential":        {files: map[string]string{"ci.sh": "curl -H 'Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte("alfred-bot:"+canaryToken)) + "'\n"}, where: "`ci.sh`", kind: "the forge token"},
+		"webhook secret":          {files: map[string]string{"hooks.json": `{"secret":"` + canaryWebhook + `"}`}, where: "`hooks.json`", kind: "forges[0].webhook_secret"},
+		"in a binary file":        {files: map[string]string{"blob.bin": "\x00\x01\x02" + canaryAgentKey + "\x00\xff"}, where: "`blob.bin`", kind: "agents[0].api_key"},
+		"in the file's name":      {files: map[string]string{"keys/" + formatted["glpat-"] + ".txt": "x\n"}, where: "a file whose name holds the secret", kind: "GitLab personal access token"},
+		"in an empty file's name": {files: map[string]string{"keys/" + formatted["glpat-"]: ""}, where: "a file whose name holds the secret", kind: "GitLab personal access token"},
+		"odd path":                {files: map[string]string{"dir with space/é\t.txt": "k=" + formatted["ghp_"] + "\n"}, where: "`dir with space/é\t.txt`", kind: "GitHub token"},
 	}
 	for prefix, key := range formatted {
 		cases["format "+prefix] = struct {
