@@ -71,6 +71,9 @@ func (b *LogBuffer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// written returns how many bytes were written to b.
+func (b *LogBuffer) written() int64 { return int64(len(b.head)+len(b.tail)) + b.dropped }
+
 // Dropped returns how many bytes were written between the head and the tail and not kept.
 func (b *LogBuffer) Dropped() int64 { return b.dropped }
 
@@ -81,18 +84,19 @@ func (b *LogBuffer) Bytes() []byte { return join(b, b, b.dropped) }
 // JoinLogs returns the logs of one stream read twice: followed, from the moment the container
 // ran (its head survives the runtime's rotation), and read again once it ended (its tail is
 // complete: a followed stream may end before the last lines when the runtime rotated the log
-// meanwhile). When the second read starts as the followed stream did, the runtime kept the
-// head and the second read is the log; otherwise the head of the first and the last half
-// bound bytes of the second around the marker (at least that many bytes dropped), so the
-// joined log stays within the bound. An empty second read (the
-// runtime rotated the whole log away and the container wrote nothing after) is no log: the
-// followed one is.
+// meanwhile). When the second read starts as the followed stream did and holds at least as
+// many bytes, the runtime kept the head and the second read is the log. Otherwise (a read
+// that starts the same but is shorter is what a run leaves that flooded, waited for the
+// rotation and printed a few bytes more) the log is the head of the first and the last half
+// bound bytes of the second around the marker (at least that many bytes dropped), within the
+// bound. An empty second read (the runtime rotated the whole log away and the container wrote
+// nothing after) is no log: the followed one is.
 func JoinLogs(followed, read *LogBuffer) []byte {
 	if len(read.head) == 0 {
 		return followed.Bytes()
 	}
 	n := min(len(followed.head), len(read.head))
-	if bytes.Equal(followed.head[:n], read.head[:n]) {
+	if bytes.Equal(followed.head[:n], read.head[:n]) && read.written() >= followed.written() {
 		return read.Bytes()
 	}
 	return join(followed, read, max(followed.dropped, read.dropped, 1))

@@ -82,6 +82,14 @@ func TestJoinLogs(t *testing.T) {
 	require.True(t, strings.HasSuffix(got, "the result\n"), got)
 	require.LessOrEqual(t, len(got)-len(markerOf(got)), 64, got)
 	require.GreaterOrEqual(t, LogDropped([]byte(got)), followed.Dropped(), got)
+
+	// A run cannot hide a flood behind a short current file: it floods, waits for the
+	// runtime to rotate, prints a few bytes that start as the flood did and ends. The read
+	// after the end saw less than the followed stream did: the log was rotated, not whole.
+	flood, short2 := NewLogBuffer(64), NewLogBuffer(64)
+	_, _ = flood.Write([]byte(strings.Repeat("A", 1000)))
+	_, _ = short2.Write([]byte(strings.Repeat("A", 10)))
+	require.GreaterOrEqual(t, LogDropped(JoinLogs(flood, short2)), flood.Dropped())
 }
 
 // markerOf returns the dropped-bytes marker in logs, "" when there is none.
