@@ -144,6 +144,36 @@ func TestStoreUnstorableInput(t *testing.T) {
 			require.Contains(t, doc["error"], tc.reason)
 		})
 	}
+	// A time JSON cannot write (a year before 0 or after 9999 once in UTC) is no time: the
+	// event is stored without it, never answered 503 as if Alfred could not store anything.
+	for name, tc := range map[string]struct {
+		kind, event string
+		body        []byte
+	}{
+		"forgejo, year -1": {"forgejo", "issue_comment", edit(func(d map[string]any) {
+			d["comment"].(map[string]any)["updated_at"] = "0000-01-01T00:00:00+01:00"
+			d["comment"].(map[string]any)["created_at"] = "0000-01-01T00:00:00+01:00"
+			d["issue"].(map[string]any)["updated_at"] = "0000-01-01T00:00:00+01:00"
+		})},
+		"gitlab, year 10000": {"gitlab", "Issue Hook", func() []byte {
+			var d map[string]any
+			require.NoError(t, json.Unmarshal(readFixture(t, "gitlab/issue_hook_open.json"), &d))
+			d["object_attributes"].(map[string]any)["updated_at"] = "9999-12-31 23:00:00 -0200"
+			d["object_attributes"].(map[string]any)["created_at"] = "9999-12-31 23:00:00 -0200"
+			out, err := json.Marshal(d)
+			require.NoError(t, err)
+			return out
+		}()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			req := forgetest.NewForgejoRequest("/webhooks/forgejo", tc.event, "time-"+name, testForgejoSecret, tc.body)
+			if tc.kind == "gitlab" {
+				req = forgetest.NewGitLabRequest("/webhooks/gitlab", tc.event, "time-gitlab", testGitLabToken, tc.body)
+			}
+			code, doc := b.post(t, req)
+			require.Less(t, code, 500, "%v", doc)
+		})
+	}
 	// An event Alfred ignores (a push) with such an id is a bad delivery too: 400, the id not
 	// echoed.
 	for name, id := range map[string]string{"long delivery id": strings.Repeat("d", webhook.MaxDeliveryIDBytes+1), "invalid utf-8 id": "id-\xff"} {

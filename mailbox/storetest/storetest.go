@@ -129,6 +129,12 @@ func Settled(t testing.TB, s Store, n int64, edit func(*mailbox.Mailbox)) *mailb
 
 func deliverDeduplicates(t *testing.T, s Store, _ *Clock) {
 	ctx := context.Background()
+	// An event JSON cannot write (a time after year 9999) can never be stored: a bad payload
+	// (answered 400), not a failure of the store (503, retried for ever).
+	unwritable := Event(1, "d0", "h0")
+	unwritable.OccurredAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+	_, err := s.Deliver(ctx, unwritable)
+	require.ErrorIs(t, err, forge.ErrBadPayload)
 	dup, err := s.Deliver(ctx, Event(1, "d1", "h1"))
 	require.NoError(t, err)
 	require.False(t, dup)

@@ -172,7 +172,8 @@ func (l *hookList[T]) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// hookTime is a timestamp that decodes to the zero time instead of failing.
+// hookTime is a timestamp that decodes to the zero time instead of failing, and for a year JSON
+// cannot write (forge.StorableTime).
 type hookTime time.Time
 
 func (t *hookTime) UnmarshalJSON(b []byte) error {
@@ -181,7 +182,7 @@ func (t *hookTime) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	if v, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s)); err == nil {
-		*t = hookTime(v.UTC())
+		*t = hookTime(forge.StorableTime(v.UTC()))
 	}
 	return nil
 }

@@ -135,7 +135,8 @@ var hookTimeLayouts = []string{
 	"2006-01-02 15:04:05",
 }
 
-// hookTime parses a GitLab timestamp leniently; an unknown format gives the zero time.
+// hookTime parses a GitLab timestamp leniently; an unknown format, or a year JSON cannot
+// write (forge.StorableTime), gives the zero time.
 func hookTime(s string) time.Time {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -143,7 +144,7 @@ func hookTime(s string) time.Time {
 	}
 	for _, layout := range hookTimeLayouts {
 		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC()
+			return forge.StorableTime(t.UTC())
 		}
 	}
 	return time.Time{}

@@ -118,7 +118,7 @@ func (s *Store) deliver(ctx context.Context, evp *forge.Event) insertRes {
 	}
 	payload, err := encodeEvent(ev)
 	if err != nil {
-		return insertRes{err: fmt.Errorf("encode event: %w", err)}
+		return insertRes{err: fmt.Errorf("%w: encode event: %w", forge.ErrBadPayload, err)} // never storable
 	}
 	t := ev.Target
 	if t.MergeRequest || ev.Type == forge.EventPipeline {
