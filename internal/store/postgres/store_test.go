@@ -116,6 +116,66 @@ func TestGroupedInsertsAnswerEachDelivery(t *testing.T) {
 	require.Contains(t, logs.String(), "delivery_id=twin")
 }
 
+// A delivery is answered with what happened to its own row: one whose deadline passed while its
+// group's statement ran (the group runs to the latest deadline in it) waits for the statement
+// and is answered stored, never with an error for a row that was committed (the forge would
+// count a failure, and its retry would be a duplicate that wakes nobody).
+func TestGroupedInsertAnswersTheCommitPastADeadline(t *testing.T) {
+	t.Parallel()
+	db, _ := pgtest.New(t)
+	s := postgres.New(db, nil)
+	ctx := context.Background()
+	_, err := s.Deliver(ctx, storetest.Event(1, "first", "first"))
+	require.NoError(t, err)
+	base := s.InsertStats()
+	lock, err := db.BeginTxx(ctx, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lock.Rollback() })
+	_, err = lock.ExecContext(ctx, `LOCK TABLE events IN SHARE ROW EXCLUSIVE MODE`)
+	require.NoError(t, err)
+
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	long, cancelLong := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelLong()
+	const n = 24
+	answers := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		c := long
+		if i%2 == 0 {
+			c = short
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, answers[i] = s.Deliver(c, storetest.Event(1, fmt.Sprintf("d%d", i), fmt.Sprintf("h%d", i)))
+		}()
+	}
+	require.Eventually(t, func() bool {
+		st := s.InsertStats()
+		return st.Waiting+st.Deliveries-base.Deliveries >= n
+	}, 30*time.Second, time.Millisecond, "every delivery waits for a flusher or in a held statement")
+	<-short.Done() // the short deadlines pass while the statements are held
+	require.NoError(t, lock.Rollback())
+	wg.Wait()
+
+	shortStored := 0
+	for i, err := range answers {
+		var stored int
+		require.NoError(t, db.GetContext(ctx, &stored, `SELECT count(*) FROM events WHERE delivery_id = $1`, fmt.Sprintf("d%d", i)))
+		if err != nil {
+			require.Zero(t, stored, "d%d was answered %v but its row was committed", i, err)
+			continue
+		}
+		require.Equal(t, 1, stored, "d%d", i)
+		if i%2 == 0 {
+			shortStored++
+		}
+	}
+	require.Positive(t, shortStored, "a delivery past its deadline was stored in a group with a later one")
+}
+
 // The event claim picks a few of the least recently updated due mailboxes before locking one;
 // when every one it picked is locked by another claim or save in progress, it still claims a
 // due mailbox that is not, the least recently updated of them.

@@ -89,8 +89,9 @@ func (b *inserter) close() {
 }
 
 // batchInsert inserts ev into mailbox id together with the deliveries in flight beside it.
-// ctx bounds the wait: a delivery whose caller gave up may still be stored, and the forge's
-// retry of it is then a duplicate.
+// ctx bounds the wait for a flusher; once one holds the delivery, its answer is awaited
+// whatever ctx does (the group runs at most to its latest deadline, batchContext), so a
+// delivery answered with an error was not stored and one answered stored was committed.
 func (s *Store) batchInsert(ctx context.Context, id int64, ev forge.Event, payload string) insertRes {
 	s.batch.start.Do(func() {
 		for range cmp.Or(s.dialect.InsertFlushers, defaultInsertFlushers) {
@@ -110,12 +111,10 @@ func (s *Store) batchInsert(ctx context.Context, id int64, ev forge.Event, paylo
 		s.batch.waiting.Add(-1)
 		return insertRes{err: ctx.Err()}
 	}
-	select {
-	case res := <-r.done:
-		return res
-	case <-ctx.Done():
-		return insertRes{err: ctx.Err()}
-	}
+	// A flusher holds it now: its answer comes, bounded by the group's context (batchContext),
+	// and is what happened to its row. Answering ctx's error here would report a failure for a
+	// row the group may yet commit.
+	return <-r.done
 }
 
 // flusher takes the first waiting delivery, and with it those waiting behind it (up to
