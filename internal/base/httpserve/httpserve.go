@@ -120,8 +120,8 @@ var errSaturated = errors.New("httpserve: saturated")
 // ServeHTTP reads r's body whole (at most MaxBodyBytes+1 bytes), then waits for a handling
 // slot and runs the handler with the body from memory. A body that cannot be read is answered
 // without a handling slot, never 2xx: 408 when the read timeout cut it, 400 otherwise (the
-// client went away, a malformed chunk); a wait that
-// runs out is answered 503 with "Retry-After: 1" (nothing was handled or stored).
+// client went away, a malformed chunk); a wait that runs out, or that the client ends, is
+// answered 503 with "Retry-After: 1" (nothing was handled or stored).
 func (s *Stages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hasBody(r) && r.ContentLength <= s.maxBody {
 		body, held, err := s.read(r)
@@ -147,9 +147,9 @@ func (s *Stages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	err := acquire(r.Context(), s.slots, s.wait)
 	s.waiting.Add(-1)
 	if err != nil {
-		if r.Context().Err() == nil {
-			saturated(w, "too many requests in progress")
-		}
+		// Answered even when the request's context ended (the client half-closed, net/http
+		// cancels it): left unwritten, the answer would be 200, and nothing was handled.
+		saturated(w, "too many requests in progress")
 		return
 	}
 	defer func() { <-s.slots }()

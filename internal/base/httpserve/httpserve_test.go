@@ -236,3 +236,41 @@ func TestBodyCutByTheReadTimeoutIsAnError(t *testing.T) {
 	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
 	require.Zero(t, handled.Load(), "the handler never sees a cut body")
 }
+
+// A whole request waiting for a handling slot whose client half-closes its side (net/http then
+// ends the request's context) is answered 503 with Retry-After: nothing was handled, and an
+// unwritten answer would go out as 200, which a forge takes as delivered.
+func TestWaitEndedByTheClientIsNotAnAnswerOfSuccess(t *testing.T) {
+	release, entered := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	var handled atomic.Int32
+	h := NewStages(limits(1), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if handled.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	go func() {
+		if resp, err := http.Post(srv.URL, "text/plain", strings.NewReader("holds the slot")); err == nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	<-entered
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nbody")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return h.Stats().Waiting == 1 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, conn.(*net.TCPConn).CloseWrite())
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(time.Minute)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Equal(t, "1", resp.Header.Get("Retry-After"))
+	require.EqualValues(t, 1, handled.Load(), "the waiting request was not handled")
+}
