@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -170,8 +171,9 @@ var ErrBound = errors.New("the tool loop reached its bound")
 // the final answer, read as the result JSON (the whole text or a ```json fence) and validated
 // with phase.ValidateResult. Bounds: Config.MaxTurns model calls and Config.MaxTokens tokens
 // (ErrBound), Config.MaxToolCalls executed per reply, and ctx. The token bound is checked
-// before each turn: the next turn's input is estimated (the last turn's input and output and
-// the tool results added, about four bytes a token) and the turn starts only with at least
+// before each turn: the next turn's input is estimated (the first: the prompts and the tools'
+// definitions; then the last turn's input and output and the tool results added, about four
+// bytes a token) and the turn starts only with at least
 // minTurnOutput tokens left for its reply, its max_tokens capped to what remains. A failed
 // call is retried (callWithRetry). The report's usage and log cover every turn made, also of
 // a failed run.
@@ -201,7 +203,10 @@ func (a *Agent) RunAPI(ctx context.Context, run runner.APIRun) (rep runner.APIRe
 		conv = newOpenAI(a.cfg, model, system, prompt, tools.Specs())
 	}
 	fmt.Fprintf(&log, "API mode: %s, model %s, run %s\n", a.cfg.Kind, model, in.Key)
-	nextIn := int64(len(system)+len(prompt))/4 + 1 // the estimate of the next turn's input tokens
+	// The estimate of the next turn's input tokens, about four bytes a token: the first sends
+	// the system prompt, the prompt and the tools' definitions.
+	defs, _ := json.Marshal(tools.Specs())
+	nextIn := int64(len(system)+len(prompt)+len(defs))/4 + 1
 	for {
 		if rep.Turns == a.cfg.MaxTurns {
 			err := fmt.Errorf("%w: %d turns without a final answer", ErrBound, a.cfg.MaxTurns)

@@ -217,6 +217,26 @@ func TestLoopBoundEndsTheRun(t *testing.T) {
 	}
 }
 
+// The first turn's estimate counts what every request carries besides the prompt: the tools'
+// definitions. A budget that holds the prompt and a reply but not the definitions is not
+// overshot by the first turn.
+func TestFirstTurnEstimateCountsTheTools(t *testing.T) {
+	system, prompt, err := apimode.Prompt(functional())
+	require.NoError(t, err)
+	budget := int64(len(system)+len(prompt))/4 + 1 + 256 + 10
+	for _, p := range providers {
+		t.Run(p.kind, func(t *testing.T) {
+			srv := p.start(t, testKey, testModel, func(apimodetest.Exchange) apimodetest.Reply {
+				return apimodetest.Reply{Calls: []apimodetest.Call{{Name: "list_dir", Args: map[string]any{"path": "."}}}}
+			})
+			rep, err := newAgent(t, p, srv, func(c *apimode.Config) { c.MaxTokens = budget; c.MaxOutputTokens = 256 }).
+				RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
+			require.ErrorIs(t, err, apimode.ErrBound)
+			assert.LessOrEqual(t, rep.Usage.InputTokens+rep.Usage.OutputTokens, budget, "the run never overshoots")
+		})
+	}
+}
+
 func TestMalformedAnswerFailsTheRun(t *testing.T) {
 	cases := map[string]string{
 		"prose":                 "I think the export is fine.",
