@@ -268,12 +268,12 @@ func (a *Agent) RunAPI(ctx context.Context, run runner.APIRun) (rep runner.APIRe
 			}
 			out, err := tools.Call(c.name, c.args)
 			if err != nil {
-				fmt.Fprintf(&log, "  %s %s: error: %v\n", c.name, oneLine(string(c.args)), err)
+				fmt.Fprintf(&log, "  %s %s: error: %s\n", oneLine(c.name), oneLine(string(c.args)), oneLine(err.Error()))
 				results = append(results, toolResult{id: c.id, content: err.Error(), isError: true})
 				resultBytes += len(err.Error())
 				continue
 			}
-			fmt.Fprintf(&log, "  %s %s: %d bytes\n", c.name, oneLine(string(c.args)), len(out))
+			fmt.Fprintf(&log, "  %s %s: %d bytes\n", oneLine(c.name), oneLine(string(c.args)), len(out))
 			results = append(results, toolResult{id: c.id, content: out})
 			resultBytes += len(out)
 		}
@@ -395,7 +395,7 @@ func (a *Agent) Check(ctx context.Context) error {
 	if a.cfg.Kind == Anthropic {
 		c := anthropic.NewClient(anthropicOptions(a.cfg)...)
 		if _, err := c.Models.Get(ctx, model, anthropic.ModelGetParams{}); err != nil {
-			return providerError("Anthropic", err)
+			return providerError("Anthropic", a.cfg.APIKey, err)
 		}
 		return nil
 	}
@@ -407,7 +407,7 @@ func (a *Agent) Check(ctx context.Context) error {
 		}
 	}
 	if err := pager.Err(); err != nil {
-		return providerError("OpenAI", err)
+		return providerError("OpenAI", a.cfg.APIKey, err)
 	}
 	return fmt.Errorf("the OpenAI API does not list the model %q", model)
 }

@@ -528,8 +528,12 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		assert.True(t, ok, v)
 		assert.Equal(t, want, d, v)
 	}
-	for _, v := range []string{"", "soon", "-3"} {
+	for _, v := range []string{"", "soon", "-3", "-99999999999999999999"} {
 		_, ok := apimode.RetryAfter(v, now)
 		assert.False(t, ok, v)
 	}
+	// More seconds than an int64 holds is a wait longer than any bound, not none.
+	d, ok := apimode.RetryAfter("99999999999999999999", now)
+	assert.True(t, ok)
+	assert.Greater(t, d, time.Hour)
 }

@@ -50,10 +50,11 @@ type toolResult struct {
 type anthropicConv struct {
 	client anthropic.Client
 	params anthropic.MessageNewParams
+	key    string // removed from the provider's error messages (providerError)
 }
 
 func newAnthropic(cfg Config, model, system, prompt string, tools []ToolSpec) *anthropicConv {
-	c := &anthropicConv{client: anthropic.NewClient(anthropicOptions(cfg)...)}
+	c := &anthropicConv{client: anthropic.NewClient(anthropicOptions(cfg)...), key: cfg.APIKey}
 	var ts []anthropic.ToolUnionParam
 	for _, t := range tools {
 		ts = append(ts, anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{Name: t.Name,
@@ -87,7 +88,7 @@ func (c *anthropicConv) next(ctx context.Context, maxOut int64) (reply, error) {
 	c.params.MaxTokens = maxOut
 	msg, err := c.client.Messages.New(ctx, c.params)
 	if err != nil {
-		return reply{}, providerError("Anthropic", err)
+		return reply{}, providerError("Anthropic", c.key, err)
 	}
 	c.params.Messages = append(c.params.Messages, msg.ToParam())
 	u := msg.Usage
@@ -119,10 +120,11 @@ func (c *anthropicConv) answer(results []toolResult) {
 type openaiConv struct {
 	client openai.Client
 	params openai.ChatCompletionNewParams
+	key    string // removed from the provider's error messages (providerError)
 }
 
 func newOpenAI(cfg Config, model, system, prompt string, tools []ToolSpec) *openaiConv {
-	c := &openaiConv{client: openai.NewClient(openaiOptions(cfg)...)}
+	c := &openaiConv{client: openai.NewClient(openaiOptions(cfg)...), key: cfg.APIKey}
 	var ts []openai.ChatCompletionToolUnionParam
 	for _, t := range tools {
 		schema := shared.FunctionParameters{"type": "object", "properties": t.Properties}
@@ -163,7 +165,7 @@ func (c *openaiConv) next(ctx context.Context, maxOut int64) (reply, error) {
 	c.params.MaxCompletionTokens = openai.Int(maxOut)
 	res, err := c.client.Chat.Completions.New(ctx, c.params)
 	if err != nil {
-		return reply{}, providerError("OpenAI", err)
+		return reply{}, providerError("OpenAI", c.key, err)
 	}
 	r := reply{in: res.Usage.PromptTokens, out: res.Usage.CompletionTokens}
 	if len(res.Choices) == 0 {
@@ -174,6 +176,9 @@ func (c *openaiConv) next(ctx context.Context, maxOut int64) (reply, error) {
 	r.text, r.stop, r.truncate = ch.Message.Content, ch.FinishReason, ch.FinishReason == "length"
 	for _, tc := range ch.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
+			// Another kind of call (a custom tool's): none of Alfred's tools, answered as an
+			// unknown tool, since the API refuses a conversation with a call left unanswered.
+			r.calls = append(r.calls, toolCall{id: tc.ID, name: tc.Type + " tool call"})
 			continue
 		}
 		r.calls = append(r.calls, toolCall{id: tc.ID, name: tc.Function.Name, args: json.RawMessage(tc.Function.Arguments)})
@@ -243,9 +248,37 @@ func (e *ProviderError) Error() string {
 	return msg
 }
 
-// providerError maps an SDK error to a *ProviderError (an HTTP answer) or keeps it (transport
-// errors, ctx errors).
-func providerError(provider string, err error) error {
+// malformedError is a model call answered 200 with a body that is not an answer (cut JSON,
+// not JSON): not retried, since the provider may have charged it and its usage cannot be read.
+type malformedError struct {
+	provider string
+	err      error
+}
+
+func (e *malformedError) Error() string {
+	return fmt.Sprintf("the %s API gave a malformed answer: %v", e.provider, e.err)
+}
+func (e *malformedError) Unwrap() error { return e.err }
+
+// malformedAnswer reports whether err is the SDKs' failure to decode a successful answer: a
+// JSON decoding error, or the wording of their shared request code (requestconfig's decode:
+// "error parsing response json: …", and "expected destination type … that is not
+// 'application/json'" for a body of another content type).
+func malformedAnswer(err error) bool {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &se) || errors.As(err, &te) {
+		return true
+	}
+	s := err.Error()
+	return strings.HasPrefix(s, "error parsing response json") || strings.HasPrefix(s, "expected destination type")
+}
+
+// providerError maps an SDK error to a *ProviderError (an HTTP answer), a *malformedError (a
+// successful answer that cannot be read) or keeps it (transport errors, ctx errors). key is
+// removed from the provider's message before it is cut to its bound, so no part of it is left
+// that a censor looking for the whole key would miss.
+func providerError(provider, key string, err error) error {
 	var ae *anthropic.Error
 	var oe *openai.Error
 	pe := &ProviderError{Provider: provider}
@@ -270,7 +303,13 @@ func providerError(provider string, err error) error {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("the %s API call ended: %w", provider, err)
 		}
+		if malformedAnswer(err) {
+			return &malformedError{provider: provider, err: err}
+		}
 		return &unreachableError{provider: provider, err: err}
+	}
+	if key != "" {
+		pe.Message = strings.ReplaceAll(pe.Message, key, "[redacted]")
 	}
 	if len(pe.Message) > 500 {
 		pe.Message = pe.Message[:500] + "…"
@@ -288,11 +327,14 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
+	const longest = 365 * 24 * 3600 // seconds: a wait no bound honours
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 		if n < 0 {
 			return 0, false
 		}
-		return time.Duration(min(n, int64(365*24*3600))) * time.Second, true
+		return time.Duration(min(n, longest)) * time.Second, true
+	} else if errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(v, "-") {
+		return longest * time.Second, true // more seconds than an int64 holds
 	}
 	if t, err := http.ParseTime(v); err == nil {
 		return max(t.Sub(now), 0), true
