@@ -440,7 +440,7 @@ func (m *Manager) Commit(ctx context.Context, wt *Worktree, message string) (str
 	if m.cfg.AuthorName == "" || m.cfg.AuthorEmail == "" {
 		return "", errors.New("gitrepo: AuthorName and AuthorEmail are required to commit")
 	}
-	if re := treeRefusal(ctx, wt); re != nil {
+	if re := m.treeRefusal(ctx, wt); re != nil {
 		return "", fmt.Errorf("stage changes: %w", re)
 	}
 	if re := m.checkChangedSizes(ctx, wt); re != nil {

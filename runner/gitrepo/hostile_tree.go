@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/alfred-bot/alfred/internal/base/runfile"
 )
@@ -20,20 +22,47 @@ const blocking = fs.ModeNamedPipe | fs.ModeDevice | fs.ModeCharDevice
 // nil when there is none:
 //   - a FIFO or a device anywhere (runfile.ReasonNotRegular), even ignored: git opens some
 //     files it does not stage;
-//   - a .git below the root (runfile.ReasonNestedRepository): git would stage a nested
-//     repository as a link to a commit nobody can fetch and, once the branch has that link,
-//     run the nested repository's own configuration (core.fsmonitor is a command) as Alfred,
-//     without the settings Alfred gives its own git.
+//   - a .git below the root (runfile.ReasonNestedRepository) that git would see, i.e. not in a
+//     directory the repository ignores (git check-ignore, asked once no FIFO is left for it to
+//     open): git would stage the nested repository as a link to a commit nobody can fetch and,
+//     once the branch has that link, run the nested repository's own configuration
+//     (core.fsmonitor is a command) as Alfred, without the settings Alfred gives its own git.
 //
 // The worktree's own .git (a file git wrote, restored by every Prepare) is not walked. A
 // cancelled ctx ends the walk with no refusal.
-func treeRefusal(ctx context.Context, wt *Worktree) *runfile.RefusedError {
-	var found *runfile.RefusedError
+func (m *Manager) treeRefusal(ctx context.Context, wt *Worktree) *runfile.RefusedError {
+	var nested []*runfile.RefusedError
+	var blocked *runfile.RefusedError
 	walkHostile(ctx, wt, func(re *runfile.RefusedError) bool {
-		found = re
-		return false
+		if re.Reason != runfile.ReasonNestedRepository {
+			blocked = re
+			return false
+		}
+		nested = append(nested, re)
+		return true
 	})
-	return found
+	if blocked != nil || len(nested) == 0 {
+		return blocked
+	}
+	// The directories that hold a .git, asked of git: an ignored one is none of the branch's.
+	var dirs strings.Builder
+	for _, re := range nested {
+		dirs.WriteString(path.Dir(re.Name) + "\x00")
+	}
+	out, err := m.gitWT(ctx, wt, []byte(dirs.String()), "check-ignore", "--stdin", "-z")
+	if err != nil && !isExit(err, 1) { // 1: none is ignored
+		return nested[0]
+	}
+	ignored := map[string]bool{}
+	for _, d := range strings.Split(out, "\x00") {
+		ignored[strings.TrimSuffix(d, "/")] = true
+	}
+	for _, re := range nested {
+		if !ignored[path.Dir(re.Name)] {
+			return re
+		}
+	}
+	return nil
 }
 
 // scrubTree removes from wt everything treeRefusal refuses, so that the git calls that reset it

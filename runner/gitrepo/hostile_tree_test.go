@@ -85,3 +85,24 @@ func TestCommitRefusesAFIFOGitWouldOpen(t *testing.T) {
 		})
 	}
 }
+
+// A nested repository in a directory the repository ignores (a tool's checkout of a
+// dependency, pip's src/) is not the branch's business: git neither stages nor looks into it,
+// so the commit goes on without it.
+func TestCommitIgnoresANestedRepositoryInAnIgnoredDirectory(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{AuthorName: "Alfred", AuthorEmail: "alfred@example.org"})
+	wt, err := b.mgr.Prepare(t.Context(), b.proj, "alfred-mbx1-worktree", Checkout{Branch: "agent/issue-1"})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(wt.Path, ".gitignore"), []byte("/deps/\n"), 0o644))
+	dep := filepath.Join(wt.Path, "deps", "lib")
+	require.NoError(t, os.MkdirAll(dep, 0o755))
+	run(t, dep, "init", "--quiet")
+	require.NoError(t, os.WriteFile(filepath.Join(wt.Path, "main.go"), []byte("package main\n"), 0o644))
+	sha, err := b.mgr.Commit(t.Context(), wt, "Agent: code beside an ignored checkout")
+	require.NoError(t, err)
+	require.NotEmpty(t, sha)
+	files := run(t, wt.Path, "--git-dir="+wt.gitDir, "ls-tree", "-r", "--name-only", "HEAD")
+	require.Contains(t, files, "main.go")
+	require.NotContains(t, files, "deps")
+}

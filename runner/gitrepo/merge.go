@@ -163,7 +163,7 @@ func (m *Manager) CommitMerge(ctx context.Context, wt *Worktree, conflicted []st
 	if !m.merging(ctx, wt) {
 		return "", errors.New("gitrepo: no merge in progress")
 	}
-	if re := treeRefusal(ctx, wt); re != nil {
+	if re := m.treeRefusal(ctx, wt); re != nil {
 		return "", fmt.Errorf("stage changes: %w: %w", ErrMergeUnresolved, re)
 	}
 	if conflicted == nil {
