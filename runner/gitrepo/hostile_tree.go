@@ -96,7 +96,7 @@ func walkHostile(ctx context.Context, wt *Worktree, visit func(*runfile.RefusedE
 		case rel == ".git":
 		case d.Name() == ".git":
 			re = &runfile.RefusedError{Name: filepath.ToSlash(rel), Reason: runfile.ReasonNestedRepository,
-				Detail: "it makes its directory a repository inside the worktree, which git would run as Alfred; leave its files without it"}
+				Detail: "it makes its directory a repository of its own inside the worktree: git would commit it as a link to a commit nobody can fetch, and run its configuration as Alfred"}
 		case d.Type()&blocking != 0:
 			re = &runfile.RefusedError{Name: filepath.ToSlash(rel), Reason: runfile.ReasonNotRegular,
 				Detail: "it is a FIFO or a device, which git would block on"}
