@@ -224,6 +224,10 @@ func TestAdminListenerEdge(t *testing.T) {
 	require.GreaterOrEqual(t, refused, admin.DefaultAttemptBurst)
 	resp := do(http.MethodPost, "/ui/login", "", strings.NewReader("token="+hostileAdminToken))
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "past the limit even the right token waits")
+	// One budget per client for every way of presenting the token: the wrong logins spent it
+	// for a Bearer header on /metrics too.
+	resp = do(http.MethodGet, "/metrics", "Bearer guess-elsewhere", nil)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the login's budget is the Bearer header's")
 	t.Logf("%d wrong logins answered 401, then 429", refused)
 }
 

@@ -45,15 +45,16 @@ func (s *server) opsRoutes(top, guarded chi.Router, reader web.Reader) error {
 	if err != nil {
 		return err
 	}
-	top.Handle(web.Prefix+"/*", guardPages(s.cfg.Admin.Token.Reveal(), s.store, pages))
+	top.Handle(web.Prefix+"/*", guardPages(s.cfg.Admin.Token.Reveal(), s.store, s.tokenTries, pages))
 	top.Handle(web.Prefix, http.RedirectHandler(web.Prefix+"/", http.StatusMovedPermanently))
 	return nil
 }
 
 // guardPages puts pages behind admin.PageAuthWith with the admin token, the operators'
-// sessions kept in the store (every replica sharing it knows them; a restart keeps them).
-func guardPages(token string, sessions admin.OperatorSessions, pages http.Handler) http.Handler {
-	return admin.PageAuthWith(web.Prefix, token, admin.PageOptions{Sessions: sessions}, pages)
+// sessions kept in the store (every replica sharing it knows them; a restart keeps them), the
+// tries of a token counted in tries (shared with the Bearer-only routes).
+func guardPages(token string, sessions admin.OperatorSessions, tries *admin.Attempts, pages http.Handler) http.Handler {
+	return admin.PageAuthWith(web.Prefix, token, admin.PageOptions{Sessions: sessions, Attempts: tries}, pages)
 }
 
 // controls is web.Controls on the store (pause, resume and cancel, each recorded in the

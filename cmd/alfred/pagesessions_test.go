@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/internal/admin"
 	"github.com/alfred-bot/alfred/internal/store"
 	"github.com/alfred-bot/alfred/internal/store/postgres"
 	"github.com/alfred-bot/alfred/internal/store/sqlstore"
@@ -29,7 +30,7 @@ func TestPageSessionsSharedByReplicas(t *testing.T) {
 		st, err := store.Open(context.Background(), dsn, t.TempDir(), postgres.Pool{}, nil)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = st.Close() })
-		srv := httptest.NewServer(guardPages(token, st, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv := httptest.NewServer(guardPages(token, st, admin.NewAttempts(admin.DefaultAttemptLimits()), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte("page " + r.URL.Path))
 		})))
 		t.Cleanup(srv.Close)

@@ -82,6 +82,8 @@ type server struct {
 	metrics *metrics.Metrics
 	// admin serves the status endpoints behind the admin token (on cfg.Admin.Listen).
 	admin http.Handler
+	// tokenTries counts the tries of the admin token per client, for every admin route.
+	tokenTries *admin.Attempts
 }
 
 // logStore logs the engine and schema version of the store the server opened (the SQLite
@@ -341,10 +343,12 @@ func (s *server) buildHandler(sources map[string]webhook.Source) (http.Handler, 
 	ar.Method(http.MethodGet, "/mailboxes/{id}/session",
 		admin.SessionHandler(s.store, func(r *http.Request) string { return chi.URLParam(r, "id") }))
 	top := chi.NewRouter()
+	// One budget of token tries per client, for the pages' login and a Bearer header alike.
+	s.tokenTries = admin.NewAttempts(admin.DefaultAttemptLimits())
 	if err := s.opsRoutes(top, ar, s.store); err != nil {
 		return nil, err
 	}
-	top.Mount("/", admin.RequireToken(s.cfg.Admin.Token.Reveal(), ar))
+	top.Mount("/", admin.RequireTokenWith(s.cfg.Admin.Token.Reveal(), s.tokenTries, ar))
 	s.admin = admin.FrameHeaders(top)
 	names := make([]string, 0, len(sources))
 	for name := range sources {

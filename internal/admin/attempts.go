@@ -39,24 +39,30 @@ func DefaultAttemptLimits() AttemptLimits {
 	return AttemptLimits{PerAddress: DefaultAttemptsPerAddress, Burst: DefaultAttemptBurst}
 }
 
-// attempts counts the tries of a token. A try takes one token from its client's bucket; a try
-// that succeeds gives it back, so the holder of the right token is never slowed, and only
-// failures use the budget. One client's failures never refuse another client.
-type attempts struct {
+// Attempts counts the tries of a token, one budget per client for every handler given the same
+// Attempts (a login form and a Bearer header alike). A try takes one token from its client's
+// bucket; a try that succeeds gives it back, so the holder of the right token is never slowed,
+// and only failures use the budget. One client's failures never refuse another client. Safe for
+// concurrent use.
+type Attempts struct {
 	l      AttemptLimits
 	mu     sync.Mutex
 	byAddr map[string]*rate.Limiter
 	now    func() time.Time
 }
 
-func newAttempts(l AttemptLimits) *attempts {
-	return &attempts{l: l, byAddr: map[string]*rate.Limiter{}, now: time.Now}
+// NewAttempts returns an Attempts with l's limits (zero: DefaultAttemptLimits).
+func NewAttempts(l AttemptLimits) *Attempts {
+	if l == (AttemptLimits{}) {
+		l = DefaultAttemptLimits()
+	}
+	return &Attempts{l: l, byAddr: map[string]*rate.Limiter{}, now: time.Now}
 }
 
 // try is one attempt from r's client. It returns ok=false and how long to wait when the budget
 // is spent (the attempt must then be refused unchecked); otherwise done must be called with
 // the attempt's outcome.
-func (a *attempts) try(r *http.Request) (done func(success bool), wait time.Duration, ok bool) {
+func (a *Attempts) try(r *http.Request) (done func(success bool), wait time.Duration, ok bool) {
 	now := a.now()
 	res := a.limiter(clientAddr(r)).ReserveN(now, 1)
 	if d := res.DelayFrom(now); !res.OK() || d > 0 {
@@ -70,7 +76,7 @@ func (a *attempts) try(r *http.Request) (done func(success bool), wait time.Dura
 	}, 0, true
 }
 
-func (a *attempts) limiter(addr string) *rate.Limiter {
+func (a *Attempts) limiter(addr string) *rate.Limiter {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if l, ok := a.byAddr[addr]; ok {
@@ -108,7 +114,7 @@ func clientAddr(r *http.Request) string {
 }
 
 // trackedClients returns how many clients a's budgets track (tests).
-func (a *attempts) trackedClients() int {
+func (a *Attempts) trackedClients() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.byAddr)

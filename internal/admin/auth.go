@@ -16,8 +16,13 @@ import (
 // are limited per client address (DefaultAttemptLimits, the per-address part): past the budget
 // a request with a token is answered 429 with Retry-After, unchecked; a right token uses none.
 func RequireToken(token string, h http.Handler) http.Handler {
-	want := sha256.Sum256([]byte(token))
-	tries := newAttempts(DefaultAttemptLimits())
+	return RequireTokenWith(token, NewAttempts(DefaultAttemptLimits()), h)
+}
+
+// RequireTokenWith is RequireToken counting the tries in tries, which other handlers may share
+// (PageOptions.Attempts), so that a client has one budget whichever way it presents a token.
+func RequireTokenWith(token string, tries *Attempts, h http.Handler) http.Handler {
+	same := sameToken(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := bearerToken(r)
 		right := false
@@ -27,8 +32,7 @@ func RequireToken(token string, h http.Handler) http.Handler {
 				tooManyAttempts(w, wait)
 				return
 			}
-			sum := sha256.Sum256([]byte(got))
-			right = token != "" && subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+			right = same(got)
 			done(right)
 		}
 		if !right {
@@ -40,4 +44,14 @@ func RequireToken(token string, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// sameToken returns whether a received value is token: never for an empty one, in the same
+// time whatever the value and its length (both sides hashed before the comparison).
+func sameToken(token string) func(got string) bool {
+	want := sha256.Sum256([]byte(token))
+	return func(got string) bool {
+		sum := sha256.Sum256([]byte(got))
+		return token != "" && got != "" && subtle.ConstantTimeCompare(sum[:], want[:]) == 1
+	}
 }

@@ -1,11 +1,13 @@
 package admin
 
 import (
-	"crypto/subtle"
 	"html/template"
 	"net/http"
+	"net/url"
+	"path"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // PageCookie is the cookie PageAuth sets after a successful login: the id of a server-side
@@ -34,8 +36,12 @@ func PageAuthLimits(prefix, token string, limits AttemptLimits, next http.Handle
 
 // PageOptions are PageAuthWith's settings; the zero value is PageAuth's.
 type PageOptions struct {
-	// Limits bounds the tries of a token per client; zero means DefaultAttemptLimits.
+	// Limits bounds the tries of a token per client; zero means DefaultAttemptLimits. Ignored
+	// when Attempts is set.
 	Limits AttemptLimits
+	// Attempts counts the tries, shared with other handlers (RequireTokenWith) so that a client
+	// has one budget for a login and a Bearer header alike; nil means one of this handler's own.
+	Attempts *Attempts
 	// Sessions keeps the sessions; nil means a MemorySessions of this handler's own.
 	// `alfred serve` passes the store, so every replica knows every session.
 	Sessions OperatorSessions
@@ -60,14 +66,14 @@ func PageAuthWith(prefix, token string, o PageOptions, next http.Handler) http.H
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return pageAuth(prefix, token, o.Limits, newSessions(o.Sessions, token, o.TTL, o.Now), next)
+	if o.Attempts == nil {
+		o.Attempts = NewAttempts(o.Limits)
+	}
+	return pageAuth(prefix, token, o.Attempts, newSessions(o.Sessions, token, o.TTL, o.Now), next)
 }
 
-func pageAuth(prefix, token string, limits AttemptLimits, sessions *sessions, next http.Handler) http.Handler {
-	valid := func(got string) bool {
-		return got != "" && token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
-	}
-	tries := newAttempts(limits)
+func pageAuth(prefix, token string, tries *Attempts, sessions *sessions, next http.Handler) http.Handler {
+	valid := sameToken(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case prefix + "/login":
@@ -129,12 +135,35 @@ names in Alfred's configuration.</p>
 <label>Token <input type="password" name="token" autofocus></label> <button>Sign in</button>
 </form></body></html>`))
 
-func pageLogin(w http.ResponseWriter, r *http.Request, prefix string, tries *attempts, valid func(string) bool,
-	sessions *sessions) {
-	next := r.FormValue("next")
-	if !strings.HasPrefix(next, prefix+"/") || strings.HasPrefix(next, "//") {
-		next = prefix + "/"
+// pageNext returns where a login sends the browser: next when it is a path of this site under
+// prefix once cleaned ("." and ".." resolved, its query kept), else prefix+"/". A backslash or a
+// control character refuses it: browsers read "/\" as "//", another host.
+func pageNext(prefix, next string) string {
+	home := prefix + "/"
+	if strings.ContainsFunc(next, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
+		return home
 	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+		return home
+	}
+	clean := path.Clean(u.Path)
+	if strings.HasSuffix(u.Path, "/") && clean != "/" {
+		clean += "/"
+	}
+	if !strings.HasPrefix(clean, home) || strings.HasPrefix(clean, "//") {
+		return home
+	}
+	out := (&url.URL{Path: clean, RawQuery: u.RawQuery}).String()
+	if !strings.HasPrefix(out, home) {
+		return home
+	}
+	return out
+}
+
+func pageLogin(w http.ResponseWriter, r *http.Request, prefix string, tries *Attempts, valid func(string) bool,
+	sessions *sessions) {
+	next := pageNext(prefix, r.FormValue("next"))
 	tok, inURL := "", r.URL.Query().Has("token")
 	switch r.Method {
 	case http.MethodPost:

@@ -6,6 +6,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -62,6 +63,19 @@ func TestPageAuth(t *testing.T) {
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	require.Equal(t, srv.URL+"/ui/", resp.Request.URL.String(), "next stays under the prefix")
+
+	// A next that only starts with the prefix: the redirect a browser follows stays on this
+	// site, under the prefix (a browser reads "/\\" as "//", another host).
+	noFollow := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, next := range []string{"/ui/../\\evil.example/x", "/ui/..\\..\\evil.example", "/ui/\\evil.example", "/ui/../../evil", "/ui/%2e%2e/x", "/ui/\t/x"} {
+		resp, err = noFollow.PostForm(srv.URL+"/ui/login", url.Values{"token": {token}, "next": {next}})
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		loc := resp.Header.Get("Location")
+		require.True(t, strings.HasPrefix(loc, "/ui/"), "%q → %q", next, loc)
+		require.NotContains(t, loc, "\\", "%q → %q", next, loc)
+		require.NotContains(t, loc, "..", "%q → %q", next, loc)
+	}
 }
 
 // The token is never accepted in a URL: a GET or a POST carrying ?token= (even the right one)

@@ -75,7 +75,7 @@ func TestSessionsExpireAndFollowTheToken(t *testing.T) {
 // The per-client budgets are bounded in number.
 func TestAttemptsTrackBoundedClients(t *testing.T) {
 	t.Parallel()
-	a := newAttempts(DefaultAttemptLimits())
+	a := NewAttempts(DefaultAttemptLimits())
 	for i := range maxAddresses + 10 {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.RemoteAddr = "10." + itoa(i>>16) + "." + itoa((i>>8)&255) + "." + itoa(i&255) + ":1"
