@@ -77,8 +77,8 @@ func (e *Executor) collect(ctx context.Context, c collection, out *RunOutcome) e
 	lctx, cancelLogs := e.cleanupCtx(ctx)
 	stdout, stderr, logErr := e.cfg.Runtime.Logs(lctx, c.h.ID)
 	cancelLogs()
-	out.Stdout, out.StdoutTruncated = tail(textwalk.Storable(e.cfg.Redact(string(stdout))), e.cfg.MaxOutputBytes)
-	out.Stderr, out.StderrTruncated = tail(textwalk.Storable(e.cfg.Redact(string(stderr))), e.cfg.MaxOutputBytes)
+	out.Stdout, out.StdoutTruncated = tail(textwalk.Storable(RedactLogs(stdout, e.cfg.Redact)), e.cfg.MaxOutputBytes)
+	out.Stderr, out.StderrTruncated = tail(textwalk.Storable(RedactLogs(stderr, e.cfg.Redact)), e.cfg.MaxOutputBytes)
 	e.noteEgress(c.h.ID, out)
 	out.LogsDropped = LogDropped(stdout) + LogDropped(stderr)
 	if out.Status != "" { // timed out or canceled: no result is read

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 // MaxLogBytes bounds what a Runtime keeps of one stream of a run's output (stdout, stderr):
@@ -139,6 +140,34 @@ var markerNonce = func() string {
 }()
 
 var droppedMarker = regexp.MustCompile(`\n\[… alfred ` + markerNonce + `: (\d+) bytes of output dropped here …\]\n`)
+
+// RedactMargin is more than the longest text a censor replaces (a secret's longest encoding: a
+// 4096-bit RSA key in PEM, URL-encoded, is about 10 KiB). RedactLogs drops this much on each
+// side of a dropped-bytes marker.
+const RedactMargin = 16 << 10
+
+// RedactLogs returns logs censored by redact. Where a Runtime dropped bytes (the marker
+// LogDropped reads), the head before it and the tail after it are censored apart (the marker
+// untouched) and RedactMargin bytes are dropped on each side of it: the cut may have split a
+// secret, whose two parts the censor cannot recognise; the marker then counts them too.
+func RedactLogs(logs []byte, redact func(string) string) string {
+	loc := droppedMarker.FindSubmatchIndex(logs)
+	if loc == nil {
+		return redact(string(logs))
+	}
+	dropped, _ := strconv.ParseInt(string(logs[loc[2]:loc[3]]), 10, 64)
+	head, tail := redact(string(logs[:loc[0]])), redact(string(logs[loc[1]:]))
+	h := max(0, len(head)-RedactMargin)
+	for h > 0 && !utf8.RuneStart(head[h]) {
+		h--
+	}
+	t := min(RedactMargin, len(tail))
+	for t < len(tail) && !utf8.RuneStart(tail[t]) {
+		t++
+	}
+	dropped += int64(len(head) - h + t)
+	return head[:h] + fmt.Sprintf("\n[… alfred %s: %d bytes of output dropped here …]\n", markerNonce, dropped) + tail[t:]
+}
 
 // LogDropped returns the bytes a Runtime dropped from the middle of logs (the marker
 // LogBuffer.Bytes writes, with this process's nonce), 0 when it kept them whole. A marker the

@@ -134,3 +134,29 @@ func TestLogDroppedTrustsOnlyItsOwnMarker(t *testing.T) {
 	require.Equal(t, int64(500+len("\n[… alfred: 0 bytes of output dropped here …]\n")-64), LogDropped(b.Bytes()),
 		"the run's own marker first does not hide the real one")
 }
+
+// A flood's cut between head and tail may split a secret the run printed: the stored log is
+// censored before it is cut further, and the margin on each side of the marker drops the
+// parts the censor cannot recognise; the session line and the result stay.
+func TestRedactLogsLeavesNoPartOfASecretAtTheCut(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-ant-api03-0123456789abcdefghijKLMNOP"
+	redact := func(s string) string { return strings.ReplaceAll(s, secret, "[redacted]") }
+	const bound = 256 << 10
+	for _, k := range []int{1, 9, len(secret) - 1} {
+		b := NewLogBuffer(bound)
+		filler := strings.Repeat("x", bound/2-len("session: abc\n")-k)
+		_, _ = b.Write([]byte("session: abc\n" + filler + secret + strings.Repeat("y", 3*bound)))
+		// and the tail starts within another occurrence
+		_, _ = b.Write([]byte(secret[k:] + strings.Repeat("z", bound/2-len(secret)+k-len("the result\n")) + "the result\n"))
+		got := RedactLogs(b.Bytes(), redact)
+		require.True(t, strings.HasPrefix(got, "session: abc\n"), "k=%d", k)
+		require.True(t, strings.HasSuffix(got, "the result\n"), "k=%d", k)
+		for n := 4; n < len(secret); n++ {
+			require.NotContains(t, got, secret[:n]+"\n[", "k=%d: the head ends with part of the secret", k)
+			require.NotContains(t, got, "]\n"+secret[len(secret)-n:], "k=%d: the tail starts with part of the secret", k)
+		}
+		require.GreaterOrEqual(t, LogDropped([]byte(got)), b.Dropped(), "k=%d", k)
+	}
+	require.Equal(t, "no [redacted] here", RedactLogs([]byte("no "+secret+" here"), redact), "no marker: censored whole")
+}

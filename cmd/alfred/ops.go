@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -158,16 +157,29 @@ func (d dockerLogs) RunLog(ctx context.Context, name string, maxBytes int) (stri
 		return "", err
 	}
 	defer rc.Close()
-	var buf bytes.Buffer
-	if _, err := stdcopy.StdCopy(&buf, &buf, rc); err != nil {
+	buf := &tailBuffer{max: maxBytes}
+	if _, err := stdcopy.StdCopy(buf, buf, rc); err != nil {
 		return "", err
 	}
-	b := buf.Bytes()
-	if len(b) > maxBytes {
-		b = b[len(b)-maxBytes:]
-	}
-	return string(b), nil
+	return string(buf.bytes()), nil
 }
+
+// tailBuffer keeps the last max bytes written to it, in at most about twice that memory
+// whatever is written (a flooded container's log is read whole to reach its end).
+type tailBuffer struct {
+	b   []byte
+	max int
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 2*t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) bytes() []byte { return t.b[max(0, len(t.b)-t.max):] }
 
 // settingsView is web.Settings on the configuration; the global settings also show each
 // forge's transport and, for a polled forge, its last poll (cursors: the store's).

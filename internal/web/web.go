@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -341,17 +342,32 @@ func (h *Handler) runView(ctx context.Context, id int64) (*runBody, error) {
 		case h.cfg.Logs == nil || run.Container == "":
 			b.LogNote = "the run is starting: no container log yet"
 		default:
-			live, err := h.cfg.Logs.RunLog(ctx, run.Container, DefaultLogBytes)
+			// The window asked for holds redactMargin bytes more than is shown: the start of a
+			// cut log may be the end of a secret the censor cannot recognise in part, so the
+			// window is censored whole and its first redactMargin bytes are dropped after.
+			live, err := h.cfg.Logs.RunLog(ctx, run.Container, DefaultLogBytes+redactMargin)
 			if err != nil {
 				b.LogNote = "container log unavailable: " + errorWords(err)
-			} else {
-				b.Log = live
+				break
 			}
+			b.Log = h.cfg.Redact(live)
+			if len(live) >= DefaultLogBytes+redactMargin {
+				cut := min(redactMargin, len(b.Log))
+				for cut < len(b.Log) && !utf8.RuneStart(b.Log[cut]) {
+					cut++
+				}
+				b.Log = b.Log[cut:]
+			}
+			return b, nil
 		}
 	}
 	b.Log = h.cfg.Redact(b.Log)
 	return b, nil
 }
+
+// redactMargin is more than the longest text the censor replaces (a secret's longest encoding:
+// a 4096-bit RSA key in PEM, URL-encoded, is about 10 KiB).
+const redactMargin = 16 << 10
 
 // errorWords keeps an error's text short for a page (the log has the detail).
 func errorWords(err error) string {

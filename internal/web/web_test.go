@@ -124,6 +124,22 @@ func TestPages(t *testing.T) {
 	}
 }
 
+// The live log is censored before it is cut to what the page shows: a secret the cut would
+// split (its head before the window, its tail inside) never shows in part.
+func TestLiveLogCutNeverSplitsASecret(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, k := range []int{1, 7, len(secret) - 1} {
+		b.mem.SetLog("alfred-mbx2-development-a1", "key="+secret+strings.Repeat("y", web.DefaultLogBytes-k))
+		for _, p := range []string{"/runs/21", "/runs/21/log"} {
+			code, body := get(t, b.srv.URL+web.Prefix+p)
+			require.Equal(t, http.StatusOK, code)
+			require.NotContains(t, body, secret[len(secret)-k:]+"yyy", "k=%d %s", k, p)
+			require.Contains(t, body, "yyyy", p)
+		}
+	}
+}
+
 func TestGoneContainerSaysSo(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
