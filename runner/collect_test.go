@@ -135,3 +135,36 @@ func TestRecoveryFindsAgentByConfiguredName(t *testing.T) {
 	require.Equal(t, runner.StatusSucceeded, r.Outcome.Status, "%v", r.Outcome.Err)
 	require.Equal(t, "42", r.Outcome.Result.Answer)
 }
+
+// runningAdopt is adoptRuntime whose adopted container still runs, and whose Wait lasts until
+// its context ends.
+type runningAdopt struct{ adoptRuntime }
+
+func (f runningAdopt) Adopt(ctx context.Context, ref string) (runner.Handle, error) {
+	h, err := f.adoptRuntime.Adopt(ctx, ref)
+	h.Running = true
+	return h, err
+}
+
+// A process that shuts down while it waits for a container it reattached leaves it as it found
+// it, exactly as a live run detaches: the container goes on, its run directory and its record
+// stay for the next process, and the run is reported still running, never failed.
+func TestReattachDetachedAtShutdownLeavesTheContainer(t *testing.T) {
+	t.Parallel()
+	xl := &memLog{}
+	rt := runningAdopt{adoptRuntime{fakeRuntime: &fakeRuntime{hang: true}, run: 8}}
+	b := setupFake(t, func(c *runner.Config) { c.Runtime = rt; c.ContainerLog = xl })
+	rec := leftRun(t, b.exec, xl, 8, phase.Input{Phase: phase.Answer, Key: "answer", Attempt: 1}, "script", "")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(phase.ErrDetach)
+	r, err := b.exec.Reattach(ctx, rec, true)
+	require.NoError(t, err)
+	require.True(t, r.StillRunning, "reported still running")
+	require.Nil(t, r.Outcome)
+	require.Empty(t, rt.destroyed, "the container goes on")
+	require.DirExists(t, b.exec.RunDir(rec.ContainerName))
+	rows, err := xl.RunContainers(t.Context(), 8)
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	require.True(t, rows[0].Status.Live(), "the record stays for the next process: %s", rows[0].Status)
+}

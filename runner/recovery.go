@@ -22,8 +22,8 @@ type Reattached struct {
 	// which; the container record is then in status error.
 	Gone   bool
 	Reason string
-	// StillRunning is true when the container runs and the caller asked not to wait; nothing
-	// was changed.
+	// StillRunning is true when the container runs and the caller asked not to wait, or the
+	// wait ended with phase.ErrDetach; nothing was changed.
 	StillRunning bool
 	// Outcome is the collected run (exit, redacted output, the adapter's Result), as
 	// Executor.Run would have returned it, when neither Gone nor StillRunning.
@@ -43,7 +43,9 @@ type Reattached struct {
 //
 // The adapter is the one the record names (its configured agent name), else the one bound to
 // the run's phase. When ctx ends while waiting, the container is stopped and the outcome is
-// StatusCanceled, as for a run. The error is for an adoption failure, and, as in Run, for a
+// StatusCanceled, as for a run; when it ends with phase.ErrDetach (Alfred shutting down), the
+// container, its run directory and its record are left as they were and StillRunning is
+// reported, as a live run detaches. The error is for an adoption failure, and, as in Run, for a
 // Runtime failure while waiting or reading the logs (collect); after a failed collect the
 // adopted container is removed and its record ended all the same.
 func (e *Executor) Reattach(ctx context.Context, rec ContainerRecord, wait bool) (*Reattached, error) {
@@ -117,7 +119,11 @@ func (e *Executor) Reattach(ctx context.Context, rec ContainerRecord, wait bool)
 	if rec.Status == ContainerStarting || rec.ContainerID == "" {
 		out.RecordErr = life.ready(ctx, h.ID)
 	}
-	defer teardown(out)
+	defer func() {
+		if out.Status != StatusDetached {
+			teardown(out)
+		}
+	}()
 
 	c := collection{h: h, agent: agent, in: in, outDir: filepath.Join(runDir, "out"), limit: e.cfg.Timeout, life: life}
 	if h.Running {
@@ -126,6 +132,11 @@ func (e *Executor) Reattach(ctx context.Context, rec ContainerRecord, wait bool)
 	}
 	if err := e.collect(ctx, c, out); err != nil {
 		return nil, fmt.Errorf("reattach %s: %w", h.Name, err)
+	}
+	if out.Status == StatusDetached {
+		// Alfred is shutting down (ctx ended with phase.ErrDetach): the container, its run
+		// directory and its record stay for the next process, as a live run's do.
+		return &Reattached{StillRunning: true}, nil
 	}
 	return &Reattached{Outcome: out, Input: in}, nil
 }
