@@ -136,7 +136,7 @@ func TestRedTeamOutputDocker(t *testing.T) {
 	fifo.Input.Key = "fifo"
 	out, err = jobs.Execute(ctx, fifo)
 	require.NoError(t, err, "what git cannot commit is the run's failure, not an infrastructure error")
-	require.Equal(t, "I did not commit what the agent left: `README`: it is a FIFO, a socket or a device where the branch has a file; git cannot commit it"+
+	require.Equal(t, "I did not commit what the agent left: `README`: it is a FIFO or a device, which git would block on"+
 		" (nothing was sent; a retry starts again from the branch as the forge has it)", out.Failure)
 	require.Equal(t, []string{runfile.ReasonNotRegular}, out.HostileOutput)
 	require.Nil(t, out.Result)

@@ -96,7 +96,7 @@ func (s *Store) Deliver(_ context.Context, ev forge.Event) (bool, error) {
 	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
-		return false, fmt.Errorf("encode event: %w", err)
+		return false, fmt.Errorf("%w: encode event: %w", forge.ErrBadPayload, err) // never storable
 	}
 	id, err := s.resolve(ev)
 	if err != nil {
