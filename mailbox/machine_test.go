@@ -2,6 +2,7 @@ package mailbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -39,6 +40,8 @@ type scriptedJobs struct {
 	block           chan struct{} // when set, Execute waits on it or on ctx
 	// during, when set, is called inside Execute, as the agent runs.
 	during func(job phase.Job)
+	// cause is why the last blocked Execute's context ended (context.Cause).
+	cause error
 }
 
 func (e *scriptedJobs) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, error) {
@@ -53,6 +56,12 @@ func (e *scriptedJobs) Execute(ctx context.Context, job phase.Job) (*phase.Outco
 		select {
 		case <-block:
 		case <-ctx.Done():
+			e.mu.Lock()
+			e.cause = context.Cause(ctx)
+			e.mu.Unlock()
+			if errors.Is(context.Cause(ctx), phase.ErrDetach) { // as runner.Service: left running
+				return &phase.Outcome{Interrupted: true, Detached: true}, nil
+			}
 			return &phase.Outcome{Interrupted: true, ExitCode: 137}, nil
 		}
 	}

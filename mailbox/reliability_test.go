@@ -2,6 +2,7 @@ package mailbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -930,4 +931,43 @@ func TestSetAsideIsSaidWhenTheLeaseGoesRightAfter(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, notes+len(pending), "either still pending for the holder, or said")
+}
+
+// extendLost is a store on which every heartbeat finds the lease lost (it expired during a
+// database outage longer than the TTL).
+type extendLost struct{ storetest.Store }
+
+func (extendLost) Extend(context.Context, int64, string, time.Duration) error {
+	return mailbox.ErrLeaseLost
+}
+
+// A pass whose lease is lost while its run's agent works leaves the run as a shutdown does:
+// the container goes on (the run's context ends with phase.ErrDetach, never a plain cancel that
+// stops it) and the run stays running, for whoever holds the mailbox next to reattach.
+func TestLostLeaseDetachesTheRun(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, guard{store: func(now func() time.Time) storetest.Store {
+		return extendLost{mailboxtest.NewStore(now)}
+	}}, "type::task")
+	b.exec.block = make(chan struct{}) // the agent works until its context ends
+	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", LeaseTTL: 300 * time.Millisecond}, b.store, b.machine, b.log)
+	b.deliver(assign("alice"))
+	ctx := context.Background()
+	for { // the event pass, then the run pass
+		did, err := w.Once(ctx)
+		if errors.Is(err, mailbox.ErrLeaseLost) {
+			break
+		}
+		require.NoError(t, err)
+		require.True(t, did, "the run pass ended without losing its lease")
+	}
+	b.exec.mu.Lock()
+	cause := b.exec.cause
+	b.exec.mu.Unlock()
+	require.ErrorIs(t, cause, phase.ErrDetach, "the run is left running, not stopped")
+	mb, err := b.store.Find(ctx, b.ref)
+	require.NoError(t, err)
+	runs, err := b.store.RunningRuns(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, runs, 1, "the run stays running for the next holder to reattach")
 }

@@ -312,8 +312,8 @@ func (w *Workers) OnceRun(ctx context.Context) (bool, error) {
 // and releases the lease (with a backoff after a failure).
 func (w *Workers) pass(ctx context.Context, mb *Mailbox, owner string, advance func(context.Context, *Mailbox) error) error {
 	log := w.log.With("mailbox_id", mb.ID, "forge", mb.Forge, "repo", mb.Repo, "issue", mb.Number)
-	passCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	passCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	lost := make(chan struct{})
 	go func() {
 		t := time.NewTicker(w.cfg.LeaseTTL / 3)
@@ -324,16 +324,16 @@ func (w *Workers) pass(ctx context.Context, mb *Mailbox, owner string, advance f
 				return
 			case <-t.C:
 				if err := w.store.Extend(passCtx, mb.ID, owner, w.cfg.LeaseTTL); errors.Is(err, ErrLeaseLost) {
-					log.Error("lease lost; stopping the pass")
+					log.Error("lease lost; stopping the pass, its run's container left running")
 					close(lost)
-					cancel()
+					cancel(errLeaseLostDetach{})
 					return
 				}
 			}
 		}
 	}()
 	passErr := advance(passCtx, mb)
-	cancel()
+	cancel(nil)
 	pause := time.Duration(0)
 	if errors.Is(passErr, errEventsHeld) { // not a failure: the run worker acts first
 		passErr, pause = nil, w.cfg.Poll
@@ -387,3 +387,16 @@ func (i WakingInbox) Deliver(ctx context.Context, ev forge.Event) (bool, error) 
 	}
 	return dup, err
 }
+
+// errLeaseLostDetach ends a pass whose lease was lost (a heartbeat found it expired, or taken):
+// a run it started is left running as at a shutdown (it is phase.ErrDetach), its container,
+// record and row kept, for whoever holds the mailbox next to reattach; stopping it would run
+// the phase again, or kill the container another replica has adopted.
+type errLeaseLostDetach struct{}
+
+func (errLeaseLostDetach) Error() string {
+	return "the mailbox's lease was lost: the run's container is left running for whoever holds the mailbox next"
+}
+
+func (errLeaseLostDetach) Is(target error) bool { return target == phase.ErrDetach }
+
