@@ -96,14 +96,22 @@ type MailboxDetail struct {
 	Branch string
 	// MergeRequestNumber is the bot's merge request, 0 when none.
 	MergeRequestNumber int64
-	// Timeline is what happened, oldest first: events received and what the machine decided.
+	// Timeline is what happened, oldest first: events received and what the machine decided;
+	// of the events, state changes and operator actions only the latest MaxTimelineEvents each.
 	Timeline []TimelineEntry
+	// TimelineCut is true when older entries than the Timeline holds were left out.
+	TimelineCut bool
 	// Runs are the mailbox's runs, oldest first.
 	Runs []RunSummary
 	// Shadow lists, oldest first, what Alfred would have written to the forge while the
 	// project was in shadow mode; empty for a project that never was.
 	Shadow []ShadowPost
 }
+
+// MaxTimelineEvents bounds the events, the state changes and the operator actions a mailbox
+// page reads, the latest of each: anyone who may comment on an issue can send thousands, and
+// each event is decoded to be shown.
+const MaxTimelineEvents = 500
 
 // TimelineEntry is one line of a mailbox's timeline.
 type TimelineEntry struct {

@@ -107,13 +107,14 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{cfg: cfg, pages: map[string]*template.Template{}}
 	funcs := template.FuncMap{
-		"prefix":   func() string { return Prefix },
-		"ago":      func(t time.Time) string { return ago(cfg.Now(), t) },
-		"utc":      func(t time.Time) string { return utc(t) },
-		"duration": func(r RunSummary) string { return r.Duration(cfg.Now()).String() },
-		"cost":     Cost,
-		"tokens":   Tokens,
-		"markdown": markdown.HTML, // as the forges render a comment
+		"prefix":      func() string { return Prefix },
+		"ago":         func(t time.Time) string { return ago(cfg.Now(), t) },
+		"utc":         func(t time.Time) string { return utc(t) },
+		"maxTimeline": func() int { return MaxTimelineEvents },
+		"duration":    func(r RunSummary) string { return r.Duration(cfg.Now()).String() },
+		"cost":        Cost,
+		"tokens":      Tokens,
+		"markdown":    markdown.HTML, // as the forges render a comment
 		"mr": func(forgeName string, number int64) string {
 			return MergeRequestRef(cfg.PullRequests != nil && cfg.PullRequests(forgeName), number)
 		},

@@ -140,6 +140,22 @@ func TestLiveLogCutNeverSplitsASecret(t *testing.T) {
 	}
 }
 
+// A mailbox whose timeline was cut to its latest entries says so.
+func TestCutTimelineSaysSo(t *testing.T) {
+	t.Parallel()
+	mem := webtest.NewMemory()
+	mem.AddMailbox(web.MailboxDetail{MailboxSummary: web.MailboxSummary{ID: 1, Forge: "gitea", Repo: "alice/shop", Number: 3,
+		Title: "Busy", State: "idle"}, Timeline: []web.TimelineEntry{{At: t0, Kind: "event", Text: "issue_comment by bob"}},
+		TimelineCut: true})
+	h, err := web.New(web.Config{Reader: mem, Now: func() time.Time { return t0 }, Redact: func(s string) string { return s }})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	code, body := get(t, srv.URL+web.Prefix+"/mailboxes/1")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, fmt.Sprintf("Only the latest %d events", web.MaxTimelineEvents))
+}
+
 func TestGoneContainerSaysSo(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

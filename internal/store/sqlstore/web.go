@@ -112,15 +112,18 @@ func (s *Store) Mailboxes(ctx context.Context, offset, limit int) ([]web.Mailbox
 
 // sqlWebActions reads what operators did to a mailbox ($1) and to its project ($2 forge, $3
 // repo), from the indexes operator_actions_mailbox and operator_actions_project.
-const sqlWebActions = `SELECT action, actor, at FROM operator_actions WHERE mailbox_id = $1
-UNION ALL SELECT action, actor, at FROM operator_actions WHERE mailbox_id IS NULL AND forge = $2 AND repo = $3`
+const sqlWebActions = `SELECT action, actor, at FROM (
+SELECT action, actor, at FROM operator_actions WHERE mailbox_id = $1
+UNION ALL SELECT action, actor, at FROM operator_actions WHERE mailbox_id IS NULL AND forge = $2 AND repo = $3) a
+ORDER BY at DESC LIMIT $4`
 
+// sqlWebEvents reads the latest $2 events of a mailbox ($1), newest first.
 const sqlWebEvents = `SELECT event_type, payload, received_at, processed_at, outcome FROM events
-WHERE mailbox_id = $1 ORDER BY id`
+WHERE mailbox_id = $1 ORDER BY id DESC LIMIT $2`
 
 // sqlWebStateChanges reads a mailbox's state changes (migrations/0018_state_changes.sql, a
 // trigger records them) through state_changes_mailbox.
-const sqlWebStateChanges = `SELECT at, from_state, to_state FROM state_changes WHERE mailbox_id = $1 ORDER BY id`
+const sqlWebStateChanges = `SELECT at, from_state, to_state FROM state_changes WHERE mailbox_id = $1 ORDER BY id DESC LIMIT $2`
 
 const sqlWebRunColumns = `r.id, r.mailbox_id, r.phase, r.step, r.attempt, r.status, r.outcome, r.started_at,
 	r.finished_at,
@@ -199,9 +202,15 @@ func (s *Store) Mailbox(ctx context.Context, id int64) (*web.MailboxDetail, erro
 		ProcessedAt sql.NullTime `db:"processed_at"`
 		Outcome     string       `db:"outcome"`
 	}
-	if err := s.db.SelectContext(ctx, &events, sqlWebEvents, id); err != nil {
+	// One more than shown of each list tells whether older entries were left out.
+	limit := web.MaxTimelineEvents + 1
+	if err := s.db.SelectContext(ctx, &events, sqlWebEvents, id, limit); err != nil {
 		return nil, fmt.Errorf("list events of mailbox %d: %w", id, err)
 	}
+	if len(events) > web.MaxTimelineEvents {
+		events, d.TimelineCut = events[:web.MaxTimelineEvents], true
+	}
+	slices.Reverse(events) // read newest first, appended oldest first
 	for _, e := range events {
 		d.Timeline = append(d.Timeline, web.TimelineEntry{At: e.ReceivedAt, Kind: "event", Text: eventWords(e.Type, e.Payload)})
 		if e.ProcessedAt.Valid && e.Outcome != "" {
@@ -213,9 +222,13 @@ func (s *Store) Mailbox(ctx context.Context, id int64) (*web.MailboxDetail, erro
 		From string    `db:"from_state"`
 		To   string    `db:"to_state"`
 	}
-	if err := s.db.SelectContext(ctx, &changes, sqlWebStateChanges, id); err != nil {
+	if err := s.db.SelectContext(ctx, &changes, sqlWebStateChanges, id, limit); err != nil {
 		return nil, fmt.Errorf("list state changes of mailbox %d: %w", id, err)
 	}
+	if len(changes) > web.MaxTimelineEvents {
+		changes, d.TimelineCut = changes[:web.MaxTimelineEvents], true
+	}
+	slices.Reverse(changes) // read newest first, appended oldest first
 	for _, c := range changes {
 		d.Timeline = append(d.Timeline, web.TimelineEntry{At: c.At, Kind: "state", Text: c.From + " → " + c.To})
 	}
@@ -234,9 +247,13 @@ func (s *Store) Mailbox(ctx context.Context, id int64) (*web.MailboxDetail, erro
 		Actor  string    `db:"actor"`
 		At     time.Time `db:"at"`
 	}
-	if err := s.db.SelectContext(ctx, &actions, sqlWebActions, id, row.Forge, row.Repo); err != nil {
+	if err := s.db.SelectContext(ctx, &actions, sqlWebActions, id, row.Forge, row.Repo, limit); err != nil {
 		return nil, fmt.Errorf("list operator actions of mailbox %d: %w", id, err)
 	}
+	if len(actions) > web.MaxTimelineEvents {
+		actions, d.TimelineCut = actions[:web.MaxTimelineEvents], true
+	}
+	slices.Reverse(actions) // read newest first, appended oldest first
 	for _, a := range actions {
 		d.Timeline = append(d.Timeline, web.TimelineEntry{At: a.At, Kind: "operator", Text: a.Actor + " " + a.Action})
 	}

@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"WebReader":                     webReader,
 		"UnratedRunsAreNotFree":         unratedRuns,
 		"WebReaderPages":                webReaderPages,
+		"MailboxPageBounded":            mailboxPageBounded,
 		"ConcurrentDeliveries":          concurrentDeliveries,
 		"SchemaVersionIsTheNewest":      schemaVersion,
 		"SameDeliveryIDOtherBodyLogged": sameDeliveryOtherBody,

@@ -264,3 +264,30 @@ func rebuiltTimeline(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	require.True(t, created)
 	require.Equal(t, []string{"idle → in_ci"}, states(takenOver.Mailbox.ID))
 }
+
+// mailboxPageBounded: a mailbox that received more events than a page shows (anyone who may
+// comment can send thousands) is read with its latest web.MaxTimelineEvents events only, and
+// says so; the newest are there.
+func mailboxPageBounded(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
+	ctx := context.Background()
+	const extra = 5
+	for i := range web.MaxTimelineEvents + extra {
+		_, err := s.Deliver(ctx, storetest.Event(1, fmt.Sprintf("flood-%d", i), fmt.Sprintf("h-%d", i)))
+		require.NoError(t, err)
+		c.Add(time.Millisecond)
+	}
+	mb, err := s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 1})
+	require.NoError(t, err)
+	d, err := s.Mailbox(ctx, mb.ID)
+	require.NoError(t, err)
+	events := 0
+	for _, e := range d.Timeline {
+		if e.Kind == "event" {
+			events++
+		}
+	}
+	require.Equal(t, web.MaxTimelineEvents, events)
+	require.True(t, d.TimelineCut, "the page says older events are not shown")
+	last := d.Timeline[len(d.Timeline)-1]
+	require.Equal(t, c.Now().Add(-time.Millisecond).UTC(), last.At.UTC(), "the newest event is shown")
+}
