@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"code.gitea.io/sdk/gitea"
@@ -125,3 +126,31 @@ func clientStatus(resp *gitea.Response) int {
 func (c *Client) wrap(op string, resp *gitea.Response, err error) error {
 	return forgehttp.NewError("forgejo", op, clientStatus(resp), err, c.token)
 }
+
+// maxListPages bounds the pages one list read asks for (maxListPages × clientPageSize items).
+const maxListPages = 200
+
+// morePages reports whether a list has a page after page, which held n items, seen items read
+// on every page so far: what the Link header says when the server sends one (rel="next");
+// else, since Gitea and Forgejo send only X-Total-Count on several lists (a pull request's
+// reviews, the notifications, the labels, the hooks), whether fewer items than that total
+// have been read. An empty page, or maxListPages pages, end the list.
+func morePages(h http.Header, page, n, seen int) bool {
+	if n == 0 || page >= maxListPages {
+		return false
+	}
+	if link := h.Get("Link"); link != "" {
+		return strings.Contains(link, `rel="next"`)
+	}
+	total, err := strconv.Atoi(h.Get("X-Total-Count"))
+	return err == nil && seen < total
+}
+
+// respHeader is the header of an SDK call's answer, nil without one.
+func respHeader(resp *gitea.Response) http.Header {
+	if resp == nil || resp.Response == nil {
+		return nil
+	}
+	return resp.Header
+}
+

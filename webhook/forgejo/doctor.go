@@ -56,7 +56,7 @@ func (c *Client) Hooks(ctx context.Context, repo string) ([]forge.Hook, error) {
 			out = append(out, forge.Hook{ID: h.ID, URL: h.Config["url"], ContentType: h.Config["content_type"],
 				Events: h.Events, Active: h.Active})
 		}
-		if resp == nil || resp.NextPage == 0 || len(hooks) == 0 {
+		if !morePages(respHeader(resp), page, len(hooks), len(out)) {
 			return out, nil
 		}
 	}

@@ -97,10 +97,10 @@ func (c *Client) CommentsSince(ctx context.Context, ref forge.IssueRef, since ti
 			}
 			out = append(out, fc)
 		}
-		if resp == nil || resp.NextPage <= page || len(list) == 0 {
+		if !morePages(respHeader(resp), page, len(list), len(out)) {
 			break
 		}
-		page = resp.NextPage
+		page++
 	}
 	forgehttp.SortComments(out)
 	return out, nil
@@ -208,6 +208,7 @@ func (c *Client) EnsureLabels(ctx context.Context, repo string, names []string) 
 func (c *Client) ensureLabelIDs(ctx context.Context, owner, name string, names []string) ([]int64, error) {
 	api := c.api(ctx)
 	known := map[string]int64{}
+	seen := 0
 	for page := 1; ; {
 		list, resp, err := api.ListRepoLabels(owner, name, gitea.ListLabelsOptions{ListOptions: gitea.ListOptions{Page: page, PageSize: clientPageSize}})
 		if err != nil {
@@ -216,13 +217,15 @@ func (c *Client) ensureLabelIDs(ctx context.Context, owner, name string, names [
 		for _, l := range list {
 			known[l.Name] = l.ID
 		}
-		if resp == nil || resp.NextPage <= page || len(list) == 0 {
+		seen += len(list)
+		if !morePages(respHeader(resp), page, len(list), seen) {
 			break
 		}
-		page = resp.NextPage
+		page++
 	}
 	if slices.ContainsFunc(names, func(n string) bool { _, ok := known[n]; return !ok }) {
 		// Organisation labels; a user-owned repository answers 404.
+		orgSeen := 0
 		for page := 1; ; {
 			list, resp, err := api.ListOrgLabels(owner, gitea.ListOrgLabelsOptions{ListOptions: gitea.ListOptions{Page: page, PageSize: clientPageSize}})
 			if err != nil {
@@ -236,10 +239,11 @@ func (c *Client) ensureLabelIDs(ctx context.Context, owner, name string, names [
 					known[l.Name] = l.ID
 				}
 			}
-			if resp == nil || resp.NextPage <= page || len(list) == 0 {
+			orgSeen += len(list)
+			if !morePages(respHeader(resp), page, len(list), orgSeen) {
 				break
 			}
-			page = resp.NextPage
+			page++
 		}
 	}
 	ids := make([]int64, 0, len(names))

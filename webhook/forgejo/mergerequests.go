@@ -50,6 +50,7 @@ func (c *Client) CreateMergeRequest(ctx context.Context, repo string, mr forge.N
 // openPull finds the open pull request with head branch in the same repository, or nil.
 func (c *Client) openPull(ctx context.Context, owner, name, branch string) (*forge.MergeRequest, error) {
 	api := c.api(ctx)
+	seen := 0
 	for page := 1; ; {
 		list, resp, err := api.ListRepoPullRequests(owner, name, gitea.ListPullRequestsOptions{
 			ListOptions: gitea.ListOptions{Page: page, PageSize: clientPageSize}, State: gitea.StateOpen,
@@ -62,10 +63,11 @@ func (c *Client) openPull(ctx context.Context, owner, name, branch string) (*for
 				return clientPull(pr), nil
 			}
 		}
-		if resp == nil || resp.NextPage <= page || len(list) == 0 {
+		seen += len(list)
+		if !morePages(respHeader(resp), page, len(list), seen) {
 			return nil, nil
 		}
-		page = resp.NextPage
+		page++
 	}
 }
 
@@ -182,8 +184,8 @@ func (c *Client) CIStatus(ctx context.Context, repo, sha string) (*forge.Pipelin
 				latest[st.Context] = st
 			}
 		}
-		if len(list) < statusPageSize {
-			break
+		if len(list) == 0 || page >= maxListPages {
+			break // a page shorter than asked is no end: the server may cap its pages lower
 		}
 	}
 	out := &forge.Pipeline{SHA: sha, State: forge.CINone}

@@ -24,11 +24,12 @@ var _ forge.Poller = (*Client)(nil)
 // change. Two requests (plus pages) whatever the number of repositories.
 func (c *Client) Changes(ctx context.Context, since time.Time) ([]forge.Change, error) {
 	var out []forge.Change
+	seen := 0
 	for page := 1; ; page++ {
 		q := url.Values{"all": {"true"}, "subject-type": {"issue", "pull"}}
 		clientPage(q, page, since)
 		var list []*gitea.NotificationThread
-		more, err := c.getJSON(ctx, "list the bot's notifications", "/notifications", q, &list)
+		h, err := c.getJSON(ctx, "list the bot's notifications", "/notifications", q, &list)
 		if err != nil {
 			return nil, err
 		}
@@ -37,7 +38,8 @@ func (c *Client) Changes(ctx context.Context, since time.Time) ([]forge.Change, 
 				out = append(out, ch)
 			}
 		}
-		if !more || len(list) == 0 {
+		seen += len(list)
+		if !morePages(h, page, len(list), seen) {
 			break
 		}
 	}

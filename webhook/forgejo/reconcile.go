@@ -22,11 +22,12 @@ import (
 // is built here, on the same retrying transport.
 func (c *Client) AssignedIssues(ctx context.Context, since time.Time, limit int) ([]forge.Issue, error) {
 	var out []forge.Issue
+	seen := 0
 	for page := 1; ; page++ {
 		q := url.Values{"assigned": {"true"}, "state": {"open"}, "type": {"issues"}}
 		clientPage(q, page, since)
 		var list []*gitea.Issue
-		more, err := c.getJSON(ctx, "search issues assigned to the bot", "/repos/issues/search", q, &list)
+		h, err := c.getJSON(ctx, "search issues assigned to the bot", "/repos/issues/search", q, &list)
 		if err != nil {
 			return nil, err
 		}
@@ -39,7 +40,8 @@ func (c *Client) AssignedIssues(ctx context.Context, since time.Time, limit int)
 				return out, nil
 			}
 		}
-		if !more || len(list) == 0 {
+		seen += len(list)
+		if !morePages(h, page, len(list), seen) {
 			return out, nil
 		}
 	}
@@ -59,7 +61,7 @@ type timelineEvent struct {
 }
 
 // Activity reads the issue's timeline (GET …/issues/{index}/timeline?since=, oldest first,
-// following pages) and keeps its label, assignee, close and reopen entries. A label entry with
+// every page: until one comes back empty, since the servers send no Link there) and keeps its label, assignee, close and reopen entries. A label entry with
 // body "1" is an addition, any other body a removal, as Forgejo and Gitea write them.
 func (c *Client) Activity(ctx context.Context, ref forge.IssueRef, since time.Time) ([]forge.Activity, error) {
 	owner, name, err := clientSplit(ref.Repo)
@@ -72,7 +74,7 @@ func (c *Client) Activity(ctx context.Context, ref forge.IssueRef, since time.Ti
 		q := url.Values{}
 		clientPage(q, page, since)
 		var list []timelineEvent
-		more, err := c.getJSON(ctx, "read the timeline of "+ref.String(), path, q, &list)
+		h, err := c.getJSON(ctx, "read the timeline of "+ref.String(), path, q, &list)
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +83,11 @@ func (c *Client) Activity(ctx context.Context, ref forge.IssueRef, since time.Ti
 				out = append(out, a)
 			}
 		}
-		if !more || len(list) == 0 {
+		// Gitea and Forgejo send no Link here and an X-Total-Count of the page's own length,
+		// and a server may cap a page below the limit asked for: the next page is asked until
+		// one comes back empty.
+		if len(list) == 0 || page >= maxListPages ||
+			(h.Get("Link") != "" && !strings.Contains(h.Get("Link"), `rel="next"`)) {
 			return out, nil
 		}
 	}
@@ -122,19 +128,19 @@ func clientPage(q url.Values, page int, since time.Time) {
 	}
 }
 
-// getJSON makes one GET of an /api/v1 path the SDK cannot express and decodes the answer into
-// out; more reports a Link rel="next". Errors are wrapped as the SDK calls' are.
-func (c *Client) getJSON(ctx context.Context, op, path string, q url.Values, out any) (more bool, err error) {
+// getJSON makes one GET of an /api/v1 path the SDK cannot express, decodes the answer into out
+// and returns the answer's header (for morePages). Errors are wrapped as the SDK calls' are.
+func (c *Client) getJSON(ctx context.Context, op, path string, q url.Values, out any) (http.Header, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL+"/api/v1"+path+"?"+q.Encode(), nil)
 	if err != nil {
-		return false, c.wrap(op, nil, err)
+		return nil, c.wrap(op, nil, err)
 	}
 	req.Header.Set("Authorization", "token "+c.token)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "alfred")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return false, c.wrap(op, nil, err)
+		return nil, c.wrap(op, nil, err)
 	}
 	defer resp.Body.Close()
 	gr := &gitea.Response{Response: resp}
@@ -143,10 +149,10 @@ func (c *Client) getJSON(ctx context.Context, op, path string, q url.Values, out
 			Message string `json:"message"`
 		}
 		_ = json.NewDecoder(resp.Body).Decode(&msg)
-		return false, c.wrap(op, gr, fmt.Errorf("%s", msg.Message))
+		return nil, c.wrap(op, gr, fmt.Errorf("%s", msg.Message))
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return false, c.wrap(op, gr, fmt.Errorf("decode: %w", err))
+		return nil, c.wrap(op, gr, fmt.Errorf("decode: %w", err))
 	}
-	return strings.Contains(resp.Header.Get("Link"), `rel="next"`), nil
+	return resp.Header, nil
 }

@@ -54,10 +54,10 @@ func (c *Client) pullReviews(api *gitea.Client, owner, name string, number int64
 			return nil, c.wrap(fmt.Sprintf("list reviews of %s/%s!%d", owner, name, number), resp, err)
 		}
 		all = append(all, list...)
-		if resp == nil || resp.NextPage <= page || len(list) == 0 {
+		if !morePages(respHeader(resp), page, len(list), len(all)) {
 			return all, nil
 		}
-		page = resp.NextPage
+		page++
 	}
 }
 

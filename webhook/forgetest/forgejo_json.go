@@ -168,7 +168,37 @@ func fjStatusState(st forge.CIState) string {
 // fjPaginate writes the page of items asked for with page/limit, with X-Total-Count and a Link
 // header as Forgejo sets them.
 func fjPaginate(w http.ResponseWriter, r *http.Request, capSize int, items []any) {
+	fjPaginateAs(w, r, capSize, items, linkAndTotal)
+}
+
+// fjPaging is which paging headers a list sends, as Gitea and Forgejo (v1.25 routers) do.
+type fjPaging int
+
+const (
+	// linkAndTotal: Link (next, last, first, prev) and X-Total-Count (pull requests, statuses,
+	// the issue search).
+	linkAndTotal fjPaging = iota
+	// totalOnly: X-Total-Count alone, no Link (a pull request's reviews, notifications,
+	// labels, hooks).
+	totalOnly
+	// pageTotalOnly: X-Total-Count of the page's own length, no Link (an issue's timeline).
+	pageTotalOnly
+)
+
+// fjPaginateAs is fjPaginate with the headers of paging.
+func fjPaginateAs(w http.ResponseWriter, r *http.Request, capSize int, items []any, paging fjPaging) {
 	pw := cutPage(r.URL.Query(), "limit", 30, 50, capSize, len(items))
+	if paging != linkAndTotal {
+		h := w.Header()
+		total := pw.total
+		if paging == pageTotalOnly {
+			total = pw.hi - pw.lo
+		}
+		h.Set("X-Total-Count", strconv.Itoa(total))
+		h.Set("Access-Control-Expose-Headers", "X-Total-Count, Link")
+		fjJSON(w, http.StatusOK, items[pw.lo:pw.hi])
+		return
+	}
 	var links []string
 	if pw.page < pw.pages {
 		links = append(links, pageLink(r, "limit", pw.size, pw.page+1, "next"), pageLink(r, "limit", pw.size, pw.pages, "last"))
@@ -269,5 +299,5 @@ func (s *ForgejoServer) fjTimeline(w http.ResponseWriter, r *http.Request, p *mo
 	for _, e := range entries {
 		out = append(out, e.v)
 	}
-	fjPaginate(w, r, s.pageSize, out)
+	fjPaginateAs(w, r, s.pageSize, out, pageTotalOnly)
 }

@@ -35,7 +35,7 @@ func (s *ForgejoServer) fjReviews(w http.ResponseWriter, r *http.Request, p *mod
 		for _, rv := range mi.reviews {
 			out = append(out, s.fjReviewJSON(p, mi, rv))
 		}
-		fjPaginate(w, r, s.pageSize, out)
+		fjPaginateAs(w, r, s.pageSize, out, totalOnly)
 	case len(seg) == 0 && m == http.MethodPost:
 		s.fjCreateReview(w, r, p, mi)
 	case len(seg) == 2 && seg[1] == "comments" && m == http.MethodGet:

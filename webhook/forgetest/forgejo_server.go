@@ -127,7 +127,7 @@ func (s *ForgejoServer) route(w http.ResponseWriter, r *http.Request, seg []stri
 		for _, l := range labels {
 			out = append(out, s.fjLabel(l))
 		}
-		fjPaginate(w, r, s.pageSize, out)
+		fjPaginateAs(w, r, s.pageSize, out, totalOnly)
 		return
 	case len(seg) == 3 && seg[0] == "repos" && seg[1] == "issues" && seg[2] == "search" && m == http.MethodGet:
 		s.fjSearchIssues(w, r)
@@ -162,7 +162,7 @@ func (s *ForgejoServer) route(w http.ResponseWriter, r *http.Request, seg []stri
 		for _, l := range p.labels {
 			out = append(out, s.fjLabel(l))
 		}
-		fjPaginate(w, r, s.pageSize, out)
+		fjPaginateAs(w, r, s.pageSize, out, totalOnly)
 	case len(seg) == 1 && seg[0] == "labels" && m == http.MethodPost:
 		s.fjCreateLabel(w, r, p)
 	case len(seg) == 3 && seg[0] == "issues" && seg[1] == "comments" && m == http.MethodPatch:

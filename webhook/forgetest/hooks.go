@@ -56,7 +56,7 @@ func (s *ForgejoServer) fjHooks(w http.ResponseWriter, r *http.Request, p *model
 			"updated_at": fjTime(s.clock), "created_at": fjTime(s.clock), "authorization_header": "",
 		})
 	}
-	fjPaginate(w, r, s.pageSize, out)
+	fjPaginateAs(w, r, s.pageSize, out, totalOnly)
 }
 
 // glBotPermissions is the "permissions" object of a project read by the bot's token.

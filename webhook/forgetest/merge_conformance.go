@@ -66,6 +66,16 @@ func RunMergeConformance(t *testing.T, newForge func(t *testing.T) (forge.Forge,
 		b.s.ResolveThreads(ConformanceRepo, b.number)
 	}
 
+	t.Run("MergeChecks reads every page of reviews", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.s.SetPageSize(1) // each review on a page of its own; Gitea and Forgejo send no Link here
+		b.s.AddReview(ConformanceRepo, b.number, "bob", "approved", "")
+		b.s.AddReview(ConformanceRepo, b.number, "bob", "changes_requested", "Not yet.")
+		c, err := b.m.MergeChecks(b.ctx, ConformanceRepo, b.number)
+		require.NoError(t, err)
+		require.Contains(t, c.ChangesRequested, "bob", "his latest verdict, on the last page")
+	})
 	t.Run("MergeChecks reads approvals and open threads", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

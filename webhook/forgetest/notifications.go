@@ -234,7 +234,7 @@ func (s *ForgejoServer) fjNotifications(w http.ResponseWriter, r *http.Request) 
 			},
 		})
 	}
-	fjPaginate(w, r, s.pageSize, out)
+	fjPaginateAs(w, r, s.pageSize, out, totalOnly)
 }
 
 // glTodos answers GET /todos for what Alfred asks: state=pending (the default), newest first,
