@@ -59,7 +59,7 @@ func (c *Client) openPull(ctx context.Context, owner, name, branch string) (*for
 			return nil, c.wrap("list pull requests of "+owner+"/"+name, resp, err)
 		}
 		for _, pr := range list {
-			if pr.Head != nil && pr.Head.Ref == branch && pr.State == gitea.StateOpen && !pr.HasMerged {
+			if pr.Head != nil && pr.Head.Ref == branch && pr.State == gitea.StateOpen && !pr.HasMerged && !pullFromFork(pr) {
 				return clientPull(pr), nil
 			}
 		}
@@ -84,6 +84,12 @@ func (c *Client) MergeRequest(ctx context.Context, repo string, number int64) (*
 	return clientPull(pr), nil
 }
 
+// pullFromFork reports whether pr's head is in another repository than its base (a fork's),
+// when the answer gives both.
+func pullFromFork(pr *gitea.PullRequest) bool {
+	return pr.Head != nil && pr.Base != nil && pr.Head.RepoID != 0 && pr.Base.RepoID != 0 && pr.Head.RepoID != pr.Base.RepoID
+}
+
 func clientPull(pr *gitea.PullRequest) *forge.MergeRequest {
 	out := &forge.MergeRequest{Number: pr.Index, Title: pr.Title, Body: pr.Body, State: string(pr.State), WebURL: pr.HTMLURL}
 	if pr.Updated != nil {
@@ -98,6 +104,7 @@ func clientPull(pr *gitea.PullRequest) *forge.MergeRequest {
 	if pr.Base != nil {
 		out.TargetBranch = pr.Base.Ref
 	}
+	out.FromFork = pullFromFork(pr)
 	if pr.Poster != nil {
 		out.Author = forge.User{ID: pr.Poster.ID, Login: pr.Poster.UserName}
 	}

@@ -41,7 +41,9 @@ func (c *Client) CreateMergeRequest(ctx context.Context, repo string, mr forge.N
 	return clientMergeRequest(&created.BasicMergeRequest), nil
 }
 
-// openMergeRequest finds the open merge request whose source branch is branch, or nil.
+// openMergeRequest finds the open merge request whose source branch is branch in the
+// repository itself, or nil: a fork's merge request from a branch of the same name is not the
+// bot's.
 func (c *Client) openMergeRequest(ctx context.Context, repo, branch string) (*forge.MergeRequest, error) {
 	list, resp, err := c.api.MergeRequests.ListProjectMergeRequests(repo, &gl.ListProjectMergeRequestsOptions{
 		ListOptions: gl.ListOptions{PerPage: 100}, State: gl.Ptr("opened"), SourceBranch: gl.Ptr(branch),
@@ -50,7 +52,7 @@ func (c *Client) openMergeRequest(ctx context.Context, repo, branch string) (*fo
 		return nil, c.wrap("list merge requests of "+repo, resp, err)
 	}
 	for _, m := range list {
-		if m.SourceBranch == branch && m.State == "opened" {
+		if m.SourceBranch == branch && m.State == "opened" && m.SourceProjectID == m.TargetProjectID {
 			return clientMergeRequest(m), nil
 		}
 	}
@@ -70,6 +72,7 @@ func clientMergeRequest(m *gl.BasicMergeRequest) *forge.MergeRequest {
 	out := &forge.MergeRequest{
 		Number: m.IID, Title: m.Title, Body: m.Description, SourceBranch: m.SourceBranch,
 		TargetBranch: m.TargetBranch, HeadSHA: m.SHA, WebURL: m.WebURL,
+		FromFork: hookFromFork(int64(m.SourceProjectID), int64(m.TargetProjectID)),
 	}
 	switch m.State {
 	case "opened", "locked":

@@ -1,0 +1,55 @@
+package gitlab_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/gitlab"
+)
+
+// A fork's merge request from a branch named as the bot's is not the bot's: opening the bot's
+// merge request creates its own instead of taking the fork's (whose head anyone with the fork
+// may push, and auto-merge would merge), and a read of the fork's says FromFork.
+func TestForkMergeRequestIsNotTheBots(t *testing.T) {
+	t.Parallel()
+	const fork = `{"iid":7,"title":"Mine","source_branch":"agent/issue-1","target_branch":"main","state":"opened",` +
+		`"source_project_id":99,"target_project_id":1,"sha":"1111111111111111111111111111111111111111"}`
+	created := false
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		p := r.URL.EscapedPath()
+		switch {
+		case r.Method == http.MethodGet && strings.HasSuffix(p, "/projects/acme%2Fshop/merge_requests"):
+			_, _ = fmt.Fprint(w, "["+fork+"]")
+		case r.Method == http.MethodGet && strings.HasSuffix(p, "/projects/acme%2Fshop/merge_requests/7"):
+			_, _ = fmt.Fprint(w, fork)
+		case r.Method == http.MethodPost && strings.HasSuffix(p, "/projects/acme%2Fshop/merge_requests"):
+			created = true
+			w.WriteHeader(http.StatusCreated)
+			_, _ = fmt.Fprint(w, `{"iid":8,"title":"Bot","source_branch":"agent/issue-1","target_branch":"main","state":"opened",`+
+				`"source_project_id":1,"target_project_id":1,"sha":"2222222222222222222222222222222222222222"}`)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = fmt.Fprint(w, `{"message":"404 Not found"}`)
+		}
+	}))
+	t.Cleanup(s.Close)
+	c, err := gitlab.NewClient(gitlab.ClientConfig{BaseURL: s.URL, Token: "t", MaxRetries: -1})
+	require.NoError(t, err)
+
+	mr, err := c.CreateMergeRequest(t.Context(), "acme/shop", forge.NewMergeRequest{Title: "Bot", SourceBranch: "agent/issue-1", TargetBranch: "main"})
+	require.NoError(t, err)
+	require.True(t, created, "the bot's own merge request is created")
+	require.EqualValues(t, 8, mr.Number)
+	require.False(t, mr.FromFork)
+
+	read, err := c.MergeRequest(t.Context(), "acme/shop", 7)
+	require.NoError(t, err)
+	require.True(t, read.FromFork)
+}
