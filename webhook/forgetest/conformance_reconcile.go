@@ -161,7 +161,9 @@ func runReconcileConformance(t *testing.T, setup func(t *testing.T) (forge.Forge
 			start = is.UpdatedAt.Add(time.Second)
 		}
 		s.SetIssueLabels(ref, "alice", "bug", "ai::validate_plan")
-		s.SetIssueAssignees(ref, "bob", "alice", bot)
+		s.AddUser("carol")
+		// Three added at once: GitLab's note says "assigned to @bob, @carol, and @bot".
+		s.SetIssueAssignees(ref, "bob", "alice", "bob", "carol", bot)
 		s.SetIssueAssignees(ref, "alice", "alice")
 		s.SetIssueState(ref, "bob", "closed")
 		s.SetIssueState(ref, "alice", "open")
@@ -180,7 +182,11 @@ func runReconcileConformance(t *testing.T, setup func(t *testing.T) (forge.Forge
 		}
 		require.Equal(t, []row{
 			{forge.ActivityLabelAdded, "alice", "ai::validate_plan"},
+			{forge.ActivityAssigned, "bob", "bob"},
+			{forge.ActivityAssigned, "bob", "carol"},
 			{forge.ActivityAssigned, "bob", bot},
+			{forge.ActivityUnassigned, "alice", "bob"},
+			{forge.ActivityUnassigned, "alice", "carol"},
 			{forge.ActivityUnassigned, "alice", bot},
 			{forge.ActivityClosed, "bob", ""},
 			{forge.ActivityReopened, "alice", ""},

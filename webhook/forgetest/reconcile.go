@@ -158,10 +158,10 @@ func (m *model) setAssigneesLocked(is *modelIssue, u *modelUser, next []string) 
 	if !m.sharedNumbers && len(added)+len(removed) > 0 { // GitLab's system note
 		var parts []string
 		if len(added) > 0 {
-			parts = append(parts, "assigned to "+strings.Join(added, " and "))
+			parts = append(parts, "assigned to "+toSentence(added))
 		}
 		if len(removed) > 0 {
-			parts = append(parts, "unassigned "+strings.Join(removed, " and "))
+			parts = append(parts, "unassigned "+toSentence(removed))
 		}
 		c := &modelComment{id: m.nextID(), body: strings.Join(parts, " and "), author: u, system: true, created: now, updated: now}
 		is.comments = append(is.comments, c)
@@ -255,3 +255,18 @@ func (m *model) EditCommentAs(ref forge.IssueRef, id int64, body string) {
 	}
 	panic("forgetest: unknown comment")
 }
+
+// toSentence joins words as GitLab's system notes do (Rails' Array#to_sentence): "a", "a and
+// b", "a, b, and c".
+func toSentence(words []string) string {
+	switch len(words) {
+	case 0:
+		return ""
+	case 1:
+		return words[0]
+	case 2:
+		return words[0] + " and " + words[1]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + ", and " + words[len(words)-1]
+}
+

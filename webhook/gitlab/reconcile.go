@@ -127,8 +127,9 @@ func (c *Client) Activity(ctx context.Context, ref forge.IssueRef, since time.Ti
 }
 
 var (
-	clientAssignedNote   = regexp.MustCompile(`(?:^|\band )assigned to ((?:@[\w.\-]+(?:, | and )?)+)`)
-	clientUnassignedNote = regexp.MustCompile(`(?:^|\band )unassigned ((?:@[\w.\-]+(?:, | and )?)+)`)
+	// GitLab joins the names as Rails' to_sentence does: "@a", "@a and @b", "@a, @b, and @c".
+	clientAssignedNote   = regexp.MustCompile(`(?:^|\band )assigned to ((?:@[\w.\-]+(?:, and |, | and )?)+)`)
+	clientUnassignedNote = regexp.MustCompile(`(?:^|\band )unassigned ((?:@[\w.\-]+(?:, and |, | and )?)+)`)
 	clientLogin          = regexp.MustCompile(`@([\w.\-]+)`)
 )
 
