@@ -331,12 +331,18 @@ func (m *Machine) crashLooping(ctx context.Context, bot Bot, mb *Mailbox) (bool,
 	return true, m.store.Save(ctx, mb)
 }
 
-// ReportFailure counts a failed pass of the mailbox; at the FailureStreak-th failure in a row
-// it says in the issue that Alfred cannot go on for now, once per streak. Failures to report
+// ReportFailure counts a failed pass of the mailbox, made under the lease of owner; at the
+// FailureStreak-th failure in a row it says in the issue that Alfred cannot go on for now, once
+// per streak. A mailbox whose lease owner is no longer owner (another worker took it while the
+// pass failed) is left alone: its data and its issue are the new holder's. Failures to report
 // are logged only.
-func (m *Machine) ReportFailure(ctx context.Context, mailboxID int64, passErr error) {
+func (m *Machine) ReportFailure(ctx context.Context, mailboxID int64, owner string, passErr error) {
 	mb, err := m.store.Get(ctx, mailboxID)
 	if err != nil {
+		return
+	}
+	if deref(mb.LeaseOwner) != owner {
+		m.log.Warn("a failed pass of a mailbox another worker holds now is not counted", "mailbox_id", mb.ID, "err", passErr)
 		return
 	}
 	bot, ok := m.bots[mb.Forge]

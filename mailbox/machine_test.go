@@ -922,13 +922,13 @@ func TestRepeatedFailedPassesAreReportedOnce(t *testing.T) {
 	before := len(b.comments())
 	boom := fmt.Errorf("dial docker with tok-s3cr3t: connection refused")
 	for range 2 {
-		b.machine.ReportFailure(context.Background(), mb.ID, boom)
+		b.machine.ReportFailure(context.Background(), mb.ID, "", boom)
 	}
 	require.Len(t, b.comments(), before, "two failures: silent")
-	b.machine.ReportFailure(context.Background(), mb.ID, boom)
+	b.machine.ReportFailure(context.Background(), mb.ID, "", boom)
 	require.Len(t, b.comments(), before+1)
 	require.Contains(t, b.lastComment(), "I cannot go on for now: dial docker with [redacted]: connection refused")
-	b.machine.ReportFailure(context.Background(), mb.ID, boom)
+	b.machine.ReportFailure(context.Background(), mb.ID, "", boom)
 	require.Len(t, b.comments(), before+1, "once per streak")
 
 	// A successful pass ends the streak; the next streak is reported again, in a new comment.
@@ -936,9 +936,39 @@ func TestRepeatedFailedPassesAreReportedOnce(t *testing.T) {
 	b.advance()
 	n := len(b.comments())
 	for range 3 {
-		b.machine.ReportFailure(context.Background(), mb.ID, boom)
+		b.machine.ReportFailure(context.Background(), mb.ID, "", boom)
 	}
 	require.Len(t, b.comments(), n+1)
+}
+
+// A failed pass whose lease another worker took meanwhile reports nothing: the re-read mailbox
+// is the new holder's, whose data it would overwrite and whose issue it would tell of a failure
+// that is not its own.
+func TestFailureOfADeposedPassIsNotReported(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.machine = mailbox.NewMachine(mailbox.Config{FailureStreak: 1}, b.store,
+		map[string]mailbox.Bot{"gl": {Forge: b.fake, Login: forgetest.BotLogin}}, b.exec, b.clock.Now, nil)
+	b.deliver(assign("alice"))
+	mb := b.advance() // questions asked: a working state
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+	ctx := context.Background()
+	a, err := b.store.Claim(ctx, mb.ID, "replica-a/1", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, a)
+	b.clock.Add(2 * time.Minute)
+	got, err := b.store.Claim(ctx, mb.ID, "replica-b/1", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, got)
+	before := len(b.comments())
+	b.machine.ReportFailure(ctx, mb.ID, "replica-a/1", fmt.Errorf("database partition"))
+	require.Len(t, b.comments(), before, "nothing said on the new holder's issue")
+	now, err := b.store.Get(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Zero(t, now.Data.FailedPasses, "the new holder's data untouched")
+
+	b.machine.ReportFailure(ctx, mb.ID, "replica-b/1", fmt.Errorf("docker down"))
+	require.Len(t, b.comments(), before+1, "the holder's own failure is reported")
 }
 
 // A 404 of something other than the issue (a pipeline deleted while Alfred read its jobs, a

@@ -353,7 +353,7 @@ func (w *Workers) pass(ctx context.Context, mb *Mailbox, owner string, advance f
 	backoff := pause
 	if passErr != nil && ctx.Err() == nil {
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		w.machine.ReportFailure(rctx, mb.ID, passErr)
+		w.machine.ReportFailure(rctx, mb.ID, owner, passErr)
 		rcancel()
 	}
 	if passErr != nil && ctx.Err() == nil { // a pass stopped by shutdown is not a failure
