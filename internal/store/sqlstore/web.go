@@ -113,9 +113,9 @@ func (s *Store) Mailboxes(ctx context.Context, offset, limit int) ([]web.Mailbox
 // sqlWebActions reads what operators did to a mailbox ($1) and to its project ($2 forge, $3
 // repo), from the indexes operator_actions_mailbox and operator_actions_project.
 const sqlWebActions = `SELECT action, actor, at FROM (
-SELECT action, actor, at FROM operator_actions WHERE mailbox_id = $1
-UNION ALL SELECT action, actor, at FROM operator_actions WHERE mailbox_id IS NULL AND forge = $2 AND repo = $3) a
-ORDER BY at DESC LIMIT $4`
+SELECT id, action, actor, at FROM operator_actions WHERE mailbox_id = $1
+UNION ALL SELECT id, action, actor, at FROM operator_actions WHERE mailbox_id IS NULL AND forge = $2 AND repo = $3) a
+ORDER BY id DESC LIMIT $4`
 
 // sqlWebEvents reads the latest $2 events of a mailbox ($1), newest first.
 const sqlWebEvents = `SELECT event_type, payload, received_at, processed_at, outcome FROM events
