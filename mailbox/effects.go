@@ -139,9 +139,9 @@ func (s effectStore) SaveApplied(ctx context.Context, mb *Mailbox, runID int64) 
 	return s.Store.SaveApplied(ctx, mb, runID)
 }
 
-func (s effectStore) DiscardUnapplied(ctx context.Context, mailboxID int64, keepPhase, keepStep string) error {
+func (s effectStore) DiscardUnapplied(ctx context.Context, mb *Mailbox, keepPhase, keepStep string) error {
 	s.fx.add()
-	return s.Store.DiscardUnapplied(ctx, mailboxID, keepPhase, keepStep)
+	return s.Store.DiscardUnapplied(ctx, mb, keepPhase, keepStep)
 }
 
 func (s effectStore) RecordComment(ctx context.Context, c PostedComment) error {

@@ -282,7 +282,7 @@ func (m *Machine) advance(ctx context.Context, mb *Mailbox, slots RunSlots) erro
 	if d := def(mb.State); d.Phase != "" && mb.State.Working() {
 		keepPhase, keepStep = string(d.Phase), string(d.Step)
 	}
-	if err := m.store.DiscardUnapplied(ctx, mb.ID, keepPhase, keepStep); err != nil {
+	if err := m.store.DiscardUnapplied(ctx, mb, keepPhase, keepStep); err != nil {
 		return err
 	}
 	m.setWake(ctx, mb)

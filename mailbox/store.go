@@ -198,10 +198,13 @@ type Runs interface {
 	// SaveApplied saves mb and marks run runID applied in one transaction, fenced like
 	// Mailboxes.Save: refused, neither written, once the lease changed hands.
 	SaveApplied(ctx context.Context, mb *Mailbox, runID int64) error
-	// DiscardUnapplied marks every unapplied run of the mailbox applied except those of phase
+	// DiscardUnapplied marks every unapplied run of mailbox mb applied except those of phase
 	// keepPhase and step keepStep (the run the mailbox's state calls for, whose stored outcome
 	// is still to be acted on; "" and "" keep none): the machine moved on without needing them.
-	DiscardUnapplied(ctx context.Context, mailboxID int64, keepPhase, keepStep string) error
+	// Fenced like Mailboxes.Save by the lease mb was read under: once the lease changed hands
+	// it marks nothing (the new holder's runs are its own) and returns nil; the pass's next
+	// save is refused.
+	DiscardUnapplied(ctx context.Context, mb *Mailbox, keepPhase, keepStep string) error
 }
 
 // Comments records the comments the bot posted, keyed by their marker key (see post).

@@ -178,12 +178,15 @@ func (s *Store) SaveApplied(_ context.Context, mb *mailbox.Mailbox, runID int64)
 }
 
 // DiscardUnapplied implements mailbox.Runs.
-func (s *Store) DiscardUnapplied(_ context.Context, mailboxID int64, keepPhase, keepStep string) error {
+func (s *Store) DiscardUnapplied(_ context.Context, mb *mailbox.Mailbox, keepPhase, keepStep string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, err := s.fenced(mb); err != nil {
+		return nil // the lease changed hands: the new holder's runs are its own
+	}
 	for i := range s.runs {
 		r := s.runs[i]
-		if r.MailboxID == mailboxID && (keepPhase == "" || r.Phase != keepPhase || r.Step != keepStep) {
+		if r.MailboxID == mb.ID && (keepPhase == "" || r.Phase != keepPhase || r.Step != keepStep) {
 			s.runs[i].Applied = true
 		}
 	}
