@@ -399,4 +399,3 @@ func (errLeaseLostDetach) Error() string {
 }
 
 func (errLeaseLostDetach) Is(target error) bool { return target == phase.ErrDetach }
-

@@ -153,4 +153,3 @@ func respHeader(resp *gitea.Response) http.Header {
 	}
 	return resp.Header
 }
-

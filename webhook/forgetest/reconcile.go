@@ -269,4 +269,3 @@ func toSentence(words []string) string {
 	}
 	return strings.Join(words[:len(words)-1], ", ") + ", and " + words[len(words)-1]
 }
-
