@@ -971,3 +971,36 @@ func TestLostLeaseDetachesTheRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, runs, 1, "the run stays running for the next holder to reattach")
 }
+
+// A run another worker recovered while this pass ran it (this pass's lease expired and the
+// mailbox was claimed, its container reattached and collected there) is that worker's to act
+// on: the pass acts on nothing of its own copy of the outcome (no question asked), as a lost
+// lease.
+func TestRunRecoveredElsewhereIsNotActedOn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	ctx := context.Background()
+	b.exec.during = func(job phase.Job) {
+		runs, err := b.store.RunningRuns(ctx, job.MailboxID)
+		require.NoError(t, err)
+		require.Len(t, runs, 1)
+		r := runs[0]
+		r.Status, r.Outcome, r.Applied = mailbox.RunInterrupted, "recovered by replica-b", true
+		changed, err := b.store.FinishRecoveredRun(ctx, &r)
+		require.NoError(t, err)
+		require.True(t, changed)
+	}
+	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", LeaseTTL: time.Minute}, b.store, b.machine, b.log)
+	b.deliver(assign("alice"))
+	before := len(b.comments())
+	var err error
+	for range 3 {
+		if _, err = w.Once(ctx); err != nil {
+			break
+		}
+	}
+	require.ErrorIs(t, err, mailbox.ErrLeaseLost)
+	for _, c := range b.comments()[before:] {
+		require.NotContains(t, c, "Which separator?", "the questions of an outcome another worker holds were not asked")
+	}
+}

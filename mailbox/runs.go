@@ -277,8 +277,14 @@ func (m *Machine) execute(ctx context.Context, bot Bot, mb *Mailbox, in phase.In
 		run.Status, run.Outcome = RunSucceeded, "ok"
 	}
 	// The outcome is stored with its pushed commit before anything is done with it.
-	if _, err := m.store.FinishRecoveredRun(context.WithoutCancel(ctx), run); err != nil {
+	changed, err := m.store.FinishRecoveredRun(context.WithoutCancel(ctx), run)
+	if err != nil {
 		return nil, nil, err
+	}
+	if !changed {
+		// Another worker recovered the run meanwhile (this pass's lease expired and the
+		// mailbox was claimed): the outcome it stored is its to act on, not this copy.
+		return nil, nil, fmt.Errorf("run %d was recovered by another worker: %w", run.ID, ErrLeaseLost)
 	}
 	m.log.Info("run finished", "mailbox_id", mb.ID, "phase", in.Phase, "status", run.Status, "outcome", run.Outcome)
 	return run, out, nil
