@@ -61,10 +61,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, errors.New("forgejo: new client: token is empty")
 	}
 	retries, waitMin, waitMax := forgehttp.Retries(cfg)
-	inner := cfg.HTTPClient
-	if inner == nil {
-		inner = &http.Client{}
+	inner := &http.Client{}
+	if cfg.HTTPClient != nil {
+		c := *cfg.HTTPClient
+		inner = &c
 	}
+	inner.Transport = forgehttp.CapAnswers(inner.Transport, forgehttp.MaxAnswerBytes)
 	rc := &retryablehttp.Client{
 		HTTPClient:   inner,
 		RetryWaitMin: waitMin,

@@ -3,6 +3,7 @@ package gitlab
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
@@ -56,9 +57,13 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		gl.WithCustomRetry(forgehttp.CheckRetry),
 		gl.WithUserAgent("alfred"),
 	}
+	hc := &http.Client{}
 	if cfg.HTTPClient != nil {
-		opts = append(opts, gl.WithHTTPClient(cfg.HTTPClient))
+		c := *cfg.HTTPClient
+		hc = &c
 	}
+	hc.Transport = forgehttp.CapAnswers(hc.Transport, forgehttp.MaxAnswerBytes)
+	opts = append(opts, gl.WithHTTPClient(hc))
 	api, err := gl.NewClient(cfg.Token, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("gitlab: new client: %s", censor.New(censor.Config{Secrets: []string{cfg.Token}}).String(err.Error()))

@@ -53,3 +53,25 @@ func TestForkMergeRequestIsNotTheBots(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, read.FromFork)
 }
+
+// An answer without end fails the call once past forgehttp.MaxAnswerBytes instead of being
+// read whole.
+func TestEndlessAnswerFails(t *testing.T) {
+	t.Parallel()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprint(w, `{"title":"`)
+		chunk := strings.Repeat("x", 1<<20)
+		for range 80 {
+			if _, err := fmt.Fprint(w, chunk); err != nil {
+				return
+			}
+		}
+		_, _ = fmt.Fprint(w, `"}`)
+	}))
+	t.Cleanup(s.Close)
+	c, err := gitlab.NewClient(gitlab.ClientConfig{BaseURL: s.URL, Token: "t", MaxRetries: -1})
+	require.NoError(t, err)
+	_, err = c.MergeRequest(t.Context(), "acme/shop", 7)
+	require.ErrorContains(t, err, "larger than")
+}
