@@ -77,8 +77,12 @@ type Executor struct {
 	cc  CompileConfig
 }
 
+// processUID is the effective uid of the process (a variable for the tests, which run as root).
+var processUID = os.Geteuid
+
 // NewExecutor checks cfg and returns an Executor. Errors: no Runtime, no DataDir, a root
-// container user, or a binding naming an adapter missing from Agents.
+// container user, a container user other than Alfred's own when Alfred is not root (it could
+// not hand the run its worktree), or a binding naming an adapter missing from Agents.
 func NewExecutor(cfg Config) (*Executor, error) {
 	switch {
 	case cfg.Runtime == nil:
@@ -87,6 +91,11 @@ func NewExecutor(cfg Config) (*Executor, error) {
 		return nil, errors.New("executor: DataDir is required")
 	case cfg.UID <= 0:
 		return nil, fmt.Errorf("executor: container UID must be > 0, got %d", cfg.UID)
+	case processUID() != 0 && cfg.UID != processUID():
+		// Only root can give the worktree, the run's home and its session state to another
+		// user: the run would find them unwritable (EACCES) with no earlier error.
+		return nil, fmt.Errorf("executor: Alfred runs as uid %d, not root, so the runs' user must be the same: set runner.uid to %d (and runner.gid to Alfred's gid), or run Alfred as uid %d",
+			processUID(), processUID(), cfg.UID)
 	}
 	for p, name := range cfg.Bindings {
 		if _, ok := cfg.Agents[name]; !ok {
