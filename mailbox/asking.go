@@ -241,6 +241,16 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 			}
 		} else {
 			a = ParseReply(c.Body, rq)
+			// A comment written before the block (held while the analysis ran, then applied)
+			// is no reply to it, whatever it says ("👍" to "I am on it").
+			before, err := m.beforeQuestions(ctx, mb, c.ID)
+			if err != nil {
+				return "", err
+			}
+			if before {
+				mb.Data.FreeText = appendNotes(mb.Data.FreeText, author, a.FreeText)
+				return "comment written before the questions kept as context: it answers none of them, so they stay open", nil
+			}
 		}
 		if len(a.Choices) == 0 && !a.Defaults {
 			// A comment that answers nothing ("I'll look at this tomorrow") leaves the round
@@ -266,6 +276,16 @@ func (m *Machine) afterQuestions(ctx context.Context, mb *Mailbox, id int64) (bo
 		return false, err
 	}
 	return pc != nil && pc.CommentID > 0 && id > pc.CommentID, nil
+}
+
+// beforeQuestions reports whether the comment id was posted before the question block of the
+// round, as far as the block's recorded id tells (false when it is not recorded yet).
+func (m *Machine) beforeQuestions(ctx context.Context, mb *Mailbox, id int64) (bool, error) {
+	pc, err := m.store.PostedComment(ctx, mb.ID, fmt.Sprintf("questions-%d", mb.Data.Round))
+	if err != nil {
+		return false, err
+	}
+	return pc != nil && pc.CommentID > 0 && id < pc.CommentID, nil
 }
 
 // ownComment reports whether the comment id is the one Alfred posted under key (or may be: its

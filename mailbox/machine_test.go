@@ -279,6 +279,29 @@ func comment(by, body string) forge.Event {
 		Comment: &forge.Comment{ID: 1000 + commentIDs.Add(1), Body: body}}
 }
 
+// A comment written while the analysis ran, before the questions existed ("👍" to "I am on
+// it"), waits for the run and is applied after the block is posted: it is no reply to the
+// questions, so the round stays open and its text is kept as context.
+func TestCommentBeforeTheQuestionsAnswersNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.exec.during = func(job phase.Job) {
+		if job.Input.Key != "analysis.functional" {
+			return
+		}
+		id := b.fake.AddComment(b.ref, "alice", "👍")
+		b.deliver(forge.Event{Type: forge.EventComment, Sender: forge.User{Login: "alice"},
+			Comment: &forge.Comment{ID: id, Body: "👍"}})
+	}
+	b.deliver(assign("alice"))
+	mb := b.advance()
+	for range 3 {
+		mb = b.advance()
+	}
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State, "the questions stay open")
+	require.NotContains(t, b.fake.IssueBody(b.ref), "Answered by @alice")
+}
+
 func TestLifecycleTaskWithReply(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "type::task")
