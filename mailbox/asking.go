@@ -129,8 +129,20 @@ func (m *Machine) ask(ctx context.Context, bot Bot, mb *Mailbox, on trigger, int
 	if err != nil {
 		return err
 	}
-	if len(stored) > 0 {
-		deadline = stored[0].DeadlineAt // a retried round keeps its first deadline
+	if len(stored) > 0 && !stored[0].DeadlineAt.Equal(deadline) {
+		// A retried round whose block was posted keeps its first deadline; one whose post
+		// failed (only its intent recorded) counts its time from the post that shows it, or
+		// the author would be told of a deadline already past; a block the forge created
+		// while answering an error is found and edited to the later deadline.
+		posted, err := m.store.PostedComment(ctx, mb.ID, fmt.Sprintf("questions-%d", round))
+		if err != nil {
+			return err
+		}
+		if posted != nil && posted.CommentID != 0 {
+			deadline = stored[0].DeadlineAt
+		} else if err := m.store.SetQuestionsDeadline(ctx, mb.ID, round, deadline); err != nil {
+			return err
+		}
 	}
 	mb.Data.QuestionIntro = intro
 	body := RenderQuestions(intro, qs, deadline)

@@ -109,6 +109,11 @@ func (s effectStore) InsertQuestions(ctx context.Context, qs []Question) error {
 	return s.Store.InsertQuestions(ctx, qs)
 }
 
+func (s effectStore) SetQuestionsDeadline(ctx context.Context, mailboxID int64, round int, at time.Time) error {
+	s.fx.add()
+	return s.Store.SetQuestionsDeadline(ctx, mailboxID, round, at)
+}
+
 func (s effectStore) AnswerQuestion(ctx context.Context, id int64, answer, by string, at time.Time) error {
 	s.fx.add()
 	return s.Store.AnswerQuestion(ctx, id, answer, by, at)

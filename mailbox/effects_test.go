@@ -13,7 +13,7 @@ import (
 func TestEffectStoreCountsEveryWrite(t *testing.T) {
 	writes := map[string]bool{
 		"Deliver": true, "MarkProcessed": true, "Save": true, "SaveProcessed": true, "SaveData": true,
-		"Lease": true, "Claim": true, "Extend": true, "Release": true, "InsertQuestions": true,
+		"Lease": true, "Claim": true, "Extend": true, "Release": true, "InsertQuestions": true, "SetQuestionsDeadline": true,
 		"AnswerQuestion": true, "StartRun": true, "FinishRun": true, "InterruptRuns": true,
 		"FinishRecoveredRun": true, "SaveApplied": true, "DiscardUnapplied": true, "RecordComment": true,
 		"ApplyComment": true, "SaveReconciled": true, "FailEvents": true, "LeaseEvents": true, "LeaseRun": true,

@@ -302,6 +302,25 @@ func TestCommentBeforeTheQuestionsAnswersNothing(t *testing.T) {
 	require.NotContains(t, b.fake.IssueBody(b.ref), "Answered by @alice")
 }
 
+// A question block whose post failed and is retried after the deadline it would have had is
+// posted with a deadline counted from that post: the author always gets the whole wait.
+func TestQuestionsPostedLateGetTheirWholeWait(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.exec.during = func(job phase.Job) {
+		if job.Input.Key == "analysis.functional" {
+			b.fake.FailNextCall("Comment", forge.ErrUnavailable)
+		}
+	}
+	b.deliver(assign("alice"))
+	b.failedPass()
+	b.clock.Add(25 * time.Hour) // past the 24 h the block would have announced
+	mb := b.advance()
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State, "the defaults are not applied at once")
+	want := b.clock.Now().Add(24 * time.Hour).Truncate(time.Minute)
+	require.Contains(t, b.lastComment(), "Without an answer by "+want.UTC().Format("2006-01-02 15:04")+" UTC")
+}
+
 func TestLifecycleTaskWithReply(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "type::task")

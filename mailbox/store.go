@@ -166,6 +166,9 @@ type Questions interface {
 	InsertQuestions(ctx context.Context, qs []Question) error
 	// Questions returns the questions of one round in insertion order; empty when none.
 	Questions(ctx context.Context, mailboxID int64, round int) ([]Question, error)
+	// SetQuestionsDeadline moves the deadline of one round's questions to at: a block not
+	// posted yet (its post failed) counts its time from the post that shows it.
+	SetQuestionsDeadline(ctx context.Context, mailboxID int64, round int, at time.Time) error
 	// AnswerQuestion records the answer (an option id), who gave it ("default" when the
 	// deadline applied it) and when.
 	AnswerQuestion(ctx context.Context, id int64, answer, by string, at time.Time) error

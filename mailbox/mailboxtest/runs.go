@@ -26,6 +26,18 @@ next:
 	return nil
 }
 
+// SetQuestionsDeadline implements mailbox.Questions.
+func (s *Store) SetQuestionsDeadline(_ context.Context, mailboxID int64, round int, at time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.questions {
+		if s.questions[i].MailboxID == mailboxID && s.questions[i].Round == round {
+			s.questions[i].DeadlineAt = at
+		}
+	}
+	return nil
+}
+
 // Questions implements mailbox.Questions.
 func (s *Store) Questions(_ context.Context, mailboxID int64, round int) ([]mailbox.Question, error) {
 	s.mu.Lock()

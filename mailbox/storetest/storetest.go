@@ -476,6 +476,14 @@ func questionsInsertedOnce(t *testing.T, s Store, c *Clock) {
 	none, err := s.Questions(ctx, mb.ID, 3)
 	require.NoError(t, err)
 	require.Empty(t, none)
+
+	later := first.Add(25 * time.Hour)
+	require.NoError(t, s.SetQuestionsDeadline(ctx, mb.ID, 2, later))
+	qs, err = s.Questions(ctx, mb.ID, 2)
+	require.NoError(t, err)
+	for _, x := range qs {
+		require.True(t, x.DeadlineAt.Equal(later), "the round's deadline moved: %s", x.DeadlineAt)
+	}
 }
 
 func runsCountAttempts(t *testing.T, s Store, _ *Clock) {

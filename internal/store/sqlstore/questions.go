@@ -26,6 +26,16 @@ func (s *Store) InsertQuestions(ctx context.Context, qs []mailbox.Question) erro
 	})
 }
 
+const sqlSetQuestionsDeadline = `UPDATE questions SET deadline_at = $3 WHERE mailbox_id = $1 AND round = $2`
+
+// SetQuestionsDeadline implements mailbox.Questions.
+func (s *Store) SetQuestionsDeadline(ctx context.Context, mailboxID int64, round int, at time.Time) error {
+	if _, err := s.db.ExecContext(ctx, sqlSetQuestionsDeadline, mailboxID, round, at); err != nil {
+		return fmt.Errorf("set the questions' deadline: %w", err)
+	}
+	return nil
+}
+
 const sqlQuestions = `
 SELECT id, mailbox_id, round, qid, title, context, options, default_option, deadline_at,
 	answer, answered_by, answered_at
