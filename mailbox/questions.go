@@ -152,8 +152,22 @@ func cleanReply(body string) string {
 		case r == '’' || r == '‘' || r == 'ʼ':
 			return '\''
 		}
-		return r
+		return narrow(r)
 	}, body)
+}
+
+// narrow writes a full-width form (U+FF01–U+FF5E: what a Chinese, Japanese or Korean keyboard
+// types for "q1：b，q2：a", "ｂ") as its ASCII character, and the ideographic comma as a comma.
+func narrow(r rune) rune {
+	switch {
+	case r >= 0xFF01 && r <= 0xFF5E:
+		return r - 0xFEE0
+	case r == '、':
+		return ','
+	case r == '\u3000': // ideographic space
+		return ' '
+	}
+	return r
 }
 
 // unquoted drops the quoted lines of a reply ("> …", what it answers, Alfred's question block
@@ -461,7 +475,7 @@ func fold(s string) string {
 		if unicode.IsSpace(r) {
 			return ' '
 		}
-		return r
+		return narrow(r)
 	}, out)
 }
 

@@ -157,6 +157,10 @@ func TestParseReplyEdges(t *testing.T) {
 		{"an option's text then more words", typ, "Bug: the export is empty", map[string]string{"q1": "bug"}, false},
 		{"a letter then punctuation", sep, "b) semicolon", map[string]string{"q1": "b"}, false},
 		{"a letter alone", sep, "b", map[string]string{"q1": "b"}, false},
+		// Typed with a Chinese or Japanese keyboard: full-width punctuation, letters and digits.
+		{"a full-width colon", two, "q1：b", map[string]string{"q1": "b"}, false},
+		{"full-width everything", two, "ｑ１：ｂ，ｑ２：ａ", map[string]string{"q1": "b", "q2": "a"}, false},
+		{"a full-width letter alone", sep, "ｂ", map[string]string{"q1": "b"}, false},
 		{"an ordered list's number before the answer", typ, "1. q1: b", map[string]string{"q1": "bug"}, false},
 		// A letter, number or the start of an option's text, then more words (a review of the
 		// first version of this table).
