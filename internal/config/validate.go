@@ -268,8 +268,15 @@ func (c *Config) validateLifecycle(v *validator) {
 // validateWorkers checks the workers.
 func (c *Config) validateWorkers(v *validator) {
 	v.atLeast("workers.count", int64(c.Workers.Count), 1)
-	v.positive("workers.lease_ttl", c.Workers.LeaseTTL)
+	if c.Workers.LeaseTTL < 3*time.Second { // its heartbeat runs every third of it
+		v.add("workers.lease_ttl", "must be at least 3s, got %s", c.Workers.LeaseTTL)
+	}
 	v.positive("workers.poll_interval", c.Workers.PollInterval)
+	v.positive("workers.reconcile_interval", c.Workers.ReconcileInterval)
+	v.atLeast("workers.reconcile_batch", int64(c.Workers.ReconcileBatch), 1)
+	v.atLeast("workers.runs", int64(c.Workers.Runs), 1)
+	v.atLeast("workers.poison_attempts", int64(c.Workers.PoisonAttempts), 1)
+	v.atLeast("workers.runs_per_project", int64(c.Workers.RunsPerProject), 0)
 }
 
 // validateRunner checks the container limits: never root, positive limits.
