@@ -673,6 +673,10 @@ func TestLoadRefusesConfusableSecrets(t *testing.T) {
 			"agents[1].api_key: occurs in Alfred's own texts", nil},
 		"a long word": {"ALFRED_ADMIN_TOKEN=reconciliation",
 			"admin.token: is a single word", nil},
+		"a word and a space": {"ALFRED_ADMIN_TOKEN=reconciliation ",
+			"admin.token: is a single word", nil},
+		"a phrase": {"ALFRED_ADMIN_TOKEN=the merge request",
+			"admin.token: is made of words only", nil},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

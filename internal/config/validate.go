@@ -452,9 +452,12 @@ func confusable(secret string, own []string) string {
 	case len(secret) < censor.MinLen:
 		return fmt.Sprintf("is shorter than %d bytes: the censor, which hides every secret in logs, comments "+
 			"and descriptions, would also hide every word equal to it", censor.MinLen)
-	case !strings.ContainsFunc(secret, func(r rune) bool { return !unicode.IsLetter(r) }):
+	case !strings.ContainsFunc(strings.TrimSpace(secret), func(r rune) bool { return !unicode.IsLetter(r) }):
 		return "is a single word: the censor, which hides every secret in logs, comments and descriptions, " +
 			"would hide that word wherever it is written"
+	case !strings.ContainsFunc(secret, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsSpace(r) }):
+		return "is made of words only: the censor, which hides every secret in logs, comments and descriptions, " +
+			"would hide those words wherever they are written"
 	case slices.ContainsFunc(own, func(t string) bool { return strings.Contains(t, secret) }):
 		return "occurs in Alfred's own texts (its hidden comment markers, comment kinds, section or label " +
 			"names): the censor would cut it out of them, and Alfred could no longer find its own comments"
