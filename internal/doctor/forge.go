@@ -206,7 +206,9 @@ func checkTransport(ctx context.Context, r *Report, f Forge) {
 		r.add(name, Fail, what+": the forge client cannot poll", "")
 		return
 	}
-	if _, err := p.Changes(ctx, time.Now().Add(-time.Minute)); err != nil {
+	if _, err := bounded(ctx, r.quick, func(ctx context.Context) ([]forge.Change, error) {
+		return p.Changes(ctx, time.Now().Add(-time.Minute))
+	}); err != nil {
 		fix := "check that the token may read the bot's notifications (Forgejo/Gitea scope notification:read) or to-do list (GitLab api or read_api scope)"
 		r.add(name, Fail, what+": the poll fails: "+err.Error(), fix)
 		return
