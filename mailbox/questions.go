@@ -287,9 +287,31 @@ func exactOption(q phase.Question, s string) (string, bool) {
 		return "", false
 	}
 	for _, o := range q.Options {
-		if fold(o.Label) == ls || fold(o.ID) == ls {
+		if fold(o.Label) == ls {
 			return o.ID, true
 		}
+	}
+	// The letter or number the block shows is the option's place, before the agent's own ids
+	// (which may be "c" for the second option, or "0" and "1").
+	if id, ok := shownOption(q, ls); ok {
+		return id, true
+	}
+	for _, o := range q.Options {
+		if fold(o.ID) == ls {
+			return o.ID, true
+		}
+	}
+	return "", false
+}
+
+// shownOption resolves a folded letter or number to the option the block shows under it ("b."
+// is the second, "2" too), false for anything else.
+func shownOption(q phase.Question, ls string) (string, bool) {
+	if r := []rune(ls); len(r) == 1 && r[0] >= 'a' && int(r[0]-'a') < len(q.Options) {
+		return q.Options[r[0]-'a'].ID, true
+	}
+	if n, err := strconv.Atoi(ls); err == nil && n >= 1 && n <= len(q.Options) {
+		return q.Options[n-1].ID, true
 	}
 	return "", false
 }
@@ -396,14 +418,8 @@ func matchOption(q phase.Question, s string) (string, bool) {
 // Two options matching is no match.
 func matchOptionText(q phase.Question, s string, whole bool) (string, bool) {
 	ls := fold(s)
-	if len([]rune(ls)) == 1 {
-		r := []rune(ls)[0]
-		if r >= 'a' && int(r-'a') < len(q.Options) {
-			return q.Options[r-'a'].ID, true
-		}
-	}
-	if n, err := strconv.Atoi(ls); err == nil && n >= 1 && n <= len(q.Options) {
-		return q.Options[n-1].ID, true
+	if id, ok := shownOption(q, ls); ok {
+		return id, true
 	}
 	var hit string
 	for _, o := range q.Options {

@@ -157,6 +157,11 @@ func TestParseReplyEdges(t *testing.T) {
 		{"an option's text then more words", typ, "Bug: the export is empty", map[string]string{"q1": "bug"}, false},
 		{"a letter then punctuation", sep, "b) semicolon", map[string]string{"q1": "b"}, false},
 		{"a letter alone", sep, "b", map[string]string{"q1": "b"}, false},
+		// The letter the block shows is the option's place, whatever ids the agent gave.
+		{"a shown letter over an agent's id", []phase.Question{{ID: "q1", Title: "Separator?", Default: "a", Options: []phase.Option{
+			{ID: "a", Label: "Comma"}, {ID: "c", Label: "Semicolon"}, {ID: "d", Label: "Tab"}}}}, "q1: c", map[string]string{"q1": "d"}, false},
+		{"a shown number over an agent's id", []phase.Question{{ID: "q1", Title: "Separator?", Default: "0", Options: []phase.Option{
+			{ID: "0", Label: "Comma"}, {ID: "1", Label: "Semicolon"}}}}, "1", map[string]string{"q1": "0"}, false},
 		// Typed with a Chinese or Japanese keyboard: full-width punctuation, letters and digits.
 		{"a full-width colon", two, "q1：b", map[string]string{"q1": "b"}, false},
 		{"full-width everything", two, "ｑ１：ｂ，ｑ２：ａ", map[string]string{"q1": "b", "q2": "a"}, false},
