@@ -154,7 +154,7 @@ func validateQuestion(i int, q Question, seen map[string]bool) []error {
 	if n := len(q.Options); n < 2 || n > 4 {
 		errs = append(errs, fmt.Errorf("%s: has %d options, want 2 to 4", name, n))
 	}
-	ids := map[string]bool{}
+	ids, labels := map[string]bool{}, map[string]bool{}
 	for j, o := range q.Options {
 		switch {
 		case strings.TrimSpace(o.ID) == "":
@@ -163,9 +163,15 @@ func validateQuestion(i int, q Question, seen map[string]bool) []error {
 			errs = append(errs, fmt.Errorf("%s.options[%d]: duplicate id %q", name, j, o.ID))
 		}
 		ids[o.ID] = true
-		if strings.TrimSpace(o.Label) == "" {
+		label := strings.ToLower(strings.TrimSpace(o.Label))
+		switch {
+		case label == "":
 			errs = append(errs, fmt.Errorf("%s.options[%d]: label is required", name, j))
+		case labels[label]:
+			// A reply naming it could not tell the two apart.
+			errs = append(errs, fmt.Errorf("%s.options[%d]: duplicate label %q", name, j, o.Label))
 		}
+		labels[label] = true
 	}
 	if !ids[q.Default] || q.Default == "" {
 		errs = append(errs, fmt.Errorf("%s: default %q is not one of its option ids", name, q.Default))
