@@ -3,6 +3,7 @@ package webtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,13 +47,37 @@ const bound = 5 * time.Minute
 // Open loads url and returns the document's answer. Leaving a self-reloading page (a running
 // run's), the page's own reload can start as the load does and abort it ("page load error
 // net::ERR_ABORTED", seen under load): Open is a GET, so it is tried again, until bound.
+//
+// The page left may also reload itself as the load starts and win: the answer is then the old
+// page's, and the tab is still where it was. Open checks where the tab is after the load, and
+// loads url again when it is still at the page it left (a redirect of url's is followed).
 func (tb *Tab) Open(t testing.TB, url string) *network.Response {
 	t.Helper()
-	aborted := func(err error) bool { return strings.Contains(err.Error(), "net::ERR_ABORTED") }
-	return retry(tb, t, "open "+url, aborted, func(ctx context.Context) (*network.Response, error) {
-		return chromedp.RunResponse(ctx, chromedp.Navigate(url))
+	again := func(err error) bool {
+		return strings.Contains(err.Error(), "net::ERR_ABORTED") || errors.Is(err, errElsewhere)
+	}
+	return retry(tb, t, "open "+url, again, func(ctx context.Context) (*network.Response, error) {
+		before, err := chromedp.Run(ctx, chromedp.Location())
+		if err != nil {
+			return nil, err
+		}
+		resp, err := chromedp.RunResponse(ctx, chromedp.Navigate(url))
+		if err != nil {
+			return nil, err
+		}
+		at, err := chromedp.Run(ctx, chromedp.Location())
+		if err != nil {
+			return nil, err
+		}
+		if at == before && at != url { // the old page's reload, not a redirect of url's
+			return nil, fmt.Errorf("%w: the tab is still at %s", errElsewhere, at)
+		}
+		return resp, nil
 	})
 }
+
+// errElsewhere is a load that left the tab on another page than the one asked for.
+var errElsewhere = errors.New("the load ended on another page")
 
 // SignIn opens the login form at loginURL, types token into it and submits it, as an operator
 // does (the token is never accepted in a URL); it fails t unless the page it leads to answers
