@@ -422,7 +422,10 @@ func TestValidate(t *testing.T) {
 		"negative ci_wait":  {func(c *Config) { c.Lifecycle.CIWait = -time.Second }, "lifecycle.ci_wait: must be a positive duration"},
 		"negative attempts": {func(c *Config) { c.Lifecycle.CIFixAttempts = -1 }, "lifecycle.ci_fix_attempts: must be at least 0"},
 		"no workers":        {func(c *Config) { c.Workers.Count = 0 }, "workers.count: must be at least 1"},
-		"zero lease":        {func(c *Config) { c.Workers.LeaseTTL = 0 }, "workers.lease_ttl: must be at least 3s"},
+		// A CLI agent's model endpoint: a URL, never one holding credentials (config check prints it).
+		"cli base_url without scheme": {func(c *Config) { c.Agents[0].BaseURL = "gateway.example:8443" }, ".base_url: must be an absolute http:// or https:// URL"},
+		"cli base_url credentials":    {func(c *Config) { c.Agents[0].BaseURL = "https://u:pw-s3cr3t@gw/" }, ".base_url: must not hold credentials"},
+		"zero lease":                  {func(c *Config) { c.Workers.LeaseTTL = 0 }, "workers.lease_ttl: must be at least 3s"},
 		// A lease of nanoseconds would make its heartbeat's ticker panic (a third of it is 0).
 		"nanosecond lease":          {func(c *Config) { c.Workers.LeaseTTL = 2 }, "workers.lease_ttl: must be at least 3s"},
 		"negative reconcile":        {func(c *Config) { c.Workers.ReconcileInterval = -5 * time.Minute }, "workers.reconcile_interval: must be a positive duration"},

@@ -233,7 +233,8 @@ type Agent struct {
 	// Model overrides the adapter's default model.
 	Model string `yaml:"model,omitempty"`
 	// BaseURL points the CLI at another model endpoint (a proxy): claude-code, codex, gemini;
-	// for copilot it selects bring-your-own-key mode with APIKey as the provider's key.
+	// for copilot it selects bring-your-own-key mode with APIKey as the provider's key. An
+	// absolute http(s) URL without credentials (they go in the key settings), or refused.
 	BaseURL string `yaml:"base_url,omitempty"`
 	// APIKeyEnv names the environment variable opencode reads the key from
 	// (e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY).

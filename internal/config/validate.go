@@ -380,6 +380,9 @@ func (c *Config) validateAgents(v *validator) {
 				AdapterClaudeCode, AdapterCodex, AdapterOpencode, AdapterCopilot, AdapterGemini, AdapterAnthropicAPI, AdapterOpenAIAPI)
 		}
 		v.required(key+".image", a.Image)
+		if a.BaseURL != "" { // the CLI's model endpoint: reached through the egress allowlist
+			v.httpURL(key+".base_url", a.BaseURL)
+		}
 	}
 }
 
