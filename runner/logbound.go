@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+
+	"github.com/alfred-bot/alfred/internal/base/censor"
 )
 
 // MaxLogBytes bounds what a Runtime keeps of one stream of a run's output (stdout, stderr):
@@ -141,14 +143,9 @@ var markerNonce = func() string {
 
 var droppedMarker = regexp.MustCompile(`\n\[… alfred ` + markerNonce + `: (\d+) bytes of output dropped here …\]\n`)
 
-// RedactMargin is more than the longest text a censor replaces (a secret's longest encoding: a
-// 4096-bit RSA key in PEM, URL-encoded, is about 10 KiB). RedactLogs drops this much on each
-// side of a dropped-bytes marker.
-const RedactMargin = 16 << 10
-
 // RedactLogs returns logs censored by redact. Where a Runtime dropped bytes (the marker
 // LogDropped reads), the head before it and the tail after it are censored apart (the marker
-// untouched) and RedactMargin bytes are dropped on each side of it: the cut may have split a
+// untouched) and censor.Margin bytes are dropped on each side of it: the cut may have split a
 // secret, whose two parts the censor cannot recognise; the marker then counts them too.
 func RedactLogs(logs []byte, redact func(string) string) string {
 	loc := droppedMarker.FindSubmatchIndex(logs)
@@ -157,11 +154,11 @@ func RedactLogs(logs []byte, redact func(string) string) string {
 	}
 	dropped, _ := strconv.ParseInt(string(logs[loc[2]:loc[3]]), 10, 64)
 	head, tail := redact(string(logs[:loc[0]])), redact(string(logs[loc[1]:]))
-	h := max(0, len(head)-RedactMargin)
+	h := max(0, len(head)-censor.Margin)
 	for h > 0 && !utf8.RuneStart(head[h]) {
 		h--
 	}
-	t := min(RedactMargin, len(tail))
+	t := min(censor.Margin, len(tail))
 	for t < len(tail) && !utf8.RuneStart(tail[t]) {
 		t++
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/alfred-bot/alfred/internal/base/censor"
 	"github.com/alfred-bot/alfred/internal/base/cost"
 	"github.com/alfred-bot/alfred/internal/base/markdown"
 )
@@ -343,17 +344,17 @@ func (h *Handler) runView(ctx context.Context, id int64) (*runBody, error) {
 		case h.cfg.Logs == nil || run.Container == "":
 			b.LogNote = "the run is starting: no container log yet"
 		default:
-			// The window asked for holds redactMargin bytes more than is shown: the start of a
+			// The window asked for holds censor.Margin bytes more than is shown: the start of a
 			// cut log may be the end of a secret the censor cannot recognise in part, so the
-			// window is censored whole and its first redactMargin bytes are dropped after.
-			live, err := h.cfg.Logs.RunLog(ctx, run.Container, DefaultLogBytes+redactMargin)
+			// window is censored whole and its first censor.Margin bytes are dropped after.
+			live, err := h.cfg.Logs.RunLog(ctx, run.Container, DefaultLogBytes+censor.Margin)
 			if err != nil {
 				b.LogNote = "container log unavailable: " + errorWords(err)
 				break
 			}
 			b.Log = h.cfg.Redact(live)
-			if len(live) >= DefaultLogBytes+redactMargin {
-				cut := min(redactMargin, len(b.Log))
+			if len(live) >= DefaultLogBytes+censor.Margin {
+				cut := min(censor.Margin, len(b.Log))
 				for cut < len(b.Log) && !utf8.RuneStart(b.Log[cut]) {
 					cut++
 				}
@@ -365,10 +366,6 @@ func (h *Handler) runView(ctx context.Context, id int64) (*runBody, error) {
 	b.Log = h.cfg.Redact(b.Log)
 	return b, nil
 }
-
-// redactMargin is more than the longest text the censor replaces (a secret's longest encoding:
-// a 4096-bit RSA key in PEM, URL-encoded, is about 10 KiB).
-const redactMargin = 16 << 10
 
 // errorWords keeps an error's text short for a page (the log has the detail).
 func errorWords(err error) string {

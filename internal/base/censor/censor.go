@@ -80,6 +80,12 @@ const Redacted = "[redacted]"
 // patterns are censored only as whole tokens (see the package documentation).
 const MinLen = 8
 
+// Margin is more bytes than the longest text a Censor replaces (a secret's longest encoding: a
+// 4096-bit RSA key in PEM, URL-encoded, is about 10 KiB). A text cut from a longer one is
+// censored with this much more on the side of the cut, which is then dropped: a secret the cut
+// split leaves no part the censor could not recognise.
+const Margin = 16 << 10
+
 // GitUsers are the user names that git credentials for GitLab and Forgejo commonly pair with a
 // token in HTTP Basic auth: GitLab accepts any user name and documents "oauth2", GitHub-style
 // tooling uses "x-access-token". Their Basic forms are censored for every secret.
