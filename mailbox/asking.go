@@ -283,21 +283,24 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 // unknown block id (its post not recorded yet) says no, and so does shadow mode's (negative:
 // nothing was posted, so no reply can follow it).
 func (m *Machine) afterQuestions(ctx context.Context, mb *Mailbox, id int64) (bool, error) {
-	pc, err := m.store.PostedComment(ctx, mb.ID, fmt.Sprintf("questions-%d", mb.Data.Round))
-	if err != nil {
-		return false, err
-	}
-	return pc != nil && pc.CommentID > 0 && id > pc.CommentID, nil
+	block, err := m.questionBlockID(ctx, mb)
+	return block > 0 && id > block, err
 }
 
 // beforeQuestions reports whether the comment id was posted before the question block of the
 // round, as far as the block's recorded id tells (false when it is not recorded yet).
 func (m *Machine) beforeQuestions(ctx context.Context, mb *Mailbox, id int64) (bool, error) {
+	block, err := m.questionBlockID(ctx, mb)
+	return block > 0 && id < block, err
+}
+
+// questionBlockID is the forge's id of the round's question block, 0 while it is not recorded.
+func (m *Machine) questionBlockID(ctx context.Context, mb *Mailbox) (int64, error) {
 	pc, err := m.store.PostedComment(ctx, mb.ID, fmt.Sprintf("questions-%d", mb.Data.Round))
-	if err != nil {
-		return false, err
+	if err != nil || pc == nil {
+		return 0, err
 	}
-	return pc != nil && pc.CommentID > 0 && id < pc.CommentID, nil
+	return pc.CommentID, nil
 }
 
 // ownComment reports whether the comment id is the one Alfred posted under key (or may be: its
