@@ -400,6 +400,7 @@ func (r *Reconciler) reconcileWith(ctx context.Context, bot Bot, mb *Mailbox, st
 			return pc.Wrote(body)
 		},
 		ReviewComments: reviewComments,
+		Asking:         mb.State == StateWaitingType || mb.State == StateWaitingInfo,
 	}
 	d, err := DeriveEvents(ctx, bot.Forge, bot.Login, v, r.now())
 	st.Calls += d.Calls

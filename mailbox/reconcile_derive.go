@@ -39,9 +39,23 @@ type ReconcileView struct {
 	OwnBody func(key, body string) bool
 	// ReviewComments makes a merge request that moved without a new head be read for the
 	// review comments made since the last look (the polling transport, whose forge sends no
-	// delivery for them; spec/transport.md). Off for reconciliation.
+	// delivery for them; spec/transport.md). Off for reconciliation, which then leaves the
+	// merge request's updated time as it was (Derived.MRUpdatedAt): the change it did not read
+	// stays for the poll.
 	ReviewComments bool
+	// Asking is set while the mailbox waits for answers to its question block: its comments
+	// are read at every look, whether or not the issue's updated time moved, since Forgejo
+	// and Gitea leave an issue's updated time alone when a comment is edited (a tick in the
+	// block) and notify nobody of the edit.
+	Asking bool
 }
+
+// UpdatedSettle is how long after an issue's updated time a look still reads the issue as
+// changed and keeps the updated time seen before (Derived.IssueUpdatedAt): the forges store
+// these times to the second (Forgejo, Gitea), so a comment made later in the second of the
+// look leaves the time equal, and a look within that second would otherwise never read it.
+// It also covers a forge clock up to this much behind Alfred's.
+const UpdatedSettle = time.Minute
 
 // Derived is what one comparison of a mailbox with its forge found.
 type Derived struct {
@@ -50,7 +64,8 @@ type Derived struct {
 	// seen by two passes is stored once.
 	Events []forge.Event
 	// IssueUpdatedAt, MRUpdatedAt and CommentsSince are the view's times to store for the next
-	// pass.
+	// pass. IssueUpdatedAt is the issue's updated time once it is UpdatedSettle old; a more
+	// recent one leaves the view's, so that the next look reads the issue again.
 	IssueUpdatedAt, MRUpdatedAt, CommentsSince time.Time
 	// Calls counts the forge API calls made (pages not included).
 	Calls int
@@ -62,11 +77,14 @@ type Derived struct {
 	More bool
 	// Assigned are the issues DeriveAssignments turned into events (Ref.Forge set).
 	Assigned []forge.Issue
+	// seen is the issue's updated time as read: it names the events this look derives (add).
+	seen time.Time
 }
 
 // DeriveEvents compares one open mailbox with its forge and returns the differences as events.
-// An issue whose updated time did not move costs one call (Issue); the merge request is read
-// only when the mailbox has one. The issue's comments since the view's CommentsSince become
+// An issue whose updated time did not move costs one call (Issue), unless the time is less than
+// UpdatedSettle old or the mailbox waits for answers (ReconcileView.Asking): then its comments
+// are read too; the merge request is read only when the mailbox has one. The issue's comments since the view's CommentsSince become
 // comment events (the machine applies each comment id once, so a comment that also came as a
 // delivery does not act twice). A deleted issue becomes an issue_closed event. bot is the bot's
 // login; now stamps the events' ReceivedAt.
@@ -84,8 +102,12 @@ func DeriveEvents(ctx context.Context, f forge.Forge, bot string, v ReconcileVie
 	if err != nil {
 		return d, fmt.Errorf("reconcile %s: %w", v.Ref, err)
 	}
-	if !is.UpdatedAt.Equal(v.IssueUpdatedAt) || v.IssueUpdatedAt.IsZero() {
-		d.IssueUpdatedAt = is.UpdatedAt
+	d.seen = is.UpdatedAt
+	settling := now.Sub(is.UpdatedAt) < UpdatedSettle
+	if !is.UpdatedAt.Equal(v.IssueUpdatedAt) || v.IssueUpdatedAt.IsZero() || settling || v.Asking {
+		if !settling {
+			d.IssueUpdatedAt = is.UpdatedAt
+		}
 		if err := d.issue(ctx, f, bot, v, base, is); err != nil {
 			return d, err
 		}
@@ -186,7 +208,9 @@ func (d *Derived) mergeRequest(ctx context.Context, f forge.Forge, bot string, v
 	if mr.UpdatedAt.Equal(v.MRUpdatedAt) && !v.MRUpdatedAt.IsZero() {
 		return nil
 	}
-	d.MRUpdatedAt = mr.UpdatedAt
+	if v.ReviewComments { // only a look that reads the review comments may pass the change
+		d.MRUpdatedAt = mr.UpdatedAt
+	}
 	ev := base
 	ev.Target = forge.IssueRef{Forge: v.Ref.Forge, Repo: v.Ref.Repo, Number: mr.Number, MergeRequest: true}
 	ev.MergeRequest, ev.Sender = mr, mr.Author
@@ -345,7 +369,7 @@ const derivedAction = "reconcile"
 // what was seen and the issue's updated time, so a later, different change with the same
 // content (a label added again) is a new event while the same finding twice is one.
 func (d *Derived) add(v ReconcileView, ev forge.Event, what string) {
-	d.addStable(v, ev, what+"\x00"+d.IssueUpdatedAt.UTC().Format(time.RFC3339Nano))
+	d.addStable(v, ev, what+"\x00"+d.seen.UTC().Format(time.RFC3339Nano))
 }
 
 // addStable is add for findings that name themselves (a comment by its id and edit time, a

@@ -1,6 +1,7 @@
 package mailbox_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -156,4 +157,99 @@ func TestDeriveMissedLabelsOfSeveralPeople(t *testing.T) {
 	require.Len(t, again.Events, 2)
 	require.Equal(t, d.Events[0].DeliveryID, again.Events[0].DeliveryID, "the same finding twice is one delivery")
 	require.Equal(t, d.Events[1].DeliveryID, again.Events[1].DeliveryID)
+}
+
+// Reconciliation reads no review comments, so it must leave the merge request's change for the
+// poll: a review it saw move the merge request is still derived by the next poll, on both
+// forges.
+func TestReconciliationLeavesAReviewToThePoll(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []forge.Kind{forge.KindForgejo, forge.KindGitLab} {
+		t.Run(string(kind), func(t *testing.T) {
+			f := forgetest.NewFake(kind)
+			f.AddRepo("o/r", "main", "")
+			f.AddUser("alice")
+			n := f.AddIssue("o/r", forgetest.SeedIssue{Title: "t", Author: "alice", Assignees: []string{forgetest.BotLogin}})
+			ref := forge.IssueRef{Forge: "f", Repo: "o/r", Number: n}
+			mrn := f.AddMergeRequest("o/r", "agent/issue-1", "main", "Fix", forgetest.BotLogin)
+			is, err := f.Issue(t.Context(), ref)
+			require.NoError(t, err)
+			mr, err := f.MergeRequest(t.Context(), "o/r", mrn)
+			require.NoError(t, err)
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			v := mailbox.ReconcileView{MailboxID: 1, Ref: ref, Author: "alice", Labels: is.Labels, Assignees: is.Assignees,
+				MRNumber: mrn, HeadSHA: mr.HeadSHA, IssueUpdatedAt: is.UpdatedAt, MRUpdatedAt: mr.UpdatedAt, CommentsSince: is.UpdatedAt}
+			f.AddReview("o/r", mrn, "alice", "changes_requested", "One thing.",
+				forgetest.SeedReviewComment{Path: "widget.go", NewLine: 1, Body: "Please rename."})
+
+			rec, err := mailbox.DeriveEvents(t.Context(), f, forgetest.BotLogin, v, now)
+			require.NoError(t, err)
+			require.Empty(t, rec.Events, "reconciliation does not read review comments")
+			require.Equal(t, v.MRUpdatedAt, rec.MRUpdatedAt, "and leaves the merge request's change unread")
+
+			poll := v
+			poll.IssueUpdatedAt, poll.MRUpdatedAt, poll.CommentsSince = rec.IssueUpdatedAt, rec.MRUpdatedAt, rec.CommentsSince
+			poll.ReviewComments = true
+			d, err := mailbox.DeriveEvents(t.Context(), f, forgetest.BotLogin, poll, now)
+			require.NoError(t, err)
+			require.NotEmpty(t, d.Events, "the poll after the reconciliation derives the review")
+			require.True(t, d.MRUpdatedAt.After(v.MRUpdatedAt), "the poll passes the change it read")
+		})
+	}
+}
+
+// Forgejo stores times to the second: a comment made later in the second of a look leaves the
+// issue's updated time equal to what that look stored. While the time is recent the look keeps
+// the time seen before, so the next look reads the comment, however late it comes.
+func TestACommentInTheSecondOfTheLookIsRead(t *testing.T) {
+	t.Parallel()
+	b := setupDerive(t)
+	t0 := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	b.fake.SetClock(t0)
+	b.fake.AddComment(b.ref, "alice", "first") // at t0+1s
+	b.now = t0.Add(1500 * time.Millisecond)    // the look, in the same second
+	d := b.derive(t)
+	require.Len(t, d.Events, 1)
+	require.Equal(t, b.view.IssueUpdatedAt, d.IssueUpdatedAt, "a time within UpdatedSettle is not stored")
+	b.view.IssueUpdatedAt, b.view.CommentsSince = d.IssueUpdatedAt, d.CommentsSince
+
+	b.fake.SetClock(t0)
+	id := b.fake.AddComment(b.ref, "alice", "q1: b") // the same second again, after the look
+	b.now = t0.Add(time.Hour)                        // the next look, long after
+	d = b.derive(t)
+	var ids []int64
+	for _, ev := range d.Events {
+		ids = append(ids, ev.Comment.ID)
+	}
+	require.Contains(t, ids, id, "the comment of the look's second is read")
+	require.Equal(t, t0.Add(time.Second), d.IssueUpdatedAt, "a settled time is stored")
+
+	b.view.IssueUpdatedAt, b.view.CommentsSince = d.IssueUpdatedAt, d.CommentsSince
+	d = b.derive(t)
+	require.Equal(t, 1, d.Calls, "an unchanged settled issue costs one call again")
+}
+
+// Forgejo leaves an issue's updated time alone when a comment is edited, and notifies nobody:
+// a tick in the bot's question block is read while the mailbox waits for answers, and only then.
+func TestATickInTheQuestionBlockIsReadWhileAsking(t *testing.T) {
+	t.Parallel()
+	b := setupDerive(t)
+	block := mailbox.Marker("questions-1", "questions") + "\n### q1. Which?\n- [ ] **a. X**\n- [ ] **b. Y**"
+	id, err := b.fake.Comment(t.Context(), b.ref, block)
+	require.NoError(t, err)
+	is, err := b.fake.Issue(t.Context(), b.ref)
+	require.NoError(t, err)
+	b.view.IssueUpdatedAt, b.view.CommentsSince = is.UpdatedAt, is.UpdatedAt
+	b.view.OwnBody = func(_, body string) bool { return body == block }
+	require.NoError(t, b.fake.EditComment(t.Context(), b.ref, id, strings.Replace(block, "- [ ] **b.", "- [x] **b.", 1)))
+	after, err := b.fake.Issue(t.Context(), b.ref)
+	require.NoError(t, err)
+	require.Equal(t, is.UpdatedAt, after.UpdatedAt, "the stand-in keeps Forgejo's updated time on an edit")
+
+	require.Empty(t, b.derive(t).Events, "not asking: an unchanged issue is not read")
+	b.view.Asking = true
+	d := b.derive(t)
+	require.Len(t, d.Events, 1)
+	require.Equal(t, forge.EventCommentEdited, d.Events[0].Type)
+	require.Equal(t, "alice", d.Events[0].Sender.Login)
 }
