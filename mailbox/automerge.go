@@ -138,6 +138,9 @@ func (m *Machine) mergeGate(ctx context.Context, bot Bot, mb *Mailbox, mg forge.
 			return fmt.Sprintf("a member with write access to add `%s` (the label history shows none)", m.cfg.Labels.AutoMerge), nil, nil
 		}
 		ok, err := m.canWrite(ctx, bot, mb.Repo, by)
+		if containsFold(mb.Data.IgnoredLabels, m.cfg.Labels.AutoMerge) {
+			ok = false // another bot added it (Data.IgnoredLabels): nobody's, whatever its access
+		}
 		switch {
 		case err != nil:
 			return "", nil, err
@@ -153,6 +156,7 @@ func (m *Machine) mergeGate(ctx context.Context, bot Bot, mb *Mailbox, mg forge.
 				return "", nil, fmt.Errorf("remove %s: %w", m.cfg.Labels.AutoMerge, err)
 			}
 			mb.Labels = slices.DeleteFunc(mb.Labels, func(l string) bool { return strings.EqualFold(l, m.cfg.Labels.AutoMerge) })
+			mb.Data.IgnoredLabels = slices.DeleteFunc(mb.Data.IgnoredLabels, func(l string) bool { return strings.EqualFold(l, m.cfg.Labels.AutoMerge) })
 			if _, err := m.refuseAs(ctx, bot, mb, "refused-labels-"+strings.ToLower(by), by, "turn auto-merge on"); err != nil {
 				return "", nil, err
 			}

@@ -443,7 +443,16 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 		mb.Labels = ev.Labels
 	}
 	m.forgetAutoMergeBy(mb)
-	if o.otherBot { // a bot never validates a plan or starts a phase
+	if o.otherBot {
+		// A bot never validates a plan, starts a phase or sets the type: what it added that
+		// would steer or set state is kept aside (Data.IgnoredLabels), so that nothing takes
+		// it later either (the type at the assignment, auto-merge at the merge).
+		for _, l := range added {
+			if (m.steering(l) || m.stateLabel(l)) && !containsFold(mb.Data.IgnoredLabels, l) {
+				mb.Data.IgnoredLabels = append(mb.Data.IgnoredLabels, l)
+			}
+		}
+		mb.Data.IgnoredLabels = slices.DeleteFunc(mb.Data.IgnoredLabels, func(x string) bool { return containsFold(removed, x) })
 		return "labels recorded: changed by another bot", nil
 	}
 	// Every label of the change passes the gate on its own, in every state.
@@ -472,48 +481,90 @@ func (m *Machine) labelsChangedBy(ctx context.Context, bot Bot, mb *Mailbox, se 
 	return m.labelsAdded(ctx, bot, mb, added, ev.Sender.Login, se.ID)
 }
 
-// labelsAdded reacts to labels a human added, as far as the state accepts them.
+// labelsAdded reacts to labels a human added, as far as the state accepts them. Each label of
+// the change acts on its own, in a fixed order whatever the order the forge listed them in: the
+// type first, then auto-merge, the retries, the plan's validation, and status::blocked last, so
+// that a hold added with another label holds what that label started instead of being lost.
 func (m *Machine) labelsAdded(ctx context.Context, bot Bot, mb *Mailbox, added []string, sender string, eventID int64) (string, error) {
 	if !mb.State.Working() {
 		return "labels recorded", nil
 	}
-	d := def(mb.State)
-	for _, l := range added {
-		switch {
-		case strings.EqualFold(l, m.cfg.Labels.ValidatePlan):
-			return m.validate(ctx, bot, mb, sender, eventID)
-		case strings.EqualFold(l, m.cfg.Labels.RetryOnce):
-			return m.retryOnce(ctx, bot, mb, sender, eventID)
-		case m.cfg.Labels.TypeOf(l) != "" && d.accepts(inputTypeLabel):
-			return m.typeLabel(ctx, bot, mb, m.cfg.Labels.TypeOf(l), sender, eventID)
-		case strings.EqualFold(l, m.cfg.Labels.Retry), strings.EqualFold(l, m.cfg.Labels.RetryUntilGreen):
-			return m.retryLabel(ctx, bot, mb, l, sender, eventID)
-		case strings.EqualFold(l, m.cfg.Labels.AutoMerge):
-			return m.autoMergeLabel(ctx, bot, mb, sender, eventID)
-		case strings.EqualFold(l, m.cfg.Labels.Blocked) && mb.State != StateBlocked:
-			to, err := next(mb.State, onBlockedLabel)
-			if err != nil {
-				return "", err
-			}
-			from := mb.State
-			mb.Data.BlockedFrom, mb.Data.Blocked = from, "blocked by @"+sender
-			// The human set the blocked label already; the other status label goes.
-			if err := m.setState(ctx, bot, mb, to); err != nil {
-				return "", err
-			}
-			body := fmt.Sprintf("I stopped, as @%s added `%s`. I keep what I did so far and my session: remove the label, or add `%s`, to resume where I stopped.",
-				sender, m.cfg.Labels.Blocked, m.cfg.Labels.Retry)
-			if def(from).Phase == "" {
-				body = fmt.Sprintf("I am holding, as @%s added `%s`. Remove the label, or add `%s`, to resume.",
-					sender, m.cfg.Labels.Blocked, m.cfg.Labels.Retry)
-			}
-			if err := m.post(ctx, bot, mb, fmt.Sprintf("held-%d", eventID), "held", body); err != nil {
-				return "", err
-			}
-			return "blocked by a human", nil
+	order := slices.Clone(added)
+	slices.SortStableFunc(order, func(a, b string) int { return m.labelRank(a) - m.labelRank(b) })
+	var outs []string
+	for _, l := range order {
+		if !mb.State.Working() {
+			break
+		}
+		out, err := m.labelAdded(ctx, bot, mb, l, sender, eventID)
+		if err != nil {
+			return "", err
+		}
+		if out != "" {
+			outs = append(outs, out)
 		}
 	}
-	return "labels recorded", nil
+	if len(outs) == 0 {
+		return "labels recorded", nil
+	}
+	return strings.Join(outs, "; "), nil
+}
+
+// labelRank orders the labels of one change for labelsAdded.
+func (m *Machine) labelRank(l string) int {
+	c := m.cfg.Labels
+	switch {
+	case c.TypeOf(l) != "":
+		return 0
+	case strings.EqualFold(l, c.AutoMerge):
+		return 1
+	case strings.EqualFold(l, c.RetryOnce), strings.EqualFold(l, c.Retry), strings.EqualFold(l, c.RetryUntilGreen):
+		return 2
+	case strings.EqualFold(l, c.ValidatePlan):
+		return 3
+	case strings.EqualFold(l, c.Blocked):
+		return 4
+	}
+	return 5
+}
+
+// labelAdded reacts to one label a human added, in the state as it is now; "" when the label
+// means nothing there.
+func (m *Machine) labelAdded(ctx context.Context, bot Bot, mb *Mailbox, l, sender string, eventID int64) (string, error) {
+	switch {
+	case strings.EqualFold(l, m.cfg.Labels.ValidatePlan):
+		return m.validate(ctx, bot, mb, sender, eventID)
+	case strings.EqualFold(l, m.cfg.Labels.RetryOnce):
+		return m.retryOnce(ctx, bot, mb, sender, eventID)
+	case m.cfg.Labels.TypeOf(l) != "" && def(mb.State).accepts(inputTypeLabel):
+		return m.typeLabel(ctx, bot, mb, m.cfg.Labels.TypeOf(l), sender, eventID)
+	case strings.EqualFold(l, m.cfg.Labels.Retry), strings.EqualFold(l, m.cfg.Labels.RetryUntilGreen):
+		return m.retryLabel(ctx, bot, mb, l, sender, eventID)
+	case strings.EqualFold(l, m.cfg.Labels.AutoMerge):
+		return m.autoMergeLabel(ctx, bot, mb, sender, eventID)
+	case strings.EqualFold(l, m.cfg.Labels.Blocked) && mb.State != StateBlocked:
+		to, err := next(mb.State, onBlockedLabel)
+		if err != nil {
+			return "", err
+		}
+		from := mb.State
+		mb.Data.BlockedFrom, mb.Data.Blocked = from, "blocked by @"+sender
+		// The human set the blocked label already; the other status label goes.
+		if err := m.setState(ctx, bot, mb, to); err != nil {
+			return "", err
+		}
+		body := fmt.Sprintf("I stopped, as @%s added `%s`. I keep what I did so far and my session: remove the label, or add `%s`, to resume where I stopped.",
+			sender, m.cfg.Labels.Blocked, m.cfg.Labels.Retry)
+		if def(from).Phase == "" {
+			body = fmt.Sprintf("I am holding, as @%s added `%s`. Remove the label, or add `%s`, to resume.",
+				sender, m.cfg.Labels.Blocked, m.cfg.Labels.Retry)
+		}
+		if err := m.post(ctx, bot, mb, fmt.Sprintf("held-%d", eventID), "held", body); err != nil {
+			return "", err
+		}
+		return "blocked by a human", nil
+	}
+	return "", nil
 }
 
 // validate handles ai::validate_plan: the label is removed whoever set it, and a writer's
@@ -566,13 +617,8 @@ func isRetry(body, login string) bool {
 	return b == "retry" || b == "/retry" || b == "retry please" || b == "please retry"
 }
 
-// refuse posts, once per event, that login may not do what they tried.
-func (m *Machine) refuse(ctx context.Context, bot Bot, mb *Mailbox, eventID int64, login, what string) (string, error) {
-	return m.refuseAs(ctx, bot, mb, fmt.Sprintf("refused-%d", eventID), login, what)
-}
-
-// refuseAs posts the refusal of refuse as the comment key: a key already posted is not posted
-// again (an unchanged text is not even edited), so a key that names a login and a round
+// refuseAs posts that login may not do what they tried, as the comment key: a key already
+// posted is not posted again (an unchanged text is not even edited), so a key that names a login and a round
 // answers that login once in the round however often they try.
 func (m *Machine) refuseAs(ctx context.Context, bot Bot, mb *Mailbox, key, login, what string) (string, error) {
 	body := fmt.Sprintf("@%s, only a project member with write access can %s, so I am leaving this as it is.", login, what)

@@ -165,8 +165,11 @@ type Data struct {
 	// label history tells, autoMergeEnabler); the merge gate checks they still may steer.
 	AutoMergeBy string `json:"auto_merge_by,omitempty"`
 	// IgnoredLabels are the state labels on the issue the gate did not take (added by someone
-	// without the state_label role, mailbox/gate): the assignment does not take them as the
-	// type either. A label leaves the list when it is removed or a writer adds it again.
+	// without the state_label role, mailbox/gate), and the steering and state labels another
+	// bot added, which act on nothing: the assignment does not take them as the type either,
+	// and an ai::auto_merge among them enables auto-merge for nobody (the merge gate takes it
+	// off as a non-writer's). A label leaves the list when it is
+	// removed or a writer adds it again.
 	IgnoredLabels []string `json:"ignored_labels,omitempty"`
 	// AutoMergeWaits is what auto-merge last said it waits for, so that it is said once per
 	// change.

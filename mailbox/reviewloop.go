@@ -294,10 +294,16 @@ func (m *Machine) foreignMR(ctx context.Context, bot Bot, mb *Mailbox, se Stored
 	case mb.State == StateReviewing:
 		return "review already due", nil
 	}
-	if ok, err := m.canWrite(ctx, bot, mb.Repo, ev.Sender.Login); err != nil {
+	// Asking for a review starts work as an assignment does: the gate judges it as gate.Assign
+	// (logged and counted when not allowed), and the refusal is said once per person and
+	// merge request however often they ask.
+	if d, err := m.authorize(ctx, bot, mb, gate.Assign, ev.Sender.Login); err != nil {
 		return "", err
-	} else if !ok {
-		return m.refuse(ctx, bot, mb, se.ID, ev.Sender.Login, "ask me for a review")
+	} else if d != gate.Allowed {
+		if d == gate.Ignored {
+			return "ignored: review asked by @" + ev.Sender.Login + ", who has no write access", nil
+		}
+		return m.refuseAs(ctx, bot, mb, "refused-assign-"+strings.ToLower(ev.Sender.Login), ev.Sender.Login, "ask me for a review")
 	}
 	mb.Data.Blocked = ""
 	if mb.State == StateIdle {
