@@ -96,3 +96,33 @@ func TestEveryLabelOfOneChangeActs(t *testing.T) {
 		})
 	}
 }
+
+// A review asked in the same delivery as something else (GitLab: a merge request opened with
+// the bot among its reviewers, or an assignee and a reviewer added by one note) starts the
+// review as a review_requested event does.
+func TestReviewAskedWithOtherChangesStartsTheReview(t *testing.T) {
+	t.Parallel()
+	for _, typ := range []forge.EventType{forge.EventMergeRequestOpened, forge.EventAssignees} {
+		t.Run(string(typ), func(t *testing.T) {
+			b := setup(t)
+			n := b.fake.AddMergeRequest(repo, "feature", "main", "Feature", "alice")
+			mr := forge.IssueRef{Forge: "gl", Repo: repo, Number: n, MergeRequest: true}
+			ev := forge.Event{Type: typ, Target: mr, Sender: forge.User{Login: "alice"}, ReviewRequested: []string{forgetest.BotLogin}}
+			if typ == forge.EventAssignees {
+				ev.AssigneesKnown, ev.Assignees = true, []string{"alice"}
+			}
+			b.deliver(ev)
+			mb, err := b.store.Find(t.Context(), mr)
+			require.NoError(t, err)
+			require.NoError(t, b.machine.AdvanceEvents(t.Context(), mb, noRunSlots{}))
+			out := b.store.(interface{ Outcomes(int64) []string }).Outcomes(mb.ID)
+			require.Equal(t, "review asked by @alice", out[len(out)-1])
+		})
+	}
+}
+
+// noRunSlots is a process without idle run workers: AdvanceEvents stops where a run is due.
+type noRunSlots struct{}
+
+func (noRunSlots) Idle() int  { return 0 }
+func (noRunSlots) Limit() int { return 1 }

@@ -106,10 +106,10 @@ func Section(body, name string) (string, bool) {
 var (
 	markerKinds = []string{"ack", "analysis", "answer", "auto_merge", "blocked", "ci", "ci_fix", "conflict",
 		"defaults", "held", "merge", "merge_request", "plan", "questions", "queued", "refused",
-		"reply", "retry", "review_fix", "section", "self_review", "set_aside", "status", "stuck", "until_green", "validated"}
+		"reply", "retry", "review", "review_fix", "section", "self_review", "set_aside", "status", "stuck", "until_green", "validated"}
 	markerKeyStems = []string{"ack-", "analysis-", "answer-", "auto-merge", "blocked-", "ci-", "cifix-",
 		"conflict-", "defaults-", "held-", "merge-", "mr-", "no-pipeline-", "plan-", "questions-",
-		"queued-", "refused-", "reply-", "retry-", "review-fix-", "section-", "self-review-fix-", "set-aside-", "stuck-",
+		"queued-", "refused-", "reply-", "retry-", "review-fix-", "review-run", "section-", "self-review-fix-", "set-aside-", "stuck-",
 		"until-green-", "validated-", ".part-", ProgressKey}
 	sectionNames = []string{sectionFunctional, sectionSelfReview}
 )

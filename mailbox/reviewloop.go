@@ -236,12 +236,18 @@ func (m *Machine) applyReviewFix(ctx context.Context, bot Bot, mb *Mailbox, stat
 
 // postedReplies returns the keys of the replies the bot already posted on the merge request.
 func (m *Machine) postedReplies(ctx context.Context, bot Bot, rv forge.Reviews, mb *Mailbox) (map[string]bool, error) {
+	return m.postedKeys(ctx, bot, rv, mb.MRRef())
+}
+
+// postedKeys returns the marker keys of the bot's comments on the merge request mr: in its
+// review threads and in its conversation.
+func (m *Machine) postedKeys(ctx context.Context, bot Bot, rv forge.Reviews, mr forge.IssueRef) (map[string]bool, error) {
 	out := map[string]bool{}
-	thread, err := rv.ReviewComments(ctx, mb.Repo, mb.MRNumber)
+	thread, err := rv.ReviewComments(ctx, mr.Repo, mr.Number)
 	if err != nil {
 		return nil, fmt.Errorf("read the review comments: %w", err)
 	}
-	conv, err := bot.Forge.Comments(ctx, mb.MRRef())
+	conv, err := bot.Forge.Comments(ctx, mr)
 	if err != nil {
 		return nil, fmt.Errorf("read the %s's comments: %w", m.mrWord(bot), err)
 	}
@@ -283,11 +289,16 @@ func (m *Machine) applyMerge(ctx context.Context, bot Bot, mb *Mailbox, out *pha
 }
 
 // foreignMR handles an event on a merge request that is not the bot's: a writer asking the bot
-// to review it starts a review run; anything else is recorded.
+// to review it starts a review run; anything else is recorded. The request is an event's
+// ReviewRequested naming the bot: a review_requested event, or a merge request opened with the
+// bot among its reviewers, or a change of its labels or assignees that also added the bot as
+// a reviewer (GitLab sends one delivery for all of it).
 func (m *Machine) foreignMR(ctx context.Context, bot Bot, mb *Mailbox, se StoredEvent, o origin) (string, error) {
 	ev := se.Event
+	asked := ev.Type == forge.EventReviewRequested || ev.Type == forge.EventMergeRequestOpened ||
+		ev.Type == forge.EventLabels || ev.Type == forge.EventAssignees
 	switch {
-	case ev.Type != forge.EventReviewRequested || !containsFold(ev.ReviewRequested, bot.Login):
+	case !asked || !containsFold(ev.ReviewRequested, bot.Login):
 		return "recorded: merge requests that are not Alfred's are only reviewed when asked", nil
 	case o.fromBot || o.otherBot:
 		return "ignored: review asked by a bot", nil
@@ -332,7 +343,7 @@ func (m *Machine) reviewInput(ctx context.Context, bot Bot, mb *Mailbox, in *pha
 
 // applyReview posts the run's review: its summary and its inline comments, as a comment-only
 // review unless verdicts are configured, then waits for the next request.
-func (m *Machine) applyReview(ctx context.Context, bot Bot, mb *Mailbox, r *phase.Result) error {
+func (m *Machine) applyReview(ctx context.Context, bot Bot, mb *Mailbox, r *phase.Result, runID int64) error {
 	rv, err := reviews(bot)
 	if err != nil {
 		return err
@@ -346,9 +357,26 @@ func (m *Machine) applyReview(ctx context.Context, bot Bot, mb *Mailbox, r *phas
 			nr.Event = forge.ReviewRequestChanges
 		}
 	}
-	for _, n := range r.ReviewComments {
+	// Each part of the review carries a marker of its own, keyed by the run: a pass that failed
+	// half-way (GitLab posts one discussion per comment, then the summary) and is applied again
+	// posts only what the forge does not show yet.
+	posted, err := m.postedKeys(ctx, bot, rv, mb.Ref())
+	if err != nil {
+		return err
+	}
+	summary := fmt.Sprintf("review-run%d", runID)
+	if posted[summary] {
+		mb.Data.ReviewedHead = mb.Data.ReviewHead
+		return m.follow(ctx, bot, mb, onReviewPosted)
+	}
+	nr.Body = Marker(summary, "review") + "\n" + nr.Body
+	for i, n := range r.ReviewComments {
+		key := fmt.Sprintf("review-run%d-c%d", runID, i+1)
+		if posted[key] {
+			continue
+		}
 		nr.Comments = append(nr.Comments, forge.NewReviewComment{
-			Position: forge.Position{Path: n.Path, NewLine: n.Line, OldLine: n.OldLine}, Body: m.cfg.Redact(n.Body)})
+			Position: forge.Position{Path: n.Path, NewLine: n.Line, OldLine: n.OldLine}, Body: Marker(key, "review") + "\n" + m.cfg.Redact(n.Body)})
 	}
 	if _, err := rv.PostReview(ctx, mb.Repo, mb.Number, nr); err != nil {
 		return fmt.Errorf("post the review: %w", err)

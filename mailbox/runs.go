@@ -369,7 +369,7 @@ func (m *Machine) applyResult(ctx context.Context, bot Bot, mb *Mailbox, state S
 	case d.Phase == phase.ConflictResolution:
 		return m.applyMerge(ctx, bot, mb, out)
 	case d.Phase == phase.Review:
-		return m.applyReview(ctx, bot, mb, r)
+		return m.applyReview(ctx, bot, mb, r, runID)
 	case d.Phase == phase.SelfReview:
 		return m.applySelfReview(ctx, bot, mb, r)
 	case d.Phase == phase.Answer:

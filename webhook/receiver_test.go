@@ -213,7 +213,8 @@ var fixtureCases = []fixtureCase{
 		typ: forge.EventIssueClosed, repo: "acceptance/sandbox", number: 1, sender: "alice",
 		closedBy: "19b7efd7f2fb127acb2370b66397dee0cc2d84fe"},
 	{file: "gitlab/gitlab-docs/merge_request_hook_open.json", event: "Merge Request Hook",
-		typ: forge.EventMergeRequestOpened, repo: "gitlabhq/gitlab-test", number: 1, mr: true, sender: "root"},
+		typ: forge.EventMergeRequestOpened, repo: "gitlabhq/gitlab-test", number: 1, mr: true, sender: "root",
+		requested: []string{"user1"}}, // opened with a reviewer: only the top-level list names them
 	{file: "gitlab/gitlab-docs/note_hook_merge_request_comment.json", event: "Note Hook",
 		typ: forge.EventComment, repo: "gitlab-org/gitlab-test", number: 1, mr: true, sender: "root",
 		comment: "This MR needs work."},

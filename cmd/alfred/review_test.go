@@ -314,7 +314,9 @@ func TestReviewLoopGitLab(t *testing.T) {
 		return false
 	}, e2eWait, 100*time.Millisecond, "no inline review comment")
 	require.Eventually(t, func() bool {
-		return slices.ContainsFunc(e.forgejo.IssueComments(ref), func(c forge.Comment) bool { return c.Body == "A few remarks on the docs." })
+		return slices.ContainsFunc(e.forgejo.IssueComments(ref), func(c forge.Comment) bool {
+			return strings.HasSuffix(c.Body, "\nA few remarks on the docs.") // after the review's hidden marker
+		})
 	}, 30*time.Second, 100*time.Millisecond, "the review's summary")
 	require.Len(t, rs.ThreadComments(e.issue.Repo, n), 1, "one review, posted once")
 	e.requireUniqueMarkers()

@@ -241,7 +241,9 @@ type Event struct {
 	MergeRequest *MergeRequest `json:"merge_request,omitempty"`
 	Pipeline     *Pipeline     `json:"pipeline,omitempty"`
 	Review       *Review       `json:"review,omitempty"`
-	// ReviewRequested lists the logins newly asked to review (EventReviewRequested).
+	// ReviewRequested lists the logins newly asked to review: of EventReviewRequested, and
+	// on GitLab of a merge request opened with reviewers (EventMergeRequestOpened) or a change
+	// of its labels or assignees that also added reviewers (one delivery for all of it).
 	ReviewRequested []string `json:"review_requested,omitempty"`
 	// ClosedByCommit is the merge commit that closed an issue (Forgejo commit_id), "" for a
 	// manual close.

@@ -294,6 +294,11 @@ func parseMergeRequestHook(ev forge.Event, body []byte) (forge.Event, error) {
 	switch oa.Action {
 	case "open", "reopen":
 		ev.Type = forge.EventMergeRequestOpened
+		if oa.Action == "open" {
+			// Reviewers picked in the form (or /assign_reviewer in the description) come only
+			// in the top-level list: no changes.reviewers on open.
+			ev.ReviewRequested = hookUserLogins(e.Reviewers)
+		}
 	case "merge":
 		ev.Type = forge.EventMergeRequestMerged
 		ev.MergeRequest.State, ev.MergeRequest.Merged = "merged", true
@@ -313,6 +318,8 @@ func parseMergeRequestHook(ev forge.Event, body []byte) (forge.Event, error) {
 		case oa.OldRev != "":
 			ev.Type = forge.EventMergeRequestUpdated
 		case hookListChange(&ev, prevLabels, curLabels, prevAssignees, curAssignees):
+			// One change can also add reviewers (/assign me /assign_reviewer @bot in a note).
+			ev.ReviewRequested = hookAddedReviewers(&e)
 		default:
 			return hookMergeRequestUpdate(ev, body, &e)
 		}
@@ -347,7 +354,11 @@ func parsePipelineHook(ev forge.Event, body []byte, projectURL string) (forge.Ev
 		ev.Target.Number, ev.Target.MergeRequest = mr.IID, true
 		ev.Title = mr.Title
 		head := oa.SHA
-		if p.MergedResults() { // its sha is a merge commit of the head; the hook does not name the head
+		if p.MergedResults() || oa.Source == "merge_request_event" {
+			// A merge request pipeline's sha may be a merge commit of the head (merged results,
+			// merge trains), and the hook tells it no other way: its ref is the source branch
+			// (GitLab's Gitlab::DataBuilder::Pipeline sends source_ref), not refs/merge-requests/N/merge.
+			// The head is left to be read (checkCI).
 			head = ""
 		}
 		ev.MergeRequest = &forge.MergeRequest{

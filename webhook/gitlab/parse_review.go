@@ -75,13 +75,7 @@ func clientPosition(p *gl.NotePosition) *forge.Position {
 // requested by a reviewer (detailed_merge_status requested_changes: EventReview), or a conflict
 // with the target (EventMergeStatus); anything else is ignored.
 func hookMergeRequestUpdate(ev forge.Event, body []byte, e *gl.MergeEvent) (forge.Event, error) {
-	prev := hookUserLogins(e.Changes.Reviewers.Previous)
-	var added []string
-	for _, login := range hookUserLogins(e.Changes.Reviewers.Current) {
-		if !slices.ContainsFunc(prev, func(p string) bool { return strings.EqualFold(p, login) }) {
-			added = append(added, login)
-		}
-	}
+	added := hookAddedReviewers(e)
 	switch {
 	case len(added) > 0:
 		ev.Type, ev.ReviewRequested = forge.EventReviewRequested, added
@@ -96,4 +90,17 @@ func hookMergeRequestUpdate(ev forge.Event, body []byte, e *gl.MergeEvent) (forg
 		return ev, nil
 	}
 	return ev, forge.Ignore(ev.Header, "merge request update changes nothing Alfred uses (changed: %s)", hookChangedKeys(body))
+}
+
+// hookAddedReviewers returns the reviewers an update added (changes.reviewers current, less
+// previous), nil when none.
+func hookAddedReviewers(e *gl.MergeEvent) []string {
+	prev := hookUserLogins(e.Changes.Reviewers.Previous)
+	var added []string
+	for _, login := range hookUserLogins(e.Changes.Reviewers.Current) {
+		if !slices.ContainsFunc(prev, func(p string) bool { return strings.EqualFold(p, login) }) {
+			added = append(added, login)
+		}
+	}
+	return added
 }

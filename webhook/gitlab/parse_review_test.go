@@ -70,6 +70,21 @@ func TestParseReviewerAdded(t *testing.T) {
 	require.Equal(t, forge.EventReviewRequested, ev.Type)
 	require.Equal(t, []string{"real6543"}, ev.ReviewRequested)
 
+	// Reviewers picked when the merge request is created come only in the top-level list.
+	ev, err = srcParse(t, "Merge Request Hook", srcFixture(t, "gitlab-docs/merge_request_hook_open.json"))
+	require.NoError(t, err)
+	require.Equal(t, forge.EventMergeRequestOpened, ev.Type)
+	require.Equal(t, []string{"user1"}, ev.ReviewRequested)
+	// One change that adds an assignee and a reviewer (/assign me /assign_reviewer @x).
+	both := srcPatch(t, srcFixture(t, "merge_request_hook_assignee_added.json"), func(m map[string]any) {
+		m["changes"].(map[string]any)["reviewers"] = map[string]any{"previous": []any{},
+			"current": []any{map[string]any{"id": 9, "username": "alfred"}}}
+	})
+	ev, err = srcParse(t, "Merge Request Hook", both)
+	require.NoError(t, err)
+	require.Equal(t, forge.EventAssignees, ev.Type)
+	require.Equal(t, []string{"alfred"}, ev.ReviewRequested)
+
 	_, err = srcParse(t, "Merge Request Hook", srcFixture(t, "merge_request_hook_reviewer_removed.json"))
 	var ig *forge.IgnoreError
 	require.ErrorAs(t, err, &ig)

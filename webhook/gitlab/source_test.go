@@ -251,6 +251,21 @@ func TestSourceParse(t *testing.T) {
 			},
 		},
 		{
+			// A merged-results pipeline as GitLab sends it (Gitlab::DataBuilder::Pipeline): its
+			// ref is the source branch (source_ref), its sha the merge commit, its source
+			// merge_request_event. Nothing in the hook tells the merge commit from the head.
+			name: "merged-results pipeline as sent", header: "Pipeline Hook",
+			body: srcPatch(t, srcFixture(t, "pipeline_hook_success.json"), func(m map[string]any) {
+				oa := m["object_attributes"].(map[string]any)
+				oa["status"], oa["ref"], oa["sha"] = "failed", "test", "5d9f1b9c0e3a4f6b8c7d2e1f0a9b8c7d6e5f4a3b"
+			}),
+			check: func(t *testing.T, ev forge.Event) {
+				assert.Equal(t, forge.CIFailed, ev.Pipeline.State)
+				assert.Equal(t, int64(1), ev.Pipeline.MergeRequest)
+				assert.Empty(t, ev.MergeRequest.HeadSHA, "a merge request pipeline's sha is not taken for the head")
+			},
+		},
+		{
 			name: "failed pipeline without merge request", header: "Pipeline Hook",
 			body: srcPatch(t, srcFixture(t, "pipeline_hook_success.json"), func(m map[string]any) {
 				m["object_attributes"].(map[string]any)["status"] = "failed"
