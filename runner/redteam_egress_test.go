@@ -80,7 +80,7 @@ func TestRedTeamEgressDocker(t *testing.T) {
 	d.rt.EgressDial = si.dial
 	var mu sync.Mutex
 	var refusedSeen []string
-	d.rt.OnEgressRefused = func(labels map[string]string, target string) {
+	d.rt.OnEgressRefused = func(labels map[string]string, target string, _ bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		refusedSeen = append(refusedSeen, labels[runner.LabelPhase]+" "+target)

@@ -296,10 +296,13 @@ func (s *server) buildService(ctx context.Context, gits map[string]*gitrepo.Mana
 		}
 	}
 	if d, ok := rt.Runtime.(*docker.Runtime); ok {
-		// Every connection a run's egress proxy refuses: logged with the run and counted.
-		d.OnEgressRefused = func(labels map[string]string, target string) {
-			s.log.Warn("egress refused", "target", target, "run_id", labels[runner.LabelRun],
-				"mailbox_id", labels[runner.LabelMailbox], "phase", labels[runner.LabelPhase])
+		// Every connection a run's egress proxy refuses is counted; each destination is logged
+		// with the run once (a run looping over refused names fills no log).
+		d.OnEgressRefused = func(labels map[string]string, target string, first bool) {
+			if first {
+				s.log.Warn("egress refused", "target", target, "run_id", labels[runner.LabelRun],
+					"mailbox_id", labels[runner.LabelMailbox], "phase", labels[runner.LabelPhase])
+			}
 			s.metrics.EgressRefused(labels[runner.LabelPhase])
 		}
 	}

@@ -65,9 +65,10 @@ type Runtime struct {
 	LogFileBytes int64
 
 	// OnEgressRefused, when set, is called for every request the egress proxy of a run refuses
-	// (spec.Egress), with the run container's labels and the host:port asked for: cmd logs
-	// and counts it (alfred_egress_refused_total).
-	OnEgressRefused func(labels map[string]string, target string)
+	// (spec.Egress), with the run container's labels, the host:port asked for and whether it
+	// is that destination's first refusal (egress.Options.OnRefused): cmd counts every one
+	// (alfred_egress_refused_total) and logs each destination once.
+	OnEgressRefused func(labels map[string]string, target string, first bool)
 	// EgressDial connects the runs' proxies to allowed destinations (egress.Options.Dial; nil:
 	// a plain dialer).
 	EgressDial func(ctx context.Context, network, addr string) (net.Conn, error)

@@ -172,9 +172,9 @@ func (r *Runtime) serveEgress(ctx context.Context, netID, name string, allow egr
 		return "", fmt.Errorf("egress proxy of %s on %s (%s): %w", name, addr, hint, err)
 	}
 	labels = maps.Clone(labels)
-	p := egress.Serve(ln, allow, egress.Options{Dial: r.EgressDial, OnRefused: func(target string) {
+	p := egress.Serve(ln, allow, egress.Options{Dial: r.EgressDial, OnRefused: func(target string, first bool) {
 		if r.OnEgressRefused != nil {
-			r.OnEgressRefused(labels, target)
+			r.OnEgressRefused(labels, target, first)
 		}
 	}})
 	r.egressMu.Lock()

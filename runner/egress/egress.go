@@ -22,6 +22,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/elazarl/goproxy"
 )
@@ -122,13 +124,25 @@ func (r Refusal) String() string {
 // Proxy is one run's allowlisting forward proxy, serving on one listener until Close.
 type Proxy struct {
 	allow     Allowlist
-	onRefused func(target string)
+	onRefused func(target string, first bool)
 	ln        net.Listener
 	srv       *http.Server
 
 	mu      sync.Mutex
 	refused map[string]int
+	others  int // refusals of targets beyond MaxRefusedTargets
 }
+
+// MaxRefusedTargets bounds the distinct destinations a Proxy keeps (Refused): a run that asks
+// for ever new names (a loop over made-up hosts) costs Alfred's memory, the run's stored output
+// and its log no more than this; the refusals of the others are counted together.
+const MaxRefusedTargets = 64
+
+// maxTargetBytes bounds the length of a kept destination.
+const maxTargetBytes = 260
+
+// OtherTargets is the Target of the Refusal counting the refusals beyond MaxRefusedTargets.
+const OtherTargets = "other destinations"
 
 // dialTimeout bounds a connection to an allowed destination.
 const dialTimeout = 30 * time.Second
@@ -136,8 +150,9 @@ const dialTimeout = 30 * time.Second
 // Options are a Proxy's hooks.
 type Options struct {
 	// OnRefused, when set, is called once per refused request with the normalised host:port
-	// asked for.
-	OnRefused func(target string)
+	// asked for (as Refused names it: OtherTargets beyond MaxRefusedTargets); first is true for
+	// the first refusal of that target, so that a caller can log each destination once.
+	OnRefused func(target string, first bool)
 	// Dial connects to an allowed destination (a net.Dialer with a 30 s timeout when nil).
 	// Tests resolve their stand-in names to loopback servers with it.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -201,30 +216,65 @@ func forbidden(r *http.Request, target string) *http.Response {
 		"alfred: egress to "+target+" refused: not on runner.egress.allow\n")
 }
 
+// refuse counts a refusal of target, kept as valid UTF-8 without control characters and cut to
+// maxTargetBytes (a run chooses these bytes, and they reach the run's stored output and
+// Alfred's log), and reports it.
 func (p *Proxy) refuse(target string) {
 	if h, port, err := splitHostPort(target); err == nil {
 		target = net.JoinHostPort(h, port)
 	}
+	target = printable(target)
 	p.mu.Lock()
-	p.refused[target]++
+	n, kept := p.refused[target]
+	switch {
+	case kept || len(p.refused) < MaxRefusedTargets:
+		p.refused[target] = n + 1
+	default:
+		target, n = OtherTargets, p.others
+		p.others++
+	}
 	p.mu.Unlock()
 	if p.onRefused != nil {
-		p.onRefused(target)
+		p.onRefused(target, n == 0)
 	}
+}
+
+// printable returns s as valid UTF-8 with every control character written as '?', cut to
+// maxTargetBytes (on a rune boundary).
+func printable(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	if len(s) > maxTargetBytes {
+		cut := maxTargetBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
 }
 
 // Addr is the address the Proxy listens on.
 func (p *Proxy) Addr() net.Addr { return p.ln.Addr() }
 
-// Refused returns the destinations refused so far, sorted by target.
+// Refused returns the destinations refused so far, sorted by target: at most
+// MaxRefusedTargets of them, then, when a run asked for more, one Refusal named OtherTargets
+// counting the refusals of all the others.
 func (p *Proxy) Refused() []Refusal {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]Refusal, 0, len(p.refused))
+	out := make([]Refusal, 0, len(p.refused)+1)
 	for t, n := range p.refused {
 		out = append(out, Refusal{Target: t, Count: n})
 	}
 	slices.SortFunc(out, func(a, b Refusal) int { return strings.Compare(a.Target, b.Target) })
+	if p.others > 0 {
+		out = append(out, Refusal{Target: OtherTargets, Count: p.others})
+	}
 	return out
 }
 

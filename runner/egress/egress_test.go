@@ -1,6 +1,8 @@
 package egress_test
 
 import (
+	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -62,7 +65,7 @@ func TestProxyAllowsOnlyTheList(t *testing.T) {
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var seen []string
-	p := egress.Serve(ln, allow, egress.Options{OnRefused: func(target string) { mu.Lock(); seen = append(seen, target); mu.Unlock() }})
+	p := egress.Serve(ln, allow, egress.Options{OnRefused: func(target string, _ bool) { mu.Lock(); seen = append(seen, target); mu.Unlock() }})
 	t.Cleanup(func() { require.NoError(t, p.Close()) })
 
 	proxyURL, _ := url.Parse("http://" + p.Addr().String())
@@ -101,4 +104,63 @@ func get(t *testing.T, c *http.Client, u string, status int) string {
 func hostPort(u string) string {
 	p, _ := url.Parse(u)
 	return p.Host
+}
+
+// A run chooses the names it asks for: a loop over made-up hosts keeps MaxRefusedTargets of
+// them and counts the rest together (each reported, each kept name first once), and a name
+// with bytes that are not UTF-8 ("%ff" in a CONNECT host, which Go decodes) or with control
+// characters is kept printable, so that the run's stored output and Alfred's log take it.
+func TestProxyRefusalsAreBoundedAndPrintable(t *testing.T) {
+	t.Parallel()
+	allow, err := egress.ParseAllowlist([]string{"allowed.example:443"})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	reports, firsts := 0, 0
+	p := egress.Serve(ln, allow, egress.Options{OnRefused: func(_ string, first bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		reports++
+		if first {
+			firsts++
+		}
+	}})
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+
+	connect := func(target string) {
+		t.Helper()
+		c, err := net.Dial("tcp", p.Addr().String())
+		require.NoError(t, err)
+		defer c.Close()
+		_, err = fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	}
+	connect("b%ff.example:99999")
+	const made = egress.MaxRefusedTargets + 36
+	for i := range made {
+		connect(fmt.Sprintf("h%d.example:443", i))
+	}
+	connect("h0.example:443") // kept: counted on its own
+
+	got := p.Refused()
+	require.Len(t, got, egress.MaxRefusedTargets+1)
+	total := 0
+	for _, r := range got {
+		require.True(t, utf8.ValidString(r.Target), "%q", r.Target)
+		require.NotContains(t, r.Target, "\xff")
+		total += r.Count
+	}
+	require.Equal(t, made+2, total, "every refusal counted")
+	last := got[len(got)-1]
+	require.Equal(t, egress.OtherTargets, last.Target)
+	require.Equal(t, made+1-egress.MaxRefusedTargets, last.Count)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, made+2, reports)
+	require.Equal(t, egress.MaxRefusedTargets+1, firsts, "each kept name and the others once")
 }

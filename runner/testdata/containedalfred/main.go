@@ -143,7 +143,7 @@ func run() (Output, error) {
 		return (&net.Dialer{}).DialContext(ctx, network, addr)
 	}
 	var mu sync.Mutex
-	rt.OnEgressRefused = func(labels map[string]string, target string) {
+	rt.OnEgressRefused = func(labels map[string]string, target string, _ bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		out.Reported = append(out.Reported, labels[runner.LabelPhase]+" "+target)
