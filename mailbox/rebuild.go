@@ -24,8 +24,11 @@ import (
 // Rebuilds is what rebuilding mailboxes from the forge needs of the store (spec/reliability.md,
 // "Rebuild from the forge").
 type Rebuilds interface {
-	// Empty reports whether the store holds no mailbox at all: a new database, or one that was
-	// lost.
+	// Empty reports whether nothing was ever worked on in the store: no mailbox past idle, no
+	// event applied and no comment recorded (a new database, or one that was lost; a rebuilt
+	// mailbox records its comments). Idle mailboxes holding only
+	// deliveries that wait are empty still: a start-up rebuild that waited for the forge while
+	// deliveries came, then stopped (a restart), is done again at the next start.
 	Empty(ctx context.Context) (bool, error)
 	// Rebuild stores r's mailbox with its comments and questions in one transaction, unless the
 	// issue already has a mailbox that is not idle (then it stores nothing and reports false).
@@ -90,13 +93,24 @@ func (r *Reconciler) Rebuild(ctx context.Context, store Rebuilds, cfg Config) ([
 		level := slog.LevelInfo
 		if st.Err != nil {
 			level = slog.LevelWarn
-			first = cmp.Or(first, st.Err)
+			first = keepRebuildErr(first, st.Err)
 		}
 		r.log.Log(ctx, level, "rebuilt mailboxes from the forge", "forge", name, "issues", st.Issues, "rebuilt", st.Rebuilt,
 			"existing", st.Existing, "skipped", st.Skipped, "states", st.States, "err", st.Err)
 		out = append(out, st)
 	}
 	return out, first
+}
+
+// keepRebuildErr is the error a rebuild reports of have (kept so far) and err: the first, unless
+// a later one is the forge's unavailability (forge.ErrUnavailable) and the first is not, since
+// that is the error a caller waits on (the start-up rebuild tries again while a forge is
+// unavailable); a 404 on one issue before an outage must not end the wait.
+func keepRebuildErr(have, err error) error {
+	if have == nil || (errors.Is(err, forge.ErrUnavailable) && !errors.Is(have, forge.ErrUnavailable)) {
+		return err
+	}
+	return have
 }
 
 // RebuildIfEmpty runs Rebuild when the store holds no mailbox at all, and says so in the log;
@@ -130,7 +144,7 @@ func (r *Reconciler) rebuildForge(ctx context.Context, store Rebuilds, cfg Confi
 		st.Issues++
 		ok, err := r.oursAs(ctx, name, bot, known, is.Ref.Repo, &pass, false)
 		if err != nil {
-			st.Err = cmp.Or(st.Err, err)
+			st.Err = keepRebuildErr(st.Err, err)
 			continue
 		}
 		if !ok {
@@ -138,7 +152,7 @@ func (r *Reconciler) rebuildForge(ctx context.Context, store Rebuilds, cfg Confi
 			continue
 		}
 		if tracked, err := r.store.Tracked(ctx, is.Ref); err != nil {
-			st.Err = cmp.Or(st.Err, err)
+			st.Err = keepRebuildErr(st.Err, err)
 			continue
 		} else if tracked {
 			st.Existing++ // a working mailbox: its comments are not even read
@@ -147,7 +161,7 @@ func (r *Reconciler) rebuildForge(ctx context.Context, store Rebuilds, cfg Confi
 		rb, err := DeriveMailbox(ctx, bot.Forge, bot.Login, cfg, &is, r.now())
 		if err != nil {
 			r.log.Warn("rebuilding a mailbox from the forge failed; run the rebuild again", "issue", is.Ref.String(), "err", err)
-			st.Err = cmp.Or(st.Err, err)
+			st.Err = keepRebuildErr(st.Err, err)
 			continue
 		}
 		if rb == nil {
@@ -156,7 +170,7 @@ func (r *Reconciler) rebuildForge(ctx context.Context, store Rebuilds, cfg Confi
 		}
 		created, err := store.Rebuild(ctx, rb)
 		if err != nil {
-			st.Err = cmp.Or(st.Err, fmt.Errorf("rebuild %s: %w", is.Ref, err))
+			st.Err = keepRebuildErr(st.Err, fmt.Errorf("rebuild %s: %w", is.Ref, err))
 			continue
 		}
 		if !created {

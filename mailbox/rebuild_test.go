@@ -13,6 +13,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/base/pgtest"
 	"github.com/alfred-bot/alfred/internal/store/postgres"
 	"github.com/alfred-bot/alfred/mailbox"
+	"github.com/alfred-bot/alfred/mailbox/mailboxtest"
 	"github.com/alfred-bot/alfred/runner/phase"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
@@ -509,4 +510,33 @@ func TestRebuildWithTheStatusLabelRemovedByHand(t *testing.T) {
 	require.Equal(t, mailbox.StateWaitingValidation, mb.Data.BlockedFrom)
 	require.Equal(t, analyses, b.jobsOf(phase.Analysis), "no analysis ran again")
 	require.Len(t, b.comments(), comments, "nothing posted again")
+}
+
+// A rebuild that meets the forge unavailable on one issue after another issue's lasting error
+// (a 403) reports the unavailability, so that the start-up rebuild waits for the forge instead
+// of letting the workers take the issues not rebuilt yet for new assignments.
+func TestRebuildReportsTheForgeUnavailableAfterAnotherError(t *testing.T) {
+	t.Parallel()
+	for _, order := range []string{"forbidden first", "unavailable first"} {
+		t.Run(order, func(t *testing.T) {
+			b := setup(t)
+			second := b.fake.AddIssue(repo, forgetest.SeedIssue{Title: "Another", Author: "alice", Assignees: []string{forgetest.BotLogin}})
+			require.NoError(t, b.fake.SetAssignees(t.Context(), b.ref, []string{forgetest.BotLogin}, nil))
+			fail := map[int64]error{b.ref.Number: forge.ErrForbidden, second: forge.ErrUnavailable}
+			if order == "unavailable first" {
+				fail = map[int64]error{b.ref.Number: forge.ErrUnavailable, second: forge.ErrForbidden}
+			}
+			b.fake.SetErrorHook(func(method string, ref forge.IssueRef) error {
+				if ref.Number != 0 && !ref.MergeRequest {
+					return fail[ref.Number]
+				}
+				return nil
+			})
+			store := mailboxtest.NewStore(b.clock.Now)
+			r := mailbox.NewReconciler(mailbox.ReconcilerConfig{Scopes: map[string]mailbox.Scope{"gl": {Repositories: []string{repo}}}},
+				store, store, b.bots, b.clock.Now, b.log)
+			_, err := r.Rebuild(t.Context(), store, rebuildConfig)
+			require.ErrorIs(t, err, forge.ErrUnavailable)
+		})
+	}
 }

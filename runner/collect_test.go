@@ -168,3 +168,19 @@ func TestReattachDetachedAtShutdownLeavesTheContainer(t *testing.T) {
 	require.Len(t, rows, 1)
 	require.True(t, rows[0].Status.Live(), "the record stays for the next process: %s", rows[0].Status)
 }
+
+// A container the runtime reports not running, whose end it cannot read (a Pod terminating
+// on a lost node keeps its last status, and its wait never ends), is not waited on for ever
+// by recovery: past the bound it is stopped and removed as a run out of time.
+func TestReattachOfAContainerThatNeverEndsIsBounded(t *testing.T) {
+	t.Parallel()
+	xl := &memLog{}
+	rt := adoptRuntime{fakeRuntime: &fakeRuntime{hang: true}, run: 9}
+	b := setupFake(t, func(c *runner.Config) { c.Runtime = rt; c.ContainerLog = xl; c.Timeout = 300 * time.Millisecond })
+	rec := leftRun(t, b.exec, xl, 9, phase.Input{Phase: phase.Answer, Key: "answer", Attempt: 1}, "script", "")
+	r, err := b.exec.Reattach(t.Context(), rec, true)
+	require.NoError(t, err)
+	require.NotNil(t, r.Outcome)
+	require.Equal(t, runner.StatusTimedOut, r.Outcome.Status)
+	require.Equal(t, []runner.ContainerID{runner.ContainerID(rec.ContainerID)}, rt.destroyed, "removed")
+}

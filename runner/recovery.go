@@ -127,8 +127,15 @@ func (e *Executor) Reattach(ctx context.Context, rec ContainerRecord, wait bool)
 
 	c := collection{h: h, agent: agent, in: in, outDir: filepath.Join(runDir, "out"), limit: e.cfg.Timeout, life: life}
 	if h.Running {
-		// What is left of the run's time limit; an exited container (wait 0) returns at once.
+		// What is left of the run's time limit.
 		c.wait = max(e.cfg.Timeout-time.Since(out.Started), time.Millisecond)
+	} else {
+		// An exited container answers at once. One the runtime reports not running without an
+		// end it can read (a Pod terminating on a lost node keeps its last status) is not waited
+		// on for ever: past cleanupTimeout (or the run's time limit, when shorter) it is stopped
+		// and removed as a run out of time.
+		c.wait = min(cleanupTimeout, max(e.cfg.Timeout, time.Millisecond))
+		c.limit = c.wait
 	}
 	if err := e.collect(ctx, c, out); err != nil {
 		return nil, fmt.Errorf("reattach %s: %w", h.Name, err)

@@ -12,7 +12,17 @@ var _ mailbox.Rebuilds = (*Store)(nil)
 func (s *Store) Empty(context.Context) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.mailboxes) == 0, nil
+	for _, mb := range s.mailboxes {
+		if mb.State != mailbox.StateIdle {
+			return false, nil
+		}
+	}
+	for _, e := range s.events {
+		if e.processed {
+			return false, nil
+		}
+	}
+	return len(s.comments) == 0, nil
 }
 
 // Rebuild implements mailbox.Rebuilds.

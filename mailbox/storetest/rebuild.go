@@ -120,3 +120,33 @@ func rebuildCreatesOnce(t *testing.T, s Store, c *Clock) {
 	require.Equal(t, mailbox.StateInCI, got9.State)
 	require.Nil(t, got9.LeaseOwner)
 }
+
+// emptyUntilWorkedOn: deliveries waiting in idle mailboxes leave the store empty (a start-up
+// rebuild stopped while it waited for the forge is done again at the next start); an event
+// applied, or a mailbox past idle, makes it not empty.
+func emptyUntilWorkedOn(t *testing.T, s Store, _ *Clock) {
+	ctx := context.Background()
+	deliverOn(t, s, 1)
+	deliverOn(t, s, 2)
+	empty, err := s.Empty(ctx)
+	require.NoError(t, err)
+	require.True(t, empty, "only deliveries that wait")
+
+	Settled(t, s, 3, func(*mailbox.Mailbox) {}) // idle, its event applied
+	empty, err = s.Empty(ctx)
+	require.NoError(t, err)
+	require.False(t, empty, "an event was applied")
+}
+
+// emptyUntilWorkedOnByState: a mailbox past idle makes the store not empty.
+func emptyUntilWorkedOnByState(t *testing.T, s Store, _ *Clock) {
+	ctx := context.Background()
+	deliverOn(t, s, 1)
+	created, err := s.Rebuild(ctx, &mailbox.Rebuilt{Mailbox: mailbox.Mailbox{Forge: "gl", Repo: "acme/shop", Number: 4,
+		State: mailbox.StateWaitingValidation, Author: "alice", Data: mailbox.Data{Round: 1, Acknowledged: true}}})
+	require.NoError(t, err)
+	require.True(t, created)
+	empty, err := s.Empty(ctx)
+	require.NoError(t, err)
+	require.False(t, empty, "a mailbox past idle")
+}

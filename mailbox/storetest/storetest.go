@@ -76,6 +76,8 @@ func Run(t *testing.T, newStore NewStore) {
 		"LeaseAttemptsCountUntilReleased":       leaseAttemptsCount,
 		"EventsApplyOnceInOrder":                eventsApplyOnceInOrder,
 		"RebuildCreatesOnce":                    rebuildCreatesOnce,
+		"EmptyUntilSomethingWasWorkedOn":        emptyUntilWorkedOn,
+		"NotEmptyWithAMailboxPastIdle":          emptyUntilWorkedOnByState,
 		"SavesAreFencedByTheLease":              savesAreFenced,
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -9,14 +9,17 @@ import (
 	"github.com/alfred-bot/alfred/mailbox"
 )
 
-// sqlAnyMailbox reads one row of the mailboxes table at most.
-const sqlAnyMailbox = `SELECT count(*) FROM (SELECT 1 FROM mailboxes LIMIT 1) AS one`
+// sqlAnyMailbox reads whether any mailbox went past idle, any event was applied or any comment
+// recorded: one row of each at most.
+const sqlAnyMailbox = `SELECT (SELECT count(*) FROM (SELECT 1 FROM mailboxes WHERE state <> 'idle' LIMIT 1) AS worked)
+ + (SELECT count(*) FROM (SELECT 1 FROM events WHERE processed_at IS NOT NULL LIMIT 1) AS applied)
+ + (SELECT count(*) FROM (SELECT 1 FROM comments LIMIT 1) AS posted)`
 
 // Empty implements mailbox.Rebuilds.
 func (s *Store) Empty(ctx context.Context) (bool, error) {
 	var n int
 	if err := s.db.GetContext(ctx, &n, sqlAnyMailbox); err != nil {
-		return false, fmt.Errorf("count mailboxes: %w", err)
+		return false, fmt.Errorf("read whether any mailbox was worked on: %w", err)
 	}
 	return n == 0, nil
 }
