@@ -112,7 +112,8 @@ func (c *Client) Comments(ctx context.Context, ref forge.IssueRef) ([]forge.Comm
 }
 
 // CommentsSince lists the notes created or edited at or after since, oldest first, without
-// system notes. GitLab's notes API has no time filter: with a since, the notes are read
+// system notes and internal notes (what is for the project's members alone never reaches the
+// agent or Alfred's public text). GitLab's notes API has no time filter: with a since, the notes are read
 // order_by=updated_at&sort=desc and paging stops at the first note edited before since, so
 // an unchanged issue costs one request.
 func (c *Client) CommentsSince(ctx context.Context, ref forge.IssueRef, since time.Time) ([]forge.Comment, error) {
@@ -135,7 +136,7 @@ func (c *Client) CommentsSince(ctx context.Context, ref forge.IssueRef, since ti
 				older = true
 				break
 			}
-			if n.System {
+			if n.System || n.Internal || n.Confidential { // an internal note is for members alone
 				continue
 			}
 			cm := forge.Comment{ID: n.ID, Body: n.Body, Author: forge.User{ID: n.Author.ID, Login: n.Author.Username}}

@@ -241,6 +241,11 @@ func parseNoteHook(ev forge.Event, body []byte, noteableType string) (forge.Even
 	if attrs.System {
 		return ev, forge.Ignore(ev.Header, "system notes are not used")
 	}
+	if hookInternalNote(body) {
+		// An internal note is for the project's members alone, and what Alfred writes (its
+		// comments, the agent's merge request) is read by everyone who can read the issue.
+		return ev, forge.Ignore(ev.Header, "internal notes are not used: what Alfred writes is public")
+	}
 	ev.Action = string(attrs.Action)
 	ev.Comment = &forge.Comment{
 		ID: attrs.ID, Body: attrs.Note, Author: ev.Sender,

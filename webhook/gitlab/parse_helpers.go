@@ -266,3 +266,16 @@ func hookFromFork(source, target int64) bool {
 func hookKindAlias(kind, body string) bool {
 	return kind == "issue" && body == "work_item"
 }
+
+// hookInternalNote reports whether a note delivery is of an internal note (GitLab sends it as a
+// Confidential Note Hook with object_attributes.internal, or confidential before GitLab 15.0,
+// set; a note on a confidential issue comes under the same header with both unset).
+func hookInternalNote(body []byte) bool {
+	var n struct {
+		ObjectAttributes struct {
+			Internal     bool `json:"internal"`
+			Confidential bool `json:"confidential"`
+		} `json:"object_attributes"`
+	}
+	return hookDecode(body, &n) == nil && (n.ObjectAttributes.Internal || n.ObjectAttributes.Confidential)
+}
