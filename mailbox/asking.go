@@ -189,9 +189,21 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 	if len(qs) == 0 {
 		return "no open questions", nil
 	}
+	if ev.Type == forge.EventCommentEdited && ev.Action == derivedAction && c.ID != 0 &&
+		slices.Contains(mb.Data.RefusedEdits, editOf(c)) {
+		// The delivery of this very edit named who made it, and the gate refused them: the
+		// reconciliation's attribution (to the comment's author) is not taken over it.
+		return "ignored: an edit the gate refused when it was delivered", nil
+	}
 	if d, err := m.authorize(ctx, bot, mb, gate.Answer, author); err != nil {
 		return "", err
 	} else if d != gate.Allowed {
+		if ev.Type == forge.EventCommentEdited && ev.Action != derivedAction && c.ID != 0 {
+			mb.Data.RefusedEdits = append(mb.Data.RefusedEdits, editOf(c))
+			if n := len(mb.Data.RefusedEdits); n > maxRefusedEdits {
+				mb.Data.RefusedEdits = slices.Clone(mb.Data.RefusedEdits[n-maxRefusedEdits:])
+			}
+		}
 		// One refusal per person and round: sixteen comments are answered once.
 		key := fmt.Sprintf("refused-answers-%d-%s", mb.Data.Round, strings.ToLower(author))
 		return m.refuseAs(ctx, bot, mb, key, author, "answer my questions")

@@ -3,6 +3,7 @@ package mailbox_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -126,3 +127,53 @@ type noRunSlots struct{}
 
 func (noRunSlots) Idle() int  { return 0 }
 func (noRunSlots) Limit() int { return 1 }
+
+// On Forgejo a member of a triage team may edit anyone's comment. An edit whose delivery named
+// them, and which the gate refused, is not taken when reconciliation later finds it and can
+// only attribute it to the comment's author (or, for Alfred's question block, the issue's).
+func TestARefusedEditIsNotTakenInTheAuthorsName(t *testing.T) {
+	t.Parallel()
+	t.Run("question block", func(t *testing.T) {
+		b := setup(t, "type::task")
+		b.fake.SetClock(b.clock.Now())
+		b.deliver(assign("alice"))
+		b.advance()
+		block, id := b.lastComment(), b.lastCommentID()
+		edited := strings.Replace(block, "- [ ] **b. Semicolon**", "- [x] **b. Semicolon**", 1)
+		require.NotEqual(t, block, edited)
+		require.NoError(t, b.fake.EditComment(t.Context(), b.ref, id, edited))
+		b.deliver(forge.Event{Type: forge.EventCommentEdited, Sender: forge.User{Login: "mallory"},
+			Comment: &forge.Comment{ID: id, Body: edited}})
+		require.Equal(t, mailbox.StateWaitingInfo, b.advance().State, "refused for mallory")
+		b.clock.Add(time.Minute)
+		b.reconcile()
+		mb := b.advance()
+		require.Equal(t, mailbox.StateWaitingInfo, mb.State, "mallory's edit does not answer in alice's name")
+		out := b.store.(interface{ Outcomes(int64) []string }).Outcomes(mb.ID)
+		require.Contains(t, out, "ignored: an edit the gate refused when it was delivered")
+	})
+	t.Run("the author's reply", func(t *testing.T) {
+		b := setup(t, "type::task")
+		b.fake.SetClock(b.clock.Now())
+		b.deliver(assign("alice"))
+		b.advance()
+		id := b.fake.AddComment(b.ref, "alice", "Let me check with accounting.")
+		b.deliver(forge.Event{Type: forge.EventComment, Sender: forge.User{Login: "alice"},
+			Comment: &forge.Comment{ID: id, Body: "Let me check with accounting."}})
+		require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+		next := b.fake.AddComment(b.ref, "alice", "Asking them now.")
+		b.deliver(forge.Event{Type: forge.EventComment, Sender: forge.User{Login: "alice"},
+			Comment: &forge.Comment{ID: next, Body: "Asking them now."}})
+		require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
+		b.clock.Add(time.Minute)
+		b.reconcile() // it has seen alice's comments as she wrote them
+		b.advance()
+		require.NoError(t, b.fake.EditComment(t.Context(), b.ref, id, "b"))
+		b.deliver(forge.Event{Type: forge.EventCommentEdited, Sender: forge.User{Login: "mallory"},
+			Comment: &forge.Comment{ID: id, Body: "b"}})
+		require.Equal(t, mailbox.StateWaitingInfo, b.advance().State, "refused for mallory")
+		b.clock.Add(time.Minute)
+		b.reconcile()
+		require.Equal(t, mailbox.StateWaitingInfo, b.advance().State, "mallory's edit does not answer in alice's name")
+	})
+}

@@ -33,7 +33,9 @@
 package mailbox
 
 import (
+	"crypto/sha256"
 	"database/sql/driver"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -171,6 +173,11 @@ type Data struct {
 	// off as a non-writer's). A label leaves the list when it is
 	// removed or a writer adds it again.
 	IgnoredLabels []string `json:"ignored_labels,omitempty"`
+	// RefusedEdits are the comment edits the gate did not take when their delivery named who
+	// made them (the comment id and a hash of the edited body; the latest maxRefusedEdits): the
+	// same edit found by reconciliation, which can only attribute it to the comment's author
+	// (or, for Alfred's question block, the issue's), is not taken in their name.
+	RefusedEdits []RefusedEdit `json:"refused_edits,omitempty"`
 	// AutoMergeWaits is what auto-merge last said it waits for, so that it is said once per
 	// change.
 	AutoMergeWaits string `json:"auto_merge_waits,omitempty"`
@@ -316,3 +323,20 @@ const (
 	RunFailed      = "failed"
 	RunInterrupted = "interrupted"
 )
+
+// RefusedEdit is one comment edit the gate refused (Data.RefusedEdits).
+type RefusedEdit struct {
+	// CommentID is the forge's id of the edited comment.
+	CommentID int64 `json:"comment_id"`
+	// BodyHash is the hex SHA-256 of the comment's body after the edit (first 16 bytes).
+	BodyHash string `json:"body_hash"`
+}
+
+// maxRefusedEdits bounds Data.RefusedEdits: the oldest go first.
+const maxRefusedEdits = 32
+
+// editOf returns the RefusedEdit naming comment c as it now reads.
+func editOf(c *forge.Comment) RefusedEdit {
+	sum := sha256.Sum256([]byte(c.Body))
+	return RefusedEdit{CommentID: c.ID, BodyHash: hex.EncodeToString(sum[:16])}
+}
