@@ -236,8 +236,8 @@ func (d *Derived) mergeRequest(ctx context.Context, f forge.Forge, bot string, v
 
 // reviewComments derives the review comments of others on the bot's merge request mrRef made
 // since the merge request was last seen (the view's MRUpdatedAt, else CommentsSince): a
-// comment in the diff or in a review thread becomes a comment event on the merge request, a
-// review's summary a review event with the review's state, each named by the forge's comment id
+// comment in the diff, in a review thread or in the conversation becomes a comment event on the
+// merge request, a review's summary a review event with the review's state, each named by the forge's comment id
 // as a delivery would name it. The forge's review calls are used when it has them (both
 // clients do).
 func (d *Derived) reviewComments(ctx context.Context, f forge.Forge, bot string, v ReconcileView, base forge.Event, mrRef forge.IssueRef) error {
@@ -253,6 +253,20 @@ func (d *Derived) reviewComments(ctx context.Context, f forge.Forge, bot string,
 	d.Calls++
 	if err != nil {
 		return fmt.Errorf("reconcile %s: read review comments: %w", mrRef, err)
+	}
+	// The merge request's conversation too: a comment there that addresses the bot asks for a
+	// review_fix as a delivery of it would (Forgejo's review calls do not list it; GitLab's
+	// do, as general notes, and the same id is not taken twice).
+	conv, err := f.CommentsSince(ctx, mrRef, since)
+	d.Calls++
+	if err != nil {
+		return fmt.Errorf("reconcile %s: read the conversation: %w", mrRef, err)
+	}
+	for _, c := range conv {
+		if slices.ContainsFunc(list, func(r forge.ReviewComment) bool { return r.ID == c.ID }) {
+			continue
+		}
+		list = append(list, forge.ReviewComment{ID: c.ID, Author: c.Author, Body: c.Body, CreatedAt: c.CreatedAt})
 	}
 	for _, c := range list {
 		if c.CreatedAt.Before(since) || strings.EqualFold(c.Author.Login, bot) {

@@ -253,3 +253,37 @@ func TestATickInTheQuestionBlockIsReadWhileAsking(t *testing.T) {
 	require.Equal(t, forge.EventCommentEdited, d.Events[0].Type)
 	require.Equal(t, "alice", d.Events[0].Sender.Login)
 }
+
+// A comment in the bot's merge request's conversation that addresses the bot asks for a
+// review_fix when it is delivered; the poll derives it too, on Forgejo (whose review calls do
+// not list the conversation) as on GitLab.
+func TestThePollReadsTheMergeRequestConversation(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []forge.Kind{forge.KindForgejo, forge.KindGitLab} {
+		t.Run(string(kind), func(t *testing.T) {
+			f := forgetest.NewFake(kind)
+			f.AddRepo("o/r", "main", "")
+			f.AddUser("alice")
+			n := f.AddIssue("o/r", forgetest.SeedIssue{Title: "t", Author: "alice", Assignees: []string{forgetest.BotLogin}})
+			ref := forge.IssueRef{Forge: "f", Repo: "o/r", Number: n}
+			mrn := f.AddMergeRequest("o/r", "agent/issue-1", "main", "Fix", forgetest.BotLogin)
+			is, err := f.Issue(t.Context(), ref)
+			require.NoError(t, err)
+			mr, err := f.MergeRequest(t.Context(), "o/r", mrn)
+			require.NoError(t, err)
+			v := mailbox.ReconcileView{MailboxID: 1, Ref: ref, Author: "alice", Labels: is.Labels, Assignees: is.Assignees,
+				MRNumber: mrn, HeadSHA: mr.HeadSHA, IssueUpdatedAt: is.UpdatedAt, MRUpdatedAt: mr.UpdatedAt,
+				CommentsSince: is.UpdatedAt, ReviewComments: true}
+			id := f.AddComment(forge.IssueRef{Repo: "o/r", Number: mrn, MergeRequest: true}, "alice",
+				"@"+forgetest.BotLogin+" please also rename the helper")
+			d, err := mailbox.DeriveEvents(t.Context(), f, forgetest.BotLogin, v, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			require.NoError(t, err)
+			require.Len(t, d.Events, 1)
+			ev := d.Events[0]
+			require.Equal(t, forge.EventComment, ev.Type)
+			require.True(t, ev.Target.MergeRequest)
+			require.Equal(t, id, ev.Comment.ID)
+			require.Equal(t, "alice", ev.Sender.Login)
+		})
+	}
+}
