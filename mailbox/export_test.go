@@ -7,3 +7,6 @@ func (r *Reconciler) Derived(name string) int {
 	defer r.mu.Unlock()
 	return len(r.derived[name])
 }
+
+// ThreadSetAside is threadSetAside: the polls in a row a thread may fail before it is set aside.
+const ThreadSetAside = threadSetAside

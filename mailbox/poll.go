@@ -73,6 +73,9 @@ type PollStats struct {
 	Since, Next time.Time
 	// Err is the error that made the poll fail, nil when it completed and the cursor moved.
 	Err error
+	// SetAside counts the threads this poll went on without: each failed threadSetAside
+	// polls in a row (logged as an error; reconciliation tries it again).
+	SetAside int
 	// Duration is how long the poll took.
 	Duration time.Duration
 }
@@ -93,7 +96,17 @@ type Poller struct {
 
 	mu       sync.Mutex
 	failures map[string]int // forge → failed polls in a row
+	// threadFailures counts, per thread, the polls in a row whose comparison of it failed
+	// with an error that is not the forge's unavailability (set aside at threadSetAside).
+	threadFailures map[forge.IssueRef]int
 }
+
+// threadSetAside is the number of polls in a row a thread may fail (with an error other than
+// the forge's unavailability: a 403 or 404 on one issue, an answer that cannot be read, its
+// timeline failing on the forge) before the poll stops waiting for it: the poll's cursor moves
+// past it so that the other threads go on, the failure is logged as an error, and
+// reconciliation tries the thread again at its own pace.
+const threadSetAside = 3
 
 // NewPoller wires a poller: recon derives and stores the events (its bots, scopes, store and
 // inbox), store keeps the cursors, pollers are the forge clients' poll calls by forge name.
@@ -103,7 +116,8 @@ func NewPoller(cfg PollerConfig, recon *Reconciler, store PollStore, pollers map
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Poller{cfg: cfg, recon: recon, store: store, pollers: pollers, log: log, failures: map[string]int{}}
+	return &Poller{cfg: cfg, recon: recon, store: store, pollers: pollers, log: log, failures: map[string]int{},
+		threadFailures: map[forge.IssueRef]int{}}
 }
 
 // Run polls every configured forge at once and then every interval (longer after failures)
@@ -195,7 +209,14 @@ func (p *Poller) Poll(ctx context.Context, name string) (st PollStats) {
 	}
 	rst := PassStats{Forge: name}
 	for _, ref := range refs {
-		if err := p.thread(ctx, name, bot, ref, known, &rst); err != nil {
+		err := p.thread(ctx, name, bot, ref, known, &rst)
+		if p.setAside(ref, err) {
+			st.SetAside++
+			p.log.Error("a thread fails at every poll; the poll goes on without it and reconciliation tries it again",
+				"forge", name, "thread", ref.String(), "polls", threadSetAside, "err", err)
+			continue
+		}
+		if err != nil {
 			st.Err = cmp.Or(st.Err, err) // the cursor stays: the next poll reads this thread again
 		}
 	}
@@ -210,6 +231,25 @@ func (p *Poller) Poll(ctx context.Context, name string) (st PollStats) {
 	}
 	st.Next = next
 	return st
+}
+
+// setAside counts a failed comparison of ref (err nil: a success, which forgets its failures)
+// and reports whether the thread is now set aside: threadSetAside polls in a row failed, with an
+// error other than the forge's unavailability or the poll's end. The count starts again after
+// a thread is set aside.
+func (p *Poller) setAside(ref forge.IssueRef, err error) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err == nil || errors.Is(err, forge.ErrUnavailable) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		delete(p.threadFailures, ref)
+		return false
+	}
+	p.threadFailures[ref]++
+	if p.threadFailures[ref] < threadSetAside {
+		return false
+	}
+	delete(p.threadFailures, ref)
+	return true
 }
 
 // thread compares one changed issue or merge request with the forge: the working mailbox it

@@ -128,3 +128,44 @@ func BenchmarkPollReaction(b *testing.B) {
 	b.ReportMetric(worst.Seconds(), "reaction_max_s")
 	b.ReportMetric(interval.Seconds(), "interval_s")
 }
+
+// One thread whose comparison fails at every poll with a lasting error (a 403 on its issue, a
+// timeline the forge fails to answer) holds the cursor for a few polls only: then the poll goes
+// on without it, the cursor moves, and the other threads' changes are not read again and again
+// from a cursor that never moves. The forge's unavailability holds it for as long as it lasts.
+func TestAThreadThatAlwaysFailsIsSetAside(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t, "type::task")
+	p, ps := b.poller()
+	ctx := context.Background()
+	broken := b.fake.AddIssue(repo, forgetest.SeedIssue{Title: "Broken", Author: "alice"})
+	brokenRef := forge.IssueRef{Forge: "gl", Repo: repo, Number: broken}
+	b.fake.SetIssueAssignees(brokenRef, "alice", forgetest.BotLogin)
+	failWith := forge.ErrUnavailable
+	b.fake.SetErrorHook(func(method string, ref forge.IssueRef) error {
+		if ref.Number == broken && !ref.MergeRequest {
+			return fmt.Errorf("read issue %d: %w", broken, failWith)
+		}
+		return nil
+	})
+	for range 2 * mailbox.ThreadSetAside {
+		st := p.Poll(ctx, "gl")
+		require.ErrorIs(t, st.Err, forge.ErrUnavailable, "unavailable: never set aside")
+		require.Zero(t, st.SetAside)
+	}
+	failWith = forge.ErrForbidden
+	for i := range mailbox.ThreadSetAside - 1 {
+		st := p.Poll(ctx, "gl")
+		require.ErrorIs(t, st.Err, forge.ErrForbidden, "poll %d keeps the cursor", i+1)
+	}
+	before, err := ps.PollCursor(ctx, "gl")
+	require.NoError(t, err)
+	b.fake.SetIssueAssignees(b.ref, "alice", forgetest.BotLogin) // the other thread's change
+	st := p.Poll(ctx, "gl")
+	require.NoError(t, st.Err)
+	require.Equal(t, 1, st.SetAside)
+	require.Equal(t, 1, st.Events, "the other thread's assignment")
+	after, err := ps.PollCursor(ctx, "gl")
+	require.NoError(t, err)
+	require.True(t, after.Since.After(before.Since), "the cursor moves past the failing thread")
+}
