@@ -97,10 +97,12 @@ func (c CompileConfig) InstanceName(name string) string {
 	return name[:MaxContainerName-9] + "-" + hex.EncodeToString(sum[:4])
 }
 
-// InstanceID names an installation on a shared Docker daemon (the Instance of its
-// CompileConfig): the first 12 hex digits of the SHA-256 of its absolute data directory.
-// Replicas sharing a data directory (and a database) are one installation; another
-// installation's containers are never reaped.
+// InstanceID is the default name of an installation on a shared Docker daemon or runs'
+// namespace (the Instance of its CompileConfig, unless the configuration's runner.instance
+// names it): the first 12 hex digits of the SHA-256 of its absolute data directory. Replicas
+// sharing a data directory (and a database) are one installation; another installation's
+// containers are never reaped, as long as its instance differs: two installations with the
+// same data directory path (in two containers, or two clusters' Pods) set runner.instance.
 func InstanceID(dataDir string) string {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {

@@ -145,7 +145,7 @@ func (a *app) doctorConfig(ctx context.Context, path string, cfg *config.Config)
 	}
 	if rt != nil {
 		exec, err := runner.NewExecutor(runner.Config{Runtime: rt, Agents: agents,
-			DataDir: cfg.DataDir, UID: cfg.Runner.UID, GID: cfg.Runner.GID, Instance: runner.InstanceID(cfg.DataDir)})
+			DataDir: cfg.DataDir, UID: cfg.Runner.UID, GID: cfg.Runner.GID, Instance: cfg.Runner.InstanceOf(cfg.DataDir)})
 		if err == nil {
 			dc.Prober = cliProber{svc: runner.NewService(exec, nil, runner.SessionConfig{}, nil), agents: agents}
 		}

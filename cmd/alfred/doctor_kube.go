@@ -50,7 +50,7 @@ func kubeDoctor(cfg *config.Config, agents map[string]runner.Agent) (*doctor.Kub
 	rt := kubernetes.New(cs, kubeOptions(cfg))
 	dk.Cluster = kubeCluster{cs: cs, ns: k.Namespace, claim: k.StateClaim, rt: rt,
 		user:     strconv.Itoa(cfg.Runner.UID) + ":" + strconv.Itoa(cfg.Runner.GID),
-		instance: runner.InstanceID(cfg.DataDir)}
+		instance: cfg.Runner.InstanceOf(cfg.DataDir)}
 	return dk, rt
 }
 

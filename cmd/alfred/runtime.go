@@ -110,7 +110,7 @@ func kubeOptions(cfg *config.Config) kubernetes.Options {
 // every container agent's provider hosts (the union of the runs' allowlists: one policy holds
 // all the runs), or anywhere with runner.egress.mode open.
 func kubeEgressPolicy(cfg *config.Config, agents map[string]runner.Agent) kubernetes.EgressPolicy {
-	instance := runner.InstanceID(cfg.DataDir)
+	instance := cfg.Runner.InstanceOf(cfg.DataDir)
 	p := kubernetes.EgressPolicy{Name: kubernetes.EgressPolicyName(instance),
 		Selector: map[string]string{runner.LabelManaged: "true", runner.LabelInstance: instance},
 		Open:     cfg.Runner.EgressMode() != config.EgressAllowlist}

@@ -315,7 +315,7 @@ func (s *server) buildService(ctx context.Context, gits map[string]*gitrepo.Mana
 		Redact:         cfg.Censor().String,
 		MaxOutputBytes: int(cfg.Runner.MaxOutputBytes),
 		ContainerLog:   s.store, // every run container is recorded, so a restart finds it again
-		Instance:       runner.InstanceID(cfg.DataDir),
+		Instance:       cfg.Runner.InstanceOf(cfg.DataDir),
 	})
 	if err != nil {
 		return nil, err

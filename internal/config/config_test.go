@@ -416,6 +416,9 @@ func TestValidate(t *testing.T) {
 		"repository path": {func(c *Config) { c.Forges[1].Repositories = []string{"grp/ok", "noslash"} },
 			`forges[1].repositories[1]: "noslash" is not a repository path`},
 		"bad public_url":    {func(c *Config) { c.PublicURL = "/x" }, "public_url: must be an absolute"},
+		"instance upper":    {func(c *Config) { c.Runner.Instance = "Prod" }, `runner.instance: "Prod" must be 1 to 12 lowercase`},
+		"instance too long": {func(c *Config) { c.Runner.Instance = "abcdefghijklm" }, `runner.instance: "abcdefghijklm" must be 1 to 12`},
+		"instance dash":     {func(c *Config) { c.Runner.Instance = "a-b" }, `runner.instance: "a-b" must be`},
 		"empty label":       {func(c *Config) { c.Labels.Blocked = "" }, "labels.blocked: required"},
 		"duplicate label":   {func(c *Config) { c.Labels.Done = c.Labels.Blocked }, `labels.done: same label "status::blocked" as labels.blocked`},
 		"zero deadline":     {func(c *Config) { c.Lifecycle.QuestionDeadline = 0 }, "lifecycle.question_deadline: must be a positive duration"},
@@ -782,4 +785,24 @@ func TestEgressDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "alfred", tol[0].Value)
 	require.Equal(t, "a", aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Key)
+}
+
+// Two installations with the same data_dir path (the deploy kits' /var/lib/alfred) on one Docker
+// daemon or in one runs' namespace tell their runs apart by runner.instance; without it the
+// name data_dir gives is the one every earlier version used.
+func TestInstanceOf(t *testing.T) {
+	t.Parallel()
+	var r Runner
+	derived := r.InstanceOf("/var/lib/alfred")
+	require.Regexp(t, `^[0-9a-f]{12}$`, derived)
+	require.True(t, instanceRE.MatchString(derived), "the derived name has the form runner.instance asks for")
+	require.Equal(t, derived, Runner{}.InstanceOf("/var/lib/alfred"), "stable")
+	r.Instance = "staging"
+	require.Equal(t, "staging", r.InstanceOf("/var/lib/alfred"))
+	c := &Config{Runner: Runner{Instance: "abcdefghijkl"}}
+	var v validator
+	c.validateRunner(&v)
+	for _, e := range v {
+		require.NotEqual(t, "runner.instance", e.(*FieldError).Key, "12 characters are allowed")
+	}
 }

@@ -2,6 +2,8 @@ package config
 
 import (
 	"time"
+
+	"github.com/alfred-bot/alfred/runner"
 )
 
 // Workers tunes the mailbox workers.
@@ -113,6 +115,24 @@ type Runner struct {
 	// Kubernetes configures the Kubernetes runtime; read only when Runtime is
 	// RuntimeKubernetes.
 	Kubernetes Kubernetes `yaml:"kubernetes" envPrefix:"KUBERNETES_"`
+	// Instance names this installation among others on the same Docker daemon or in the same
+	// runs' namespace: in its containers' and Pods' names and labels, its run networks and its
+	// egress NetworkPolicy's name; start-up cleanup removes only what carries it. "" (the
+	// default): derived from data_dir (InstanceOf). Two installations that share a daemon or a
+	// runs' namespace with the same data_dir path (the deploy kits' /var/lib/alfred) must set
+	// different values, or each takes the other's runs for its own leftovers; the replicas of
+	// one installation share it. 1 to 12 lowercase letters and digits.
+	Instance string `yaml:"instance" env:"INSTANCE"`
+}
+
+// InstanceOf is the installation's instance name: Instance, or the one data_dir gives
+// (runner.InstanceID, 12 hex digits of the SHA-256 of its absolute path), whose form Instance's
+// validation asks for too.
+func (r Runner) InstanceOf(dataDir string) string {
+	if r.Instance != "" {
+		return r.Instance
+	}
+	return runner.InstanceID(dataDir)
 }
 
 // Egress is the runs' egress policy (runner.egress).

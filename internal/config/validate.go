@@ -133,6 +133,9 @@ func (v *validator) name(key, name string, seen map[string]bool) {
 	seen[name], seen[EnvName(name)] = true, true
 }
 
+// instanceRE is the form of runner.instance.
+var instanceRE = regexp.MustCompile(`^[a-z0-9]{1,12}$`)
+
 // Validate checks the whole configuration and returns every problem at once, joined
 // (errors.Join of *FieldError).
 func (c *Config) Validate() error {
@@ -281,6 +284,9 @@ func (c *Config) validateWorkers(v *validator) {
 
 // validateRunner checks the container limits: never root, positive limits.
 func (c *Config) validateRunner(v *validator) {
+	if c.Runner.Instance != "" && !instanceRE.MatchString(c.Runner.Instance) {
+		v.add("runner.instance", "%q must be 1 to 12 lowercase letters and digits (it is part of container, Pod and network names)", c.Runner.Instance)
+	}
 	if c.Runner.UID == 0 {
 		v.add("runner.uid", "must not be 0: agents never run as root")
 	}
