@@ -18,7 +18,13 @@ func (m *Machine) issueExists(ctx context.Context, bot Bot, ref forge.IssueRef) 
 		return !errors.Is(err, forge.ErrNotFound)
 	}
 	_, err := bot.Forge.Issue(ctx, ref)
-	return !errors.Is(err, forge.ErrNotFound)
+	if !errors.Is(err, forge.ErrNotFound) {
+		return true
+	}
+	// Both forges answer 404 for a repository the token cannot see: the issue is gone only
+	// when its repository can still be read.
+	_, err = bot.Forge.Repository(ctx, ref.Repo)
+	return err != nil
 }
 
 // post creates or edits the comment with the given key (see markers.go). A row with comment

@@ -1031,3 +1031,36 @@ func TestNotFoundOfAnotherObjectKeepsTheMailbox(t *testing.T) {
 	require.Equal(t, mailbox.StateInCI, got.State, "not cancelled: the issue is there")
 	require.Nil(t, got.ClosedAt)
 }
+
+// Both forges answer 404 for a repository the bot's token can no longer see (the bot removed
+// from the project, a group sync): the issue is not taken for deleted, neither by a pass nor by
+// reconciliation, and the work in progress is not cancelled; when access comes back it goes on.
+func TestLostAccessClosesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	b.deliver(assign("alice"))
+	mb := b.advance()
+	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
+	b.fake.SetErrorHook(func(method string, ref forge.IssueRef) error {
+		if ref.Number == b.ref.Number || method == "Repository" {
+			return fmt.Errorf("%s: 404 Project Not Found: %w", method, forge.ErrNotFound)
+		}
+		return nil
+	})
+	b.deliver(comment("alice", "q1: a"))
+	mb, err := b.store.Find(t.Context(), b.ref)
+	require.NoError(t, err)
+	require.Error(t, b.machine.Advance(t.Context(), mb), "the pass fails, to be tried again")
+	st := mailbox.NewReconciler(mailbox.ReconcilerConfig{}, b.store, b.store, b.bots, b.clock.Now, b.log).Pass(t.Context(), 0)
+	require.Len(t, st, 1)
+	require.ErrorIs(t, st[0].Err, forge.ErrNotFound, "reconciliation fails too, and derives nothing")
+	require.Zero(t, st[0].Events)
+	mb, err = b.store.Find(t.Context(), b.ref)
+	require.NoError(t, err)
+	require.True(t, mb.State.Working(), "not cancelled: %s", mb.State)
+	require.Nil(t, mb.ClosedAt)
+
+	b.fake.SetErrorHook(nil)
+	b.clock.Add(time.Hour) // past the failed pass's backoff
+	require.Equal(t, mailbox.StateWaitingValidation, b.advance().State, "access back: the answer is applied")
+}

@@ -86,7 +86,8 @@ type Derived struct {
 // UpdatedSettle old or the mailbox waits for answers (ReconcileView.Asking): then its comments
 // are read too; the merge request is read only when the mailbox has one. The issue's comments since the view's CommentsSince become
 // comment events (the machine applies each comment id once, so a comment that also came as a
-// delivery does not act twice). A deleted issue becomes an issue_closed event. bot is the bot's
+// delivery does not act twice). A deleted issue becomes an issue_closed event, when its
+// repository can still be read. bot is the bot's
 // login; now stamps the events' ReceivedAt.
 func DeriveEvents(ctx context.Context, f forge.Forge, bot string, v ReconcileView, now time.Time) (Derived, error) {
 	d := Derived{IssueUpdatedAt: v.IssueUpdatedAt, MRUpdatedAt: v.MRUpdatedAt, CommentsSince: v.CommentsSince}
@@ -94,6 +95,14 @@ func DeriveEvents(ctx context.Context, f forge.Forge, bot string, v ReconcileVie
 	is, err := f.Issue(ctx, v.Ref)
 	d.Calls++
 	if errors.Is(err, forge.ErrNotFound) {
+		// Both forges answer 404 for a repository the token cannot see: only an issue of a
+		// repository that can still be read is gone; a bot that lost its access (removed from
+		// the project, a group sync) closes nothing.
+		if _, rerr := f.Repository(ctx, v.Ref.Repo); rerr != nil {
+			d.Calls++
+			return d, fmt.Errorf("reconcile %s: neither the issue nor its repository can be read (the repository deleted, or the bot's access lost): %w", v.Ref, rerr)
+		}
+		d.Calls++
 		ev := base
 		ev.Type, ev.Action, ev.State = forge.EventIssueClosed, "deleted", "closed"
 		d.add(v, ev, "deleted")
