@@ -144,7 +144,8 @@ type Leases interface {
 	// it; nil when none is due. Two concurrent callers never get the same mailbox.
 	Lease(ctx context.Context, owner string, ttl time.Duration) (*Mailbox, error)
 	// Claim takes the lease of mailbox id for owner and ttl when it is free or expired, due or
-	// not, and returns the mailbox; nil when a live lease holds it.
+	// not, and returns the mailbox; nil when a live lease holds it. A failed pass's backoff (a
+	// lease without an owner, Release) holds nothing here: only Lease waits for it.
 	Claim(ctx context.Context, id int64, owner string, ttl time.Duration) (*Mailbox, error)
 	// Extend renews owner's lease for ttl, only while it is still owner's and unexpired;
 	// otherwise ErrLeaseLost.

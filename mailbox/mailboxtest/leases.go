@@ -37,7 +37,7 @@ func (s *Store) Claim(_ context.Context, id int64, owner string, ttl time.Durati
 		return nil, nil
 	}
 	now := s.now()
-	if !free(m, now) {
+	if m.LeaseOwner != nil && !free(m, now) { // a backoff (no owner) holds nothing
 		return nil, nil
 	}
 	s.claim(m, owner, now.Add(ttl))

@@ -397,11 +397,16 @@ func leaseIsExclusive(t *testing.T, s Store, c *Clock) {
 	require.NotNil(t, mb)
 	require.Equal(t, id, mb.ID)
 
-	// A failed pass releases with a backoff: not due again before it passes.
+	// A failed pass releases with a backoff: not due again before it passes. The start-up
+	// recovery's Claim is not held by it: no process holds the mailbox.
 	require.NoError(t, s.Release(ctx, id, "p6", time.Hour))
 	mb, err = s.Lease(ctx, "p7", time.Minute)
 	require.NoError(t, err)
 	require.Nil(t, mb)
+	claimed, err := s.Claim(ctx, id, "recovery", time.Minute)
+	require.NoError(t, err)
+	require.NotNil(t, claimed, "a backoff holds no claim")
+	require.NoError(t, s.Release(ctx, id, "recovery", time.Hour))
 	c.Add(2 * time.Hour)
 	c.Add(time.Minute) // every other lease expired too; the released one is the only one with no holder
 	mb, err = s.Claim(ctx, id, "p8", time.Minute)

@@ -199,7 +199,7 @@ func (s *Store) QueuedRuns(ctx context.Context, runStates []string) ([]int64, er
 
 const sqlClaim = `
 UPDATE mailboxes SET lease_owner = $2, lease_expires_at = $3, lease_attempts = lease_attempts + 1
-WHERE id = $1 AND (lease_expires_at IS NULL OR lease_expires_at < $4)
+WHERE id = $1 AND (lease_owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at < $4)
 RETURNING id`
 
 // Claim implements mailbox.Leases.
