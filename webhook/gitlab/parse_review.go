@@ -80,9 +80,11 @@ func hookMergeRequestUpdate(ev forge.Event, body []byte, e *gl.MergeEvent) (forg
 	case len(added) > 0:
 		ev.Type, ev.ReviewRequested = forge.EventReviewRequested, added
 		return ev, nil
-	case e.ObjectAttributes.DetailedMergeStatus == "requested_changes":
+	case e.ObjectAttributes.DetailedMergeStatus == "requested_changes" && !hookNotAReviewer(e, ev.Sender.Login):
 		// A reviewer submitted a review that requests changes (GitLab 17.x reviews): the
-		// comments come as Note Hooks; the review itself only shows in the merge status.
+		// comments come as Note Hooks; the review itself only shows in the merge status,
+		// which stays so through every later update. An update by someone the delivery's
+		// reviewers list leaves out (a milestone set, a title edited) is not a review.
 		ev.Type, ev.Review = forge.EventReview, &forge.Review{State: "changes_requested"}
 		return ev, nil
 	case ev.MergeRequest != nil && ev.MergeRequest.MergeStatus == forge.MergeStatusConflict:
@@ -103,4 +105,13 @@ func hookAddedReviewers(e *gl.MergeEvent) []string {
 		}
 	}
 	return added
+}
+
+// hookNotAReviewer reports whether a merge request delivery lists its reviewers (GitLab leaves
+// the key out when there are none) and login is not among them.
+func hookNotAReviewer(e *gl.MergeEvent, login string) bool {
+	if e.Reviewers == nil {
+		return false // no list to tell by
+	}
+	return !slices.ContainsFunc(hookUserLogins(e.Reviewers), func(r string) bool { return strings.EqualFold(r, login) })
 }

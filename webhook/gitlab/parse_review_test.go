@@ -97,4 +97,24 @@ func TestParseReviewerAdded(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, forge.EventReview, ev.Type)
 	require.Equal(t, "changes_requested", ev.Review.State)
+
+	// The status stays so through later updates: one by someone who is not among the
+	// delivery's reviewers (a milestone set) is not a review again; one by a reviewer is.
+	for _, tc := range []struct {
+		sender string
+		review bool
+	}{{"real6543", false}, {"bob", true}} {
+		later := srcPatch(t, srcFixture(t, "merge_request_hook_milestone_set.json"), func(m map[string]any) {
+			m["object_attributes"].(map[string]any)["detailed_merge_status"] = "requested_changes"
+			m["reviewers"] = []any{map[string]any{"id": 7, "username": "bob"}}
+			m["user"].(map[string]any)["username"] = tc.sender
+		})
+		ev, err = srcParse(t, "Merge Request Hook", later)
+		if tc.review {
+			require.NoError(t, err)
+			require.Equal(t, forge.EventReview, ev.Type)
+			continue
+		}
+		require.ErrorAs(t, err, &ig, "an update by %s, not a reviewer", tc.sender)
+	}
 }
