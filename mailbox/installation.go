@@ -8,7 +8,7 @@ import (
 // Installation-wide control names (Installation.SetControl).
 const (
 	// ControlDrain stops every replica from claiming new work; passes in progress finish and
-	// /readyz answers 503 draining on every replica.
+	// /readyz answers 200 draining on every replica (deliveries are still stored).
 	ControlDrain = "drain"
 	// ControlPause stops every claim of every mailbox (the claim queries check it), as a pause
 	// of each project would.

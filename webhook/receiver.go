@@ -85,7 +85,10 @@ const DefaultRetryAfter = 30 * time.Second
 const DefaultDeliverTimeout = 10 * time.Second
 
 // ErrDraining is what a ReceiverConfig.Ready returns while the instance drains for an upgrade
-// (it claims no new work): /readyz answers 503 "draining", so a load balancer stops routing to it.
+// (it claims no new work): /readyz still answers 200, with the body "draining", since the
+// instance still stores every delivery: a drain is installation-wide, and a readiness that
+// failed on every replica would leave the forges nothing to deliver to (Forgejo never sends a
+// delivery again; GitLab disables a hook that keeps failing).
 var ErrDraining = errors.New("draining: this instance takes no new work")
 
 // DefaultReadyTimeout bounds one readiness check when ReceiverConfig.ReadyTimeout is zero.
@@ -151,7 +154,7 @@ func (c ReceiverConfig) Validate() error {
 //	POST /webhooks/{forge}  a forge delivery (see the package doc for the answers)
 //	GET  /healthz           200 "ok" while the process runs
 //	GET  /readyz            200 "ok", or 503 "not ready" while ReceiverConfig.Ready fails
-//	                        (503 "draining" when its error wraps ErrDraining)
+//	                        (200 "draining" when its error wraps ErrDraining)
 //
 // It is safe for concurrent use.
 type Receiver struct {
@@ -239,7 +242,7 @@ func (rc *Receiver) serveReady(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if err := rc.ready(ctx); err != nil {
 		if errors.Is(err, ErrDraining) {
-			writeText(w, http.StatusServiceUnavailable, "draining")
+			writeText(w, http.StatusOK, "draining")
 			return
 		}
 		rc.log.LogAttrs(r.Context(), slog.LevelWarn, "not ready", slog.Any("error", err))

@@ -27,8 +27,8 @@ import (
 )
 
 // TestReadyzWhileDraining drains the instance from the pages (signed in, with the form's CSRF
-// token, as a browser does) and reads /readyz on the webhook port: 503 "draining" until the
-// drain is stopped, then 200 again.
+// token, as a browser does) and reads /readyz on the webhook port: 200 "draining" (still ready:
+// deliveries are stored) until the drain is stopped, then 200 "ok" again.
 func TestReadyzWhileDraining(t *testing.T) {
 	t.Parallel()
 	e := startE2E(t, time.Hour)
@@ -68,7 +68,7 @@ func TestReadyzWhileDraining(t *testing.T) {
 	require.Contains(t, page, `id="draining"`)
 	require.True(t, e.srv.workers.Draining())
 	code, body = readyz()
-	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Equal(t, http.StatusOK, code, "still ready: a drain stops claims, and every delivery is still stored")
 	require.Equal(t, "draining", strings.TrimSpace(body))
 
 	code, _ = drain("0")

@@ -360,13 +360,16 @@ func (s *server) buildHandler(sources map[string]webhook.Source) (http.Handler, 
 	return s.metrics.DeliveryMiddleware(names, receiver), nil
 }
 
-// ready is the readiness of /readyz: webhook.ErrDraining while the workers drain, else the
-// store's ping.
+// ready is the readiness of /readyz: the store's ping, then webhook.ErrDraining while the
+// workers drain (still ready: deliveries are stored).
 func (s *server) ready(ctx context.Context) error {
+	if err := s.store.Ping(ctx); err != nil {
+		return err
+	}
 	if s.workers.Draining() {
 		return webhook.ErrDraining
 	}
-	return s.store.Ping(ctx)
+	return nil
 }
 
 // buildAgents builds the configured agent adapters by name. An adapter that cannot be built
