@@ -13,11 +13,12 @@ import (
 // something else (one of its comments, a pipeline) is then that thing's alone (post, orClose).
 // An error other than a 404 counts as existing, so that a forge outage never closes a mailbox.
 func (m *Machine) issueExists(ctx context.Context, bot Bot, ref forge.IssueRef) bool {
+	var err error
 	if ref.MergeRequest {
-		_, err := bot.Forge.MergeRequest(ctx, ref.Repo, ref.Number)
-		return !errors.Is(err, forge.ErrNotFound)
+		_, err = bot.Forge.MergeRequest(ctx, ref.Repo, ref.Number)
+	} else {
+		_, err = bot.Forge.Issue(ctx, ref)
 	}
-	_, err := bot.Forge.Issue(ctx, ref)
 	if !errors.Is(err, forge.ErrNotFound) {
 		return true
 	}

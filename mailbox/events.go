@@ -185,7 +185,8 @@ type eventGroup struct {
 // sends the whole list each time, so only the last list counts; GitLab's previous list is
 // taken from the first event of the run. A labels event that carries an assignee change too
 // (assigneesChanged) keeps the first previous assignees of the run, and its assignees are the
-// last known.
+// last known. The reviews asked along (GitLab: one delivery for a label change and a reviewer
+// added) are those of every event of the run.
 func foldEvents(evs []StoredEvent) []eventGroup {
 	var out []eventGroup
 	for _, e := range evs {
@@ -206,6 +207,11 @@ func foldEvents(evs []StoredEvent) []eventGroup {
 					merged.Event.PreviousAssignees = p.PreviousAssignees
 					if !c.AssigneesKnown {
 						merged.Event.AssigneesKnown, merged.Event.Assignees = p.AssigneesKnown, p.Assignees
+					}
+				}
+				for _, r := range p.ReviewRequested { // a review asked in the same change stays asked
+					if !containsFold(merged.Event.ReviewRequested, r) {
+						merged.Event.ReviewRequested = append(slices.Clone(merged.Event.ReviewRequested), r)
 					}
 				}
 				prev.ids = append(prev.ids, e.ID)
@@ -422,7 +428,10 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 	derived := ev.Action == derivedAction && ev.PreviousLabels != nil
 	if o.otherBot && derived {
 		// Another bot's change the history shows: acted on by nobody, and not written into the
-		// mailbox's labels either, where it could hide a human's delivery of the same label.
+		// mailbox's labels either, where it could hide a human's delivery of the same label;
+		// what it added that would steer or set state is kept aside as a delivered change's is.
+		added, removed := diff(ev.PreviousLabels, ev.Labels)
+		m.ignoreBotLabels(mb, added, removed)
 		return "labels recorded: changed by another bot", nil
 	}
 	prev := []string(mb.Labels)
@@ -444,15 +453,7 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 	}
 	m.forgetAutoMergeBy(mb)
 	if o.otherBot {
-		// A bot never validates a plan, starts a phase or sets the type: what it added that
-		// would steer or set state is kept aside (Data.IgnoredLabels), so that nothing takes
-		// it later either (the type at the assignment, auto-merge at the merge).
-		for _, l := range added {
-			if (m.steering(l) || m.stateLabel(l)) && !containsFold(mb.Data.IgnoredLabels, l) {
-				mb.Data.IgnoredLabels = append(mb.Data.IgnoredLabels, l)
-			}
-		}
-		mb.Data.IgnoredLabels = slices.DeleteFunc(mb.Data.IgnoredLabels, func(x string) bool { return containsFold(removed, x) })
+		m.ignoreBotLabels(mb, added, removed)
 		return "labels recorded: changed by another bot", nil
 	}
 	// Every label of the change passes the gate on its own, in every state.
@@ -465,6 +466,19 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 		return note + out, err
 	}
 	return m.labelsChangedBy(ctx, bot, mb, se, added, removed)
+}
+
+// ignoreBotLabels keeps aside (Data.IgnoredLabels) what another bot added that would steer or
+// set state: a bot never validates a plan, starts a phase or sets the type, so nothing takes
+// such a label later either (the type at the assignment, auto-merge at the merge). What it
+// removed leaves the list.
+func (m *Machine) ignoreBotLabels(mb *Mailbox, added, removed []string) {
+	for _, l := range added {
+		if (m.steering(l) || m.stateLabel(l)) && !containsFold(mb.Data.IgnoredLabels, l) {
+			mb.Data.IgnoredLabels = append(mb.Data.IgnoredLabels, l)
+		}
+	}
+	mb.Data.IgnoredLabels = slices.DeleteFunc(mb.Data.IgnoredLabels, func(x string) bool { return containsFold(removed, x) })
 }
 
 // labelsChangedBy acts on the labels of a change that passed the gate.

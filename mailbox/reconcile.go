@@ -409,7 +409,12 @@ func (r *Reconciler) reconcileWith(ctx context.Context, bot Bot, mb *Mailbox, st
 		r.log.Warn("a change seen by reconciliation names no author; not acted on", "mailbox_id", mb.ID, "change", what)
 	}
 	if err != nil {
-		return err
+		// The mailbox goes to the back of the queue with what it had seen (reconciled_at moves,
+		// the view's times stay): one that fails at every pass (its project's access lost, an
+		// issue the forge fails to answer) must not take the batch from every other mailbox.
+		back := r.store.SaveReconciled(ctx, mb.ID, Reconciled{IssueUpdatedAt: nonZero(v.IssueUpdatedAt),
+			MRUpdatedAt: nonZero(v.MRUpdatedAt), CommentsSince: nonZero(v.CommentsSince)})
+		return errors.Join(err, back)
 	}
 	n, err := r.deliver(ctx, d.Events)
 	st.Events += n

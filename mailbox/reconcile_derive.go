@@ -113,11 +113,18 @@ func DeriveEvents(ctx context.Context, f forge.Forge, bot string, v ReconcileVie
 	}
 	d.seen = is.UpdatedAt
 	settling := now.Sub(is.UpdatedAt) < UpdatedSettle
-	if !is.UpdatedAt.Equal(v.IssueUpdatedAt) || v.IssueUpdatedAt.IsZero() || settling || v.Asking {
+	switch {
+	case !is.UpdatedAt.Equal(v.IssueUpdatedAt) || v.IssueUpdatedAt.IsZero() || settling:
 		if !settling {
 			d.IssueUpdatedAt = is.UpdatedAt
 		}
 		if err := d.issue(ctx, f, bot, v, base, is); err != nil {
+			return d, err
+		}
+	case v.Asking:
+		// Unchanged but waiting for answers: only the comments (an edit leaves the time alone).
+		base.Title, base.Body, base.Author = is.Title, is.Body, is.Author
+		if err := d.comments(ctx, f, bot, v, base); err != nil {
 			return d, err
 		}
 	}
@@ -456,7 +463,7 @@ func (d *Derived) assignment(ctx context.Context, f forge.Forge, bot string, is 
 		LabelsKnown: true, Labels: slices.Clone(is.Labels), Title: is.Title, Body: is.Body, Author: is.Author,
 	}
 	view := ReconcileView{Ref: ref}
-	d.IssueUpdatedAt = is.UpdatedAt
+	d.IssueUpdatedAt, d.seen = is.UpdatedAt, is.UpdatedAt // the event's id names the time seen
 	d.attributed(view, bot, ev, history, "assigned "+strings.Join(is.Assignees, ","), func(a forge.Activity) bool {
 		return a.Kind == forge.ActivityAssigned && strings.EqualFold(a.Login, bot)
 	})

@@ -27,7 +27,7 @@ func (c *Client) ReviewComments(ctx context.Context, repo string, number int64) 
 	var out []forge.ReviewComment
 	for _, d := range list {
 		for _, n := range d.Notes {
-			if n == nil || n.System || n.Internal { // an internal note is for members alone
+			if n == nil || n.System || n.Internal || n.Confidential { // an internal note is for members alone
 				continue
 			}
 			out = append(out, clientReviewComment(d.ID, n))
