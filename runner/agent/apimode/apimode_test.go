@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -536,4 +537,33 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 	d, ok := apimode.RetryAfter("99999999999999999999", now)
 	assert.True(t, ok)
 	assert.Greater(t, d, time.Hour)
+}
+
+// A run leaves what it likes in the worktree, a FIFO among it (git's reset and clean leave one
+// in a tracked directory): read_file refuses it at once instead of waiting for ever in open(2)
+// for a writer, which no deadline of the run could end.
+func TestReadFileRefusesAFIFO(t *testing.T) {
+	t.Parallel()
+	wt := worktree(t)
+	require.NoError(t, syscall.Mkfifo(filepath.Join(wt, "notes.md"), 0o644))
+	tools, err := apimode.OpenTools(wt, functional())
+	require.NoError(t, err)
+	defer tools.Close()
+	type answer struct {
+		out string
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		out, err := tools.Call("read_file", []byte(`{"path": "notes.md"}`))
+		done <- answer{out, err}
+	}()
+	select {
+	case a := <-done:
+		require.ErrorIs(t, a.err, apimode.ErrRefused)
+		require.Contains(t, a.err.Error(), "neither a regular file nor a directory")
+		require.NotContains(t, a.err.Error(), wt, "no host path reaches the model")
+	case <-time.After(30 * time.Second):
+		t.Fatal("read_file of a FIFO blocked")
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/alfred-bot/alfred/runner/phase"
 )
@@ -191,8 +192,22 @@ func (t *Tools) open(p string) (f *os.File, c string, err error) {
 	if err = t.throughGit(p, c); err != nil {
 		return nil, "", err
 	}
-	if f, err = t.root.Open(c); err != nil {
+	// A run leaves what it likes in the worktree: only a directory or a regular file is opened,
+	// without blocking (a FIFO's open waits for a writer that never comes, and no deadline
+	// could end it), and the opened file must be the one looked at.
+	st, err := t.root.Stat(c)
+	if err != nil {
 		return nil, "", confined(p, err)
+	}
+	if !st.IsDir() && !st.Mode().IsRegular() {
+		return nil, "", fmt.Errorf("%w: %q is neither a regular file nor a directory (%s)", ErrRefused, p, st.Mode().Type())
+	}
+	if f, err = t.root.OpenFile(c, os.O_RDONLY|syscall.O_NONBLOCK, 0); err != nil {
+		return nil, "", confined(p, err)
+	}
+	if opened, err := f.Stat(); err != nil || !os.SameFile(st, opened) {
+		_ = f.Close()
+		return nil, "", fmt.Errorf("%w: %q changed while it was opened", ErrRefused, p)
 	}
 	return f, c, nil
 }
