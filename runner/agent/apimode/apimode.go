@@ -25,7 +25,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/openai/openai-go/v3"
 
 	"github.com/alfred-bot/alfred/runner"
 	"github.com/alfred-bot/alfred/runner/agent/internal/clikit"
@@ -399,7 +398,7 @@ func (a *Agent) Check(ctx context.Context) error {
 		}
 		return nil
 	}
-	c := openai.NewClient(openaiOptions(a.cfg)...)
+	c := openaiClient(a.cfg)
 	pager := c.Models.ListAutoPaging(ctx)
 	for pager.Next() {
 		if pager.Current().ID == model {

@@ -2,9 +2,13 @@ package apimode_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -565,5 +569,43 @@ func TestReadFileRefusesAFIFO(t *testing.T) {
 		require.NotContains(t, a.err.Error(), wt, "no host path reaches the model")
 	case <-time.After(30 * time.Second):
 		t.Fatal("read_file of a FIFO blocked")
+	}
+}
+
+// An openai-api agent's requests carry its key and nothing of Alfred's own environment: the
+// OpenAI SDK's client reads OPENAI_ORG_ID, OPENAI_PROJECT_ID and OPENAI_CUSTOM_HEADERS (a
+// gateway's token, say), which must not reach the agent's base_url, whoever runs it.
+func TestOpenAIRequestsCarryNothingOfAlfredsEnvironment(t *testing.T) {
+	t.Setenv("OPENAI_CUSTOM_HEADERS", "X-Gateway-Token: gw-secret-123")
+	t.Setenv("OPENAI_ORG_ID", "org-alfred-host")
+	t.Setenv("OPENAI_PROJECT_ID", "proj-host")
+	t.Setenv("OPENAI_API_KEY", "sk-alfreds-own")
+	var got []http.Header
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Clone())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/models") {
+			_, _ = io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model","created":1,"owned_by":"x"}]}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"{\"summary\":\"s\",\"understanding\":\"u\"}"}}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`)
+	}))
+	t.Cleanup(srv.Close)
+	a, err := apimode.New(apimode.Config{Kind: apimode.OpenAI, Model: "m", APIKey: "sk-agent", BaseURL: srv.URL + "/v1/"})
+	require.NoError(t, err)
+	_, err = a.RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
+	require.NoError(t, err)
+	require.NoError(t, a.Check(context.Background()))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, 2, "the run's one turn and the check's model list")
+	for _, h := range got {
+		require.Equal(t, "Bearer sk-agent", h.Get("Authorization"))
+		require.Empty(t, h.Get("X-Gateway-Token"))
+		require.Empty(t, h.Get("OpenAI-Organization"))
+		require.Empty(t, h.Get("OpenAI-Project"))
 	}
 }

@@ -118,13 +118,13 @@ func (c *anthropicConv) answer(results []toolResult) {
 // openaiConv is a conversation on the Chat Completions API (POST /chat/completions under the
 // base URL), non-streaming; OpenAI-compatible servers (local model servers) speak it too.
 type openaiConv struct {
-	client openai.Client
+	client openai.Client // openaiClient's
 	params openai.ChatCompletionNewParams
 	key    string // removed from the provider's error messages (providerError)
 }
 
 func newOpenAI(cfg Config, model, system, prompt string, tools []ToolSpec) *openaiConv {
-	c := &openaiConv{client: openai.NewClient(openaiOptions(cfg)...), key: cfg.APIKey}
+	c := &openaiConv{client: openaiClient(cfg), key: cfg.APIKey}
 	var ts []openai.ChatCompletionToolUnionParam
 	for _, t := range tools {
 		schema := shared.FunctionParameters{"type": "object", "properties": t.Properties}
@@ -145,20 +145,28 @@ func newOpenAI(cfg Config, model, system, prompt string, tools []ToolSpec) *open
 // environment never redirects a key.
 const openaiBaseURL = "https://api.openai.com/v1/"
 
-// openaiOptions are the client options of cfg, as anthropicOptions. The key and the base URL
-// are always set (an empty key too), so OPENAI_API_KEY and OPENAI_BASE_URL in Alfred's
-// environment are overridden.
+// openaiOptions are the client options of cfg, as anthropicOptions: the key, the base URL and
+// the HTTP client always set (an empty key too), nothing read from Alfred's environment.
 func openaiOptions(cfg Config) []ooption.RequestOption {
 	base := cfg.BaseURL
 	if base == "" {
 		base = openaiBaseURL
 	}
-	opts := []ooption.RequestOption{ooption.WithAPIKey(cfg.APIKey), ooption.WithMaxRetries(0),
-		ooption.WithBaseURL(base)}
-	if cfg.HTTPClient != nil {
-		opts = append(opts, ooption.WithHTTPClient(cfg.HTTPClient))
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
 	}
-	return opts
+	return []ooption.RequestOption{ooption.WithHTTPClient(hc), ooption.WithAPIKey(cfg.APIKey), ooption.WithMaxRetries(0),
+		ooption.WithBaseURL(base)}
+}
+
+// openaiClient is the OpenAI client of cfg with the services Alfred calls (chat completions, the
+// model list), built from openaiOptions alone. openai.NewClient would add what Alfred's own
+// environment holds (OPENAI_ORG_ID, OPENAI_PROJECT_ID, OPENAI_CUSTOM_HEADERS: a gateway's token,
+// say) and send it to the agent's base_url, whoever runs it; the SDK offers no option to stop it.
+func openaiClient(cfg Config) openai.Client {
+	opts := openaiOptions(cfg)
+	return openai.Client{Options: opts, Chat: openai.NewChatService(opts...), Models: openai.NewModelService(opts...)}
 }
 
 func (c *openaiConv) next(ctx context.Context, maxOut int64) (reply, error) {
