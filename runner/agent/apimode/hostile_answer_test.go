@@ -44,10 +44,23 @@ func rawProvider(t *testing.T, kind string, answer func(n int, w http.ResponseWr
 // tokens nobody can count).
 func TestMalformedProviderAnswerIsNotRetried(t *testing.T) {
 	for _, kind := range []string{apimode.Anthropic, apimode.OpenAI} {
-		for name, body := range map[string]string{"cut": `{"id":"msg_1","type":"message","content":[`, "not an object": `[1,2`} {
+		for name, body := range map[string]string{"cut": `{"id":"msg_1","type":"message","content":[`, "not an object": `[1,2`,
+			"connection dropped": ""} {
 			t.Run(kind+"/"+name, func(t *testing.T) {
 				a, calls := rawProvider(t, kind, func(_ int, w http.ResponseWriter, _ string) {
 					w.Header().Set("Content-Type", "application/json")
+					if body == "" {
+						// The 200 and part of the body, then the connection is gone (the
+						// provider did the work, and bills it).
+						w.Header().Set("Content-Length", "4000")
+						w.WriteHeader(http.StatusOK)
+						_, _ = io.WriteString(w, `{"id":"msg_1","type":"message","content":[`)
+						w.(http.Flusher).Flush()
+						if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+							_ = conn.Close()
+						}
+						return
+					}
 					_, _ = io.WriteString(w, body)
 				})
 				_, err := a.RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})

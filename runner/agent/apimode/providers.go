@@ -279,7 +279,10 @@ func malformedAnswer(err error) bool {
 		return true
 	}
 	s := err.Error()
-	return strings.HasPrefix(s, "error parsing response json") || strings.HasPrefix(s, "expected destination type")
+	// "error reading response body": the SDKs' words for a 200 whose body was cut off (the
+	// connection dropped after the status line): the provider did the work, and bills it.
+	return strings.HasPrefix(s, "error parsing response json") || strings.HasPrefix(s, "expected destination type") ||
+		strings.HasPrefix(s, "error reading response body")
 }
 
 // providerError maps an SDK error to a *ProviderError (an HTTP answer), a *malformedError (a
