@@ -32,6 +32,9 @@ func (m *Machine) autoMergeOn(mb *Mailbox) bool {
 // mailbox stays in review.
 // fired reports a state change.
 func (m *Machine) autoMerge(ctx context.Context, bot Bot, mb *Mailbox, mr *forge.MergeRequest) (fired bool, err error) {
+	if mb.Data.ShadowMerged != "" && !m.settings(mb.Repo).Shadow {
+		mb.Data.ShadowMerged = "" // live now: the merge shadow mode only recorded is to be made
+	}
 	if mb.State != StateInReview || mr.State != "open" || !m.autoMergeOn(mb) || mr.HeadSHA == "" ||
 		mb.Data.AutoMergeRefused == mr.HeadSHA || mb.Data.ShadowMerged == mr.HeadSHA || !m.selfReviewSettled(mb) {
 		return false, nil

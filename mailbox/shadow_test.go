@@ -373,3 +373,30 @@ func TestShadowHeldRunKeepsTheLatestEditOnly(t *testing.T) {
 	}
 	require.True(t, found, "the edited comment is read back")
 }
+
+// An auto-merge shadow mode recorded instead of making is made once the project goes live:
+// the head it was recorded for is not skipped for ever.
+func TestShadowRecordedMergeIsMadeOnceLive(t *testing.T) {
+	t.Parallel()
+	b, mb := setupAutoMerge(t, mailbox.Config{})
+	var shadow atomic.Bool
+	shadow.Store(true)
+	log := mailboxtest.NewShadowLog(b.clock.Now)
+	f := mailbox.GuardPosts(mailbox.Shadow(b.fake, mailbox.ShadowConfig{Forge: "gl", BotLogin: forgetest.BotLogin, Log: log,
+		On: func(string) bool { return shadow.Load() }}), mailbox.PostGuard{})
+	cfg := mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, ShadowLog: log,
+		Settings: func(string) mailbox.Settings { return mailbox.Settings{AutoMerge: true, Shadow: shadow.Load()} }}
+	b.machine = mailbox.NewMachine(cfg, b.store, map[string]mailbox.Bot{"gl": {Forge: f, Login: forgetest.BotLogin}},
+		b.exec, b.clock.Now, b.log)
+	b.fake.AddReview(repo, mb.MRNumber, "alice", "approved", "")
+	mb = b.poll()
+	require.Equal(t, mailbox.StateInReview, mb.State)
+	require.Zero(t, b.merges(), "shadow: recorded, not made")
+	require.NotEmpty(t, mb.Data.ShadowMerged)
+
+	shadow.Store(false) // the project goes live
+	b.clock.Add(10 * time.Minute)
+	mb = b.poll()
+	require.Equal(t, 1, b.merges(), "live now: the merge shadow mode held is made")
+	require.Equal(t, mailbox.StateDone, mb.State)
+}
