@@ -112,3 +112,40 @@ func TestOperatorCancelOfAReattachedRunBlocks(t *testing.T) {
 	require.Contains(t, b.exec.cleanups, mb.ID, "its containers and worktree cleaned up")
 	b.requireUniqueMarkers()
 }
+
+// A drain holds the next run of a pass already going: the pass that ran the functional
+// analysis (no questions) does not go on to start the technical one; the mailbox waits, due, and
+// the run starts once the drain stops.
+func TestDrainHoldsTheNextRunOfAPassInProgress(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := *b.exec.results["analysis.functional"]
+	r.Questions = nil
+	b.exec.results["analysis.functional"] = &r
+	hold := make(chan struct{})
+	b.exec.mu.Lock()
+	b.exec.block = hold
+	b.exec.mu.Unlock()
+	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", Count: 1, Runs: 1, Poll: 20 * time.Millisecond, LeaseTTL: time.Minute},
+		b.store, b.machine, b.log)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(ctx) })
+	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	ref := b.assignNew(t, "A long run")
+	signal(t, "the first run started", func() bool { return b.runsStarted() == 1 })
+	w.Drain(true)
+	b.exec.mu.Lock()
+	b.exec.block = nil
+	b.exec.mu.Unlock()
+	close(hold)
+	signal(t, "the functional analysis applied and the pass ended", func() bool {
+		mb, err := b.store.Find(context.Background(), ref)
+		return err == nil && mb.State == mailbox.StateTechnicalAnalysis && mb.LeaseOwner == nil
+	})
+	require.Equal(t, 1, b.runsStarted(), "no run started after the drain")
+
+	w.Drain(false)
+	signal(t, "the technical analysis once the drain stops", func() bool { return b.runsStarted() == 2 })
+}

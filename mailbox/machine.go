@@ -259,6 +259,11 @@ func (m *Machine) advance(ctx context.Context, mb *Mailbox, slots RunSlots) erro
 		}
 		held = false // the run, or its stored outcome, is acted on now
 		if def(mb.State).Phase != "" {
+			if !mayStartRuns(ctx) {
+				// The process drains (or every claim is paused) since this pass was claimed:
+				// the run waits, due, for a claim after it, which checks again.
+				break
+			}
 			if err := m.runPhase(ctx, bot, mb); err != nil {
 				return m.orClose(ctx, bot, mb, err)
 			}
@@ -558,4 +563,21 @@ func (m *Machine) mrRef(bot Bot, n int64) string {
 		return fmt.Sprintf("pull request #%d", n)
 	}
 	return fmt.Sprintf("merge request !%d", n)
+}
+
+// runGateKey carries, in a pass's context, whether its process may still start a run
+// (withRunGate).
+type runGateKey struct{}
+
+// withRunGate returns ctx with may, which a pass asks before each run it would start: a claim
+// checks the drain and the pauses once, but one pass may run one phase after another (the
+// functional analysis, then the technical one), and a drain set meanwhile must hold the next.
+func withRunGate(ctx context.Context, may func() bool) context.Context {
+	return context.WithValue(ctx, runGateKey{}, may)
+}
+
+// mayStartRuns reports whether the pass of ctx may start a run (true without a gate).
+func mayStartRuns(ctx context.Context) bool {
+	may, ok := ctx.Value(runGateKey{}).(func() bool)
+	return !ok || may()
 }

@@ -63,6 +63,9 @@ type Workers struct {
 	// draining stops every claim (Drain): the passes in progress finish, none starts. With a
 	// store that implements Installation it follows the installation's drain each second.
 	draining atomic.Bool
+	// paused follows the installation's pause of every claim (SyncInstallation): a pass in
+	// progress starts no further run.
+	paused atomic.Bool
 	// claiming counts the claims and passes in progress (of every kind): a drained replica
 	// has none.
 	claiming atomic.Int64
@@ -135,6 +138,7 @@ func (w *Workers) SyncInstallation(ctx context.Context, inst Installation) error
 	if err != nil {
 		return err
 	}
+	w.paused.Store(st.Paused)
 	if was := w.draining.Swap(st.Draining); was != st.Draining {
 		w.log.Warn("installation drain changed; this replica follows it", "draining", st.Draining, "by", st.DrainedBy)
 		if !st.Draining {
@@ -312,7 +316,7 @@ func (w *Workers) OnceRun(ctx context.Context) (bool, error) {
 // and releases the lease (with a backoff after a failure).
 func (w *Workers) pass(ctx context.Context, mb *Mailbox, owner string, advance func(context.Context, *Mailbox) error) error {
 	log := w.log.With("mailbox_id", mb.ID, "forge", mb.Forge, "repo", mb.Repo, "issue", mb.Number)
-	passCtx, cancel := context.WithCancelCause(ctx)
+	passCtx, cancel := context.WithCancelCause(withRunGate(ctx, func() bool { return !w.draining.Load() && !w.paused.Load() }))
 	defer cancel(nil)
 	lost := make(chan struct{})
 	go func() {
