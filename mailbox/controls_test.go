@@ -149,3 +149,21 @@ func TestDrainHoldsTheNextRunOfAPassInProgress(t *testing.T) {
 	w.Drain(false)
 	signal(t, "the technical analysis once the drain stops", func() bool { return b.runsStarted() == 2 })
 }
+
+// An operator cancels a run whose process died (the row still says running: its page still
+// offers Cancel); the start-up recovery (which says nothing on the forge) finds its container
+// gone, and the next pass blocks the issue as a live run's cancel does: not run again.
+func TestOperatorCancelOfADeadRunBlocks(t *testing.T) {
+	t.Parallel()
+	b, m, rx, run := crashedInDevelopment(t)
+	require.NoError(t, b.store.(canceller).RequestCancel(context.Background(), run.ID, "operator from 127.0.0.1"))
+	rx.recover = func(job phase.Job, wait bool) *phase.Outcome {
+		return &phase.Outcome{Interrupted: true, Recovered: true, InterruptReason: "its container was removed"}
+	}
+	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "restarted", LeaseTTL: time.Minute}, b.store, m, b.log)
+	require.NoError(t, w.Recover(context.Background())) // at start-up
+	mb := b.advanceWith(m)
+	require.Equal(t, mailbox.StateBlocked, mb.State)
+	require.Zero(t, developmentJobs(b.exec), "not run again")
+	require.Contains(t, b.lastComment(), "an operator cancelled the development run (attempt 1)")
+}

@@ -224,6 +224,12 @@ func (m *Machine) advance(ctx context.Context, mb *Mailbox, slots RunSlots) erro
 		}
 		return errEventsHeld
 	}
+	if mb.Data.CancelledAttempt != 0 && def(mb.State).Phase != "" {
+		// Start-up recovery found the run an operator cancelled while its process was down.
+		if err := m.blockCancelled(ctx, bot, mb, 0, mb.Data.CancelledAttempt); err != nil {
+			return m.orClose(ctx, bot, mb, err)
+		}
+	}
 	held := false
 	for range maxRounds {
 		progressed, heldNow, err := m.applyEventsHeld(ctx, bot, mb)

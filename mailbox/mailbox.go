@@ -173,6 +173,10 @@ type Data struct {
 	// off as a non-writer's). A label leaves the list when it is
 	// removed or a writer adds it again.
 	IgnoredLabels []string `json:"ignored_labels,omitempty"`
+	// CancelledAttempt is the attempt of the state's run an operator cancelled while the
+	// process running it was down, found by start-up recovery (which says nothing on the
+	// forge): the next pass blocks the mailbox as a live run's cancel does. 0: none.
+	CancelledAttempt int `json:"cancelled_attempt,omitempty"`
 	// RefusedEdits are the comment edits the gate did not take when their delivery named who
 	// made them (the comment id and a hash of the edited body; the latest maxRefusedEdits): the
 	// same edit found by reconciliation, which can only attribute it to the comment's author

@@ -73,36 +73,48 @@ func (m *Machine) recoverRuns(ctx context.Context, bot *Bot, mb *Mailbox, wait b
 			continue
 		}
 		recoveredRow(&r, out)
+		// An operator's cancel of a run whose process stopped (its page still offered Cancel)
+		// holds whatever recovery finds: the run is not run again, and an outcome collected
+		// meanwhile is not acted on.
+		by, err := m.store.CancelRequested(ctx, r.ID)
+		if err != nil {
+			return false, err
+		}
+		if by != "" {
+			r.Applied = true
+			c := r
+			cancelled = &c
+		}
 		if _, err := m.store.FinishRecoveredRun(context.WithoutCancel(ctx), &r); err != nil {
 			return false, err
 		}
 		m.log.Warn("run recovered after a restart", "mailbox_id", mb.ID, "run_id", r.ID, "phase", r.Phase,
 			"status", r.Status, "outcome", r.Outcome, "resumable", r.Resumable, "not_resumable_reason", r.NotResumableReason)
 		cleanup = cleanup || out.Interrupted
-		if out.Interrupted && wait {
-			by, err := m.store.CancelRequested(ctx, r.ID)
-			if err != nil {
-				return false, err
-			}
-			if by != "" {
-				c := r
-				cancelled = &c
-			}
-		}
 	}
 	if cleanup && !running {
 		if err := m.jobs.Cleanup(ctx, mb.ID); err != nil {
 			return false, fmt.Errorf("clean up interrupted runs: %w", err)
 		}
 	}
-	if cancelled != nil && !running && bot != nil && def(mb.State).Phase != "" {
-		// An operator cancelled the reattached run: blocked as a live run's cancel is (runPhase),
-		// not run again.
-		m.log.Info("run cancelled by an operator", "mailbox_id", mb.ID, "run_id", cancelled.ID)
-		return false, m.block(ctx, *bot, mb, onRunFailed, mb.State,
-			fmt.Sprintf("an operator cancelled the %s run (attempt %d) from Alfred's pages.", def(mb.State).runKey(), cancelled.Attempt))
+	if cancelled != nil && !running && def(mb.State).Phase != "" {
+		if bot == nil {
+			// The start-up recovery says nothing on the forge: the mailbox's next pass blocks it.
+			mb.Data.CancelledAttempt = cancelled.Attempt
+			return false, nil
+		}
+		return false, m.blockCancelled(ctx, *bot, mb, cancelled.ID, cancelled.Attempt)
 	}
 	return running, nil
+}
+
+// blockCancelled blocks the mailbox whose run (attempt) an operator cancelled, as a live run's
+// cancel does (runPhase): said in the issue, not run again.
+func (m *Machine) blockCancelled(ctx context.Context, bot Bot, mb *Mailbox, runID int64, attempt int) error {
+	m.log.Info("run cancelled by an operator", "mailbox_id", mb.ID, "run_id", runID)
+	mb.Data.CancelledAttempt = 0
+	return m.block(ctx, bot, mb, onRunFailed, mb.State,
+		fmt.Sprintf("an operator cancelled the %s run (attempt %d) from Alfred's pages.", def(mb.State).runKey(), attempt))
 }
 
 // recoveredRow fills the run row from a recovered outcome. A collected outcome (succeeded or
