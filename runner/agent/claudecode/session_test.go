@@ -1,6 +1,8 @@
 package claudecode_test
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -145,4 +147,23 @@ func TestResumeMissFromStderr(t *testing.T) {
 	_, err := newAgent(t).ResultStderr(in, runner.ExitState{Code: 1}, nil,
 		[]byte("No conversation found with session ID: "+sid+"\n"), t.TempDir())
 	require.ErrorIs(t, err, runner.ErrSessionNotFound)
+}
+
+// A run that succeeded is no refused resume, even when the model's answer quotes the message
+// Claude Code prints for one: the result is read, the session kept, the run's cost counted.
+func TestASuccessQuotingTheRefusalIsNoRefusedResume(t *testing.T) {
+	t.Parallel()
+	a := newAgent(t)
+	final := `{"summary":"s","answer":"Claude prints No conversation found with session ID when the id is unknown."}`
+	stdout := fmt.Sprintf(`{"type":"system","subtype":"init","session_id":"%s"}
+{"type":"result","subtype":"success","is_error":false,"result":%q,"session_id":"%s","total_cost_usd":1.5,"usage":{"input_tokens":1000,"output_tokens":500}}
+`, sid, final, sid)
+	for _, resume := range []bool{true, false} {
+		in := phase.Input{Phase: phase.Answer, Key: "answer", SessionID: sid, Resume: resume}
+		res, err := a.ResultStderr(in, runner.ExitState{Code: 0}, []byte(stdout), nil, t.TempDir())
+		require.NoError(t, err, "resume %t", resume)
+		require.False(t, errors.Is(err, runner.ErrSessionNotFound))
+		require.Contains(t, res.Answer, "No conversation found")
+		require.Equal(t, 1.5, res.CostUSD)
+	}
 }

@@ -105,9 +105,11 @@ func ParseStream(stdout []byte) *Stream {
 	return s
 }
 
-// ResumeFailed reports whether the final result says the requested session does not exist.
+// ResumeFailed reports whether the final result says the requested session does not exist: a
+// final event that is an error and names the missing conversation. A successful final event
+// never says so, whatever its text (the model's answer may quote the message).
 func (s *Stream) ResumeFailed() bool {
-	if s.Final == nil {
+	if s.Final == nil || !s.Final.IsError {
 		return false
 	}
 	for _, e := range s.Final.Errors {

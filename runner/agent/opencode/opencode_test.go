@@ -1,6 +1,7 @@
 package opencode_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -187,4 +188,23 @@ func TestTrapExitCodeOnSIGTERM(t *testing.T) {
 	_, err := newAgent(t, opencode.Config{}).Result(answer, runner.ExitState{Code: 143, Killed: true},
 		clitest.Read(t, "stream_fresh.jsonl"), clitest.OutDir(t, `{"summary":"s","answer":"a"}`))
 	require.ErrorContains(t, err, "killed")
+}
+
+// A resumed run that succeeded is no refused resume, even when its stderr holds the words
+// opencode prints for one (an MCP server's "Session not found"): its result and cost count.
+func TestASuccessWithTheRefusalInStderrIsNoRefusedResume(t *testing.T) {
+	t.Parallel()
+	a, err := opencode.New(opencode.Config{Image: "i", APIKey: "k"})
+	require.NoError(t, err)
+	sid := "ses_dd978d013ffevEdzscdyV75hDc"
+	in := phase.Input{Phase: phase.Answer, Key: "answer", SessionID: sid, Resume: true}
+	stdout := `{"type":"step_start","sessionID":"` + sid + `","part":{}}
+{"type":"text","sessionID":"` + sid + `","part":{"text":"{\"summary\":\"s\",\"answer\":\"a\"}"}}
+{"type":"step_finish","sessionID":"` + sid + `","part":{"reason":"stop","tokens":{"input":100000,"output":900},"cost":1.25}}
+`
+	res, err := a.ResultStderr(in, runner.ExitState{Code: 0}, []byte(stdout), []byte("mcp: Session not found\n"), t.TempDir())
+	require.NoError(t, err)
+	require.False(t, errors.Is(err, runner.ErrSessionNotFound))
+	require.Equal(t, "a", res.Answer)
+	require.Equal(t, 1.25, res.CostUSD)
 }

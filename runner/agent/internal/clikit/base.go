@@ -361,11 +361,16 @@ func (b *Agent) resumeMiss(in phase.Input, exit runner.ExitState, stderr []byte,
 	miss := func(signal string) error {
 		return &SessionNotFoundError{Agent: b.cli.Name, SessionID: in.SessionID, Signal: signal}
 	}
+	if !in.Resume || (r.Failure == nil && exit.Code == 0) {
+		// Only a resume can be refused, and a run that succeeded by the CLI's own rules was
+		// not: whatever its stderr says (an MCP server's "Session not found") or its answer.
+		return nil
+	}
 	if r.ResumeRefused {
 		return miss(m.Text)
 	}
 	coded := exit.Code == m.ExitCode && !exit.Killed
-	if !in.Resume || (m.OnlyWithExitCode && !coded) {
+	if m.OnlyWithExitCode && !coded {
 		return nil
 	}
 	if l := StderrLine(stderr, m.Text); l != "" {
