@@ -200,7 +200,8 @@ func (s *Service) runWithSession(ctx context.Context, job phase.Job, req RunRequ
 }
 
 // resumeVerified returns whether the adapter's CLI version in the run's image is verified to
-// resume, detecting and recording it (agent_installations) the first time.
+// resume (SessionAgent.ResumeVerified of the version), detecting and recording the version
+// (agent_installations) the first time.
 func (s *Service) resumeVerified(ctx context.Context, adapter string, sa SessionAgent, in phase.Input) (bool, error) {
 	inv, err := sa.Command(in)
 	if err != nil {
@@ -230,10 +231,14 @@ func (s *Service) resumeVerified(ctx context.Context, adapter string, sa Session
 		s.log.Info("agent CLI detected", "adapter", adapter, "image", inv.Image, "version", version,
 			"resume_verified", inst.ResumeVerified)
 	}
+	// Judged again from the version each time, not taken from the record: the verified versions
+	// are the adapter's and the configuration's of this release (a record from another one, or
+	// from before verified_versions changed, may say otherwise).
+	verified := sa.ResumeVerified(inst.Version)
 	s.mu.Lock()
-	s.verified[key] = inst.ResumeVerified
+	s.verified[key] = verified
 	s.mu.Unlock()
-	return inst.ResumeVerified, nil
+	return verified, nil
 }
 
 // detectPhase is the LabelPhase of a version detection's container.

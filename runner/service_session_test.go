@@ -194,6 +194,20 @@ func TestSessionUnsupportedVersionRunsFresh(t *testing.T) {
 	require.Equal(t, runner.FallbackUnsupportedVersion, out.Session.FallbackReason)
 }
 
+// A recorded installation whose version this release does not verify (a record written when
+// another release, or another verified_versions, said it resumed) is judged again: fresh.
+func TestSessionRecordedVerificationIsJudgedAgain(t *testing.T) {
+	b := newSessionBundle(t)
+	a := b.mailbox(1)
+	svc := b.service(nil)
+	b.run(svc, a, phase.Analysis, phase.StepFunctional, "MARK-ALPHA", "agent/issue-1-x")
+	require.NoError(t, b.store.RecordInstallation(context.Background(), runner.Installation{Adapter: "claude-code",
+		Image: b.image, Version: "9.9.9", ResumeVerified: true}))
+	out := b.run(b.service(nil), a, phase.Analysis, phase.StepTechnical, "MARK-BETA", "agent/issue-1-x")
+	require.False(t, out.Session.Resumed)
+	require.Equal(t, runner.FallbackUnsupportedVersion, out.Session.FallbackReason)
+}
+
 func TestSessionStateRemovedAndOrphansSwept(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
