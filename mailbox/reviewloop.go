@@ -366,6 +366,10 @@ func (m *Machine) applyReview(ctx context.Context, bot Bot, mb *Mailbox, r *phas
 	}
 	summary := fmt.Sprintf("review-run%d", runID)
 	if posted[summary] {
+		// GitLab approves after the summary: a pass that failed on the approval gives it now.
+		if err := m.approveIfMissing(ctx, bot, rv, mb, nr); err != nil {
+			return err
+		}
 		mb.Data.ReviewedHead = mb.Data.ReviewHead
 		return m.follow(ctx, bot, mb, onReviewPosted)
 	}
@@ -383,4 +387,28 @@ func (m *Machine) applyReview(ctx context.Context, bot Bot, mb *Mailbox, r *phas
 	}
 	mb.Data.ReviewedHead = mb.Data.ReviewHead
 	return m.follow(ctx, bot, mb, onReviewPosted)
+}
+
+// approveIfMissing gives the approval the review nr concluded (ReviewApprove) when the merge
+// request shows none of the bot's: the review's other parts are on the forge already, so the
+// review posted holds nothing but the approval (no body, no comment).
+func (m *Machine) approveIfMissing(ctx context.Context, bot Bot, rv forge.Reviews, mb *Mailbox, nr forge.NewReview) error {
+	if nr.Event != forge.ReviewApprove {
+		return nil
+	}
+	mg, ok := bot.Forge.(forge.Merger)
+	if !ok {
+		return nil
+	}
+	c, err := mg.MergeChecks(ctx, mb.Repo, mb.Number)
+	if err != nil {
+		return fmt.Errorf("read the approvals: %w", err)
+	}
+	if containsFold(c.ApprovedBy, bot.Login) {
+		return nil
+	}
+	if _, err := rv.PostReview(ctx, mb.Repo, mb.Number, forge.NewReview{Event: forge.ReviewApprove, HeadSHA: nr.HeadSHA}); err != nil {
+		return fmt.Errorf("approve: %w", err)
+	}
+	return nil
 }

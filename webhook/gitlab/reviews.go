@@ -97,7 +97,8 @@ func (c *Client) ResolveThread(ctx context.Context, repo string, number int64, t
 // PostReview reads the merge request's diff_refs, opens one discussion with a text position
 // per inline comment (POST …/discussions with base_sha, start_sha, head_sha, new_path, old_path
 // and new_line or old_line), then posts the body as a merge request note and returns its id.
-// ReviewApprove also approves (POST …/approve); ReviewRequestChanges has no call of its own
+// ReviewApprove also approves (POST …/approve), after the note; an approval with neither body
+// nor comment is the approval alone (no note, id 0). ReviewRequestChanges has no call of its own
 // and is said in the body. GitLab answers 400 for a position outside the diff; that error
 // wraps forge.ErrConflict.
 func (c *Client) PostReview(ctx context.Context, repo string, number int64, r forge.NewReview) (int64, error) {
@@ -130,13 +131,15 @@ func (c *Client) PostReview(ctx context.Context, repo string, number int64, r fo
 			return 0, forgehttp.NewError("gitlab", fmt.Sprintf("comment on %s at %s of %s!%d", p.Path, clientLine(p), repo, number), status, err, c.token)
 		}
 	}
-	body := r.Body
-	if body == "" {
-		body = "Review: see the comments on the diff."
-	}
-	id, err := c.Comment(ctx, forge.IssueRef{Repo: repo, Number: number, MergeRequest: true}, body)
-	if err != nil {
-		return 0, err
+	var id int64
+	if r.Body != "" || len(r.Comments) > 0 || r.Event != forge.ReviewApprove {
+		body := r.Body
+		if body == "" {
+			body = "Review: see the comments on the diff."
+		}
+		if id, err = c.Comment(ctx, forge.IssueRef{Repo: repo, Number: number, MergeRequest: true}, body); err != nil {
+			return 0, err
+		}
 	}
 	if r.Event == forge.ReviewApprove {
 		_, resp, err := c.api.MergeRequestApprovals.ApproveMergeRequest(repo, number, &gl.ApproveMergeRequestOptions{}, gl.WithContext(ctx))
