@@ -2,6 +2,7 @@ package mailbox_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -166,4 +167,25 @@ func TestOperatorCancelOfADeadRunBlocks(t *testing.T) {
 	require.Equal(t, mailbox.StateBlocked, mb.State)
 	require.Zero(t, developmentJobs(b.exec), "not run again")
 	require.Contains(t, b.lastComment(), "an operator cancelled the development run (attempt 1)")
+}
+
+// A drain holds new runs only: a pass in progress that collects the outcome of a run it
+// reattached to (the container ended while it waited) still applies it, as a drain promises.
+func TestDrainStillAppliesTheOutcomeOfAReattachedRun(t *testing.T) {
+	t.Parallel()
+	b, m, rx, _ := crashedInDevelopment(t)
+	sha := fmt.Sprintf("%040d", 7)
+	rx.recover = func(job phase.Job, wait bool) *phase.Outcome {
+		b.fake.SetBranch(repo, job.Branch, sha)
+		return &phase.Outcome{Recovered: true, Container: "c", Output: "out", HeadSHA: sha,
+			Result: &phase.Result{Summary: "Added the CSV export.", CommitMessage: "Add CSV export"}}
+	}
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	drained := mailbox.WithRunGate(context.Background(), func() bool { return false })
+	require.NoError(t, m.Advance(drained, mb))
+	mb, err = b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateInCI, mb.State, "the collected outcome opened the merge request")
+	require.Zero(t, developmentJobs(b.exec), "and no run started")
 }

@@ -1,5 +1,7 @@
 package mailbox
 
+import "context"
+
 // Derived returns how many issues r remembers as derived on forge name (Reconciler.derived),
 // for the tests that check it forgets them.
 func (r *Reconciler) Derived(name string) int {
@@ -10,3 +12,6 @@ func (r *Reconciler) Derived(name string) int {
 
 // ThreadSetAside is threadSetAside: the polls in a row a thread may fail before it is set aside.
 const ThreadSetAside = threadSetAside
+
+// WithRunGate is withRunGate, for the tests of what a drain holds.
+func WithRunGate(ctx context.Context, may func() bool) context.Context { return withRunGate(ctx, may) }

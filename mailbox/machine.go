@@ -265,12 +265,9 @@ func (m *Machine) advance(ctx context.Context, mb *Mailbox, slots RunSlots) erro
 		}
 		held = false // the run, or its stored outcome, is acted on now
 		if def(mb.State).Phase != "" {
-			if !mayStartRuns(ctx) {
-				// The process drains (or every claim is paused) since this pass was claimed:
-				// the run waits, due, for a claim after it, which checks again.
-				break
-			}
-			if err := m.runPhase(ctx, bot, mb); err != nil {
+			if err := m.runPhase(ctx, bot, mb); errors.Is(err, errRunHeld) {
+				break // the run waits, due, for a claim after the drain or the pause
+			} else if err != nil {
 				return m.orClose(ctx, bot, mb, err)
 			}
 			ran = true
@@ -570,6 +567,9 @@ func (m *Machine) mrRef(bot Bot, n int64) string {
 	}
 	return fmt.Sprintf("merge request !%d", n)
 }
+
+// errRunHeld is runPhase's answer when the pass's run gate (withRunGate) holds a new run.
+var errRunHeld = errors.New("a new run is held: the process drains or every claim is paused")
 
 // runGateKey carries, in a pass's context, whether its process may still start a run
 // (withRunGate).

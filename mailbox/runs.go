@@ -69,6 +69,11 @@ func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
 		}
 		return m.block(ctx, bot, mb, onRunFailed, state, reason)
 	}
+	if !mayStartRuns(ctx) {
+		// The process drains (or every claim is paused) since this pass was claimed: an outcome
+		// stored for the state was applied above; a new run waits for a claim after it.
+		return errRunHeld
+	}
 	run, out, err := m.execute(ctx, bot, mb, in, *repo)
 	if err == nil && out.Interrupted && !out.Detached {
 		if by, err := m.store.CancelRequested(ctx, run.ID); err != nil || by != "" {

@@ -247,7 +247,7 @@ func (w *Workers) loop(stop, passCtx context.Context, once func(context.Context)
 func (w *Workers) Once(ctx context.Context) (bool, error) {
 	w.claiming.Add(1) // before the drain is read: a replica seen drained claims nothing
 	defer w.claiming.Add(-1)
-	if w.draining.Load() {
+	if w.draining.Load() || w.paused.Load() {
 		return false, nil
 	}
 	owner := w.claimOwner()
@@ -271,7 +271,7 @@ func (w *Workers) claimOwner() string {
 func (w *Workers) OnceEvents(ctx context.Context) (bool, error) {
 	w.claiming.Add(1) // before the drain is read: a replica seen drained claims nothing
 	defer w.claiming.Add(-1)
-	if w.draining.Load() {
+	if w.draining.Load() || w.paused.Load() {
 		return false, nil
 	}
 	owner := w.claimOwner()
@@ -299,7 +299,7 @@ func (w *Workers) OnceEvents(ctx context.Context) (bool, error) {
 func (w *Workers) OnceRun(ctx context.Context) (bool, error) {
 	w.claiming.Add(1) // before the drain is read: a replica seen drained claims nothing
 	defer w.claiming.Add(-1)
-	if w.draining.Load() {
+	if w.draining.Load() || w.paused.Load() {
 		return false, nil
 	}
 	owner := w.claimOwner()

@@ -145,3 +145,26 @@ func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// An error status whose body the connection cut (a 529 whose body never came whole) is the
+// status's to judge, not a malformed answer: it is retried as the status says, on both SDKs.
+func TestCutErrorAnswerIsRetriedAsItsStatus(t *testing.T) {
+	for _, kind := range []string{apimode.Anthropic, apimode.OpenAI} {
+		t.Run(kind, func(t *testing.T) {
+			a, calls := rawProvider(t, kind, func(_ int, w http.ResponseWriter, _ string) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Length", "4000")
+				w.WriteHeader(529)
+				_, _ = io.WriteString(w, `{"type":"error","error":{"type":"overloaded_error",`)
+				w.(http.Flusher).Flush()
+				if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+					_ = conn.Close()
+				}
+			})
+			_, err := a.RunAPI(context.Background(), runner.APIRun{Input: functional(), Worktree: worktree(t)})
+			require.Error(t, err)
+			assert.EqualValues(t, 3, calls.Load(), "retried: two retries after the first call")
+			assert.NotContains(t, err.Error(), "malformed")
+		})
+	}
+}

@@ -86,9 +86,10 @@ func anthropicOptions(cfg Config) []aoption.RequestOption {
 
 func (c *anthropicConv) next(ctx context.Context, maxOut int64) (reply, error) {
 	c.params.MaxTokens = maxOut
-	msg, err := c.client.Messages.New(ctx, c.params)
+	var res *http.Response
+	msg, err := c.client.Messages.New(ctx, c.params, aoption.WithResponseInto(&res))
 	if err != nil {
-		return reply{}, providerError("Anthropic", c.key, err)
+		return reply{}, providerError("Anthropic", c.key, statusOf(res, err))
 	}
 	c.params.Messages = append(c.params.Messages, msg.ToParam())
 	u := msg.Usage
@@ -154,11 +155,23 @@ func openaiOptions(cfg Config) []ooption.RequestOption {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = openaiDefaultHTTP
 	}
 	return []ooption.RequestOption{ooption.WithHTTPClient(hc), ooption.WithAPIKey(cfg.APIKey), ooption.WithMaxRetries(0),
 		ooption.WithBaseURL(base)}
 }
+
+// openaiDefaultHTTP is the HTTP client of an agent without Config.HTTPClient: as the SDK's own
+// default (openai-go's default_http_client.go), http.DefaultTransport with a 10-minute
+// ResponseHeaderTimeout, so a provider that takes the request and never answers frees the run.
+var openaiDefaultHTTP = func() *http.Client {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = 10 * time.Minute
+		return &http.Client{Transport: t}
+	}
+	return &http.Client{Transport: http.DefaultTransport}
+}()
 
 // openaiClient is the OpenAI client of cfg with the services Alfred calls (chat completions, the
 // model list), built from openaiOptions alone. openai.NewClient would add what Alfred's own
@@ -171,9 +184,10 @@ func openaiClient(cfg Config) openai.Client {
 
 func (c *openaiConv) next(ctx context.Context, maxOut int64) (reply, error) {
 	c.params.MaxCompletionTokens = openai.Int(maxOut)
-	res, err := c.client.Chat.Completions.New(ctx, c.params)
+	var raw *http.Response
+	res, err := c.client.Chat.Completions.New(ctx, c.params, ooption.WithResponseInto(&raw))
 	if err != nil {
-		return reply{}, providerError("OpenAI", c.key, err)
+		return reply{}, providerError("OpenAI", c.key, statusOf(raw, err))
 	}
 	r := reply{in: res.Usage.PromptTokens, out: res.Usage.CompletionTokens}
 	if len(res.Choices) == 0 {
@@ -272,7 +286,28 @@ func (e *malformedError) Unwrap() error { return e.err }
 // JSON decoding error, or the wording of their shared request code (requestconfig's decode:
 // "error parsing response json: …", and "expected destination type … that is not
 // 'application/json'" for a body of another content type).
+// statusError is an SDK error with the status of the answer it came with, when the SDK did not
+// say it (a body it could not read): a cut body is a malformed answer only after a 2xx.
+type statusError struct {
+	status int
+	err    error
+}
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }
+
+// statusOf wraps err with the status of res, when there was an answer.
+func statusOf(res *http.Response, err error) error {
+	if res == nil {
+		return err
+	}
+	return &statusError{status: res.StatusCode, err: err}
+}
+
 func malformedAnswer(err error) bool {
+	if se := (*statusError)(nil); errors.As(err, &se) && (se.status < 200 || se.status > 299) {
+		return false // an error status whose body was cut: retried as the status says
+	}
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &se) || errors.As(err, &te) {
