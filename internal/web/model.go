@@ -104,8 +104,11 @@ type MailboxDetail struct {
 	// Runs are the mailbox's runs, oldest first.
 	Runs []RunSummary
 	// Shadow lists, oldest first, what Alfred would have written to the forge while the
-	// project was in shadow mode; empty for a project that never was.
+	// project was in shadow mode, the latest MaxTimelineEvents; empty for a project that never
+	// was.
 	Shadow []ShadowPost
+	// ShadowCut is true when older shadow writes than Shadow holds were left out.
+	ShadowCut bool
 }
 
 // MaxTimelineEvents bounds the events, the state changes and the operator actions a mailbox

@@ -145,8 +145,9 @@ func TestCutTimelineSaysSo(t *testing.T) {
 	t.Parallel()
 	mem := webtest.NewMemory()
 	mem.AddMailbox(web.MailboxDetail{MailboxSummary: web.MailboxSummary{ID: 1, Forge: "gitea", Repo: "alice/shop", Number: 3,
-		Title: "Busy", State: "idle"}, Timeline: []web.TimelineEntry{{At: t0, Kind: "event", Text: "issue_comment by bob"}},
-		TimelineCut: true})
+		Title: "Busy", State: "idle", ShadowWrites: 501}, Timeline: []web.TimelineEntry{{At: t0, Kind: "event", Text: "issue_comment by bob"}},
+		TimelineCut: true, ShadowCut: true,
+		Shadow: []web.ShadowPost{{ID: 2, At: t0, Kind: "comment", CommentID: -2, Body: "the latest write"}}})
 	h, err := web.New(web.Config{Reader: mem, Now: func() time.Time { return t0 }, Redact: func(s string) string { return s }})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
@@ -154,6 +155,7 @@ func TestCutTimelineSaysSo(t *testing.T) {
 	code, body := get(t, srv.URL+web.Prefix+"/mailboxes/1")
 	require.Equal(t, http.StatusOK, code)
 	require.Contains(t, body, fmt.Sprintf("Only the latest %d events", web.MaxTimelineEvents))
+	require.Contains(t, body, fmt.Sprintf("Only the latest %d writes are shown", web.MaxTimelineEvents), "the shadow list says so too")
 }
 
 func TestGoneContainerSaysSo(t *testing.T) {

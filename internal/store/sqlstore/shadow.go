@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/alfred-bot/alfred/internal/web"
@@ -141,17 +142,23 @@ func decodeShadow(rows []shadowRow) ([]mailbox.ShadowWrite, error) {
 	return out, nil
 }
 
-const sqlWebShadow = `SELECT ` + sqlShadowColumns + ` FROM shadow_writes WHERE mailbox_id = $1 ORDER BY id`
+const sqlWebShadow = `SELECT ` + sqlShadowColumns + ` FROM shadow_writes WHERE mailbox_id = $1 ORDER BY id DESC LIMIT $2`
 
-// webShadow reads the shadow writes of mailbox id for its page, oldest first.
-func (s *Store) webShadow(ctx context.Context, id int64) ([]web.ShadowPost, error) {
+// webShadow reads the latest web.MaxTimelineEvents shadow writes of mailbox id for its page,
+// oldest first, and whether older ones were left out.
+func (s *Store) webShadow(ctx context.Context, id int64) ([]web.ShadowPost, bool, error) {
 	var rows []shadowRow
-	if err := s.db.SelectContext(ctx, &rows, sqlWebShadow, id); err != nil {
-		return nil, fmt.Errorf("list shadow writes of mailbox %d: %w", id, err)
+	if err := s.db.SelectContext(ctx, &rows, sqlWebShadow, id, web.MaxTimelineEvents+1); err != nil {
+		return nil, false, fmt.Errorf("list shadow writes of mailbox %d: %w", id, err)
 	}
+	cut := len(rows) > web.MaxTimelineEvents
+	if cut {
+		rows = rows[:web.MaxTimelineEvents]
+	}
+	slices.Reverse(rows) // read newest first, shown oldest first
 	ws, err := decodeShadow(rows)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	out := make([]web.ShadowPost, 0, len(ws))
 	for _, w := range ws {
@@ -164,5 +171,5 @@ func (s *Store) webShadow(ctx context.Context, id int64) ([]web.ShadowPost, erro
 		out = append(out, web.ShadowPost{ID: w.ID, At: w.At, Kind: string(w.Kind), CommentID: commentID, Body: w.Body,
 			Add: w.Add, Remove: w.Remove, Detail: w.Detail})
 	}
-	return out, nil
+	return out, cut, nil
 }

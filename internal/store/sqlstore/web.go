@@ -258,7 +258,7 @@ func (s *Store) Mailbox(ctx context.Context, id int64) (*web.MailboxDetail, erro
 		d.Timeline = append(d.Timeline, web.TimelineEntry{At: a.At, Kind: "operator", Text: a.Actor + " " + a.Action})
 	}
 	sortTimeline(d.Timeline)
-	if d.Shadow, err = s.webShadow(ctx, id); err != nil {
+	if d.Shadow, d.ShadowCut, err = s.webShadow(ctx, id); err != nil {
 		return nil, err
 	}
 	return d, nil

@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"UnratedRunsAreNotFree":         unratedRuns,
 		"WebReaderPages":                webReaderPages,
 		"MailboxPageBounded":            mailboxPageBounded,
+		"ShadowPageBounded":             shadowPageBounded,
 		"ConcurrentDeliveries":          concurrentDeliveries,
 		"SchemaVersionIsTheNewest":      schemaVersion,
 		"SameDeliveryIDOtherBodyLogged": sameDeliveryOtherBody,

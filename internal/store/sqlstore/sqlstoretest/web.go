@@ -291,3 +291,24 @@ func mailboxPageBounded(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	last := d.Timeline[len(d.Timeline)-1]
 	require.Equal(t, c.Now().Add(-time.Millisecond).UTC(), last.At.UTC(), "the newest event is shown")
 }
+
+// shadowPageBounded: the mailbox page reads the latest web.MaxTimelineEvents shadow writes,
+// shown oldest first, and says older ones were left out: a project held in shadow for months
+// writes a record per comment, label and run, and each page load rendered them all.
+func shadowPageBounded(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
+	ctx := context.Background()
+	mb := storetest.Settled(t, s, 1, func(*mailbox.Mailbox) {})
+	const extra = 5
+	for i := range web.MaxTimelineEvents + extra {
+		_, err := s.RecordShadow(ctx, mailbox.ShadowWrite{Target: mb.Ref(), Kind: mailbox.ShadowComment,
+			Body: fmt.Sprintf("post %d", i)})
+		require.NoError(t, err)
+		c.Add(time.Millisecond)
+	}
+	d, err := s.Mailbox(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, d.Shadow, web.MaxTimelineEvents)
+	require.True(t, d.ShadowCut, "the page says older writes are not shown")
+	require.Equal(t, fmt.Sprintf("post %d", extra), d.Shadow[0].Body, "the oldest shown")
+	require.Equal(t, fmt.Sprintf("post %d", web.MaxTimelineEvents+extra-1), d.Shadow[len(d.Shadow)-1].Body, "the newest last")
+}
