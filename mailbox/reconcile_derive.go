@@ -83,12 +83,12 @@ type Derived struct {
 
 // DeriveEvents compares one open mailbox with its forge and returns the differences as events.
 // An issue whose updated time did not move costs one call (Issue), unless the time is less than
-// UpdatedSettle old or the mailbox waits for answers (ReconcileView.Asking): then its comments
-// are read too; the merge request is read only when the mailbox has one. The issue's comments since the view's CommentsSince become
-// comment events (the machine applies each comment id once, so a comment that also came as a
-// delivery does not act twice). A deleted issue becomes an issue_closed event, when its
-// repository can still be read. bot is the bot's
-// login; now stamps the events' ReceivedAt.
+// UpdatedSettle old (then it is read as moved) or the mailbox waits for answers
+// (ReconcileView.Asking: then its comments are read too); the merge request is read only when
+// the mailbox has one. The issue's comments since the view's CommentsSince become comment
+// events (the machine applies each comment id once, so a comment that also came as a delivery
+// does not act twice). A deleted issue becomes an issue_closed event, when its repository can
+// still be read. bot is the bot's login; now stamps the events' ReceivedAt.
 func DeriveEvents(ctx context.Context, f forge.Forge, bot string, v ReconcileView, now time.Time) (Derived, error) {
 	d := Derived{IssueUpdatedAt: v.IssueUpdatedAt, MRUpdatedAt: v.MRUpdatedAt, CommentsSince: v.CommentsSince}
 	base := forge.Event{Forge: v.Ref.Forge, Kind: f.Kind(), Target: v.Ref, ReceivedAt: now, Header: "reconcile"}
@@ -253,8 +253,8 @@ func (d *Derived) mergeRequest(ctx context.Context, f forge.Forge, bot string, v
 // reviewComments derives the review comments of others on the bot's merge request mrRef made
 // since the merge request was last seen (the view's MRUpdatedAt, else CommentsSince): a
 // comment in the diff, in a review thread or in the conversation becomes a comment event on the
-// merge request, a review's summary a review event with the review's state, each named by the forge's comment id
-// as a delivery would name it. The forge's review calls are used when it has them (both
+// merge request, a review's summary a review event with the review's state, each named by the
+// forge's comment id as a delivery would name it. The forge's review calls are used when it has them (both
 // clients do).
 func (d *Derived) reviewComments(ctx context.Context, f forge.Forge, bot string, v ReconcileView, base forge.Event, mrRef forge.IssueRef) error {
 	rv, ok := f.(forge.Reviews)
