@@ -189,3 +189,50 @@ func TestDrainStillAppliesTheOutcomeOfAReattachedRun(t *testing.T) {
 	require.Equal(t, mailbox.StateInCI, mb.State, "the collected outcome opened the merge request")
 	require.Zero(t, developmentJobs(b.exec), "and no run started")
 }
+
+// errOnCancel is the runner when a cancel lands during the commit or push after the container
+// ended: git fails with the cancelled context, and Execute returns an error.
+type errOnCancel struct{ *scriptedJobs }
+
+func (e errOnCancel) Execute(ctx context.Context, job phase.Job) (*phase.Outcome, error) {
+	out, err := e.scriptedJobs.Execute(ctx, job)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("push agent/1: %w", ctx.Err())
+	}
+	return out, err
+}
+
+// An operator's cancel that lands while the runner commits or pushes (the step fails, not the
+// container) blocks the issue as any cancel does, instead of failing the pass and running the
+// phase again.
+func TestOperatorCancelDuringThePushBlocks(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute}, b.store, b.bots, errOnCancel{b.exec}, b.clock.Now, b.log)
+	b.exec.mu.Lock()
+	b.exec.block = make(chan struct{})
+	b.exec.mu.Unlock()
+	b.deliver(assign("alice"))
+	done := make(chan error, 1)
+	go func() {
+		mb, err := b.store.Find(context.Background(), b.ref)
+		if err != nil {
+			done <- err
+			return
+		}
+		done <- m.Advance(context.Background(), mb)
+	}()
+	signal(t, "the run started", func() bool { return b.runsStarted() == 1 })
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	running, err := b.store.RunningRuns(context.Background(), mb.ID)
+	require.NoError(t, err)
+	require.Len(t, running, 1)
+	require.NoError(t, b.store.(canceller).RequestCancel(context.Background(), running[0].ID, "operator from 127.0.0.1"))
+	require.NoError(t, <-done)
+	mb, err = b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	require.Equal(t, mailbox.StateBlocked, mb.State, "the operator's cancel blocks the issue")
+	require.Contains(t, b.lastComment(), "an operator cancelled the analysis.functional run (attempt 1)")
+	require.Equal(t, 1, b.runsStarted(), "not run again")
+}

@@ -260,6 +260,19 @@ func (m *Machine) execute(ctx context.Context, bot Bot, mb *Mailbox, in phase.In
 		m.log.Info("run left running for the next process", "mailbox_id", mb.ID, "run_id", run.ID, "container", out.Container)
 		return run, out, nil
 	}
+	if err != nil && runCtx.Err() != nil && ctx.Err() == nil {
+		// Stopped by the watch, not by a shutdown: an operator's cancel that landed while the
+		// runner committed or pushed (the container had ended) fails that step, not the
+		// container. It is the interrupted run a cancel makes, so that runPhase blocks the issue
+		// instead of failing the pass and running the phase again.
+		if by, cerr := m.store.CancelRequested(ctx, run.ID); cerr == nil && by != "" {
+			run.Status, run.Outcome, run.Applied = RunInterrupted, "interrupted: cancelled by an operator", true
+			if ferr := m.store.FinishRun(context.WithoutCancel(ctx), run); ferr != nil {
+				return nil, nil, ferr
+			}
+			return run, &phase.Outcome{Interrupted: true}, nil
+		}
+	}
 	if err != nil {
 		run.Status, run.Outcome = RunInterrupted, "infrastructure error: "+err.Error()
 		_ = m.store.FinishRun(context.WithoutCancel(ctx), run)
