@@ -236,3 +236,39 @@ func TestOperatorCancelDuringThePushBlocks(t *testing.T) {
 	require.Contains(t, b.lastComment(), "an operator cancelled the analysis.functional run (attempt 1)")
 	require.Equal(t, 1, b.runsStarted(), "not run again")
 }
+
+// slowControls is a store's Installation whose InstallationControls returns what it read only
+// when released: the read of a SyncInstallation that began before an operator's drain.
+type slowControls struct {
+	mailbox.Installation
+	read, release chan struct{}
+}
+
+func (s slowControls) InstallationControls(ctx context.Context) (mailbox.InstallationState, error) {
+	st, err := s.Installation.InstallationControls(ctx)
+	s.read <- struct{}{}
+	<-s.release
+	return st, err
+}
+
+// The drain form on a replica writes the row, then drains its workers at once; a read of the
+// controls that began before the row was written returns after it, and must not undo the
+// drain (the replica would claim again until its next read).
+func TestAReadBeforeTheDrainDoesNotUndoIt(t *testing.T) {
+	t.Parallel()
+	b := setupPG(t)
+	inst, ok := b.store.(mailbox.Installation)
+	require.True(t, ok)
+	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w"}, b.store, b.machine, b.log)
+	slow := slowControls{Installation: inst, read: make(chan struct{}), release: make(chan struct{})}
+	synced := make(chan error, 1)
+	go func() { synced <- w.SyncInstallation(context.Background(), slow) }()
+	<-slow.read // it read no drain
+	require.NoError(t, inst.SetControl(context.Background(), mailbox.ControlDrain, true, "operator"))
+	w.Drain(true)
+	close(slow.release)
+	require.NoError(t, <-synced)
+	require.True(t, w.Draining(), "the earlier read does not undo the drain")
+	require.NoError(t, w.SyncInstallation(context.Background(), inst))
+	require.True(t, w.Draining(), "and the next read follows the row")
+}

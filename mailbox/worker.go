@@ -63,6 +63,9 @@ type Workers struct {
 	// draining stops every claim (Drain): the passes in progress finish, none starts. With a
 	// store that implements Installation it follows the installation's drain each second.
 	draining atomic.Bool
+	// drainSetAt is when Drain last changed draining here (UnixNano): a read of the
+	// installation's controls that began before it says nothing newer (SyncInstallation).
+	drainSetAt atomic.Int64
 	// paused follows the installation's pause of every claim (SyncInstallation): a pass in
 	// progress starts no further run.
 	paused atomic.Bool
@@ -118,6 +121,7 @@ func (w *Workers) Notify() {
 // taken, so no new run starts, while draining. Events are still stored by the receiver and
 // wait; turning the drain off wakes the workers.
 func (w *Workers) Drain(on bool) {
+	w.drainSetAt.Store(time.Now().UnixNano())
 	w.draining.Store(on)
 	if !on {
 		w.Notify()
@@ -134,9 +138,16 @@ func (w *Workers) Draining() bool { return w.draining.Load() }
 // most half a second) when the store implements Installation; an error leaves Draining as it
 // was.
 func (w *Workers) SyncInstallation(ctx context.Context, inst Installation) error {
+	began := time.Now().UnixNano()
 	st, err := inst.InstallationControls(ctx)
 	if err != nil {
 		return err
+	}
+	if began <= w.drainSetAt.Load() {
+		// Drain changed this replica's drain after the read began (the operator's form on this
+		// replica writes the row, then calls Drain): the read may predate the row, and must not
+		// undo it. The next read follows the row.
+		st.Draining = w.draining.Load()
 	}
 	w.paused.Store(st.Paused)
 	if was := w.draining.Swap(st.Draining); was != st.Draining {
