@@ -362,6 +362,11 @@ func (m *Machine) shadowPark(ctx context.Context, mb *Mailbox) (bool, error) {
 		mb.Data.ShadowParked = ""
 		return false, nil
 	}
+	if waiting, err := m.outcomeWaiting(ctx, mb); err != nil || waiting {
+		// The run already ran (started live, collected after the switch to shadow): its stored
+		// outcome is acted on now, its writes recorded as shadow writes, not held until live.
+		return false, err
+	}
 	if mb.Data.ShadowParked == string(mb.State) {
 		return true, nil
 	}

@@ -400,3 +400,34 @@ func TestShadowRecordedMergeIsMadeOnceLive(t *testing.T) {
 	require.Equal(t, 1, b.merges(), "live now: the merge shadow mode held is made")
 	require.Equal(t, mailbox.StateDone, mb.State)
 }
+
+// A run that pushes, started live and collected after the project was switched to shadow
+// (without its push), is acted on in shadow as the spec says — a run that changed nothing
+// blocks the issue, the block recorded, not posted — not held until the project is live, where
+// its stale outcome would post a real block instead of starting the run.
+func TestAPushRunRecoveredInShadowIsActedOnInShadow(t *testing.T) {
+	t.Parallel()
+	b, _, rx, _ := crashedInDevelopment(t)
+	log := mailboxtest.NewShadowLog(b.clock.Now)
+	f := mailbox.Shadow(b.fake, mailbox.ShadowConfig{Forge: "gl", BotLogin: forgetest.BotLogin, Log: log,
+		On: func(string) bool { return true }})
+	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, ShadowLog: log,
+		Settings: func(string) mailbox.Settings { return mailbox.Settings{Shadow: true} }}, b.store,
+		map[string]mailbox.Bot{"gl": {Forge: f, Login: forgetest.BotLogin}}, rx, b.clock.Now, b.log)
+	rx.recover = func(job phase.Job, _ bool) *phase.Outcome {
+		require.False(t, job.Push, "no job of a project in shadow pushes")
+		return &phase.Outcome{Recovered: true, Container: "c", Result: &phase.Result{Summary: "Added the CSV export."}}
+	}
+	before := len(b.comments())
+	mb := b.advanceWith(m)
+	require.Equal(t, mailbox.StateBlocked, mb.State, "the outcome is acted on in shadow")
+	require.Len(t, b.comments(), before, "nothing posted on the forge")
+	var bodies []string
+	for _, w := range log.All() {
+		bodies = append(bodies, w.Body)
+	}
+	require.Contains(t, strings.Join(bodies, "\n"), "changed no file", "the block is a shadow write")
+	for _, w := range log.All() {
+		require.NotEqual(t, mailbox.ShadowRun, w.Kind, "no run is held: it ran")
+	}
+}
