@@ -265,7 +265,7 @@ func (a *Agent) RunAPI(ctx context.Context, run runner.APIRun) (rep runner.APIRe
 				resultBytes += len(msg)
 				continue
 			}
-			out, err := tools.Call(c.name, c.args)
+			out, err := tools.Call(ctx, c.name, c.args)
 			if err != nil {
 				fmt.Fprintf(&log, "  %s %s: error: %s\n", oneLine(c.name), oneLine(string(c.args)), oneLine(err.Error()))
 				results = append(results, toolResult{id: c.id, content: err.Error(), isError: true})

@@ -175,7 +175,7 @@ func TestToolCallOutsideWorktreeRefused(t *testing.T) {
 			tools, err := apimode.OpenTools(wt, functional())
 			require.NoError(t, err)
 			defer tools.Close()
-			out, err := tools.Call("search_text", []byte(`{"query": "MARK-OUTSIDE"}`))
+			out, err := tools.Call(context.Background(), "search_text", []byte(`{"query": "MARK-OUTSIDE"}`))
 			require.NoError(t, err)
 			assert.Equal(t, "(no match)", out)
 		})
@@ -559,7 +559,7 @@ func TestReadFileRefusesAFIFO(t *testing.T) {
 	}
 	done := make(chan answer, 1)
 	go func() {
-		out, err := tools.Call("read_file", []byte(`{"path": "notes.md"}`))
+		out, err := tools.Call(context.Background(), "read_file", []byte(`{"path": "notes.md"}`))
 		done <- answer{out, err}
 	}()
 	select {
@@ -608,4 +608,20 @@ func TestOpenAIRequestsCarryNothingOfAlfredsEnvironment(t *testing.T) {
 		require.Empty(t, h.Get("OpenAI-Organization"))
 		require.Empty(t, h.Get("OpenAI-Project"))
 	}
+}
+
+// A search follows the run's time limit: once the run's context ends, it stops instead of
+// reading up to its file bounds (one reply may make 16 searches of 20,000 files each).
+func TestSearchStopsWhenTheRunsTimeIsUp(t *testing.T) {
+	t.Parallel()
+	wt := worktree(t)
+	tools, err := apimode.OpenTools(wt, functional())
+	require.NoError(t, err)
+	defer tools.Close()
+	out, err := tools.Call(context.Background(), "search_text", []byte(`{"query": "package"}`))
+	require.NoError(t, err, out)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = tools.Call(ctx, "search_text", []byte(`{"query": "package"}`))
+	require.ErrorIs(t, err, context.Canceled)
 }

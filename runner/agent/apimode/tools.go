@@ -2,6 +2,7 @@ package apimode
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -102,8 +103,9 @@ func (t *Tools) Specs() []ToolSpec {
 var ErrRefused = errors.New("refused")
 
 // Call runs the tool name with its JSON arguments and returns its answer. An error is told
-// to the model (a tool result marked as an error) and does not end the run.
-func (t *Tools) Call(name string, args json.RawMessage) (string, error) {
+// to the model (a tool result marked as an error) and does not end the run. A search stops when
+// ctx ends (the run's time limit): its error wraps ctx's.
+func (t *Tools) Call(ctx context.Context, name string, args json.RawMessage) (string, error) {
 	var a struct {
 		Path   string `json:"path"`
 		Offset int64  `json:"offset"`
@@ -123,7 +125,7 @@ func (t *Tools) Call(name string, args json.RawMessage) (string, error) {
 	case ToolReadFile:
 		return t.readFile(a.Path, a.Offset)
 	case ToolSearchText:
-		return t.search(a.Query, a.Path)
+		return t.search(ctx, a.Query, a.Path)
 	case ToolReadDiff:
 		if t.diff == "" {
 			return "", fmt.Errorf("%w: this run has no merge request diff", ErrRefused)
@@ -302,7 +304,7 @@ func page(s string, offset int64) string {
 	return out
 }
 
-func (t *Tools) search(query, p string) (string, error) {
+func (t *Tools) search(ctx context.Context, query, p string) (string, error) {
 	if query == "" {
 		return "", fmt.Errorf("%w: query is empty", ErrRefused)
 	}
@@ -320,6 +322,9 @@ func (t *Tools) search(query, p string) (string, error) {
 	matches, files := 0, 0
 	q := []byte(query)
 	walkErr := fs.WalkDir(t.root.FS(), c, func(name string, d fs.DirEntry, err error) error {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("search stopped: the run's time is up: %w", cerr)
+		}
 		if err != nil {
 			return nil // unreadable entries are skipped
 		}
