@@ -235,6 +235,10 @@ func TestOperatorCancelDuringThePushBlocks(t *testing.T) {
 	require.Equal(t, mailbox.StateBlocked, mb.State, "the operator's cancel blocks the issue")
 	require.Contains(t, b.lastComment(), "an operator cancelled the analysis.functional run (attempt 1)")
 	require.Equal(t, 1, b.runsStarted(), "not run again")
+	runs, err := b.store.Runs(context.Background(), mb.ID)
+	require.NoError(t, err)
+	require.Equal(t, "interrupted", runs[len(runs)-1].Outcome,
+		"recorded as a cancel of a running container is: not an interruption by Alfred stopping, which a budget counts")
 }
 
 // slowControls is a store's Installation whose InstallationControls returns what it read only

@@ -266,7 +266,9 @@ func (m *Machine) execute(ctx context.Context, bot Bot, mb *Mailbox, in phase.In
 		// container. It is the interrupted run a cancel makes, so that runPhase blocks the issue
 		// instead of failing the pass and running the phase again.
 		if by, cerr := m.store.CancelRequested(ctx, run.ID); cerr == nil && by != "" {
-			run.Status, run.Outcome, run.Applied = RunInterrupted, "interrupted: cancelled by an operator", true
+			// Plain "interrupted", as a cancel of a running container records: not one of the
+			// interruptions by Alfred stopping that InterruptedRunBudget counts.
+			run.Status, run.Outcome, run.Applied = RunInterrupted, "interrupted", true
 			if ferr := m.store.FinishRun(context.WithoutCancel(ctx), run); ferr != nil {
 				return nil, nil, ferr
 			}

@@ -362,10 +362,18 @@ func (m *Machine) shadowPark(ctx context.Context, mb *Mailbox) (bool, error) {
 		mb.Data.ShadowParked = ""
 		return false, nil
 	}
-	if waiting, err := m.outcomeWaiting(ctx, mb); err != nil || waiting {
-		// The run already ran (started live, collected after the switch to shadow): its stored
-		// outcome is acted on now, its writes recorded as shadow writes, not held until live.
+	d := def(mb.State)
+	r, err := m.store.UnappliedRun(ctx, mb.ID, string(d.Phase), string(d.Step))
+	if err != nil {
 		return false, err
+	}
+	if r != nil && r.HeadSHA == "" && (r.Attempt <= 1 || mb.MRNumber != 0) {
+		// The run already ran (started live, collected after the switch to shadow, so without
+		// its push): having pushed nothing, its stored outcome blocks the issue (applyPush), a
+		// write recorded in shadow, instead of being held until live. An outcome that would
+		// open a merge request (a push, or a later attempt's branch) waits for live: shadow
+		// opens none.
+		return false, nil
 	}
 	if mb.Data.ShadowParked == string(mb.State) {
 		return true, nil

@@ -431,3 +431,29 @@ func TestAPushRunRecoveredInShadowIsActedOnInShadow(t *testing.T) {
 		require.NotEqual(t, mailbox.ShadowRun, w.Kind, "no run is held: it ran")
 	}
 }
+
+// A recovered outcome that would open a merge request (a later attempt's run, whose branch may
+// hold an earlier attempt's push) waits for the project to be live: shadow opens no merge
+// request, not even a recorded one the mailbox would then take for real.
+func TestARecoveredRunThatWouldOpenAMergeRequestWaitsForLive(t *testing.T) {
+	t.Parallel()
+	b, _, rx, run := crashedInDevelopment(t)
+	require.NoError(t, b.store.FinishRun(context.Background(), &mailbox.Run{ID: run.ID, MailboxID: run.MailboxID,
+		Phase: run.Phase, Status: mailbox.RunInterrupted, Outcome: "interrupted", Applied: true}))
+	second := &mailbox.Run{MailboxID: run.MailboxID, Phase: run.Phase}
+	require.NoError(t, b.store.StartRun(context.Background(), second))
+	require.Equal(t, 2, second.Attempt)
+	log := mailboxtest.NewShadowLog(b.clock.Now)
+	f := mailbox.Shadow(b.fake, mailbox.ShadowConfig{Forge: "gl", BotLogin: forgetest.BotLogin, Log: log,
+		On: func(string) bool { return true }})
+	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, ShadowLog: log,
+		Settings: func(string) mailbox.Settings { return mailbox.Settings{Shadow: true} }}, b.store,
+		map[string]mailbox.Bot{"gl": {Forge: f, Login: forgetest.BotLogin}}, rx, b.clock.Now, b.log)
+	rx.recover = func(phase.Job, bool) *phase.Outcome {
+		return &phase.Outcome{Recovered: true, Container: "c", Result: &phase.Result{Summary: "Added the CSV export."}}
+	}
+	mb := b.advanceWith(m)
+	require.Equal(t, mailbox.StateInDevelopment, mb.State, "held until live")
+	require.Zero(t, mb.MRNumber, "no merge request, recorded or not")
+	require.NotContains(t, shadowKinds(log.All()), mailbox.ShadowMergeRequest)
+}

@@ -63,9 +63,10 @@ type Workers struct {
 	// draining stops every claim (Drain): the passes in progress finish, none starts. With a
 	// store that implements Installation it follows the installation's drain each second.
 	draining atomic.Bool
-	// drainSetAt is when Drain last changed draining here (UnixNano): a read of the
-	// installation's controls that began before it says nothing newer (SyncInstallation).
-	drainSetAt atomic.Int64
+	// drainMu orders Drain and SyncInstallation's swap; drainGen counts the Drain calls, so
+	// that a read of the installation's controls that began before one does not undo it.
+	drainMu  sync.Mutex
+	drainGen int64
 	// paused follows the installation's pause of every claim (SyncInstallation): a pass in
 	// progress starts no further run.
 	paused atomic.Bool
@@ -121,8 +122,10 @@ func (w *Workers) Notify() {
 // taken, so no new run starts, while draining. Events are still stored by the receiver and
 // wait; turning the drain off wakes the workers.
 func (w *Workers) Drain(on bool) {
-	w.drainSetAt.Store(time.Now().UnixNano())
+	w.drainMu.Lock()
+	w.drainGen++
 	w.draining.Store(on)
+	w.drainMu.Unlock()
 	if !on {
 		w.Notify()
 	}
@@ -138,19 +141,24 @@ func (w *Workers) Draining() bool { return w.draining.Load() }
 // most half a second) when the store implements Installation; an error leaves Draining as it
 // was.
 func (w *Workers) SyncInstallation(ctx context.Context, inst Installation) error {
-	began := time.Now().UnixNano()
+	w.drainMu.Lock()
+	gen := w.drainGen
+	w.drainMu.Unlock()
 	st, err := inst.InstallationControls(ctx)
 	if err != nil {
 		return err
 	}
-	if began <= w.drainSetAt.Load() {
+	w.paused.Store(st.Paused)
+	w.drainMu.Lock()
+	if gen != w.drainGen {
 		// Drain changed this replica's drain after the read began (the operator's form on this
 		// replica writes the row, then calls Drain): the read may predate the row, and must not
 		// undo it. The next read follows the row.
 		st.Draining = w.draining.Load()
 	}
-	w.paused.Store(st.Paused)
-	if was := w.draining.Swap(st.Draining); was != st.Draining {
+	was := w.draining.Swap(st.Draining)
+	w.drainMu.Unlock()
+	if was != st.Draining {
 		w.log.Warn("installation drain changed; this replica follows it", "draining", st.Draining, "by", st.DrainedBy)
 		if !st.Draining {
 			w.Notify()
