@@ -226,7 +226,7 @@ func (m *Machine) advance(ctx context.Context, mb *Mailbox, slots RunSlots) erro
 	}
 	if mb.Data.CancelledAttempt != 0 && def(mb.State).Phase != "" {
 		// Start-up recovery found the run an operator cancelled while its process was down.
-		if err := m.blockCancelled(ctx, bot, mb, 0, mb.Data.CancelledAttempt); err != nil {
+		if err := m.blockCancelled(ctx, bot, mb, 0, mb.Data.CancelledAttempt, ""); err != nil {
 			return m.orClose(ctx, bot, mb, err)
 		}
 	}

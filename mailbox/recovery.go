@@ -56,6 +56,7 @@ func (m *Machine) recoverRuns(ctx context.Context, bot *Bot, mb *Mailbox, wait b
 	}
 	cleanup := false
 	var cancelled *Run // the last run an operator cancelled
+	var cancelledBy string
 	for _, r := range runs {
 		job := m.jobFor(mb, r, phase.Input{}, forge.Repository{Path: mb.Repo})
 		runCtx, stop := context.WithCancel(ctx)
@@ -83,7 +84,7 @@ func (m *Machine) recoverRuns(ctx context.Context, bot *Bot, mb *Mailbox, wait b
 		if by != "" {
 			r.Applied = true
 			c := r
-			cancelled = &c
+			cancelled, cancelledBy = &c, by
 		}
 		if _, err := m.store.FinishRecoveredRun(context.WithoutCancel(ctx), &r); err != nil {
 			return false, err
@@ -103,15 +104,15 @@ func (m *Machine) recoverRuns(ctx context.Context, bot *Bot, mb *Mailbox, wait b
 			mb.Data.CancelledAttempt = cancelled.Attempt
 			return false, nil
 		}
-		return false, m.blockCancelled(ctx, *bot, mb, cancelled.ID, cancelled.Attempt)
+		return false, m.blockCancelled(ctx, *bot, mb, cancelled.ID, cancelled.Attempt, cancelledBy)
 	}
 	return running, nil
 }
 
-// blockCancelled blocks the mailbox whose run (attempt) an operator cancelled, as a live run's
-// cancel does (runPhase): said in the issue, not run again.
-func (m *Machine) blockCancelled(ctx context.Context, bot Bot, mb *Mailbox, runID int64, attempt int) error {
-	m.log.Info("run cancelled by an operator", "mailbox_id", mb.ID, "run_id", runID)
+// blockCancelled blocks the mailbox whose run (attempt) an operator (by, "" when not known any
+// more) cancelled: said in the issue once, not run again; a writer's retry runs it again.
+func (m *Machine) blockCancelled(ctx context.Context, bot Bot, mb *Mailbox, runID int64, attempt int, by string) error {
+	m.log.Info("run cancelled by an operator", "mailbox_id", mb.ID, "run_id", runID, "by", by)
 	mb.Data.CancelledAttempt = 0
 	return m.block(ctx, bot, mb, onRunFailed, mb.State,
 		fmt.Sprintf("an operator cancelled the %s run (attempt %d) from Alfred's pages.", def(mb.State).runKey(), attempt))

@@ -82,9 +82,7 @@ func (m *Machine) runPhase(ctx context.Context, bot Bot, mb *Mailbox) error {
 			}
 			// An operator cancelled the run on the pages: the issue is told once (the block
 			// comment), and a writer's retry runs the phase again.
-			m.log.Info("run cancelled by an operator", "mailbox_id", mb.ID, "run_id", run.ID, "by", by)
-			return m.block(ctx, bot, mb, onRunFailed, state,
-				fmt.Sprintf("an operator cancelled the %s run (attempt %d) from Alfred's pages.", def(state).runKey(), run.Attempt))
+			return m.blockCancelled(ctx, bot, mb, run.ID, run.Attempt, by)
 		}
 	}
 	if err != nil || out.Interrupted {
