@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,23 +56,14 @@ func TestOperatorCancelStopsTheRunAndTellsTheIssueOnce(t *testing.T) {
 func TestDrainFinishesTheRunAndStartsNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	hold := make(chan struct{})
-	b.exec.mu.Lock()
-	b.exec.block = hold
-	b.exec.mu.Unlock()
-	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", Count: 1, Runs: 1, Poll: 20 * time.Millisecond, LeaseTTL: time.Minute},
-		b.store, b.machine, b.log)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { w.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	w, release := b.heldWorkers(t, 1)
 
 	first := b.assignNew(t, "A long run")
 	signal(t, "the first run started", func() bool { return b.runsStarted() == 1 })
 	w.Drain(true)
 	require.True(t, w.Draining())
 	second := b.assignNew(t, "Arrives while draining")
-	close(hold) // the run in progress finishes and its outcome is applied
+	release() // the run in progress finishes and its outcome is applied
 	signal(t, "the first run's questions", func() bool { return strings.Contains(b.commentsOf(first), "Which separator?") })
 
 	// Draining: no claim takes the second mailbox, whose event waits in the inbox.
@@ -123,24 +113,12 @@ func TestDrainHoldsTheNextRunOfAPassInProgress(t *testing.T) {
 	r := *b.exec.results["analysis.functional"]
 	r.Questions = nil
 	b.exec.results["analysis.functional"] = &r
-	hold := make(chan struct{})
-	b.exec.mu.Lock()
-	b.exec.block = hold
-	b.exec.mu.Unlock()
-	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", Count: 1, Runs: 1, Poll: 20 * time.Millisecond, LeaseTTL: time.Minute},
-		b.store, b.machine, b.log)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { w.Run(ctx) })
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	w, release := b.heldWorkers(t, 1)
 
 	ref := b.assignNew(t, "A long run")
 	signal(t, "the first run started", func() bool { return b.runsStarted() == 1 })
 	w.Drain(true)
-	b.exec.mu.Lock()
-	b.exec.block = nil
-	b.exec.mu.Unlock()
-	close(hold)
+	release()
 	signal(t, "the functional analysis applied and the pass ended", func() bool {
 		mb, err := b.store.Find(context.Background(), ref)
 		return err == nil && mb.State == mailbox.StateTechnicalAnalysis && mb.LeaseOwner == nil

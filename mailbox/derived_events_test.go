@@ -104,7 +104,7 @@ func TestFoldedLabelEventsKeepAReviewRequest(t *testing.T) {
 		PreviousLabels: []string{"needs-review"}, Labels: []string{"needs-review", "backend"}})
 	mb, err := b.store.Find(t.Context(), mr)
 	require.NoError(t, err)
-	require.NoError(t, b.machine.AdvanceEvents(t.Context(), mb, noRunSlots{}))
+	require.NoError(t, b.machine.AdvanceEvents(t.Context(), mb, busySlots{}))
 	out := b.store.(interface{ Outcomes(int64) []string }).Outcomes(mb.ID)
 	require.Contains(t, out, "review asked by @alice")
 }

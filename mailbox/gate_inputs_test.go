@@ -115,18 +115,12 @@ func TestReviewAskedWithOtherChangesStartsTheReview(t *testing.T) {
 			b.deliver(ev)
 			mb, err := b.store.Find(t.Context(), mr)
 			require.NoError(t, err)
-			require.NoError(t, b.machine.AdvanceEvents(t.Context(), mb, noRunSlots{}))
+			require.NoError(t, b.machine.AdvanceEvents(t.Context(), mb, busySlots{}))
 			out := b.store.(interface{ Outcomes(int64) []string }).Outcomes(mb.ID)
 			require.Equal(t, "review asked by @alice", out[len(out)-1])
 		})
 	}
 }
-
-// noRunSlots is a process without idle run workers: AdvanceEvents stops where a run is due.
-type noRunSlots struct{}
-
-func (noRunSlots) Idle() int  { return 0 }
-func (noRunSlots) Limit() int { return 1 }
 
 // On Forgejo a member of a triage team may edit anyone's comment. An edit whose delivery named
 // them, and which the gate refused, is not taken when reconciliation later finds it and can

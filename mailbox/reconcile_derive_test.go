@@ -159,6 +159,24 @@ func TestDeriveMissedLabelsOfSeveralPeople(t *testing.T) {
 	require.Equal(t, d.Events[1].DeliveryID, again.Events[1].DeliveryID)
 }
 
+// setupDeriveMR seeds, on a Fake of kind, an issue of o/r assigned to the bot and the bot's
+// merge request, and returns the view a look that just saw both would have.
+func setupDeriveMR(t *testing.T, kind forge.Kind) (*forgetest.Fake, mailbox.ReconcileView, int64) {
+	t.Helper()
+	f := forgetest.NewFake(kind)
+	f.AddRepo("o/r", "main", "")
+	f.AddUser("alice")
+	n := f.AddIssue("o/r", forgetest.SeedIssue{Title: "t", Author: "alice", Assignees: []string{forgetest.BotLogin}})
+	ref := forge.IssueRef{Forge: "f", Repo: "o/r", Number: n}
+	mrn := f.AddMergeRequest("o/r", "agent/issue-1", "main", "Fix", forgetest.BotLogin)
+	is, err := f.Issue(t.Context(), ref)
+	require.NoError(t, err)
+	mr, err := f.MergeRequest(t.Context(), "o/r", mrn)
+	require.NoError(t, err)
+	return f, mailbox.ReconcileView{MailboxID: 1, Ref: ref, Author: "alice", Labels: is.Labels, Assignees: is.Assignees,
+		MRNumber: mrn, HeadSHA: mr.HeadSHA, IssueUpdatedAt: is.UpdatedAt, MRUpdatedAt: mr.UpdatedAt, CommentsSince: is.UpdatedAt}, mrn
+}
+
 // Reconciliation reads no review comments, so it must leave the merge request's change for the
 // poll: a review it saw move the merge request is still derived by the next poll, on both
 // forges.
@@ -166,19 +184,8 @@ func TestReconciliationLeavesAReviewToThePoll(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []forge.Kind{forge.KindForgejo, forge.KindGitLab} {
 		t.Run(string(kind), func(t *testing.T) {
-			f := forgetest.NewFake(kind)
-			f.AddRepo("o/r", "main", "")
-			f.AddUser("alice")
-			n := f.AddIssue("o/r", forgetest.SeedIssue{Title: "t", Author: "alice", Assignees: []string{forgetest.BotLogin}})
-			ref := forge.IssueRef{Forge: "f", Repo: "o/r", Number: n}
-			mrn := f.AddMergeRequest("o/r", "agent/issue-1", "main", "Fix", forgetest.BotLogin)
-			is, err := f.Issue(t.Context(), ref)
-			require.NoError(t, err)
-			mr, err := f.MergeRequest(t.Context(), "o/r", mrn)
-			require.NoError(t, err)
+			f, v, mrn := setupDeriveMR(t, kind)
 			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			v := mailbox.ReconcileView{MailboxID: 1, Ref: ref, Author: "alice", Labels: is.Labels, Assignees: is.Assignees,
-				MRNumber: mrn, HeadSHA: mr.HeadSHA, IssueUpdatedAt: is.UpdatedAt, MRUpdatedAt: mr.UpdatedAt, CommentsSince: is.UpdatedAt}
 			f.AddReview("o/r", mrn, "alice", "changes_requested", "One thing.",
 				forgetest.SeedReviewComment{Path: "widget.go", NewLine: 1, Body: "Please rename."})
 
@@ -261,19 +268,8 @@ func TestThePollReadsTheMergeRequestConversation(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []forge.Kind{forge.KindForgejo, forge.KindGitLab} {
 		t.Run(string(kind), func(t *testing.T) {
-			f := forgetest.NewFake(kind)
-			f.AddRepo("o/r", "main", "")
-			f.AddUser("alice")
-			n := f.AddIssue("o/r", forgetest.SeedIssue{Title: "t", Author: "alice", Assignees: []string{forgetest.BotLogin}})
-			ref := forge.IssueRef{Forge: "f", Repo: "o/r", Number: n}
-			mrn := f.AddMergeRequest("o/r", "agent/issue-1", "main", "Fix", forgetest.BotLogin)
-			is, err := f.Issue(t.Context(), ref)
-			require.NoError(t, err)
-			mr, err := f.MergeRequest(t.Context(), "o/r", mrn)
-			require.NoError(t, err)
-			v := mailbox.ReconcileView{MailboxID: 1, Ref: ref, Author: "alice", Labels: is.Labels, Assignees: is.Assignees,
-				MRNumber: mrn, HeadSHA: mr.HeadSHA, IssueUpdatedAt: is.UpdatedAt, MRUpdatedAt: mr.UpdatedAt,
-				CommentsSince: is.UpdatedAt, ReviewComments: true}
+			f, v, mrn := setupDeriveMR(t, kind)
+			v.ReviewComments = true
 			id := f.AddComment(forge.IssueRef{Repo: "o/r", Number: mrn, MergeRequest: true}, "alice",
 				"@"+forgetest.BotLogin+" please also rename the helper")
 			d, err := mailbox.DeriveEvents(t.Context(), f, forgetest.BotLogin, v, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))

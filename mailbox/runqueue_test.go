@@ -21,11 +21,19 @@ import (
 // and run workers (two of each) over b's store; they stop when the test ends.
 func (b *bundle) holdRuns(tb testing.TB) (release func()) {
 	tb.Helper()
+	_, release = b.heldWorkers(tb, 2)
+	return release
+}
+
+// heldWorkers starts n event and n run workers over b's store, every agent run waiting until
+// release is called; they stop when the test ends.
+func (b *bundle) heldWorkers(tb testing.TB, n int) (w *mailbox.Workers, release func()) {
+	tb.Helper()
 	hold := make(chan struct{})
 	b.exec.mu.Lock()
 	b.exec.block = hold
 	b.exec.mu.Unlock()
-	w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", Count: 2, Runs: 2, Poll: 20 * time.Millisecond, LeaseTTL: time.Minute},
+	w = mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", Count: n, Runs: n, Poll: 20 * time.Millisecond, LeaseTTL: time.Minute},
 		b.store, b.machine, b.log)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -33,7 +41,7 @@ func (b *bundle) holdRuns(tb testing.TB) (release func()) {
 	var once sync.Once
 	release = func() { once.Do(func() { close(hold) }) }
 	tb.Cleanup(func() { release(); cancel(); wg.Wait() })
-	return release
+	return w, release
 }
 
 // assignNew creates an issue assigned to the bot and delivers the assignment.

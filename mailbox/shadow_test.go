@@ -237,17 +237,24 @@ func TestShadowRecordsReviewsMergesAndMergeRequests(t *testing.T) {
 	require.Len(t, fake.IssueComments(forge.IssueRef{Repo: "acme/live", Number: live}), 1)
 }
 
-// A development run started live and recovered after its project switched to shadow mode is
-// collected without its push: the recovery's job does not push.
-func TestShadowRecoveredRunDoesNotPush(t *testing.T) {
-	t.Parallel()
-	b, _, rx, run := crashedInDevelopment(t)
+// shadowMachine is a machine on jobs whose one project is in shadow mode, and the log that
+// records what it would have written.
+func (b *bundle) shadowMachine(jobs mailbox.JobRunner) (*mailbox.Machine, *mailboxtest.ShadowLog) {
 	log := mailboxtest.NewShadowLog(b.clock.Now)
 	f := mailbox.Shadow(b.fake, mailbox.ShadowConfig{Forge: "gl", BotLogin: forgetest.BotLogin, Log: log,
 		On: func(string) bool { return true }})
 	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, ShadowLog: log,
 		Settings: func(string) mailbox.Settings { return mailbox.Settings{Shadow: true} }}, b.store,
-		map[string]mailbox.Bot{"gl": {Forge: f, Login: forgetest.BotLogin}}, rx, b.clock.Now, b.log)
+		map[string]mailbox.Bot{"gl": {Forge: f, Login: forgetest.BotLogin}}, jobs, b.clock.Now, b.log)
+	return m, log
+}
+
+// A development run started live and recovered after its project switched to shadow mode is
+// collected without its push: the recovery's job does not push.
+func TestShadowRecoveredRunDoesNotPush(t *testing.T) {
+	t.Parallel()
+	b, _, rx, run := crashedInDevelopment(t)
+	m, _ := b.shadowMachine(rx)
 	var pushed []bool
 	rx.recover = func(job phase.Job, _ bool) *phase.Outcome {
 		require.Equal(t, run.ID, job.RunID)
@@ -408,12 +415,7 @@ func TestShadowRecordedMergeIsMadeOnceLive(t *testing.T) {
 func TestAPushRunRecoveredInShadowIsActedOnInShadow(t *testing.T) {
 	t.Parallel()
 	b, _, rx, _ := crashedInDevelopment(t)
-	log := mailboxtest.NewShadowLog(b.clock.Now)
-	f := mailbox.Shadow(b.fake, mailbox.ShadowConfig{Forge: "gl", BotLogin: forgetest.BotLogin, Log: log,
-		On: func(string) bool { return true }})
-	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, ShadowLog: log,
-		Settings: func(string) mailbox.Settings { return mailbox.Settings{Shadow: true} }}, b.store,
-		map[string]mailbox.Bot{"gl": {Forge: f, Login: forgetest.BotLogin}}, rx, b.clock.Now, b.log)
+	m, log := b.shadowMachine(rx)
 	rx.recover = func(job phase.Job, _ bool) *phase.Outcome {
 		require.False(t, job.Push, "no job of a project in shadow pushes")
 		return &phase.Outcome{Recovered: true, Container: "c", Result: &phase.Result{Summary: "Added the CSV export."}}
@@ -443,12 +445,7 @@ func TestARecoveredRunThatWouldOpenAMergeRequestWaitsForLive(t *testing.T) {
 	second := &mailbox.Run{MailboxID: run.MailboxID, Phase: run.Phase}
 	require.NoError(t, b.store.StartRun(context.Background(), second))
 	require.Equal(t, 2, second.Attempt)
-	log := mailboxtest.NewShadowLog(b.clock.Now)
-	f := mailbox.Shadow(b.fake, mailbox.ShadowConfig{Forge: "gl", BotLogin: forgetest.BotLogin, Log: log,
-		On: func(string) bool { return true }})
-	m := mailbox.NewMachine(mailbox.Config{CIWait: 10 * time.Minute, CIPoll: time.Minute, ShadowLog: log,
-		Settings: func(string) mailbox.Settings { return mailbox.Settings{Shadow: true} }}, b.store,
-		map[string]mailbox.Bot{"gl": {Forge: f, Login: forgetest.BotLogin}}, rx, b.clock.Now, b.log)
+	m, log := b.shadowMachine(rx)
 	rx.recover = func(phase.Job, bool) *phase.Outcome {
 		return &phase.Outcome{Recovered: true, Container: "c", Result: &phase.Result{Summary: "Added the CSV export."}}
 	}
