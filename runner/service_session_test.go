@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -181,31 +182,23 @@ func TestSessionResumedAcrossPhasesAndEveryFallback(t *testing.T) {
 	require.True(t, inst.ResumeVerified)
 }
 
+// An operator's image with a CLI version not verified to resume runs fresh, whatever the
+// installation record says: whether the recorded version resumes is judged again by this
+// release (a record written by another release, or under another verified_versions, may say
+// it did).
 func TestSessionUnsupportedVersionRunsFresh(t *testing.T) {
-	b := newSessionBundle(t)
-	a := b.mailbox(1)
-	svc := b.service(nil)
-	b.run(svc, a, phase.Analysis, phase.StepFunctional, "MARK-ALPHA", "agent/issue-1-x")
-	// An operator's image with a CLI version not verified to resume.
-	require.NoError(t, b.store.RecordInstallation(context.Background(), runner.Installation{Adapter: "claude-code",
-		Image: b.image, Version: "9.9.9", ResumeVerified: false}))
-	out := b.run(b.service(nil), a, phase.Analysis, phase.StepTechnical, "MARK-BETA", "agent/issue-1-x")
-	require.False(t, out.Session.Resumed)
-	require.Equal(t, runner.FallbackUnsupportedVersion, out.Session.FallbackReason)
-}
-
-// A recorded installation whose version this release does not verify (a record written when
-// another release, or another verified_versions, said it resumed) is judged again: fresh.
-func TestSessionRecordedVerificationIsJudgedAgain(t *testing.T) {
-	b := newSessionBundle(t)
-	a := b.mailbox(1)
-	svc := b.service(nil)
-	b.run(svc, a, phase.Analysis, phase.StepFunctional, "MARK-ALPHA", "agent/issue-1-x")
-	require.NoError(t, b.store.RecordInstallation(context.Background(), runner.Installation{Adapter: "claude-code",
-		Image: b.image, Version: "9.9.9", ResumeVerified: true}))
-	out := b.run(b.service(nil), a, phase.Analysis, phase.StepTechnical, "MARK-BETA", "agent/issue-1-x")
-	require.False(t, out.Session.Resumed)
-	require.Equal(t, runner.FallbackUnsupportedVersion, out.Session.FallbackReason)
+	for _, recorded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("recorded_verified=%t", recorded), func(t *testing.T) {
+			b := newSessionBundle(t)
+			a := b.mailbox(1)
+			b.run(b.service(nil), a, phase.Analysis, phase.StepFunctional, "MARK-ALPHA", "agent/issue-1-x")
+			require.NoError(t, b.store.RecordInstallation(context.Background(), runner.Installation{Adapter: "claude-code",
+				Image: b.image, Version: "9.9.9", ResumeVerified: recorded}))
+			out := b.run(b.service(nil), a, phase.Analysis, phase.StepTechnical, "MARK-BETA", "agent/issue-1-x")
+			require.False(t, out.Session.Resumed)
+			require.Equal(t, runner.FallbackUnsupportedVersion, out.Session.FallbackReason)
+		})
+	}
 }
 
 func TestSessionStateRemovedAndOrphansSwept(t *testing.T) {
