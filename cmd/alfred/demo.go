@@ -60,7 +60,7 @@ func (a *app) demoCommand(ctx context.Context, args []string) error {
 	fs.StringVar(&o.dir, "dir", "alfred-demo", "the demo's directory (emptied at start): configuration, secrets, store, repository, Alfred's log")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "Alfred's webhook address")
 	fs.StringVar(&o.adminListen, "admin-listen", "127.0.0.1:8081", "Alfred's pages (/ui) and metrics")
-	fs.StringVar(&o.forgeListen, "forge-listen", "127.0.0.1:8082", "the stand-in forge and the demo's page")
+	fs.StringVar(&o.forgeListen, "forge-listen", strings.TrimPrefix(demo.DefaultURL, "http://"), "the stand-in forge and the demo's page")
 	fs.StringVar(&o.image, "image", "alfred/script-agent:dev", "the script agent's image (make script-agent-image builds it offline)")
 	fs.StringVar(&o.script, "script", "deploy/demo/script.yaml", "the script agent's answers per phase")
 	fs.StringVar(&o.transport, "transport", "webhook", "how the forge's changes reach Alfred: webhook (the stand-in sends deliveries) or poll (no webhook on the stand-in; Alfred polls it every "+demoPollInterval.String()+")")
@@ -321,7 +321,7 @@ func (a *app) demoAct(ctx context.Context, verb string, args []string) error {
 		synopsis = "[--url URL] q1 b [q2 a …] | \"q1: b\""
 	}
 	fs := a.flagSet("demo "+verb, synopsis)
-	base := fs.String("url", "http://127.0.0.1:8082", "the demo's page (alfred demo --forge-listen)")
+	base := fs.String("url", demo.DefaultURL, "the demo's page (alfred demo --forge-listen)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err

@@ -166,8 +166,9 @@ func playDemo(t *testing.T, image, transport string) {
 		return s.Label == "status::waiting_info" &&
 			slices.ContainsFunc(s.Comments, func(c forge.Comment) bool { return strings.Contains(c.Body, "### q1.") })
 	})
-	require.Eventually(t, func() bool { return strings.Contains(out.String(), "./bin/alfred demo answer q1 b") },
-		time.Minute, 100*time.Millisecond, "the console says how to answer:\n%s", out.String())
+	require.Eventually(t, func() bool {
+		return strings.Contains(out.String(), "./bin/alfred demo answer --url "+strings.TrimSuffix(d.forgeURL, "/")+" q1 b")
+	}, time.Minute, 100*time.Millisecond, "the console says how to answer this demo:\n%s", out.String())
 	var cmdOut bytes.Buffer
 	require.Equal(t, 1, run(ctx, []string{"demo", "validate", "--url", d.forgeURL}, &cmdOut, &cmdOut), cmdOut.String())
 	require.Contains(t, cmdOut.String(), "no plan waits for validation", "validating before the plan says why it cannot")

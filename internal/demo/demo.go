@@ -48,6 +48,11 @@ const (
 	typeLabel  = "type::task"
 )
 
+// DefaultURL is where `alfred demo` serves the stand-in and its page unless told otherwise
+// (--forge-listen), and what `alfred demo answer` and `alfred demo validate` post to without
+// --url.
+const DefaultURL = "http://127.0.0.1:8082"
+
 // Config is what a Forge needs from the wiring.
 type Config struct {
 	// Dir holds the repository's bare git repository (Dir/sandbox.git); it must exist.
@@ -299,16 +304,27 @@ func (f *Forge) ciDone(head string) bool {
 	return done
 }
 
+// Command is the command line that acts as alice on this demo (verb "answer" or "validate",
+// then its arguments): `./bin/alfred demo <verb> …`, with --url when the page is not at
+// DefaultURL, so that the command reaches this demo and no other.
+func (f *Forge) Command(verb string, args ...string) string {
+	cmd := []string{"./bin/alfred", "demo", verb}
+	if u := strings.TrimSuffix(f.cfg.URL, "/"); u != DefaultURL {
+		cmd = append(cmd, "--url", u)
+	}
+	return strings.Join(append(cmd, args...), " ")
+}
+
 // tell says each step once, with what to do next.
 func (f *Forge) tell(st Status) {
 	page := strings.TrimSuffix(f.cfg.URL, "/") + "/"
 	switch st.Label {
 	case "status::waiting_info":
 		if slices.ContainsFunc(st.Comments, func(c forge.Comment) bool { return strings.Contains(c.Body, "### q1.") }) {
-			f.tellOnce(st.Label, "Alfred asks a question (status::waiting_info) and assigns alice: her turn until she answers. Answer it on %s or with: ./bin/alfred demo answer q1 b", page)
+			f.tellOnce(st.Label, "Alfred asks a question (status::waiting_info) and assigns alice: her turn until she answers. Answer it on %s or with: %s", page, f.Command("answer", "q1", "b"))
 		}
 	case "status::waiting_validation":
-		f.tellOnce(st.Label, "Alfred posted its plan (status::waiting_validation). Validate it on %s or with: ./bin/alfred demo validate", page)
+		f.tellOnce(st.Label, "Alfred posted its plan (status::waiting_validation). Validate it on %s or with: %s", page, f.Command("validate"))
 	case "":
 	case "status::done":
 		if st.Merged != 0 {

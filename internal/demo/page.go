@@ -87,7 +87,9 @@ func (f *Forge) servePage(w http.ResponseWriter, r *http.Request) {
 		Validate   bool
 		Working    bool
 		Repository string
-	}{Status: st, Repo: Repo, Issue: f.filed().Number, Title: issueTitle,
+		// Answer and ValidateCmd are the commands that act as alice on this demo.
+		Answer, ValidateCmd string
+	}{Answer: f.Command("answer", "q1", "b"), ValidateCmd: f.Command("validate"), Status: st, Repo: Repo, Issue: f.filed().Number, Title: issueTitle,
 		Error: r.URL.Query().Get("error"), Pages: f.cfg.PagesURL,
 		Login: strings.TrimSuffix(f.cfg.PagesURL, "/") + "/login", Token: f.cfg.AdminToken,
 		Waiting: st.Label == "status::waiting_info", Validate: st.Label == "status::waiting_validation",
@@ -120,10 +122,10 @@ td,th{border:1px solid #d0d7de;padding:.2em .5em}
 <div class="next">
 {{if .Waiting}}Alfred asks a question below, and assigned alice: her turn until she answers. Answer it as <code>q1: b</code> (or leave the default):
 <form method="post" action="/answer"><input name="text" value="q1: b" size="30"> <button>comment as alice</button></form>
-or run <code>./bin/alfred demo answer q1 b</code>.
+or run <code>{{.Answer}}</code>.
 {{else if .Validate}}Alfred posted its plan below. Validate it (adds the label <code>ai::validate_plan</code>):
 <form method="post" action="/validate"><button>validate the plan</button></form>
-or run <code>./bin/alfred demo validate</code>.
+or run <code>{{.ValidateCmd}}</code>.
 {{else if .Status.Merged}}Done: pull request #{{.Status.Merged}} was merged by Alfred once CI passed.
 The branch is in <code>{{.Repository}}</code>.
 {{else}}Alfred is working ({{or .Status.Label "starting"}}); this page refreshes itself.{{end}}

@@ -115,3 +115,35 @@ func htmlURLs(doc any) []string {
 	}
 	return out
 }
+
+// The commands the console and the page give to act as alice reach this demo: with the page
+// elsewhere than DefaultURL (`alfred demo --forge-listen`, as the README suggests when 8082 is
+// taken) they carry its --url, else `alfred demo answer` would post to another address.
+func TestTheCommandsGivenReachThisDemo(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	f, err := New(Config{Dir: t.TempDir(), URL: srv.URL, NoWebhook: true, PagesURL: "http://127.0.0.1:1/ui/", Out: &out})
+	require.NoError(t, err)
+	mux.Handle("/", f.Handler())
+	require.NoError(t, f.Open(context.Background()))
+	issue := f.filed()
+
+	f.fj.SetIssueLabels(issue, Bot, "status::waiting_validation")
+	_, _, page := get(t, srv.URL+"/")
+	require.Contains(t, page, "<code>./bin/alfred demo validate --url "+srv.URL+"</code>", "the page's command")
+	f.tell(f.Status())
+	require.Contains(t, out.String(), "or with: ./bin/alfred demo validate --url "+srv.URL+"\n", "the console's")
+
+	f.fj.SetIssueLabels(issue, Bot, "status::waiting_info")
+	f.fj.AddComment(issue, Bot, "### q1. Which separator?")
+	_, _, page = get(t, srv.URL+"/")
+	require.Contains(t, page, "<code>./bin/alfred demo answer --url "+srv.URL+" q1 b</code>")
+	f.tell(f.Status())
+	require.Contains(t, out.String(), "or with: ./bin/alfred demo answer --url "+srv.URL+" q1 b\n")
+
+	at := &Forge{cfg: Config{URL: DefaultURL + "/"}}
+	require.Equal(t, "./bin/alfred demo answer q1 b", at.Command("answer", "q1", "b"), "at the default address, no --url")
+}
