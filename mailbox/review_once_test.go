@@ -143,3 +143,59 @@ func TestReviewApprovalThatFailedAfterItsSummaryIsGivenOnce(t *testing.T) {
 	require.EqualValues(t, 1, approved.Load(), "the approval the run concluded is given")
 	require.Equal(t, map[string]int{"Fine.": 1}, h.count(t, "Fine."), "the summary is posted once")
 }
+
+// GitLab creates Alfred's first note on the issue, but the answer is lost on the
+// way back (a proxy in front of GitLab answers 502 after its upstream wrote the note). The
+// client, built as cmd/alfred builds it (default retries), does not post it again: the next pass
+// finds it by its marker, and the issue has one comment per key.
+func TestANoteTheForgeMadeBeforeA502IsPostedOnce(t *testing.T) {
+	t.Parallel()
+	srv := forgetest.NewGitLabServer(t)
+	up, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	proxy := httputil.NewSingleHostReverseProxy(up)
+	var lost atomic.Bool
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/issues/1/notes") && lost.CompareAndSwap(false, true) {
+			proxy.ServeHTTP(httptest.NewRecorder(), r)              // GitLab writes the note...
+			http.Error(w, "502 Bad Gateway", http.StatusBadGateway) // ...the answer is lost
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	c, err := gitlab.NewClient(gitlab.ClientConfig{BaseURL: front.URL, Token: srv.Token,
+		RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond})
+	require.NoError(t, err)
+	srv.AddRepo(repo, "main", "/nonexistent.git")
+	srv.SetAccessLevel(repo, "alice", 30)
+	n := srv.AddIssue(repo, forgetest.SeedIssue{Title: "Export CSV", Body: "We need a CSV export.", Author: "alice", Labels: []string{"type::task"}})
+	require.Equal(t, int64(1), n)
+	ref := forge.IssueRef{Forge: "f", Repo: repo, Number: n}
+	clk := &clock{t: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)}
+	store := mailboxtest.NewStore(clk.Now)
+	exec := &scriptedJobs{fake: srv, results: map[string]*phase.Result{}, failures: map[string]string{}}
+	m := mailbox.NewMachine(mailbox.Config{CIWait: time.Minute, CIPoll: time.Minute}, store,
+		map[string]mailbox.Bot{"f": {Forge: c, Login: forgetest.BotLogin}}, exec, clk.Now,
+		slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	srv.SetIssueAssignees(ref, "alice", forgetest.BotLogin)
+	_, err = store.Deliver(t.Context(), forge.Event{Forge: "f", Kind: forge.KindGitLab, DeliveryID: "d-1", BodyHash: "h-1",
+		Type: forge.EventAssignees, Target: ref, Sender: forge.User{Login: "alice"}, AssigneesKnown: true,
+		Assignees: []string{forgetest.BotLogin}, ReceivedAt: clk.Now()})
+	require.NoError(t, err)
+	for range 3 {
+		mb, err := store.Find(t.Context(), ref)
+		require.NoError(t, err)
+		_ = m.Advance(t.Context(), mb)
+	}
+	require.True(t, lost.Load(), "the first note's answer was lost")
+	seen := map[string]int{}
+	for _, cm := range srv.IssueComments(ref) {
+		if k, _, ok := mailbox.ParseMarker(cm.Body); ok {
+			seen[k]++
+		}
+	}
+	for k, n := range seen {
+		require.Equal(t, 1, n, "comment %s posted %d times", k, n)
+	}
+}

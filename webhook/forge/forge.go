@@ -343,7 +343,9 @@ type NewMergeRequest struct {
 }
 
 // Forge is the outbound API of one configured forge. Implementations retry rate limits
-// (HTTP 429) and 5xx with backoff, and map 404 to ErrNotFound, 401/403 to ErrForbidden,
+// (HTTP 429) with backoff, and 5xx for reads and state-setting writes (never a POST or a merge,
+// which the forge may have made before the answer was lost: the caller finds it by its marker
+// before writing again), and map 404 to ErrNotFound, 401/403 to ErrForbidden,
 // 409/422 to ErrConflict and a last 429/5xx or no answer to ErrUnavailable. Every method is safe for concurrent use.
 type Forge interface {
 	// Kind returns the forge type.

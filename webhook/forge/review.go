@@ -108,7 +108,7 @@ type NewReviewComment struct {
 
 // Reviews is the outbound API of the review loop, implemented by both forge clients beside
 // Forge. It has the same error contract as Forge (ErrNotFound, ErrForbidden, ErrConflict,
-// retries on 429 and 5xx).
+// retries on 429, and on 5xx for reads and state-setting writes).
 type Reviews interface {
 	// ReviewComments lists the comments of merge request number's review threads, oldest first:
 	// GitLab every note of every discussion that is not a system note (diff notes with their

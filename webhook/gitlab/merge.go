@@ -8,6 +8,7 @@ import (
 	gl "gitlab.com/gitlab-org/api/client-go/v2"
 
 	"github.com/alfred-bot/alfred/webhook/forge"
+	"github.com/alfred-bot/alfred/webhook/internal/forgehttp"
 )
 
 var _ forge.Merger = (*Client)(nil)
@@ -65,7 +66,8 @@ func (c *Client) MergeChecks(ctx context.Context, repo string, number int64) (*f
 // to opt.HeadSHA when given and squash for forge.MergeSquash; the other methods merge the way
 // the project's merge method says. A refusal keeps GitLab's message: 405 (not mergeable: draft,
 // pipeline, approvals, threads), 406 or 422 (Branch cannot be merged), 409 (SHA does not match
-// HEAD of source branch), 401 (may not merge).
+// HEAD of source branch), 401 (may not merge). A 5xx is not retried (forgehttp.ApplyOnce):
+// GitLab may have merged before the answer was lost, and the repeat would answer 405.
 func (c *Client) Merge(ctx context.Context, repo string, number int64, opt forge.MergeOptions) error {
 	o := &gl.AcceptMergeRequestOptions{}
 	if opt.HeadSHA != "" {
@@ -74,7 +76,7 @@ func (c *Client) Merge(ctx context.Context, repo string, number int64, opt forge
 	if opt.Method == forge.MergeSquash {
 		o.Squash = gl.Ptr(true)
 	}
-	_, resp, err := c.api.MergeRequests.AcceptMergeRequest(repo, number, o, gl.WithContext(ctx))
+	_, resp, err := c.api.MergeRequests.AcceptMergeRequest(repo, number, o, gl.WithContext(forgehttp.ApplyOnce(ctx)))
 	if err != nil {
 		return c.wrap(fmt.Sprintf("merge %s!%d", repo, number), resp, err)
 	}

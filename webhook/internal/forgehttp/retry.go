@@ -12,12 +12,17 @@ import (
 	"time"
 )
 
-// CheckRetry retries HTTP 408, 429 and 5xx except 501 for every method, as the forge.Forge
-// contract asks (a POST that failed with 5xx may rarely have been applied; a 408, the server or
-// a proxy before it giving up waiting for the request, was not). A transport error is
-// retried only when the connection was never made (dial or DNS failure), since the request
-// may otherwise have been applied. It stops when ctx is done. Its shape is go-retryablehttp's
-// CheckRetry, which client-go also takes.
+// CheckRetry retries HTTP 408 and 429 for every method (the server did not act on the
+// request), and 5xx except 501 for a request a repeat cannot do twice: a read (GET, HEAD,
+// OPTIONS) or a write that sets a state (PUT, PATCH, DELETE) unless its context says
+// ApplyOnce. A POST answered 5xx, or an ApplyOnce write, is not retried: the forge may have
+// acted on it before the answer was lost (a proxy's 502 while GitLab created the note), and a
+// repeat would post a second comment or try a merge already made. The error goes back to the
+// caller (forge.ErrUnavailable), whose next pass finds what was done by its marker before it
+// writes again (spec/reliability.md). A transport error is retried only when the connection
+// was never made (dial or DNS failure), since the request may otherwise have been applied. It
+// stops when ctx is done. Its shape is go-retryablehttp's CheckRetry, which client-go also
+// takes; ctx is the request's.
 func CheckRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if ctx.Err() != nil {
 		return false, ctx.Err()
@@ -28,7 +33,35 @@ func CheckRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout {
 		return true, nil
 	}
-	return resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented, nil
+	if resp.StatusCode < 500 || resp.StatusCode == http.StatusNotImplemented {
+		return false, nil
+	}
+	method := http.MethodGet
+	if resp.Request != nil {
+		method = resp.Request.Method
+	}
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true, nil
+	case http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return !appliedOnce(ctx), nil
+	default:
+		return false, nil
+	}
+}
+
+type applyOnceKey struct{}
+
+// ApplyOnce marks ctx's request as one a repeat does not leave as it was (GitLab's merge, a
+// PUT that a second time answers 405 for a merge request it just merged): CheckRetry retries
+// it only when the forge did not act on it (408, 429, a connection never made).
+func ApplyOnce(ctx context.Context) context.Context {
+	return context.WithValue(ctx, applyOnceKey{}, true)
+}
+
+func appliedOnce(ctx context.Context) bool {
+	once, _ := ctx.Value(applyOnceKey{}).(bool)
+	return once
 }
 
 // NeverSent reports whether err happened before the request reached the server.

@@ -48,6 +48,31 @@ func TestBackoffAndCheckRetry(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, want, ok, "status %d", code)
 	}
+	// A 5xx may come after the forge acted: only a request a repeat cannot do twice is sent again.
+	for _, tc := range []struct {
+		method string
+		ctx    context.Context
+		code   int
+		want   bool
+	}{
+		{http.MethodGet, ctx, 502, true},
+		{http.MethodHead, ctx, 503, true},
+		{http.MethodPut, ctx, 502, true},
+		{http.MethodPatch, ctx, 500, true},
+		{http.MethodDelete, ctx, 504, true},
+		{http.MethodPost, ctx, 502, false},
+		{http.MethodPost, ctx, 500, false},
+		{http.MethodPut, ApplyOnce(ctx), 502, false},
+		{http.MethodPost, ctx, 429, true},
+		{http.MethodPost, ctx, 408, true},
+		{http.MethodPut, ApplyOnce(ctx), 429, true},
+	} {
+		req, err := http.NewRequestWithContext(tc.ctx, tc.method, "http://forge.invalid/api", nil)
+		require.NoError(t, err)
+		ok, err := CheckRetry(tc.ctx, &http.Response{StatusCode: tc.code, Request: req}, nil)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, ok, "%s %d (apply once: %v)", tc.method, tc.code, appliedOnce(tc.ctx))
+	}
 	ok, _ := CheckRetry(ctx, nil, &net.OpError{Op: "dial", Err: errors.New("refused")})
 	require.True(t, ok, "never sent: safe to retry")
 	ok, _ = CheckRetry(ctx, nil, &net.OpError{Op: "read", Err: errors.New("reset")})
