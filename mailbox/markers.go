@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 // The fixed pieces of the hidden markers: a comment's "<!-- alfred:key=KEY:kind=KIND -->" and a
@@ -58,10 +60,12 @@ func sectionMarkers(name string) (start, end string) {
 // "<!-- alfred:section=NAME:start -->" and "<!-- alfred:section=NAME:end -->"; text outside
 // them is kept byte for byte. A marker of Alfred's inside content (an agent's text that ends
 // the section early or forges a comment's key) is written "&lt;!-- alfred:…", shown as text
-// and never found as a marker, so content cannot split the section.
+// and never found as a marker, so content cannot split the section; a closing keyword with an
+// issue reference in it closes nothing (forge.DefuseClosingReferences: a section of a merge
+// request's description holds an agent's text).
 func SetSection(body, name, content string) string {
 	start, end := sectionMarkers(name)
-	content = defuseMarkers(content)
+	content = defuseAgentText(content)
 	block := start + "\n" + strings.TrimSpace(content) + "\n" + end
 	i := strings.Index(body, start)
 	if i >= 0 {
@@ -79,6 +83,10 @@ func SetSection(body, name, content string) string {
 	}
 	return body + "\n\n" + block
 }
+
+// defuseAgentText makes a text Alfred did not write safe to put in a description: its markers
+// defused (defuseMarkers) and its closing references too (forge.DefuseClosingReferences).
+func defuseAgentText(s string) string { return forge.DefuseClosingReferences(defuseMarkers(s)) }
 
 // defuseMarkers writes every "<!-- alfred:" of s (text an agent wrote) as "&lt;!-- alfred:",
 // shown as text and never found as one of Alfred's markers.

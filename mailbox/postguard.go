@@ -68,8 +68,8 @@ type PostGuard struct {
 }
 
 // GuardPosts wraps f so that every text Alfred sends through it (comments, edits, issue and
-// merge request descriptions and titles) passes the censor, mentions no bot and stays within
-// the limits, and a post the forge refuses with a 4xx returns an error wrapping ErrPostRefused.
+// merge request descriptions and titles) passes the censor, mentions no bot and nobody en
+// masse ("@all"), shows no image (inertImages) and stays within the limits, and a post the forge refuses with a 4xx returns an error wrapping ErrPostRefused.
 // An issue description is the human's text with Alfred's sections: only the sections are
 // cleaned, and one over the limit is not sent (ErrDescriptionTooLong).
 // When f has the review calls (forge.Reviews), so does the result: replies and reviews are
@@ -100,7 +100,7 @@ func GuardPosts(f forge.Forge, g PostGuard) forge.Forge {
 	if f.Kind() == forge.KindGitLab {
 		escape = escapeQuickActions
 	}
-	clean := func(s string) string { return escape(title(s)) }
+	clean := func(s string) string { return escape(inertImages(title(s))) }
 	gf := &guardedForge{Forge: f, limits: limits, clean: clean, title: title, escape: escape}
 	var rv forge.Reviews
 	if r, ok := f.(forge.Reviews); ok {
@@ -154,7 +154,13 @@ func isASCIILetter(b byte) bool { return 'a' <= b|0x20 && b|0x20 <= 'z' }
 // an e-mail address or code, then a login (letters, digits, '_', '-', '.', an optional "[bot]").
 var mentionRE = regexp.MustCompile("(^|[^A-Za-z0-9_`.@-])@([A-Za-z0-9][A-Za-z0-9_.-]*(?:\\[bot\\])?)")
 
-// quoteBotMentions writes every "@login" of a bot as "`@login`": code, which notifies nobody.
+// massMentions are the logins that mention many people at once: GitLab's "@all" notifies every
+// member of the project (GitLab docs, "GitLab Flavored Markdown", "Special GitLab references").
+// Alfred posts as a member, and its texts carry what agents and others wrote.
+var massMentions = map[string]bool{"all": true}
+
+// quoteBotMentions writes every "@login" of a bot, and every mass mention ("@all"), as
+// "`@login`": code, which notifies nobody.
 func quoteBotMentions(s string, isBot func(string) bool) string {
 	if !strings.Contains(s, "@") {
 		return s
@@ -162,11 +168,32 @@ func quoteBotMentions(s string, isBot func(string) bool) string {
 	return mentionRE.ReplaceAllStringFunc(s, func(m string) string {
 		sub := mentionRE.FindStringSubmatch(m)
 		login := strings.TrimRight(sub[2], ".-")
-		if !isBot(login) {
+		if !isBot(login) && !massMentions[strings.ToLower(login)] {
 			return m
 		}
 		return sub[1] + "`@" + login + "`" + sub[2][len(login):]
 	})
+}
+
+// imageTagRE matches the start of an HTML element a browser fetches a URL for when the forge
+// shows it (GitLab and Forgejo keep <img>, <picture>, <video> and <audio> of a text's HTML).
+var imageTagRE = regexp.MustCompile(`(?i)<(img|picture|source|video|audio|image|svg|object|embed|iframe|input)([\s/>]|$)`)
+
+// inertImages makes the images of a text Alfred posts inert: "![" is written "!\[" (Markdown
+// shows "![alt](url)" as text, the URL a plain link) and the start of an HTML element that
+// loads a URL ("<img", "<video"…) "&lt;img". A browser showing the comment fetches an image's
+// URL unasked (neither GitLab nor Forgejo proxies images by default), so an image an agent
+// writes would carry what it puts in the URL to any host, past the run's egress allowlist
+// (spec/security.md). Alfred's own texts hold no image. In a code span or block the escape
+// shows as written; escaping twice changes nothing.
+func inertImages(s string) string {
+	if strings.Contains(s, "![") {
+		s = strings.ReplaceAll(s, "![", "!\\[")
+	}
+	if strings.Contains(s, "<") {
+		s = imageTagRE.ReplaceAllString(s, "&lt;$1$2")
+	}
+	return s
 }
 
 // refusedByForge reports a call the forge refused for a reason of its own (a 4xx answer:

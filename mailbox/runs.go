@@ -414,9 +414,11 @@ func (m *Machine) applyPush(ctx context.Context, bot Bot, mb *Mailbox, state Sta
 	}
 	m.setHead(mb, cmp.Or(out.HeadSHA, mb.HeadSHA))
 	if mb.MRNumber == 0 {
-		body := fmt.Sprintf("Closes #%d\n\n%s", mb.Number, defuseMarkers(m.cfg.Redact(strings.TrimSpace(out.Result.Summary))))
+		// The agent's summary and the issue's title are not Alfred's: a closing keyword in them
+		// would close another issue at the merge (forge.DefuseClosingReferences).
+		body := fmt.Sprintf("Closes #%d\n\n%s", mb.Number, defuseAgentText(m.cfg.Redact(strings.TrimSpace(out.Result.Summary))))
 		mr, err := bot.Forge.CreateMergeRequest(ctx, mb.Repo, forge.NewMergeRequest{
-			SourceBranch: mb.Branch, TargetBranch: repo.DefaultBranch, Title: mb.Title, Body: body})
+			SourceBranch: mb.Branch, TargetBranch: repo.DefaultBranch, Title: forge.DefuseClosingReferences(mb.Title), Body: body})
 		if out.HeadSHA == "" && (errors.Is(err, forge.ErrConflict) || errors.Is(err, forge.ErrNotFound)) {
 			return m.block(ctx, bot, mb, onNothingPushed, state, nothing)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/alfred-bot/alfred/internal/base/textwalk"
 	"github.com/alfred-bot/alfred/runner/gitrepo"
 	"github.com/alfred-bot/alfred/runner/phase"
+	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
 // Service runs a mailbox's Job end to end: a git worktree of the mailbox's branch, the agent's
@@ -132,7 +133,9 @@ func (s *Service) finish(ctx context.Context, job phase.Job, mgr *gitrepo.Manage
 	if !job.Push {
 		return res, nil
 	}
-	message := cmp.Or(strings.TrimSpace(out.Result.CommitMessage), job.CommitMessage)
+	// The message lands on the target branch at the merge: a closing keyword the agent (or the
+	// issue's title in the default message) wrote would close another issue there.
+	message := forge.DefuseClosingReferences(cmp.Or(strings.TrimSpace(out.Result.CommitMessage), job.CommitMessage))
 	if job.Input.Phase == phase.ConflictResolution {
 		sha, refused, hostile, err := publishMerge(ctx, mgr, wt, conflictedPaths(job.Input), message)
 		if err != nil {
