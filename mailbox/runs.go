@@ -274,7 +274,7 @@ func (m *Machine) execute(ctx context.Context, bot Bot, mb *Mailbox, in phase.In
 		}
 	}
 	if err != nil {
-		run.Status, run.Outcome = RunInterrupted, "infrastructure error: "+err.Error()
+		run.Status, run.Outcome = RunInterrupted, "infrastructure error: "+m.cfg.Redact(err.Error())
 		_ = m.store.FinishRun(context.WithoutCancel(ctx), run)
 		return nil, nil, fmt.Errorf("execute %s: %w", job.Input.Key, err)
 	}

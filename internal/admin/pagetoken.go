@@ -83,6 +83,12 @@ func pageAuth(prefix, token string, tries *Attempts, sessions *sessions, next ht
 			pageLogout(w, r, prefix, sessions)
 			return
 		}
+		if r.URL.Query().Has("token") {
+			// A token in a page's URL is refused, never carried on (not into the login form's
+			// address, its next field, or back to the page after a sign-in).
+			loginForm(w, http.StatusBadRequest, prefix, pageNext(prefix, r.URL.RequestURI()), false, true)
+			return
+		}
 		if bearer, ok := bearerToken(r); ok {
 			done, wait, ok := tries.try(r)
 			if !ok {
@@ -136,8 +142,9 @@ names in Alfred's configuration.</p>
 </form></body></html>`))
 
 // pageNext returns where a login sends the browser: next when it is a path of this site under
-// prefix once cleaned ("." and ".." resolved, its query kept), else prefix+"/". A backslash or a
-// control character refuses it: browsers read "/\" as "//", another host.
+// prefix once cleaned ("." and ".." resolved, its query kept but a "token" parameter, which a
+// page never takes), else prefix+"/". A backslash or a control character refuses it: browsers
+// read "/\" as "//", another host.
 func pageNext(prefix, next string) string {
 	home := prefix + "/"
 	if strings.ContainsFunc(next, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
@@ -154,7 +161,13 @@ func pageNext(prefix, next string) string {
 	if !strings.HasPrefix(clean, home) || strings.HasPrefix(clean, "//") {
 		return home
 	}
-	out := (&url.URL{Path: clean, RawQuery: u.RawQuery}).String()
+	q := u.RawQuery
+	if u.Query().Has("token") {
+		v := u.Query()
+		v.Del("token")
+		q = v.Encode()
+	}
+	out := (&url.URL{Path: clean, RawQuery: q}).String()
 	if !strings.HasPrefix(out, home) {
 		return home
 	}
@@ -196,8 +209,6 @@ func pageLogin(w http.ResponseWriter, r *http.Request, prefix string, tries *Att
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
 	status := http.StatusOK
 	switch {
 	case inURL:
@@ -205,11 +216,19 @@ func pageLogin(w http.ResponseWriter, r *http.Request, prefix string, tries *Att
 	case tok != "":
 		status = http.StatusUnauthorized
 	}
+	loginForm(w, status, prefix, next, tok != "", inURL)
+}
+
+// loginForm answers the login form with status, its next field set to next; failed says a
+// token was wrong, inURL that one came in a URL.
+func loginForm(w http.ResponseWriter, status int, prefix, next string, failed, inURL bool) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = loginPage.Execute(w, struct {
 		Action, Next  string
 		Failed, InURL bool
-	}{prefix + "/login", next, tok != "", inURL})
+	}{prefix + "/login", next, failed, inURL})
 }
 
 // pageLogout ends the request's session (POST; the cookie is SameSite=Strict, so another site

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -408,15 +409,38 @@ func Load(path string, environ []string) (*Config, error) {
 }
 
 // decodeYAML decodes data onto c, rejecting unknown keys. Errors leave out the source
-// excerpt that goccy/go-yaml prints, since that line may hold a secret.
+// excerpt that goccy/go-yaml prints, since that line may hold a secret, and the values of the
+// file's secret keys the message itself quotes (yamlSecretValues): a secret YAML reads as
+// something else, an unquoted value starting with "*" read as an alias, is named in the
+// message ("could not find alias \"…\""), which is printed before any censor exists.
 func decodeYAML(data []byte, c *Config) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
 	if err := yaml.UnmarshalWithOptions(data, c, yaml.DisallowUnknownField()); err != nil {
-		return errors.New(yaml.FormatError(err, false, false))
+		msg := yaml.FormatError(err, false, false)
+		return errors.New(censor.New(censor.Config{Secrets: yamlSecretValues(data)}).String(msg))
 	}
 	return nil
+}
+
+// secretKeyRE matches a line of a YAML file that gives a secret key (the last part of a
+// secretRefs name: database_url, token, webhook_secret, api_key) a value; group 1 is the value.
+var secretKeyRE = regexp.MustCompile(`(?m)^[ \t-]*(?:database_url|token|webhook_secret|api_key)[ \t]*:[ \t]*(.*?)[ \t]*$`)
+
+// yamlSecretValues returns the values the secret keys of a YAML file's lines are given, as
+// written and without the quotes, the alias, anchor or tag sign YAML reads before them and a
+// trailing comment: what a parse error may quote of them.
+func yamlSecretValues(data []byte) []string {
+	var out []string
+	for _, m := range secretKeyRE.FindAllSubmatch(data, -1) {
+		v := string(m[1])
+		if i := strings.Index(v, " #"); i >= 0 {
+			v = strings.TrimSpace(v[:i])
+		}
+		out = append(out, v, strings.Trim(v, `"'`), strings.TrimLeft(v, "*&!"))
+	}
+	return out
 }
 
 // secretRef is one secret field, its *_file companion and its YAML key for messages.

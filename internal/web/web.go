@@ -10,12 +10,14 @@
 package web
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"embed"
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -48,8 +50,9 @@ type Config struct {
 	Logs LiveLogs
 	// Settings answers the effective settings; nil hides the settings page.
 	Settings Settings
-	// Redact censors every secret in a text; it is applied to every log shown. Required: a page
-	// that shows a run log must never show a secret.
+	// Redact censors every secret in a text; it is applied to every log shown and to every page
+	// as rendered, so that no stored text it shows (a run's outcome, the timeline, an error's
+	// words) shows a secret. Required.
 	Redact func(string) string
 	// Now is the clock for durations; nil means time.Now.
 	Now func() time.Time
@@ -174,9 +177,13 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, page, title str
 	draining := h.cfg.Controls != nil && h.cfg.Controls.Draining()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	data := pageData{Title: title, Refresh: refresh, Draining: draining, Body: body, Backlog: h.backlog(r.Context())}
-	if err := h.pages[page].Execute(w, data); err != nil {
+	// The page is rendered whole, then censored whole: every stored text it shows (a run's
+	// outcome, the timeline, a title, an error's words), not only the logs, passes Redact.
+	var out bytes.Buffer
+	if err := h.pages[page].Execute(&out, data); err != nil {
 		h.cfg.Logger.WarnContext(r.Context(), "web: render page", "page", page, "err", err)
 	}
+	_, _ = io.WriteString(w, h.cfg.Redact(out.String()))
 }
 
 // backlog renders Config.Backlog for the header: "events waiting: 0", or "events waiting:

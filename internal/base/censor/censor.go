@@ -11,6 +11,11 @@
 //   - base64 of s, in the standard and the URL alphabet, each with and without padding;
 //   - s percent-encoded as in a URL query or path (url.QueryEscape, url.PathEscape), when
 //     that differs from s (a database password inside database_url);
+//   - s as it stands between the quotes of a Go quoted string (strconv.Quote: what an error
+//     that quotes a value with %q shows, such as net/url's "parse \"postgres://…\"" of a
+//     database_url whose password holds a backslash) and of a JSON string (encoding/json,
+//     HTML-safe as it escapes by default, and without the HTML escaping), when they differ
+//     from s;
 //   - the HTTP Basic credential of s for every configured user u: base64 of "u:s" in the same
 //     four encodings. The users are the forges' git and bot user names plus [GitUsers], the
 //     user names git credentials commonly carry ("oauth2", "x-access-token").
@@ -66,8 +71,10 @@ package censor
 import (
 	"cmp"
 	"encoding/base64"
+	"encoding/json"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -120,6 +127,7 @@ func New(cfg Config) *Censor {
 			continue
 		}
 		patterns = append(patterns, s, url.QueryEscape(s), url.PathEscape(s))
+		patterns = append(patterns, quotedForms(s)...)
 		patterns = append(patterns, encodings(s)...)
 		for _, u := range users {
 			patterns = append(patterns, encodings(u+":"+s)...)
@@ -141,6 +149,24 @@ func New(cfg Config) *Censor {
 		}
 	}
 	return c
+}
+
+// quotedForms returns s as it stands inside a Go quoted string and inside a JSON string, with
+// and without JSON's HTML escaping (duplicates of s are removed later).
+func quotedForms(s string) []string {
+	goq := strconv.Quote(s)
+	out := []string{goq[1 : len(goq)-1]}
+	var b strings.Builder
+	for _, html := range []bool{true, false} {
+		b.Reset()
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		if err := enc.Encode(s); err == nil {
+			q := strings.TrimSuffix(b.String(), "\n")
+			out = append(out, q[1:len(q)-1])
+		}
+	}
+	return out
 }
 
 // encodings returns the four base64 forms of s.

@@ -27,7 +27,7 @@ func rawURL(s string) string { return base64.RawURLEncoding.EncodeToString([]byt
 
 func TestString(t *testing.T) {
 	t.Parallel()
-	c := censor.New(censor.Config{Secrets: []string{token, short, "p@ss word!", "", "hook-secret-1"},
+	c := censor.New(censor.Config{Secrets: []string{token, short, "p@ss word!", "", "hook-secret-1", `pw\s3cr3t"<x>`},
 		Users: []string{"alfred-bot"}})
 	for name, tc := range map[string]struct{ in, want string }{
 		"no secret":               {"nothing to hide here", "nothing to hide here"},
@@ -59,6 +59,9 @@ func TestString(t *testing.T) {
 		"short beside letters ü":  {"üalfred", "üalfred"},
 		"short next to redaction": {"alfred" + token, "[redacted]"},
 		"short base64 is long":    {"x" + b64(short) + "x", "x[redacted]x"},
+		"go quoted (%q)":          {`parse "postgres://a:pw\\s3cr3t\"<x>@db"`, `parse "postgres://a:[redacted]@db"`},
+		"json escaped":            {`{"dsn":"pw\\s3cr3t\"\u003cx\u003e"}`, `{"dsn":"[redacted]"}`},
+		"json escaped, no html":   {`{"dsn":"pw\\s3cr3t\"<x>"}`, `{"dsn":"[redacted]"}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
