@@ -101,7 +101,9 @@ type Inbox interface {
 	// events on other merge requests to the merge request's own mailbox. The branch counts only
 	// when the event names no number or the issue has no merge request yet: a merge request of
 	// the same branch name with another number (a fork's) is another merge request. A pipeline that
-	// matches no mailbox returns a *forge.IgnoreError and stores nothing.
+	// matches no issue's mailbox (by the merge request's number, its branch or its head) returns
+	// a *forge.IgnoreError and stores nothing, whatever merge request it names: a merge request
+	// that is not Alfred's acts on no pipeline.
 	Deliver(ctx context.Context, ev forge.Event) (duplicate bool, err error)
 	// PendingEvents returns the mailbox's unprocessed events in arrival order (by id).
 	PendingEvents(ctx context.Context, mailboxID int64) ([]StoredEvent, error)

@@ -79,8 +79,9 @@ func readFixture(t *testing.T, rel string) []byte {
 	return b
 }
 
-// A pipeline or commit status on a branch that is not Alfred's (every CI run on main) is
-// ignored by the store: the edge answers 200 with the reason, never 503.
+// A pipeline or commit status on a branch that is not Alfred's (every CI run on main), or of a
+// merge request that is not Alfred's, is ignored by the store: the edge answers 200 with the
+// reason, never 503.
 func TestStorePipelineOnMainIsIgnored(t *testing.T) {
 	b := newStoreBundle(t)
 	var pipe map[string]any
@@ -93,6 +94,15 @@ func TestStorePipelineOnMainIsIgnored(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, "%v", doc)
 	require.Equal(t, "ignored", doc["status"])
 	require.Contains(t, doc["reason"], "no merge request or branch of Alfred's")
+
+	// The recorded merge request pipeline (!1, source merge_request_event) of a merge request
+	// that is not Alfred's: ignored, no mailbox made for it.
+	code, doc = b.post(t, forgetest.NewGitLabRequest("/webhooks/gitlab", "Pipeline Hook", "pipe-mr-1", testGitLabToken,
+		readFixture(t, "gitlab/pipeline_hook_success.json")))
+	require.Equal(t, http.StatusOK, code, "%v", doc)
+	require.Equal(t, "ignored", doc["status"])
+	_, err = b.store.Find(context.Background(), forge.IssueRef{Forge: "gitlab", Repo: "gitlab-org/gitlab-test", Number: 1, MergeRequest: true})
+	require.ErrorIs(t, err, mailbox.ErrNotFound, "no mailbox is made for someone else's merge request's pipeline")
 
 	status := []byte(`{"id":1,"sha":"1234567890abcdef1234567890abcdef12345678","state":"success","context":"ci",
 		"repository":{"full_name":"acceptance/sandbox"},"sender":{"login":"alice"}}`)

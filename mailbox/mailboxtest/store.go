@@ -146,7 +146,7 @@ func (s *Store) resolve(ev forge.Event) (int64, error) {
 				return id, nil
 			}
 		}
-		if t.Number == 0 {
+		if t.Number == 0 || ev.Type == forge.EventPipeline {
 			return 0, mailbox.ErrNoMailboxForPipeline(ev)
 		}
 	}

@@ -163,12 +163,37 @@ func deliverDeduplicates(t *testing.T, s Store, _ *Clock) {
 	require.ErrorIs(t, err, mailbox.ErrNotFound)
 }
 
+// pipelineOfNoMailbox: a pipeline of no issue's mailbox is ignored and stores nothing: one on
+// a branch (CI on main), and one of someone else's merge request (GitLab's merge request
+// pipeline names its number), which creates no mailbox for that merge request, nor stores into
+// the one it has (a review asked of Alfred).
 func pipelineOfNoMailbox(t *testing.T, s Store, _ *Clock) {
+	ctx := context.Background()
 	ev := forge.Event{Forge: "gl", DeliveryID: "p1", BodyHash: "p1", Type: forge.EventPipeline,
 		Target: forge.IssueRef{Forge: "gl", Repo: "acme/shop"}, Pipeline: &forge.Pipeline{Ref: "main", SHA: "abc"}}
-	_, err := s.Deliver(context.Background(), ev)
+	_, err := s.Deliver(ctx, ev)
 	var ignore *forge.IgnoreError
 	require.ErrorAs(t, err, &ignore)
+
+	mr := forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 12, MergeRequest: true}
+	ev = forge.Event{Forge: "gl", DeliveryID: "p2", BodyHash: "p2", Type: forge.EventPipeline, Target: mr,
+		Pipeline: &forge.Pipeline{Ref: "feature", SHA: "def", MergeRequest: 12}}
+	_, err = s.Deliver(ctx, ev)
+	require.ErrorAs(t, err, &ignore, "a pipeline of someone else's merge request")
+	_, err = s.Find(ctx, mr)
+	require.ErrorIs(t, err, mailbox.ErrNotFound, "no mailbox is made for it")
+
+	_, err = s.Deliver(ctx, forge.Event{Forge: "gl", DeliveryID: "review", BodyHash: "review", Type: forge.EventReviewRequested,
+		Target: mr, ReviewRequested: []string{"bot"}})
+	require.NoError(t, err)
+	ev.DeliveryID, ev.BodyHash = "p3", "p3"
+	_, err = s.Deliver(ctx, ev)
+	require.ErrorAs(t, err, &ignore, "a pipeline of a merge request Alfred reviews")
+	mb, err := s.Find(ctx, mr)
+	require.NoError(t, err)
+	evs, err := s.PendingEvents(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, evs, 1, "only the review request")
 }
 
 func mergeRequestEventsFindTheIssue(t *testing.T, s Store, _ *Clock) {

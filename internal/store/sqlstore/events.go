@@ -127,7 +127,8 @@ func (s *Store) deliver(ctx context.Context, evp *forge.Event) insertRes {
 		if err != nil {
 			return insertRes{err: s.storeError("find mailbox", err)}
 		}
-		if id == 0 && t.Number == 0 {
+		if id == 0 && (t.Number == 0 || ev.Type == forge.EventPipeline) {
+			// A merge request that is not Alfred's acts on no pipeline: nothing is stored.
 			return insertRes{err: mailbox.ErrNoMailboxForPipeline(ev)}
 		}
 		if id != 0 {
