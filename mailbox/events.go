@@ -352,14 +352,14 @@ func (m *Machine) handle(ctx context.Context, bot Bot, mb *Mailbox, se StoredEve
 }
 
 // ofHead reports whether pipeline p may be about the mailbox's head commit: it ran on the head
-// itself, or it is a merged-results pipeline of the mailbox's merge request (its sha is a merge
-// commit of a head into the target; forge.Pipeline.MergedResults), whose head checkCI then
-// reads from the forge.
+// itself, or it is a merge request pipeline of the mailbox's merge request that does not say
+// which head it ran for (merged results: its sha is a merge commit of a head into the target;
+// forge.Pipeline.ForMergeRequest), whose head checkCI then reads from the forge.
 func ofHead(p *forge.Pipeline, mb *Mailbox) bool {
 	if p == nil || mb.HeadSHA == "" {
 		return false
 	}
-	return p.SHA == mb.HeadSHA || p.MergedResults() && mb.MRNumber != 0 && p.MergeRequest == mb.MRNumber
+	return p.SHA == mb.HeadSHA || p.ForMergeRequest(mb.MRNumber)
 }
 
 // assigneesChanged reports whether ev, of another type, also carries a change of the

@@ -373,3 +373,27 @@ func TestMergedResultsPipelineIsTheHeadsCI(t *testing.T) {
 	require.Equal(t, phase.CIFix, last.Input.Phase)
 	require.Contains(t, last.Input.CILog, "FAIL: TestExport, merged with main")
 }
+
+// A merge request pipeline as GitLab's Pipeline Hook sends it (merged results: its ref the
+// source branch, its sha a merge commit of the head, its source merge_request_event, parsed as
+// forge.Pipeline.OfMergeRequest) is the CI of the merge request's head: its failure starts the
+// ci_fix at once, not at the next ci_poll.
+func TestMergeRequestPipelineAsGitLabSendsItIsTheHeadsCI(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "type::task")
+	mb := b.toCI()
+	b.fake.SetBranch(repo, mb.Branch, mb.HeadSHA)
+	_, merge := b.fake.AddMergedResultsPipeline(repo, mb.MRNumber, "",
+		forgetest.CIJob{Name: "test", State: forge.CIFailed, Log: "FAIL: TestExport, merged with main"})
+	b.deliver(forge.Event{Type: forge.EventPipeline, Header: "Pipeline Hook", Action: "failed",
+		Target: forge.IssueRef{Forge: "gl", Repo: repo, Number: mb.MRNumber, MergeRequest: true},
+		Pipeline: &forge.Pipeline{State: forge.CIFailed, SHA: merge, Ref: mb.Branch, MergeRequest: mb.MRNumber,
+			OfMergeRequest: true},
+		MergeRequest: &forge.MergeRequest{Number: mb.MRNumber, SourceBranch: mb.Branch, TargetBranch: "main", State: "open"}})
+	first := mb.HeadSHA
+	mb = b.advance() // no time passes: the delivery, not the ci_poll timer, decides
+	require.Equal(t, mailbox.StateInCI, mb.State)
+	require.NotEqual(t, first, mb.HeadSHA, "the failed pipeline of the head starts a ci_fix run")
+	last := b.exec.jobs[len(b.exec.jobs)-1]
+	require.Equal(t, phase.CIFix, last.Input.Phase)
+}

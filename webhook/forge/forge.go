@@ -167,6 +167,12 @@ type Pipeline struct {
 	WebURL string  `json:"web_url,omitempty"`
 	// MergeRequest is the merge request number the pipeline ran for, 0 when unknown.
 	MergeRequest int64 `json:"merge_request,omitempty"`
+	// OfMergeRequest is true for a GitLab merge request pipeline (its source
+	// merge_request_event): detached, merged results or merge train. Its hook names the
+	// source branch as its ref and, for merged results, a merge commit of the head as its SHA
+	// (GitLab's Gitlab::DataBuilder::Pipeline sends ref: source_ref, sha: the pipeline's sha),
+	// so neither says which head it ran for.
+	OfMergeRequest bool `json:"of_merge_request,omitempty"`
 	// FailedJobs names the failed jobs (GitLab jobs, Forgejo status contexts), with a log excerpt
 	// when the forge gives one. Filled by Forge.CIStatus, not by webhook parsing.
 	FailedJobs []FailedJob `json:"failed_jobs,omitempty"`
@@ -180,6 +186,13 @@ var mergeRefPipeline = regexp.MustCompile(`^refs/merge-requests/\d+/(merge|train
 // into its target branch, so its SHA is that merge commit's and not the head's
 // (https://docs.gitlab.com/ci/pipelines/merged_results_pipelines/). Forgejo has none.
 func (p Pipeline) MergedResults() bool { return mergeRefPipeline.MatchString(p.Ref) }
+
+// ForMergeRequest reports whether p ran for merge request number without saying for which of
+// its heads: a merged-results pipeline (MergedResults) or a merge request pipeline
+// (OfMergeRequest) of that merge request.
+func (p Pipeline) ForMergeRequest(number int64) bool {
+	return number != 0 && p.MergeRequest == number && (p.MergedResults() || p.OfMergeRequest)
+}
 
 // FailedJob is one failed CI job or failed commit status.
 type FailedJob struct {

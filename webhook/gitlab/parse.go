@@ -349,7 +349,7 @@ func parsePipelineHook(ev forge.Event, body []byte, projectURL string) (forge.Ev
 	ev.Type = forge.EventPipeline
 	p := &forge.Pipeline{
 		ID: oa.ID, State: hookCIState(oa.Status), SHA: oa.SHA, Ref: oa.Ref, WebURL: oa.URL,
-		MergeRequest: e.MergeRequest.IID,
+		MergeRequest: e.MergeRequest.IID, OfMergeRequest: oa.Source == "merge_request_event",
 	}
 	if p.WebURL == "" && projectURL != "" {
 		p.WebURL = fmt.Sprintf("%s/-/pipelines/%d", strings.TrimSuffix(projectURL, "/"), oa.ID)

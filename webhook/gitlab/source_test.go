@@ -229,6 +229,7 @@ func TestSourceParse(t *testing.T) {
 				assert.Equal(t, &forge.Pipeline{
 					ID: 31, State: forge.CISuccess, SHA: "bcbb5ec396a2c0f828686f14fac9b80b780504f2", Ref: "master",
 					WebURL: "http://192.168.64.1:3005/gitlab-org/gitlab-test/-/pipelines/31", MergeRequest: 1,
+					OfMergeRequest: true, // its source is merge_request_event
 				}, ev.Pipeline)
 				assert.Equal(t, "test", ev.MergeRequest.SourceBranch)
 			},
@@ -263,6 +264,8 @@ func TestSourceParse(t *testing.T) {
 				assert.Equal(t, forge.CIFailed, ev.Pipeline.State)
 				assert.Equal(t, int64(1), ev.Pipeline.MergeRequest)
 				assert.Empty(t, ev.MergeRequest.HeadSHA, "a merge request pipeline's sha is not taken for the head")
+				assert.True(t, ev.Pipeline.OfMergeRequest, "source merge_request_event")
+				assert.True(t, ev.Pipeline.ForMergeRequest(1), "it ran for !1, at a head the mailbox reads")
 			},
 		},
 		{
