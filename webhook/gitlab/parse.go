@@ -30,6 +30,8 @@ type hookEnvelope struct {
 	ObjectAttributes struct {
 		Action       string `json:"action"`
 		NoteableType string `json:"noteable_type"`
+		// Type is a work item's type ("Issue", "Task", "Epic"…; GitLab 17.2 and later).
+		Type string `json:"type"`
 	} `json:"object_attributes"`
 }
 
@@ -109,6 +111,12 @@ func parseHook(ev forge.Event, body []byte) (forge.Event, error) {
 	case "emoji":
 		return ev, forge.Ignore(ev.Header, "emoji reactions are not used")
 	case "work_item":
+		// GitLab from 17.7 sent an issue changed through the work items' view or API as a work
+		// item (object_kind work_item under the Issue Hook header; gitlab-org/gitlab#517947,
+		// gitlab4j-api#1215), its type still "Issue": it is an issue's delivery.
+		if env.ObjectAttributes.Type == "Issue" {
+			return parseIssueHook(ev, body)
+		}
 		return ev, forge.Ignore(ev.Header, "work items other than issues are not used")
 	case "":
 		if env.EventName != "" {
