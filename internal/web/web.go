@@ -403,18 +403,61 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 	h.fail(w, r, err)
 }
 
-// runLog serves the censored log as plain text, for curl and for following a run.
+// runLog serves the censored log as plain text, for curl and for following a run, its
+// terminal controls shown (terminalSafe).
 func (h *Handler) runLog(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
 	if err == nil {
 		var b *runBody
 		if b, err = h.runView(r.Context(), id); err == nil {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			_, _ = fmt.Fprint(w, b.Log)
+			_, _ = io.WriteString(w, terminalSafe(b.Log))
 			return
 		}
 	}
 	h.fail(w, r, err)
+}
+
+// terminalSafe returns a run's log with every character a terminal would act on shown instead:
+// a C0 control but the line feed and the tab (ESC starts the sequences that write the
+// clipboard, set the window's title, clear the screen or hide text; a carriage return not
+// before a line feed overwrites the line) as its Control Pictures sign (ESC "␛", CR "␍"), DEL
+// "␡", a C1 control and a bidirectional override or isolate as "<U+XXXX>". The run writes its
+// log, and an operator reads it in a terminal (curl).
+func terminalSafe(s string) string {
+	if !strings.ContainsFunc(s, terminalControl) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i, r := range s {
+		switch {
+		case r == '\r' && strings.HasPrefix(s[i+1:], "\n"):
+			b.WriteRune(r)
+		case !terminalControl(r):
+			b.WriteRune(r)
+		case r < 0x20:
+			b.WriteRune(0x2400 + r)
+		case r == 0x7f:
+			b.WriteRune(0x2421)
+		default:
+			fmt.Fprintf(&b, "<U+%04X>", r)
+		}
+	}
+	return b.String()
+}
+
+// terminalControl reports a character terminalSafe shows instead of writing it.
+func terminalControl(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
+		return true
+	case (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+		return true
+	}
+	return false
 }
 
 func (h *Handler) settings(w http.ResponseWriter, r *http.Request) {
