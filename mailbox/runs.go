@@ -205,11 +205,18 @@ func (m *Machine) prepareRun(ctx context.Context, bot Bot, mb *Mailbox) (phase.I
 	case phase.ReviewFix:
 		// A stored outcome of the run waits to be acted on (a pass failed after it): the run
 		// was counted when it started.
-		waiting, err := m.outcomeWaiting(ctx, mb)
+		prev, err := m.store.UnappliedRun(ctx, mb.ID, string(d.Phase), string(d.Step))
 		if err != nil {
 			return in, nil, err
 		}
-		if due, err := m.reviewFixInput(ctx, bot, mb, &in, repo, !waiting); err != nil || !due {
+		if prev != nil && prev.Status == RunSucceeded && prev.Result != "" {
+			// Its outcome is acted on with the comments the run was given (Data.ReviewComments,
+			// saved when it started), not with those the forge shows now: a pass that failed
+			// after posting its replies left them answered, and they would be read as done,
+			// the summary, the resolved threads and the pushed head with them.
+			break
+		}
+		if due, err := m.reviewFixInput(ctx, bot, mb, &in, repo, prev == nil); err != nil || !due {
 			if err == nil {
 				err = m.follow(ctx, bot, mb, onAnswered) // every comment is answered already
 			}
