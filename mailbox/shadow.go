@@ -263,8 +263,9 @@ func (s *shadowForge) CommentsSince(ctx context.Context, ref forge.IssueRef, sin
 	return s.overlay(ctx, ref, cs, since)
 }
 
-// overlay adds the comments posted in shadow to cs and applies the edits, keeping the comments
-// created or edited at or after since, oldest first.
+// overlay adds the comments posted in shadow to cs (the comments, and on a merge request the
+// reviews' summaries and the replies) and applies the edits, keeping the comments created or
+// edited at or after since, oldest first.
 func (s *shadowForge) overlay(ctx context.Context, ref forge.IssueRef, cs []forge.Comment, since time.Time) ([]forge.Comment, error) {
 	ws, err := s.cfg.Log.ShadowWrites(ctx, s.target(ref))
 	if err != nil {
@@ -277,7 +278,10 @@ func (s *shadowForge) overlay(ctx context.Context, ref forge.IssueRef, cs []forg
 	}
 	for _, w := range ws {
 		switch w.Kind {
-		case ShadowComment:
+		case ShadowComment, ShadowReview, ShadowReply:
+			// A review's summary and a reply show in the merge request's conversation too, as
+			// the bot's comments with their markers: what they said is found there (postedKeys),
+			// so a pass acting on the same outcome again records neither twice.
 			at[-w.ID] = len(out)
 			out = append(out, forge.Comment{ID: -w.ID, Body: w.Body, Author: forge.User{Login: s.cfg.BotLogin},
 				CreatedAt: w.At, UpdatedAt: w.At})
