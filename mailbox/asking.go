@@ -79,20 +79,23 @@ func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string
 // unseenLabelAllowed reports whether the gate allows the state label l that the issue carries
 // and the mailbox never saw arrive, judged as the input of whoever the label history shows last
 // adding it (Forge.Activity; the issue's author when it shows nobody: the label was set when the
-// issue was created); the bot's own label is allowed.
+// issue was created); the bot's own label is allowed, another bot's never.
 func (m *Machine) unseenLabelAllowed(ctx context.Context, bot Bot, mb *Mailbox, l string) (bool, error) {
 	acts, err := bot.Forge.Activity(ctx, mb.Ref(), time.Time{})
 	if err != nil {
 		return false, fmt.Errorf("read the label history: %w", err)
 	}
-	who := mb.Author
+	who, byBot := mb.Author, false
 	for _, a := range acts {
 		if a.Kind == forge.ActivityLabelAdded && strings.EqualFold(a.Label, l) {
-			who = a.Actor.Login
+			who, byBot = a.Actor.Login, otherBot(bot.Forge.Kind(), a.Actor, bot)
 		}
 	}
 	if strings.EqualFold(who, bot.Login) {
 		return true, nil
+	}
+	if byBot {
+		return false, nil // another bot's label steers nothing, whatever its access
 	}
 	d, _, err := m.decide(ctx, bot, mb, gate.StateLabel, who)
 	return d == gate.Allowed, err

@@ -117,11 +117,16 @@ func (m *Machine) cancelAllowed(ctx context.Context, bot Bot, mb *Mailbox, ev fo
 
 // canWrite reports whether login may steer (the role SteerLabel needs).
 func (m *Machine) canWrite(ctx context.Context, bot Bot, repo, login string) (bool, error) {
+	return m.hasRole(ctx, bot, repo, login, gate.SteerLabel)
+}
+
+// hasRole reports whether login has the role the input kind needs (permissions.<kind>).
+func (m *Machine) hasRole(ctx context.Context, bot Bot, repo, login string, kind gate.Kind) (bool, error) {
 	r, err := m.role(ctx, bot, repo, login)
 	if err != nil {
 		return false, err
 	}
-	return r >= m.cfg.Needs.Need(gate.SteerLabel), nil
+	return r >= m.cfg.Needs.Need(kind), nil
 }
 
 // steering reports whether label steers Alfred (gate.SteerLabel).
@@ -248,7 +253,8 @@ func labelScope(l string) string {
 // autoMergeEnabler returns who turned auto-merge on by the label: the writer recorded when the
 // label was taken, else the last account the label history shows adding it ("" when it
 // shows none, or shows the bot: the bot never turns auto-merge on, so a label it added, by a
-// GitLab quick action in a text it posted or by its token used by hand, names nobody).
+// GitLab quick action in a text it posted or by its token used by hand, names nobody; nor does
+// another bot's, whatever its access).
 func (m *Machine) autoMergeEnabler(ctx context.Context, bot Bot, mb *Mailbox) (string, error) {
 	if mb.Data.AutoMergeBy != "" {
 		return mb.Data.AutoMergeBy, nil
@@ -263,8 +269,8 @@ func (m *Machine) autoMergeEnabler(ctx context.Context, bot Bot, mb *Mailbox) (s
 			switch a.Kind {
 			case forge.ActivityLabelAdded:
 				by = a.Actor.Login
-				if strings.EqualFold(by, bot.Login) {
-					by = ""
+				if strings.EqualFold(by, bot.Login) || otherBot(bot.Forge.Kind(), a.Actor, bot) {
+					by = "" // nobody's: the bot's own, or another bot's whatever its access
 				}
 			case forge.ActivityLabelRemoved:
 				by = ""

@@ -158,7 +158,7 @@ func (r *Reconciler) rebuildForge(ctx context.Context, store Rebuilds, cfg Confi
 			st.Existing++ // a working mailbox: its comments are not even read
 			continue
 		}
-		rb, err := DeriveMailbox(ctx, bot.Forge, bot.Login, cfg, &is, r.now())
+		rb, err := DeriveMailbox(ctx, bot, cfg, &is, r.now())
 		if err != nil {
 			r.log.Warn("rebuilding a mailbox from the forge failed; run the rebuild again", "issue", is.Ref.String(), "err", err)
 			st.Err = keepRebuildErr(st.Err, err)
@@ -205,13 +205,14 @@ type ownComment struct {
 // block, the plan, the validation and the merge request (read for its branch and head); the
 // functional analysis section gives the decisions. It returns nil when the issue carries
 // neither a status label nor a marked comment of the bot (a new assignment, which
-// reconciliation starts). bot is the bot's login, cfg the machine's configuration, now the
-// clock of the deadlines it sets.
+// reconciliation starts). b is the bot (its forge, its login, the other bots whose labels
+// count for nobody), cfg the machine's configuration, now the clock of the deadlines it sets.
 //
 // What it cannot know is named in spec/reliability.md: run history, costs, the agent session,
 // the parts of the functional analysis result not in the question block, the review comments
 // already handled (all present are taken as handled).
-func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, is *forge.Issue, now time.Time) (*Rebuilt, error) {
+func DeriveMailbox(ctx context.Context, b Bot, cfg Config, is *forge.Issue, now time.Time) (*Rebuilt, error) {
+	f, bot := b.Forge, b.Login
 	cfg = cfg.withDefaults()
 	ref := is.Ref
 	// The labels' trust and the author's assignment read one history (hist has only the
@@ -242,7 +243,7 @@ func DeriveMailbox(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 			latest = c.CreatedAt
 		}
 	}
-	labels, untrusted, err := trustedLabels(ctx, hist, bot, cfg, is)
+	labels, untrusted, err := trustedLabels(ctx, hist, b, cfg, is)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild %s: %w", ref, err)
 	}
@@ -781,9 +782,11 @@ func authorAssignedByHuman(ctx context.Context, f forge.Forge, bot string, ref f
 // not trust, and those (untrusted): a status or type label counts only when the issue's label
 // history (Forge.Activity: the Forgejo/Gitea timeline's label events, GitLab's
 // resource_label_events) shows it last added by the bot or by an account with the role
-// gate.StateLabel needs; a label the history does not show was set when the issue was created,
-// by its author, and counts as the author's.
-func trustedLabels(ctx context.Context, f forge.Forge, bot string, cfg Config, is *forge.Issue) (labels, untrusted []string, err error) {
+// gate.StateLabel needs, never by another bot (otherBot), whatever its access; a label the
+// history does not show was set when the issue was created, by its author, and counts as the
+// author's.
+func trustedLabels(ctx context.Context, f forge.Forge, b Bot, cfg Config, is *forge.Issue) (labels, untrusted []string, err error) {
+	bot := b.Login
 	var check []string
 	for _, l := range is.Labels {
 		if containsFold(cfg.Labels.statuses(), l) || cfg.Labels.TypeOf(l) != "" {
@@ -798,9 +801,11 @@ func trustedLabels(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 		return nil, nil, fmt.Errorf("read the label history: %w", err)
 	}
 	by := map[string]string{}
+	botAdded := map[string]bool{} // labels another bot added last: nobody's, whatever its access
 	for _, a := range acts {
 		if a.Kind == forge.ActivityLabelAdded {
 			by[strings.ToLower(a.Label)] = a.Actor.Login
+			botAdded[strings.ToLower(a.Label)] = otherBot(f.Kind(), a.Actor, b)
 		}
 	}
 	trust := map[string]bool{}
@@ -812,6 +817,10 @@ func trustedLabels(ctx context.Context, f forge.Forge, bot string, cfg Config, i
 		who, ok := by[strings.ToLower(l)]
 		if !ok {
 			who = is.Author.Login
+		}
+		if botAdded[strings.ToLower(l)] {
+			untrusted = append(untrusted, l)
+			continue
 		}
 		trusted, seen := trust[strings.ToLower(who)]
 		if !seen {

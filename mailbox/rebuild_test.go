@@ -394,7 +394,7 @@ func TestRebuildNeverAdoptsAnotherMergeRequest(t *testing.T) {
 	is, err := fake.Issue(context.Background(), ref)
 	require.NoError(t, err)
 	is.Ref = ref
-	rb, err := mailbox.DeriveMailbox(context.Background(), fake, forgetest.BotLogin, mailbox.Config{}, is, time.Now())
+	rb, err := mailbox.DeriveMailbox(context.Background(), mailbox.Bot{Forge: fake, Login: forgetest.BotLogin}, mailbox.Config{}, is, time.Now())
 	require.NoError(t, err)
 	require.NotNil(t, rb)
 	require.Equal(t, mailbox.StateBlocked, rb.Mailbox.State)

@@ -149,7 +149,7 @@ func (m *Machine) reviewFixInput(ctx context.Context, bot Bot, mb *Mailbox, in *
 	}
 	var take []forge.ReviewComment
 	for _, c := range pendingComments(thread, conv, bot.Login, time.Time{}, handled) {
-		if ok, err := m.canWrite(ctx, bot, mb.Repo, c.Author.Login); err != nil {
+		if ok, err := m.hasRole(ctx, bot, mb.Repo, c.Author.Login, gate.Review); err != nil {
 			return false, err
 		} else if !ok || otherBot(bot.Forge.Kind(), c.Author, bot) {
 			mb.Data.Handled = append(mb.Data.Handled, c.ID) // refused when it arrived
