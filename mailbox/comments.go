@@ -34,12 +34,9 @@ func (m *Machine) issueExists(ctx context.Context, bot Bot, ref forge.IssueRef) 
 // comment whose text did not change is not edited. A comment a person deleted (the edit is a
 // 404 while the issue is there) is posted again, as new.
 func (m *Machine) post(ctx context.Context, bot Bot, mb *Mailbox, key, kind, body string) error {
-	full := Marker(key, kind) + "\n" + m.cfg.Redact(body)
-	if bot.Forge.Kind() == forge.KindGitLab {
-		// As the post guard sends it (GuardPosts; escaping twice changes nothing): the hash
-		// recorded is that of the body the forge holds, which a reconciliation compares.
-		full = escapeQuickActions(full)
-	}
+	// As the post guard sends it (GuardPosts; guarding twice changes nothing): the hash
+	// recorded is that of the body the forge holds, which a reconciliation compares.
+	full := guardText(bot.Forge.Kind(), bot.isBot, Marker(key, kind)+"\n"+m.cfg.Redact(body))
 	hash := bodyHash(full)
 	ref := mb.Ref()
 	pc, err := m.store.PostedComment(ctx, mb.ID, key)

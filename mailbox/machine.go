@@ -123,6 +123,13 @@ type Bot struct {
 	OtherBots []string
 }
 
+// isBot reports whether login is a bot's, as the post guard cmd/alfred wires tells it: the bot
+// itself, one of OtherBots, or a forge's bot by its name (forge.IsBotLogin).
+func (b Bot) isBot(login string) bool {
+	return strings.EqualFold(login, b.Login) || containsFold(b.OtherBots, login) ||
+		(b.Forge != nil && forge.IsBotLogin(b.Forge.Kind(), 0, login))
+}
+
 // Machine applies events and timers to mailboxes and starts the runs their states call for,
 // reading what each state means from the lifecycle table (states.go).
 type Machine struct {

@@ -100,7 +100,8 @@ func GuardPosts(f forge.Forge, g PostGuard) forge.Forge {
 	if f.Kind() == forge.KindGitLab {
 		escape = escapeQuickActions
 	}
-	clean := func(s string) string { return escape(inertImages(title(s))) }
+	kind := f.Kind()
+	clean := func(s string) string { return guardText(kind, isBot, censor(s)) }
 	gf := &guardedForge{Forge: f, limits: limits, clean: clean, title: title, escape: escape}
 	var rv forge.Reviews
 	if r, ok := f.(forge.Reviews); ok {
@@ -173,6 +174,18 @@ func quoteBotMentions(s string, isBot func(string) bool) string {
 		}
 		return sub[1] + "`@" + login + "`" + sub[2][len(login):]
 	})
+}
+
+// guardText is what the post guard makes of a censored text before it sends it: its bot and
+// mass mentions quoted, its images inert and, on GitLab, its quick actions escaped. Each step
+// is idempotent, so the machine applies it too to a comment it posts (Machine.post), and the
+// hash it records is that of the text the forge holds.
+func guardText(kind forge.Kind, isBot func(string) bool, s string) string {
+	s = inertImages(quoteBotMentions(s, isBot))
+	if kind == forge.KindGitLab {
+		s = escapeQuickActions(s)
+	}
+	return s
 }
 
 // imageTagRE matches the start of an HTML element a browser fetches a URL for when the forge

@@ -206,12 +206,18 @@ func (m *Machine) applyReviewFix(ctx context.Context, bot Bot, mb *Mailbox, stat
 		key := fmt.Sprintf("reply-%d-run%d", c.ID, runID)
 		if !posted[key] {
 			body := Marker(key, "reply") + "\n" + m.cfg.Redact(replyBody(o, out.HeadSHA))
-			if _, err := rv.Reply(ctx, mb.Repo, mb.MRNumber, c, body); err != nil {
+			if _, err := rv.Reply(ctx, mb.Repo, mb.MRNumber, c, body); errors.Is(err, forge.ErrNotFound) {
+				// Its author deleted the comment (or its thread) while the run worked: there is
+				// nothing to answer; the merge request itself is read again by the next step.
+				m.log.Info("review comment gone before its reply; nothing to answer", "mailbox_id", mb.ID, "comment", c.ID)
+				mb.Data.Handled = append(mb.Data.Handled, c.ID)
+				continue
+			} else if err != nil {
 				return fmt.Errorf("reply to comment %d: %w", c.ID, err)
 			}
 		}
 		if o.Outcome == phase.OutcomeFixed && c.Thread != "" && bot.Forge.Kind() == forge.KindGitLab {
-			if err := rv.ResolveThread(ctx, mb.Repo, mb.MRNumber, c.Thread); err != nil {
+			if err := rv.ResolveThread(ctx, mb.Repo, mb.MRNumber, c.Thread); err != nil && !errors.Is(err, forge.ErrNotFound) {
 				return fmt.Errorf("resolve discussion %s: %w", c.Thread, err)
 			}
 		}
