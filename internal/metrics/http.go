@@ -119,7 +119,7 @@ var knownEvents = map[string]bool{
 	"repository": true, "wiki": true, "workflow_run": true, "workflow_job": true, "package": true,
 }
 
-// EventName returns the normalised event header of a delivery (see DeliveryMiddleware), ""
+// EventName returns the normalised event header of a delivery (see DeliveryMiddleware), "none"
 // when the request has none.
 func EventName(h http.Header) string {
 	var v string

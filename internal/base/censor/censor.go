@@ -16,6 +16,9 @@
 //     database_url whose password holds a backslash) and of a JSON string (encoding/json,
 //     HTML-safe as it escapes by default, and without the HTML escaping), when they differ
 //     from s;
+//   - s escaped for HTML as html/template writes a text (its '+' as "&#43;") and as
+//     html.EscapeString does, when that differs from s: a page that renders a stored text, then
+//     passes the Censor, still hides a secret holding an ampersand, an angle bracket, a quote or a plus;
 //   - the HTTP Basic credential of s for every configured user u: base64 of "u:s" in the same
 //     four encodings. The users are the forges' git and bot user names plus [GitUsers], the
 //     user names git credentials commonly carry ("oauth2", "x-access-token").
@@ -152,7 +155,7 @@ func New(cfg Config) *Censor {
 }
 
 // quotedForms returns s as it stands inside a Go quoted string and inside a JSON string, with
-// and without JSON's HTML escaping (duplicates of s are removed later).
+// and without JSON's HTML escaping, and escaped for HTML (duplicates of s are removed later).
 func quotedForms(s string) []string {
 	goq := strconv.Quote(s)
 	out := []string{goq[1 : len(goq)-1]}
@@ -166,8 +169,16 @@ func quotedForms(s string) []string {
 			out = append(out, q[1:len(q)-1])
 		}
 	}
-	return out
+	return append(out, htmlTemplateReplacer.Replace(s), htmlReplacer.Replace(s))
 }
+
+// htmlTemplateReplacer escapes a text as html/template does in an element's content and a
+// quoted attribute (its htmlEscaper); htmlReplacer as html.EscapeString does.
+var (
+	htmlTemplateReplacer = strings.NewReplacer("\x00", "\uFFFD", `"`, "&#34;", "&", "&amp;", "'", "&#39;",
+		"+", "&#43;", "<", "&lt;", ">", "&gt;")
+	htmlReplacer = strings.NewReplacer("&", "&amp;", "'", "&#39;", "<", "&lt;", ">", "&gt;", `"`, "&#34;")
+)
 
 // encodings returns the four base64 forms of s.
 func encodings(s string) []string {

@@ -27,7 +27,7 @@ func rawURL(s string) string { return base64.RawURLEncoding.EncodeToString([]byt
 
 func TestString(t *testing.T) {
 	t.Parallel()
-	c := censor.New(censor.Config{Secrets: []string{token, short, "p@ss word!", "", "hook-secret-1", `pw\s3cr3t"<x>`},
+	c := censor.New(censor.Config{Secrets: []string{token, short, "p@ss word!", "", "hook-secret-1", `pw\s3cr3t"<x>`, "pl+us-s3cr3t-value"},
 		Users: []string{"alfred-bot"}})
 	for name, tc := range map[string]struct{ in, want string }{
 		"no secret":               {"nothing to hide here", "nothing to hide here"},
@@ -62,6 +62,8 @@ func TestString(t *testing.T) {
 		"go quoted (%q)":          {`parse "postgres://a:pw\\s3cr3t\"<x>@db"`, `parse "postgres://a:[redacted]@db"`},
 		"json escaped":            {`{"dsn":"pw\\s3cr3t\"\u003cx\u003e"}`, `{"dsn":"[redacted]"}`},
 		"json escaped, no html":   {`{"dsn":"pw\\s3cr3t\"<x>"}`, `{"dsn":"[redacted]"}`},
+		"html/template escaped":   {`<td>pw\s3cr3t&#34;&lt;x&gt;</td>`, `<td>[redacted]</td>`},
+		"html/template's plus":    {`<td>pl&#43;us-s3cr3t-value</td>`, `<td>[redacted]</td>`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
