@@ -241,6 +241,72 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 	return keep, keepRemoved, note, nil
 }
 
+// othersLabels returns the steering and state labels of a change whose label history
+// (Forge.Activity) shows someone other than sender last adding (of added) or removing (of
+// removed) them: a change delivered as the whole list the sender left (Forgejo and Gitea send
+// no previous labels) carries another's labels the mailbox has not taken, one the gate refused
+// and undid since, or one whose delivery was lost. They are not the sender's input: each is
+// judged as its own author's (its own delivery, or reconciliation's derived event). A label
+// the history does not show adding was set when the issue was created: the issue author's
+// (read from the forge when the mailbox does not know the author). One the history shows the
+// bot changing, or does not show removing, stays the sender's. The history is read only when
+// such a label is in the change.
+func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, added, removed []string) (othersAdded, othersRemoved []string, err error) {
+	gated := func(l string) bool { return m.steering(l) || m.stateLabel(l) }
+	if !slices.ContainsFunc(added, gated) && !slices.ContainsFunc(removed, gated) {
+		return nil, nil, nil
+	}
+	acts, err := bot.Forge.Activity(ctx, mb.Ref(), time.Time{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the label history: %w", err)
+	}
+	author := mb.Author
+	last := func(l string, kind forge.ActivityKind) (string, error) {
+		who := ""
+		for _, a := range acts {
+			if a.Kind == kind && strings.EqualFold(a.Label, l) {
+				who = a.Actor.Login
+			}
+		}
+		if who == "" && kind == forge.ActivityLabelAdded {
+			// A label the history does not show was set when the issue was created.
+			if author == "" {
+				is, err := bot.Forge.Issue(ctx, mb.Ref())
+				if err != nil {
+					return "", fmt.Errorf("read the issue's author: %w", err)
+				}
+				author = is.Author.Login
+			}
+			who = author
+		}
+		return who, nil
+	}
+	other := func(who string) bool {
+		return who != "" && !strings.EqualFold(who, sender) && !strings.EqualFold(who, bot.Login)
+	}
+	for _, l := range added {
+		if !gated(l) {
+			continue
+		}
+		who, err := last(l, forge.ActivityLabelAdded)
+		if err != nil {
+			return nil, nil, err
+		}
+		if other(who) {
+			othersAdded = append(othersAdded, l)
+		}
+	}
+	for _, l := range removed {
+		if !gated(l) {
+			continue
+		}
+		if who, _ := last(l, forge.ActivityLabelRemoved); other(who) {
+			othersRemoved = append(othersRemoved, l)
+		}
+	}
+	return othersAdded, othersRemoved, nil
+}
+
 // labelScope returns the scope of a scoped label ("status" of "status::blocked", the part
 // before its last "::"), "" for a label without one.
 func labelScope(l string) string {

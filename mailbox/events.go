@@ -439,6 +439,24 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 		prev = ev.PreviousLabels
 	}
 	added, removed := diff(prev, ev.Labels)
+	if !derived && ev.PreviousLabels == nil && !o.otherBot {
+		// The whole list as the sender left it (Forgejo, Gitea): what it adds or removes beyond
+		// the mailbox's view may be another's change, refused and undone since or never
+		// delivered. The label history says whose each steering or state label is.
+		othersAdded, othersRemoved, err := m.othersLabels(ctx, bot, mb, ev.Sender.Login, added, removed)
+		if err != nil {
+			return "", err
+		}
+		if len(othersAdded)+len(othersRemoved) > 0 {
+			added = slices.DeleteFunc(added, func(l string) bool { return containsFold(othersAdded, l) })
+			removed = slices.DeleteFunc(removed, func(l string) bool { return containsFold(othersRemoved, l) })
+			labels := slices.DeleteFunc(slices.Clone(ev.Labels), func(l string) bool { return containsFold(othersAdded, l) })
+			for _, l := range othersRemoved {
+				labels = append(labels, l)
+			}
+			ev.Labels = labels // the mailbox's view keeps only the sender's change
+		}
+	}
 	if derived {
 		// A derived change is one person's among others' (Derived.labels): their difference
 		// alone applies; the lists carry what the others did, judged in their own events.

@@ -115,11 +115,15 @@ func (b *gateBundle) deliver(ev forge.Event) {
 	require.NoError(b.t, err)
 }
 
-// label sets labels on the forge as by would, and delivers the webhook of the change.
+// label sets labels on the forge as by would, and delivers the webhook of the change as the
+// forge's parser gives it: GitLab's with the previous labels, Forgejo's with the whole list only.
 func (b *gateBundle) label(by string, labels ...string) {
 	b.t.Helper()
 	prev := b.s.IssueLabels(b.ref)
 	b.s.SetIssueLabels(b.ref, by, labels...)
+	if b.kind == forge.KindForgejo {
+		prev = nil
+	}
 	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: by}, LabelsKnown: true,
 		PreviousLabels: prev, Labels: b.s.IssueLabels(b.ref)})
 }

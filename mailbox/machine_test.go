@@ -354,15 +354,13 @@ func TestLifecycleTaskWithReply(t *testing.T) {
 	require.NotContains(t, b.fake.IssueAssignees(b.ref), "alice", "the turn is handed back")
 
 	// Someone without write access cannot validate.
-	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "mallory"}, LabelsKnown: true,
-		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
+	b.addLabel("mallory", "ai::validate_plan")
 	mb = b.advance()
 	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
 	require.Contains(t, b.lastComment(), "@mallory, only a project member with write access can validate the plan")
 	require.NotContains(t, b.fake.IssueLabels(b.ref), "ai::validate_plan")
 
-	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
-		Labels: append(b.fake.IssueLabels(b.ref), "ai::validate_plan")})
+	b.addLabel("alice", "ai::validate_plan")
 	mb = b.advance()
 	require.Equal(t, mailbox.StateInCI, mb.State)
 	require.Equal(t, []string{"status::in_ci"}, b.status())

@@ -45,8 +45,9 @@ func (b *bundle) toCI() *mailbox.Mailbox {
 
 func (b *bundle) addLabel(by, label string) {
 	b.t.Helper()
+	b.fake.SetIssueLabels(b.ref, by, append(b.fake.IssueLabels(b.ref), label)...)
 	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: by}, LabelsKnown: true,
-		Labels: append(b.fake.IssueLabels(b.ref), label)})
+		Labels: b.fake.IssueLabels(b.ref)})
 }
 
 // ciEverywhere sets state on every commit the scripted runs push (one per run id).
