@@ -115,9 +115,14 @@ func (m *Machine) ask(ctx context.Context, bot Bot, mb *Mailbox, on trigger, int
 	round := mb.Data.Round
 	wait := m.settings(mb.Repo).QuestionDeadline
 	deadline := m.now().Add(wait)
-	if wait >= time.Minute && !deadline.Equal(deadline.Truncate(time.Minute)) {
-		// Shown to the minute in the issue: round up, never announce a time earlier than the real one.
-		deadline = deadline.Truncate(time.Minute).Add(time.Minute)
+	// Shown to the minute in the issue (to the second under a minute): round up, so that the
+	// defaults never apply before the time the block announces.
+	unit := time.Second
+	if wait >= time.Minute {
+		unit = time.Minute
+	}
+	if !deadline.Equal(deadline.Truncate(unit)) {
+		deadline = deadline.Truncate(unit).Add(unit)
 	}
 	rows := make([]Question, 0, len(qs))
 	for _, q := range qs {

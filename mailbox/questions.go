@@ -118,16 +118,28 @@ var acceptWords = map[string]bool{
 	"lgtm": true, "go": true, "go ahead": true, "sounds good": true, "fine": true, "agreed": true,
 	"👍": true, "✅": true, "👌": true, "+1": true,
 	"oui": true, "d'accord": true, "ok pour moi": true, "par défaut": true, "valider": true,
-	"ja": true, "passt": true, "standard": true, "sí": true, "si": true, "vale": true,
+	"ja": true, "passt": true, "standard": true, "einverstanden": true, "in ordnung": true,
+	"alles klar": true, "sí": true, "si": true, "vale": true, "fine by me": true,
+	"take the defaults": true, "use the defaults": true,
 	"sim": true, "да": true, "好": true, "好的": true, "はい": true,
 }
 
 // answerLineRE is one answer of a reply: "q2: b", "- q2 = B", "1. **q2**) b".
 var answerLineRE = regexp.MustCompile(`(?i)^\s*(?:[-*+]|\d+[.)])?\s*\**(q\d+)\**\s*[:=)\-–—.]\s*(.+?)\s*$`)
 
-// nextAnswerRE finds a second answer on a line ("q1: b, q2: a"): a comma or semicolon, then
-// a question id and its separator.
-var nextAnswerRE = regexp.MustCompile(`(?i)[,;]\s*q\d+\s*[:=]`)
+// nextAnswerRE finds a second answer on a line ("q1: b, q2: a", "q1 - b; q2 - a", "q1: b and
+// q2: a", "q1: b q2: a"): a comma, semicolon, slash, "and" or a space, then (group 1) a
+// question id, a separator as answerLineRE takes them and the answer.
+var nextAnswerRE = regexp.MustCompile(`(?i)(?:[,;/]|\s(?:and|et|und|y|e)\s|\s)\s*(q\d+\s*[:=)\-–—]\s*\S)`)
+
+// numberedLineRE is an answer that names its question by number alone, as a numbered list
+// does ("1: b", "2. Semicolon", "1) b"): group 1 the question's position, group 2 the answer.
+var numberedLineRE = regexp.MustCompile(`^\s*(\d+)\s*[:=.)]\s*(.+?)\s*$`)
+
+// shortcodes are the emoji a forge's editor writes as a shortcode (GitLab's and Forgejo's ":"
+// completion store ":thumbsup:" in the comment and show 👍).
+var shortcodes = strings.NewReplacer(":+1:", "👍", ":thumbsup:", "👍", ":white_check_mark:", "✅",
+	":heavy_check_mark:", "✅", ":ok_hand:", "👌")
 
 // invisible are the characters a reply may carry that change nothing a reader sees: zero-width
 // spaces and joiners, the word joiner and byte order mark, the variation selectors of emoji
@@ -145,6 +157,7 @@ func invisible(r rune) bool {
 // cleanReply drops the invisible characters of a reply and writes typographic apostrophes
 // (’ ‘ ʼ) as ' so that "D’accord" reads as "d'accord".
 func cleanReply(body string) string {
+	body = shortcodes.Replace(body)
 	return strings.Map(func(r rune) rune {
 		switch {
 		case invisible(r):
@@ -190,13 +203,16 @@ func isAccept(text string) bool {
 }
 
 // ParseReply reads a free-text reply against the open questions. Forms understood, per line
-// (several on a line when separated by a comma or semicolon: "q1: b, q2: a"): "q2: b",
+// (several on a line, separated by a comma, semicolon, slash, "and" or a space: "q1: b, q2: a";
+// nextAnswerRE), a question by its number when the rest is wholly an option ("1: b",
+// "2. Semicolon"; numberedLineRE): "q2: b",
 // "q2: 2", "q2 = B", "q2: <start of an option's text>" (case- and accent-insensitive prefix;
 // an option's whole text wins over a longer option it begins); a reply of "ok"/"defaults"/👍
 // (and translations), or with such a line of its own, accepts the defaults, unless the whole
 // reply is the text of an option of the one open question ("Yes" to a Yes/No question). A
 // reply to one open question may also name its option alone (matchWholeReply: "bug", "CSV
-// please", "b)"). Lines that answer nothing are kept as FreeText. A reply that answers one
+// please", "b)"). Lines that answer nothing are kept as FreeText, and so are lines whose
+// answer comes with more words ("q1: b, and also a BOM"). A reply that answers one
 // question leaves the others at their defaults. A reply with neither a choice nor Defaults
 // (notes only, "A colleague knows, I'll ask her tomorrow") answers nothing: the round stays
 // open. Quoted lines ("> …") and invisible characters (zero-width, emoji variation selectors
@@ -229,8 +245,20 @@ func ParseReply(body string, qs []phase.Question) Answers {
 		for _, part := range parts {
 			if m := answerLineRE.FindStringSubmatch(part); m != nil {
 				if q, ok := findQuestion(qs, strings.ToLower(m[1])); ok {
-					if opt, ok := matchOption(q, m[2]); ok {
+					if opt, whole, ok := matchOptionOf(q, m[2]); ok {
 						a.Choices[q.ID] = opt
+						if !whole {
+							free = append(free, part) // "q1: b, and also a BOM": the rest is a note
+						}
+						continue
+					}
+				}
+			} else if m := numberedLineRE.FindStringSubmatch(part); m != nil {
+				// "1: b", "2. Semicolon": the question by its number, and an answer that is
+				// wholly an option (a numbered note is not an answer).
+				if n, ok := plainNumber(m[1]); ok && n >= 1 && n <= len(qs) {
+					if opt, ok := matchOptionText(qs[n-1], trimAnswer(m[2]), true); ok {
+						a.Choices[qs[n-1].ID] = opt
 						continue
 					}
 				}
@@ -251,7 +279,9 @@ func ParseReply(body string, qs []phase.Question) Answers {
 	if len(a.Choices) == 0 && len(qs) == 1 && len(free) == 1 {
 		if opt, ok := matchWholeReply(qs[0], strings.TrimSpace(body)); ok {
 			a.Choices[qs[0].ID] = opt
-			free = nil
+			if _, whole, _ := matchOptionOf(qs[0], body); whole {
+				free = nil // the reply is the option: nothing else to hand on
+			}
 		}
 	}
 	a.FreeText = strings.TrimSpace(strings.Join(free, "\n"))
@@ -263,12 +293,12 @@ func ParseReply(body string, qs []phase.Question) Answers {
 func splitAnswers(line string) []string {
 	var parts []string
 	for {
-		loc := nextAnswerRE.FindStringIndex(line)
+		loc := nextAnswerRE.FindStringSubmatchIndex(line)
 		if loc == nil || answerLineRE.FindStringSubmatch(line[:loc[0]]) == nil {
 			return append(parts, line)
 		}
 		parts = append(parts, line[:loc[0]])
-		line = strings.TrimSpace(line[loc[0]+1:])
+		line = strings.TrimSpace(line[loc[2]:])
 	}
 }
 
@@ -310,10 +340,20 @@ func shownOption(q phase.Question, ls string) (string, bool) {
 	if r := []rune(ls); len(r) == 1 && r[0] >= 'a' && int(r[0]-'a') < len(q.Options) {
 		return q.Options[r[0]-'a'].ID, true
 	}
-	if n, err := strconv.Atoi(ls); err == nil && n >= 1 && n <= len(q.Options) {
+	if n, ok := plainNumber(ls); ok && n >= 1 && n <= len(q.Options) {
 		return q.Options[n-1].ID, true
 	}
 	return "", false
+}
+
+// plainNumber reads s when it is written in ASCII digits alone: "+1" (a thumbs-up), "-1" or
+// "1e2" are not option numbers.
+func plainNumber(s string) (int, bool) {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return r < '0' || r > '9' }) {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
 }
 
 // matchWholeReply resolves a whole reply to the one open question without its "qN:" (an
@@ -347,6 +387,11 @@ func matchWholeReply(q phase.Question, body string) (string, bool) {
 	if tok == "" {
 		return "", false
 	}
+	if isNumber(tok) && strings.ContainsAny(first[len(tok):], ".:=") {
+		// "1: b", "1. Semicolon": the number of a question, as a numbered list writes it, not
+		// an option's; what follows it did not name one option.
+		return "", false
+	}
 	if utf8.RuneCountInString(tok) == 1 || isNumber(tok) {
 		if tok == first && oneLetterWords[fold(tok)] {
 			return "", false
@@ -362,8 +407,8 @@ func matchWholeReply(q phase.Question, body string) (string, bool) {
 var oneLetterWords = map[string]bool{"a": true, "i": true, "o": true, "e": true, "y": true, "u": true}
 
 func isNumber(s string) bool {
-	_, err := strconv.Atoi(s)
-	return err == nil
+	_, ok := plainNumber(s)
+	return ok
 }
 
 // prefixOfOneLabel resolves a word that begins exactly one option's text ("excel" of "Excel
@@ -390,6 +435,18 @@ func findQuestion(qs []phase.Question, id string) (phase.Question, bool) {
 		}
 	}
 	return phase.Question{}, false
+}
+
+// matchOptionOf is matchOption, and whole reports whether the answer is the option and nothing
+// more ("b", "Semicolon", "semi"): false when more words follow it ("b, and also a BOM",
+// "Semicolon please"), which are kept as a note for the agent.
+func matchOptionOf(q phase.Question, s string) (id string, whole, ok bool) {
+	t := trimAnswer(s)
+	if id, ok := exactOption(q, t); ok {
+		return id, true, true
+	}
+	id, ok = matchOption(q, s)
+	return id, ok && len(strings.Fields(t)) == 1, ok
 }
 
 // matchOption resolves the answer of a "qN:" line, "b", "2", "B)", or the start of an option's
