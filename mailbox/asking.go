@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -112,6 +113,7 @@ func (m *Machine) askType(ctx context.Context, bot Bot, mb *Mailbox) error {
 // follows trigger on to the state that waits for the answers.
 func (m *Machine) ask(ctx context.Context, bot Bot, mb *Mailbox, on trigger, intro string, qs []phase.Question) error {
 	mb.Data.Round++
+	mb.Data.Ticks, mb.Data.TicksBy, mb.Data.TicksDue = nil, "", time.Time{}
 	round := mb.Data.Round
 	wait := m.settings(mb.Repo).QuestionDeadline
 	deadline := m.now().Add(wait)
@@ -259,6 +261,13 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 			return fmt.Sprintf("ticks recorded: %s has no option ticked, so the questions stay open", strings.Join(open, ", ")), nil
 		}
 		a = Answers{Choices: ParseTicks(c.Body, rq)}
+		if len(rq) > 1 && len(a.Choices) < len(rq) {
+			// One edit per click, one question at a time: the first click is not the answer to
+			// the others. The round closes TickQuiet after the last click (timers), at the
+			// deadline, or at once when every question was ticked.
+			mb.Data.Ticks, mb.Data.TicksBy, mb.Data.TicksDue = a.Choices, author, m.now().Add(TickQuiet)
+			return fmt.Sprintf("ticks recorded: the questions close at %s unless more ticks come", deadlineText(mb.Data.TicksDue)), nil
+		}
 	} else {
 		if ev.Type == forge.EventCommentEdited {
 			// A reply edited into an answer ("let me check" → "b") answers, if it was written
@@ -291,11 +300,43 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 			return "comment kept as context: it answers no question, so the questions stay open", nil
 		}
 	}
-	if err := m.answerRound(ctx, mb, a.Choices, author); err != nil {
+	choices := a.Choices
+	if len(mb.Data.Ticks) > 0 && !a.Defaults {
+		// Ticks waiting, then a reply: the reply's answers, and the ticks for the questions it
+		// leaves.
+		choices = maps.Clone(mb.Data.Ticks)
+		maps.Copy(choices, a.Choices)
+	}
+	if err := m.answerRound(ctx, mb, choices, author); err != nil {
 		return "", err
 	}
 	mb.Data.FreeText = appendNotes(mb.Data.FreeText, author, a.FreeText)
 	return "answered by @" + author, m.afterAnswers(ctx, bot, mb, "@"+author)
+}
+
+// TickQuiet is how long the ticks of a block of several questions wait for the next click
+// before they answer the round: each click is an edit of its own, and the first is not the
+// answer to the questions after it.
+const TickQuiet = time.Minute
+
+// closeTicks answers the round with the ticks waiting (Data.Ticks) once TickQuiet has passed
+// since the last, or the deadline has come; it reports whether it did.
+func (m *Machine) closeTicks(ctx context.Context, bot Bot, mb *Mailbox) (bool, error) {
+	if mb.Data.TicksDue.IsZero() {
+		return false, nil
+	}
+	qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round)
+	if err != nil {
+		return false, err
+	}
+	if m.now().Before(mb.Data.TicksDue) && (len(qs) == 0 || m.now().Before(qs[0].DeadlineAt)) {
+		return false, nil
+	}
+	by := mb.Data.TicksBy
+	if err := m.answerRound(ctx, mb, mb.Data.Ticks, by); err != nil {
+		return false, err
+	}
+	return true, m.afterAnswers(ctx, bot, mb, "@"+by)
 }
 
 // afterQuestions reports whether the comment id was posted after the question block of the
@@ -380,6 +421,7 @@ func (m *Machine) answerRound(ctx context.Context, mb *Mailbox, choices map[stri
 	if err != nil {
 		return err
 	}
+	mb.Data.Ticks, mb.Data.TicksBy, mb.Data.TicksDue = nil, "", time.Time{} // answered, whichever way
 	if mb.Data.Decisions == nil {
 		mb.Data.Decisions = map[string]string{}
 	}

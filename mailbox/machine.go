@@ -388,6 +388,9 @@ func (m *Machine) ReportFailure(ctx context.Context, mailboxID int64, owner stri
 func (m *Machine) timers(ctx context.Context, bot Bot, mb *Mailbox) (bool, error) {
 	switch def(mb.State).Wake {
 	case wakeDeadline:
+		if closed, err := m.closeTicks(ctx, bot, mb); closed || err != nil {
+			return closed, err
+		}
 		return m.deadline(ctx, bot, mb)
 	case wakeCIPoll:
 		if mb.WakeAt != nil && m.now().Before(*mb.WakeAt) {
@@ -427,7 +430,7 @@ func (m *Machine) setWake(ctx context.Context, mb *Mailbox) {
 		mb.WakeAt = &t
 	case wakeDeadline:
 		if qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round); err == nil && len(qs) > 0 {
-			t := qs[0].DeadlineAt
+			t := earliest(qs[0].DeadlineAt, mb.Data.TicksDue)
 			mb.WakeAt = &t
 		}
 	case wakeCIPoll:

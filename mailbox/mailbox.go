@@ -93,6 +93,13 @@ type Data struct {
 	Analysis  *phase.Result     `json:"analysis,omitempty"`
 	Decisions map[string]string `json:"decisions,omitempty"`
 	FreeText  string            `json:"free_text,omitempty"`
+	// Ticks are the choices ticked so far in a block of several questions (qid → option id),
+	// by TicksBy, not yet an answer: the round closes with them at TicksDue (TickQuiet after
+	// the last tick edit), at the deadline, or at once when every question was ticked; zero
+	// TicksDue when none wait.
+	Ticks    map[string]string `json:"ticks,omitempty"`
+	TicksBy  string            `json:"ticks_by,omitempty"`
+	TicksDue time.Time         `json:"ticks_due,omitzero"`
 	// Plan is the technical analysis; ValidatedBy the login that validated it.
 	Plan        string `json:"plan,omitempty"`
 	ValidatedBy string `json:"validated_by,omitempty"`
