@@ -258,6 +258,11 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 		}
 		if open := UntickedQuestions(c.Body, rq); len(open) > 0 {
 			// One edit per click: unticking the default is the first half of choosing another.
+			// The ticks of the other questions wait, with no close before the next click (the
+			// deadline still answers with them).
+			if len(rq) > 1 {
+				mb.Data.Ticks, mb.Data.TicksBy, mb.Data.TicksDue = ParseTicks(c.Body, rq), author, time.Time{}
+			}
 			return fmt.Sprintf("ticks recorded: %s has no option ticked, so the questions stay open", strings.Join(open, ", ")), nil
 		}
 		a = Answers{Choices: ParseTicks(c.Body, rq)}
@@ -300,14 +305,19 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 			return "comment kept as context: it answers no question, so the questions stay open", nil
 		}
 	}
-	choices := a.Choices
-	if len(mb.Data.Ticks) > 0 && !a.Defaults {
-		// Ticks waiting, then a reply: the reply's answers, and the ticks for the questions it
-		// leaves.
-		choices = maps.Clone(mb.Data.Ticks)
-		maps.Copy(choices, a.Choices)
+	choices, authors := a.Choices, map[string]string(nil)
+	if len(mb.Data.Ticks) > 0 {
+		// Ticks waiting, then a reply: the reply's answers, and the ticks (by whoever ticked
+		// them) for the questions it leaves; "ok" takes the defaults of the others only.
+		choices, authors = maps.Clone(mb.Data.Ticks), map[string]string{}
+		for q := range mb.Data.Ticks {
+			authors[q] = mb.Data.TicksBy
+		}
+		for q, o := range a.Choices {
+			choices[q], authors[q] = o, author
+		}
 	}
-	if err := m.answerRound(ctx, mb, choices, author); err != nil {
+	if err := m.answerRoundBy(ctx, mb, choices, authors, author); err != nil {
 		return "", err
 	}
 	mb.Data.FreeText = appendNotes(mb.Data.FreeText, author, a.FreeText)
@@ -320,16 +330,18 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 const TickQuiet = time.Minute
 
 // closeTicks answers the round with the ticks waiting (Data.Ticks) once TickQuiet has passed
-// since the last, or the deadline has come; it reports whether it did.
+// since the last click (none while a question has no box ticked: TicksDue zero), or the
+// deadline has come; it reports whether it did.
 func (m *Machine) closeTicks(ctx context.Context, bot Bot, mb *Mailbox) (bool, error) {
-	if mb.Data.TicksDue.IsZero() {
+	if mb.Data.TicksDue.IsZero() && len(mb.Data.Ticks) == 0 {
 		return false, nil
 	}
 	qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round)
 	if err != nil {
 		return false, err
 	}
-	if m.now().Before(mb.Data.TicksDue) && (len(qs) == 0 || m.now().Before(qs[0].DeadlineAt)) {
+	quiet := !mb.Data.TicksDue.IsZero() && !m.now().Before(mb.Data.TicksDue)
+	if !quiet && (len(qs) == 0 || m.now().Before(qs[0].DeadlineAt)) {
 		return false, nil
 	}
 	by := mb.Data.TicksBy
@@ -417,6 +429,12 @@ func roundAnswered(qs []Question) (by string, answered bool) {
 // default, answered by "default". Questions answered already (by a pass that failed after it
 // stored them) keep their answers, which the mailbox's decisions (or type) take again.
 func (m *Machine) answerRound(ctx context.Context, mb *Mailbox, choices map[string]string, by string) error {
+	return m.answerRoundBy(ctx, mb, choices, nil, by)
+}
+
+// answerRoundBy is answerRound with the author of a choice per question where authors names
+// one (ticks by one person, a reply by another), by for the others.
+func (m *Machine) answerRoundBy(ctx context.Context, mb *Mailbox, choices, authors map[string]string, by string) error {
 	qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round)
 	if err != nil {
 		return err
@@ -429,7 +447,7 @@ func (m *Machine) answerRound(ctx context.Context, mb *Mailbox, choices map[stri
 	for _, q := range qs {
 		ans := deref(q.Answer)
 		if q.Answer == nil {
-			who := by
+			who := cmp.Or(authors[q.QID], by)
 			if ans = choices[q.QID]; ans == "" {
 				ans, who = q.Default, "default"
 			}

@@ -250,8 +250,10 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 // the history does not show adding was set when the issue was created: the issue author's
 // (read from the forge when the mailbox does not know the author). One the history shows the
 // bot changing, or does not show removing, stays the sender's. The history is read only when
-// such a label is in the change.
-func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, added, removed []string) (othersAdded, othersRemoved []string, err error) {
+// such a label is in the change. The history is read up to at, when the forge said the change
+// was made (forge.Event.OccurredAt; zero: all of it), so that a later change by someone else
+// does not take the sender's own.
+func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, at time.Time, added, removed []string) (othersAdded, othersRemoved []string, err error) {
 	gated := func(l string) bool { return m.steering(l) || m.stateLabel(l) }
 	if !slices.ContainsFunc(added, gated) && !slices.ContainsFunc(removed, gated) {
 		return nil, nil, nil
@@ -262,10 +264,13 @@ func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender
 	}
 	author := mb.Author
 	last := func(l string, kind forge.ActivityKind) (string, error) {
-		who := ""
+		who, when := "", time.Time{}
 		for _, a := range acts {
-			if a.Kind == kind && strings.EqualFold(a.Label, l) {
-				who = a.Actor.Login
+			if a.Kind != kind || !strings.EqualFold(a.Label, l) || (!at.IsZero() && a.At.After(at)) {
+				continue // another label, or a change made after the delivery's
+			}
+			if who == "" || a.At.After(when) || strings.EqualFold(a.Actor.Login, sender) && a.At.Equal(when) {
+				who, when = a.Actor.Login, a.At // the last before it; in its second, the sender's
 			}
 		}
 		if who == "" && kind == forge.ActivityLabelAdded {

@@ -443,7 +443,7 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 		// The whole list as the sender left it (Forgejo, Gitea): what it adds or removes beyond
 		// the mailbox's view may be another's change, refused and undone since or never
 		// delivered. The label history says whose each steering or state label is.
-		othersAdded, othersRemoved, err := m.othersLabels(ctx, bot, mb, ev.Sender.Login, added, removed)
+		othersAdded, othersRemoved, err := m.othersLabels(ctx, bot, mb, ev.Sender.Login, ev.OccurredAt, added, removed)
 		if err != nil {
 			return "", err
 		}

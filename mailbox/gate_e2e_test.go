@@ -38,6 +38,7 @@ type standIn interface {
 	AddReview(repo string, number int64, login, state, body string, comments ...forgetest.SeedReviewComment) []int64
 	MergedWith(repo string, number int64) string
 	SetRequiredApprovals(repo, branch string, n int)
+	SetClock(t time.Time)
 }
 
 // gateBundle drives a machine whose forge is the real HTTP client against a stand-in.

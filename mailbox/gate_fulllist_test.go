@@ -3,6 +3,7 @@ package mailbox_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -75,4 +76,31 @@ func TestForgejoWholeListActsOnlyOnTheSendersLabels(t *testing.T) {
 		Labels: b.s.IssueLabels(b.ref)})
 	b.advance()
 	require.Contains(t, b.comments(), "Plan validated by @alice", "alice's own label, in a whole list")
+}
+
+// alice (write) adds ai::validate_plan; before Alfred's pass, mallory (triage) takes it off and
+// puts it back. The label history is read up to alice's change (the delivery's OccurredAt, the
+// issue's updated_at as Forgejo sends it): alice's own delivery validates; mallory's re-add is
+// refused.
+func TestForgejoWritersLabelIsNotLostToALaterReAdd(t *testing.T) {
+	t.Parallel()
+	b := setupGate(t, forge.KindForgejo)
+	require.Equal(t, mailbox.StateWaitingValidation, b.assignBot().State)
+	base := b.s.IssueLabels(b.ref)
+	with := append(slices.Clone(base), "ai::validate_plan")
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	b.s.SetClock(t0) // each change of the stand-in's moves its clock one second
+	deliver := func(by string, at time.Time) {
+		b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: by}, LabelsKnown: true,
+			Labels: b.s.IssueLabels(b.ref), OccurredAt: at}) // as webhook/forgejo parses it: no PreviousLabels
+	}
+	b.s.SetIssueLabels(b.ref, "alice", with...)
+	deliver("alice", t0.Add(time.Second))
+	b.s.SetIssueLabels(b.ref, "mallory", base...)
+	deliver("mallory", t0.Add(2*time.Second))
+	b.s.SetIssueLabels(b.ref, "mallory", with...)
+	deliver("mallory", t0.Add(3*time.Second))
+	b.advance()
+	require.Contains(t, b.comments(), "Plan validated by @alice. Starting the development.",
+		"alice's own delivery of ai::validate_plan validates")
 }

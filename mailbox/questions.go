@@ -128,9 +128,14 @@ var acceptWords = map[string]bool{
 var answerLineRE = regexp.MustCompile(`(?i)^\s*(?:[-*+]|\d+[.)])?\s*\**(q\d+)\**\s*[:=)\-–—.]\s*(.+?)\s*$`)
 
 // nextAnswerRE finds a second answer on a line ("q1: b, q2: a", "q1 - b; q2 - a", "q1: b and
-// q2: a", "q1: b q2: a"): a comma, semicolon, slash, "and" or a space, then (group 1) a
-// question id, a separator as answerLineRE takes them and the answer.
-var nextAnswerRE = regexp.MustCompile(`(?i)(?:[,;/]|\s(?:and|et|und|y|e)\s|\s)\s*(q\d+\s*[:=)\-–—]\s*\S)`)
+// q2: a"): a comma, semicolon, slash or "and", then (group 1) a question id, a separator as
+// answerLineRE takes them and the answer.
+var nextAnswerRE = regexp.MustCompile(`(?i)(?:[,;/]|\s(?:and|et|und|y|e)\s)\s*(q\d+\s*[:=)\-–—]\s*\S)`)
+
+// spacedAnswerRE finds a second answer after a space alone ("q1: b q2: a"): group 1 a question
+// id, ":" or "=" and the answer. It splits only after a whole answer (splitAnswers), so that a
+// note's "by Q2 - a deadline" or "if q2: b then" answers nothing.
+var spacedAnswerRE = regexp.MustCompile(`(?i)\s(q\d+\s*[:=]\s*\S)`)
 
 // numberedLineRE is an answer that names its question by number alone, as a numbered list
 // does ("1: b", "2. Semicolon", "1) b"): group 1 the question's position, group 2 the answer.
@@ -240,7 +245,7 @@ func ParseReply(body string, qs []phase.Question) Answers {
 			a.Defaults = true // "ok" on a line of its own, among notes
 			continue
 		}
-		parts := splitAnswers(line)
+		parts := splitAnswers(line, qs)
 		var rest []string
 		for _, part := range parts {
 			if m := answerLineRE.FindStringSubmatch(part); m != nil {
@@ -257,7 +262,7 @@ func ParseReply(body string, qs []phase.Question) Answers {
 				// "1: b", "2. Semicolon": the question by its number, and an answer that is
 				// wholly an option (a numbered note is not an answer).
 				if n, ok := plainNumber(m[1]); ok && n >= 1 && n <= len(qs) {
-					if opt, ok := matchOptionText(qs[n-1], trimAnswer(m[2]), true); ok {
+					if opt, whole, ok := matchOptionOf(qs[n-1], m[2]); ok && whole {
 						a.Choices[qs[n-1].ID] = opt
 						continue
 					}
@@ -290,16 +295,33 @@ func ParseReply(body string, qs []phase.Question) Answers {
 
 // splitAnswers cuts a line before each further answer it holds ("q1: b, q2: a" → "q1: b",
 // "q2: a"); a line with one answer, or none, is returned whole.
-func splitAnswers(line string) []string {
+func splitAnswers(line string, qs []phase.Question) []string {
 	var parts []string
 	for {
 		loc := nextAnswerRE.FindStringSubmatchIndex(line)
 		if loc == nil || answerLineRE.FindStringSubmatch(line[:loc[0]]) == nil {
-			return append(parts, line)
+			loc = spacedAnswerRE.FindStringSubmatchIndex(line)
+			if loc == nil || !wholeAnswer(line[:loc[0]], qs) {
+				return append(parts, line)
+			}
 		}
 		parts = append(parts, line[:loc[0]])
 		line = strings.TrimSpace(line[loc[2]:])
 	}
+}
+
+// wholeAnswer reports whether s is an answer line whose answer is wholly an option ("q1: b").
+func wholeAnswer(s string, qs []phase.Question) bool {
+	m := answerLineRE.FindStringSubmatch(s)
+	if m == nil {
+		return false
+	}
+	q, ok := findQuestion(qs, strings.ToLower(m[1]))
+	if !ok {
+		return false
+	}
+	_, whole, ok := matchOptionOf(q, m[2])
+	return ok && whole
 }
 
 // trimAnswer drops what people end an answer with: emoji, punctuation and Markdown emphasis
