@@ -145,9 +145,13 @@ func (m *Machine) stateLabel(label string) bool {
 // the forge and said once per person and issue; a state label they added is not taken. It
 // returns the added and removed labels that may act, and what it did not allow, for the
 // event's outcome ("" when it allowed everything).
-func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, added, removed []string) (keepAdded, keepRemoved []string, note string, err error) {
+func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, added, removed, approved []string) (keepAdded, keepRemoved []string, note string, err error) {
 	var keep, undoAdd, undoRemove, ignored []string
 	for _, l := range added {
+		if containsFold(approved, l) {
+			keep = append(keep, l) // someone allowed made this change (othersLabels)
+			continue
+		}
 		kind := gate.Kind("")
 		switch {
 		case m.steering(l):
@@ -191,7 +195,7 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 			restore = append(restore, l)
 			continue
 		}
-		if !strings.EqualFold(l, m.cfg.Labels.Blocked) || mb.State != StateBlocked {
+		if !strings.EqualFold(l, m.cfg.Labels.Blocked) || mb.State != StateBlocked || containsFold(approved, l) {
 			keepRemoved = append(keepRemoved, l)
 			continue
 		}
@@ -243,24 +247,27 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 
 // othersLabels returns the steering and state labels of a change whose label history
 // (Forge.Activity) shows someone other than sender last adding (of added) or removing (of
-// removed) them: a change delivered as the whole list the sender left (Forgejo and Gitea send
+// removed) them: those the gate would not allow that person (othersAdded, othersRemoved), and
+// those it would (approved, which the sender's gate then does not judge: the label was set by
+// someone allowed, when the issue was created for one): a change delivered as the whole list the sender left (Forgejo and Gitea send
 // no previous labels) carries another's labels the mailbox has not taken, one the gate refused
 // and undid since, or one whose delivery was lost. They are not the sender's input: each is
 // judged as its own author's (its own delivery, or reconciliation's derived event). A label
 // the history does not show adding was set when the issue was created: the issue author's
 // (read from the forge when the mailbox does not know the author). One the history shows the
 // bot changing, or does not show removing, stays the sender's. The history is read only when
-// such a label is in the change. The history is read up to at, when the forge said the change
+// such a label is in the change. A label the history shows another bot changing stays the
+// sender's. The history is read up to at, when the forge said the change
 // was made (forge.Event.OccurredAt; zero: all of it), so that a later change by someone else
 // does not take the sender's own.
-func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, at time.Time, added, removed []string) (othersAdded, othersRemoved []string, err error) {
+func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, at time.Time, added, removed []string) (othersAdded, othersRemoved, approved []string, err error) {
 	gated := func(l string) bool { return m.steering(l) || m.stateLabel(l) }
 	if !slices.ContainsFunc(added, gated) && !slices.ContainsFunc(removed, gated) {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	acts, err := bot.Forge.Activity(ctx, mb.Ref(), time.Time{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the label history: %w", err)
+		return nil, nil, nil, fmt.Errorf("read the label history: %w", err)
 	}
 	author := mb.Author
 	last := func(l string, kind forge.ActivityKind) (string, error) {
@@ -286,8 +293,19 @@ func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender
 		}
 		return who, nil
 	}
-	other := func(who string) bool {
-		return who != "" && !strings.EqualFold(who, sender) && !strings.EqualFold(who, bot.Login)
+	// Someone other than the sender and the bot made the change: the gate's decision is theirs.
+	judge := func(l, who string) (other, allowed bool, err error) {
+		if who == "" || strings.EqualFold(who, sender) || bot.isBot(who) {
+			// The sender's, the bot's own, or another bot's (whose own event kept it aside:
+			// Data.IgnoredLabels), as a whole list always was.
+			return false, false, nil
+		}
+		kind := gate.StateLabel
+		if m.steering(l) {
+			kind = gate.SteerLabel
+		}
+		d, _, err := m.decide(ctx, bot, mb, kind, who)
+		return true, d == gate.Allowed, err
 	}
 	for _, l := range added {
 		if !gated(l) {
@@ -295,9 +313,14 @@ func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender
 		}
 		who, err := last(l, forge.ActivityLabelAdded)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		if other(who) {
+		switch other, allowed, err := judge(l, who); {
+		case err != nil:
+			return nil, nil, nil, err
+		case other && allowed:
+			approved = append(approved, l)
+		case other:
 			othersAdded = append(othersAdded, l)
 		}
 	}
@@ -305,11 +328,17 @@ func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender
 		if !gated(l) {
 			continue
 		}
-		if who, _ := last(l, forge.ActivityLabelRemoved); other(who) {
+		who, _ := last(l, forge.ActivityLabelRemoved)
+		switch other, allowed, err := judge(l, who); {
+		case err != nil:
+			return nil, nil, nil, err
+		case other && allowed:
+			approved = append(approved, l)
+		case other:
 			othersRemoved = append(othersRemoved, l)
 		}
 	}
-	return othersAdded, othersRemoved, nil
+	return othersAdded, othersRemoved, approved, nil
 }
 
 // labelScope returns the scope of a scoped label ("status" of "status::blocked", the part

@@ -439,11 +439,14 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 		prev = ev.PreviousLabels
 	}
 	added, removed := diff(prev, ev.Labels)
+	var approved []string // labels of the change someone allowed made (othersLabels)
+	var err error
 	if !derived && ev.PreviousLabels == nil && !o.otherBot {
 		// The whole list as the sender left it (Forgejo, Gitea): what it adds or removes beyond
 		// the mailbox's view may be another's change, refused and undone since or never
 		// delivered. The label history says whose each steering or state label is.
-		othersAdded, othersRemoved, err := m.othersLabels(ctx, bot, mb, ev.Sender.Login, ev.OccurredAt, added, removed)
+		var othersAdded, othersRemoved []string
+		othersAdded, othersRemoved, approved, err = m.othersLabels(ctx, bot, mb, ev.Sender.Login, ev.OccurredAt, added, removed)
 		if err != nil {
 			return "", err
 		}
@@ -475,7 +478,7 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 		return "labels recorded: changed by another bot", nil
 	}
 	// Every label of the change passes the gate on its own, in every state.
-	added, removed, note, err := m.gateLabels(ctx, bot, mb, ev.Sender.Login, added, removed)
+	added, removed, note, err := m.gateLabels(ctx, bot, mb, ev.Sender.Login, added, removed, approved)
 	if err != nil {
 		return "", err
 	}
