@@ -113,7 +113,7 @@ func (m *Machine) askType(ctx context.Context, bot Bot, mb *Mailbox) error {
 // follows trigger on to the state that waits for the answers.
 func (m *Machine) ask(ctx context.Context, bot Bot, mb *Mailbox, on trigger, intro string, qs []phase.Question) error {
 	mb.Data.Round++
-	mb.Data.Ticks, mb.Data.TicksBy, mb.Data.TicksDue = nil, "", time.Time{}
+	mb.Data.Ticks, mb.Data.TicksBy, mb.Data.TicksSeen, mb.Data.TicksDue = nil, nil, nil, time.Time{}
 	round := mb.Data.Round
 	wait := m.settings(mb.Repo).QuestionDeadline
 	deadline := m.now().Add(wait)
@@ -213,6 +213,13 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 			if n := len(mb.Data.RefusedEdits); n > maxRefusedEdits {
 				mb.Data.RefusedEdits = slices.Clone(mb.Data.RefusedEdits[n-maxRefusedEdits:])
 			}
+			if key, _, ok := ParseMarker(c.Body); ok && key == fmt.Sprintf("questions-%d", mb.Data.Round) && len(qs) > 1 {
+				if own, err := m.ownComment(ctx, mb, key, c.ID); err != nil {
+					return "", err
+				} else if own {
+					mb.Data.TicksSeen = ParseTicks(c.Body, toRunnerQuestions(qs)) // refused: not taken later
+				}
+			}
 		}
 		// One refusal per person and round: sixteen comments are answered once.
 		key := fmt.Sprintf("refused-answers-%d-%s", mb.Data.Round, strings.ToLower(author))
@@ -261,17 +268,23 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 			// The ticks of the other questions wait, with no close before the next click (the
 			// deadline still answers with them).
 			if len(rq) > 1 {
-				mb.Data.Ticks, mb.Data.TicksBy, mb.Data.TicksDue = ParseTicks(c.Body, rq), author, time.Time{}
+				tickEdit(mb, ParseTicks(c.Body, rq), author)
+				mb.Data.TicksDue = time.Time{}
 			}
 			return fmt.Sprintf("ticks recorded: %s has no option ticked, so the questions stay open", strings.Join(open, ", ")), nil
 		}
 		a = Answers{Choices: ParseTicks(c.Body, rq)}
-		if len(rq) > 1 && len(a.Choices) < len(rq) {
+		if len(rq) > 1 {
 			// One edit per click, one question at a time: the first click is not the answer to
 			// the others. The round closes TickQuiet after the last click (timers), at the
-			// deadline, or at once when every question was ticked.
-			mb.Data.Ticks, mb.Data.TicksBy, mb.Data.TicksDue = a.Choices, author, m.now().Add(TickQuiet)
-			return fmt.Sprintf("ticks recorded: the questions close at %s unless more ticks come", deadlineText(mb.Data.TicksDue)), nil
+			// deadline, or at once when every question was ticked. An edit's choices are what
+			// it changed; the others are who made them (a refused one: none).
+			tickEdit(mb, a.Choices, author)
+			if len(mb.Data.Ticks) < len(rq) {
+				mb.Data.TicksDue = m.now().Add(TickQuiet)
+				return fmt.Sprintf("ticks recorded: the questions close at %s unless more ticks come", deadlineText(mb.Data.TicksDue)), nil
+			}
+			a.Choices = nil // every question ticked: the ticks answer, by whoever made each
 		}
 	} else {
 		if ev.Type == forge.EventCommentEdited {
@@ -307,14 +320,17 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 	}
 	choices, authors := a.Choices, map[string]string(nil)
 	if len(mb.Data.Ticks) > 0 {
-		// Ticks waiting, then a reply: the reply's answers, and the ticks (by whoever ticked
-		// them) for the questions it leaves; "ok" takes the defaults of the others only.
-		choices, authors = maps.Clone(mb.Data.Ticks), map[string]string{}
-		for q := range mb.Data.Ticks {
-			authors[q] = mb.Data.TicksBy
+		// Ticks waiting, then a reply or the last tick: its answers, and the ticks (by whoever
+		// ticked them) for the questions it leaves; "ok" takes the defaults of the others only.
+		// A choice the ticks already held keeps its author.
+		choices, authors = maps.Clone(mb.Data.Ticks), maps.Clone(mb.Data.TicksBy)
+		if authors == nil {
+			authors = map[string]string{}
 		}
 		for q, o := range a.Choices {
-			choices[q], authors[q] = o, author
+			if choices[q] != o || authors[q] == "" {
+				choices[q], authors[q] = o, author
+			}
 		}
 	}
 	if err := m.answerRoundBy(ctx, mb, choices, authors, author); err != nil {
@@ -333,7 +349,8 @@ const TickQuiet = time.Minute
 // since the last click (none while a question has no box ticked: TicksDue zero), or the
 // deadline has come; it reports whether it did.
 func (m *Machine) closeTicks(ctx context.Context, bot Bot, mb *Mailbox) (bool, error) {
-	if mb.Data.TicksDue.IsZero() && len(mb.Data.Ticks) == 0 {
+	if len(mb.Data.Ticks) == 0 {
+		mb.Data.TicksDue = time.Time{} // no choice ticked: the deadline applies the defaults
 		return false, nil
 	}
 	qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round)
@@ -344,11 +361,54 @@ func (m *Machine) closeTicks(ctx context.Context, bot Bot, mb *Mailbox) (bool, e
 	if !quiet && (len(qs) == 0 || m.now().Before(qs[0].DeadlineAt)) {
 		return false, nil
 	}
-	by := mb.Data.TicksBy
-	if err := m.answerRound(ctx, mb, mb.Data.Ticks, by); err != nil {
+	var who []string
+	for _, l := range mb.Data.TicksBy {
+		if !slices.Contains(who, "@"+l) {
+			who = append(who, "@"+l)
+		}
+	}
+	slices.Sort(who)
+	if err := m.answerRoundBy(ctx, mb, mb.Data.Ticks, mb.Data.TicksBy, ""); err != nil {
 		return false, err
 	}
-	return true, m.afterAnswers(ctx, bot, mb, "@"+by)
+	return true, m.afterAnswers(ctx, bot, mb, strings.Join(who, " and "))
+}
+
+// tickEdit takes an accepted edit of the block whose ticks are now: what it changed from the
+// ticks last seen (Data.TicksSeen) is editor's choice (or, a choice undone, no choice); the
+// other questions keep the choice and author they had (none for a refused edit's).
+func tickEdit(mb *Mailbox, now map[string]string, editor string) {
+	seen := mb.Data.TicksSeen
+	if mb.Data.Ticks == nil {
+		mb.Data.Ticks, mb.Data.TicksBy = map[string]string{}, map[string]string{}
+	}
+	if mb.Data.TicksBy == nil {
+		mb.Data.TicksBy = map[string]string{}
+	}
+	for q := range keysOf(seen, now) {
+		if now[q] == seen[q] {
+			continue
+		}
+		if o, ok := now[q]; ok {
+			mb.Data.Ticks[q], mb.Data.TicksBy[q] = o, editor
+		} else {
+			delete(mb.Data.Ticks, q)
+			delete(mb.Data.TicksBy, q)
+		}
+	}
+	mb.Data.TicksSeen = now
+}
+
+// keysOf returns the keys of a and b.
+func keysOf(a, b map[string]string) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
 }
 
 // afterQuestions reports whether the comment id was posted after the question block of the
@@ -439,7 +499,7 @@ func (m *Machine) answerRoundBy(ctx context.Context, mb *Mailbox, choices, autho
 	if err != nil {
 		return err
 	}
-	mb.Data.Ticks, mb.Data.TicksBy, mb.Data.TicksDue = nil, "", time.Time{} // answered, whichever way
+	mb.Data.Ticks, mb.Data.TicksBy, mb.Data.TicksSeen, mb.Data.TicksDue = nil, nil, nil, time.Time{} // answered, whichever way
 	if mb.Data.Decisions == nil {
 		mb.Data.Decisions = map[string]string{}
 	}

@@ -145,10 +145,10 @@ func (m *Machine) stateLabel(label string) bool {
 // the forge and said once per person and issue; a state label they added is not taken. It
 // returns the added and removed labels that may act, and what it did not allow, for the
 // event's outcome ("" when it allowed everything).
-func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, added, removed, approved []string) (keepAdded, keepRemoved []string, note string, err error) {
+func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, added, removed []string, approved map[string]string) (keepAdded, keepRemoved []string, note string, err error) {
 	var keep, undoAdd, undoRemove, ignored []string
 	for _, l := range added {
-		if containsFold(approved, l) {
+		if _, ok := approved[strings.ToLower(l)]; ok {
 			keep = append(keep, l) // someone allowed made this change (othersLabels)
 			continue
 		}
@@ -195,7 +195,7 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 			restore = append(restore, l)
 			continue
 		}
-		if !strings.EqualFold(l, m.cfg.Labels.Blocked) || mb.State != StateBlocked || containsFold(approved, l) {
+		if _, ok := approved[strings.ToLower(l)]; ok || !strings.EqualFold(l, m.cfg.Labels.Blocked) || mb.State != StateBlocked {
 			keepRemoved = append(keepRemoved, l)
 			continue
 		}
@@ -248,8 +248,8 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 // othersLabels returns the steering and state labels of a change whose label history
 // (Forge.Activity) shows someone other than sender last adding (of added) or removing (of
 // removed) them: those the gate would not allow that person (othersAdded, othersRemoved), and
-// those it would (approved, which the sender's gate then does not judge: the label was set by
-// someone allowed, when the issue was created for one): a change delivered as the whole list the sender left (Forgejo and Gitea send
+// those it would (approved: lower-cased label → that person, whose change it acts as, and
+// which the sender's gate does not judge; set when the issue was created, or a lost delivery): a change delivered as the whole list the sender left (Forgejo and Gitea send
 // no previous labels) carries another's labels the mailbox has not taken, one the gate refused
 // and undid since, or one whose delivery was lost. They are not the sender's input: each is
 // judged as its own author's (its own delivery, or reconciliation's derived event). A label
@@ -260,7 +260,7 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 // sender's. The history is read up to at, when the forge said the change
 // was made (forge.Event.OccurredAt; zero: all of it), so that a later change by someone else
 // does not take the sender's own.
-func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, at time.Time, added, removed []string) (othersAdded, othersRemoved, approved []string, err error) {
+func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, at time.Time, added, removed []string) (othersAdded, othersRemoved []string, approved map[string]string, err error) {
 	gated := func(l string) bool { return m.steering(l) || m.stateLabel(l) }
 	if !slices.ContainsFunc(added, gated) && !slices.ContainsFunc(removed, gated) {
 		return nil, nil, nil, nil
@@ -319,21 +319,27 @@ func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender
 		case err != nil:
 			return nil, nil, nil, err
 		case other && allowed:
-			approved = append(approved, l)
+			if approved == nil {
+				approved = map[string]string{}
+			}
+			approved[strings.ToLower(l)] = who
 		case other:
 			othersAdded = append(othersAdded, l)
 		}
 	}
 	for _, l := range removed {
-		if !gated(l) {
-			continue
+		if !strings.EqualFold(l, m.cfg.Labels.Blocked) {
+			continue // the gate judges no other removal (gateLabels): the sender's, whoever made it
 		}
 		who, _ := last(l, forge.ActivityLabelRemoved)
 		switch other, allowed, err := judge(l, who); {
 		case err != nil:
 			return nil, nil, nil, err
 		case other && allowed:
-			approved = append(approved, l)
+			if approved == nil {
+				approved = map[string]string{}
+			}
+			approved[strings.ToLower(l)] = who
 		case other:
 			othersRemoved = append(othersRemoved, l)
 		}

@@ -439,7 +439,7 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 		prev = ev.PreviousLabels
 	}
 	added, removed := diff(prev, ev.Labels)
-	var approved []string // labels of the change someone allowed made (othersLabels)
+	var approved map[string]string // labels of the change someone allowed made, by whom (othersLabels)
 	var err error
 	if !derived && ev.PreviousLabels == nil && !o.otherBot {
 		// The whole list as the sender left it (Forgejo, Gitea): what it adds or removes beyond
@@ -483,10 +483,10 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 		return "", err
 	}
 	if note != "" {
-		out, err := m.labelsChangedBy(ctx, bot, mb, se, added, removed)
+		out, err := m.labelsChangedBy(ctx, bot, mb, se, added, removed, approved)
 		return note + out, err
 	}
-	return m.labelsChangedBy(ctx, bot, mb, se, added, removed)
+	return m.labelsChangedBy(ctx, bot, mb, se, added, removed, approved)
 }
 
 // ignoreBotLabels keeps aside (Data.IgnoredLabels) what another bot added that would steer or
@@ -503,24 +503,27 @@ func (m *Machine) ignoreBotLabels(mb *Mailbox, added, removed []string) {
 }
 
 // labelsChangedBy acts on the labels of a change that passed the gate.
-func (m *Machine) labelsChangedBy(ctx context.Context, bot Bot, mb *Mailbox, se StoredEvent, added, removed []string) (string, error) {
+func (m *Machine) labelsChangedBy(ctx context.Context, bot Bot, mb *Mailbox, se StoredEvent, added, removed []string, by map[string]string) (string, error) {
 	ev := se.Event
 	if mb.Data.UntilGreen && containsFold(removed, m.cfg.Labels.RetryUntilGreen) {
 		// The label went: so does what it asked for. The next failure meets the usual bound.
 		mb.Data.UntilGreen, mb.Data.UntilGreenRuns = false, 0
 	}
 	if mb.State == StateBlocked && containsFold(removed, m.cfg.Labels.Blocked) && !containsFold(added, m.cfg.Labels.Blocked) {
-		return m.resume(ctx, bot, mb, ev.Sender.Login, se.ID, false,
-			fmt.Sprintf("Resuming where I stopped, as @%s removed `%s`.", ev.Sender.Login, m.cfg.Labels.Blocked))
+		who := cmp.Or(by[strings.ToLower(m.cfg.Labels.Blocked)], ev.Sender.Login)
+		return m.resume(ctx, bot, mb, who, se.ID, false,
+			fmt.Sprintf("Resuming where I stopped, as @%s removed `%s`.", who, m.cfg.Labels.Blocked))
 	}
-	return m.labelsAdded(ctx, bot, mb, added, ev.Sender.Login, se.ID)
+	return m.labelsAdded(ctx, bot, mb, added, ev.Sender.Login, se.ID, by)
 }
 
-// labelsAdded reacts to labels a human added, as far as the state accepts them. Each label of
+// labelsAdded reacts to labels a human added, as far as the state accepts them, each as the
+// change of sender, or of the person by names for it (a label of a whole list that person
+// made, othersLabels). Each label of
 // the change acts on its own, in a fixed order whatever the order the forge listed them in: the
 // type first, then auto-merge, the retries, the plan's validation, and status::blocked last, so
 // that a hold added with another label holds what that label started instead of being lost.
-func (m *Machine) labelsAdded(ctx context.Context, bot Bot, mb *Mailbox, added []string, sender string, eventID int64) (string, error) {
+func (m *Machine) labelsAdded(ctx context.Context, bot Bot, mb *Mailbox, added []string, sender string, eventID int64, by map[string]string) (string, error) {
 	if !mb.State.Working() {
 		return "labels recorded", nil
 	}
@@ -531,7 +534,7 @@ func (m *Machine) labelsAdded(ctx context.Context, bot Bot, mb *Mailbox, added [
 		if !mb.State.Working() {
 			break
 		}
-		out, err := m.labelAdded(ctx, bot, mb, l, sender, eventID)
+		out, err := m.labelAdded(ctx, bot, mb, l, cmp.Or(by[strings.ToLower(l)], sender), eventID)
 		if err != nil {
 			return "", err
 		}

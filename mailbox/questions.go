@@ -298,12 +298,18 @@ func ParseReply(body string, qs []phase.Question) Answers {
 func splitAnswers(line string, qs []phase.Question) []string {
 	var parts []string
 	for {
+		// The earlier of the two cuts that hold: after punctuation or "and" (what is before it
+		// is an answer), after a space (what is before it is a whole answer).
 		loc := nextAnswerRE.FindStringSubmatchIndex(line)
-		if loc == nil || answerLineRE.FindStringSubmatch(line[:loc[0]]) == nil {
-			loc = spacedAnswerRE.FindStringSubmatchIndex(line)
-			if loc == nil || !wholeAnswer(line[:loc[0]], qs) {
-				return append(parts, line)
-			}
+		if loc != nil && answerLineRE.FindStringSubmatch(line[:loc[0]]) == nil {
+			loc = nil
+		}
+		if sp := spacedAnswerRE.FindStringSubmatchIndex(line); sp != nil && wholeAnswer(line[:sp[0]], qs) &&
+			(loc == nil || sp[0] < loc[0]) {
+			loc = sp
+		}
+		if loc == nil {
+			return append(parts, line)
 		}
 		parts = append(parts, line[:loc[0]])
 		line = strings.TrimSpace(line[loc[2]:])
