@@ -97,13 +97,13 @@ type Data struct {
 	// TicksBy who ticked each (qid → login), not yet an answer: the round closes with them at
 	// TicksDue (TickQuiet after the last tick edit), at the deadline, or at once when every
 	// question was ticked; zero TicksDue when none wait.
-	Ticks    map[string]string `json:"ticks,omitempty"`
-	TicksBy  map[string]string `json:"ticks_by,omitempty"`
+	Ticks   map[string]string `json:"ticks,omitempty"`
+	TicksBy map[string]string `json:"ticks_by,omitempty"`
 	// TicksSeen are the block's ticks as the forge last showed them, whoever made them (an
 	// edit the gate refused too): an edit's own changes are what it changed from them, so a
 	// refused tick is not taken with the next accepted click.
 	TicksSeen map[string]string `json:"ticks_seen,omitempty"`
-	TicksDue time.Time         `json:"ticks_due,omitzero"`
+	TicksDue  time.Time         `json:"ticks_due,omitzero"`
 	// Plan is the technical analysis; ValidatedBy the login that validated it.
 	Plan        string `json:"plan,omitempty"`
 	ValidatedBy string `json:"validated_by,omitempty"`
