@@ -213,7 +213,7 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 			if n := len(mb.Data.RefusedEdits); n > maxRefusedEdits {
 				mb.Data.RefusedEdits = slices.Clone(mb.Data.RefusedEdits[n-maxRefusedEdits:])
 			}
-			if key, _, ok := ParseMarker(c.Body); ok && key == fmt.Sprintf("questions-%d", mb.Data.Round) && len(qs) > 1 {
+			if key, _, ok := ParseMarker(c.Body); ok && key == fmt.Sprintf("questions-%d", mb.Data.Round) {
 				if own, err := m.ownComment(ctx, mb, key, c.ID); err != nil {
 					return "", err
 				} else if own {
@@ -268,18 +268,24 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 			// The ticks of the other questions wait, with no close before the next click (the
 			// deadline still answers with them).
 			if len(rq) > 1 {
-				tickEdit(mb, ParseTicks(c.Body, rq), author)
+				tickEdit(mb, ParseTicks(c.Body, rq), author, nil)
 				mb.Data.TicksDue = time.Time{}
 			}
 			return fmt.Sprintf("ticks recorded: %s has no option ticked, so the questions stay open", strings.Join(open, ", ")), nil
 		}
 		a = Answers{Choices: ParseTicks(c.Body, rq)}
+		if len(rq) == 1 {
+			if o, ok := a.Choices[rq[0].ID]; ok && o == mb.Data.TicksSeen[rq[0].ID] {
+				// The tick the block shows is one the gate refused, not this editor's change.
+				return "ticks recorded: the tick shown is one the gate refused, so the question stays open", nil
+			}
+		}
 		if len(rq) > 1 {
 			// One edit per click, one question at a time: the first click is not the answer to
 			// the others. The round closes TickQuiet after the last click (timers), at the
 			// deadline, or at once when every question was ticked. An edit's choices are what
 			// it changed; the others are who made them (a refused one: none).
-			tickEdit(mb, a.Choices, author)
+			tickEdit(mb, a.Choices, author, rq)
 			if len(mb.Data.Ticks) < len(rq) {
 				mb.Data.TicksDue = m.now().Add(TickQuiet)
 				return fmt.Sprintf("ticks recorded: the questions close at %s unless more ticks come", deadlineText(mb.Data.TicksDue)), nil
@@ -337,7 +343,21 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 		return "", err
 	}
 	mb.Data.FreeText = appendNotes(mb.Data.FreeText, author, a.FreeText)
-	return "answered by @" + author, m.afterAnswers(ctx, bot, mb, "@"+author)
+	who := mentions(authors, author)
+	return "answered by " + who, m.afterAnswers(ctx, bot, mb, who)
+}
+
+// mentions names who answered: the authors of the choices (qid → login) and who, each once,
+// as "@alice" or "@alice and @bob".
+func mentions(authors map[string]string, who string) string {
+	var out []string
+	for _, l := range append(slices.Collect(maps.Values(authors)), who) {
+		if l != "" && !slices.Contains(out, "@"+l) {
+			out = append(out, "@"+l)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, " and ")
 }
 
 // TickQuiet is how long the ticks of a block of several questions wait for the next click
@@ -361,23 +381,19 @@ func (m *Machine) closeTicks(ctx context.Context, bot Bot, mb *Mailbox) (bool, e
 	if !quiet && (len(qs) == 0 || m.now().Before(qs[0].DeadlineAt)) {
 		return false, nil
 	}
-	var who []string
-	for _, l := range mb.Data.TicksBy {
-		if !slices.Contains(who, "@"+l) {
-			who = append(who, "@"+l)
-		}
-	}
-	slices.Sort(who)
+	who := mentions(mb.Data.TicksBy, "")
 	if err := m.answerRoundBy(ctx, mb, mb.Data.Ticks, mb.Data.TicksBy, ""); err != nil {
 		return false, err
 	}
-	return true, m.afterAnswers(ctx, bot, mb, strings.Join(who, " and "))
+	return true, m.afterAnswers(ctx, bot, mb, who)
 }
 
 // tickEdit takes an accepted edit of the block whose ticks are now: what it changed from the
-// ticks last seen (Data.TicksSeen) is editor's choice (or, a choice undone, no choice); the
-// other questions keep the choice and author they had (none for a refused edit's).
-func tickEdit(mb *Mailbox, now map[string]string, editor string) {
+// ticks last seen (Data.TicksSeen) is editor's choice; a choice the edit undid is, with qs (a
+// whole edit: every question has a box ticked), the default ticked again, editor's choice
+// too, and without (an edit that left a question with no box ticked) no choice; the other
+// questions keep the choice and author they had (none for a refused edit's).
+func tickEdit(mb *Mailbox, now map[string]string, editor string, qs []phase.Question) {
 	seen := mb.Data.TicksSeen
 	if mb.Data.Ticks == nil {
 		mb.Data.Ticks, mb.Data.TicksBy = map[string]string{}, map[string]string{}
@@ -389,7 +405,13 @@ func tickEdit(mb *Mailbox, now map[string]string, editor string) {
 		if now[q] == seen[q] {
 			continue
 		}
-		if o, ok := now[q]; ok {
+		o, ok := now[q]
+		if !ok {
+			if i := slices.IndexFunc(qs, func(x phase.Question) bool { return x.ID == q }); i >= 0 {
+				o, ok = qs[i].Default, true // back to its default, which the block shows ticked
+			}
+		}
+		if ok {
 			mb.Data.Ticks[q], mb.Data.TicksBy[q] = o, editor
 		} else {
 			delete(mb.Data.Ticks, q)
