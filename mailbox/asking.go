@@ -217,7 +217,7 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 				if own, err := m.ownComment(ctx, mb, key, c.ID); err != nil {
 					return "", err
 				} else if own {
-					mb.Data.TicksSeen = ParseTicks(c.Body, toRunnerQuestions(qs)) // refused: not taken later
+					mb.Data.TicksSeen = tickState(c.Body, toRunnerQuestions(qs)) // refused: not taken later
 				}
 			}
 		}
@@ -263,34 +263,47 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 		if key != fmt.Sprintf("questions-%d", mb.Data.Round) {
 			return "edit of another Alfred comment", nil
 		}
-		if open := UntickedQuestions(c.Body, rq); len(open) > 0 {
-			// One edit per click: unticking the default is the first half of choosing another.
-			// The ticks of the other questions wait, with no close before the next click (the
-			// deadline still answers with them).
-			if len(rq) > 1 {
-				tickEdit(mb, ParseTicks(c.Body, rq), author, nil)
-				mb.Data.TicksDue = time.Time{}
-			}
-			return fmt.Sprintf("ticks recorded: %s has no option ticked, so the questions stay open", strings.Join(open, ", ")), nil
+		// One edit per click. What the edit chose is what it changed from the block as last
+		// seen (Data.TicksSeen; the block as rendered, every default ticked alone, before any
+		// edit): a tick another made, one the gate refused included, is not this editor's.
+		now := tickState(c.Body, rq)
+		seen := mb.Data.TicksSeen
+		if seen == nil {
+			seen = renderedTicks(rq)
 		}
-		a = Answers{Choices: ParseTicks(c.Body, rq)}
+		mb.Data.TicksSeen = now
+		var open []string // questions with no box, or several, ticked: the first half of a change
+		for _, q := range rq {
+			if _, ok := now[q.ID]; !ok {
+				open = append(open, q.ID)
+			}
+		}
 		if len(rq) == 1 {
-			if o, ok := a.Choices[rq[0].ID]; ok && o == mb.Data.TicksSeen[rq[0].ID] {
-				// The tick the block shows is one the gate refused, not this editor's change.
-				return "ticks recorded: the tick shown is one the gate refused, so the question stays open", nil
+			q := rq[0]
+			if len(open) > 0 {
+				return fmt.Sprintf("ticks recorded: %s has no single option ticked, so the question stays open", q.ID), nil
 			}
-		}
-		if len(rq) > 1 {
-			// One edit per click, one question at a time: the first click is not the answer to
-			// the others. The round closes TickQuiet after the last click (timers), at the
-			// deadline, or at once when every question was ticked. An edit's choices are what
-			// it changed; the others are who made them (a refused one: none).
-			tickEdit(mb, a.Choices, author, rq)
-			if len(mb.Data.Ticks) < len(rq) {
+			if now[q.ID] == seen[q.ID] {
+				return "ticks recorded: the tick shown is not this edit's (one the gate refused), so the question stays open", nil
+			}
+			a = Answers{Choices: map[string]string{q.ID: now[q.ID]}}
+		} else {
+			// The first click is not the answer to the other questions: the round closes
+			// TickQuiet after the last click (timers), at the deadline, or at once when every
+			// question was chosen; not while a question has no single box ticked.
+			tickEdit(mb, now, seen, author)
+			switch {
+			case len(open) > 0:
+				mb.Data.TicksDue = time.Time{}
+				return fmt.Sprintf("ticks recorded: %s has no single option ticked, so the questions stay open", strings.Join(open, ", ")), nil
+			case len(mb.Data.Ticks) == 0:
+				mb.Data.TicksDue = time.Time{}
+				return "ticks recorded: nothing chosen yet, so the questions stay open", nil
+			case len(mb.Data.Ticks) < len(rq):
 				mb.Data.TicksDue = m.now().Add(TickQuiet)
 				return fmt.Sprintf("ticks recorded: the questions close at %s unless more ticks come", deadlineText(mb.Data.TicksDue)), nil
 			}
-			a.Choices = nil // every question ticked: the ticks answer, by whoever made each
+			a.Choices = nil // every question chosen: the ticks answer, by whoever made each
 		}
 	} else {
 		if ev.Type == forge.EventCommentEdited {
@@ -388,15 +401,12 @@ func (m *Machine) closeTicks(ctx context.Context, bot Bot, mb *Mailbox) (bool, e
 	return true, m.afterAnswers(ctx, bot, mb, who)
 }
 
-// tickEdit takes an accepted edit of the block whose ticks are now: what it changed from the
-// ticks last seen (Data.TicksSeen) is editor's choice; a choice the edit undid is, with qs (a
-// whole edit: every question has a box ticked), the default ticked again, editor's choice
-// too, and without (an edit that left a question with no box ticked) no choice; the other
-// questions keep the choice and author they had (none for a refused edit's).
-func tickEdit(mb *Mailbox, now map[string]string, editor string, qs []phase.Question) {
-	seen := mb.Data.TicksSeen
+// tickEdit takes an accepted edit of the block whose choices are now (tickState), the block
+// having shown seen before it: a question it changed is editor's choice, or no choice when it
+// left none; the others keep the choice and author they had (none for a refused edit's).
+func tickEdit(mb *Mailbox, now, seen map[string]string, editor string) {
 	if mb.Data.Ticks == nil {
-		mb.Data.Ticks, mb.Data.TicksBy = map[string]string{}, map[string]string{}
+		mb.Data.Ticks = map[string]string{}
 	}
 	if mb.Data.TicksBy == nil {
 		mb.Data.TicksBy = map[string]string{}
@@ -405,20 +415,13 @@ func tickEdit(mb *Mailbox, now map[string]string, editor string, qs []phase.Ques
 		if now[q] == seen[q] {
 			continue
 		}
-		o, ok := now[q]
-		if !ok {
-			if i := slices.IndexFunc(qs, func(x phase.Question) bool { return x.ID == q }); i >= 0 {
-				o, ok = qs[i].Default, true // back to its default, which the block shows ticked
-			}
-		}
-		if ok {
+		if o, ok := now[q]; ok {
 			mb.Data.Ticks[q], mb.Data.TicksBy[q] = o, editor
 		} else {
 			delete(mb.Data.Ticks, q)
 			delete(mb.Data.TicksBy, q)
 		}
 	}
-	mb.Data.TicksSeen = now
 }
 
 // keysOf returns the keys of a and b.

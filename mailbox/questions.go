@@ -614,6 +614,32 @@ func tickedLetters(body string) (ticked map[string][]string, seen map[string]boo
 	return ticked, seen
 }
 
+// tickState reads the choice each question of a question block shows: ParseTicks' choice, or
+// the default when it is ticked alone; a question with no box ticked, or with several that
+// are no choice, has none.
+func tickState(body string, qs []phase.Question) map[string]string {
+	out := ParseTicks(body, qs)
+	ticked, _ := tickedLetters(body)
+	for _, q := range qs {
+		if _, ok := out[q.ID]; ok || len(ticked[q.ID]) != 1 {
+			continue
+		}
+		if i := int(ticked[q.ID][0][0] - 'a'); i >= 0 && i < len(q.Options) && q.Options[i].ID == q.Default {
+			out[q.ID] = q.Default
+		}
+	}
+	return out
+}
+
+// renderedTicks is the tickState of a block as Alfred renders it: every default ticked alone.
+func renderedTicks(qs []phase.Question) map[string]string {
+	out := map[string]string{}
+	for _, q := range qs {
+		out[q.ID] = q.Default
+	}
+	return out
+}
+
 // ParseTicks reads the checkboxes of an edited question block. For each question with exactly
 // one ticked box, or with two where one is the pre-ticked default, it returns the chosen option.
 // Questions left as rendered are not returned (they keep their default).
