@@ -283,8 +283,11 @@ func TestStaleHeadEventsStartNothing(t *testing.T) {
 }
 
 // TestReviewReplyOnceAfterAFailedPass: the forge fails (5xx) while Alfred acts on a review_fix
-// outcome, after it replied to the comment; the next pass acts on the same stored outcome: the
-// comment is answered once, and the run counts once against review_fix_attempts.
+// outcome, after it replied to the comment (the summary in the issue answers 502); the next
+// pass acts on the same stored outcome with the comments the run was given, not those still
+// unanswered on the forge (none): the summary is posted, the pushed head is the merge
+// request's head and the issue goes to CI, as when the pass had not failed; the comment is
+// answered once, and the run counts once against review_fix_attempts.
 func TestReviewReplyOnceAfterAFailedPass(t *testing.T) {
 	t.Parallel()
 	b := setupReview(t)
@@ -308,11 +311,28 @@ func TestReviewReplyOnceAfterAFailedPass(t *testing.T) {
 		}
 		return nil
 	})
+	jobs := len(b.exec.jobs)
 	b.clock.Add(2 * time.Second) // the review's quiet time
 	b.failedPass()
 	require.True(t, failed)
+	require.Len(t, b.exec.jobs, jobs+1, "one review_fix run")
+	pushed := fmt.Sprintf("%040d", b.exec.jobs[jobs].RunID)
 	b.clock.Add(time.Minute)
-	b.advance()
+	mb = b.advance()
+	require.Len(t, b.exec.jobs, jobs+1, "the run is not run again")
+	summaries := 0
+	for _, c := range b.comments() {
+		if strings.Contains(c, "I went through the review of") {
+			summaries++
+		}
+	}
+	require.Equal(t, 1, summaries, "the review_fix summary is posted once")
+	require.Equal(t, pushed, mb.HeadSHA, "the review_fix's push is the head")
+	runs, err := b.store.Runs(context.Background(), mb.ID)
+	require.NoError(t, err)
+	last := runs[len(runs)-1]
+	require.Equal(t, "review_fix", last.Phase)
+	require.True(t, last.Applied, "the stored outcome is acted on, not discarded")
 	replies := 0
 	cs, err := b.fake.Comments(context.Background(), mr)
 	require.NoError(t, err)
@@ -322,9 +342,8 @@ func TestReviewReplyOnceAfterAFailedPass(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, replies, "the comment is answered once")
-	m, err := b.store.Find(context.Background(), b.ref)
-	require.NoError(t, err)
-	require.Equal(t, 1, m.Data.ReviewAttempts, "one run, counted once")
+	require.Contains(t, mb.Data.Handled, id, "the comment is handled")
+	require.Equal(t, 1, mb.Data.ReviewAttempts, "one run, counted once")
 }
 
 // TestLateDeliveryOfAReplacedHead: the forge delivers late (a retry) an event that names the
