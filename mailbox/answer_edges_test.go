@@ -20,80 +20,63 @@ func twoQuestions(b *bundle) {
 	}
 }
 
-// "+1" accepts the defaults (acceptWords, spec "ok/defaults/👍"): to the type question, whose
-// default is analysis, it must not choose its first option, task.
-func TestPlusOneToTheTypeQuestionTakesTheDefault(t *testing.T) {
+// Replies as people write them, each to the questions it answers, through a whole pass: "+1"
+// and the forges' 👍 shortcodes accept the defaults (never option 1), "1: b" and "1. Semicolon"
+// name the question by its number, two answers on a line with dashes both count, German
+// "Einverstanden" accepts, and the words after an answer reach the agent as notes.
+func TestRepliesAnswerAsWritten(t *testing.T) {
 	t.Parallel()
-	b := setup(t) // no type label: the type question, default analysis
-	b.deliver(assign("alice"))
-	require.Equal(t, mailbox.StateWaitingType, b.advance().State)
-	b.deliver(comment("alice", "+1"))
-	mb := b.advance()
-	require.Equal(t, "analysis", mb.Type, "+1 takes the default")
-}
-
-// "1: b" to the one open question is "question 1: option b", never option 1.
-func TestNumberedAnswerToTheTypeQuestion(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	b.deliver(assign("alice"))
-	require.Equal(t, mailbox.StateWaitingType, b.advance().State)
-	b.deliver(comment("alice", "1: b"))
-	mb := b.advance()
-	require.NotEqual(t, "task", mb.Type, "alice wrote b, not option 1")
-}
-
-// A Markdown numbered list is how people answer numbered questions: "1. Semicolon" to the
-// one question "q1. Which separator?" is Semicolon, never the first option, Comma.
-func TestNumberedListAnswerToOneQuestion(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "type::task")
-	b.deliver(assign("alice"))
-	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
-	b.deliver(comment("alice", "1. Semicolon"))
-	b.advance()
-	require.NotContains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | a. Comma | @alice |",
-		"alice wrote Semicolon")
-}
-
-// "q1 - b" answers q1 on a line of its own; two such answers on one line, separated by a
-// comma ("q1: b, q2: a" is), must not lose the second and apply q2's default in alice's name.
-func TestSecondAnswerOnALineIsNotLost(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "type::task")
-	twoQuestions(b)
-	b.deliver(assign("alice"))
-	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
-	b.deliver(comment("alice", "q1 - b, q2 - b"))
-	b.advance()
-	require.NotContains(t, b.fake.IssueBody(b.ref), "| q2. Header row? | a. With a header | default |",
-		"alice answered q2 with b")
-}
-
-// 👍 accepts the defaults; on GitLab (and Forgejo) the emoji picker and autocomplete write it
-// as a shortcode, ":thumbsup:" / ":+1:", which the forge renders as 👍.
-func TestThumbsUpShortcodeAcceptsTheDefaults(t *testing.T) {
-	t.Parallel()
-	for _, reply := range []string{":thumbsup:", ":+1:"} {
-		t.Run(reply, func(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		labels []string // none: the type question (default analysis); type::task: the separator question
+		two    bool     // the functional analysis asks twoQuestions
+		reply  string
+		check  func(t *testing.T, b *bundle, mb *mailbox.Mailbox)
+	}{
+		{name: "+1 takes the default", reply: "+1", check: func(t *testing.T, _ *bundle, mb *mailbox.Mailbox) {
+			require.Equal(t, "analysis", mb.Type, "+1 takes the default, not the first option")
+		}},
+		{name: "a numbered answer", reply: "1: b", check: func(t *testing.T, _ *bundle, mb *mailbox.Mailbox) {
+			require.NotEqual(t, "task", mb.Type, "alice wrote b, not option 1")
+		}},
+		{name: "a numbered list's answer", labels: []string{"type::task"}, reply: "1. Semicolon",
+			check: func(t *testing.T, b *bundle, _ *mailbox.Mailbox) {
+				require.NotContains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | a. Comma | @alice |", "alice wrote Semicolon")
+			}},
+		{name: "two answers with dashes", labels: []string{"type::task"}, two: true, reply: "q1 - b, q2 - b",
+			check: func(t *testing.T, b *bundle, _ *mailbox.Mailbox) {
+				require.NotContains(t, b.fake.IssueBody(b.ref), "| q2. Header row? | a. With a header | default |", "alice answered q2 with b")
+			}},
+		{name: ":thumbsup:", labels: []string{"type::task"}, reply: ":thumbsup:", check: accepted},
+		{name: ":+1:", labels: []string{"type::task"}, reply: ":+1:", check: accepted},
+		{name: "Einverstanden", labels: []string{"type::task"}, reply: "Einverstanden.", check: accepted},
+		{name: "words after q1: b", labels: []string{"type::task"}, reply: "q1: b, and please also add a BOM for Excel", check: keptAsNotes},
+		{name: "words after an option", labels: []string{"type::task"}, reply: "Semicolon, and please also add a BOM for Excel", check: keptAsNotes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, "type::task")
+			b := setup(t, tc.labels...)
+			if tc.two {
+				twoQuestions(b)
+			}
 			b.deliver(assign("alice"))
-			require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
-			b.deliver(comment("alice", reply))
-			require.NotEqual(t, mailbox.StateWaitingInfo, b.advance().State, "👍 as the forge writes it")
+			asked := b.advance().State
+			require.Contains(t, []mailbox.State{mailbox.StateWaitingType, mailbox.StateWaitingInfo}, asked)
+			b.deliver(comment("alice", tc.reply))
+			tc.check(t, b, b.advance())
 		})
 	}
 }
 
-// German "agreed" accepts the defaults, as "agreed", "d'accord" and "ok pour moi" do.
-func TestEinverstandenAcceptsTheDefaults(t *testing.T) {
-	t.Parallel()
-	b := setup(t, "type::task")
-	b.deliver(assign("alice"))
-	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
-	b.deliver(comment("alice", "Einverstanden."))
-	require.NotEqual(t, mailbox.StateWaitingInfo, b.advance().State)
+// accepted checks that the reply closed the question round.
+func accepted(t *testing.T, _ *bundle, mb *mailbox.Mailbox) {
+	require.NotEqual(t, mailbox.StateWaitingInfo, mb.State, "the reply accepts the defaults")
+}
+
+// keptAsNotes checks that the reply answered and its request reached the agent's notes.
+func keptAsNotes(t *testing.T, _ *bundle, mb *mailbox.Mailbox) {
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
+	require.Contains(t, mb.Data.FreeText, "BOM", "alice's request reaches the agent")
 }
 
 // A deadline under a minute is said to the second, rounded up ("never earlier than the real
@@ -107,22 +90,4 @@ func TestDefaultsNotAppliedBeforeTheAnnouncedSecond(t *testing.T) {
 	require.Contains(t, b.lastComment(), "Without an answer by 2026-11-29 10:00:02 UTC")
 	b.clock.Add(1500 * time.Millisecond) // 10:00:01.5, before the announced 10:00:02
 	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State, "the block said 10:00:02")
-}
-
-// "Other text is handed to the agent as notes": the reason or request a human writes after
-// the answer on the same line is not dropped.
-func TestTextAfterAnAnswerOnItsLineIsKeptAsNotes(t *testing.T) {
-	t.Parallel()
-	for _, reply := range []string{"q1: b, and please also add a BOM for Excel", "Semicolon, and please also add a BOM for Excel"} {
-		t.Run(reply, func(t *testing.T) {
-			t.Parallel()
-			b := setup(t, "type::task")
-			b.deliver(assign("alice"))
-			require.Equal(t, mailbox.StateWaitingInfo, b.advance().State)
-			b.deliver(comment("alice", reply))
-			mb := b.advance()
-			require.Equal(t, mailbox.StateWaitingValidation, mb.State)
-			require.Contains(t, mb.Data.FreeText, "BOM", "alice's request reaches the agent")
-		})
-	}
 }
