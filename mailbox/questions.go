@@ -614,18 +614,26 @@ func tickedLetters(body string) (ticked map[string][]string, seen map[string]boo
 	return ticked, seen
 }
 
-// tickState reads the choice each question of a question block shows: ParseTicks' choice, or
-// the default when it is ticked alone; a question with no box ticked, or with several that
-// are no choice, has none.
+// tickState reads the choice each question of a question block shows: the option ticked
+// alone (the default too), or, of two ticked where one is the pre-ticked default, the other; a
+// question with no box ticked, or with another set of boxes, has none.
 func tickState(body string, qs []phase.Question) map[string]string {
-	out := ParseTicks(body, qs)
 	ticked, _ := tickedLetters(body)
+	out := map[string]string{}
 	for _, q := range qs {
-		if _, ok := out[q.ID]; ok || len(ticked[q.ID]) != 1 {
-			continue
+		var ids []string
+		for _, letter := range ticked[q.ID] {
+			if i := int(letter[0] - 'a'); i >= 0 && i < len(q.Options) {
+				ids = append(ids, q.Options[i].ID)
+			}
 		}
-		if i := int(ticked[q.ID][0][0] - 'a'); i >= 0 && i < len(q.Options) && q.Options[i].ID == q.Default {
-			out[q.ID] = q.Default
+		switch {
+		case len(ids) == 1:
+			out[q.ID] = ids[0]
+		case len(ids) == 2 && ids[0] == q.Default:
+			out[q.ID] = ids[1]
+		case len(ids) == 2 && ids[1] == q.Default:
+			out[q.ID] = ids[0]
 		}
 	}
 	return out
@@ -644,25 +652,10 @@ func renderedTicks(qs []phase.Question) map[string]string {
 // one ticked box, or with two where one is the pre-ticked default, it returns the chosen option.
 // Questions left as rendered are not returned (they keep their default).
 func ParseTicks(body string, qs []phase.Question) map[string]string {
-	ticked, _ := tickedLetters(body)
-	out := map[string]string{}
+	out := tickState(body, qs)
 	for _, q := range qs {
-		var ids []string
-		for _, letter := range ticked[q.ID] {
-			i := int(letter[0] - 'a')
-			if i >= 0 && i < len(q.Options) {
-				ids = append(ids, q.Options[i].ID)
-			}
-		}
-		switch {
-		case len(ids) == 1 && ids[0] != q.Default:
-			out[q.ID] = ids[0]
-		case len(ids) == 2 && (ids[0] == q.Default || ids[1] == q.Default):
-			if ids[0] == q.Default {
-				out[q.ID] = ids[1]
-			} else {
-				out[q.ID] = ids[0]
-			}
+		if out[q.ID] == q.Default {
+			delete(out, q.ID) // left as rendered: the default stays
 		}
 	}
 	return out
