@@ -86,17 +86,15 @@ func (m *Machine) unseenLabelAllowed(ctx context.Context, bot Bot, mb *Mailbox, 
 	if err != nil {
 		return false, fmt.Errorf("read the label history: %w", err)
 	}
-	who, byBot := mb.Author, false
-	for _, a := range acts {
-		if a.Kind == forge.ActivityLabelAdded && strings.EqualFold(a.Label, l) {
-			who, byBot = a.Actor.Login, otherBot(bot.Forge.Kind(), a.Actor, bot)
+	who := mb.Author
+	if actor, ok := lastLabelChange(acts, forge.ActivityLabelAdded, l, time.Time{}, ""); ok {
+		if otherBot(bot.Forge.Kind(), actor, bot) {
+			return false, nil // another bot's label steers nothing, whatever its access
 		}
+		who = actor.Login
 	}
 	if strings.EqualFold(who, bot.Login) {
 		return true, nil
-	}
-	if byBot {
-		return false, nil // another bot's label steers nothing, whatever its access
 	}
 	d, _, err := m.decide(ctx, bot, mb, gate.StateLabel, who)
 	return d == gate.Allowed, err

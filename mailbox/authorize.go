@@ -271,15 +271,8 @@ func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender
 	}
 	author := mb.Author
 	last := func(l string, kind forge.ActivityKind) (string, error) {
-		who, when := "", time.Time{}
-		for _, a := range acts {
-			if a.Kind != kind || !strings.EqualFold(a.Label, l) || (!at.IsZero() && a.At.After(at)) {
-				continue // another label, or a change made after the delivery's
-			}
-			if who == "" || a.At.After(when) || strings.EqualFold(a.Actor.Login, sender) && a.At.Equal(when) {
-				who, when = a.Actor.Login, a.At // the last before it; in its second, the sender's
-			}
-		}
+		actor, _ := lastLabelChange(acts, kind, l, at, sender)
+		who := actor.Login
 		if who == "" && kind == forge.ActivityLabelAdded {
 			// A label the history does not show was set when the issue was created.
 			if author == "" {
@@ -345,6 +338,25 @@ func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender
 		}
 	}
 	return othersAdded, othersRemoved, approved, nil
+}
+
+// lastLabelChange returns who the label history acts shows last making the change kind to label
+// l (case ignored), among the changes made at or before at (zero: all of them); of changes in
+// the same second, prefer's when one is theirs, else the last listed. ok is false when the
+// history shows none.
+func lastLabelChange(acts []forge.Activity, kind forge.ActivityKind, l string, at time.Time, prefer string) (actor forge.User, ok bool) {
+	var when time.Time
+	for _, a := range acts {
+		if a.Kind != kind || !strings.EqualFold(a.Label, l) || (!at.IsZero() && a.At.After(at)) {
+			continue // another label, or a change made after at
+		}
+		held := ok && a.At.Equal(when) && prefer != "" && strings.EqualFold(actor.Login, prefer) &&
+			!strings.EqualFold(a.Actor.Login, prefer)
+		if !ok || !a.At.Before(when) && !held {
+			actor, when, ok = a.Actor, a.At, true // the last in the history's order
+		}
+	}
+	return actor, ok
 }
 
 // labelScope returns the scope of a scoped label ("status" of "status::blocked", the part
