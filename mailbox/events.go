@@ -440,24 +440,10 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 	}
 	added, removed := diff(prev, ev.Labels)
 	var approved map[string]string // labels of the change someone allowed made, by whom (othersLabels)
-	var err error
 	if !derived && ev.PreviousLabels == nil && !o.otherBot {
-		// The whole list as the sender left it (Forgejo, Gitea): what it adds or removes beyond
-		// the mailbox's view may be another's change, refused and undone since or never
-		// delivered. The label history says whose each steering or state label is.
-		var othersAdded, othersRemoved []string
-		othersAdded, othersRemoved, approved, err = m.othersLabels(ctx, bot, mb, ev.Sender.Login, ev.OccurredAt, added, removed)
-		if err != nil {
+		var err error
+		if added, removed, ev.Labels, approved, err = m.sendersChange(ctx, bot, mb, ev, added, removed); err != nil {
 			return "", err
-		}
-		if len(othersAdded)+len(othersRemoved) > 0 {
-			added = slices.DeleteFunc(added, func(l string) bool { return containsFold(othersAdded, l) })
-			removed = slices.DeleteFunc(removed, func(l string) bool { return containsFold(othersRemoved, l) })
-			labels := slices.DeleteFunc(slices.Clone(ev.Labels), func(l string) bool { return containsFold(othersAdded, l) })
-			for _, l := range othersRemoved {
-				labels = append(labels, l)
-			}
-			ev.Labels = labels // the mailbox's view keeps only the sender's change
 		}
 	}
 	if derived {
@@ -487,6 +473,23 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 		return note + out, err
 	}
 	return m.labelsChangedBy(ctx, bot, mb, se, added, removed, approved)
+}
+
+// sendersChange keeps, of a change delivered as the whole list the sender left (Forgejo,
+// Gitea: no previous labels), only what is the sender's to act on: a steering or state label
+// the label history shows someone else adding or removing and the gate would not allow them
+// is left out of added or removed and out of the mailbox's view (labels), for that person's
+// own event; one it would allow them is in approved, with who made it (othersLabels).
+func (m *Machine) sendersChange(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Event, added, removed []string) (keepAdded, keepRemoved, labels []string, approved map[string]string, err error) {
+	othersAdded, othersRemoved, approved, err := m.othersLabels(ctx, bot, mb, ev.Sender.Login, ev.OccurredAt, added, removed)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	labels = slices.DeleteFunc(slices.Clone(ev.Labels), func(l string) bool { return containsFold(othersAdded, l) })
+	labels = append(labels, othersRemoved...)
+	added = slices.DeleteFunc(added, func(l string) bool { return containsFold(othersAdded, l) })
+	removed = slices.DeleteFunc(removed, func(l string) bool { return containsFold(othersRemoved, l) })
+	return added, removed, labels, approved, nil
 }
 
 // ignoreBotLabels keeps aside (Data.IgnoredLabels) what another bot added that would steer or
