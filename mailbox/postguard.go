@@ -69,7 +69,8 @@ type PostGuard struct {
 
 // GuardPosts wraps f so that every text Alfred sends through it (comments, edits, issue and
 // merge request descriptions and titles) passes the censor, mentions no bot and nobody en
-// masse ("@all"), shows no image (inertImages) and stays within the limits, and a post the forge refuses with a 4xx returns an error wrapping ErrPostRefused.
+// masse ("@all"), shows no image (inertImages) and stays within the limits (guardText), and a
+// post the forge refuses with a 4xx returns an error wrapping ErrPostRefused.
 // An issue description is the human's text with Alfred's sections: only the sections are
 // cleaned, and one over the limit is not sent (ErrDescriptionTooLong).
 // When f has the review calls (forge.Reviews), so does the result: replies and reviews are
