@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
@@ -452,7 +453,7 @@ func terminalControl(r rune) bool {
 	switch {
 	case r == '\n' || r == '\t':
 		return false
-	case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
+	case unicode.IsControl(r): // C0, DEL and C1
 		return true
 	case (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
 		return true
