@@ -262,7 +262,10 @@ func (m *Machine) gateLabels(ctx context.Context, bot Bot, mb *Mailbox, sender s
 // does not take the sender's own.
 func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender string, at time.Time, added, removed []string) (othersAdded, othersRemoved []string, approved map[string]string, err error) {
 	gated := func(l string) bool { return m.steering(l) || m.stateLabel(l) }
-	if !slices.ContainsFunc(added, gated) && !slices.ContainsFunc(removed, gated) {
+	// Of removals, the gate judges only status::blocked's (gateLabels): any other is the
+	// sender's, whoever made it.
+	blocked := func(l string) bool { return strings.EqualFold(l, m.cfg.Labels.Blocked) }
+	if !slices.ContainsFunc(added, gated) && !slices.ContainsFunc(removed, blocked) {
 		return nil, nil, nil, nil
 	}
 	acts, err := bot.Forge.Activity(ctx, mb.Ref(), time.Time{})
@@ -300,41 +303,38 @@ func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender
 		d, _, err := m.decide(ctx, bot, mb, kind, who)
 		return true, d == gate.Allowed, err
 	}
-	for _, l := range added {
-		if !gated(l) {
-			continue
-		}
-		who, err := last(l, forge.ActivityLabelAdded)
+	// Each judged change goes to approved (with who made it) or to others.
+	place := func(l string, kind forge.ActivityKind, others *[]string) error {
+		who, err := last(l, kind)
 		if err != nil {
-			return nil, nil, nil, err
+			return err
 		}
-		switch other, allowed, err := judge(l, who); {
+		other, allowed, err := judge(l, who)
+		switch {
 		case err != nil:
-			return nil, nil, nil, err
+			return err
 		case other && allowed:
 			if approved == nil {
 				approved = map[string]string{}
 			}
 			approved[strings.ToLower(l)] = who
 		case other:
-			othersAdded = append(othersAdded, l)
+			*others = append(*others, l)
+		}
+		return nil
+	}
+	for _, l := range added {
+		if gated(l) {
+			if err := place(l, forge.ActivityLabelAdded, &othersAdded); err != nil {
+				return nil, nil, nil, err
+			}
 		}
 	}
 	for _, l := range removed {
-		if !strings.EqualFold(l, m.cfg.Labels.Blocked) {
-			continue // the gate judges no other removal (gateLabels): the sender's, whoever made it
-		}
-		who, _ := last(l, forge.ActivityLabelRemoved)
-		switch other, allowed, err := judge(l, who); {
-		case err != nil:
-			return nil, nil, nil, err
-		case other && allowed:
-			if approved == nil {
-				approved = map[string]string{}
+		if blocked(l) {
+			if err := place(l, forge.ActivityLabelRemoved, &othersRemoved); err != nil {
+				return nil, nil, nil, err
 			}
-			approved[strings.ToLower(l)] = who
-		case other:
-			othersRemoved = append(othersRemoved, l)
 		}
 	}
 	return othersAdded, othersRemoved, approved, nil
