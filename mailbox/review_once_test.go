@@ -151,19 +151,9 @@ func TestReviewApprovalThatFailedAfterItsSummaryIsGivenOnce(t *testing.T) {
 func TestANoteTheForgeMadeBeforeA502IsPostedOnce(t *testing.T) {
 	t.Parallel()
 	srv := forgetest.NewGitLabServer(t)
-	up, err := url.Parse(srv.URL)
-	require.NoError(t, err)
-	proxy := httputil.NewSingleHostReverseProxy(up)
-	var lost atomic.Bool
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/issues/1/notes") && lost.CompareAndSwap(false, true) {
-			proxy.ServeHTTP(httptest.NewRecorder(), r)              // GitLab writes the note...
-			http.Error(w, "502 Bad Gateway", http.StatusBadGateway) // ...the answer is lost
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(front.Close)
+	front := forgetest.NewLostAnswer(t, srv.URL, func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/issues/1/notes") // GitLab writes the note
+	})
 	c, err := gitlab.NewClient(gitlab.ClientConfig{BaseURL: front.URL, Token: srv.Token,
 		RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond})
 	require.NoError(t, err)
@@ -188,7 +178,7 @@ func TestANoteTheForgeMadeBeforeA502IsPostedOnce(t *testing.T) {
 		require.NoError(t, err)
 		_ = m.Advance(t.Context(), mb)
 	}
-	require.True(t, lost.Load(), "the first note's answer was lost")
+	require.True(t, front.Lost(), "the first note's answer was lost")
 	seen := map[string]int{}
 	for _, cm := range srv.IssueComments(ref) {
 		if k, _, ok := mailbox.ParseMarker(cm.Body); ok {

@@ -2,11 +2,7 @@ package gitlab_test
 
 import (
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,19 +21,9 @@ import (
 func TestClientMergeMadeBeforeA502IsNotRetried(t *testing.T) {
 	t.Parallel()
 	srv := forgetest.NewGitLabServer(t)
-	up, err := url.Parse(srv.URL)
-	require.NoError(t, err)
-	proxy := httputil.NewSingleHostReverseProxy(up)
-	var lost atomic.Bool
-	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/merge") && lost.CompareAndSwap(false, true) {
-			proxy.ServeHTTP(httptest.NewRecorder(), r)
-			http.Error(w, "502 Bad Gateway", http.StatusBadGateway)
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(front.Close)
+	front := forgetest.NewLostAnswer(t, srv.URL, func(r *http.Request) bool {
+		return r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/merge") // GitLab merges
+	})
 	c, err := gitlab.NewClient(gitlab.ClientConfig{BaseURL: front.URL, Token: srv.Token,
 		RetryWaitMin: time.Millisecond, RetryWaitMax: 10 * time.Millisecond})
 	require.NoError(t, err)
