@@ -36,10 +36,13 @@ const minPgbench = 3 * time.Second
 // is stored) on PostgreSQL and on SQLite, at 1, 8 and 32 concurrent senders, and next to it
 // pgbench inserting the same rows into PostgreSQL (the stored form of the same deliveries,
 // into a copy of the events table with its unique constraints and index) with the same number
-// of clients, in the same run: three rounds of ingest then pgbench for as long (at least
+// of clients, in the same run: three rounds of ingest, then the wait until alfred's workers
+// have processed what the round stored, then pgbench for as long as the ingest took (at least
 // minPgbench). It reports the median deliveries/s, the p50/p99 acknowledgement in ms over all
-// rounds, pgbench's median TPS, the median ratio ingest/pgbench, the CPU per delivery of
-// alfred and of PostgreSQL, the deliveries per grouped insert (alfred's /metrics), and
+// rounds, pgbench's median TPS, the median ratio ingest/pgbench, what was left unprocessed
+// when a round's last delivery was answered (backlog) and how long it took to process it
+// (drain-ms), the CPU per delivery of alfred and of PostgreSQL (the processing of the round's
+// events included, to the end of the drain), the deliveries per grouped insert (alfred's /metrics), and
 // alfred's resident set (/proc/<pid>/status): at rest before the first round (idle-rss-MiB),
 // the median of samples taken every 100 ms while deliveries come (rss-MiB) and its peak
 // (peak-rss-MiB, VmHWM); and of it the anonymous memory, the heap and stacks without the
@@ -86,7 +89,8 @@ func benchIngestVsPgbench(b *testing.B, store string, clients int) {
 		b.Fatal(err)
 	}
 	var payload string
-	if err := alfred.db(b).GetContext(b.Context(), &payload, `SELECT payload FROM events ORDER BY id LIMIT 1`); err != nil {
+	events := alfred.db(b)
+	if err := events.GetContext(b.Context(), &payload, `SELECT payload FROM events ORDER BY id LIMIT 1`); err != nil {
 		b.Fatal(err)
 	}
 	table, err := pgbenchSetup(pgdb, payload)
@@ -99,7 +103,7 @@ func benchIngestVsPgbench(b *testing.B, store string, clients int) {
 	// Rounds of ingest then pgbench, so that both see the same machine: the figures are the
 	// medians over the rounds.
 	var lat []time.Duration
-	var rates, tpss, ratios, rss, rssAnon []float64
+	var rates, tpss, ratios, rss, rssAnon, backlogs, drains []float64
 	var ingestCPU, pgbenchCPU cpuPer
 	b.ResetTimer()
 	for r := range rounds {
@@ -120,12 +124,17 @@ func benchIngestVsPgbench(b *testing.B, store string, clients int) {
 		elapsed := time.Since(start)
 		total, anon := sampler.end()
 		rss, rssAnon = append(rss, total...), append(rssAnon, anon...)
-		cpu1 := readCPU(pid)
 		if err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, got...)
 		b.StopTimer()
+		// The workers fold what the round stored before pgbench runs, so that pgbench does not
+		// share the machine with Alfred's processing, and that processing counts as the
+		// deliveries' CPU.
+		backlog, drain := alfred.drain(b, events)
+		backlogs, drains = append(backlogs, float64(backlog)), append(drains, float64(drain.Microseconds())/1000)
+		cpu1 := readCPU(pid)
 		tps, inserts, err := pgbenchInserts(b, table, clients, max(elapsed, minPgbench))
 		if err != nil {
 			b.Fatal(err)
@@ -147,6 +156,8 @@ func benchIngestVsPgbench(b *testing.B, store string, clients int) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(median(tpss), "pgbench-tps")
 	b.ReportMetric(median(ratios), "ratio")
+	b.ReportMetric(median(backlogs), "backlog")
+	b.ReportMetric(median(drains), "drain-ms")
 	ingestCPU.report(b, "alfred-µs/delivery", "delivery")
 	pgbenchCPU.report(b, "pgbench-µs/pgbench-insert", "pgbench-insert")
 	if idleOK {

@@ -101,6 +101,33 @@ func (c *serveChild) db(b *testing.B) *sqlx.DB {
 	return db
 }
 
+// drain waits until the child's workers have processed every stored event (polling db, the
+// child's store, every 5 ms) and returns how many were left unprocessed when it was called and
+// how long they took. It fails b after 5 minutes.
+func (c *serveChild) drain(b *testing.B, db *sqlx.DB) (backlog int, took time.Duration) {
+	b.Helper()
+	start := time.Now()
+	unprocessed := func() int {
+		var n int
+		if err := db.GetContext(b.Context(), &n, `SELECT count(*) FROM events WHERE processed_at IS NULL`); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	backlog = unprocessed()
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.After(5 * time.Minute)
+	for n := backlog; n > 0; n = unprocessed() {
+		select {
+		case <-t.C:
+		case <-deadline:
+			b.Fatalf("%d events still unprocessed after 5 minutes", n)
+		}
+	}
+	return backlog, time.Since(start)
+}
+
 // insertCounts scrapes the child's /metrics for the grouped insertion of events: the insert
 // statements run and the deliveries they carried.
 func (c *serveChild) insertCounts(b *testing.B) (statements, deliveries float64) {

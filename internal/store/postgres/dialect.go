@@ -24,10 +24,12 @@ var Dialect = sqlstore.Dialect{
 	WakeBound:      "(SELECT $3::timestamptz)",
 	DeliverToIssue: sqlDeliverToIssue,
 	InsertEvents:   insertEvents,
-	// Four statements in flight: at 8 senders on a loaded 2-core machine the commit's wait
-	// dominates, and four overlapping commits store 0.60 × pgbench against 0.50 with two
-	// (docs/figures.md); the groups are smaller (1.5 deliveries against 2.6).
-	InsertFlushers: 4,
+	// One statement in flight: deliveries that come while it runs wait and go into the next,
+	// so at 8 senders a statement carries about 3.4 of them and the database does a third of
+	// the work per delivery. On a 2-core machine the ingest alone reached 0.49–0.54 × pgbench
+	// with one, against 0.36–0.46 with four, idle and beside a CPU hog, and the same with
+	// other PostgreSQL writes beside it (docs/figures.md).
+	InsertFlushers: 1,
 	BadValue: func(err error) bool {
 		var e *pq.Error
 		if !errors.As(err, &e) {

@@ -81,8 +81,9 @@ type Dialect struct {
 	InsertEvents func(rows int) string
 	// InsertFlushers is the number of InsertEvents statements in flight at once (batch.go); 0
 	// means defaultInsertFlushers. An engine with one writer gains nothing from more than one
-	// or two: they would wait for the writer with smaller groups. PostgreSQL commits several at
-	// once, so more statements in flight keep its commits (and their WAL flushes) overlapping.
+	// or two: they would wait for the writer with smaller groups. On PostgreSQL too, one
+	// statement in flight makes the groups large enough to cost less than overlapping commits
+	// save (docs/figures.md).
 	InsertFlushers int
 	// DeliverToIssue, when set, is one statement that finds or creates an issue's mailbox and
 	// inserts the event into it (arguments: forge, repo, number, merge_request, delivery_id,
