@@ -15,3 +15,7 @@ const ThreadSetAside = threadSetAside
 
 // WithRunGate is withRunGate, for the tests of what a drain holds.
 func WithRunGate(ctx context.Context, may func() bool) context.Context { return withRunGate(ctx, may) }
+
+// PassesWaiting returns how many event workers wait for their pass to be admitted
+// (WorkerConfig.Overlap).
+func (w *Workers) PassesWaiting() int { return w.passes.waiters() }

@@ -20,8 +20,15 @@ type WorkerConfig struct {
 	// Owner names this process in leases (default hostname-pid); each claim's lease is
 	// Owner/<claim number> (Workers.claimOwner).
 	Owner string
-	// Count is the number of mailboxes processed at once (default 2).
+	// Count is the number of mailboxes processed at once (default 2): the first pass starts at
+	// once, and each further one only while every pass in progress has run for at least
+	// Overlap.
 	Count int
+	// Overlap is how long every event pass in progress must have run before another starts
+	// beside it (default 50ms; negative: passes start side by side at once). A pass that calls
+	// no forge ends before it, so under a burst of deliveries the passes run one after another
+	// and each takes more events; one that waits on a forge lets the next start.
+	Overlap time.Duration
 	// LeaseTTL is how long a lease lasts without a heartbeat (default 60s); the heartbeat
 	// renews it every LeaseTTL/3.
 	LeaseTTL time.Duration
@@ -59,7 +66,9 @@ type Workers struct {
 	log     *slog.Logger
 	wake    chan struct{}
 	runWake chan struct{}
-	busy    atomic.Int64 // run workers in a pass
+	// passes admits the Count workers' passes (WorkerConfig.Overlap); nil admits them at once.
+	passes *lane
+	busy   atomic.Int64 // run workers in a pass
 	// draining stops every claim (Drain): the passes in progress finish, none starts. With a
 	// store that implements Installation it follows the installation's drain each second.
 	draining atomic.Bool
@@ -93,11 +102,16 @@ func NewWorkers(cfg WorkerConfig, store Store, machine *Machine, log *slog.Logge
 	cfg.Backoff = cmp.Or(cfg.Backoff, 15*time.Second)
 	cfg.ShutdownGrace = cmp.Or(cfg.ShutdownGrace, 20*time.Second)
 	cfg.ReplicaHeartbeat = cmp.Or(cfg.ReplicaHeartbeat, 30*time.Second)
+	cfg.Overlap = cmp.Or(cfg.Overlap, defaultOverlap)
 	if log == nil {
 		log = slog.Default()
 	}
+	var passes *lane
+	if cfg.Overlap > 0 {
+		passes = newLane(cfg.Overlap)
+	}
 	return &Workers{cfg: cfg, store: store, machine: machine, log: log.With("lease_owner", cfg.Owner),
-		wake: make(chan struct{}, cfg.Count), runWake: make(chan struct{}, max(cfg.Runs, 1))}
+		wake: make(chan struct{}, cfg.Count), runWake: make(chan struct{}, max(cfg.Runs, 1)), passes: passes}
 }
 
 // Idle implements RunSlots: run workers not in a pass.
@@ -232,21 +246,27 @@ func (w *Workers) Run(ctx context.Context) {
 	if w.cfg.Runs > 0 {
 		once, onceCtx = w.OnceEvents, eventCtx
 		for range w.cfg.Runs {
-			wg.Go(func() { w.loop(ctx, runCtx, w.OnceRun, w.runWake) })
+			wg.Go(func() { w.loop(ctx, runCtx, w.OnceRun, w.runWake, nil) })
 		}
 	}
 	for range w.cfg.Count {
-		wg.Go(func() { w.loop(ctx, onceCtx, once, w.wake) })
+		wg.Go(func() { w.loop(ctx, onceCtx, once, w.wake, w.passes) })
 	}
 	wg.Wait()
 }
 
-// loop makes passes with once on passCtx until stop ends.
-func (w *Workers) loop(stop, passCtx context.Context, once func(context.Context) (bool, error), wake <-chan struct{}) {
+// loop makes passes with once on passCtx, each admitted by passes (nil: at once), until stop
+// ends.
+func (w *Workers) loop(stop, passCtx context.Context, once func(context.Context) (bool, error), wake <-chan struct{}, passes *lane) {
 	t := time.NewTicker(w.cfg.Poll)
 	defer t.Stop()
 	for stop.Err() == nil {
+		leave, ok := passes.enter(stop)
+		if !ok {
+			return
+		}
 		worked, err := once(passCtx)
+		leave()
 		if err != nil && stop.Err() == nil {
 			w.log.Error("mailbox pass failed", "err", err)
 		}

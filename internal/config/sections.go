@@ -8,7 +8,8 @@ import (
 
 // Workers tunes the mailbox workers.
 type Workers struct {
-	// Count is the number of concurrent workers.
+	// Count is the number of event workers: event passes at once (mailbox.WorkerConfig.Count;
+	// beyond the first, only beside passes that have run 50 ms).
 	Count int `yaml:"count" env:"COUNT"`
 	// LeaseTTL is how long a mailbox lease lives without a heartbeat.
 	LeaseTTL time.Duration `yaml:"lease_ttl" env:"LEASE_TTL"`
