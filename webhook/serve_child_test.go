@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,8 +29,18 @@ const (
 )
 
 // TestMain runs the package's tests and benchmarks, then removes the alfred binary the
-// benchmarks that run it built once (servetest.Binary).
+// benchmarks that run it built once (servetest.Binary). With floorServeEnv set it is
+// BenchmarkIngestFloor's receiver instead, and runs nothing else.
 func TestMain(m *testing.M) {
+	if v := os.Getenv(floorServeEnv); v != "" {
+		args := strings.SplitN(v, " ", 3)
+		if len(args) != 3 {
+			fmt.Fprintln(os.Stderr, floorServeEnv, "is not <address> <payload file> <database URL>")
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "floor receiver:", serveFloor(args[0], args[1], args[2]))
+		os.Exit(1)
+	}
 	code := m.Run()
 	servetest.RemoveBinary()
 	os.Exit(code)

@@ -1,0 +1,199 @@
+package webhook_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/alfred-bot/alfred/internal/base/pgtest"
+	"github.com/alfred-bot/alfred/webhook/forgetest"
+)
+
+// floorServeEnv names the variable that makes the test binary serve BenchmarkIngestFloor's
+// receiver (serveFloor) instead of running tests: "<listen address> <payload file> <database
+// URL>".
+const floorServeEnv = "ALFRED_BENCH_FLOOR_SERVE"
+
+// BenchmarkIngestFloor measures the floor of BenchmarkIngestVsPgbench's ratio on this machine:
+// the least a Go receiver can do per delivery, with the same signed deliveries, the same load
+// generator and the same pgbench beside it in the same run. The receiver is a child process
+// (this test binary, floorServeEnv) running Go's own HTTP server with one handler that reads
+// the body, hashes it (SHA-256) and inserts the row pgbench inserts (the stored form of such a
+// delivery, read once from an `alfred serve` child; the delivery's own id and body hash) with
+// one prepared statement and its commit (lib/pq, a pool of 16) into a copy of the events
+// table, then answers 202: no signature, no parsing, no grouping, no processing. It reports deliveries/s, pgbench-tps and their ratio
+// (medians of 3 rounds) and the CPU per delivery of the receiver (floor-µs/delivery) and of
+// PostgreSQL, at 1, 8 and 32 senders.
+//
+//	go test -run '^$' -bench IngestFloor -benchtime 3000x ./webhook/
+func BenchmarkIngestFloor(b *testing.B) {
+	if _, err := os.Stat(pgbenchPath); err != nil {
+		b.Skipf("SKIPPING: %s not installed (postgresql-client)", pgbenchPath)
+	}
+	for _, clients := range []int{1, 8, 32} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { benchIngestFloor(b, clients) })
+	}
+}
+
+func benchIngestFloor(b *testing.B, clients int) {
+	const rounds = 3
+	if b.N < rounds {
+		return // the framework's first probe (b.N = 1): nothing to measure in rounds
+	}
+	db, dsn := pgtest.New(b)
+	tmpl, err := os.ReadFile(fixturePath(b, "forgejo-live/006-issue_comment-created.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The row both insert is the one Alfred stores for such a delivery: one delivery through an
+	// `alfred serve` child on the same schema gives it.
+	alfred := startServeChild(b, benchPostgres, dsn, "floor-secret")
+	if _, err := sendRound(alfred.addr, 1, [][]byte{wireRequest(b, forgetest.NewForgejoRequest("http://"+alfred.addr+"/webhooks/forgejo",
+		"issue_comment", "floor-0", "floor-secret", tmpl))}); err != nil {
+		b.Fatal(err)
+	}
+	var payload string
+	if err := db.GetContext(b.Context(), &payload, `SELECT payload FROM events ORDER BY id LIMIT 1`); err != nil {
+		b.Fatal(err)
+	}
+	alfred.proc.Stop(b)
+	if _, err := db.ExecContext(b.Context(), `CREATE TABLE floor_events (LIKE events INCLUDING ALL)`); err != nil {
+		b.Fatal(err)
+	}
+	table, err := pgbenchSetup(db, payload)
+	if err != nil {
+		b.Fatal(err)
+	}
+	payloadFile := filepath.Join(b.TempDir(), "payload")
+	if err := os.WriteFile(payloadFile, []byte(payload), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	addr := loopbackAddr(b)
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), floorServeEnv+"="+addr+" "+payloadFile+" "+dsn)
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	waitListening(b, addr)
+	var seq int64
+	wire := func() []byte {
+		seq++
+		body := bytes.Replace(tmpl, []byte(`"body": "Date, amount, category."`), fmt.Appendf(nil, `"body": "delivery %d"`, seq), 1)
+		return wireRequest(b, forgetest.NewForgejoRequest("http://"+addr+"/webhooks/forgejo", "issue_comment",
+			fmt.Sprintf("floor-%d", seq), "floor-secret", body))
+	}
+	pid := child.Process.Pid
+	var rates, tpss, ratios []float64
+	var ingestCPU, pgbenchCPU cpuPer
+	b.ResetTimer()
+	for r := range rounds {
+		n := b.N / rounds
+		if r == rounds-1 {
+			n = b.N - (rounds-1)*(b.N/rounds)
+		}
+		b.StopTimer()
+		reqs := make([][]byte, n)
+		for i := range reqs {
+			reqs[i] = wire()
+		}
+		b.StartTimer()
+		cpu0 := readCPU(pid)
+		start := time.Now()
+		got, err := sendRound(addr, clients, reqs)
+		elapsed := time.Since(start)
+		cpu1 := readCPU(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		tps, inserts, err := pgbenchInserts(b, table, clients, max(elapsed, minPgbench))
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu2 := readCPU(pid)
+		b.StartTimer()
+		ingestCPU.add(cpu1.sub(cpu0), cpu1.alfred-cpu0.alfred, len(got))
+		pgbenchCPU.add(cpu2.sub(cpu1), cpu2.self-cpu1.self, inserts)
+		rate := float64(len(got)) / elapsed.Seconds()
+		rates, tpss, ratios = append(rates, rate), append(tpss, tps), append(ratios, rate/tps)
+	}
+	b.StopTimer()
+	b.ReportMetric(median(rates), "deliveries/s")
+	b.ReportMetric(median(tpss), "pgbench-tps")
+	b.ReportMetric(median(ratios), "ratio")
+	ingestCPU.report(b, "floor-µs/delivery", "delivery")
+	pgbenchCPU.report(b, "pgbench-µs/pgbench-insert", "pgbench-insert")
+	var stored int
+	if err := db.GetContext(context.Background(), &stored, `SELECT count(*) FROM floor_events`); err != nil {
+		b.Fatal(err)
+	}
+	if stored != b.N {
+		b.Fatalf("the floor receiver stored %d of %d deliveries", stored, b.N)
+	}
+}
+
+// waitListening waits until addr accepts connections (the child's listener is up); it fails tb
+// after a minute.
+func waitListening(tb testing.TB, addr string) {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			_ = c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s does not accept connections: %v", addr, err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a port: the child gives no other signal
+	}
+}
+
+// serveFloor is BenchmarkIngestFloor's receiver: Go's HTTP server on addr, each delivery
+// inserted into floor_events of the database at dsn with one statement, with the payload in
+// the file payloadFile. It returns only on error.
+func serveFloor(addr, payloadFile, dsn string) error {
+	payload, err := os.ReadFile(payloadFile)
+	if err != nil {
+		return err
+	}
+	db, err := sqlx.Connect("postgres", dsn)
+	if err != nil {
+		return err
+	}
+	db.SetMaxOpenConns(16)
+	db.SetMaxIdleConns(16)
+	insert, err := db.Prepare(`INSERT INTO floor_events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)
+		VALUES (1, 'forgejo', $1, $2, 'comment', $3, $4)`)
+	if err != nil {
+		return err
+	}
+	return http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		sum := sha256.Sum256(body)
+		if _, err := insert.ExecContext(r.Context(), r.Header.Get("X-Forgejo-Delivery"), hex.EncodeToString(sum[:]), string(payload), time.Now()); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+}
