@@ -305,6 +305,16 @@ func savesAreFenced(t *testing.T, s Store, c *Clock) {
 	pending, err := s.PendingEvents(ctx, a.ID)
 	require.NoError(t, err)
 	require.Empty(t, pending)
+	// A refused save marks none of the events it names: one still pending stays pending.
+	_, err = s.Deliver(ctx, Event(1, "d-after", "h-after"))
+	require.NoError(t, err)
+	pending, err = s.PendingEvents(ctx, a.ID)
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	require.ErrorIs(t, s.SaveProcessed(ctx, a, []mailbox.Processed{{IDs: []int64{pending[0].ID}, Outcome: "a"}}), mailbox.ErrLeaseLost)
+	left, err := s.PendingEvents(ctx, a.ID)
+	require.NoError(t, err)
+	require.Len(t, left, 1, "A's refused save marked nothing")
 
 	// B goes on with the mailbox as its lease returned it; once B released it, a save from a
 	// read under B's lease is refused too, and a read of the free mailbox saves.
@@ -342,6 +352,23 @@ func saveProcessed(t *testing.T, s Store, c *Clock) {
 	left, err = s.PendingEvents(ctx, mb.ID)
 	require.NoError(t, err)
 	require.Empty(t, left)
+	// Groups of several outcomes are saved together too.
+	for _, d := range []string{"d-3", "d-4", "d-5"} {
+		_, err = s.Deliver(ctx, Event(1, d, "h"+d))
+		require.NoError(t, err)
+	}
+	evs, err = s.PendingEvents(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Len(t, evs, 3)
+	mb.Data.Round = 4
+	require.NoError(t, s.SaveProcessed(ctx, mb, []mailbox.Processed{{IDs: []int64{evs[0].ID}, Outcome: "applied"},
+		{IDs: []int64{evs[1].ID}, Outcome: "ignored"}, {IDs: []int64{evs[2].ID}, Outcome: "applied"}}))
+	left, err = s.PendingEvents(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Empty(t, left)
+	got, err = s.Get(ctx, mb.ID)
+	require.NoError(t, err)
+	require.Equal(t, 4, got.Data.Round)
 
 	got.Data.FailedPasses = 2
 	got.State = mailbox.StateBlocked

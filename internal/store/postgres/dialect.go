@@ -23,6 +23,7 @@ var Dialect = sqlstore.Dialect{
 	RunClaimLock:   "SELECT pg_advisory_xact_lock(7212026001)",
 	WakeBound:      "(SELECT $3::timestamptz)",
 	DeliverToIssue: sqlDeliverToIssue,
+	SaveProcessed:  sqlSaveProcessed,
 	InsertEvents:   insertEvents,
 	// One statement in flight: deliveries that come while it runs wait and go into the next,
 	// so at 8 senders a statement carries about 3.4 of them and the database does a third of
@@ -43,6 +44,21 @@ var Dialect = sqlstore.Dialect{
 		return errors.As(err, &e) && e.Code == "23503"
 	},
 }
+
+// sqlSaveProcessed saves a mailbox and marks its events processed in one statement
+// (sqlstore.Dialect.SaveProcessed): the save is sqlstore.SaveMailboxSQL, the marks are made
+// only when it matched, and the two data-modifying parts commit together (PostgreSQL runs a
+// data-modifying WITH part to completion whether or not the query reads it). The trigger that
+// records a state change (migrations/0018_state_changes.sql) fires for the save as for any
+// other.
+const sqlSaveProcessed = `
+WITH saved AS (` + sqlstore.SaveMailboxSQL + `
+	RETURNING id
+), marked AS (
+	UPDATE events SET processed_at = $14, outcome = $16
+	WHERE id = ANY ($17::bigint[]) AND EXISTS (SELECT 1 FROM saved)
+)
+SELECT count(*) FROM saved`
 
 // sqlDeliverToIssue stores an event in the mailbox of (forge, repo, number, merge_request),
 // creating the mailbox when it does not exist, in one statement. The mailbox row is not locked

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/alfred-bot/alfred/mailbox"
@@ -48,10 +49,12 @@ func (s *Store) Find(ctx context.Context, ref forge.IssueRef) (*mailbox.Mailbox,
 	return &m, nil
 }
 
-// sqlSaveMailbox writes a mailbox's row, fenced by the lease owner it was read with, $15 (NULL
-// when it was read free). PostgreSQL and SQLite (3.39 and later) both compare NULLs with IS
-// NOT DISTINCT FROM.
-const sqlSaveMailbox = `
+// SaveMailboxSQL writes a mailbox's row, fenced by the lease owner it was read with, $15 (NULL
+// when it was read free): $1 id, $2 state, $3 issue_type, $4 author, $5 title, $6 labels, $7
+// assignees, $8 branch, $9 mr_number, $10 head_sha, $11 data, $12 wake_at, $13 closed_at, $14
+// updated_at. PostgreSQL and SQLite (3.39 and later) both compare NULLs with IS NOT DISTINCT
+// FROM. A dialect's SaveProcessed builds on it.
+const SaveMailboxSQL = `
 UPDATE mailboxes SET state = $2, issue_type = $3, author = $4, title = $5, labels = $6,
 	assignees = $7, branch = $8, mr_number = $9, head_sha = $10, data = $11, wake_at = $12,
 	closed_at = $13, updated_at = $14
@@ -64,14 +67,14 @@ func (s *Store) Save(ctx context.Context, m *mailbox.Mailbox) error {
 
 // save writes the mailbox's row, updated at the instant at (also the time of its state change,
 // when the state changes: migrations/0018_state_changes.sql), fenced by the lease the mailbox
-// was read under (sqlSaveMailbox, fenced).
+// was read under (SaveMailboxSQL, fenced).
 func (s *Store) save(ctx context.Context, q querier, m *mailbox.Mailbox, at time.Time) error {
-	res, err := q.ExecContext(ctx, sqlSaveMailbox, m.ID, m.State, m.Type, m.Author, m.Title, m.Labels,
+	res, err := q.ExecContext(ctx, SaveMailboxSQL, m.ID, m.State, m.Type, m.Author, m.Title, m.Labels,
 		m.Assignees, m.Branch, m.MRNumber, m.HeadSHA, m.Data, m.WakeAt, m.ClosedAt, at, m.LeaseOwner)
 	return fenced(res, err, "save mailbox", m.ID)
 }
 
-// fenced is the outcome of a fenced save of mailbox id (sqlSaveMailbox): err wrapped, or an
+// fenced is the outcome of a fenced save of mailbox id (SaveMailboxSQL): err wrapped, or an
 // error wrapping mailbox.ErrLeaseLost when no row matched, because the lease changed hands
 // since the mailbox was read (or the mailbox is gone).
 func fenced(res sql.Result, err error, what string, id int64) error {
@@ -91,6 +94,9 @@ func fenced(res sql.Result, err error, what string, id int64) error {
 // timeline of the mailbox's page shows the decisions before the state change they made.
 func (s *Store) SaveProcessed(ctx context.Context, m *mailbox.Mailbox, done []mailbox.Processed) error {
 	now := s.now()
+	if outcome, ids, ok := oneOutcome(done); ok && s.dialect.SaveProcessed != "" {
+		return s.saveProcessedOnce(ctx, m, outcome, ids, now)
+	}
 	return s.withTx(ctx, func(q querier) error {
 		if err := s.save(ctx, q, m, now); err != nil {
 			return err
@@ -99,7 +105,43 @@ func (s *Store) SaveProcessed(ctx context.Context, m *mailbox.Mailbox, done []ma
 	})
 }
 
-// sqlSaveData writes a mailbox's data, fenced as sqlSaveMailbox by $3.
+// oneOutcome returns the outcome and the ids of done when its groups share one outcome and mark
+// between 1 and markIDsPerStatement events (Dialect.SaveProcessed's case).
+func oneOutcome(done []mailbox.Processed) (outcome string, ids []int64, ok bool) {
+	for i, g := range done {
+		if i > 0 && g.Outcome != outcome {
+			return "", nil, false
+		}
+		outcome = g.Outcome
+		ids = append(ids, g.IDs...)
+	}
+	return outcome, ids, len(ids) > 0 && len(ids) <= markIDsPerStatement
+}
+
+// saveProcessedOnce is SaveProcessed in the dialect's one statement (Dialect.SaveProcessed).
+func (s *Store) saveProcessedOnce(ctx context.Context, m *mailbox.Mailbox, outcome string, ids []int64, now time.Time) error {
+	list := make([]byte, 0, 2+12*len(ids))
+	list = append(list, '{')
+	for i, id := range ids {
+		if i > 0 {
+			list = append(list, ',')
+		}
+		list = strconv.AppendInt(list, id, 10)
+	}
+	list = append(list, '}')
+	var saved int
+	err := s.getPrepared(ctx, &saved, s.dialect.SaveProcessed, m.ID, m.State, m.Type, m.Author, m.Title, m.Labels,
+		m.Assignees, m.Branch, m.MRNumber, m.HeadSHA, m.Data, m.WakeAt, m.ClosedAt, now, m.LeaseOwner, outcome, string(list))
+	if err != nil {
+		return fmt.Errorf("save mailbox %d and mark %d events processed: %w", m.ID, len(ids), err)
+	}
+	if saved == 0 {
+		return fmt.Errorf("save mailbox %d: its lease changed hands since it was read: %w", m.ID, mailbox.ErrLeaseLost)
+	}
+	return nil
+}
+
+// sqlSaveData writes a mailbox's data, fenced as SaveMailboxSQL by $3.
 const sqlSaveData = `UPDATE mailboxes SET data = $2 WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $3`
 
 // SaveData implements mailbox.Mailboxes, fenced like Save.

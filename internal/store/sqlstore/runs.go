@@ -145,7 +145,7 @@ func (s *Store) SaveApplied(ctx context.Context, m *mailbox.Mailbox, runID int64
 }
 
 // sqlDiscardUnapplied marks the mailbox's ($1) unapplied runs applied but those of phase $2
-// and step $3, fenced by the lease owner the mailbox was read with, $4 (sqlSaveMailbox).
+// and step $3, fenced by the lease owner the mailbox was read with, $4 (SaveMailboxSQL).
 const sqlDiscardUnapplied = `UPDATE runs SET applied = TRUE
 WHERE mailbox_id = $1 AND applied = FALSE AND ($2 = '' OR phase <> $2 OR step <> $3)
 AND EXISTS (SELECT 1 FROM mailboxes m WHERE m.id = $1 AND m.lease_owner IS NOT DISTINCT FROM $4)`

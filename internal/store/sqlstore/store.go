@@ -90,6 +90,14 @@ type Dialect struct {
 	// body_hash, event_type, payload, received_at, now), for the first delivery of a mailbox
 	// this process has not stored into; "" takes three portable statements instead.
 	DeliverToIssue string
+	// SaveProcessed, when set, is one statement that saves a mailbox (the parameters of
+	// SaveMailboxSQL, $1…$15, fenced the same way) and marks events processed at its
+	// updated_at ($14) with outcome $16: the events whose ids $17 lists as an array literal
+	// ("{1,2,3}"), only when the save matched. It returns the rows saved (0 or 1). SaveProcessed
+	// uses it for a pass's events of one outcome, so that a mailbox and its events are written in
+	// one round trip, without BEGIN and COMMIT of their own; "" takes a transaction of a
+	// statement each.
+	SaveProcessed string
 	// BadValue reports an error by which the engine refused a value it was given (PostgreSQL's
 	// data exceptions and program limits, SQLite's "too big"): the input cannot be stored, so
 	// the caller answers it as a bad payload rather than as an outage. nil means none.
