@@ -7,17 +7,20 @@ import (
 )
 
 // defaultOverlap is WorkerConfig.Overlap's default. An event pass that calls no forge takes a
-// few milliseconds (3,000 comments over 50 mailboxes: about 230 passes of 13 events, 1–5 ms
-// each, docs/figures.md); one that posts or reads on a forge waits tens of milliseconds or more
-// on each call, and that wait is what another pass beside it may use.
+// few milliseconds (3,000 comments over 50 mailboxes: about 245 passes of 12 events, about 4
+// ms each, docs/figures.md); one that posts or reads on a forge waits tens of milliseconds or
+// more on each call, and that wait is what another pass beside it may use.
 const defaultOverlap = 50 * time.Millisecond
 
 // lane admits the event workers' passes: one at a time, and another beside them once every pass
 // in progress has run for at least overlap (it waits on the forge, and the CPU is free for
 // another). Passes one after another each take more of a busy mailbox's events than passes
-// side by side, so a burst costs fewer passes, and they do not compete for the same rows and
-// cores as the receiver storing the burst: at 8 senders on a 2-core machine the ingest rose from
-// 0.28 to 0.36 × pgbench (docs/figures.md). A nil *lane admits every pass at once.
+// side by side, so a burst costs fewer passes and less CPU, and they leave more of the cores to
+// the receiver storing the burst: at 8 senders on a 2-core machine the ingest rose from 0.28
+// to 0.36 × pgbench. The price is the burst's processing: its backlog is processed later (700
+// events left at its end, processed in 250 ms, against 400 in 135 ms), and a burst stored
+// with the workers stopped drains 15 % slower (docs/figures.md). Passes that call a forge for
+// less than overlap run one after another too. A nil *lane admits every pass at once.
 type lane struct {
 	overlap time.Duration
 	mu      sync.Mutex

@@ -21,10 +21,14 @@ import (
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
-// floorServeEnv names the variable that makes the test binary serve BenchmarkIngestFloor's
-// receiver (serveFloor) instead of running tests: "<listen address> <payload file> <database
-// URL>".
-const floorServeEnv = "ALFRED_BENCH_FLOOR_SERVE"
+// The variables that make the test binary serve BenchmarkIngestFloor's receiver (serveFloor)
+// instead of running tests: its listen address (set: serve), the file holding the payload it
+// stores, and the database URL.
+const (
+	floorServeEnv    = "ALFRED_BENCH_FLOOR_SERVE"
+	floorPayloadEnv  = "ALFRED_BENCH_FLOOR_PAYLOAD"
+	floorDatabaseEnv = "ALFRED_BENCH_FLOOR_DATABASE_URL"
+)
 
 // BenchmarkIngestFloor measures the floor of BenchmarkIngestVsPgbench's ratio on this machine:
 // the least a Go receiver can do per delivery, with the same signed deliveries, the same load
@@ -82,7 +86,7 @@ func benchIngestFloor(b *testing.B, clients int) {
 	}
 	addr := loopbackAddr(b)
 	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), floorServeEnv+"="+addr+" "+payloadFile+" "+dsn)
+	child.Env = append(os.Environ(), floorServeEnv+"="+addr, floorPayloadEnv+"="+payloadFile, floorDatabaseEnv+"="+dsn)
 	child.Stderr = os.Stderr
 	if err := child.Start(); err != nil {
 		b.Fatal(err)

@@ -26,10 +26,13 @@ var Dialect = sqlstore.Dialect{
 	SaveProcessed:  sqlSaveProcessed,
 	InsertEvents:   insertEvents,
 	// One statement in flight: deliveries that come while it runs wait and go into the next,
-	// so at 8 senders a statement carries about 3.4 of them and the database does a third of
-	// the work per delivery. On a 2-core machine the ingest alone reached 0.49–0.54 × pgbench
-	// with one, against 0.36–0.46 with four, idle and beside a CPU hog, and the same with
-	// other PostgreSQL writes beside it (docs/figures.md).
+	// so at 8 senders a statement carries about 3.5 of them and the database does half the
+	// work per delivery. On a 2-core machine the ingest alone reached 0.49–0.52 × pgbench with
+	// one against 0.36 with four idle, and 0.53–0.54 against 0.40–0.46 beside a CPU hog; with
+	// other PostgreSQL writes beside it, one and four tie (docs/figures.md). Every delivery
+	// waits behind that one statement, so a statement held up (a row lock on its mailbox, a
+	// failed group inserted again one delivery at a time) holds up the ingest meanwhile; only
+	// the short lease claims lock mailbox rows.
 	InsertFlushers: 1,
 	BadValue: func(err error) bool {
 		var e *pq.Error

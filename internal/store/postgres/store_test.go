@@ -123,6 +123,7 @@ func TestGroupedInsertsAnswerEachDelivery(t *testing.T) {
 // context ends while it still waits for a flusher is answered with the error and not stored.
 func TestGroupedInsertAnswersTheCommitPastADeadline(t *testing.T) {
 	t.Parallel()
+	require.Equal(t, 1, postgres.Dialect.InsertFlushers, "the holds below keep the one flusher busy")
 	db, _ := pgtest.New(t)
 	s := postgres.New(db, nil)
 	ctx := context.Background()

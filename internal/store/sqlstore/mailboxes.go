@@ -89,9 +89,12 @@ func fenced(res sql.Result, err error, what string, id int64) error {
 	return nil
 }
 
-// SaveProcessed implements mailbox.Mailboxes: in one transaction, the mailbox's row and one
-// statement per outcome marking its events (markProcessedIn), all at one instant, so that the
-// timeline of the mailbox's page shows the decisions before the state change they made.
+// SaveProcessed implements mailbox.Mailboxes: the mailbox's row and its events' marks, all at
+// one instant, so that the timeline of the mailbox's page shows the decisions before the state
+// change they made, and all or none of them. With the dialect's one statement
+// (Dialect.SaveProcessed) when the events share one outcome and are at most
+// markIDsPerStatement; otherwise in one transaction, the save and one statement per outcome
+// marking its events (markProcessedIn).
 func (s *Store) SaveProcessed(ctx context.Context, m *mailbox.Mailbox, done []mailbox.Processed) error {
 	now := s.now()
 	if outcome, ids, ok := oneOutcome(done); ok && s.dialect.SaveProcessed != "" {

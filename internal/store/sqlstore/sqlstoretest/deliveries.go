@@ -174,4 +174,34 @@ func saveProcessedGroups(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	other, err := s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 2})
 	require.NoError(t, err)
 	require.Len(t, mustPending(t, s, other.ID), 1, "another mailbox's event stays pending")
+
+	// Groups of one outcome (PostgreSQL saves them with their marks in one statement,
+	// Dialect.SaveProcessed, up to 500 events) and of more than 500 events of one outcome.
+	for _, n := range []int{3, 501} {
+		for i := range n - 1 {
+			_, err := s.Deliver(ctx, storetest.Event(2, fmt.Sprintf("one-%d-%d", n, i), fmt.Sprintf("one-%d-%d", n, i)))
+			require.NoError(t, err)
+		}
+		evs := mustPending(t, s, other.ID)
+		require.Len(t, evs, n)
+		first := mailbox.Processed{Outcome: fmt.Sprintf("answer %d recorded", n)}
+		for _, e := range evs[:n-1] {
+			first.IDs = append(first.IDs, e.ID)
+		}
+		rest := mailbox.Processed{Outcome: first.Outcome, IDs: []int64{evs[n-1].ID}}
+		c.Add(time.Minute)
+		other.Title = fmt.Sprintf("saved with %d marks", n)
+		require.NoError(t, s.SaveProcessed(ctx, other, []mailbox.Processed{first, rest}))
+		require.Empty(t, mustPending(t, s, other.ID))
+		got, err := s.Get(ctx, other.ID)
+		require.NoError(t, err)
+		require.Equal(t, other.Title, got.Title)
+		require.True(t, got.UpdatedAt.Equal(c.Now()))
+		var marked int
+		require.NoError(t, s.DB().GetContext(ctx, &marked, `SELECT count(*) FROM events
+			WHERE mailbox_id = $1 AND outcome = $2 AND processed_at = $3`, other.ID, first.Outcome, c.Now()))
+		require.Equal(t, n, marked, "every event marked with its outcome at the save's instant")
+		_, err = s.Deliver(ctx, storetest.Event(2, fmt.Sprintf("next-%d", n), fmt.Sprintf("next-%d", n)))
+		require.NoError(t, err)
+	}
 }
