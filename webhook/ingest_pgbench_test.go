@@ -41,7 +41,8 @@ const minPgbench = 3 * time.Second
 // minPgbench). It reports the median deliveries/s, the p50/p99 acknowledgement in ms over all
 // rounds, pgbench's median TPS, the median ratio ingest/pgbench, what was left unprocessed
 // when a round's last delivery was answered (backlog) and how long it took to process it
-// (drain-ms), the CPU per delivery of alfred and of PostgreSQL (the processing of the round's
+// (drain-ms), the deliveries a second stored and processed (processed/s: a round's deliveries
+// over its ingest and drain), the CPU per delivery of alfred and of PostgreSQL (the processing of the round's
 // events included, to the end of the drain), the deliveries per grouped insert (alfred's /metrics), and
 // alfred's resident set (/proc/<pid>/status): at rest before the first round (idle-rss-MiB),
 // the median of samples taken every 100 ms while deliveries come (rss-MiB) and its peak
@@ -103,7 +104,7 @@ func benchIngestVsPgbench(b *testing.B, store string, clients int) {
 	// Rounds of ingest then pgbench, so that both see the same machine: the figures are the
 	// medians over the rounds.
 	var lat []time.Duration
-	var rates, tpss, ratios, rss, rssAnon, backlogs, drains []float64
+	var rates, tpss, ratios, rss, rssAnon, backlogs, drains, processed []float64
 	var ingestCPU, pgbenchCPU cpuPer
 	b.ResetTimer()
 	for r := range rounds {
@@ -145,6 +146,7 @@ func benchIngestVsPgbench(b *testing.B, store string, clients int) {
 		pgbenchCPU.add(cpu2.sub(cpu1), cpu2.self-cpu1.self, inserts)
 		rate := float64(len(got)) / elapsed.Seconds()
 		rates, tpss, ratios = append(rates, rate), append(tpss, tps), append(ratios, rate/tps)
+		processed = append(processed, float64(len(got))/(elapsed+drain).Seconds())
 	}
 	b.StopTimer()
 	if len(lat) == 0 {
@@ -158,6 +160,7 @@ func benchIngestVsPgbench(b *testing.B, store string, clients int) {
 	b.ReportMetric(median(ratios), "ratio")
 	b.ReportMetric(median(backlogs), "backlog")
 	b.ReportMetric(median(drains), "drain-ms")
+	b.ReportMetric(median(processed), "processed/s")
 	ingestCPU.report(b, "alfred-µs/delivery", "delivery")
 	pgbenchCPU.report(b, "pgbench-µs/pgbench-insert", "pgbench-insert")
 	if idleOK {
