@@ -101,20 +101,10 @@ func benchIngestFloor(b *testing.B, clients int) {
 			fmt.Sprintf("floor-%d", seq), "floor-secret", body))
 	}
 	pid := child.Process.Pid
-	var rates, tpss, ratios []float64
-	var ingestCPU, pgbenchCPU cpuPer
+	var vs vsPgbench
 	b.ResetTimer()
 	for r := range rounds {
-		n := b.N / rounds
-		if r == rounds-1 {
-			n = b.N - (rounds-1)*(b.N/rounds)
-		}
-		b.StopTimer()
-		reqs := make([][]byte, n)
-		for i := range reqs {
-			reqs[i] = wire()
-		}
-		b.StartTimer()
+		reqs := roundRequests(b, r, rounds, wire)
 		cpu0 := readCPU(pid)
 		start := time.Now()
 		got, err := sendRound(addr, clients, reqs)
@@ -123,24 +113,10 @@ func benchIngestFloor(b *testing.B, clients int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.StopTimer()
-		tps, inserts, err := pgbenchInserts(b, table, clients, max(elapsed, minPgbench))
-		if err != nil {
-			b.Fatal(err)
-		}
-		cpu2 := readCPU(pid)
-		b.StartTimer()
-		ingestCPU.add(cpu1.sub(cpu0), cpu1.alfred-cpu0.alfred, len(got))
-		pgbenchCPU.add(cpu2.sub(cpu1), cpu2.self-cpu1.self, inserts)
-		rate := float64(len(got)) / elapsed.Seconds()
-		rates, tpss, ratios = append(rates, rate), append(tpss, tps), append(ratios, rate/tps)
+		vs.round(b, table, clients, pid, cpu0, cpu1, len(got), elapsed)
 	}
 	b.StopTimer()
-	b.ReportMetric(median(rates), "deliveries/s")
-	b.ReportMetric(median(tpss), "pgbench-tps")
-	b.ReportMetric(median(ratios), "ratio")
-	ingestCPU.report(b, "floor-µs/delivery", "delivery")
-	pgbenchCPU.report(b, "pgbench-µs/pgbench-insert", "pgbench-insert")
+	vs.report(b, "floor-µs/delivery")
 	var stored int
 	if err := db.GetContext(context.Background(), &stored, `SELECT count(*) FROM floor_events`); err != nil {
 		b.Fatal(err)

@@ -104,20 +104,11 @@ func benchIngestVsPgbench(b *testing.B, store string, clients int) {
 	// Rounds of ingest then pgbench, so that both see the same machine: the figures are the
 	// medians over the rounds.
 	var lat []time.Duration
-	var rates, tpss, ratios, rss, rssAnon, backlogs, drains, processed []float64
-	var ingestCPU, pgbenchCPU cpuPer
+	var rss, rssAnon, backlogs, drains, processed []float64
+	var vs vsPgbench
 	b.ResetTimer()
 	for r := range rounds {
-		n := b.N / rounds
-		if r == rounds-1 {
-			n = b.N - (rounds-1)*(b.N/rounds)
-		}
-		b.StopTimer()
-		reqs := make([][]byte, n)
-		for i := range reqs {
-			reqs[i] = wire(seq.Add(1))
-		}
-		b.StartTimer()
+		reqs := roundRequests(b, r, rounds, func() []byte { return wire(seq.Add(1)) })
 		cpu0 := readCPU(pid)
 		sampler := sampleRSS(pid, 100*time.Millisecond)
 		start := time.Now()
@@ -135,17 +126,7 @@ func benchIngestVsPgbench(b *testing.B, store string, clients int) {
 		// deliveries' CPU.
 		backlog, drain := alfred.drain(b, events)
 		backlogs, drains = append(backlogs, float64(backlog)), append(drains, float64(drain.Microseconds())/1000)
-		cpu1 := readCPU(pid)
-		tps, inserts, err := pgbenchInserts(b, table, clients, max(elapsed, minPgbench))
-		if err != nil {
-			b.Fatal(err)
-		}
-		cpu2 := readCPU(pid)
-		b.StartTimer()
-		ingestCPU.add(cpu1.sub(cpu0), cpu1.alfred-cpu0.alfred, len(got))
-		pgbenchCPU.add(cpu2.sub(cpu1), cpu2.self-cpu1.self, inserts)
-		rate := float64(len(got)) / elapsed.Seconds()
-		rates, tpss, ratios = append(rates, rate), append(tpss, tps), append(ratios, rate/tps)
+		vs.round(b, table, clients, pid, cpu0, readCPU(pid), len(got), elapsed)
 		processed = append(processed, float64(len(got))/(elapsed+drain).Seconds())
 	}
 	b.StopTimer()
@@ -153,16 +134,12 @@ func benchIngestVsPgbench(b *testing.B, store string, clients int) {
 		return
 	}
 	slices.Sort(lat)
-	b.ReportMetric(median(rates), "deliveries/s")
+	vs.report(b, "alfred-µs/delivery")
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-	b.ReportMetric(median(tpss), "pgbench-tps")
-	b.ReportMetric(median(ratios), "ratio")
 	b.ReportMetric(median(backlogs), "backlog")
 	b.ReportMetric(median(drains), "drain-ms")
 	b.ReportMetric(median(processed), "processed/s")
-	ingestCPU.report(b, "alfred-µs/delivery", "delivery")
-	pgbenchCPU.report(b, "pgbench-µs/pgbench-insert", "pgbench-insert")
 	if idleOK {
 		b.ReportMetric(idle, "idle-rss-MiB")
 	}
@@ -179,6 +156,60 @@ func benchIngestVsPgbench(b *testing.B, store string, clients int) {
 	if statements, deliveries := alfred.insertCounts(b); statements > 0 {
 		b.ReportMetric(deliveries/statements, "deliveries/insert")
 	}
+}
+
+// vsPgbench gathers, over the rounds of a benchmark, a receiver's ingest next to pgbench's
+// inserts in the same round.
+type vsPgbench struct {
+	rates, tpss, ratios   []float64
+	ingestCPU, pgbenchCPU cpuPer
+}
+
+// round runs pgbench (script, clients) for as long as the round's ingest took (at least
+// minPgbench), with b's timer stopped, and records the round: delivered deliveries answered in
+// elapsed, and the CPU of the receiver pid and of PostgreSQL from cpu0 (the round's start) to
+// cpu1 (its end, with what the receiver processed after it).
+func (v *vsPgbench) round(b *testing.B, script string, clients, pid int, cpu0, cpu1 cpuReading, delivered int, elapsed time.Duration) {
+	b.StopTimer()
+	defer b.StartTimer()
+	tps, inserts, err := pgbenchInserts(b, script, clients, max(elapsed, minPgbench))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpu2 := readCPU(pid)
+	v.ingestCPU.add(cpu1.sub(cpu0), cpu1.alfred-cpu0.alfred, delivered)
+	v.pgbenchCPU.add(cpu2.sub(cpu1), cpu2.self-cpu1.self, inserts)
+	rate := float64(delivered) / elapsed.Seconds()
+	v.rates, v.tpss, v.ratios = append(v.rates, rate), append(v.tpss, tps), append(v.ratios, rate/tps)
+}
+
+// report reports the medians of the rounds (deliveries/s, pgbench-tps, ratio) and the CPU a
+// delivery (as receiverMetric, and PostgreSQL's) and a pgbench insert.
+func (v *vsPgbench) report(b *testing.B, receiverMetric string) {
+	if len(v.rates) == 0 {
+		return
+	}
+	b.ReportMetric(median(v.rates), "deliveries/s")
+	b.ReportMetric(median(v.tpss), "pgbench-tps")
+	b.ReportMetric(median(v.ratios), "ratio")
+	v.ingestCPU.report(b, receiverMetric, "delivery")
+	v.pgbenchCPU.report(b, "pgbench-µs/pgbench-insert", "pgbench-insert")
+}
+
+// roundRequests builds round r's share of b.N requests (of rounds; the last round takes what
+// the division leaves) with wire, the benchmark's timer stopped meanwhile.
+func roundRequests(b *testing.B, r, rounds int, wire func() []byte) [][]byte {
+	n := b.N / rounds
+	if r == rounds-1 {
+		n = b.N - (rounds-1)*(b.N/rounds)
+	}
+	b.StopTimer()
+	defer b.StartTimer()
+	reqs := make([][]byte, n)
+	for i := range reqs {
+		reqs[i] = wire()
+	}
+	return reqs
 }
 
 func median(xs []float64) float64 {
