@@ -22,8 +22,8 @@ import (
 )
 
 // The variables that make the test binary serve BenchmarkIngestFloor's receiver (serveFloor)
-// instead of running tests: its listen address (set: serve), the file holding the payload it
-// stores, and the database URL.
+// instead of running tests: set (serve on the listener handed over as fd 3), the file holding
+// the payload it stores, and the database URL.
 const (
 	floorServeEnv    = "ALFRED_BENCH_FLOOR_SERVE"
 	floorPayloadEnv  = "ALFRED_BENCH_FLOOR_PAYLOAD"
@@ -84,15 +84,27 @@ func benchIngestFloor(b *testing.B, clients int) {
 	if err := os.WriteFile(payloadFile, []byte(payload), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	addr := loopbackAddr(b)
+	// The listener is opened here and handed to the child (its fd 3): connections wait in its
+	// backlog until the child accepts them, so nothing has to wait for the child to listen.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lnFile, err := ln.(*net.TCPListener).File()
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := ln.Addr().String()
 	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), floorServeEnv+"="+addr, floorPayloadEnv+"="+payloadFile, floorDatabaseEnv+"="+dsn)
+	child.Env = append(os.Environ(), floorServeEnv+"=1", floorPayloadEnv+"="+payloadFile, floorDatabaseEnv+"="+dsn)
+	child.ExtraFiles = []*os.File{lnFile}
 	child.Stderr = os.Stderr
 	if err := child.Start(); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
-	waitListening(b, addr)
+	_ = lnFile.Close()
+	_ = ln.Close() // the child holds its own copy
 	var seq int64
 	wire := func() []byte {
 		seq++
@@ -126,28 +138,14 @@ func benchIngestFloor(b *testing.B, clients int) {
 	}
 }
 
-// waitListening waits until addr accepts connections (the child's listener is up); it fails tb
-// after a minute.
-func waitListening(tb testing.TB, addr string) {
-	tb.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			_ = c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s does not accept connections: %v", addr, err)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a port: the child gives no other signal
+// serveFloor is BenchmarkIngestFloor's receiver: Go's HTTP server on the listener the parent
+// handed over as fd 3, each delivery inserted into floor_events of the database at dsn with
+// one statement, with the payload in the file payloadFile. It returns only on error.
+func serveFloor(payloadFile, dsn string) error {
+	ln, err := net.FileListener(os.NewFile(3, "listener"))
+	if err != nil {
+		return err
 	}
-}
-
-// serveFloor is BenchmarkIngestFloor's receiver: Go's HTTP server on addr, each delivery
-// inserted into floor_events of the database at dsn with one statement, with the payload in
-// the file payloadFile. It returns only on error.
-func serveFloor(addr, payloadFile, dsn string) error {
 	payload, err := os.ReadFile(payloadFile)
 	if err != nil {
 		return err
@@ -163,7 +161,7 @@ func serveFloor(addr, payloadFile, dsn string) error {
 	if err != nil {
 		return err
 	}
-	return http.ListenAndServe(addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			w.WriteHeader(http.StatusBadRequest)
