@@ -111,7 +111,7 @@ func (m *Machine) askType(ctx context.Context, bot Bot, mb *Mailbox) error {
 // follows trigger on to the state that waits for the answers.
 func (m *Machine) ask(ctx context.Context, bot Bot, mb *Mailbox, on trigger, intro string, qs []phase.Question) error {
 	mb.Data.Round++
-	mb.Data.Ticks, mb.Data.TicksBy, mb.Data.TicksSeen, mb.Data.TicksDue = nil, nil, nil, time.Time{}
+	mb.Data.resetTicks()
 	round := mb.Data.Round
 	wait := m.settings(mb.Repo).QuestionDeadline
 	deadline := m.now().Add(wait)
@@ -289,7 +289,7 @@ func (m *Machine) answer(ctx context.Context, bot Bot, mb *Mailbox, ev forge.Eve
 			// The first click is not the answer to the other questions: the round closes
 			// TickQuiet after the last click (timers), at the deadline, or at once when every
 			// question was chosen; not while a question has no single box ticked.
-			tickEdit(mb, now, seen, author)
+			tickEdit(mb, rq, now, seen, author)
 			switch {
 			case len(open) > 0:
 				mb.Data.TicksDue = time.Time{}
@@ -371,6 +371,11 @@ func mentions(authors map[string]string, who string) string {
 	return strings.Join(out, " and ")
 }
 
+// resetTicks forgets the ticks of the round's question block: a new round, or one answered.
+func (d *Data) resetTicks() {
+	d.Ticks, d.TicksBy, d.TicksSeen, d.TicksDue = nil, nil, nil, time.Time{}
+}
+
 // TickQuiet is how long the ticks of a block of several questions wait for the next click
 // before they answer the round: each click is an edit of its own, and the first is not the
 // answer to the questions after it.
@@ -381,8 +386,7 @@ const TickQuiet = time.Minute
 // deadline has come; it reports whether it did.
 func (m *Machine) closeTicks(ctx context.Context, bot Bot, mb *Mailbox) (bool, error) {
 	if len(mb.Data.Ticks) == 0 {
-		mb.Data.TicksDue = time.Time{} // no choice ticked: the deadline applies the defaults
-		return false, nil
+		return false, nil // no choice ticked (TicksDue is zero then): the deadline applies the defaults
 	}
 	qs, err := m.store.Questions(ctx, mb.ID, mb.Data.Round)
 	if err != nil {
@@ -399,39 +403,28 @@ func (m *Machine) closeTicks(ctx context.Context, bot Bot, mb *Mailbox) (bool, e
 	return true, m.afterAnswers(ctx, bot, mb, who)
 }
 
-// tickEdit takes an accepted edit of the block whose choices are now (tickState), the block
-// having shown seen before it: a question it changed is editor's choice, or no choice when it
-// left none; the others keep the choice and author they had (none for a refused edit's).
-func tickEdit(mb *Mailbox, now, seen map[string]string, editor string) {
+// tickEdit takes an accepted edit of the block of questions qs whose choices are now
+// (tickState), the block having shown seen before it: a question it changed is editor's
+// choice, or no choice when it left none; the others keep the choice and author they had (none
+// for a refused edit's).
+func tickEdit(mb *Mailbox, qs []phase.Question, now, seen map[string]string, editor string) {
 	if mb.Data.Ticks == nil {
 		mb.Data.Ticks = map[string]string{}
 	}
 	if mb.Data.TicksBy == nil {
 		mb.Data.TicksBy = map[string]string{}
 	}
-	for q := range keysOf(seen, now) {
-		if now[q] == seen[q] {
+	for _, q := range qs {
+		if now[q.ID] == seen[q.ID] {
 			continue
 		}
-		if o, ok := now[q]; ok {
-			mb.Data.Ticks[q], mb.Data.TicksBy[q] = o, editor
+		if o, ok := now[q.ID]; ok {
+			mb.Data.Ticks[q.ID], mb.Data.TicksBy[q.ID] = o, editor
 		} else {
-			delete(mb.Data.Ticks, q)
-			delete(mb.Data.TicksBy, q)
+			delete(mb.Data.Ticks, q.ID)
+			delete(mb.Data.TicksBy, q.ID)
 		}
 	}
-}
-
-// keysOf returns the keys of a and b.
-func keysOf(a, b map[string]string) map[string]bool {
-	out := map[string]bool{}
-	for k := range a {
-		out[k] = true
-	}
-	for k := range b {
-		out[k] = true
-	}
-	return out
 }
 
 // afterQuestions reports whether the comment id was posted after the question block of the
@@ -522,7 +515,7 @@ func (m *Machine) answerRoundBy(ctx context.Context, mb *Mailbox, choices, autho
 	if err != nil {
 		return err
 	}
-	mb.Data.Ticks, mb.Data.TicksBy, mb.Data.TicksSeen, mb.Data.TicksDue = nil, nil, nil, time.Time{} // answered, whichever way
+	mb.Data.resetTicks() // answered, whichever way
 	if mb.Data.Decisions == nil {
 		mb.Data.Decisions = map[string]string{}
 	}

@@ -440,7 +440,8 @@ func (m *Machine) labelEvent(ctx context.Context, bot Bot, mb *Mailbox, se Store
 	}
 	added, removed := diff(prev, ev.Labels)
 	var approved map[string]string // labels of the change someone allowed made, by whom (othersLabels)
-	if !derived && ev.PreviousLabels == nil && !o.otherBot {
+	// A whole list as delivered (a derived change carries its PreviousLabels).
+	if ev.PreviousLabels == nil && !o.otherBot {
 		var err error
 		if added, removed, ev.Labels, approved, err = m.sendersChange(ctx, bot, mb, ev, added, removed); err != nil {
 			return "", err

@@ -583,42 +583,28 @@ func fold(s string) string {
 var checkboxRE = regexp.MustCompile(`^\s*[-*]\s*\[([ xX])\]\s*\*\*([a-z])\.`)
 var headingRE = regexp.MustCompile(`^###\s+(q\d+)\.`)
 
-// UntickedQuestions lists the questions of an edited question block that have no box ticked: a
-// forge sends one edit per click, and unticking the default is the first click of choosing
-// another option, so such an edit answers nothing yet.
-func UntickedQuestions(body string, qs []phase.Question) []string {
-	ticked, seen := tickedLetters(body)
-	var out []string
-	for _, q := range qs {
-		if seen[q.ID] && len(ticked[q.ID]) == 0 {
-			out = append(out, q.ID)
-		}
-	}
-	return out
-}
-
 // tickedLetters reads a question block: the option letters ticked under each question's
-// heading, and the questions whose heading it has.
-func tickedLetters(body string) (ticked map[string][]string, seen map[string]bool) {
-	ticked, seen = map[string][]string{}, map[string]bool{}
+// heading.
+func tickedLetters(body string) map[string][]string {
+	ticked := map[string][]string{}
 	current := ""
 	for _, line := range strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n") {
 		if m := headingRE.FindStringSubmatch(line); m != nil {
-			current, seen[m[1]] = m[1], true
+			current = m[1]
 			continue
 		}
 		if m := checkboxRE.FindStringSubmatch(line); m != nil && current != "" && m[1] != " " {
 			ticked[current] = append(ticked[current], m[2])
 		}
 	}
-	return ticked, seen
+	return ticked
 }
 
 // tickState reads the choice each question of a question block shows: the option ticked
 // alone (the default too), or, of two ticked where one is the pre-ticked default, the other; a
 // question with no box ticked, or with another set of boxes, has none.
 func tickState(body string, qs []phase.Question) map[string]string {
-	ticked, _ := tickedLetters(body)
+	ticked := tickedLetters(body)
 	out := map[string]string{}
 	for _, q := range qs {
 		var ids []string

@@ -75,6 +75,7 @@ import (
 	"cmp"
 	"encoding/base64"
 	"encoding/json"
+	"html"
 	"net/url"
 	"slices"
 	"strconv"
@@ -169,16 +170,13 @@ func quotedForms(s string) []string {
 			out = append(out, q[1:len(q)-1])
 		}
 	}
-	return append(out, htmlTemplateReplacer.Replace(s), htmlReplacer.Replace(s))
+	return append(out, htmlTemplateReplacer.Replace(s), html.EscapeString(s))
 }
 
 // htmlTemplateReplacer escapes a text as html/template does in an element's content and a
-// quoted attribute (its htmlEscaper); htmlReplacer as html.EscapeString does.
-var (
-	htmlTemplateReplacer = strings.NewReplacer("\x00", "\uFFFD", `"`, "&#34;", "&", "&amp;", "'", "&#39;",
-		"+", "&#43;", "<", "&lt;", ">", "&gt;")
-	htmlReplacer = strings.NewReplacer("&", "&amp;", "'", "&#39;", "<", "&lt;", ">", "&gt;", `"`, "&#34;")
-)
+// quoted attribute (its htmlEscaper, which also escapes + and NUL, unlike html.EscapeString).
+var htmlTemplateReplacer = strings.NewReplacer("\x00", "\uFFFD", `"`, "&#34;", "&", "&amp;", "'", "&#39;",
+	"+", "&#43;", "<", "&lt;", ">", "&gt;")
 
 // encodings returns the four base64 forms of s.
 func encodings(s string) []string {
