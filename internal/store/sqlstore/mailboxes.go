@@ -69,9 +69,14 @@ func (s *Store) Save(ctx context.Context, m *mailbox.Mailbox) error {
 // when the state changes: migrations/0018_state_changes.sql), fenced by the lease the mailbox
 // was read under (SaveMailboxSQL, fenced).
 func (s *Store) save(ctx context.Context, q querier, m *mailbox.Mailbox, at time.Time) error {
-	res, err := q.ExecContext(ctx, SaveMailboxSQL, m.ID, m.State, m.Type, m.Author, m.Title, m.Labels,
-		m.Assignees, m.Branch, m.MRNumber, m.HeadSHA, m.Data, m.WakeAt, m.ClosedAt, at, m.LeaseOwner)
+	res, err := q.ExecContext(ctx, SaveMailboxSQL, saveArgs(m, at)...)
 	return fenced(res, err, "save mailbox", m.ID)
+}
+
+// saveArgs returns SaveMailboxSQL's parameters, $1…$15, for m updated at the instant at.
+func saveArgs(m *mailbox.Mailbox, at time.Time) []any {
+	return []any{m.ID, m.State, m.Type, m.Author, m.Title, m.Labels, m.Assignees, m.Branch, m.MRNumber,
+		m.HeadSHA, m.Data, m.WakeAt, m.ClosedAt, at, m.LeaseOwner}
 }
 
 // fenced is the outcome of a fenced save of mailbox id (SaveMailboxSQL): err wrapped, or an
@@ -81,9 +86,16 @@ func fenced(res sql.Result, err error, what string, id int64) error {
 	if err != nil {
 		return fmt.Errorf("%s %d: %w", what, id, err)
 	}
-	if n, err := res.RowsAffected(); err != nil {
+	n, err := res.RowsAffected()
+	if err != nil {
 		return fmt.Errorf("%s %d: %w", what, id, err)
-	} else if n == 0 {
+	}
+	return fencedRows(n, what, id)
+}
+
+// fencedRows is fenced for a save that matched n rows.
+func fencedRows(n int64, what string, id int64) error {
+	if n == 0 {
 		return fmt.Errorf("%s %d: its lease changed hands since it was read: %w", what, id, mailbox.ErrLeaseLost)
 	}
 	return nil
@@ -92,8 +104,7 @@ func fenced(res sql.Result, err error, what string, id int64) error {
 // SaveProcessed implements mailbox.Mailboxes: the mailbox's row and its events' marks, all at
 // one instant, so that the timeline of the mailbox's page shows the decisions before the state
 // change they made, and all or none of them. With the dialect's one statement
-// (Dialect.SaveProcessed) when the events share one outcome and are at most
-// markIDsPerStatement; otherwise in one transaction, the save and one statement per outcome
+// (Dialect.SaveProcessed) when the events share one outcome; otherwise in one transaction, the save and one statement per outcome
 // marking its events (markProcessedIn).
 func (s *Store) SaveProcessed(ctx context.Context, m *mailbox.Mailbox, done []mailbox.Processed) error {
 	now := s.now()
@@ -109,7 +120,8 @@ func (s *Store) SaveProcessed(ctx context.Context, m *mailbox.Mailbox, done []ma
 }
 
 // oneOutcome returns the outcome and the ids of done when its groups share one outcome and mark
-// between 1 and markIDsPerStatement events (Dialect.SaveProcessed's case).
+// at least one event (Dialect.SaveProcessed's case: the ids are one array parameter, however
+// many).
 func oneOutcome(done []mailbox.Processed) (outcome string, ids []int64, ok bool) {
 	for i, g := range done {
 		if i > 0 && g.Outcome != outcome {
@@ -118,7 +130,7 @@ func oneOutcome(done []mailbox.Processed) (outcome string, ids []int64, ok bool)
 		outcome = g.Outcome
 		ids = append(ids, g.IDs...)
 	}
-	return outcome, ids, len(ids) > 0 && len(ids) <= markIDsPerStatement
+	return outcome, ids, len(ids) > 0
 }
 
 // saveProcessedOnce is SaveProcessed in the dialect's one statement (Dialect.SaveProcessed).
@@ -132,16 +144,11 @@ func (s *Store) saveProcessedOnce(ctx context.Context, m *mailbox.Mailbox, outco
 		list = strconv.AppendInt(list, id, 10)
 	}
 	list = append(list, '}')
-	var saved int
-	err := s.getPrepared(ctx, &saved, s.dialect.SaveProcessed, m.ID, m.State, m.Type, m.Author, m.Title, m.Labels,
-		m.Assignees, m.Branch, m.MRNumber, m.HeadSHA, m.Data, m.WakeAt, m.ClosedAt, now, m.LeaseOwner, outcome, string(list))
-	if err != nil {
+	var saved int64
+	if err := s.getPrepared(ctx, &saved, s.dialect.SaveProcessed, append(saveArgs(m, now), outcome, string(list))...); err != nil {
 		return fmt.Errorf("save mailbox %d and mark %d events processed: %w", m.ID, len(ids), err)
 	}
-	if saved == 0 {
-		return fmt.Errorf("save mailbox %d: its lease changed hands since it was read: %w", m.ID, mailbox.ErrLeaseLost)
-	}
-	return nil
+	return fencedRows(saved, "save mailbox", m.ID)
 }
 
 // sqlSaveData writes a mailbox's data, fenced as SaveMailboxSQL by $3.

@@ -176,7 +176,8 @@ func saveProcessedGroups(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 	require.Len(t, mustPending(t, s, other.ID), 1, "another mailbox's event stays pending")
 
 	// Groups of one outcome (PostgreSQL saves them with their marks in one statement,
-	// Dialect.SaveProcessed, up to 500 events) and of more than 500 events of one outcome.
+	// Dialect.SaveProcessed, the ids one array parameter), few and more than the 500 ids of one
+	// IN list.
 	for _, n := range []int{3, 501} {
 		for i := range n - 1 {
 			_, err := s.Deliver(ctx, storetest.Event(2, fmt.Sprintf("one-%d-%d", n, i), fmt.Sprintf("one-%d-%d", n, i)))
