@@ -367,7 +367,7 @@ func parsePipelineHook(ev forge.Event, body []byte, projectURL string) (forge.Ev
 		ev.Target.Number, ev.Target.MergeRequest = mr.IID, true
 		ev.Title = mr.Title
 		head := oa.SHA
-		if p.MergedResults() || oa.Source == "merge_request_event" {
+		if p.MergedResults() || p.OfMergeRequest {
 			// A merge request pipeline's sha may be a merge commit of the head (merged results,
 			// merge trains), and the hook tells it no other way: its ref is the source branch
 			// (GitLab's Gitlab::DataBuilder::Pipeline sends source_ref), not refs/merge-requests/N/merge.
