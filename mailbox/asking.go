@@ -53,13 +53,22 @@ func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string
 	// (the poll, a missed delivery: the label changes before it were not delivered either), one
 	// the mailbox never saw arrive that the label history does not show a writer, the author or
 	// the bot adding. A delivered assignment's labels came through the deliveries before it.
+	var acts []forge.Activity // the label history, read once at the first unseen type label
+	read := false
 	for _, l := range mb.Labels {
 		t := m.cfg.Labels.TypeOf(l)
 		if t == "" || containsFold(mb.Data.IgnoredLabels, l) {
 			continue
 		}
 		if derived && !containsFold(seen, l) {
-			ok, err := m.unseenLabelAllowed(ctx, bot, mb, l)
+			if !read {
+				var err error
+				if acts, err = bot.Forge.Activity(ctx, mb.Ref(), time.Time{}); err != nil {
+					return "", fmt.Errorf("read the label history: %w", err)
+				}
+				read = true
+			}
+			ok, err := m.unseenLabelAllowed(ctx, bot, mb, acts, l)
 			if err != nil {
 				return "", err
 			}
@@ -78,14 +87,10 @@ func (m *Machine) start(ctx context.Context, bot Bot, mb *Mailbox, sender string
 }
 
 // unseenLabelAllowed reports whether the gate allows the state label l that the issue carries
-// and the mailbox never saw arrive, judged as the input of whoever the label history shows last
-// adding it (Forge.Activity; the issue's author when it shows nobody: the label was set when the
-// issue was created); the bot's own label is allowed, another bot's never.
-func (m *Machine) unseenLabelAllowed(ctx context.Context, bot Bot, mb *Mailbox, l string) (bool, error) {
-	acts, err := bot.Forge.Activity(ctx, mb.Ref(), time.Time{})
-	if err != nil {
-		return false, fmt.Errorf("read the label history: %w", err)
-	}
+// and the mailbox never saw arrive, judged as the input of whoever the label history acts
+// (Forge.Activity) shows last adding it (the issue's author when it shows nobody: the label was
+// set when the issue was created); the bot's own label is allowed, another bot's never.
+func (m *Machine) unseenLabelAllowed(ctx context.Context, bot Bot, mb *Mailbox, acts []forge.Activity, l string) (bool, error) {
 	who := mb.Author
 	if actor, ok := lastLabelChange(acts, forge.ActivityLabelAdded, l, time.Time{}, ""); ok {
 		if otherBot(bot.Forge.Kind(), actor, bot) {
