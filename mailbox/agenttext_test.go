@@ -25,6 +25,7 @@ func TestAnAgentsTextClosesNoOtherIssue(t *testing.T) {
 		Summary: "Added the CSV export.\n\nFixes #7, closes acme/shop#7"}
 	mb := b.toCI()
 	body := b.mrBody(mb)
+	require.Contains(t, body, "ixes #7, ", "the agent's summary is in the description")
 	require.False(t, closingRE.MatchString(body),
 		"the merge request description closes issue 7 on merge:\n%s", body)
 }
@@ -40,6 +41,7 @@ func TestAnAgentsTextMentionsNobodyEnMasse(t *testing.T) {
 	all := strings.Join(b.comments(), "\n---\n")
 	require.Contains(t, all, "You want a CSV export.", "the understanding was posted")
 	require.NotRegexp(t, `(^|[^`+"`"+`\w])@all\b`, all, "a mass mention reaches the forge unquoted")
+	require.Contains(t, all, "cc `@all`")
 }
 
 // An image with an outside address in an agent's text Alfred posts is fetched by every browser

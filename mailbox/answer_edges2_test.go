@@ -32,6 +32,7 @@ func TestNumberedNoteBeginningWithAnOptionIsNoAnswer(t *testing.T) {
 // agent.
 func TestNumberedAnswerWithMoreWordsKeepsTheNote(t *testing.T) {
 	a := mailbox.ParseReply("1. Semicolon is what finance uses", editQuestions())
+	require.Empty(t, a.Choices)
 	require.Contains(t, a.FreeText, "finance", "the words after the numbered answer were dropped")
 }
 

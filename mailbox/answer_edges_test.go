@@ -37,15 +37,16 @@ func TestRepliesAnswerAsWritten(t *testing.T) {
 			require.Equal(t, "analysis", mb.Type, "+1 takes the default, not the first option")
 		}},
 		{name: "a numbered answer", reply: "1: b", check: func(t *testing.T, _ *bundle, mb *mailbox.Mailbox) {
-			require.NotEqual(t, "task", mb.Type, "alice wrote b, not option 1")
+			require.Equal(t, "bug", mb.Type, "alice wrote b, not option 1")
 		}},
 		{name: "a numbered list's answer", labels: []string{"type::task"}, reply: "1. Semicolon",
 			check: func(t *testing.T, b *bundle, _ *mailbox.Mailbox) {
-				require.NotContains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | a. Comma | @alice |", "alice wrote Semicolon")
+				require.Contains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | b. Semicolon | @alice |", "alice wrote Semicolon")
 			}},
 		{name: "two answers with dashes", labels: []string{"type::task"}, two: true, reply: "q1 - b, q2 - b",
 			check: func(t *testing.T, b *bundle, _ *mailbox.Mailbox) {
-				require.NotContains(t, b.fake.IssueBody(b.ref), "| q2. Header row? | a. With a header | default |", "alice answered q2 with b")
+				require.Contains(t, b.fake.IssueBody(b.ref), "| q1. Which separator? | b. Semicolon | @alice |")
+				require.Contains(t, b.fake.IssueBody(b.ref), "| q2. Header row? | b. Without a header | @alice |", "alice answered q2 with b")
 			}},
 		{name: ":thumbsup:", labels: []string{"type::task"}, reply: ":thumbsup:", check: accepted},
 		{name: ":+1:", labels: []string{"type::task"}, reply: ":+1:", check: accepted},
@@ -70,7 +71,7 @@ func TestRepliesAnswerAsWritten(t *testing.T) {
 
 // accepted checks that the reply closed the question round.
 func accepted(t *testing.T, _ *bundle, mb *mailbox.Mailbox) {
-	require.NotEqual(t, mailbox.StateWaitingInfo, mb.State, "the reply accepts the defaults")
+	require.Equal(t, mailbox.StateWaitingValidation, mb.State, "the reply accepts the defaults")
 }
 
 // keptAsNotes checks that the reply answered and its request reached the agent's notes.
@@ -90,4 +91,7 @@ func TestDefaultsNotAppliedBeforeTheAnnouncedSecond(t *testing.T) {
 	require.Contains(t, b.lastComment(), "Without an answer by 2026-11-29 10:00:02 UTC")
 	b.clock.Add(1500 * time.Millisecond) // 10:00:01.5, before the announced 10:00:02
 	require.Equal(t, mailbox.StateWaitingInfo, b.advance().State, "the block said 10:00:02")
+	require.NotContains(t, b.lastComment(), "No answer by")
+	b.clock.Add(500 * time.Millisecond)
+	require.Equal(t, mailbox.StateWaitingValidation, b.advance().State, "the defaults apply at the announced second")
 }

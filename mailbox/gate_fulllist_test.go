@@ -22,13 +22,10 @@ func TestForgejoWritersLaterListDoesNotValidateANonWritersLabel(t *testing.T) {
 	b := setupGate(t, forge.KindForgejo)
 	require.Equal(t, mailbox.StateWaitingValidation, b.assignBot().State)
 	labels := b.s.IssueLabels(b.ref)
-	b.s.SetIssueLabels(b.ref, "mallory", append(slices.Clone(labels), "ai::validate_plan")...)
-	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "mallory"}, LabelsKnown: true,
-		Labels: b.s.IssueLabels(b.ref)}) // as webhook/forgejo parses it: no PreviousLabels
-	b.s.SetIssueLabels(b.ref, "alice", append(b.s.IssueLabels(b.ref), "frontend")...)
-	b.deliver(forge.Event{Type: forge.EventLabels, Sender: forge.User{Login: "alice"}, LabelsKnown: true,
-		Labels: b.s.IssueLabels(b.ref)})
+	b.label("mallory", append(slices.Clone(labels), "ai::validate_plan")...)
+	b.label("alice", append(b.s.IssueLabels(b.ref), "frontend")...)
 	mb := b.advance()
+	require.NotContains(t, b.s.IssueLabels(b.ref), "ai::validate_plan", "mallory's label is undone")
 	require.Contains(t, b.comments(), "@mallory, only a project member with write access can validate the plan")
 	require.NotContains(t, b.comments(), "Plan validated by @alice", "mallory's label validated the plan in alice's name")
 	require.Equal(t, mailbox.StateWaitingValidation, mb.State)
@@ -103,4 +100,5 @@ func TestForgejoWritersLabelIsNotLostToALaterReAdd(t *testing.T) {
 	b.advance()
 	require.Contains(t, b.comments(), "Plan validated by @alice. Starting the development.",
 		"alice's own delivery of ai::validate_plan validates")
+	require.Contains(t, b.comments(), "@mallory, only a project member with write access can validate the plan")
 }

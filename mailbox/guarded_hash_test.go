@@ -1,6 +1,7 @@
 package mailbox_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -12,10 +13,6 @@ import (
 	"github.com/alfred-bot/alfred/mailbox/storetest"
 )
 
-// A question block whose text holds an image (the agent quotes the issue's screenshot in a
-// question's context) is posted through the guard, which makes the image inert: the forge
-// holds "!\[", the hash recorded is of "![". A reconciliation while Alfred asks must not take
-// Alfred's own block for an edit by the author, which closes the round with every default.
 // The question block holds what the post guard changes before sending (an image made inert, a
 // mass mention and a bot's mention quoted): the hash Alfred records is that of the text the
 // forge holds, so reconciliation does not read the block as edited by the author, which would
@@ -34,9 +31,11 @@ func TestReconcileKeepsQuestionsOpenWhenTheBlockIsGuarded(t *testing.T) {
 	mb := b.advance()
 	require.Equal(t, mailbox.StateWaitingInfo, mb.State)
 
+	require.Contains(t, strings.Join(b.comments(), "\n"), `!\[mockup]`, "the guard made the image inert")
+
 	b.clock.Add(2 * time.Minute)
 	b.fake.SetClock(b.clock.Now())
-	b.reconcile()
+	require.Zero(t, b.reconcile().Events, "Alfred's own guarded block is not an edit")
 	for range 2 {
 		mb = b.advance()
 	}

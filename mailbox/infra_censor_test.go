@@ -37,4 +37,5 @@ func TestInfrastructureErrorOfARunIsStoredCensored(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, runs)
 	require.NotContains(t, runs[len(runs)-1].Outcome, "tok-s3cr3t")
+	require.Contains(t, runs[len(runs)-1].Outcome, "dial docker with [redacted]")
 }

@@ -286,7 +286,8 @@ func TestStaleHeadEventsStartNothing(t *testing.T) {
 // outcome, after it replied to the comment (the summary in the issue answers 502); the next
 // pass acts on the same stored outcome with the comments the run was given, not those still
 // unanswered on the forge (none): the summary is posted, the pushed head is the merge
-// request's head and the issue goes to CI, as when the pass had not failed; the comment is
+// request's head and, through CI (green here), the issue is back in review, as when the pass
+// had not failed; the comment is
 // answered once, and the run counts once against review_fix_attempts.
 func TestReviewReplyOnceAfterAFailedPass(t *testing.T) {
 	t.Parallel()
@@ -320,14 +321,9 @@ func TestReviewReplyOnceAfterAFailedPass(t *testing.T) {
 	b.clock.Add(time.Minute)
 	mb = b.advance()
 	require.Len(t, b.exec.jobs, jobs+1, "the run is not run again")
-	summaries := 0
-	for _, c := range b.comments() {
-		if strings.Contains(c, "I went through the review of") {
-			summaries++
-		}
-	}
-	require.Equal(t, 1, summaries, "the review_fix summary is posted once")
+	require.Equal(t, 1, b.countComments("I went through the review of"), "the review_fix summary is posted once")
 	require.Equal(t, pushed, mb.HeadSHA, "the review_fix's push is the head")
+	require.Equal(t, mailbox.StateInReview, mb.State, "the pushed head went through CI, green, back to review")
 	runs, err := b.store.Runs(context.Background(), mb.ID)
 	require.NoError(t, err)
 	last := runs[len(runs)-1]

@@ -185,6 +185,7 @@ func TestANoteTheForgeMadeBeforeA502IsPostedOnce(t *testing.T) {
 			seen[k]++
 		}
 	}
+	require.Equal(t, 1, seen["ack-1"], "the note whose answer was lost")
 	for k, n := range seen {
 		require.Equal(t, 1, n, "comment %s posted %d times", k, n)
 	}

@@ -39,6 +39,7 @@ func TestRunOutcomeIsCensoredOnThePages(t *testing.T) {
 				code, body := get(t, srv.URL+web.Prefix+p)
 				require.Equal(t, http.StatusOK, code, p)
 				assert.False(t, strings.Contains(html.UnescapeString(body), sec), "%s shows the secret to the browser", p)
+				assert.Contains(t, body, "dial docker with [redacted]", "%s shows the outcome", p)
 			}
 		})
 	}
