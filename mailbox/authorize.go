@@ -291,7 +291,7 @@ func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender
 	}
 	// Someone other than the sender and the bot made the change: the gate's decision is theirs.
 	judge := func(l, who string) (other, allowed bool, err error) {
-		if who == "" || strings.EqualFold(who, sender) || bot.isBot(who) {
+		if who == "" || strings.EqualFold(who, sender) || bot.IsBot(who) {
 			// The sender's, the bot's own, or another bot's (whose own event kept it aside:
 			// Data.IgnoredLabels), as a whole list always was.
 			return false, false, nil

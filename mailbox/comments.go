@@ -36,7 +36,7 @@ func (m *Machine) issueExists(ctx context.Context, bot Bot, ref forge.IssueRef) 
 func (m *Machine) post(ctx context.Context, bot Bot, mb *Mailbox, key, kind, body string) error {
 	// As the post guard sends it (GuardPosts; guarding twice changes nothing): the hash
 	// recorded is that of the body the forge holds, which a reconciliation compares.
-	full := guardText(bot.Forge.Kind(), bot.isBot, Marker(key, kind)+"\n"+m.cfg.Redact(body))
+	full := guardText(bot.Forge.Kind(), bot.IsBot, Marker(key, kind)+"\n"+m.cfg.Redact(body))
 	hash := bodyHash(full)
 	ref := mb.Ref()
 	pc, err := m.store.PostedComment(ctx, mb.ID, key)

@@ -123,9 +123,10 @@ type Bot struct {
 	OtherBots []string
 }
 
-// isBot reports whether login is a bot's, as the post guard cmd/alfred wires tells it: the bot
-// itself, one of OtherBots, or a forge's bot by its name (forge.IsBotLogin).
-func (b Bot) isBot(login string) bool {
+// IsBot reports whether login is a bot's: the bot itself, one of OtherBots, or a forge's bot by
+// its name (forge.IsBotLogin). cmd/alfred gives it to the post guard (PostGuard.IsBot), so that
+// the machine's guarded text of a comment (Machine.post) is the one the forge receives.
+func (b Bot) IsBot(login string) bool {
 	return strings.EqualFold(login, b.Login) || containsFold(b.OtherBots, login) ||
 		(b.Forge != nil && forge.IsBotLogin(b.Forge.Kind(), 0, login))
 }

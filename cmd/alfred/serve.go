@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -242,7 +241,7 @@ func buildForges(cfg *config.Config, m *metrics.Metrics, shadow mailbox.ShadowLo
 		// what the forge would have received.
 		guard := mailbox.PostGuard{Censor: cfg.Censor().String,
 			Limits: mailbox.PostLimits{MaxCommentBytes: f.MaxCommentBytes, MaxDescriptionBytes: f.MaxDescriptionBytes},
-			IsBot:  botCheck(f)}
+			IsBot:  mailbox.Bot{Forge: client, Login: f.BotUser, OtherBots: f.OtherBots}.IsBot}
 		shadowed := mailbox.Shadow(client, mailbox.ShadowConfig{Forge: f.Name, BotLogin: f.BotUser, Log: shadow,
 			On: func(repo string) bool { return cfg.For(repo).Shadow }})
 		fs.bots[f.Name] = mailbox.Bot{Forge: mailbox.GuardPosts(shadowed, guard), Login: f.BotUser, OtherBots: f.OtherBots}
@@ -544,15 +543,6 @@ func (g *rebuildGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(rebuildRetry/time.Second)))
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = io.WriteString(w, "alfred is stopping\n")
-	}
-}
-
-// botCheck reports whether a login of forge f is a bot: the bot itself, one of its other_bots,
-// or one by the forge's conventions (forge.IsBotLogin).
-func botCheck(f config.Forge) func(login string) bool {
-	return func(login string) bool {
-		return strings.EqualFold(login, f.BotUser) || forge.IsBotLogin(f.Kind, 0, login) ||
-			slices.ContainsFunc(f.OtherBots, func(b string) bool { return strings.EqualFold(b, login) })
 	}
 }
 
