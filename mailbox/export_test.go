@@ -19,3 +19,13 @@ func WithRunGate(ctx context.Context, may func() bool) context.Context { return 
 // PassesWaiting returns how many event workers wait for their pass to be admitted
 // (WorkerConfig.Overlap).
 func (w *Workers) PassesWaiting() int { return w.passes.waiters() }
+
+// Woken reports whether a wake (Notify) is waiting for the workers, and takes it.
+func (w *Workers) Woken() bool {
+	select {
+	case <-w.wake:
+		return true
+	default:
+		return false
+	}
+}

@@ -185,6 +185,15 @@ func setupWith(t testing.TB, g guard, labels ...string) *bundle {
 
 func (b *bundle) deliver(ev forge.Event) {
 	b.t.Helper()
+	dup, err := b.store.Deliver(context.Background(), b.delivery(ev))
+	require.NoError(b.t, err)
+	require.False(b.t, dup)
+}
+
+// delivery is ev as the receiver stores it: a delivery id, body hash, forge and target of its
+// own, received now (an assignment changes the forge first).
+func (b *bundle) delivery(ev forge.Event) forge.Event {
+	b.t.Helper()
 	if ev.Type == forge.EventAssignees && ev.Target.Repo == "" && ev.Sender.Login != forgetest.BotLogin {
 		// The forge changed before it sent the event.
 		cur := b.fake.IssueAssignees(b.ref)
@@ -198,9 +207,7 @@ func (b *bundle) deliver(ev forge.Event) {
 		ev.Target = b.ref
 	}
 	ev.ReceivedAt = b.clock.Now()
-	dup, err := b.store.Deliver(context.Background(), ev)
-	require.NoError(b.t, err)
-	require.False(b.t, dup)
+	return ev
 }
 
 func (b *bundle) advance() *mailbox.Mailbox {

@@ -133,8 +133,10 @@ func (c *claimCounter) Release(ctx context.Context, id int64, owner string, back
 }
 
 // An event pass wakes a run worker only when a run concerns its mailbox: comments on an issue
-// Alfred is not assigned to cost the run workers nothing, and the assignment's pass, which
-// leaves the analysis due, still starts it at once (the workers poll only once an hour here).
+// Alfred is not assigned to cost the run workers nothing (the first makes a pass, the mailbox's
+// first event; the others are recorded on arrival and make none), and the assignment's pass,
+// which leaves the analysis due, still starts it at once (the workers poll only once an hour
+// here).
 func TestEventPassWakesARunWorkerOnlyForARun(t *testing.T) {
 	t.Parallel()
 	b := setupPG(t, "type::task")
@@ -147,15 +149,25 @@ func TestEventPassWakesARunWorkerOnlyForARun(t *testing.T) {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	signal(t, "the run worker's first claim", func() bool { return c.runClaims.Load() == 1 })
 
-	for i := range 5 {
-		b.deliver(comment("alice", fmt.Sprintf("Any news? (%d)", i)))
-		w.Notify()
-		signal(t, fmt.Sprintf("pass %d released", i+1), func() bool { return c.releases.Load() == int64(i+1) })
+	inbox := mailbox.WakingInbox{Inbox: b.store, Workers: w}
+	b.deliver(comment("alice", "Any news?"))
+	w.Notify()
+	signal(t, "the first comment's pass released", func() bool { return c.releases.Load() == 1 })
+	for i := range 4 {
+		dup, pending, err := b.store.(mailbox.ArrivalInbox).Arrive(context.Background(), b.delivery(comment("alice", fmt.Sprintf("Any news? (%d)", i))))
+		require.NoError(t, err)
+		require.False(t, dup)
+		require.False(t, pending, "comment %d is recorded on arrival", i)
 	}
+	mb, err := b.store.Find(context.Background(), b.ref)
+	require.NoError(t, err)
+	evs, err := b.store.PendingEvents(context.Background(), mb.ID)
+	require.NoError(t, err)
+	require.Empty(t, evs)
 	require.Equal(t, int64(1), c.runClaims.Load(), "passes over comments woke a run worker")
 	require.Zero(t, b.runsStarted())
 
-	b.deliver(assign("alice"))
-	w.Notify()
+	_, err = inbox.Deliver(context.Background(), b.delivery(assign("alice")))
+	require.NoError(t, err)
 	signal(t, "the analysis run", func() bool { return b.runsStarted() == 1 })
 }

@@ -112,6 +112,18 @@ type Inbox interface {
 	MarkProcessed(ctx context.Context, eventID int64, outcome string) error
 }
 
+// ArrivalInbox is an Inbox that records an inert event processed as it stores it: an event
+// for which InertAtRest holds, into a mailbox in a state of RestStates whose events have all
+// been applied, is stored with processed_at set and the outcome OutcomeAtRest, and waits for
+// no pass. The SQL stores are ArrivalInboxes; an Inbox that is not leaves every event to a
+// pass, which applies it to the same effect.
+type ArrivalInbox interface {
+	Inbox
+	// Arrive is Deliver, and also reports whether a new event waits for a pass (pending):
+	// false when it was recorded processed on arrival.
+	Arrive(ctx context.Context, ev forge.Event) (duplicate, pending bool, err error)
+}
+
 // Mailboxes reads and writes mailbox rows.
 type Mailboxes interface {
 	// Get reads a mailbox by id; an error wrapping ErrNotFound when there is none.

@@ -422,10 +422,17 @@ type WakingInbox struct {
 	Workers *Workers
 }
 
-// Deliver stores ev (see Inbox.Deliver) and wakes a worker when it is new.
+// Deliver stores ev (see Inbox.Deliver) and wakes a worker when it is new and waits for a
+// pass: an ArrivalInbox that stored it already processed (OutcomeAtRest) wakes nobody.
 func (i WakingInbox) Deliver(ctx context.Context, ev forge.Event) (bool, error) {
-	dup, err := i.Inbox.Deliver(ctx, ev)
-	if err == nil && !dup && i.Workers != nil {
+	dup, pending := false, true
+	var err error
+	if a, ok := i.Inbox.(ArrivalInbox); ok {
+		dup, pending, err = a.Arrive(ctx, ev)
+	} else {
+		dup, err = i.Inbox.Deliver(ctx, ev)
+	}
+	if err == nil && !dup && pending && i.Workers != nil {
 		i.Workers.Notify()
 	}
 	return dup, err

@@ -88,8 +88,17 @@ func Run(t *testing.T, newStore NewStore) {
 	}
 }
 
-// Event returns a comment event on issue n of acme/shop with the given delivery id and body hash.
+// Event returns an edit of issue n of acme/shop (an event every mailbox applies in a pass,
+// whatever its state: not mailbox.InertAtRest) with the given delivery id and body hash.
 func Event(n int64, delivery, body string) forge.Event {
+	return forge.Event{Forge: "gl", Kind: forge.KindGitLab, DeliveryID: delivery, BodyHash: body,
+		Type: forge.EventIssueEdited, Target: forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: n},
+		Sender: forge.User{Login: "alice"}, Title: "hi"}
+}
+
+// Comment returns a comment on issue n of acme/shop with the given delivery id and body hash:
+// mailbox.InertAtRest.
+func Comment(n int64, delivery, body string) forge.Event {
 	return forge.Event{Forge: "gl", Kind: forge.KindGitLab, DeliveryID: delivery, BodyHash: body,
 		Type: forge.EventComment, Target: forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: n},
 		Sender: forge.User{Login: "alice"}, Comment: &forge.Comment{Body: "hi"}}
@@ -158,7 +167,7 @@ func deliverDeduplicates(t *testing.T, s Store, _ *Clock) {
 	evs, err := s.PendingEvents(ctx, mb.ID)
 	require.NoError(t, err)
 	require.Len(t, evs, 4)
-	require.Equal(t, "hi", evs[0].Event.Comment.Body, "the event is decoded")
+	require.Equal(t, "hi", evs[0].Event.Title, "the event is decoded")
 	_, err = s.Get(ctx, mb.ID+100)
 	require.ErrorIs(t, err, mailbox.ErrNotFound)
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/lib/pq"
 
@@ -81,19 +82,33 @@ INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, paylo
 SELECT id, $1, $5, $6, $7, $8, $9 FROM (SELECT id FROM existing UNION ALL SELECT id FROM created) mb
 ON CONFLICT DO NOTHING`
 
-// insertEvents is sqlstore.Dialect.InsertEvents: one multi-row insert (its parameters are
-// typed by the columns they go into, so no array is built or parsed), returning the inserted
-// events, each with whether its delivery id was stored before with another body. The look-up
-// reads the statement's snapshot, taken before the insert, through the (forge, delivery_id,
-// body_hash) unique index.
+// insertEvents is sqlstore.Dialect.InsertEvents: one insert of the rows (the first row's
+// parameters cast to the columns' types, which types the rest), in their order, returning the
+// inserted events, each with whether it was recorded processed on arrival and whether its
+// delivery id was stored before with another body. An inert row is recorded processed when its
+// mailbox (by primary key) is at rest and has no pending event (the events_pending index);
+// both look-ups, and the one of other bodies (the (forge, delivery_id, body_hash) unique
+// index), read the statement's snapshot, taken before the insert.
 func insertEvents(rows int) string {
-	return `WITH inserted AS (
-	INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)
-	VALUES ` + sqlstore.ValuesRows(rows, 7) + `
+	n := rows * sqlstore.InsertEventColumns
+	return `WITH v (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at, inert, ord) AS (
+	VALUES ` + sqlstore.EventValues(rows, eventCasts) + `
+), inserted AS (
+	INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at, processed_at, outcome)
+	SELECT v.mailbox_id, v.forge, v.delivery_id, v.body_hash, v.event_type, v.payload, v.received_at,
+		CASE WHEN r.at_rest THEN $` + strconv.Itoa(n+1) + `::timestamptz END,
+		CASE WHEN r.at_rest THEN $` + strconv.Itoa(n+2) + `::text ELSE '' END
+	FROM v CROSS JOIN LATERAL (SELECT v.inert
+		AND EXISTS (SELECT 1 FROM mailboxes m WHERE m.id = v.mailbox_id AND m.state IN (` + sqlstore.RestStateList() + `))
+		AND NOT EXISTS (SELECT 1 FROM events p WHERE p.mailbox_id = v.mailbox_id AND p.processed_at IS NULL) AS at_rest) r
+	ORDER BY v.ord
 	ON CONFLICT DO NOTHING
-	RETURNING forge, delivery_id, body_hash
+	RETURNING forge, delivery_id, body_hash, processed_at IS NOT NULL AS done
 )
-SELECT forge, delivery_id, body_hash, EXISTS (
+SELECT forge, delivery_id, body_hash, done, EXISTS (
 	SELECT 1 FROM events e WHERE e.forge = i.forge AND e.delivery_id = i.delivery_id AND e.body_hash <> i.body_hash
 ) AS others FROM inserted i`
 }
+
+// eventCasts are the types of InsertEvents' columns, cast on its first row: the rest take them.
+var eventCasts = []string{"::bigint", "::text", "::text", "::text", "::text", "::text", "::timestamptz", "::boolean"}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -29,20 +30,24 @@ const (
 	maxInsertBatch = 64
 )
 
-// insertReq is one delivery waiting to be inserted into mailbox mailboxID.
+// insertReq is one delivery waiting to be inserted into mailbox mailboxID; inert says it may
+// be recorded processed on arrival (mailbox.InertAtRest, and the mailbox known to have had an
+// event before: its first event is applied by a pass, which gives it its title and author).
 type insertReq struct {
 	ctx       context.Context // the caller's: its deadline bounds the batch
 	mailboxID int64
 	ev        forge.Event
 	payload   string
+	inert     bool
 	done      chan insertRes // buffered: a flusher never waits for the caller
 }
 
-// insertRes is what became of an insertReq: inserted or a duplicate, whether the delivery id
-// is stored with another body too (checked says the batch looked), or the error.
+// insertRes is what became of an insertReq: inserted or a duplicate, recorded processed on
+// arrival (atRest), whether the delivery id is stored with another body too (checked says the
+// batch looked), or the error.
 type insertRes struct {
-	duplicate, others, checked bool
-	err                        error
+	duplicate, atRest, others, checked bool
+	err                                error
 }
 
 // inserter runs the flushers of one Store. They start on the first delivery and stop when the
@@ -92,14 +97,14 @@ func (b *inserter) close() {
 // ctx bounds the wait for a flusher; once one holds the delivery, its answer is awaited
 // whatever ctx does (the group runs at most to its latest deadline, batchContext), so a
 // delivery answered with an error was not stored and one answered stored was committed.
-func (s *Store) batchInsert(ctx context.Context, id int64, ev forge.Event, payload string) insertRes {
+func (s *Store) batchInsert(ctx context.Context, id int64, ev forge.Event, payload string, inert bool) insertRes {
 	s.batch.start.Do(func() {
 		for range cmp.Or(s.dialect.InsertFlushers, defaultInsertFlushers) {
 			s.batch.wg.Add(1)
 			go s.flusher()
 		}
 	})
-	r := &insertReq{ctx: ctx, mailboxID: id, ev: ev, payload: payload, done: make(chan insertRes, 1)}
+	r := &insertReq{ctx: ctx, mailboxID: id, ev: ev, payload: payload, inert: inert, done: make(chan insertRes, 1)}
 	s.batch.waiting.Add(1)
 	select {
 	case s.batch.in <- r:
@@ -186,14 +191,25 @@ var errStoreClosed = errors.New("store closed")
 // eventKey identifies a stored delivery (the events table's unique key).
 type eventKey struct{ forge, deliveryID, bodyHash string }
 
+// InsertEventColumns is the number of parameters of an event in Dialect.InsertEvents.
+const InsertEventColumns = 8
+
+// RestStateList is the SQL list of mailbox.RestStates ('idle', 'done', 'cancelled'), for the
+// dialects' InsertEvents.
+func RestStateList() string { return stateList(mailbox.RestStates()) }
+
 // insertBatch runs Dialect.InsertEvents over batch and returns each delivery's result, in
 // batch's order. A delivery that came twice in one batch (a forge's retry racing the first
-// attempt) is inserted once and the other is a duplicate.
+// attempt) is inserted once and the other is a duplicate. An inert delivery behind one of the
+// same mailbox that is not is inserted pending: the statement's look-up of pending events sees
+// only what was stored before it.
 func (s *Store) insertBatch(ctx context.Context, batch []*insertReq) ([]insertRes, error) {
-	args := make([]any, 0, 7*len(batch))
-	for _, r := range batch {
-		args = append(args, r.mailboxID, r.ev.Forge, r.ev.DeliveryID, r.ev.BodyHash, string(r.ev.Type), r.payload, r.ev.ReceivedAt)
+	args := make([]any, 0, InsertEventColumns*len(batch)+2)
+	inert := inertInBatch(batch)
+	for i, r := range batch {
+		args = append(args, r.mailboxID, r.ev.Forge, r.ev.DeliveryID, r.ev.BodyHash, string(r.ev.Type), r.payload, r.ev.ReceivedAt, inert[i])
 	}
+	args = append(args, s.now(), mailbox.OutcomeAtRest)
 	s.batch.statements.Add(1)
 	s.batch.grouped.Add(int64(len(batch)))
 	inserted, err := s.runInsertEvents(ctx, len(batch), args)
@@ -203,18 +219,36 @@ func (s *Store) insertBatch(ctx context.Context, batch []*insertReq) ([]insertRe
 	res := make([]insertRes, len(batch))
 	for i, r := range batch {
 		k := eventKey{r.ev.Forge, r.ev.DeliveryID, r.ev.BodyHash}
-		others, ok := inserted[k]
-		res[i] = insertRes{duplicate: !ok, others: others, checked: true}
+		got, ok := inserted[k]
+		res[i] = insertRes{duplicate: !ok, atRest: got.atRest, others: got.others, checked: true}
 		delete(inserted, k)
 	}
 	markOthersInBatch(batch, res)
 	return res, nil
 }
 
+// insertedRow is what Dialect.InsertEvents says of an inserted event: recorded processed on
+// arrival, its delivery id stored before with another body.
+type insertedRow struct{ atRest, others bool }
+
+// inertInBatch returns, for each delivery of batch, whether it may be recorded processed on
+// arrival: it is inert, and no delivery before it in the batch into the same mailbox is not
+// (that one waits for a pass, and so must everything behind it).
+func inertInBatch(batch []*insertReq) []bool {
+	out := make([]bool, len(batch))
+	active := map[int64]bool{} // mailboxes with a delivery of the batch that waits for a pass
+	for i, r := range batch {
+		out[i] = r.inert && !active[r.mailboxID]
+		if !out[i] {
+			active[r.mailboxID] = true
+		}
+	}
+	return out
+}
+
 // runInsertEvents runs Dialect.InsertEvents for rows events, prepared once per size, and
-// returns the inserted deliveries, each with whether its delivery id was stored before with
-// another body.
-func (s *Store) runInsertEvents(ctx context.Context, n int, args []any) (map[eventKey]bool, error) {
+// returns the inserted deliveries.
+func (s *Store) runInsertEvents(ctx context.Context, n int, args []any) (map[eventKey]insertedRow, error) {
 	query := s.insertEventsSQL(n)
 	var rows *sql.Rows
 	var err error
@@ -227,16 +261,16 @@ func (s *Store) runInsertEvents(ctx context.Context, n int, args []any) (map[eve
 		return nil, err
 	}
 	defer rows.Close()
-	inserted := map[eventKey]bool{}
+	out := map[eventKey]insertedRow{}
 	for rows.Next() {
 		var k eventKey
-		var others bool
-		if err := rows.Scan(&k.forge, &k.deliveryID, &k.bodyHash, &others); err != nil {
+		var got insertedRow
+		if err := rows.Scan(&k.forge, &k.deliveryID, &k.bodyHash, &got.atRest, &got.others); err != nil {
 			return nil, err
 		}
-		inserted[k] = others
+		out[k] = got
 	}
-	return inserted, rows.Err()
+	return out, rows.Err()
 }
 
 // insertEventsSQL returns Dialect.InsertEvents(n), built once per n.
@@ -269,23 +303,26 @@ func markOthersInBatch(batch []*insertReq, res []insertRes) {
 	}
 }
 
-// ValuesRows returns the VALUES rows of a multi-row insert of rows rows of cols parameters
-// each, numbered from $1 row by row: "($1, $2), ($3, $4)" for 2 rows of 2. Dialects build
-// Dialect.InsertEvents with it.
-func ValuesRows(rows, cols int) string {
+// EventValues returns the VALUES rows of Dialect.InsertEvents for rows events: the
+// InsertEventColumns parameters of each, numbered from $1 row by row, followed by the row's
+// ordinal from 0 (the statement inserts in that order), and casts, when given, after the
+// first row's parameters: "($1::bigint, …, $8::boolean, 0), ($9, …, $16, 1)".
+func EventValues(rows int, casts []string) string {
 	var b strings.Builder
 	for r := range rows {
 		if r > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteByte('(')
-		for c := range cols {
-			if c > 0 {
-				b.WriteString(", ")
-			}
+		for c := range InsertEventColumns {
 			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(r*cols + c + 1))
+			b.WriteString(strconv.Itoa(r*InsertEventColumns + c + 1))
+			if r == 0 && c < len(casts) {
+				b.WriteString(casts[c])
+			}
+			b.WriteString(", ")
 		}
+		b.WriteString(strconv.Itoa(r))
 		b.WriteByte(')')
 	}
 	return b.String()

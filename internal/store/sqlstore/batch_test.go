@@ -30,3 +30,15 @@ func TestMarkOthersInBatch(t *testing.T) {
 	}
 	require.Equal(t, []int{0, 2}, marked)
 }
+
+// Inside one group, an inert delivery is recorded on arrival only when no delivery before it
+// into the same mailbox waits for a pass; other mailboxes do not matter.
+func TestInertInBatch(t *testing.T) {
+	req := func(mailboxID int64, inert bool) *insertReq { return &insertReq{mailboxID: mailboxID, inert: inert} }
+	batch := []*insertReq{
+		req(1, true), req(1, true), // 1: two comments, both may rest
+		req(2, false), req(2, true), // 2: an assignment, then a comment that must wait for it
+		req(3, true), req(1, false), req(3, true), req(1, true), // 1 again: a label change, then a comment behind it
+	}
+	require.Equal(t, []bool{true, true, false, false, true, false, true, false}, inertInBatch(batch))
+}

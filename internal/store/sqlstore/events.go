@@ -73,9 +73,18 @@ const sqlSameDeliveryOtherBody = `SELECT count(*) FROM events WHERE forge = $1 A
 // value the engine refuses (invalid text, an identifier over an index's size) returns an error
 // wrapping forge.ErrBadPayload.
 func (s *Store) Deliver(ctx context.Context, ev forge.Event) (duplicate bool, err error) {
+	duplicate, _, err = s.Arrive(ctx, ev)
+	return duplicate, err
+}
+
+// Arrive implements mailbox.ArrivalInbox: Deliver, reporting whether the new event waits for a
+// pass. The grouped insert (batch.go) records an inert event processed on arrival; the first
+// event of a mailbox this process has not stored into, and an event on a merge request, always
+// wait.
+func (s *Store) Arrive(ctx context.Context, ev forge.Event) (duplicate, pending bool, err error) {
 	res := s.deliver(ctx, &ev)
 	if res.err != nil || res.duplicate {
-		return res.duplicate, res.err
+		return res.duplicate, false, res.err
 	}
 	if !res.checked {
 		if res.others, err = s.otherBodies(ctx, ev); err != nil {
@@ -86,7 +95,7 @@ func (s *Store) Deliver(ctx context.Context, ev forge.Event) (duplicate bool, er
 		s.log.Warn("a delivery id came again with another body; both are kept", "forge", ev.Forge,
 			"delivery_id", ev.DeliveryID, "event", ev.Type, "repo", ev.Target.Repo, "issue", ev.Target.Number)
 	}
-	return false, nil
+	return false, !res.atRest, nil
 }
 
 // otherBodies reports whether events of ev's delivery id are stored with another body, for
@@ -132,14 +141,15 @@ func (s *Store) deliver(ctx context.Context, evp *forge.Event) insertRes {
 			return insertRes{err: mailbox.ErrNoMailboxForPipeline(ev)}
 		}
 		if id != 0 {
-			return s.batchInsert(ctx, id, ev, payload)
+			return s.batchInsert(ctx, id, ev, payload, false)
 		}
 	}
-	// A mailbox this process has seen: one plain insert. A mailbox deleted since makes the
-	// insert fail on the foreign key (23503); it is forgotten and looked up again.
+	// A mailbox this process has seen: one plain insert, an inert event recorded processed when
+	// the mailbox is at rest (mailbox.ArrivalInbox). A mailbox deleted since makes the insert
+	// fail on the foreign key (23503); it is forgotten and looked up again.
 	key := mailboxKey{forge: t.Forge, repo: t.Repo, number: t.Number, mergeRequest: t.MergeRequest}
 	if id, ok := s.ids.get(key); ok {
-		res := s.batchInsert(ctx, id, ev, payload)
+		res := s.batchInsert(ctx, id, ev, payload, mailbox.InertAtRest(ev))
 		if !s.isForeignKeyViolation(res.err) {
 			return res
 		}
@@ -254,5 +264,5 @@ func (s *Store) deliverToNewMailbox(ctx context.Context, key mailboxKey, ev forg
 		return insertRes{err: s.storeError("find mailbox", err)}
 	}
 	s.ids.put(key, id)
-	return s.batchInsert(ctx, id, ev, payload)
+	return s.batchInsert(ctx, id, ev, payload, false)
 }

@@ -206,3 +206,105 @@ func saveProcessedGroups(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 		require.NoError(t, err)
 	}
 }
+
+// eventsRecordedOnArrival: a comment (mailbox.InertAtRest) into a mailbox at rest whose events
+// are all applied is stored processed, at the store's clock, with mailbox.OutcomeAtRest, and
+// waits for no pass; the first event of a mailbox, a comment behind a pending event, a comment
+// in a working state and a comment on a merge request wait. Under concurrent deliveries
+// (grouped inserts) no comment is recorded on arrival behind a pending event of its mailbox.
+func eventsRecordedOnArrival(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
+	ctx := context.Background()
+	seq := 0
+	arrive := func(ev forge.Event) bool {
+		t.Helper()
+		seq++
+		ev.DeliveryID, ev.BodyHash = fmt.Sprintf("rest-%d", seq), fmt.Sprintf("rest-%d", seq)
+		dup, pending, err := s.Arrive(ctx, ev)
+		require.NoError(t, err)
+		require.False(t, dup)
+		return pending
+	}
+	settle := func(mb *mailbox.Mailbox, state mailbox.State) {
+		t.Helper()
+		var ids []int64
+		for _, e := range mustPending(t, s, mb.ID) {
+			ids = append(ids, e.ID)
+		}
+		mb.State = state
+		require.NoError(t, s.SaveProcessed(ctx, mb, []mailbox.Processed{{IDs: ids, Outcome: "applied"}}))
+	}
+	comment := func() forge.Event { return storetest.Comment(1, "", "") }
+
+	require.True(t, arrive(comment()), "a mailbox's first event waits")
+	require.True(t, arrive(comment()), "behind a pending event")
+	mb, err := s.Find(ctx, forge.IssueRef{Forge: "gl", Repo: "acme/shop", Number: 1})
+	require.NoError(t, err)
+	settle(mb, mailbox.StateIdle)
+	c.Add(time.Minute)
+	at := c.Now()
+	require.False(t, arrive(comment()), "idle, nothing pending")
+	edit := comment()
+	edit.Type = forge.EventCommentEdited
+	require.False(t, arrive(edit), "an edit of a comment")
+	var rows []struct {
+		Outcome     string    `db:"outcome"`
+		ProcessedAt time.Time `db:"processed_at"`
+	}
+	require.NoError(t, s.DB().SelectContext(ctx, &rows, `SELECT outcome, processed_at FROM events WHERE mailbox_id = $1 AND outcome = $2 ORDER BY id`,
+		mb.ID, mailbox.OutcomeAtRest))
+	require.Len(t, rows, 2)
+	require.True(t, at.Equal(rows[0].ProcessedAt), "processed at the store's clock: %s", rows[0].ProcessedAt)
+	require.Empty(t, mustPending(t, s, mb.ID))
+
+	require.True(t, arrive(storetest.Event(1, "", "")), "an issue edit is not inert")
+	require.True(t, arrive(comment()), "a comment behind it")
+	settle(mb, mailbox.StateWaitingInfo)
+	require.True(t, arrive(comment()), "Alfred works on the issue")
+	for _, st := range []mailbox.State{mailbox.StateDone, mailbox.StateCancelled, mailbox.StateIdle} {
+		settle(mb, st)
+		require.False(t, arrive(comment()), "%s, nothing pending", st)
+	}
+	onMR := comment()
+	onMR.Target.MergeRequest = true
+	require.True(t, arrive(onMR), "a merge request's first event")
+	mr, err := s.Find(ctx, onMR.Target)
+	require.NoError(t, err)
+	settle(mr, mailbox.StateIdle)
+	require.True(t, arrive(onMR), "a comment on a merge request is not inert")
+
+	// Concurrent comments with an issue edit among them: whatever groups they formed, every
+	// event after the first pending one of the mailbox is pending too.
+	settle(mb, mailbox.StateIdle)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 40 {
+				ev := storetest.Comment(1, fmt.Sprintf("c-%d-%d", w, i), fmt.Sprintf("c-%d-%d", w, i))
+				if w == 3 && i == 20 {
+					ev = storetest.Event(1, "edit-3-20", "edit-3-20")
+				}
+				_, _, err := s.Arrive(ctx, ev)
+				require.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	var order []struct {
+		ID      int64 `db:"id"`
+		Pending bool  `db:"pending"`
+	}
+	require.NoError(t, s.DB().SelectContext(ctx, &order, `SELECT id, processed_at IS NULL AS pending FROM events
+		WHERE mailbox_id = $1 AND delivery_id IN (SELECT delivery_id FROM events WHERE delivery_id LIKE 'c-%' OR delivery_id = 'edit-3-20') ORDER BY id`, mb.ID))
+	require.Len(t, order, 320)
+	first := slices.IndexFunc(order, func(r struct {
+		ID      int64 `db:"id"`
+		Pending bool  `db:"pending"`
+	}) bool {
+		return r.Pending
+	})
+	require.GreaterOrEqual(t, first, 0, "the issue edit waits")
+	for _, r := range order[first:] {
+		require.True(t, r.Pending, "event %d recorded on arrival behind pending event %d", r.ID, order[first].ID)
+	}
+	require.Positive(t, first, "the comments before the edit were recorded on arrival")
+}

@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore NewStore) {
 		"SameDeliveryIDOtherBodyLogged": sameDeliveryOtherBody,
 		"ClosedMailboxesStayOut":        closedStayOut,
 		"SaveProcessedGroups":           saveProcessedGroups,
+		"EventsRecordedOnArrival":       eventsRecordedOnArrival,
 		"PausedMailboxNotClaimed":       pausedNotClaimed,
 		"PausedProjectNotClaimed":       pausedProject,
 		"RunCancelRequest":              cancelRequest,

@@ -222,7 +222,7 @@ func stateTimeline(t *testing.T, s *sqlstore.Store, c *storetest.Clock) {
 		got = append(got, fmt.Sprintf("+%s %s %s", e.At.Sub(start).Truncate(time.Second), e.Kind, e.Text))
 	}
 	require.Equal(t, []string{
-		"+0s event comment by alice",
+		"+0s event issue_edited by alice",
 		"+1s decision plan validated",
 		"+1s state idle → in_development",
 		fmt.Sprintf("+1s run run %d: development started (attempt 1)", run.ID),
