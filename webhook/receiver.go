@@ -44,6 +44,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/alfred-bot/alfred/internal/base/httpserve"
 	"github.com/alfred-bot/alfred/webhook/forge"
 )
 
@@ -377,13 +378,19 @@ func (rc *Receiver) store(w http.ResponseWriter, r *http.Request, log *slog.Logg
 }
 
 // readBody reads the whole body, at most rc.maxBody bytes; a larger body gives an error that is
-// an *http.MaxBytesError.
+// an *http.MaxBytesError. A body the server's httpserve.Stages read whole already is taken as it
+// is, without a copy.
 func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	if r.ContentLength > rc.maxBody {
 		return nil, &http.MaxBytesError{Limit: rc.maxBody}
 	}
 	if r.Body == nil {
 		return nil, nil
+	}
+	if b, ok := r.Body.(*httpserve.Body); ok {
+		if body := b.Unread(); int64(len(body)) <= rc.maxBody {
+			return body, nil
+		}
 	}
 	return io.ReadAll(http.MaxBytesReader(w, r.Body, rc.maxBody))
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/alfred-bot/alfred/internal/base/httpserve"
 	"github.com/alfred-bot/alfred/webhook"
 	"github.com/alfred-bot/alfred/webhook/forge"
 	"github.com/alfred-bot/alfred/webhook/forgejo"
@@ -1085,4 +1086,54 @@ func TestReceiverBodyCutByTheReadTimeout(t *testing.T) {
 	_ = resp.Body.Close()
 	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
 	require.Empty(t, b.inbox.Events())
+}
+
+// Behind the server's stages (httpserve.Stages reads the body whole first), the receiver takes
+// the body the stage read, and still holds its own cap when the stage's is larger: a body at
+// the cap is stored with the hash of its bytes, one a byte over it is 413, with its length
+// declared or not.
+func TestReceiverBehindTheStages(t *testing.T) {
+	t.Parallel()
+	const maxBody = 4 << 10
+	b := setup(t, func(c *webhook.ReceiverConfig) { c.MaxBodyBytes = maxBody })
+	stages := httpserve.NewStages(httpserve.Limits{ReadTimeout: time.Minute, MaxConcurrent: 4, MaxReaders: 4,
+		MaxBodyBytes: 4 * maxBody, BodyMemory: 1 << 20}, b.recv)
+	comment := func(size int) []byte {
+		body := []byte(`{"action":"created","issue":{"number":1,"title":"t","user":{"login":"alice"}},"comment":{"id":7,"body":"`)
+		body = append(body, bytes.Repeat([]byte("a"), size-len(body)-len(`"},"repository":{"full_name":"acme/shop"},"sender":{"login":"alice"}}`))...)
+		return append(body, `"},"repository":{"full_name":"acme/shop"},"sender":{"login":"alice"}}`...)
+	}
+	for name, tc := range map[string]struct {
+		size    int
+		chunked bool
+		code    int
+	}{
+		"at the cap":             {maxBody, false, http.StatusAccepted},
+		"a byte over":            {maxBody + 1, false, http.StatusRequestEntityTooLarge},
+		"a byte over, no length": {maxBody + 1, true, http.StatusRequestEntityTooLarge},
+		"at the cap, no length":  {maxBody, true, http.StatusAccepted},
+	} {
+		t.Run(name, func(t *testing.T) {
+			body := comment(tc.size)
+			require.Len(t, body, tc.size)
+			r := forgetest.NewForgejoRequest("/webhooks/forgejo", "issue_comment", "d-"+name, testForgejoSecret, body)
+			if tc.chunked {
+				r.ContentLength = -1
+			}
+			w := httptest.NewRecorder()
+			stages.ServeHTTP(w, r)
+			require.Equal(t, tc.code, w.Code, w.Body.String())
+			if tc.code != http.StatusAccepted {
+				return
+			}
+			sum := sha256.Sum256(body)
+			var stored []string
+			for _, ev := range b.inbox.Events() {
+				if ev.DeliveryID == "d-"+name {
+					stored = append(stored, ev.BodyHash)
+				}
+			}
+			require.Equal(t, []string{hex.EncodeToString(sum[:])}, stored)
+		})
+	}
 }

@@ -140,7 +140,7 @@ func (s *Stages) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if int64(len(body)) > s.maxBody {
 			r.Body = readCloser{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 		} else {
-			r.Body = io.NopCloser(bytes.NewReader(body))
+			r.Body = &Body{Reader: bytes.NewReader(body), data: body}
 		}
 	}
 	s.waiting.Add(1)
@@ -256,6 +256,20 @@ func saturated(w http.ResponseWriter, msg string) {
 	w.Header().Set("Retry-After", strconv.Itoa(1))
 	http.Error(w, msg, http.StatusServiceUnavailable)
 }
+
+// Body is a request body Stages read whole, within MaxBodyBytes: a handler reads it as any
+// body, or takes it at once with Unread, without copying it.
+type Body struct {
+	*bytes.Reader
+	data []byte
+}
+
+// Unread returns the bytes of the body not read yet. They are Stages' buffer, not a copy: the
+// handler must not keep them after it returns.
+func (b *Body) Unread() []byte { return b.data[len(b.data)-b.Len():] }
+
+// Close does nothing: the body is in memory.
+func (b *Body) Close() error { return nil }
 
 // readCloser reads from r and closes c (the request's own body).
 type readCloser struct {

@@ -274,3 +274,25 @@ func TestWaitEndedByTheClientIsNotAnAnswerOfSuccess(t *testing.T) {
 	require.Equal(t, "1", resp.Header.Get("Retry-After"))
 	require.EqualValues(t, 1, handled.Load(), "the waiting request was not handled")
 }
+
+// A body read whole is handed to the handler as a *Body: Unread gives what is left of it after
+// a partial read, the buffer itself rather than a copy.
+func TestBodyUnread(t *testing.T) {
+	var got []byte
+	var shared bool
+	h := NewStages(limits(1), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := r.Body.(*Body)
+		require.True(t, ok, "the body is in memory")
+		head := make([]byte, 5)
+		_, err := io.ReadFull(b, head)
+		require.NoError(t, err)
+		got = bytes.Clone(b.Unread())
+		b.Unread()[0] = ';'
+		shared = b.Unread()[0] == ';'
+		require.NoError(t, b.Close())
+	}))
+	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("hello, world"))
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	require.Equal(t, ", world", string(got))
+	require.True(t, shared, "Unread returns the buffer, not a copy")
+}
