@@ -120,7 +120,7 @@ bench-kubernetes: deps cluster
 
 ## bench-ingest: install/start PostgreSQL and Docker if needed, then the alfred serve binary's ingest on PostgreSQL and SQLite at 1, 8 and 32 senders next to pgbench inserting the same rows, and its resident set; then the floor: a bare Go handler inserting each delivery with one statement, next to pgbench
 bench-ingest: deps
-	$(GO) test -run '^$$' -bench 'IngestVsPgbench|IngestFloor' -benchtime 3000x -count=1 ./webhook/
+	$(GO) test -run '^$$' -bench 'IngestVsPgbench|IngestFloor' -benchtime 15000x -count=1 ./webhook/
 
 ## bench-process: install/start PostgreSQL if needed, then deliveries stored/s next to events processed/s by the workers, at 8 and 32 senders over 50 mailboxes and at 8 over 1,000 (one delivery each), on PostgreSQL and SQLite
 bench-process: deps

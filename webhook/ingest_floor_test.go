@@ -41,7 +41,7 @@ const (
 // (medians of 3 rounds) and the CPU per delivery of the receiver (floor-µs/delivery) and of
 // PostgreSQL, at 1, 8 and 32 senders.
 //
-//	go test -run '^$' -bench IngestFloor -benchtime 3000x ./webhook/
+//	go test -run '^$' -bench IngestFloor -benchtime 15000x ./webhook/
 func BenchmarkIngestFloor(b *testing.B) {
 	if _, err := os.Stat(pgbenchPath); err != nil {
 		b.Skipf("SKIPPING: %s not installed (postgresql-client)", pgbenchPath)

@@ -51,7 +51,7 @@ const minPgbench = 3 * time.Second
 // comment, spread over 50 issues; b.N deliveries per client count (run it with -benchtime
 // Nx), a fresh process and store for each.
 //
-//	go test -run '^$' -bench IngestVsPgbench -benchtime 3000x ./webhook/
+//	go test -run '^$' -bench IngestVsPgbench -benchtime 15000x ./webhook/
 func BenchmarkIngestVsPgbench(b *testing.B) {
 	if _, err := os.Stat(pgbenchPath); err != nil {
 		b.Skipf("SKIPPING: %s not installed (postgresql-client)", pgbenchPath)
