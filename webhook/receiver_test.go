@@ -1137,3 +1137,28 @@ func TestReceiverBehindTheStages(t *testing.T) {
 		})
 	}
 }
+
+// Each line the receiver logs for a delivery carries the forge, then, once the delivery is
+// verified, its delivery id and event, before the line's own attributes; a delivery refused
+// before that carries the forge alone.
+func TestReceiverLogLines(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	body, err := os.ReadFile(fixturePath(t, "forgejo-live/006-issue_comment-created.json"))
+	require.NoError(t, err)
+	a := b.do(t, forgetest.NewForgejoRequest("/webhooks/forgejo", "issue_comment", "d-log", testForgejoSecret, body))
+	require.Equal(t, http.StatusAccepted, a.Code, a.Raw)
+	a = b.do(t, forgetest.NewForgejoRequest("/webhooks/forgejo", "issue_comment", "d-bad", "wrong-secret", body))
+	require.Equal(t, http.StatusUnauthorized, a.Code, a.Raw)
+	var accepted, rejected string
+	for _, line := range strings.Split(b.logs.String(), "\n") {
+		switch {
+		case strings.Contains(line, `"msg":"webhook accepted"`):
+			accepted = line
+		case strings.Contains(line, `"msg":"webhook rejected"`):
+			rejected = line
+		}
+	}
+	require.Regexp(t, `"msg":"webhook accepted","forge":"forgejo","delivery_id":"d-log","event":"issue_comment","type":"comment","action":"created","repo":"[^"]+","issue":\d+}$`, accepted)
+	require.Regexp(t, `"msg":"webhook rejected","forge":"forgejo","error":"[^"]*"}$`, rejected)
+}
