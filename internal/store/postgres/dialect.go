@@ -86,22 +86,25 @@ ON CONFLICT DO NOTHING`
 // parameters cast to the columns' types, which types the rest), in their order, returning the
 // inserted events, each with whether it was recorded processed on arrival and whether its
 // delivery id was stored before with another body. An inert row is recorded processed when its
-// mailbox (by primary key) is at rest and has no pending event (the events_pending index);
-// both look-ups, and the one of other bodies (the (forge, delivery_id, body_hash) unique
-// index), read the statement's snapshot, taken before the insert.
+// mailbox (by primary key) is at rest and has no pending event (the events_pending index),
+// decided once a row (the MATERIALIZED part: inlined, the check would run for each column it
+// sets); these look-ups, and the one of other bodies (the (forge, delivery_id, body_hash)
+// unique index), read the statement's snapshot, taken before the insert.
 func insertEvents(rows int) string {
 	n := rows * sqlstore.InsertEventColumns
 	return `WITH v (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at, inert, ord) AS (
 	VALUES ` + sqlstore.EventValues(rows, eventCasts) + `
+), r AS MATERIALIZED (
+	SELECT v.*, v.inert
+		AND EXISTS (SELECT 1 FROM mailboxes m WHERE m.id = v.mailbox_id AND m.state IN (` + sqlstore.RestStateList() + `))
+		AND NOT EXISTS (SELECT 1 FROM events p WHERE p.mailbox_id = v.mailbox_id AND p.processed_at IS NULL) AS at_rest
+	FROM v
 ), inserted AS (
 	INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at, processed_at, outcome)
-	SELECT v.mailbox_id, v.forge, v.delivery_id, v.body_hash, v.event_type, v.payload, v.received_at,
-		CASE WHEN r.at_rest THEN $` + strconv.Itoa(n+1) + `::timestamptz END,
-		CASE WHEN r.at_rest THEN $` + strconv.Itoa(n+2) + `::text ELSE '' END
-	FROM v CROSS JOIN LATERAL (SELECT v.inert
-		AND EXISTS (SELECT 1 FROM mailboxes m WHERE m.id = v.mailbox_id AND m.state IN (` + sqlstore.RestStateList() + `))
-		AND NOT EXISTS (SELECT 1 FROM events p WHERE p.mailbox_id = v.mailbox_id AND p.processed_at IS NULL) AS at_rest) r
-	ORDER BY v.ord
+	SELECT mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at,
+		CASE WHEN at_rest THEN $` + strconv.Itoa(n+1) + `::timestamptz END,
+		CASE WHEN at_rest THEN $` + strconv.Itoa(n+2) + `::text ELSE '' END
+	FROM r ORDER BY ord
 	ON CONFLICT DO NOTHING
 	RETURNING forge, delivery_id, body_hash, processed_at IS NOT NULL AS done
 )
