@@ -18,6 +18,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/alfred-bot/alfred/internal/base/pgtest"
+	"github.com/alfred-bot/alfred/mailbox"
 	"github.com/alfred-bot/alfred/webhook/forgetest"
 )
 
@@ -156,8 +157,8 @@ func serveFloor(payloadFile, dsn string) error {
 	}
 	db.SetMaxOpenConns(16)
 	db.SetMaxIdleConns(16)
-	insert, err := db.Prepare(`INSERT INTO floor_events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at)
-		VALUES (1, 'forgejo', $1, $2, 'comment', $3, $4)`)
+	insert, err := db.Prepare(`INSERT INTO floor_events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at, processed_at, outcome)
+		VALUES (1, 'forgejo', $1, $2, 'comment', $3, $4, $4, '` + mailbox.OutcomeAtRest + `')`)
 	if err != nil {
 		return err
 	}
