@@ -42,8 +42,9 @@ var restSetups = map[mailbox.State]func(b *bundle){
 
 // What the store records on arrival without a pass (mailbox.InertAtRest in a state of
 // mailbox.RestStates) must be what a pass would do: nothing. Each inert event, applied by the
-// machine to a mailbox in each state at rest, changes neither the mailbox (its state, labels,
-// memory) nor the forge (comments, labels, assignees), and starts no run. The answers, the
+// machine to a mailbox in each state at rest an hour later, changes neither the mailbox (its
+// state, labels, title, author, memory) nor the forge (comments, the status comment included,
+// labels, assignees), and starts no run. The answers, the
 // retries and the ticks among them act in a working state (the case "working" shows the
 // comparison sees an answer's effect), so the test fails if a working state is taken for one at
 // rest.
@@ -86,14 +87,18 @@ func TestInertEventsChangeNothingAtRest(t *testing.T) {
 		for name, ev := range events {
 			t.Run(st+"/"+name, func(t *testing.T) {
 				t.Parallel()
-				b := setup(t, "type::task")
+				usage := &jobUsage{cost: 0.01}
+				b := setupWith(t, guard{config: mailbox.Config{Usage: usage}}, "type::task")
+				usage.exec = b.exec
 				b.fake.AddUser("reader[bot]")
 				restSetups[mailbox.State(st)](b)
 				before := b.advance()
 				require.Equal(t, mailbox.State(st), before.State)
 				forgeBefore, runs := b.forgeSnapshot(), b.runsStarted()
+				b.clock.Add(time.Hour) // a status comment that follows the clock would change
 
 				e := b.delivery(ev(b))
+				e.Title, e.Author = before.Title, forge.User{Login: before.Author} // as a forge sends them
 				require.True(t, mailbox.InertAtRest(e), "the event is one the store records on arrival")
 				dup, err := b.store.Deliver(context.Background(), e)
 				require.NoError(t, err)
@@ -101,6 +106,8 @@ func TestInertEventsChangeNothingAtRest(t *testing.T) {
 				after := b.advance()
 				require.Equal(t, before.State, after.State)
 				require.Equal(t, before.Labels, after.Labels)
+				require.Equal(t, before.Title, after.Title)
+				require.Equal(t, before.Author, after.Author)
 				require.JSONEq(t, mustJSON(t, before.Data), mustJSON(t, after.Data), "the mailbox's memory")
 				require.Equal(t, forgeBefore, b.forgeSnapshot(), "the forge")
 				require.Equal(t, runs, b.runsStarted(), "no run")

@@ -102,7 +102,13 @@ func (m *Machine) postProgress(ctx context.Context, bot Bot, mb *Mailbox, runnin
 		m.log.Warn("status comment not updated", "mailbox_id", mb.ID, "err", err)
 		return
 	}
-	p := Progress{Phase: string(running), Running: running != "", Since: since, Now: m.now(), Runs: runs,
+	now := m.now()
+	if mb.State.Closed() && mb.ClosedAt != nil {
+		// The work is over: the comment says how long it took, the same whenever it is
+		// rendered again (a later event's pass), so that no event edits it only for the clock.
+		now = *mb.ClosedAt
+	}
+	p := Progress{Phase: string(running), Running: running != "", Since: since, Now: now, Runs: runs,
 		BudgetUSD: m.settings(mb.Repo).BudgetUSD, Done: mb.State == StateDone}
 	if mb.State == StateBlocked {
 		p.Blocked = mb.Data.Blocked

@@ -115,7 +115,8 @@ type Inbox interface {
 // ArrivalInbox is an Inbox that records an inert event processed as it stores it: an event
 // for which InertAtRest holds, into a mailbox in a state of RestStates whose events have all
 // been applied, is stored with processed_at set and the outcome OutcomeAtRest, and waits for
-// no pass. The SQL stores are ArrivalInboxes; an Inbox that is not leaves every event to a
+// no pass. A closed mailbox that retention has purged is not at rest here: its pass saves it,
+// which is how retention learns there is something to purge again (Purgeable). The SQL stores are ArrivalInboxes; an Inbox that is not leaves every event to a
 // pass, which applies it to the same effect.
 type ArrivalInbox interface {
 	Inbox

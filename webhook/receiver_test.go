@@ -1088,10 +1088,10 @@ func TestReceiverBodyCutByTheReadTimeout(t *testing.T) {
 	require.Empty(t, b.inbox.Events())
 }
 
-// Behind the server's stages (httpserve.Stages reads the body whole first), the receiver takes
-// the body the stage read, and still holds its own cap when the stage's is larger: a body at
-// the cap is stored with the hash of its bytes, one a byte over it is 413, with its length
-// declared or not.
+// Behind the server's stages (httpserve.Stages reads the body whole first), the receiver reads
+// the body the stage read (httpserve.TestBodyUnread: without a copy), and still holds its own
+// cap when the stage's is larger: a body at the cap is stored with the hash of its bytes, one a
+// byte over it is 413, with its length declared or not.
 func TestReceiverBehindTheStages(t *testing.T) {
 	t.Parallel()
 	const maxBody = 4 << 10

@@ -62,8 +62,8 @@ func (r *SaveRecorder) Commits(id int64) []Commit {
 	return out
 }
 
-// eventsApplyOnceInOrder runs the event workers, as `alfred serve` does, over comments that
-// change nothing but the mailbox's title (which each carries): first a backlog stored before
+// eventsApplyOnceInOrder runs the event workers, as `alfred serve` does, over edits of issues
+// that change nothing but the mailbox's title (which each carries): first a backlog stored before
 // the workers start, then deliveries made while they run, from several senders at once. Every
 // event must be committed exactly once, each mailbox's in the order they were stored, with the
 // title of the last event of each commit saved in the same transaction, and a backlog must
@@ -81,7 +81,7 @@ func eventsApplyOnceInOrder(t *testing.T, s Store, _ *Clock) {
 	// "issue n, comment i".
 	deliver := func(n int64, i int) {
 		ev := Event(n, fmt.Sprintf("d%d-%d", n, i), fmt.Sprintf("h%d-%d", n, i))
-		ev.Title = fmt.Sprintf("issue %d, comment %d", n, i)
+		ev.Title = fmt.Sprintf("issue %d, edit %d", n, i)
 		_, err := inbox.Deliver(ctx, ev)
 		require.NoError(t, err)
 	}
@@ -131,7 +131,7 @@ func eventsApplyOnceInOrder(t *testing.T, s Store, _ *Clock) {
 			ids = append(ids, c.IDs()...)
 			// The events committed so far are comments 0 … len(ids)-1: the title saved with
 			// them is the last one's.
-			require.Equal(t, fmt.Sprintf("issue %d, comment %d", mb.Number, len(ids)-1), c.Title,
+			require.Equal(t, fmt.Sprintf("issue %d, edit %d", mb.Number, len(ids)-1), c.Title,
 				"mailbox %d: saved with the effect of exactly the events it marks", mb.ID)
 		}
 		require.Len(t, ids, perIssue, "mailbox %d: every event committed once", mb.ID)
@@ -139,7 +139,7 @@ func eventsApplyOnceInOrder(t *testing.T, s Store, _ *Clock) {
 		require.Len(t, slices.Compact(slices.Clone(ids)), perIssue, "mailbox %d: no event twice", mb.ID)
 		got, err := s.Get(ctx, mb.ID)
 		require.NoError(t, err)
-		require.Equal(t, fmt.Sprintf("issue %d, comment %d", mb.Number, perIssue-1), got.Title, "the last event's title is kept")
+		require.Equal(t, fmt.Sprintf("issue %d, edit %d", mb.Number, perIssue-1), got.Title, "the last event's title is kept")
 	}
 	require.True(t, shared, "a backlog shares commits")
 }

@@ -86,7 +86,8 @@ ON CONFLICT DO NOTHING`
 // parameters cast to the columns' types, which types the rest), in their order, returning the
 // inserted events, each with whether it was recorded processed on arrival and whether its
 // delivery id was stored before with another body. An inert row is recorded processed when its
-// mailbox (by primary key) is at rest and has no pending event (the events_pending index),
+// mailbox (by primary key) is at rest, not purged by retention, and has no pending event (the
+// events_pending index),
 // decided once a row (the MATERIALIZED part: inlined, the check would run for each column it
 // sets); these look-ups, and the one of other bodies (the (forge, delivery_id, body_hash)
 // unique index), read the statement's snapshot, taken before the insert.
@@ -96,7 +97,7 @@ func insertEvents(rows int) string {
 	VALUES ` + sqlstore.EventValues(rows, eventCasts) + `
 ), r AS MATERIALIZED (
 	SELECT v.*, v.inert
-		AND EXISTS (SELECT 1 FROM mailboxes m WHERE m.id = v.mailbox_id AND m.state IN (` + sqlstore.RestStateList() + `))
+		AND EXISTS (SELECT 1 FROM mailboxes m WHERE m.id = v.mailbox_id AND m.state IN (` + sqlstore.RestStateList() + `) AND m.purged_at IS NULL)
 		AND NOT EXISTS (SELECT 1 FROM events p WHERE p.mailbox_id = v.mailbox_id AND p.processed_at IS NULL) AS at_rest
 	FROM v
 ), inserted AS (

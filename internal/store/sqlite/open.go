@@ -184,7 +184,8 @@ func (d *DB) Close() error {
 // RETURNING clause gives the inserted events, each with whether it was recorded processed on
 // arrival and whether its delivery id is stored with another body (that look-up sees the rows
 // stored before and those of the same statement inserted before it). An inert row is recorded
-// processed when its mailbox is at rest and has no pending event, decided once a row (the
+// processed when its mailbox is at rest, not purged by retention, and has no pending event,
+// decided once a row (the
 // MATERIALIZED part: flattened, the check would run for each column it sets) and before the
 // insert, so that look-up sees only the rows stored before. A batch is then one write
 // transaction and one sync of the WAL. (The WHERE clause is SQLite's rule for a SELECT before
@@ -193,7 +194,7 @@ func insertEvents(rows int) string {
 	n := rows * sqlstore.InsertEventColumns
 	return `WITH r AS MATERIALIZED (
 	SELECT v.*, (v.column8
-		AND EXISTS (SELECT 1 FROM mailboxes m WHERE m.id = v.column1 AND m.state IN (` + sqlstore.RestStateList() + `))
+		AND EXISTS (SELECT 1 FROM mailboxes m WHERE m.id = v.column1 AND m.state IN (` + sqlstore.RestStateList() + `) AND m.purged_at IS NULL)
 		AND NOT EXISTS (SELECT 1 FROM events p WHERE p.mailbox_id = v.column1 AND p.processed_at IS NULL)) AS at_rest
 	FROM (VALUES ` + sqlstore.EventValues(rows, nil) + `) v
 )

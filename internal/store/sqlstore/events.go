@@ -254,7 +254,9 @@ func (s *Store) markProcessedIn(ctx context.Context, q querier, done []mailbox.P
 }
 
 // deliverToNewMailbox stores an event of a mailbox this process has not stored into yet, with
-// portable statements: create the mailbox unless it exists, read its id, insert the event.
+// portable statements: create the mailbox unless it exists, read its id, insert the event. The
+// id is remembered only once the event is stored (inserted or a duplicate), so that the first
+// event this process stores into a mailbox always waits for a pass (mailbox.ArrivalInbox).
 func (s *Store) deliverToNewMailbox(ctx context.Context, key mailboxKey, ev forge.Event, payload string) insertRes {
 	if _, err := s.db.ExecContext(ctx, sqlCreateMailbox, key.forge, key.repo, key.number, key.mergeRequest, s.now()); err != nil {
 		return insertRes{err: s.storeError("create mailbox", err)}
@@ -263,6 +265,9 @@ func (s *Store) deliverToNewMailbox(ctx context.Context, key mailboxKey, ev forg
 	if err := s.db.GetContext(ctx, &id, sqlMailboxID, key.forge, key.repo, key.number, key.mergeRequest); err != nil {
 		return insertRes{err: s.storeError("find mailbox", err)}
 	}
-	s.ids.put(key, id)
-	return s.batchInsert(ctx, id, ev, payload, false)
+	res := s.batchInsert(ctx, id, ev, payload, false)
+	if res.err == nil {
+		s.ids.put(key, id)
+	}
+	return res
 }

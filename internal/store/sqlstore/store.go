@@ -79,8 +79,8 @@ type Dialect struct {
 	// skipping those stored before, and returns a row (forge, delivery_id, body_hash, done,
 	// others) per inserted event. An event whose inert is true is recorded processed (done:
 	// processed_at the clock, outcome the text) when its mailbox's state is one of
-	// RestStateList and no event of its mailbox is pending in the statement's snapshot
-	// (mailbox.ArrivalInbox); others tells whether its delivery id was stored before with
+	// RestStateList, retention has not purged it (purged_at), and no event of its mailbox is
+	// pending in the statement's snapshot (mailbox.ArrivalInbox); others tells whether its delivery id was stored before with
 	// another body. Concurrent deliveries share a statement and a commit (batch.go). Every
 	// engine has one.
 	InsertEvents func(rows int) string
