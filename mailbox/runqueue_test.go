@@ -133,8 +133,9 @@ func (c *claimCounter) Release(ctx context.Context, id int64, owner string, back
 }
 
 // An event pass wakes a run worker only when a run concerns its mailbox: comments on an issue
-// Alfred is not assigned to cost the run workers nothing (the first makes a pass, the mailbox's
-// first event; the others are recorded on arrival and make none), and the assignment's pass,
+// Alfred is not assigned to cost the run workers nothing (an issue's first comment makes a pass,
+// the mailbox's first event; the others are recorded on arrival and make none), and the
+// assignment's pass,
 // which leaves the analysis due, still starts it at once (the workers poll only once an hour
 // here).
 func TestEventPassWakesARunWorkerOnlyForARun(t *testing.T) {
@@ -150,9 +151,18 @@ func TestEventPassWakesARunWorkerOnlyForARun(t *testing.T) {
 	signal(t, "the run worker's first claim", func() bool { return c.runClaims.Load() == 1 })
 
 	inbox := mailbox.WakingInbox{Inbox: b.store, Workers: w}
-	b.deliver(comment("alice", "Any news?"))
-	w.Notify()
-	signal(t, "the first comment's pass released", func() bool { return c.releases.Load() == 1 })
+	// The first comment on each of five issues: a pass each.
+	for i := range 5 {
+		ev := comment("alice", "Any news?")
+		ev.Target = forge.IssueRef{Forge: "gl", Repo: repo, Number: b.ref.Number + 1 + int64(i)}
+		_, err := inbox.Deliver(context.Background(), b.delivery(ev))
+		require.NoError(t, err)
+		signal(t, fmt.Sprintf("pass %d released", i+1), func() bool { return c.releases.Load() == int64(i+1) })
+	}
+	// Then the issue's own: its first makes a pass, the next are recorded on arrival.
+	_, err := inbox.Deliver(context.Background(), b.delivery(comment("alice", "Any news?")))
+	require.NoError(t, err)
+	signal(t, "the issue's first comment's pass released", func() bool { return c.releases.Load() == 6 })
 	for i := range 4 {
 		dup, pending, err := b.store.(mailbox.ArrivalInbox).Arrive(context.Background(), b.delivery(comment("alice", fmt.Sprintf("Any news? (%d)", i))))
 		require.NoError(t, err)
