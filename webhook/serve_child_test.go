@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -106,25 +107,32 @@ func (c *serveChild) db(b *testing.B) *sqlx.DB {
 	return db
 }
 
-// drain waits until the child's workers have processed every stored event (polling db, the
-// child's store, every 20 ms: the polls' own cost in the database stays small beside the
-// processing's) and returns how many were left unprocessed when it was called (just after a
-// round's last answer) and how long they took. It fails b after 5 minutes.
-func (c *serveChild) drain(b *testing.B, db *sqlx.DB) (backlog int, took time.Duration) {
+// eventsDB is a store's database as the benchmarks read it (*sqlx.DB, sqlstore.DB).
+type eventsDB interface {
+	GetContext(ctx context.Context, dest any, query string, args ...any) error
+}
+
+// unprocessed counts the events of db not processed yet.
+func unprocessed(b *testing.B, db eventsDB) int {
+	b.Helper()
+	var n int
+	if err := db.GetContext(b.Context(), &n, `SELECT count(*) FROM events WHERE processed_at IS NULL`); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// waitProcessed waits until the workers storing into db have processed every event (polling
+// every every) and returns how many were left unprocessed when it was called and how long they
+// took. It fails b after 5 minutes.
+func waitProcessed(b *testing.B, db eventsDB, every time.Duration) (backlog int, took time.Duration) {
 	b.Helper()
 	start := time.Now()
-	unprocessed := func() int {
-		var n int
-		if err := db.GetContext(b.Context(), &n, `SELECT count(*) FROM events WHERE processed_at IS NULL`); err != nil {
-			b.Fatal(err)
-		}
-		return n
-	}
-	backlog = unprocessed()
-	t := time.NewTicker(20 * time.Millisecond)
+	backlog = unprocessed(b, db)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	deadline := time.After(5 * time.Minute)
-	for n := backlog; n > 0; n = unprocessed() {
+	for n := backlog; n > 0; n = unprocessed(b, db) {
 		select {
 		case <-t.C:
 		case <-deadline:
