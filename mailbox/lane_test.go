@@ -1,9 +1,7 @@
 package mailbox_test
 
 import (
-	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,18 +23,7 @@ func TestEventPassesStartBesideOnlyAfterTheOverlap(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setupPG(t)
-			hold := make(chan struct{})
-			b.exec.mu.Lock()
-			b.exec.block = hold
-			b.exec.mu.Unlock()
-			w := mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", Count: 2, Overlap: tc.overlap, Poll: 20 * time.Millisecond,
-				LeaseTTL: time.Minute}, b.store, b.machine, b.log)
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			wg.Go(func() { w.Run(ctx) })
-			var once sync.Once
-			release := func() { once.Do(func() { close(hold) }) }
-			t.Cleanup(func() { release(); cancel(); wg.Wait() })
+			w, release := b.heldWorkersWith(t, mailbox.WorkerConfig{Count: 2, Overlap: tc.overlap})
 
 			b.assignNew(t, "First long run")
 			signal(t, "the first run started", func() bool { return b.runsStarted() == 1 })

@@ -29,12 +29,19 @@ func (b *bundle) holdRuns(tb testing.TB) (release func()) {
 // release is called; they stop when the test ends.
 func (b *bundle) heldWorkers(tb testing.TB, n int) (w *mailbox.Workers, release func()) {
 	tb.Helper()
+	return b.heldWorkersWith(tb, mailbox.WorkerConfig{Count: n, Runs: n})
+}
+
+// heldWorkersWith is heldWorkers with the workers of cfg (its owner "w", its poll 20 ms and its
+// lease a minute).
+func (b *bundle) heldWorkersWith(tb testing.TB, cfg mailbox.WorkerConfig) (w *mailbox.Workers, release func()) {
+	tb.Helper()
 	hold := make(chan struct{})
 	b.exec.mu.Lock()
 	b.exec.block = hold
 	b.exec.mu.Unlock()
-	w = mailbox.NewWorkers(mailbox.WorkerConfig{Owner: "w", Count: n, Runs: n, Poll: 20 * time.Millisecond, LeaseTTL: time.Minute},
-		b.store, b.machine, b.log)
+	cfg.Owner, cfg.Poll, cfg.LeaseTTL = "w", 20*time.Millisecond, time.Minute
+	w = mailbox.NewWorkers(cfg, b.store, b.machine, b.log)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { w.Run(ctx) })
