@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"errors"
-	"strconv"
 
 	"github.com/lib/pq"
 
@@ -82,31 +81,15 @@ INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, paylo
 SELECT id, $1, $5, $6, $7, $8, $9 FROM (SELECT id FROM existing UNION ALL SELECT id FROM created) mb
 ON CONFLICT DO NOTHING`
 
-// insertEvents is sqlstore.Dialect.InsertEvents: one insert of the rows (the first row's
-// parameters cast to the columns' types, which types the rest), in their order, returning the
-// inserted events, each with whether it was recorded processed on arrival and whether its
-// delivery id was stored before with another body. An inert row is recorded processed when its
-// mailbox (by primary key) is at rest, not purged by retention, and has no pending event (the
-// events_pending index),
-// decided once a row (the MATERIALIZED part: inlined, the check would run for each column it
-// sets); these look-ups, and the one of other bodies (the (forge, delivery_id, body_hash)
-// unique index), read the statement's snapshot, taken before the insert.
+// insertEvents is sqlstore.Dialect.InsertEvents: sqlstore.InsertEventsFrom with the parameters
+// cast (the first row's to the columns' types, which types the rest), returning the inserted
+// events, each with whether it was recorded processed on arrival and whether its delivery id
+// was stored before with another body (the (forge, delivery_id, body_hash) unique index, in the
+// statement's snapshot, taken before the insert).
 func insertEvents(rows int) string {
-	n := rows * sqlstore.InsertEventColumns
-	return `WITH v (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at, inert, ord) AS (
-	VALUES ` + sqlstore.EventValues(rows, eventCasts) + `
-), r AS MATERIALIZED (
-	SELECT v.*, v.inert
-		AND EXISTS (SELECT 1 FROM mailboxes m WHERE m.id = v.mailbox_id AND m.state IN (` + sqlstore.RestStateList() + `) AND m.purged_at IS NULL)
-		AND NOT EXISTS (SELECT 1 FROM events p WHERE p.mailbox_id = v.mailbox_id AND p.processed_at IS NULL) AS at_rest
-	FROM v
-), inserted AS (
-	INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at, processed_at, outcome)
-	SELECT mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at,
-		CASE WHEN at_rest THEN $` + strconv.Itoa(n+1) + `::timestamptz END,
-		CASE WHEN at_rest THEN $` + strconv.Itoa(n+2) + `::text ELSE '' END
-	FROM r ORDER BY ord
-	ON CONFLICT DO NOTHING
+	with, insert := sqlstore.InsertEventsFrom(rows, eventCasts)
+	return `WITH ` + with + `, inserted AS (
+` + insert + `
 	RETURNING forge, delivery_id, body_hash, processed_at IS NOT NULL AS done
 )
 SELECT forge, delivery_id, body_hash, done, EXISTS (
@@ -114,5 +97,7 @@ SELECT forge, delivery_id, body_hash, done, EXISTS (
 ) AS others FROM inserted i`
 }
 
-// eventCasts are the types of InsertEvents' columns, cast on its first row: the rest take them.
-var eventCasts = []string{"::bigint", "::text", "::text", "::text", "::text", "::text", "::timestamptz", "::boolean"}
+// eventCasts are the types of InsertEvents' parameters: the first row's (the rest take them),
+// then the clock's and the outcome's.
+var eventCasts = []string{"::bigint", "::text", "::text", "::text", "::text", "::text", "::timestamptz", "::boolean",
+	"::timestamptz", "::text"}

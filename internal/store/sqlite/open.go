@@ -21,7 +21,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -180,31 +179,15 @@ func (d *DB) Close() error {
 	return err
 }
 
-// insertEvents is sqlstore.Dialect.InsertEvents: one insert of the rows in their order whose
-// RETURNING clause gives the inserted events, each with whether it was recorded processed on
-// arrival and whether its delivery id is stored with another body (that look-up sees the rows
-// stored before and those of the same statement inserted before it). An inert row is recorded
-// processed when its mailbox is at rest, not purged by retention, and has no pending event,
-// decided once a row (the
-// MATERIALIZED part: flattened, the check would run for each column it sets) and before the
-// insert, so that look-up sees only the rows stored before. A batch is then one write
-// transaction and one sync of the WAL. (The WHERE clause is SQLite's rule for a SELECT before
-// ON CONFLICT.)
+// insertEvents is sqlstore.Dialect.InsertEvents: sqlstore.InsertEventsFrom, whose RETURNING
+// clause gives the inserted events, each with whether it was recorded processed on arrival and
+// whether its delivery id is stored with another body (that look-up sees the rows stored before
+// and those of the same statement inserted before it; the MATERIALIZED part is evaluated before
+// the insert). A batch is then one write transaction and one sync of the WAL.
 func insertEvents(rows int) string {
-	n := rows * sqlstore.InsertEventColumns
-	return `WITH r AS MATERIALIZED (
-	SELECT v.*, (v.column8
-		AND EXISTS (SELECT 1 FROM mailboxes m WHERE m.id = v.column1 AND m.state IN (` + sqlstore.RestStateList() + `) AND m.purged_at IS NULL)
-		AND NOT EXISTS (SELECT 1 FROM events p WHERE p.mailbox_id = v.column1 AND p.processed_at IS NULL)) AS at_rest
-	FROM (VALUES ` + sqlstore.EventValues(rows, nil) + `) v
-)
-INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at, processed_at, outcome)
-SELECT column1, column2, column3, column4, column5, column6, column7,
-	CASE WHEN at_rest THEN $` + strconv.Itoa(n+1) + ` END, CASE WHEN at_rest THEN $` + strconv.Itoa(n+2) + ` ELSE '' END
-FROM r
-WHERE true
-ORDER BY column9
-ON CONFLICT DO NOTHING
+	with, insert := sqlstore.InsertEventsFrom(rows, nil)
+	return `WITH ` + with + `
+` + insert + `
 RETURNING forge, delivery_id, body_hash, processed_at IS NOT NULL AS done, EXISTS (
 	SELECT 1 FROM events e WHERE e.forge = events.forge AND e.delivery_id = events.delivery_id AND e.body_hash <> events.body_hash
 ) AS others`

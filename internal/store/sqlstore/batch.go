@@ -191,12 +191,46 @@ var errStoreClosed = errors.New("store closed")
 // eventKey identifies a stored delivery (the events table's unique key).
 type eventKey struct{ forge, deliveryID, bodyHash string }
 
-// InsertEventColumns is the number of parameters of an event in Dialect.InsertEvents.
-const InsertEventColumns = 8
+// insertEventColumns is the number of parameters of an event in Dialect.InsertEvents.
+const insertEventColumns = 8
 
-// RestStateList is the SQL list of mailbox.RestStates ('idle', 'done', 'cancelled'), for the
-// dialects' InsertEvents.
-func RestStateList() string { return stateList(mailbox.RestStates()) }
+// InsertEventsFrom returns the part of Dialect.InsertEvents both engines share, for rows events:
+// the WITH parts (without WITH) that name the rows v (mailbox_id, forge, delivery_id,
+// body_hash, event_type, payload, received_at, inert, ord) and decide once a row (the
+// MATERIALIZED part r: inlined or flattened, the check would run for each column it sets)
+// whether it is recorded processed on arrival (at_rest: inert, its mailbox in a state of
+// mailbox.RestStates, not purged by retention, with no pending event, in the statement's
+// snapshot taken before the insert), and the insert from r in the rows' order, up to its
+// ON CONFLICT DO NOTHING, to which the dialect adds what it returns. casts, when given, follow
+// the parameters of the first row (the events' columns and inert) and then the clock's and the
+// outcome's (PostgreSQL types its parameters by them; SQLite needs none). The WHERE clause is
+// SQLite's rule for a SELECT before ON CONFLICT.
+func InsertEventsFrom(rows int, casts []string) (with, insert string) {
+	n := rows * insertEventColumns
+	cast := func(i int) string {
+		if i < len(casts) {
+			return casts[i]
+		}
+		return ""
+	}
+	with = `v (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at, inert, ord) AS (
+	VALUES ` + eventValues(rows, casts) + `
+), r AS MATERIALIZED (
+	SELECT v.*, (v.inert
+		AND EXISTS (SELECT 1 FROM mailboxes m WHERE m.id = v.mailbox_id AND m.state IN (` + stateList(mailbox.RestStates()) + `) AND m.purged_at IS NULL)
+		AND NOT EXISTS (SELECT 1 FROM events p WHERE p.mailbox_id = v.mailbox_id AND p.processed_at IS NULL)) AS at_rest
+	FROM v
+)`
+	insert = `INSERT INTO events (mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at, processed_at, outcome)
+SELECT mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at,
+	CASE WHEN at_rest THEN $` + strconv.Itoa(n+1) + cast(insertEventColumns) + ` END,
+	CASE WHEN at_rest THEN $` + strconv.Itoa(n+2) + cast(insertEventColumns+1) + ` ELSE '' END
+FROM r
+WHERE true
+ORDER BY ord
+ON CONFLICT DO NOTHING`
+	return with, insert
+}
 
 // insertBatch runs Dialect.InsertEvents over batch and returns each delivery's result, in
 // batch's order. A delivery that came twice in one batch (a forge's retry racing the first
@@ -204,7 +238,7 @@ func RestStateList() string { return stateList(mailbox.RestStates()) }
 // same mailbox that is not is inserted pending: the statement's look-up of pending events sees
 // only what was stored before it.
 func (s *Store) insertBatch(ctx context.Context, batch []*insertReq) ([]insertRes, error) {
-	args := make([]any, 0, InsertEventColumns*len(batch)+2)
+	args := make([]any, 0, insertEventColumns*len(batch)+2)
 	inert := inertInBatch(batch)
 	for i, r := range batch {
 		args = append(args, r.mailboxID, r.ev.Forge, r.ev.DeliveryID, r.ev.BodyHash, string(r.ev.Type), r.payload, r.ev.ReceivedAt, inert[i])
@@ -303,20 +337,20 @@ func markOthersInBatch(batch []*insertReq, res []insertRes) {
 	}
 }
 
-// EventValues returns the VALUES rows of Dialect.InsertEvents for rows events: the
-// InsertEventColumns parameters of each, numbered from $1 row by row, followed by the row's
+// eventValues returns the VALUES rows of Dialect.InsertEvents for rows events: the
+// insertEventColumns parameters of each, numbered from $1 row by row, followed by the row's
 // ordinal from 0 (the statement inserts in that order), and casts, when given, after the
 // first row's parameters: "($1::bigint, …, $8::boolean, 0), ($9, …, $16, 1)".
-func EventValues(rows int, casts []string) string {
+func eventValues(rows int, casts []string) string {
 	var b strings.Builder
 	for r := range rows {
 		if r > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteByte('(')
-		for c := range InsertEventColumns {
+		for c := range insertEventColumns {
 			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(r*InsertEventColumns + c + 1))
+			b.WriteString(strconv.Itoa(r*insertEventColumns + c + 1))
 			if r == 0 && c < len(casts) {
 				b.WriteString(casts[c])
 			}

@@ -73,13 +73,13 @@ type Dialect struct {
 	// the column's range) instead of keeping the prepared statement's one generic plan.
 	WakeBound string
 	// InsertEvents returns one statement that inserts rows events into known mailboxes, in the
-	// order given, given as InsertEventColumns parameters per event ($1…$8 for the first:
+	// order given (built on InsertEventsFrom), given as 8 parameters per event ($1…$8 for the first:
 	// mailbox_id, forge, delivery_id, body_hash, event_type, payload, received_at, inert) and
 	// two after them ($8·rows+1, the store's clock; $8·rows+2, mailbox.OutcomeAtRest),
 	// skipping those stored before, and returns a row (forge, delivery_id, body_hash, done,
 	// others) per inserted event. An event whose inert is true is recorded processed (done:
 	// processed_at the clock, outcome the text) when its mailbox's state is one of
-	// RestStateList, retention has not purged it (purged_at), and no event of its mailbox is
+	// mailbox.RestStates, retention has not purged it (purged_at), and no event of its mailbox is
 	// pending in the statement's snapshot (mailbox.ArrivalInbox); others tells whether its delivery id was stored before with
 	// another body. Concurrent deliveries share a statement and a commit (batch.go). Every
 	// engine has one.
