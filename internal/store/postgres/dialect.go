@@ -32,7 +32,9 @@ var Dialect = sqlstore.Dialect{
 	// other PostgreSQL writes beside it, one and four tie (docs/figures.md). Every delivery
 	// waits behind that one statement, so a statement held up (a row lock on its mailbox, a
 	// failed group inserted again one delivery at a time) holds up the ingest meanwhile; only
-	// the short lease claims lock mailbox rows.
+	// the short lease claims lock mailbox rows. One statement at a time also keeps a comment
+	// recorded on arrival from ever following an event of its mailbox that waits (a second
+	// statement in flight would not see the first's uncommitted rows).
 	InsertFlushers: 1,
 	BadValue: func(err error) bool {
 		var e *pq.Error
