@@ -1,7 +1,6 @@
 package webhook_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -65,14 +64,8 @@ func benchIngestFloor(b *testing.B, clients int) {
 	// The row both insert is the one Alfred stores for such a delivery: one delivery through an
 	// `alfred serve` child on the same schema gives it.
 	alfred := startServeChild(b, benchPostgres, dsn, "floor-secret")
-	if _, err := sendRound(alfred.addr, 1, [][]byte{wireRequest(b, forgetest.NewForgejoRequest("http://"+alfred.addr+"/webhooks/forgejo",
-		"issue_comment", "floor-0", "floor-secret", tmpl))}); err != nil {
-		b.Fatal(err)
-	}
-	var payload string
-	if err := db.GetContext(b.Context(), &payload, `SELECT payload FROM events ORDER BY id LIMIT 1`); err != nil {
-		b.Fatal(err)
-	}
+	payload := alfred.storedPayload(b, db, wireRequest(b, forgetest.NewForgejoRequest("http://"+alfred.addr+"/webhooks/forgejo",
+		"issue_comment", "floor-0", "floor-secret", tmpl)))
 	alfred.proc.Stop(b)
 	if _, err := db.ExecContext(b.Context(), `CREATE TABLE floor_events (LIKE events INCLUDING ALL)`); err != nil {
 		b.Fatal(err)
@@ -109,9 +102,8 @@ func benchIngestFloor(b *testing.B, clients int) {
 	var seq int64
 	wire := func() []byte {
 		seq++
-		body := bytes.Replace(tmpl, []byte(`"body": "Date, amount, category."`), fmt.Appendf(nil, `"body": "delivery %d"`, seq), 1)
 		return wireRequest(b, forgetest.NewForgejoRequest("http://"+addr+"/webhooks/forgejo", "issue_comment",
-			fmt.Sprintf("floor-%d", seq), "floor-secret", body))
+			fmt.Sprintf("floor-%d", seq), "floor-secret", commentDelivery(tmpl, seq, 1)))
 	}
 	pid := child.Process.Pid
 	var vs vsPgbench

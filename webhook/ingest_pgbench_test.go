@@ -1,7 +1,6 @@
 package webhook_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -80,22 +79,12 @@ func benchIngestVsPgbench(b *testing.B, store string, clients int) {
 	// The deliveries are built and signed before each round and sent by a lean load generator
 	// (wire.go), so that a round measures the receiver rather than the senders.
 	wire := func(n int64) []byte {
-		body := bytes.Replace(tmpl, []byte(`"body": "Date, amount, category."`),
-			fmt.Appendf(nil, `"body": "delivery %d"`, n), 1)
-		body = bytes.Replace(body, []byte(`"number": 1,`), fmt.Appendf(nil, `"number": %d,`, 1+n%50), 1)
 		return wireRequest(b, forgetest.NewForgejoRequest("http://"+alfred.addr+"/webhooks/forgejo", "issue_comment",
-			fmt.Sprintf("bench-%d", n), "bench-secret", body))
+			fmt.Sprintf("bench-%d", n), "bench-secret", commentDelivery(tmpl, n, 50)))
 	}
 	var seq atomic.Int64
-	if _, err := sendRound(alfred.addr, 1, [][]byte{wire(0)}); err != nil { // the row pgbench copies
-		b.Fatal(err)
-	}
-	var payload string
 	events := alfred.db(b)
-	if err := events.GetContext(b.Context(), &payload, `SELECT payload FROM events ORDER BY id LIMIT 1`); err != nil {
-		b.Fatal(err)
-	}
-	table, err := pgbenchSetup(pgdb, payload)
+	table, err := pgbenchSetup(pgdb, alfred.storedPayload(b, events, wire(0)))
 	if err != nil {
 		b.Fatal(err)
 	}

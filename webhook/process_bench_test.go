@@ -1,7 +1,6 @@
 package webhook_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -119,11 +118,8 @@ func benchIngestVsProcessing(b *testing.B, store *sqlstore.Store, senders, issue
 		reqs := make([][]byte, n)
 		for i := range reqs {
 			seq++
-			body := bytes.Replace(tmpl, []byte(`"body": "Date, amount, category."`),
-				fmt.Appendf(nil, `"body": "delivery %d"`, seq), 1)
-			body = bytes.Replace(body, []byte(`"number": 1,`), fmt.Appendf(nil, `"number": %d,`, 1+seq%int64(issues)), 1)
 			reqs[i] = wireRequest(b, forgetest.NewForgejoRequest(srv.URL+"/webhooks/forgejo", "issue_comment",
-				fmt.Sprintf("process-%d", seq), "bench-secret", body))
+				fmt.Sprintf("process-%d", seq), "bench-secret", commentDelivery(tmpl, seq, issues)))
 		}
 		return reqs
 	}

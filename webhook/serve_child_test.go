@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -105,6 +106,27 @@ func (c *serveChild) db(b *testing.B) *sqlx.DB {
 	}
 	b.Cleanup(func() { _ = db.Close() })
 	return db
+}
+
+// commentDelivery returns the recorded Forgejo comment tmpl made delivery n of a benchmark: its
+// text "delivery n", on issue 1+n%issues.
+func commentDelivery(tmpl []byte, n int64, issues int) []byte {
+	body := bytes.Replace(tmpl, []byte(`"body": "Date, amount, category."`), fmt.Appendf(nil, `"body": "delivery %d"`, n), 1)
+	return bytes.Replace(body, []byte(`"number": 1,`), fmt.Appendf(nil, `"number": %d,`, 1+n%int64(issues)), 1)
+}
+
+// storedPayload sends the child one delivery (a wired request) and returns the payload its
+// store, db, kept for it: the stored form the pgbench rows copy.
+func (c *serveChild) storedPayload(b *testing.B, db eventsDB, delivery []byte) string {
+	b.Helper()
+	if _, err := sendRound(c.addr, 1, [][]byte{delivery}); err != nil {
+		b.Fatal(err)
+	}
+	var payload string
+	if err := db.GetContext(b.Context(), &payload, `SELECT payload FROM events ORDER BY id LIMIT 1`); err != nil {
+		b.Fatal(err)
+	}
+	return payload
 }
 
 // eventsDB is a store's database as the benchmarks read it (*sqlx.DB, sqlstore.DB).
