@@ -346,15 +346,18 @@ func (m *Machine) othersLabels(ctx context.Context, bot Bot, mb *Mailbox, sender
 // history shows none.
 func lastLabelChange(acts []forge.Activity, kind forge.ActivityKind, l string, at time.Time, prefer string) (actor forge.User, ok bool) {
 	var when time.Time
+	isPrefer := func(u forge.User) bool { return prefer != "" && strings.EqualFold(u.Login, prefer) }
 	for _, a := range acts {
 		if a.Kind != kind || !strings.EqualFold(a.Label, l) || (!at.IsZero() && a.At.After(at)) {
 			continue // another label, or a change made after at
 		}
-		held := ok && a.At.Equal(when) && prefer != "" && strings.EqualFold(actor.Login, prefer) &&
-			!strings.EqualFold(a.Actor.Login, prefer)
-		if !ok || !a.At.Before(when) && !held {
-			actor, when, ok = a.Actor, a.At, true // the last in the history's order
+		if ok && a.At.Before(when) {
+			continue // older than the change kept
 		}
+		if ok && a.At.Equal(when) && isPrefer(actor) && !isPrefer(a.Actor) {
+			continue // the same second as prefer's change, kept
+		}
+		actor, when, ok = a.Actor, a.At, true // the last in the history's order
 	}
 	return actor, ok
 }
