@@ -25,12 +25,4 @@ func InertAtRest(ev forge.Event) bool {
 
 // RestStates names the states at rest, where InertAtRest holds: the states that are not
 // Working (idle, done, cancelled), from the state table.
-func RestStates() []string {
-	var out []string
-	for _, d := range lifecycle {
-		if !d.State.Working() {
-			out = append(out, string(d.State))
-		}
-	}
-	return out
-}
+func RestStates() []string { return statesWhere(func(d stateDef) bool { return !d.State.Working() }) }

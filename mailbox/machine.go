@@ -197,10 +197,13 @@ func (m *Machine) AdvanceEvents(ctx context.Context, mb *Mailbox, slots RunSlots
 }
 
 // RunStates names the states whose row starts a run: the mailboxes a run worker takes.
-func RunStates() []string {
+func RunStates() []string { return statesWhere(func(d stateDef) bool { return d.Phase != "" }) }
+
+// statesWhere names the states of the lifecycle table whose row meets cond, in its order.
+func statesWhere(cond func(stateDef) bool) []string {
 	var out []string
 	for _, d := range lifecycle {
-		if d.Phase != "" {
+		if cond(d) {
 			out = append(out, string(d.State))
 		}
 	}
